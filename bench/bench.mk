@@ -1,0 +1,3 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Included from Makefile.am.
+BENCHES =

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * mrlease extension API.
+ *
+ * Obtained with fi_open_ops() on a fabric or domain opened while the
+ * mrlease hook is active (FI_HOOK=mrlease):
+ *
+ *	struct fi_mrlease_ops *ops;
+ *	ret = fi_open_ops(&domain->fid, FI_MRLEASE_OPS_1, 0, (void **)&ops, NULL);
+ *
+ * Without the hook the call fails with -FI_ENOSYS. See fi_mrlease(7).
+ */
+#ifndef FI_EXT_MRLEASE_H
+#define FI_EXT_MRLEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FI_MRLEASE_OPS_1 "mrlease_ops_v1"
+
+/* Counters of the lease cache, per domain or process-wide. */
+struct fi_mrlease_stats {
+	uint64_t lookups, hits, misses;
+	uint64_t registrations, deregistrations;
+	uint64_t invalidations;     /* invalidate calls */
+	uint64_t retired_leased;    /* entries retired while a lease still held them */
+	uint64_t evictions;
+	uint64_t entries;           /* live cache entries */
+	uint64_t leases;            /* live leases */
+	uint64_t registered_bytes;  /* bytes covered by live registrations */
+};
+
+/*
+ * Span resolver: given an operand [addr, addr + len), return in *span_base
+ * and *span_len the extent that holds it (for example the allocator extent),
+ * and 0; or a non-zero value to register only the operand's own pages. A
+ * span that does not contain the operand is ignored.
+ */
+typedef int (*fi_mrlease_span_fn)(void *arg, const void *addr, size_t len,
+				  void **span_base, size_t *span_len);
+
+struct fi_mrlease_ops {
+	size_t size;
+	/* Retire every cached registration overlapping [addr, addr + len) in
+	 * every domain; call before the pages are reclaimed. */
+	int (*invalidate)(const void *addr, size_t len);
+	/* Register an arena now; fi_close(&(*mr)->fid) releases the pin. */
+	int (*pin)(struct fid_domain *domain, const void *addr, size_t len,
+		   struct fid_mr **mr);
+	/* Install (or with fn NULL, remove) the domain's span resolver. */
+	int (*set_span)(struct fid_domain *domain, fi_mrlease_span_fn fn, void *arg);
+	/* Statistics of one domain, or process-wide with domain NULL. */
+	int (*query_stats)(struct fid_domain *domain, struct fi_mrlease_stats *stats,
+			   size_t size);
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FI_EXT_MRLEASE_H */
