@@ -1,2 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Included from Makefile.am.
+
+# FI_MRLEASE_* parsing and definitions (unit level, a stand-in provider).
+check_PROGRAMS += test/test_params
+test_test_params_SOURCES = test/test_params.c
+test_test_params_LDADD = test/libmrltest.la prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
+SUITE += test/test_params

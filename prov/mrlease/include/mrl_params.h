@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * mrlease's run-time parameters: every knob is a FI_MRLEASE_* environment
+ * variable defined with fi_param_define(), so `fi_info -e` lists it with its
+ * type, default and meaning whenever libmrlease-fi.so is on the provider path.
+ *
+ * Life cycle: fi_prov_ini() calls mrl_params_define() (fi_info -e only sees
+ * parameters defined there) and then mrl_params_load(), which fills the
+ * process-wide `mrl_params` once. Nothing writes it afterwards, so any thread
+ * may read it without a lock.
+ *
+ * Parsing is strict (libfabric 1.17's fi_param_get turns "abc" into 0 and
+ * "-1" into SIZE_MAX for integer types): a value that is not a whole number
+ * (optionally with a K/M/G/T binary suffix for byte sizes), or a boolean that
+ * is none of 0/1/yes/no/true/false/on/off, gets exactly one FI_WARN naming
+ * the variable and leaves the default in place.
+ */
+#ifndef MRL_PARAMS_H
+#define MRL_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <rdma/providers/fi_prov.h>
+
+/*
+ * Defaults. The cache caps are sized for a real job: a few thousand large
+ * allocator extents per domain and a registered footprint well under a
+ * node's memory; neither binds a process whose allocator hands out extents.
+ */
+#define MRL_PARAMS_DEFAULT_MAX_COUNT ((size_t)16384)
+#define MRL_PARAMS_DEFAULT_MAX_SIZE ((size_t)16 << 30) /* 16 GiB */
+/*
+ * Provisional: the smallest operand the outermost instance resolves when the
+ * provider does not require FI_MR_LOCAL. Below a page a provider without
+ * FI_MR_LOCAL copies the payload anyway, so a lookup buys nothing. To be
+ * tuned from bench/xfer_bench.
+ */
+#define MRL_PARAMS_DEFAULT_MIN_SIZE ((size_t)4096)
+#define MRL_PARAMS_DEFAULT_STATS false
+
+struct mrl_params {
+	size_t max_count; /* FI_MRLEASE_MAX_COUNT: cached entries per domain, 0 = no cap */
+	size_t max_size;  /* FI_MRLEASE_MAX_SIZE: cached bytes per domain, 0 = no cap */
+	size_t min_size;  /* FI_MRLEASE_MIN_SIZE: smallest operand resolved without FI_MR_LOCAL */
+	bool stats;       /* FI_MRLEASE_STATS: print a domain's statistics when it closes */
+};
+
+/* The values in force; the defaults until mrl_params_load() runs. */
+extern struct mrl_params mrl_params;
+
+/* Define every FI_MRLEASE_* parameter for `prov`; call from fi_prov_ini(). */
+int mrl_params_define(const struct fi_provider *prov);
+
+/* Read the environment into mrl_params, warning once per unparsable value. */
+void mrl_params_load(const struct fi_provider *prov);
+
+#endif /* MRL_PARAMS_H */

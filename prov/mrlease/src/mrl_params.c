@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * FI_MRLEASE_* parameters: one table row per knob, so a new knob is one
+ * line here plus its field in struct mrl_params.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
+
+#include "mrl_params.h"
+
+struct mrl_params mrl_params = {
+	.max_count = MRL_PARAMS_DEFAULT_MAX_COUNT,
+	.max_size = MRL_PARAMS_DEFAULT_MAX_SIZE,
+	.min_size = MRL_PARAMS_DEFAULT_MIN_SIZE,
+	.stats = MRL_PARAMS_DEFAULT_STATS,
+};
+
+static const struct mrl_params mrl_params_defaults = {
+	.max_count = MRL_PARAMS_DEFAULT_MAX_COUNT,
+	.max_size = MRL_PARAMS_DEFAULT_MAX_SIZE,
+	.min_size = MRL_PARAMS_DEFAULT_MIN_SIZE,
+	.stats = MRL_PARAMS_DEFAULT_STATS,
+};
+
+/* One knob: its name after FI_MRLEASE_, its type, where it lives, its meaning. */
+struct mrl_param_desc {
+	const char *name;
+	enum fi_param_type type; /* FI_PARAM_SIZE_T or FI_PARAM_BOOL */
+	size_t offset;
+	const char *help;
+};
+
+static const struct mrl_param_desc mrl_param_descs[] = {
+	{ "MAX_COUNT", FI_PARAM_SIZE_T, offsetof(struct mrl_params, max_count),
+	  "Most cached registrations per domain; beyond it, entries no lease "
+	  "holds are evicted least recently used first. 0 means no cap. "
+	  "K/M/G/T suffixes accepted" },
+	{ "MAX_SIZE", FI_PARAM_SIZE_T, offsetof(struct mrl_params, max_size),
+	  "Most bytes covered by cached registrations per domain; beyond it, "
+	  "entries no lease holds are evicted. 0 means no cap. K/M/G/T "
+	  "suffixes accepted" },
+	{ "MIN_SIZE", FI_PARAM_SIZE_T, offsetof(struct mrl_params, min_size),
+	  "Smallest operand with a NULL descriptor that the outermost mrlease "
+	  "instance resolves through the cache when the provider does not "
+	  "require FI_MR_LOCAL (with FI_MR_LOCAL every operand is resolved). "
+	  "K/M/G/T suffixes accepted" },
+	{ "STATS", FI_PARAM_BOOL, offsetof(struct mrl_params, stats),
+	  "Print a table of the lease cache's statistics to stderr when each "
+	  "domain closes" },
+};
+
+#define MRL_PARAM_COUNT (sizeof(mrl_param_descs) / sizeof(mrl_param_descs[0]))
+
+static size_t *mrl_param_size(struct mrl_params *params,
+			      const struct mrl_param_desc *desc)
+{
+	return (size_t *)((char *)params + desc->offset);
+}
+
+static bool *mrl_param_bool(struct mrl_params *params,
+			    const struct mrl_param_desc *desc)
+{
+	return (bool *)((char *)params + desc->offset);
+}
+
+/* "16G" rather than 17179869184 where the value is a whole binary unit. */
+static void mrl_format_size(char *buf, size_t len, size_t value)
+{
+	static const char units[] = "KMGT";
+	int unit = -1;
+
+	while (value && value % 1024 == 0 && unit < 3) {
+		value /= 1024;
+		unit++;
+	}
+	if (unit < 0)
+		snprintf(buf, len, "%zu", value);
+	else
+		snprintf(buf, len, "%zu%c", value, units[unit]);
+}
+
+/*
+ * A whole number: decimal, or hexadecimal after 0x, optionally followed by
+ * one of K, M, G, T (powers of 1024). No sign, no trailing text, no overflow.
+ */
+static int mrl_parse_size(const char *str, size_t *value)
+{
+	unsigned long long number, scale = 1;
+	const char *digits = str;
+	char *end;
+	int base = 10;
+
+	if (str[0] == '0' && (str[1] == 'x' || str[1] == 'X')) {
+		digits = str + 2;
+		base = 16;
+	}
+	if (!isxdigit((unsigned char)digits[0]) ||
+	    (base == 10 && !isdigit((unsigned char)digits[0])) ||
+	    (base == 16 && (digits[1] == 'x' || digits[1] == 'X')))
+		return -FI_EINVAL;
+
+	errno = 0;
+	number = strtoull(digits, &end, base);
+	if (errno)
+		return -FI_EINVAL;
+
+	if (*end) {
+		const char *unit = strchr("KMGT", toupper((unsigned char)*end));
+
+		if (!unit || end[1] != '\0')
+			return -FI_EINVAL;
+		scale = 1ULL << (10 * (unit - "KMGT" + 1));
+	}
+	if (number > SIZE_MAX / scale)
+		return -FI_EINVAL;
+
+	*value = (size_t)(number * scale);
+	return 0;
+}
+
+/* The spellings libfabric's own boolean parameters accept. */
+static int mrl_parse_bool(const char *str, bool *value)
+{
+	static const char *const truths[] = { "1", "yes", "true", "on" };
+	static const char *const lies[] = { "0", "no", "false", "off" };
+
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(str, truths[i])) {
+			*value = true;
+			return 0;
+		}
+		if (!strcasecmp(str, lies[i])) {
+			*value = false;
+			return 0;
+		}
+	}
+	return -FI_EINVAL;
+}
+
+int mrl_params_define(const struct fi_provider *prov)
+{
+	struct mrl_params defaults = mrl_params_defaults;
+	char def[32];
+	int ret;
+
+	for (size_t i = 0; i < MRL_PARAM_COUNT; i++) {
+		const struct mrl_param_desc *desc = &mrl_param_descs[i];
+
+		if (desc->type == FI_PARAM_BOOL)
+			snprintf(def, sizeof(def), "%d",
+				 *mrl_param_bool(&defaults, desc));
+		else
+			mrl_format_size(def, sizeof(def),
+					*mrl_param_size(&defaults, desc));
+
+		ret = fi_param_define(prov, desc->name, desc->type,
+				      "%s (default: %s)", desc->help, def);
+		if (ret) {
+			FI_WARN(prov, FI_LOG_CORE,
+				"cannot define parameter %s: %s\n", desc->name,
+				fi_strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+void mrl_params_load(const struct fi_provider *prov)
+{
+	char env_name[64];
+
+	mrl_params = mrl_params_defaults;
+	for (size_t i = 0; i < MRL_PARAM_COUNT; i++) {
+		const struct mrl_param_desc *desc = &mrl_param_descs[i];
+		const char *str;
+		int ret;
+
+		/* The name libfabric gives it: FI_<PROVIDER>_<NAME>, upper case. */
+		snprintf(env_name, sizeof(env_name), "FI_%s_%s", prov->name,
+			 desc->name);
+		for (char *c = env_name; *c; c++)
+			*c = (char)toupper((unsigned char)*c);
+
+		str = getenv(env_name);
+		if (!str)
+			continue;
+
+		if (desc->type == FI_PARAM_BOOL)
+			ret = mrl_parse_bool(str, mrl_param_bool(&mrl_params, desc));
+		else
+			ret = mrl_parse_size(str, mrl_param_size(&mrl_params, desc));
+
+		if (ret)
+			FI_WARN(prov, FI_LOG_CORE,
+				"%s=\"%s\" is not a valid %s; using the default\n",
+				env_name, str,
+				desc->type == FI_PARAM_BOOL ? "boolean" : "size");
+		else
+			FI_INFO(prov, FI_LOG_CORE, "%s=%s\n", env_name, str);
+	}
+}
