@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The lease cache: memory registrations indexed by address range, per domain.
+ *
+ * What it holds. A cache (one per process in the provider) holds cache
+ * domains, one per core domain. A cache domain indexes *entries*: each entry is
+ * one registration ([base, end) registered through the domain's registrar,
+ * giving an opaque MR handle and a descriptor) and is reachable by a covering
+ * lookup while it is *live*. An entry leaves the index (is *retired*) by
+ * invalidate, clear_domain (domain close), unpin, eviction, or replacement by a
+ * newer entry at the same base; a retired entry is never found again.
+ *
+ * Who holds references. A registration carries one atomic reference count:
+ * +1 for the index while the entry is live, +1 per lease (an in-flight
+ * operation, a user MR handle served from the cache, a pin). The registrar's
+ * close runs exactly once, when the count drops to zero, which can only
+ * happen after the entry was retired. It runs on the thread dropping the last
+ * reference and never while any cache lock is held (closing can re-enter an
+ * allocator or a memory hook that calls back into the cache). A cache domain
+ * lives until it is closed *and* its last registration is gone, so a lease
+ * may outlive mrl_cache_domain_close() (its registrar must still accept the
+ * close then).
+ *
+ * Locks. One mutex per cache (cache->lock) serialises every change of the
+ * index, the LRU lists, the domain list and the pending-miss list. A writer
+ * also raises the cache's writer flag and waits until no reader is inside a
+ * read section of that cache. Readers (lookups, the overlap check of an
+ * invalidate that finds nothing) take no shared lock: each thread announces
+ * itself in its own cache line and reads the index; a reader that sees a
+ * writer backs off to the mutex. So the hit path writes only the thread's
+ * own line and the leased registration's reference count. Under the mutex or
+ * the writer flag nothing may: call the registrar (register or close), drop a
+ * reference that could be the last, call malloc/free, or call back into the
+ * application (span resolver). Retired entries are chained intrusively and
+ * their references dropped after the lock is released, so invalidate never
+ * allocates memory. A small separate pool lock guards the entry allocator.
+ *
+ * Misses. A miss resolves the extent (span resolver, else the operand's
+ * page-aligned pages), registers it with no lock held, then inserts under the
+ * lock after checking again: if another thread inserted a covering entry
+ * meanwhile, the loser's registration is closed after the unlock and the
+ * caller gets a lease on the winner. An invalidate that overlaps a miss still
+ * registering marks it stale: that registration is handed to the caller as a
+ * lease but never enters the index. A failed registration leaves nothing.
+ *
+ * Ranges: end is exclusive. A zero-length range is a no-op for invalidate
+ * (returns 0) and -FI_EINVAL for acquire/lookup/pin; a range whose end wraps
+ * past the address space (start + len overflows, or end < start) is
+ * -FI_EINVAL everywhere.
+ *
+ * Keys. When the provider does not pick keys (no FI_MR_PROV_KEY), the cache
+ * takes keys for its own registrations from the top half of the domain's
+ * key space (mr_key_size bytes, at most 8), counting down from the largest
+ * key; applications conventionally count up from 0 or 1, so they cannot
+ * collide unless they use keys >= 2^(8*mr_key_size - 1). On -FI_ENOKEY the
+ * next key is tried (MRL_CACHE_KEY_RETRIES times).
+ *
+ * Access: cache registrations are local only, MRL_CACHE_ACCESS.
+ *
+ * Capacity (per domain): at most max_count entries and max_size bytes;
+ * beyond that, entries no lease holds and not pinned are evicted in
+ * approximately least-recently-used order (CLOCK: a hit marks an entry used,
+ * the sweep gives used entries a second chance). When the registrar refuses
+ * with -FI_ENOMEM, -FI_ENOSPC or -FI_EAGAIN, unleased entries of that domain
+ * are evicted (at least the refused length, at least one entry) and the
+ * registration retried once. A leased or pinned entry is never evicted.
+ *
+ * Limits: MRL_CACHE_MAX_THREADS threads get a lock-free read path at once
+ * (more threads fall back to the mutex, still correct); MRL_CACHE_STAT_SLOTS
+ * caches and domains open at once keep separate hit counters (beyond that,
+ * their hit/lookup/lease counters are merged in one shared slot).
+ */
+#ifndef MRL_CACHE_H
+#define MRL_CACHE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_ext_mrlease.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- configuration ------------------------------------------------------ */
+
+/* Defaults for FI_MRLEASE_MAX_COUNT / FI_MRLEASE_MAX_SIZE, per domain. 16384
+ * registrations stays well below verbs/efa MR limits (mlx5: millions, efa:
+ * ~256k) and below rxm-over-verbs job footprints; 64 GiB registered per
+ * domain is beyond typical RLIMIT_MEMLOCK-unlimited HPC nodes' working sets
+ * yet bounds a runaway cache. 0 in the config means "the default". */
+#define MRL_CACHE_DEFAULT_MAX_COUNT 16384u
+#define MRL_CACHE_DEFAULT_MAX_SIZE (64ull << 30)
+
+/* Access of every cache registration: local only. */
+#define MRL_CACHE_ACCESS (FI_SEND | FI_RECV | FI_READ | FI_WRITE)
+
+/* Keys tried after -FI_ENOKEY before a miss gives up. */
+#define MRL_CACHE_KEY_RETRIES 64
+
+/* Threads with a lock-free read path; caches + domains with own hit counters. */
+#define MRL_CACHE_MAX_THREADS 256
+#define MRL_CACHE_STAT_SLOTS 64
+
+struct mrl_cache_config {
+	size_t max_count;		/* entries per domain; 0: default */
+	size_t max_size;		/* registered bytes per domain; 0: default */
+	const struct fi_provider *prov;	/* for FI_WARN; may be NULL */
+};
+
+/*
+ * How a domain registers: the only way the cache reaches libfabric, so unit
+ * tests drive it with a counting fake and integration tests with fi_mr_reg.
+ * reg() registers [addr, addr + len) with `access` and (when the provider does
+ * not pick keys) `key`, returning an opaque handle and its descriptor; it
+ * returns 0 or a negative -FI_E* code and leaves nothing on failure.
+ * close() releases a handle reg() returned; called exactly once per handle,
+ * never under a cache lock.
+ */
+struct mrl_registrar {
+	int (*reg)(void *ctx, const void *addr, size_t len, uint64_t access,
+		   uint64_t key, void **mr, void **desc);
+	int (*close)(void *ctx, void *mr);
+};
+
+struct mrl_domain_config {
+	const struct mrl_registrar *registrar;
+	void *ctx;		/* passed to the registrar */
+	bool prov_key;		/* FI_MR_PROV_KEY: the provider picks keys */
+	size_t mr_key_size;	/* domain_attr->mr_key_size; 0 is taken as 8 */
+};
+
+/* ---- counters ----------------------------------------------------------- */
+
+/* struct fi_mrlease_stats (rdma/fi_ext_mrlease.h) is the statistics record,
+ * per domain and process-wide, so the extension API copies it out as is. */
+
+/* ---- structures --------------------------------------------------------- */
+
+struct mrl_cache;		/* opaque: index, lock, domains */
+struct mrl_cache_domain;	/* opaque: one core domain's entries */
+
+/*
+ * One registration and, while live, its index entry. Public only so the
+ * accessors below inline; fields are the cache's. mr and desc never change
+ * after insertion, so any lease holder may read them without a lock.
+ */
+struct mrl_registration {
+	uintptr_t base, end;			/* registered [base, end) */
+	uintptr_t max_end;			/* index: max end in subtree */
+	struct mrl_registration *left, *right;	/* index links */
+	struct mrl_registration *lru_prev, *lru_next; /* LRU; retire chain */
+	struct mrl_cache_domain *domain;
+	void *mr, *desc;			/* registrar's handle, descriptor */
+	atomic_uint refs;			/* index (while live) + leases */
+	atomic_uchar used;			/* CLOCK bit, set on hits */
+	uint8_t state;				/* internal (live, retired) */
+	int8_t height;				/* index balance */
+	uint8_t flags;				/* internal (pinned) */
+};
+
+/* ---- cache -------------------------------------------------------------- */
+
+/* A cache: the provider opens one per process; tests and benchmarks open
+ * their own so their figures and entries do not mix. */
+int mrl_cache_create(const struct mrl_cache_config *config,
+		     struct mrl_cache **cache);
+
+/* Closes every still-open domain (clear_domain semantics) and frees the cache
+ * once; registrations still leased keep their domain alive until released. */
+void mrl_cache_destroy(struct mrl_cache *cache);
+
+/* ---- domains ------------------------------------------------------------ */
+
+/* A cache domain per core domain: its own index, LRU, limits and counters,
+ * so closing one domain never touches another's registrations. */
+int mrl_cache_domain_open(struct mrl_cache *cache,
+			  const struct mrl_domain_config *config,
+			  struct mrl_cache_domain **domain);
+
+/*
+ * clear_domain: retire every entry of the domain (leased ones stay open until
+ * their last lease goes), then forget the handle. Called before the core
+ * domain closes so a later invalidate or unpin never reaches a registration
+ * whose domain is gone, and nothing closes twice. Never fails.
+ */
+void mrl_cache_domain_close(struct mrl_cache_domain *domain);
+
+/* Install (fn != NULL) or remove the domain's span resolver, consulted on
+ * misses only, with no cache lock held. */
+void mrl_cache_set_span(struct mrl_cache_domain *domain,
+			fi_mrlease_span_fn fn, void *arg);
+
+/* ---- leases ------------------------------------------------------------- */
+
+/*
+ * A lease on a live registration covering [start, end) (any covering entry,
+ * not only the one with the nearest base), registering and inserting one on a
+ * miss. This is what resolves a NULL descriptor on the data path, so the hit
+ * path takes no shared lock and writes no shared line. Returns 0 and *reg, or
+ * -FI_EINVAL (empty/wrapping range) or the registrar's error.
+ */
+int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t start,
+		      uintptr_t end, struct mrl_registration **reg);
+
+/* The same lookup without registering on a miss (NULL then): for the
+ * extension API and for tests that must not create entries. */
+struct mrl_registration *mrl_cache_lookup(struct mrl_cache_domain *domain,
+					  uintptr_t start, uintptr_t end);
+
+/* Another reference on a registration the caller already holds, e.g. to hand
+ * one lease to an operation and keep another in a user MR handle. */
+void mrl_lease_get(struct mrl_registration *reg);
+
+/* Drop one reference; the last one closes the registration (through the
+ * registrar, on this thread, with no cache lock held). */
+void mrl_lease_release(struct mrl_registration *reg);
+
+static inline void *mrl_registration_desc(const struct mrl_registration *reg)
+{
+	return reg->desc;
+}
+
+static inline void *mrl_registration_mr(const struct mrl_registration *reg)
+{
+	return reg->mr;
+}
+
+/*
+ * Insert an entry for [start, end) with a registration the caller already
+ * made (handle and descriptor; the cache takes it over and will close it),
+ * replacing any entry at the same base (the replaced one's index reference is
+ * dropped after the unlock). Returns a lease in *reg for the caller, like the
+ * seed's track(): index and caller each hold one. On error the caller still
+ * owns mr.
+ */
+int mrl_cache_track(struct mrl_cache_domain *domain, uintptr_t start,
+		    uintptr_t end, void *mr, void *desc,
+		    struct mrl_registration **reg);
+
+/* ---- invalidate, pin ---------------------------------------------------- */
+
+/*
+ * Retire every entry, in every domain of the cache, overlapping
+ * [start, end). When it returns no lookup returns them; their registrations
+ * close when their last lease goes, after the lock is released. Called by
+ * allocator purge hooks, so it never allocates and a range overlapping
+ * nothing costs a bounds check or one lock-free index walk. Returns 0,
+ * 0 for an empty range, -FI_EINVAL for a wrapping one (end < start).
+ */
+int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start,
+			 uintptr_t end);
+
+/*
+ * Register [base, base + len) now as a pinned entry (never evicted) and
+ * return the pin's reference in *reg; operands inside it are hits. Replaces
+ * an entry at the same base.
+ */
+int mrl_cache_pin(struct mrl_cache_domain *domain, uintptr_t base, size_t len,
+		  struct mrl_registration **reg);
+
+/* Release a pin: retire its entry if still live (leases keep it open) and
+ * drop the pin's reference. Safe after invalidate or domain close retired it
+ * already: nothing closes twice. */
+void mrl_cache_unpin(struct mrl_registration *reg);
+
+/* ---- statistics --------------------------------------------------------- */
+
+/* Counters of one domain. Cheap to keep: hit-path counters are per thread,
+ * summed here. */
+void mrl_cache_domain_stats(struct mrl_cache_domain *domain,
+			    struct fi_mrlease_stats *stats);
+
+/* Counters of the whole cache (every domain, closed ones included). */
+void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MRL_CACHE_H */
