@@ -23,13 +23,14 @@
 
 #include <rdma/providers/fi_prov.h>
 
+#include "mrl_cache.h"
+
 /*
- * Defaults. The cache caps are sized for a real job: a few thousand large
- * allocator extents per domain and a registered footprint well under a
- * node's memory; neither binds a process whose allocator hands out extents.
+ * Defaults. The cache caps are the lease cache's own (mrl_cache.h explains
+ * them: below verbs/efa MR limits, above a real job's working set).
  */
-#define MRL_PARAMS_DEFAULT_MAX_COUNT ((size_t)16384)
-#define MRL_PARAMS_DEFAULT_MAX_SIZE ((size_t)16 << 30) /* 16 GiB */
+#define MRL_PARAMS_DEFAULT_MAX_COUNT ((size_t)MRL_CACHE_DEFAULT_MAX_COUNT)
+#define MRL_PARAMS_DEFAULT_MAX_SIZE ((size_t)MRL_CACHE_DEFAULT_MAX_SIZE)
 /*
  * Provisional: the smallest operand the outermost instance resolves when the
  * provider does not require FI_MR_LOCAL. Below a page a provider without
