@@ -1,2 +1,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Included from Makefile.am.
+# Included from Makefile.am: the lease cache's tests (issue 3).
+
+# The counting registrar (fake or over a real domain) the cache tests share.
+check_LTLIBRARIES += test/libcachereg.la
+test_libcachereg_la_SOURCES = test/cache_registrar.c test/cache_registrar.h
+test_libcachereg_la_LIBADD = $(FABRIC_LIBS)
+
+# The cache as a data structure, over the counting registrar.
+check_PROGRAMS += test/test_cache
+test_test_cache_SOURCES = test/test_cache.c
+test_test_cache_LDADD = test/libmrltest.la test/libcachereg.la \
+	prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
+SUITE += test/test_cache

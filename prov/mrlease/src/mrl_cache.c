@@ -1,0 +1,1328 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The lease cache (see mrl_cache.h for the invariants).
+ *
+ * Layout of this file: per-thread reader records (read sections and hit
+ * counters), statistic slots, the entry pool, the interval index (an AVL tree
+ * keyed by base, augmented with the max end of each subtree), the write
+ * section, then the cache operations.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
+
+#include "mrl_cache.h"
+
+#define MRL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MRL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MRL_CACHELINE 64
+#if defined(__x86_64__) || defined(__i386__)
+#define MRL_CPU_RELAX() __builtin_ia32_pause()
+#else
+#define MRL_CPU_RELAX() __asm__ __volatile__("" ::: "memory")
+#endif
+
+#define MRL_CWARN(cache, ...)                                                  \
+	do {                                                                   \
+		if ((cache)->prov)                                             \
+			FI_WARN((cache)->prov, FI_LOG_MR, __VA_ARGS__);        \
+	} while (0)
+
+enum mrl_reg_state {
+	MRL_REG_NEW = 0,	/* allocated, not indexed yet */
+	MRL_REG_LIVE,		/* in its domain's index */
+	MRL_REG_RETIRED,	/* out of the index for good */
+};
+
+enum mrl_reg_flags {
+	MRL_REG_PINNED = 1 << 0,	/* held by a pin: never evicted */
+};
+
+/* Hit-path counters kept per thread and per statistic slot. */
+enum mrl_tcnt {
+	MRL_TCNT_LOOKUPS,
+	MRL_TCNT_HITS,
+	MRL_TCNT_LEASES_TAKEN,
+	MRL_TCNT_LEASES_RELEASED,
+	MRL_TCNT_INVALIDATIONS,	/* used on a cache's slot */
+	MRL_TCNT_COUNT
+};
+
+/* Counters off the hit path: shared atomics, touched on misses/retires. */
+struct mrl_slow_stats {
+	atomic_uint_least64_t misses, registrations, deregistrations;
+	atomic_uint_least64_t invalidations, retired_leased, evictions;
+	atomic_uint_least64_t entries, registered_bytes;
+};
+
+/* ---- per-thread reader records ------------------------------------------ */
+
+/*
+ * One per thread, in its own cache lines. `active` names the cache whose index
+ * the thread is reading (a "big-reader" lock: the reader writes only its own
+ * line; a writer waits for every record naming its cache). hot[] remembers the
+ * last entry hit per slot; it is valid while hot.gen equals the domain's
+ * generation, which every retire changes, so a stale slot is never followed.
+ * Counters are written by the owner only (load + store, no locked op) and
+ * summed by queries. The overflow record is shared by threads past
+ * MRL_CACHE_MAX_THREADS: it never reads lock-free and adds atomically.
+ */
+struct mrl_hot {
+	struct mrl_registration *reg;
+	uint64_t gen;
+};
+
+struct mrl_reader {
+	_Alignas(MRL_CACHELINE) _Atomic(struct mrl_cache *) active;
+	atomic_bool in_use;
+	bool shared;
+	_Alignas(MRL_CACHELINE) struct mrl_hot hot[MRL_CACHE_STAT_SLOTS];
+	atomic_uint_least64_t cnt[MRL_CACHE_STAT_SLOTS][MRL_TCNT_COUNT];
+};
+
+static struct mrl_reader mrl_readers[MRL_CACHE_MAX_THREADS + 1];
+static atomic_uint mrl_readers_hwm;	/* records ever claimed: [0, hwm) */
+static pthread_key_t mrl_reader_key;
+static pthread_once_t mrl_reader_once = PTHREAD_ONCE_INIT;
+static __thread struct mrl_reader *mrl_self
+	__attribute__((tls_model("initial-exec")));
+
+/* Thread exit: give the record back (counters stay, they are history). */
+static void reader_detach(void *arg)
+{
+	struct mrl_reader *rec = arg;
+
+	for (size_t i = 0; i < MRL_CACHE_STAT_SLOTS; i++)
+		rec->hot[i] = (struct mrl_hot){ NULL, 0 };
+	mrl_self = NULL;
+	atomic_store_explicit(&rec->in_use, false, memory_order_release);
+}
+
+static void reader_key_init(void)
+{
+	mrl_readers[MRL_CACHE_MAX_THREADS].shared = true;
+	if (pthread_key_create(&mrl_reader_key, reader_detach))
+		mrl_readers[0].shared = true; /* unreachable in practice */
+}
+
+/* First cache call on a thread: claim a record without malloc (invalidate
+ * may run inside an allocator hook). */
+static struct mrl_reader *reader_attach(void)
+{
+	struct mrl_reader *rec = &mrl_readers[MRL_CACHE_MAX_THREADS];
+	unsigned hwm;
+
+	pthread_once(&mrl_reader_once, reader_key_init);
+	for (unsigned i = 0; i < MRL_CACHE_MAX_THREADS; i++) {
+		bool expected = false;
+
+		if (atomic_load_explicit(&mrl_readers[i].in_use, memory_order_relaxed) ||
+		    !atomic_compare_exchange_strong(&mrl_readers[i].in_use,
+						    &expected, true))
+			continue;
+		rec = &mrl_readers[i];
+		/* seq_cst: a writer that missed this record in its scan is
+		 * ordered before our first read section, which then sees its
+		 * writer flag (see write_enter). */
+		hwm = atomic_load(&mrl_readers_hwm);
+		while (hwm < i + 1 &&
+		       !atomic_compare_exchange_weak(&mrl_readers_hwm, &hwm, i + 1))
+			;
+		if (pthread_setspecific(mrl_reader_key, rec)) {
+			atomic_store(&rec->in_use, false);
+			rec = &mrl_readers[MRL_CACHE_MAX_THREADS];
+		}
+		break;
+	}
+	mrl_self = rec;
+	return rec;
+}
+
+static inline struct mrl_reader *reader_self(void)
+{
+	struct mrl_reader *rec = mrl_self;
+
+	return MRL_LIKELY(rec != NULL) ? rec : reader_attach();
+}
+
+static inline void tcnt_add(struct mrl_reader *rec, unsigned slot,
+			    enum mrl_tcnt which, uint64_t n)
+{
+	atomic_uint_least64_t *c = &rec->cnt[slot][which];
+
+	if (MRL_UNLIKELY(rec->shared))
+		atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+	else
+		atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+				      memory_order_relaxed);
+}
+
+static uint64_t tcnt_sum(unsigned slot, enum mrl_tcnt which)
+{
+	unsigned hwm = atomic_load(&mrl_readers_hwm);
+	uint64_t sum;
+
+	sum = atomic_load_explicit(&mrl_readers[MRL_CACHE_MAX_THREADS].cnt[slot][which],
+				   memory_order_relaxed);
+	for (unsigned i = 0; i < hwm; i++)
+		sum += atomic_load_explicit(&mrl_readers[i].cnt[slot][which],
+					    memory_order_relaxed);
+	return sum;
+}
+
+/* ---- statistic slots ---------------------------------------------------- */
+
+/* Each cache and domain owns a slot of the per-thread counters, so the hit
+ * path indexes an array instead of allocating per-thread state per domain.
+ * Past MRL_CACHE_STAT_SLOTS - 1 users, the last slot is shared. */
+static pthread_mutex_t mrl_slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned mrl_slot_users[MRL_CACHE_STAT_SLOTS];
+
+static unsigned slot_alloc(uint64_t base[MRL_TCNT_COUNT])
+{
+	unsigned slot = MRL_CACHE_STAT_SLOTS - 1;
+
+	pthread_mutex_lock(&mrl_slot_lock);
+	for (unsigned i = 0; i < MRL_CACHE_STAT_SLOTS - 1; i++) {
+		if (!mrl_slot_users[i]) {
+			slot = i;
+			break;
+		}
+	}
+	mrl_slot_users[slot]++;
+	pthread_mutex_unlock(&mrl_slot_lock);
+	for (int i = 0; i < MRL_TCNT_COUNT; i++)
+		base[i] = tcnt_sum(slot, i);
+	return slot;
+}
+
+static void slot_free(unsigned slot)
+{
+	pthread_mutex_lock(&mrl_slot_lock);
+	mrl_slot_users[slot]--;
+	pthread_mutex_unlock(&mrl_slot_lock);
+}
+
+/* ---- generations -------------------------------------------------------- */
+
+/* Unique across domains, so a hot slot filled from one domain can never
+ * validate against another that reuses its statistic slot. */
+static atomic_uint_least64_t mrl_gen_source = 1;
+
+static inline uint64_t next_gen(void)
+{
+	return atomic_fetch_add_explicit(&mrl_gen_source, 1, memory_order_relaxed) + 1;
+}
+
+/* ---- structures --------------------------------------------------------- */
+
+/* A miss between its registration and its insertion: an invalidate
+ * overlapping it marks it stale so it never enters the index. */
+struct mrl_pending {
+	uintptr_t base, end;
+	struct mrl_cache_domain *domain;
+	bool stale;
+	struct mrl_pending *next;
+};
+
+struct mrl_cache {
+	/* Written by writers only, read by every reader. */
+	_Alignas(MRL_CACHELINE) atomic_int writer;
+	atomic_uintptr_t lo, hi;	/* bounds of live and pending entries */
+	atomic_uint pending_count;
+	struct mrl_cache_domain *domains; /* alive domains (closed ones too) */
+
+	/*
+	 * lock: protects the domains' indexes, LRU lists, counts and
+	 * generations, the domain list and the pending list. Never held across
+	 * a registrar call, a last reference drop, malloc/free, or a span
+	 * resolver call.
+	 */
+	_Alignas(MRL_CACHELINE) pthread_mutex_t lock;
+	struct mrl_pending *pending;
+	size_t max_count, max_size;
+	size_t page_size;
+	const struct fi_provider *prov;
+	unsigned slot;
+	uint64_t slot_base[MRL_TCNT_COUNT];
+	uint64_t closed_hot[MRL_TCNT_COUNT];	/* freed domains' counters */
+	atomic_uint refs;		/* creator + alive domains */
+	struct mrl_slow_stats stats;
+};
+
+struct mrl_cache_domain {
+	struct mrl_cache *cache;
+	struct mrl_cache_domain *next;
+	/* Under cache->lock (readers: inside a read section). */
+	struct mrl_registration *root;
+	uint64_t gen;
+	struct mrl_registration *lru_head, *lru_tail;
+	size_t count, bytes;
+	bool closed;
+	fi_mrlease_span_fn span;
+	void *span_arg;
+
+	struct mrl_domain_config cfg;
+	uint64_t key_top, key_half;
+	atomic_uint_least64_t next_key;
+	unsigned slot;
+	uint64_t slot_base[MRL_TCNT_COUNT];
+	atomic_uint refs;		/* open handle + registrations alive */
+	struct mrl_slow_stats stats;
+};
+
+/* ---- entry pool --------------------------------------------------------- */
+
+/* Entries come from chunks kept for the process's life, so freeing one (on
+ * a last release, possibly inside an allocator hook) never calls free(). */
+#define MRL_POOL_CHUNK 1024
+static pthread_mutex_t mrl_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mrl_registration *mrl_pool_free;
+
+static struct mrl_registration *pool_alloc(void)
+{
+	struct mrl_registration *reg, *chunk;
+
+	pthread_mutex_lock(&mrl_pool_lock);
+	reg = mrl_pool_free;
+	if (reg)
+		mrl_pool_free = reg->lru_next;
+	pthread_mutex_unlock(&mrl_pool_lock);
+	if (!reg) {
+		chunk = malloc(sizeof(*chunk) * MRL_POOL_CHUNK);
+		if (!chunk)
+			return NULL;
+		pthread_mutex_lock(&mrl_pool_lock);
+		for (size_t i = 1; i < MRL_POOL_CHUNK; i++) {
+			chunk[i].lru_next = mrl_pool_free;
+			mrl_pool_free = &chunk[i];
+		}
+		pthread_mutex_unlock(&mrl_pool_lock);
+		reg = &chunk[0];
+	}
+	memset(reg, 0, sizeof(*reg));
+	return reg;
+}
+
+static void pool_free(struct mrl_registration *reg)
+{
+	pthread_mutex_lock(&mrl_pool_lock);
+	reg->lru_next = mrl_pool_free;
+	mrl_pool_free = reg;
+	pthread_mutex_unlock(&mrl_pool_lock);
+}
+
+/* ---- interval index ----------------------------------------------------- */
+
+static inline int tree_height(const struct mrl_registration *n)
+{
+	return n ? n->height : 0;
+}
+
+static inline void tree_fix(struct mrl_registration *n)
+{
+	int hl = tree_height(n->left), hr = tree_height(n->right);
+	uintptr_t m = n->end;
+
+	n->height = (int8_t)(1 + (hl > hr ? hl : hr));
+	if (n->left && n->left->max_end > m)
+		m = n->left->max_end;
+	if (n->right && n->right->max_end > m)
+		m = n->right->max_end;
+	n->max_end = m;
+}
+
+static struct mrl_registration *tree_rotate_right(struct mrl_registration *y)
+{
+	struct mrl_registration *x = y->left;
+
+	y->left = x->right;
+	x->right = y;
+	tree_fix(y);
+	tree_fix(x);
+	return x;
+}
+
+static struct mrl_registration *tree_rotate_left(struct mrl_registration *x)
+{
+	struct mrl_registration *y = x->right;
+
+	x->right = y->left;
+	y->left = x;
+	tree_fix(x);
+	tree_fix(y);
+	return y;
+}
+
+static struct mrl_registration *tree_balance(struct mrl_registration *n)
+{
+	int bf;
+
+	tree_fix(n);
+	bf = tree_height(n->left) - tree_height(n->right);
+	if (bf > 1) {
+		if (tree_height(n->left->left) < tree_height(n->left->right))
+			n->left = tree_rotate_left(n->left);
+		return tree_rotate_right(n);
+	}
+	if (bf < -1) {
+		if (tree_height(n->right->right) < tree_height(n->right->left))
+			n->right = tree_rotate_right(n->right);
+		return tree_rotate_left(n);
+	}
+	return n;
+}
+
+/* Bases are unique per domain (an equal base is replaced before insert). */
+static struct mrl_registration *tree_insert(struct mrl_registration *root,
+					    struct mrl_registration *n)
+{
+	if (!root) {
+		n->left = n->right = NULL;
+		n->height = 1;
+		n->max_end = n->end;
+		return n;
+	}
+	if (n->base < root->base)
+		root->left = tree_insert(root->left, n);
+	else
+		root->right = tree_insert(root->right, n);
+	return tree_balance(root);
+}
+
+static struct mrl_registration *tree_remove_min(struct mrl_registration *n,
+						struct mrl_registration **min)
+{
+	if (!n->left) {
+		*min = n;
+		return n->right;
+	}
+	n->left = tree_remove_min(n->left, min);
+	return tree_balance(n);
+}
+
+static struct mrl_registration *tree_remove(struct mrl_registration *root,
+					    uintptr_t base)
+{
+	struct mrl_registration *m, *right;
+
+	if (!root)
+		return NULL;
+	if (base < root->base) {
+		root->left = tree_remove(root->left, base);
+	} else if (base > root->base) {
+		root->right = tree_remove(root->right, base);
+	} else {
+		if (!root->left)
+			return root->right;
+		if (!root->right)
+			return root->left;
+		right = tree_remove_min(root->right, &m);
+		m->left = root->left;
+		m->right = right;
+		return tree_balance(m);
+	}
+	return tree_balance(root);
+}
+
+static struct mrl_registration *tree_find_base(struct mrl_registration *n,
+					       uintptr_t base)
+{
+	while (n && n->base != base)
+		n = base < n->base ? n->left : n->right;
+	return n;
+}
+
+/*
+ * Any entry with base <= start and end >= end. Walks one path: at a node
+ * whose base is <= start, its whole left subtree is too, so the left subtree's
+ * max end says whether it holds a covering entry (then one descent following
+ * max end finds it); otherwise only the right subtree can. O(height).
+ */
+static inline struct mrl_registration *
+tree_find_cover(struct mrl_registration *n, uintptr_t start, uintptr_t end)
+{
+	while (n) {
+		if (n->base > start) {
+			n = n->left;
+			continue;
+		}
+		if (n->end >= end)
+			return n;
+		if (n->left && n->left->max_end >= end) {
+			n = n->left;
+			while (n->end < end)
+				n = (n->left && n->left->max_end >= end) ? n->left : n->right;
+			return n;
+		}
+		n = n->right;
+	}
+	return NULL;
+}
+
+/* Any entry overlapping [start, end): if the left subtree reaches past
+ * start, either it overlaps or nothing to the right can. O(height). */
+static inline struct mrl_registration *
+tree_find_overlap(struct mrl_registration *n, uintptr_t start, uintptr_t end)
+{
+	while (n) {
+		if (n->base < end && n->end > start)
+			return n;
+		if (n->left && n->left->max_end > start)
+			n = n->left;
+		else if (n->base < end)
+			n = n->right;
+		else
+			return NULL;
+	}
+	return NULL;
+}
+
+/* ---- read and write sections -------------------------------------------- */
+
+/* Enter a lock-free read of `cache`'s indexes; false if a writer is active
+ * (the caller then reads under the mutex). */
+static inline bool read_enter(struct mrl_reader *rec, struct mrl_cache *cache)
+{
+	if (MRL_UNLIKELY(rec->shared))
+		return false;
+	atomic_store_explicit(&rec->active, cache, memory_order_seq_cst);
+	if (MRL_LIKELY(!atomic_load_explicit(&cache->writer, memory_order_seq_cst)))
+		return true;
+	atomic_store_explicit(&rec->active, NULL, memory_order_release);
+	return false;
+}
+
+static inline void read_exit(struct mrl_reader *rec)
+{
+	atomic_store_explicit(&rec->active, NULL, memory_order_release);
+}
+
+/* Exclusive access to the indexes: the mutex excludes other writers and
+ * locked readers, the writer flag plus the scan excludes lock-free readers
+ * (seq_cst pairs with read_enter: either the reader sees the flag or the
+ * writer sees the reader). */
+static void write_enter(struct mrl_cache *cache)
+{
+	unsigned hwm;
+
+	pthread_mutex_lock(&cache->lock);
+	atomic_store_explicit(&cache->writer, 1, memory_order_seq_cst);
+	hwm = atomic_load(&mrl_readers_hwm);
+	for (unsigned i = 0; i < hwm; i++)
+		while (atomic_load_explicit(&mrl_readers[i].active,
+					    memory_order_acquire) == cache)
+			MRL_CPU_RELAX();
+}
+
+static void write_exit(struct mrl_cache *cache)
+{
+	atomic_store_explicit(&cache->writer, 0, memory_order_release);
+	pthread_mutex_unlock(&cache->lock);
+}
+
+/* ---- references --------------------------------------------------------- */
+
+static void cache_unref(struct mrl_cache *cache);
+
+static void stat_add(struct mrl_cache_domain *dom, size_t off, int64_t n)
+{
+	atomic_fetch_add_explicit((atomic_uint_least64_t *)((char *)&dom->stats + off),
+				  (uint64_t)n, memory_order_relaxed);
+	atomic_fetch_add_explicit((atomic_uint_least64_t *)((char *)&dom->cache->stats + off),
+				  (uint64_t)n, memory_order_relaxed);
+}
+#define STAT_ADD(dom, field, n) stat_add(dom, offsetof(struct mrl_slow_stats, field), n)
+
+/* The domain lives until closed and its last registration is gone, because
+ * closing a registration needs its registrar. */
+static void domain_unref(struct mrl_cache_domain *dom)
+{
+	struct mrl_cache *cache = dom->cache;
+	struct mrl_cache_domain **p;
+
+	if (atomic_fetch_sub_explicit(&dom->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	write_enter(cache);
+	for (p = &cache->domains; *p != dom; p = &(*p)->next)
+		;
+	*p = dom->next;
+	for (int i = 0; i < MRL_TCNT_COUNT; i++)
+		cache->closed_hot[i] += tcnt_sum(dom->slot, i) - dom->slot_base[i];
+	write_exit(cache);
+	slot_free(dom->slot);
+	free(dom);
+	cache_unref(cache);
+}
+
+/* Close a registration nobody references any more: outside every cache lock,
+ * because the registrar's close may re-enter an allocator hook. */
+static void registration_destroy(struct mrl_registration *reg)
+{
+	struct mrl_cache_domain *dom = reg->domain;
+	int ret;
+
+	ret = dom->cfg.registrar->close(dom->cfg.ctx, reg->mr);
+	if (ret)
+		MRL_CWARN(dom->cache, "closing a cached registration: %s\n",
+			  fi_strerror(-ret));
+	STAT_ADD(dom, deregistrations, 1);
+	STAT_ADD(dom, registered_bytes, -(int64_t)(reg->end - reg->base));
+	pool_free(reg);
+	domain_unref(dom);
+}
+
+static inline void ref_put(struct mrl_registration *reg)
+{
+	if (atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel) == 1)
+		registration_destroy(reg);
+}
+
+/* Drop the index's references of entries retired under the lock, after it
+ * was released. */
+static void drop_chain(struct mrl_registration *chain)
+{
+	struct mrl_registration *next;
+
+	for (; chain; chain = next) {
+		next = chain->lru_next;
+		if (atomic_load_explicit(&chain->refs, memory_order_relaxed) > 1)
+			STAT_ADD(chain->domain, retired_leased, 1);
+		ref_put(chain);
+	}
+}
+
+/* ---- index maintenance (under write_enter) ------------------------------ */
+
+static void lru_unlink(struct mrl_cache_domain *dom, struct mrl_registration *e)
+{
+	if (e->lru_prev)
+		e->lru_prev->lru_next = e->lru_next;
+	else
+		dom->lru_head = e->lru_next;
+	if (e->lru_next)
+		e->lru_next->lru_prev = e->lru_prev;
+	else
+		dom->lru_tail = e->lru_prev;
+	e->lru_prev = e->lru_next = NULL;
+}
+
+static void lru_append(struct mrl_cache_domain *dom, struct mrl_registration *e)
+{
+	e->lru_next = NULL;
+	e->lru_prev = dom->lru_tail;
+	if (dom->lru_tail)
+		dom->lru_tail->lru_next = e;
+	else
+		dom->lru_head = e;
+	dom->lru_tail = e;
+}
+
+/* Take a live entry out of the index and chain it for drop_chain. */
+static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration *e,
+			  struct mrl_registration **chain)
+{
+	dom->root = tree_remove(dom->root, e->base);
+	lru_unlink(dom, e);
+	e->state = MRL_REG_RETIRED;
+	dom->count--;
+	dom->bytes -= e->end - e->base;
+	dom->gen = next_gen();
+	STAT_ADD(dom, entries, -1);
+	e->lru_next = *chain;
+	*chain = e;
+}
+
+static void bounds_extend(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
+{
+	if (lo < atomic_load_explicit(&cache->lo, memory_order_relaxed))
+		atomic_store_explicit(&cache->lo, lo, memory_order_relaxed);
+	if (hi > atomic_load_explicit(&cache->hi, memory_order_relaxed))
+		atomic_store_explicit(&cache->hi, hi, memory_order_relaxed);
+}
+
+/* Index a new entry, replacing one at the same base (rule 2: track). */
+static void insert_locked(struct mrl_cache_domain *dom, struct mrl_registration *e,
+			  struct mrl_registration **chain)
+{
+	struct mrl_registration *old = tree_find_base(dom->root, e->base);
+
+	if (old)
+		retire_locked(dom, old, chain);
+	dom->root = tree_insert(dom->root, e);
+	lru_append(dom, e);
+	e->state = MRL_REG_LIVE;
+	dom->count++;
+	dom->bytes += e->end - e->base;
+	STAT_ADD(dom, entries, 1);
+	bounds_extend(dom->cache, e->base, e->end);
+}
+
+/*
+ * CLOCK sweep from the oldest entry: leased or pinned entries and entries hit
+ * since the last sweep go to the back; others are retired until `bytes` and
+ * `count` are freed (or two rounds found nothing).
+ */
+static void evict_locked(struct mrl_cache_domain *dom, size_t bytes, size_t count,
+			 struct mrl_registration **chain)
+{
+	size_t steps = 2 * dom->count + 1, freed_bytes = 0, freed = 0;
+	struct mrl_registration *e;
+
+	while (steps-- && (freed_bytes < bytes || freed < count)) {
+		e = dom->lru_head;
+		if (!e)
+			break;
+		if ((e->flags & MRL_REG_PINNED) ||
+		    atomic_load_explicit(&e->refs, memory_order_relaxed) > 1 ||
+		    atomic_exchange_explicit(&e->used, 0, memory_order_relaxed)) {
+			lru_unlink(dom, e);
+			lru_append(dom, e);
+			continue;
+		}
+		freed_bytes += e->end - e->base;
+		freed++;
+		retire_locked(dom, e, chain);
+		STAT_ADD(dom, evictions, 1);
+	}
+}
+
+static void capacity_locked(struct mrl_cache_domain *dom,
+			    struct mrl_registration **chain)
+{
+	struct mrl_cache *cache = dom->cache;
+	size_t count = 0, bytes = 0;
+
+	if (dom->count > cache->max_count)
+		count = dom->count - cache->max_count;
+	if (dom->bytes > cache->max_size)
+		bytes = dom->bytes - cache->max_size;
+	if (count || bytes)
+		evict_locked(dom, bytes, count, chain);
+}
+
+/* ---- cache -------------------------------------------------------------- */
+
+int mrl_cache_create(const struct mrl_cache_config *config,
+		     struct mrl_cache **cache_out)
+{
+	struct mrl_cache *cache;
+	long page;
+	int ret;
+
+	cache = aligned_alloc(MRL_CACHELINE,
+			      (sizeof(*cache) + MRL_CACHELINE - 1) & ~(size_t)(MRL_CACHELINE - 1));
+	if (!cache)
+		return -FI_ENOMEM;
+	memset(cache, 0, sizeof(*cache));
+	ret = pthread_mutex_init(&cache->lock, NULL);
+	if (ret) {
+		ret = -ret;
+		goto err_free;
+	}
+	page = sysconf(_SC_PAGESIZE);
+	cache->page_size = page > 0 ? (size_t)page : 4096;
+	cache->max_count = config && config->max_count ? config->max_count :
+							 MRL_CACHE_DEFAULT_MAX_COUNT;
+	cache->max_size = config && config->max_size ? config->max_size :
+						       MRL_CACHE_DEFAULT_MAX_SIZE;
+	cache->prov = config ? config->prov : NULL;
+	atomic_init(&cache->lo, UINTPTR_MAX);
+	atomic_init(&cache->hi, 0);
+	atomic_init(&cache->refs, 1);
+	cache->slot = slot_alloc(cache->slot_base);
+	*cache_out = cache;
+	return 0;
+
+err_free:
+	free(cache);
+	return ret;
+}
+
+static void cache_unref(struct mrl_cache *cache)
+{
+	if (atomic_fetch_sub_explicit(&cache->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	slot_free(cache->slot);
+	pthread_mutex_destroy(&cache->lock);
+	free(cache);
+}
+
+void mrl_cache_destroy(struct mrl_cache *cache)
+{
+	struct mrl_cache_domain *dom;
+
+	if (!cache)
+		return;
+	for (;;) {
+		pthread_mutex_lock(&cache->lock);
+		for (dom = cache->domains; dom && dom->closed; dom = dom->next)
+			;
+		pthread_mutex_unlock(&cache->lock);
+		if (!dom)
+			break;
+		mrl_cache_domain_close(dom);
+	}
+	cache_unref(cache);
+}
+
+/* ---- domains ------------------------------------------------------------ */
+
+int mrl_cache_domain_open(struct mrl_cache *cache,
+			  const struct mrl_domain_config *config,
+			  struct mrl_cache_domain **domain)
+{
+	struct mrl_cache_domain *dom;
+	size_t key_bits;
+
+	if (!cache || !config || !config->registrar || !config->registrar->reg ||
+	    !config->registrar->close)
+		return -FI_EINVAL;
+	dom = calloc(1, sizeof(*dom));
+	if (!dom)
+		return -FI_ENOMEM;
+	dom->cache = cache;
+	dom->cfg = *config;
+	key_bits = config->mr_key_size && config->mr_key_size < 8 ?
+			   8 * config->mr_key_size : 64;
+	dom->key_top = key_bits == 64 ? UINT64_MAX : (1ull << key_bits) - 1;
+	dom->key_half = 1ull << (key_bits - 1);
+	atomic_init(&dom->next_key, dom->key_top);
+	atomic_init(&dom->refs, 1);
+	dom->slot = slot_alloc(dom->slot_base);
+	atomic_fetch_add(&cache->refs, 1);
+
+	write_enter(cache);
+	dom->gen = next_gen();
+	dom->next = cache->domains;
+	cache->domains = dom;
+	write_exit(cache);
+	*domain = dom;
+	return 0;
+}
+
+void mrl_cache_domain_close(struct mrl_cache_domain *dom)
+{
+	struct mrl_cache *cache = dom->cache;
+	struct mrl_registration *chain, *e;
+	struct mrl_pending *p;
+
+	write_enter(cache);
+	if (dom->closed) {
+		write_exit(cache);
+		return;
+	}
+	dom->closed = true;
+	/* Every live entry is on the LRU list: it becomes the retire chain. */
+	chain = dom->lru_head;
+	for (e = chain; e; e = e->lru_next)
+		e->state = MRL_REG_RETIRED;
+	STAT_ADD(dom, entries, -(int64_t)dom->count);
+	dom->lru_head = dom->lru_tail = NULL;
+	dom->root = NULL;
+	dom->count = dom->bytes = 0;
+	dom->gen = next_gen();
+	for (p = cache->pending; p; p = p->next)
+		if (p->domain == dom)
+			p->stale = true;
+	write_exit(cache);
+	drop_chain(chain);
+	domain_unref(dom);
+}
+
+void mrl_cache_set_span(struct mrl_cache_domain *dom, fi_mrlease_span_fn fn,
+			void *arg)
+{
+	pthread_mutex_lock(&dom->cache->lock);
+	dom->span = fn;
+	dom->span_arg = fn ? arg : NULL;
+	pthread_mutex_unlock(&dom->cache->lock);
+}
+
+/* ---- lookup ------------------------------------------------------------- */
+
+/* The covering entry, hot slot first; caller is in a read section or holds
+ * the mutex. */
+static inline struct mrl_registration *
+index_find(struct mrl_cache_domain *dom, struct mrl_reader *rec, uintptr_t start,
+	   uintptr_t end)
+{
+	struct mrl_hot *hot = &rec->hot[dom->slot];
+	struct mrl_registration *reg = hot->reg;
+
+	if (MRL_LIKELY(hot->gen == dom->gen && reg->base <= start && end <= reg->end))
+		return reg;
+	reg = tree_find_cover(dom->root, start, end);
+	if (reg && !rec->shared) {
+		hot->reg = reg;
+		hot->gen = dom->gen;
+	}
+	return reg;
+}
+
+static inline void lease_take_found(struct mrl_registration *reg)
+{
+	atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed);
+	if (!atomic_load_explicit(&reg->used, memory_order_relaxed))
+		atomic_store_explicit(&reg->used, 1, memory_order_relaxed);
+}
+
+static inline struct mrl_registration *
+lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec,
+	     uintptr_t start, uintptr_t end)
+{
+	struct mrl_cache *cache = dom->cache;
+	struct mrl_registration *reg;
+
+	if (MRL_LIKELY(read_enter(rec, cache))) {
+		reg = index_find(dom, rec, start, end);
+		if (reg)
+			lease_take_found(reg);
+		read_exit(rec);
+	} else {
+		pthread_mutex_lock(&cache->lock);
+		reg = index_find(dom, rec, start, end);
+		if (reg)
+			lease_take_found(reg);
+		pthread_mutex_unlock(&cache->lock);
+	}
+	tcnt_add(rec, dom->slot, MRL_TCNT_LOOKUPS, 1);
+	if (reg) {
+		tcnt_add(rec, dom->slot, MRL_TCNT_HITS, 1);
+		tcnt_add(rec, dom->slot, MRL_TCNT_LEASES_TAKEN, 1);
+	}
+	return reg;
+}
+
+struct mrl_registration *mrl_cache_lookup(struct mrl_cache_domain *dom,
+					  uintptr_t start, uintptr_t end)
+{
+	if (end <= start)
+		return NULL;
+	return lookup_lease(dom, reader_self(), start, end);
+}
+
+/* ---- registration ------------------------------------------------------- */
+
+static uint64_t next_key(struct mrl_cache_domain *dom)
+{
+	uint64_t key;
+
+	if (dom->cfg.prov_key)
+		return 0;
+	key = atomic_fetch_sub_explicit(&dom->next_key, 1, memory_order_relaxed);
+	if (key < dom->key_half) {
+		/* Wrapped below the cache's half: start again from the top;
+		 * keys still in use answer -FI_ENOKEY and are skipped. */
+		atomic_store_explicit(&dom->next_key, dom->key_top, memory_order_relaxed);
+		key = atomic_fetch_sub_explicit(&dom->next_key, 1, memory_order_relaxed);
+	}
+	return key;
+}
+
+static bool refused_for_resources(int ret)
+{
+	return ret == -FI_ENOMEM || ret == -FI_ENOSPC || ret == -FI_EAGAIN;
+}
+
+/*
+ * Register [reg->base, reg->end) through the domain's registrar, with no
+ * cache lock held: new keys on -FI_ENOKEY, and on a refusal for lack of
+ * resources evict unleased entries of this domain and retry once.
+ */
+static int registration_open(struct mrl_cache_domain *dom, struct mrl_registration *reg)
+{
+	struct mrl_cache *cache = dom->cache;
+	size_t len = reg->end - reg->base;
+	struct mrl_registration *chain;
+	bool evicted = false;
+	int ret, tries;
+
+	for (;;) {
+		for (tries = 0;; tries++) {
+			ret = dom->cfg.registrar->reg(dom->cfg.ctx, (void *)reg->base, len,
+						      MRL_CACHE_ACCESS, next_key(dom),
+						      &reg->mr, &reg->desc);
+			if (ret != -FI_ENOKEY || dom->cfg.prov_key ||
+			    tries >= MRL_CACHE_KEY_RETRIES)
+				break;
+		}
+		if (!ret)
+			break;
+		if (evicted || !refused_for_resources(ret)) {
+			MRL_CWARN(cache, "registering [%p, +%zu) for the cache: %s\n",
+				  (void *)reg->base, len, fi_strerror(-ret));
+			return ret;
+		}
+		chain = NULL;
+		write_enter(cache);
+		evict_locked(dom, len, 1, &chain);
+		write_exit(cache);
+		drop_chain(chain);
+		evicted = true;
+	}
+	atomic_fetch_add_explicit(&dom->refs, 1, memory_order_relaxed);
+	STAT_ADD(dom, registrations, 1);
+	STAT_ADD(dom, registered_bytes, (int64_t)len);
+	return 0;
+}
+
+static inline uintptr_t page_down(struct mrl_cache *cache, uintptr_t a)
+{
+	return a & ~(uintptr_t)(cache->page_size - 1);
+}
+
+/* Rounds up, or 0 if that wraps. */
+static inline uintptr_t page_up(struct mrl_cache *cache, uintptr_t a)
+{
+	uintptr_t r = (a + cache->page_size - 1) & ~(uintptr_t)(cache->page_size - 1);
+
+	return r < a ? 0 : r;
+}
+
+/* The extent a miss registers: the resolver's span when it contains the
+ * operand (rule 6), otherwise the operand's own pages. */
+static int miss_extent(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
+		       uintptr_t *lo, uintptr_t *hi)
+{
+	struct mrl_cache *cache = dom->cache;
+	fi_mrlease_span_fn fn;
+	void *arg, *sbase;
+	size_t slen;
+	uintptr_t sb, se;
+
+	pthread_mutex_lock(&cache->lock);
+	fn = dom->span;
+	arg = dom->span_arg;
+	pthread_mutex_unlock(&cache->lock);
+
+	*lo = page_down(cache, start);
+	*hi = page_up(cache, end);
+	if (!*hi)
+		return -FI_EINVAL;
+	if (fn && !fn(arg, (void *)start, end - start, &sbase, &slen)) {
+		sb = (uintptr_t)sbase;
+		se = sb + slen;
+		if (slen && se > sb && sb <= start && end <= se && page_up(cache, se)) {
+			*lo = page_down(cache, sb);
+			*hi = page_up(cache, se);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Register and publish a new entry. `cover` asks to reuse a covering entry
+ * found after registering (a concurrent miss won: ours is closed after the
+ * unlock); pins always insert. An invalidate or domain close overlapping the
+ * registration in flight makes it an unindexed lease.
+ */
+static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t hi,
+			   uint8_t flags, bool cover, uintptr_t start, uintptr_t end,
+			   struct mrl_registration **out)
+{
+	struct mrl_cache *cache = dom->cache;
+	struct mrl_registration *reg, *won = NULL, *chain = NULL;
+	struct mrl_pending pending = { .base = lo, .end = hi, .domain = dom };
+	struct mrl_pending **pp;
+	int ret;
+
+	reg = pool_alloc();
+	if (!reg)
+		return -FI_ENOMEM;
+	reg->base = lo;
+	reg->end = hi;
+	reg->domain = dom;
+	reg->flags = flags;
+
+	pthread_mutex_lock(&cache->lock);
+	if (dom->closed) {
+		pthread_mutex_unlock(&cache->lock);
+		ret = -FI_EINVAL;
+		goto err_free;
+	}
+	if (cover) {
+		/* Another miss may have finished while we resolved the span. */
+		won = tree_find_cover(dom->root, start, end);
+		if (won) {
+			lease_take_found(won);
+			pthread_mutex_unlock(&cache->lock);
+			pool_free(reg);
+			*out = won;
+			return 0;
+		}
+	}
+	pending.next = cache->pending;
+	cache->pending = &pending;
+	atomic_fetch_add_explicit(&cache->pending_count, 1, memory_order_seq_cst);
+	bounds_extend(cache, lo, hi);
+	pthread_mutex_unlock(&cache->lock);
+
+	ret = registration_open(dom, reg);
+
+	write_enter(cache);
+	for (pp = &cache->pending; *pp != &pending; pp = &(*pp)->next)
+		;
+	*pp = pending.next;
+	atomic_fetch_sub_explicit(&cache->pending_count, 1, memory_order_relaxed);
+	if (ret) {
+		write_exit(cache);
+		goto err_free;
+	}
+	if (pending.stale) {
+		reg->state = MRL_REG_RETIRED;
+		atomic_init(&reg->refs, 1);
+	} else if (cover && (won = tree_find_cover(dom->root, start, end))) {
+		lease_take_found(won);
+	} else {
+		atomic_init(&reg->refs, 2);
+		insert_locked(dom, reg, &chain);
+		capacity_locked(dom, &chain);
+	}
+	write_exit(cache);
+
+	drop_chain(chain);
+	if (won) {
+		atomic_init(&reg->refs, 1);
+		ref_put(reg);	/* the loser's registration */
+		reg = won;
+	}
+	*out = reg;
+	return 0;
+
+err_free:
+	pool_free(reg);
+	return ret;
+}
+
+int mrl_cache_acquire(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
+		      struct mrl_registration **out)
+{
+	struct mrl_reader *rec;
+	struct mrl_registration *reg;
+	uintptr_t lo, hi;
+	int ret;
+
+	if (MRL_UNLIKELY(end <= start))
+		return -FI_EINVAL;
+	rec = reader_self();
+	reg = lookup_lease(dom, rec, start, end);
+	if (MRL_LIKELY(reg != NULL)) {
+		*out = reg;
+		return 0;
+	}
+	STAT_ADD(dom, misses, 1);
+	ret = miss_extent(dom, start, end, &lo, &hi);
+	if (ret)
+		return ret;
+	ret = register_insert(dom, lo, hi, 0, true, start, end, &reg);
+	if (ret)
+		return ret;
+	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_TAKEN, 1);
+	*out = reg;
+	return 0;
+}
+
+int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
+		    void *mr, void *desc, struct mrl_registration **out)
+{
+	struct mrl_cache *cache = dom->cache;
+	struct mrl_registration *reg, *chain = NULL;
+
+	if (end <= start)
+		return -FI_EINVAL;
+	reg = pool_alloc();
+	if (!reg)
+		return -FI_ENOMEM;
+	reg->base = start;
+	reg->end = end;
+	reg->domain = dom;
+	reg->mr = mr;
+	reg->desc = desc;
+	atomic_init(&reg->refs, 2);
+
+	write_enter(cache);
+	if (dom->closed) {
+		write_exit(cache);
+		pool_free(reg);
+		return -FI_EINVAL;
+	}
+	atomic_fetch_add_explicit(&dom->refs, 1, memory_order_relaxed);
+	STAT_ADD(dom, registrations, 1);
+	STAT_ADD(dom, registered_bytes, (int64_t)(end - start));
+	insert_locked(dom, reg, &chain);
+	capacity_locked(dom, &chain);
+	write_exit(cache);
+
+	drop_chain(chain);
+	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_TAKEN, 1);
+	*out = reg;
+	return 0;
+}
+
+void mrl_lease_get(struct mrl_registration *reg)
+{
+	atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed);
+	tcnt_add(reader_self(), reg->domain->slot, MRL_TCNT_LEASES_TAKEN, 1);
+}
+
+void mrl_lease_release(struct mrl_registration *reg)
+{
+	tcnt_add(reader_self(), reg->domain->slot, MRL_TCNT_LEASES_RELEASED, 1);
+	ref_put(reg);
+}
+
+/* ---- invalidate, pin ---------------------------------------------------- */
+
+/* Whether any index of the cache may overlap [start, end): bounds first,
+ * then a lock-free walk of each domain's index. */
+static bool may_overlap(struct mrl_cache *cache, struct mrl_reader *rec,
+			uintptr_t start, uintptr_t end)
+{
+	struct mrl_cache_domain *dom;
+	bool found = false;
+
+	if (atomic_load_explicit(&cache->pending_count, memory_order_seq_cst))
+		return true;
+	if (end <= atomic_load_explicit(&cache->lo, memory_order_relaxed) ||
+	    start >= atomic_load_explicit(&cache->hi, memory_order_relaxed))
+		return false;
+	if (!read_enter(rec, cache))
+		return true;
+	for (dom = cache->domains; dom && !found; dom = dom->next)
+		found = tree_find_overlap(dom->root, start, end) != NULL;
+	read_exit(rec);
+	return found;
+}
+
+int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start, uintptr_t end)
+{
+	struct mrl_reader *rec;
+	struct mrl_registration *chain = NULL, *e;
+	struct mrl_cache_domain *dom;
+	struct mrl_pending *p;
+	bool any, nonempty = false;
+
+	if (MRL_UNLIKELY(end <= start))
+		return end == start ? 0 : -FI_EINVAL;
+	rec = reader_self();
+	tcnt_add(rec, cache->slot, MRL_TCNT_INVALIDATIONS, 1);
+	if (MRL_LIKELY(!may_overlap(cache, rec, start, end)))
+		return 0;
+
+	write_enter(cache);
+	for (p = cache->pending; p; p = p->next)
+		if (p->base < end && start < p->end)
+			p->stale = true;
+	for (dom = cache->domains; dom; dom = dom->next) {
+		any = false;
+		while ((e = tree_find_overlap(dom->root, start, end))) {
+			retire_locked(dom, e, &chain);
+			any = true;
+		}
+		if (any)
+			STAT_ADD(dom, invalidations, 1);
+		nonempty |= dom->root != NULL;
+	}
+	if (!nonempty && !cache->pending) {
+		atomic_store_explicit(&cache->lo, UINTPTR_MAX, memory_order_relaxed);
+		atomic_store_explicit(&cache->hi, 0, memory_order_relaxed);
+	}
+	write_exit(cache);
+	drop_chain(chain);
+	return 0;
+}
+
+int mrl_cache_pin(struct mrl_cache_domain *dom, uintptr_t base, size_t len,
+		  struct mrl_registration **out)
+{
+	struct mrl_cache *cache = dom->cache;
+	uintptr_t lo, hi;
+	int ret;
+
+	if (!len || base + len < base)
+		return -FI_EINVAL;
+	lo = page_down(cache, base);
+	hi = page_up(cache, base + len);
+	if (!hi)
+		return -FI_EINVAL;
+	ret = register_insert(dom, lo, hi, MRL_REG_PINNED, false, 0, 0, out);
+	if (ret)
+		return ret;
+	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_TAKEN, 1);
+	return 0;
+}
+
+void mrl_cache_unpin(struct mrl_registration *reg)
+{
+	struct mrl_cache_domain *dom = reg->domain;
+	struct mrl_registration *chain = NULL;
+
+	write_enter(dom->cache);
+	if (reg->state == MRL_REG_LIVE)
+		retire_locked(dom, reg, &chain);
+	write_exit(dom->cache);
+	drop_chain(chain);
+	mrl_lease_release(reg);
+}
+
+/* ---- statistics --------------------------------------------------------- */
+
+static void slow_copy(const struct mrl_slow_stats *s, struct fi_mrlease_stats *out)
+{
+	out->misses = atomic_load(&s->misses);
+	out->registrations = atomic_load(&s->registrations);
+	out->deregistrations = atomic_load(&s->deregistrations);
+	out->invalidations = atomic_load(&s->invalidations);
+	out->retired_leased = atomic_load(&s->retired_leased);
+	out->evictions = atomic_load(&s->evictions);
+	out->entries = atomic_load(&s->entries);
+	out->registered_bytes = atomic_load(&s->registered_bytes);
+}
+
+static void domain_hot(struct mrl_cache_domain *dom, uint64_t hot[MRL_TCNT_COUNT])
+{
+	for (int i = 0; i < MRL_TCNT_COUNT; i++)
+		hot[i] = tcnt_sum(dom->slot, i) - dom->slot_base[i];
+}
+
+void mrl_cache_domain_stats(struct mrl_cache_domain *dom, struct fi_mrlease_stats *stats)
+{
+	uint64_t hot[MRL_TCNT_COUNT];
+
+	memset(stats, 0, sizeof(*stats));
+	slow_copy(&dom->stats, stats);
+	domain_hot(dom, hot);
+	stats->lookups = hot[MRL_TCNT_LOOKUPS];
+	stats->hits = hot[MRL_TCNT_HITS];
+	stats->leases = hot[MRL_TCNT_LEASES_TAKEN] - hot[MRL_TCNT_LEASES_RELEASED];
+}
+
+void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats)
+{
+	uint64_t hot[MRL_TCNT_COUNT], sum[MRL_TCNT_COUNT];
+	struct mrl_cache_domain *dom;
+
+	memset(stats, 0, sizeof(*stats));
+	slow_copy(&cache->stats, stats);
+	pthread_mutex_lock(&cache->lock);
+	memcpy(sum, cache->closed_hot, sizeof(sum));
+	for (dom = cache->domains; dom; dom = dom->next) {
+		domain_hot(dom, hot);
+		for (int i = 0; i < MRL_TCNT_COUNT; i++)
+			sum[i] += hot[i];
+	}
+	pthread_mutex_unlock(&cache->lock);
+	stats->lookups = sum[MRL_TCNT_LOOKUPS];
+	stats->hits = sum[MRL_TCNT_HITS];
+	stats->leases = sum[MRL_TCNT_LEASES_TAKEN] - sum[MRL_TCNT_LEASES_RELEASED];
+	stats->invalidations = tcnt_sum(cache->slot, MRL_TCNT_INVALIDATIONS) -
+			       cache->slot_base[MRL_TCNT_INVALIDATIONS];
+}

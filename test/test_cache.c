@@ -1,0 +1,599 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The lease cache as a data structure, over the counting registrar: covering
+ * lookups, replacement, invalidate edges, documented range rules, capacity,
+ * failures, keys, access, domains, stats. No memory is registered for real, so
+ * addresses are synthetic (page multiples far from anything mapped).
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <rdma/fi_domain.h>
+
+#include "cache_registrar.h"
+#include "mrl_cache.h"
+#include "mrl_test.h"
+
+static uintptr_t page_size;
+#define P(n) ((uintptr_t)0x100000000ull + (uintptr_t)(n) * page_size)
+
+static struct mrl_cache *cache;
+static struct creg creg;
+static struct mrl_cache_domain *dom;
+
+static int fixture_open(size_t max_count, size_t max_size)
+{
+	struct mrl_cache_config config = { .max_count = max_count, .max_size = max_size };
+	struct mrl_domain_config dconf;
+	int ret;
+
+	creg_init(&creg, NULL, 0);
+	dconf = creg_domain_config(&creg);
+	ret = mrl_cache_create(&config, &cache);
+	if (ret)
+		return ret;
+	return mrl_cache_domain_open(cache, &dconf, &dom);
+}
+
+static void fixture_close(void)
+{
+	mrl_cache_destroy(cache);
+	cache = NULL;
+	dom = NULL;
+}
+
+/* Register [lo, hi) through the counting registrar and track it; returns the
+ * caller's lease (NULL on failure). */
+static struct mrl_registration *track(struct mrl_cache_domain *d, struct creg *cr,
+				      uintptr_t lo, uintptr_t hi)
+{
+	struct mrl_registration *reg;
+	void *mr, *desc;
+
+	if (creg_registrar.reg(cr, (void *)lo, hi - lo, MRL_CACHE_ACCESS, 0, &mr, &desc))
+		return NULL;
+	if (mrl_cache_track(d, lo, hi, mr, desc, &reg)) {
+		creg_registrar.close(cr, mr);
+		return NULL;
+	}
+	return reg;
+}
+
+static unsigned refs(struct mrl_registration *reg)
+{
+	return atomic_load(&reg->refs);
+}
+
+/* An index keyed by base only answers with the nearest base: a narrow entry
+ * in front of a wide one made every operand behind it miss and re-register. */
+static void test_lookup_finds_wide_entry_behind_narrow_one(void)
+{
+	struct mrl_registration *wide, *narrow, *got;
+
+	CHECK_FI(fixture_open(0, 0));
+	wide = track(dom, &creg, P(0), P(16));
+	narrow = track(dom, &creg, P(8), P(9));
+	CHECK(wide && narrow);
+	for (int i = 1; i < 8; i++) {
+		struct mrl_registration *r = track(dom, &creg, P(i), P(i) + 64);
+
+		CHECK(r);
+		mrl_lease_release(r);
+	}
+	got = mrl_cache_lookup(dom, P(10), P(11));
+	CHECK(got == wide);
+	mrl_lease_release(got);
+	got = mrl_cache_lookup(dom, P(8) + 10, P(8) + 20);
+	CHECK(got == wide || got == narrow);
+	mrl_lease_release(got);
+	CHECK(mrl_cache_lookup(dom, P(15), P(17)) == NULL);
+	CHECK_EQ(0, atomic_load(&creg.closed));
+	mrl_lease_release(wide);
+	mrl_lease_release(narrow);
+	fixture_close();
+	CHECK_EQ(atomic_load(&creg.registered), atomic_load(&creg.closed));
+}
+
+/* Brute force against the index, through inserts, replacements and
+ * invalidates: a wrong max-end after a rotation silently misses entries. */
+static void test_covering_lookup_agrees_with_brute_force(void)
+{
+	enum { N = 3000, SPACE = 1 << 14, Q = 20000 };
+	static uintptr_t lo[SPACE], hi[SPACE];
+	struct mrl_registration *reg;
+	uintptr_t s, e;
+	bool expect;
+
+	CHECK_FI(fixture_open(1u << 20, 0));
+	srand(7);
+	for (int i = 0; i < N; i++) {
+		int b = rand() % SPACE, len = 1 + rand() % 64;
+
+		if (i % 3 == 0)
+			len = 1 + rand() % 2048;	/* some wide ones */
+		lo[b] = P(b);
+		hi[b] = P(b + len);
+		reg = track(dom, &creg, lo[b], hi[b]);	/* replaces at b */
+		CHECK(reg);
+		mrl_lease_release(reg);
+		if (i % 10 == 9) {
+			int c = rand() % SPACE;
+			uintptr_t is = P(c), ie = P(c) + page_size / 2;
+
+			CHECK_FI(mrl_cache_invalidate(cache, is, ie));
+			for (int j = 0; j < SPACE; j++)
+				if (hi[j] && lo[j] < ie && is < hi[j])
+					lo[j] = hi[j] = 0;
+		}
+	}
+	for (int q = 0; q < Q; q++) {
+		int b = rand() % SPACE;
+
+		s = P(b) + (uintptr_t)(rand() % 4096);
+		e = s + 1 + (uintptr_t)(rand() % (q % 2 ? 64 : 64 * 4096));
+		expect = false;
+		for (int j = 0; j < SPACE && !expect; j++)
+			expect = hi[j] && lo[j] <= s && e <= hi[j];
+		reg = mrl_cache_lookup(dom, s, e);
+		CHECK_MSG(expect == (reg != NULL), "query %d [%#lx, %#lx): expected %d",
+			  q, (unsigned long)s, (unsigned long)e, expect);
+		if (reg) {
+			CHECK(reg->base <= s && e <= reg->end);
+			CHECK(hi[(reg->base - P(0)) / page_size] == reg->end);
+			mrl_lease_release(reg);
+		}
+	}
+	fixture_close();
+	CHECK_EQ(atomic_load(&creg.registered), atomic_load(&creg.closed));
+}
+
+/* track() at a base already present must supersede it without closing a
+ * registration an in-flight operation still holds. */
+static void test_track_at_same_base_replaces_and_old_lease_stays_open(void)
+{
+	struct mrl_registration *old, *new, *got;
+
+	CHECK_FI(fixture_open(0, 0));
+	old = track(dom, &creg, P(0), P(4));
+	CHECK(old);
+	new = track(dom, &creg, P(0), P(8));
+	CHECK(new && new != old);
+	got = mrl_cache_lookup(dom, P(0), P(1));
+	CHECK(got == new);
+	mrl_lease_release(got);
+	CHECK_EQ(1, refs(old));
+	CHECK_EQ(0, atomic_load(&creg.closed));
+	mrl_lease_release(old);
+	CHECK_EQ(1, atomic_load(&creg.closed));
+	mrl_lease_release(new);
+	fixture_close();
+	CHECK_EQ(2, atomic_load(&creg.closed));
+}
+
+/* End is exclusive: an allocator purging the page just before or after a
+ * registration must not throw away a neighbour that only touches it. */
+static void test_invalidate_spares_ranges_that_only_touch(void)
+{
+	struct mrl_registration *reg, *got;
+
+	CHECK_FI(fixture_open(0, 0));
+	reg = track(dom, &creg, P(4), P(8));
+	CHECK(reg);
+	mrl_lease_release(reg);
+	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(4)));
+	CHECK_FI(mrl_cache_invalidate(cache, P(8), P(12)));
+	got = mrl_cache_lookup(dom, P(4), P(8));
+	CHECK(got == reg);
+	mrl_lease_release(got);
+	CHECK_EQ(0, atomic_load(&creg.closed));
+	CHECK_FI(mrl_cache_invalidate(cache, P(8) - 1, P(8)));
+	CHECK(mrl_cache_lookup(dom, P(4), P(5)) == NULL);
+	CHECK_EQ(1, atomic_load(&creg.closed));
+
+	reg = track(dom, &creg, P(4), P(8));
+	CHECK(reg);
+	mrl_lease_release(reg);
+	CHECK_FI(mrl_cache_invalidate(cache, P(4), P(4) + 1));
+	CHECK(mrl_cache_lookup(dom, P(6), P(7)) == NULL);
+	CHECK_EQ(2, atomic_load(&creg.closed));
+	fixture_close();
+}
+
+/* Zero-length and wrapping ranges come from arithmetic bugs in callers; the
+ * cache must answer as documented and never register or retire for them. */
+static void test_zero_length_and_wrapping_ranges_follow_documented_rules(void)
+{
+	struct mrl_registration *reg, *got;
+
+	CHECK_FI(fixture_open(0, 0));
+	reg = track(dom, &creg, P(4), P(8));
+	CHECK(reg);
+	mrl_lease_release(reg);
+	CHECK_EQ(0, mrl_cache_invalidate(cache, P(5), P(5)));
+	CHECK_EQ(-FI_EINVAL, mrl_cache_invalidate(cache, P(7), P(5)));
+	got = mrl_cache_lookup(dom, P(4), P(8));
+	CHECK(got == reg);
+	mrl_lease_release(got);
+
+	CHECK_EQ(-FI_EINVAL, mrl_cache_acquire(dom, P(5), P(5), &got));
+	CHECK_EQ(-FI_EINVAL, mrl_cache_acquire(dom, P(6), P(5), &got));
+	CHECK_EQ(-FI_EINVAL, mrl_cache_acquire(dom, UINTPTR_MAX - 10, UINTPTR_MAX, &got));
+	CHECK(mrl_cache_lookup(dom, P(5), P(5)) == NULL);
+	CHECK_EQ(-FI_EINVAL, mrl_cache_pin(dom, P(5), 0, &got));
+	CHECK_EQ(-FI_EINVAL, mrl_cache_pin(dom, UINTPTR_MAX - page_size + 1, 2 * page_size, &got));
+	CHECK_EQ(-FI_EINVAL, mrl_cache_pin(dom, UINTPTR_MAX - 10, 5, &got));
+	CHECK_EQ(1, atomic_load(&creg.registered));
+	CHECK_EQ(0, atomic_load(&creg.closed));
+	fixture_close();
+	CHECK_EQ(1, atomic_load(&creg.closed));
+}
+
+/* Evicting an entry an operation still uses, or a pinned arena, would make
+ * the next lookup register again (or, with a bug, close it under a post). */
+static void test_eviction_never_touches_leased_or_pinned_entries(void)
+{
+	struct mrl_registration *pin, *held[3], *r;
+	struct fi_mrlease_stats st;
+
+	CHECK_FI(fixture_open(4, 0));
+	CHECK_FI(mrl_cache_pin(dom, P(100), page_size, &pin));
+	for (int i = 0; i < 3; i++)
+		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &held[i]));
+	for (int i = 10; i < 20; i++) {
+		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &r));
+		mrl_lease_release(r);
+	}
+	mrl_cache_domain_stats(dom, &st);
+	CHECK(st.evictions >= 9);
+	CHECK(st.entries <= 5);
+	r = mrl_cache_lookup(dom, P(100), P(100) + 8);
+	CHECK(r == pin);
+	mrl_lease_release(r);
+	for (int i = 0; i < 3; i++) {
+		r = mrl_cache_lookup(dom, P(i), P(i) + 8);
+		CHECK(r == held[i]);
+		mrl_lease_release(r);
+	}
+	/* Everything leased: over the limit rather than evicting a lease. */
+	for (int i = 30; i < 33; i++)
+		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &r));
+	mrl_cache_domain_stats(dom, &st);
+	CHECK(st.entries >= 4);
+	r = mrl_cache_lookup(dom, P(0), P(0) + 8);
+	CHECK(r == held[0]);
+	mrl_lease_release(r);
+	for (int i = 0; i < 3; i++)
+		mrl_lease_release(held[i]);
+	for (int i = 30; i < 33; i++) {
+		r = mrl_cache_lookup(dom, P(i), P(i) + 8);
+		CHECK(r);
+		mrl_lease_release(r);	/* the lookup's */
+		mrl_lease_release(r);	/* the acquire's */
+	}
+	mrl_cache_unpin(pin);
+	fixture_close();
+	CHECK_EQ(atomic_load(&creg.registered), atomic_load(&creg.closed));
+}
+
+/* max_size bounds registered bytes (pinned memory) as max_count bounds MRs. */
+static void test_eviction_keeps_registered_bytes_under_max_size(void)
+{
+	struct mrl_registration *r;
+	struct fi_mrlease_stats st;
+
+	CHECK_FI(fixture_open(0, 8 * page_size));
+	for (int i = 0; i < 20; i++) {
+		CHECK_FI(mrl_cache_acquire(dom, P(4 * i), P(4 * i + 2), &r));
+		mrl_lease_release(r);
+	}
+	mrl_cache_domain_stats(dom, &st);
+	CHECK(st.entries <= 4);
+	CHECK(st.registered_bytes <= 8 * page_size);
+	fixture_close();
+}
+
+/* A failed registration that left an entry behind would hand out a handle
+ * the provider never created. */
+static void test_failing_registrar_leaves_nothing_behind(void)
+{
+	struct mrl_registration *r;
+	struct fi_mrlease_stats st;
+
+	CHECK_FI(fixture_open(0, 0));
+	atomic_store(&creg.fail_code, -FI_EIO);
+	CHECK_EQ(-FI_EIO, mrl_cache_acquire(dom, P(0), P(1), &r));
+	CHECK_EQ(-FI_EIO, mrl_cache_pin(dom, P(0), page_size, &r));
+	CHECK(mrl_cache_lookup(dom, P(0), P(1)) == NULL);
+	mrl_cache_domain_stats(dom, &st);
+	CHECK_EQ(0, st.entries);
+	CHECK_EQ(0, st.registrations);
+	CHECK_EQ(0, st.registered_bytes);
+	CHECK_EQ(0, st.leases);
+	atomic_store(&creg.fail_code, 0);
+	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &r));
+	mrl_lease_release(r);
+	fixture_close();
+	CHECK_EQ(1, atomic_load(&creg.closed));
+}
+
+/* Providers refuse registrations when a device or RLIMIT_MEMLOCK is full; a
+ * cache holding idle registrations must give them back and try again once. */
+static void test_resource_refusal_evicts_unleased_entries_and_retries_once(void)
+{
+	struct mrl_registration *r, *held[3];
+	struct fi_mrlease_stats st;
+
+	CHECK_FI(fixture_open(0, 0));
+	atomic_store(&creg.max_live, 3);
+	for (int i = 0; i < 3; i++) {
+		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &r));
+		mrl_lease_release(r);
+	}
+	CHECK_FI(mrl_cache_acquire(dom, P(10), P(10) + 8, &r));
+	mrl_cache_domain_stats(dom, &st);
+	CHECK(st.evictions >= 1);
+	CHECK_EQ(1, atomic_load(&creg.refusals));
+	mrl_lease_release(r);
+
+	/* All leased: one eviction round frees nothing, the retry fails. */
+	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(64)));
+	for (int i = 0; i < 3; i++)
+		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &held[i]));
+	atomic_store(&creg.refusals, 0);
+	CHECK_EQ(-FI_ENOSPC, mrl_cache_acquire(dom, P(20), P(20) + 8, &r));
+	CHECK_EQ(2, atomic_load(&creg.refusals));
+	CHECK(mrl_cache_lookup(dom, P(20), P(20) + 8) == NULL);
+	for (int i = 0; i < 3; i++)
+		mrl_lease_release(held[i]);
+	fixture_close();
+	CHECK_EQ(atomic_load(&creg.registered), atomic_load(&creg.closed));
+}
+
+/* Providers without FI_MR_PROV_KEY take the caller's key: cache keys must
+ * stay out of the application's range and survive a key already taken. */
+static void test_cache_keys_come_from_top_half_and_skip_taken_keys(void)
+{
+	struct mrl_registration *r;
+	struct mrl_domain_config dconf;
+	struct mrl_cache_domain *small, *prov;
+	struct creg creg2, creg3;
+	uint64_t k1, k2;
+
+	CHECK_FI(fixture_open(0, 0));
+	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &r));
+	k1 = atomic_load(&creg.last_key);
+	CHECK(k1 >= (1ull << 63));
+	mrl_lease_release(r);
+	atomic_store(&creg.enokey_left, 3);
+	CHECK_FI(mrl_cache_acquire(dom, P(2), P(3), &r));
+	k2 = atomic_load(&creg.last_key);
+	CHECK_EQ(3, atomic_load(&creg.refusals));
+	CHECK(k2 < k1 && k2 >= (1ull << 63));
+	mrl_lease_release(r);
+
+	creg_init(&creg2, NULL, 0);
+	dconf = creg_domain_config(&creg2);
+	dconf.mr_key_size = 2;
+	CHECK_FI(mrl_cache_domain_open(cache, &dconf, &small));
+	CHECK_FI(mrl_cache_acquire(small, P(0), P(1), &r));
+	CHECK_EQ(0xffff, atomic_load(&creg2.last_key));
+	mrl_lease_release(r);
+
+	creg_init(&creg3, NULL, 0);
+	dconf = creg_domain_config(&creg3);
+	dconf.prov_key = true;
+	CHECK_FI(mrl_cache_domain_open(cache, &dconf, &prov));
+	CHECK_FI(mrl_cache_acquire(prov, P(0), P(1), &r));
+	CHECK_EQ(0, atomic_load(&creg3.last_key));
+	mrl_lease_release(r);
+	fixture_close();
+	CHECK_EQ(1, atomic_load(&creg2.closed));
+	CHECK_EQ(1, atomic_load(&creg3.closed));
+}
+
+/* A cache registration shared between operations must never expose memory
+ * to peers: local access only. */
+static void test_cache_registrations_are_local_only(void)
+{
+	struct mrl_registration *r;
+
+	CHECK_FI(fixture_open(0, 0));
+	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &r));
+	CHECK_EQ(FI_SEND | FI_RECV | FI_READ | FI_WRITE, atomic_load(&creg.last_access));
+	mrl_lease_release(r);
+	CHECK_FI(mrl_cache_pin(dom, P(4), page_size, &r));
+	CHECK_EQ(FI_SEND | FI_RECV | FI_READ | FI_WRITE, atomic_load(&creg.last_access));
+	mrl_cache_unpin(r);
+	fixture_close();
+}
+
+/* A miss registers whole pages around the operand, so neighbours on the same
+ * page hit; the registered extent must contain the operand. */
+static void test_miss_registers_the_page_aligned_extent_of_the_operand(void)
+{
+	struct mrl_registration *r, *n;
+
+	CHECK_FI(fixture_open(0, 0));
+	CHECK_FI(mrl_cache_acquire(dom, P(0) + 100, P(1) + 5, &r));
+	CHECK(r->base == P(0) && r->end == P(2));
+	CHECK_FI(mrl_cache_acquire(dom, P(1) + 6, P(1) + 100, &n));
+	CHECK(n == r);
+	CHECK_EQ(1, atomic_load(&creg.registered));
+	mrl_lease_release(n);
+	mrl_lease_release(r);
+	fixture_close();
+}
+
+struct span_answer {
+	uintptr_t base;
+	size_t len;
+	int calls;
+};
+
+static int span_fn(void *arg, const void *addr, size_t len, void **base, size_t *slen)
+{
+	struct span_answer *a = arg;
+
+	(void)addr;
+	(void)len;
+	a->calls++;
+	*base = (void *)a->base;
+	*slen = a->len;
+	return 0;
+}
+
+/* Rule 6 at unit level: the resolver widens, a span not containing the
+ * operand is ignored, a hit never asks. */
+static void test_span_resolver_widens_and_foreign_span_is_ignored(void)
+{
+	struct span_answer ans = { .base = P(0), .len = 16 * page_size };
+	struct mrl_registration *r, *n;
+
+	CHECK_FI(fixture_open(0, 0));
+	mrl_cache_set_span(dom, span_fn, &ans);
+	CHECK_FI(mrl_cache_acquire(dom, P(3), P(3) + 64, &r));
+	CHECK(r->base == P(0) && r->end == P(16));
+	CHECK_FI(mrl_cache_acquire(dom, P(15), P(16), &n));
+	CHECK(n == r);
+	CHECK_EQ(1, ans.calls);
+	mrl_lease_release(n);
+	mrl_lease_release(r);
+	ans.base = P(100);
+	CHECK_FI(mrl_cache_acquire(dom, P(40), P(40) + 64, &r));
+	CHECK(r->base == P(40) && r->end == P(41));
+	mrl_lease_release(r);
+	CHECK(mrl_cache_lookup(dom, P(100), P(101)) == NULL);
+	mrl_cache_set_span(dom, NULL, NULL);
+	fixture_close();
+}
+
+static void invalidate_during_reg(void *arg)
+{
+	uintptr_t *range = arg;
+
+	mrl_cache_invalidate(cache, range[0], range[1]);
+}
+
+/* An invalidate that runs while a miss is registering the same pages must
+ * keep that registration out of the index, or stale pages stay cached. */
+static void test_invalidate_during_a_miss_keeps_it_out_of_the_index(void)
+{
+	uintptr_t range[2];
+	struct mrl_registration *r;
+
+	CHECK_FI(fixture_open(0, 0));
+	range[0] = P(2);
+	range[1] = P(3);
+	creg.on_reg = invalidate_during_reg;
+	creg.on_reg_arg = range;
+	CHECK_FI(mrl_cache_acquire(dom, P(2), P(2) + 64, &r));
+	CHECK(mrl_cache_lookup(dom, P(2), P(2) + 64) == NULL);
+	CHECK_EQ(1, refs(r));
+	mrl_lease_release(r);
+	CHECK_EQ(1, atomic_load(&creg.closed));
+	fixture_close();
+}
+
+/* Closing one domain (a worker going away) must leave another's entries
+ * alone and let its own leased registrations close once, later. */
+static void test_clear_domain_retires_only_its_own_entries(void)
+{
+	struct mrl_cache_domain *other;
+	struct mrl_domain_config dconf;
+	struct mrl_registration *mine, *theirs, *r;
+	struct creg creg2;
+
+	CHECK_FI(fixture_open(0, 0));
+	creg_init(&creg2, NULL, 0);
+	dconf = creg_domain_config(&creg2);
+	CHECK_FI(mrl_cache_domain_open(cache, &dconf, &other));
+	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &mine));
+	CHECK_FI(mrl_cache_acquire(other, P(0), P(1), &theirs));
+	mrl_lease_release(theirs);
+	mrl_cache_domain_close(dom);
+	CHECK_EQ(1, refs(mine));
+	CHECK_EQ(0, atomic_load(&creg.closed));
+	r = mrl_cache_lookup(other, P(0), P(1));
+	CHECK(r == theirs);
+	mrl_lease_release(r);
+	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(1)));
+	CHECK_EQ(1, atomic_load(&creg2.closed));
+	CHECK_EQ(0, atomic_load(&creg.closed));
+	mrl_lease_release(mine);
+	CHECK_EQ(1, atomic_load(&creg.closed));
+	fixture_close();
+	CHECK_EQ(0, atomic_load(&creg.double_closed));
+}
+
+/* The counters are what operators read to size the cache: they must add up. */
+static void test_stats_count_lookups_hits_misses_and_leases(void)
+{
+	struct mrl_registration *r, *s;
+	struct fi_mrlease_stats st, all;
+
+	CHECK_FI(fixture_open(0, 0));
+	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &r));	/* miss */
+	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &s));	/* hit */
+	mrl_cache_domain_stats(dom, &st);
+	CHECK_EQ(2, st.lookups);
+	CHECK_EQ(1, st.hits);
+	CHECK_EQ(1, st.misses);
+	CHECK_EQ(1, st.registrations);
+	CHECK_EQ(1, st.entries);
+	CHECK_EQ(2, st.leases);
+	CHECK_EQ(page_size, st.registered_bytes);
+	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(1)));
+	mrl_lease_release(s);
+	mrl_cache_domain_stats(dom, &st);
+	CHECK_EQ(1, st.invalidations);
+	CHECK_EQ(1, st.retired_leased);
+	CHECK_EQ(0, st.entries);
+	CHECK_EQ(1, st.leases);
+	CHECK_EQ(0, st.deregistrations);
+	mrl_lease_release(r);
+	mrl_cache_domain_stats(dom, &st);
+	CHECK_EQ(1, st.deregistrations);
+	CHECK_EQ(0, st.registered_bytes);
+	CHECK_EQ(0, st.leases);
+	CHECK_FI(mrl_cache_invalidate(cache, P(50), P(51)));
+	mrl_cache_stats(cache, &all);
+	CHECK_EQ(2, all.invalidations);
+	CHECK_EQ(2, all.lookups);
+	CHECK_EQ(1, all.hits);
+	fixture_close();
+}
+
+/* Suite-wide: a registration closed twice faults inside a provider, one
+ * never closed leaks pinned memory; the counting registrar saw every one. */
+static void test_every_registration_closed_exactly_once(void)
+{
+	CHECK(creg_total_registered() > 0);
+	CHECK_EQ(creg_total_registered(), creg_total_closed());
+	CHECK_EQ(0, creg_total_double_closed());
+	CHECK_EQ(0, creg_total_open_records());
+}
+
+int main(void)
+{
+	page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+	MRL_RUN(test_lookup_finds_wide_entry_behind_narrow_one);
+	MRL_RUN(test_covering_lookup_agrees_with_brute_force);
+	MRL_RUN(test_track_at_same_base_replaces_and_old_lease_stays_open);
+	MRL_RUN(test_invalidate_spares_ranges_that_only_touch);
+	MRL_RUN(test_zero_length_and_wrapping_ranges_follow_documented_rules);
+	MRL_RUN(test_eviction_never_touches_leased_or_pinned_entries);
+	MRL_RUN(test_eviction_keeps_registered_bytes_under_max_size);
+	MRL_RUN(test_failing_registrar_leaves_nothing_behind);
+	MRL_RUN(test_resource_refusal_evicts_unleased_entries_and_retries_once);
+	MRL_RUN(test_cache_keys_come_from_top_half_and_skip_taken_keys);
+	MRL_RUN(test_cache_registrations_are_local_only);
+	MRL_RUN(test_miss_registers_the_page_aligned_extent_of_the_operand);
+	MRL_RUN(test_span_resolver_widens_and_foreign_span_is_ignored);
+	MRL_RUN(test_invalidate_during_a_miss_keeps_it_out_of_the_index);
+	MRL_RUN(test_clear_domain_retires_only_its_own_entries);
+	MRL_RUN(test_stats_count_lookups_hits_misses_and_leases);
+	MRL_RUN(test_every_registration_closed_exactly_once);
+	return mrl_test_done();
+}
