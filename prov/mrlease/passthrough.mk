@@ -1,2 +1,18 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Included from Makefile.am.
+# Included from Makefile.am: the passthrough layer (one file per fid class;
+# prov/mrlease/include/mrl_hook.h is the map of every wrapper).
+prov_mrlease_libmrlease_core_la_SOURCES += \
+	prov/mrlease/include/mrl_hook.h \
+	prov/mrlease/include/mrl_debug.h \
+	prov/mrlease/src/hook_fid.c \
+	prov/mrlease/src/hook_fabric.c \
+	prov/mrlease/src/hook_domain.c \
+	prov/mrlease/src/hook_eq.c \
+	prov/mrlease/src/hook_wait.c \
+	prov/mrlease/src/hook_av.c \
+	prov/mrlease/src/hook_cq.c \
+	prov/mrlease/src/hook_cntr.c \
+	prov/mrlease/src/hook_ep.c \
+	prov/mrlease/src/hook_cm.c \
+	prov/mrlease/src/hook_mr.c \
+	prov/mrlease/src/hook_xfer.c

@@ -1,32 +1,50 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Entry point of the mrlease DL provider: the only exported symbol.
+ * mrlease is a hooking provider (getinfo NULL): libfabric calls its
+ * fabric() with every fabric it opens while FI_HOOK names it.
  */
 #include "config.h"
+
+#include <stdio.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_prov.h>
 
-static int mrl_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
-		      void *context)
-{
-	(void)attr;
-	(void)fabric;
-	(void)context;
-	return -FI_ENOSYS;
-}
+#include "mrl_hook.h"
 
-static struct fi_provider mrl_prov = {
+/*
+ * The mrlease policy on top of the passthrough layer. Empty for now: the
+ * lease cache, the data path and FI_MRLEASE_OPS_1 plug in here.
+ */
+static const struct mrl_personality mrl_mrlease_personality = {
+	.name = "mrlease",
+};
+
+static struct fi_provider mrl_mrlease_prov = {
 	.version = FI_VERSION(0, 1),
 	.fi_version = FI_VERSION(1, 17),
 	.name = "mrlease",
 	.getinfo = NULL,
-	.fabric = mrl_fabric,
+	.fabric = mrl_hook_fabric,
 	.cleanup = NULL,
 };
 
+/* PACKAGE_VERSION "major.minor[.patch]" -> FI_VERSION(major, minor). */
+static uint32_t mrl_package_version(void)
+{
+	unsigned int major = 0, minor = 0;
+
+	if (sscanf(PACKAGE_VERSION, "%u.%u", &major, &minor) < 1)
+		return FI_VERSION(0, 0);
+	return FI_VERSION(major, minor);
+}
+
 __attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
 {
-	return &mrl_prov;
+	mrl_mrlease_prov.version = mrl_package_version();
+	mrl_prov = &mrl_mrlease_prov;
+	mrl_personality = &mrl_mrlease_personality;
+	return &mrl_mrlease_prov;
 }

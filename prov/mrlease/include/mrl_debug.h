@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * TEST-ONLY: counters proving the passthrough layer is in the call path.
+ *
+ * Any hook object answers fi_open_ops(fid, MRL_DEBUG_OPS_1, 0, &ops, NULL)
+ * with a struct mrl_debug_ops; ops->read() copies the process-wide counts of
+ * the plugin that owns the object (mrlease and mrcheck each keep their own).
+ * Counts only grow; they are updated on the control path only (open, close,
+ * event mapping), with relaxed atomics. Not installed, not a public API:
+ * tests include it by path and compare counts before and after an action.
+ */
+#ifndef MRL_DEBUG_H
+#define MRL_DEBUG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MRL_DEBUG_OPS_1 "mrlease_debug_v1"
+
+/* Wrapper classes; the endpoint family is split so tests can tell them apart. */
+enum mrl_class {
+	MRL_CLASS_FABRIC,
+	MRL_CLASS_DOMAIN,
+	MRL_CLASS_EQ,
+	MRL_CLASS_WAIT,
+	MRL_CLASS_POLL,
+	MRL_CLASS_AV,
+	MRL_CLASS_AV_SET,
+	MRL_CLASS_CQ,
+	MRL_CLASS_CNTR,
+	MRL_CLASS_EP,
+	MRL_CLASS_SEP,
+	MRL_CLASS_TX_CTX,
+	MRL_CLASS_RX_CTX,
+	MRL_CLASS_SRX_CTX,
+	MRL_CLASS_STX_CTX,
+	MRL_CLASS_PEP,
+	MRL_CLASS_MR,
+	MRL_CLASS_MC,
+	MRL_NCLASS
+};
+
+enum mrl_debug_counter {
+	MRL_DEBUG_OUTERMOST_DOMAINS, /* domains opened as the outermost instance */
+	MRL_DEBUG_INNER_DOMAINS,     /* domains opened inside a utility provider */
+	MRL_DEBUG_EQ_EVENTS_MAPPED,  /* EQ events whose fid was mapped back */
+	MRL_DEBUG_POLL_MAPPED,       /* poll results mapped back */
+	MRL_DEBUG_FLOW_CTRL_OPENED,  /* OFI_OPS_FLOW_CTRL translated */
+	MRL_DEBUG_OPS_REFUSED,       /* fi_open_ops names refused (-FI_ENOSYS) */
+	MRL_DEBUG_NCOUNTERS
+};
+
+struct mrl_debug_counts {
+	uint64_t opened[MRL_NCLASS]; /* wrappers created, per class */
+	uint64_t closed[MRL_NCLASS]; /* wrappers closed (fi_close returned 0) */
+	uint64_t counter[MRL_DEBUG_NCOUNTERS];
+};
+
+struct mrl_debug_ops {
+	size_t size;
+	void (*read)(struct mrl_debug_counts *counts);
+};
+
+#endif /* MRL_DEBUG_H */

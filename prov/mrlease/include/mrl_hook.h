@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The map of the passthrough layer: one wrapper struct per libfabric fid
+ * class, each laid out as
+ *
+ *	{ public struct (what the application holds); inner (the object one
+ *	  level down); parent (the hook object it was opened from); ext; ... }
+ *
+ * Way down: container_of(public, wrapper, field)->inner, O(1).
+ * Way up:   every inner object is opened with context = &wrapper->public.fid,
+ *           so an inner fid found in an event or poll result leads back to
+ *           its wrapper through inner->fid.context (mrl_hook_of_inner()).
+ *           The wrapper's own fid.context is the application's context
+ *           (utility providers such as rxm read cm_entry.fid->context).
+ *
+ * The layer is linked into two DL plugins (mrlease and the test-only
+ * mrcheck), so it never names its provider: each plugin's fi_prov_ini sets
+ * mrl_prov (logging, parameters) and mrl_personality (the policy plugged
+ * on top). With no personality callbacks every call is forwarded unchanged.
+ *
+ * Threading: the layer keeps no locks. Wrapper fields are written while the
+ * object is opened or bound (control path, which libfabric requires the
+ * application to serialise per object) and only read afterwards. The debug
+ * counters are atomics.
+ *
+ * Installed twice: with a utility provider (tcp;ofi_rxm, udp;ofi_rxd)
+ * libfabric installs the hook over the utility fabric and again over the
+ * core fabric the utility provider opens inside. The outer instance opens
+ * its inner domain with a thread-local nesting depth raised, so a domain
+ * opened by the utility provider inside that call sees depth > 0 and is
+ * marked !outermost.
+ */
+#ifndef MRL_HOOK_H
+#define MRL_HOOK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/providers/fi_prov.h>
+
+#include "mrl_debug.h"
+
+/* ------------------------------------------------------------------ */
+/* Wrappers                                                            */
+/* ------------------------------------------------------------------ */
+
+struct mrl_fabric {
+	struct fid_fabric fabric;
+	struct fid_fabric *inner;
+	struct fi_provider *inner_prov; /* the provider hooked (context of fabric()) */
+	bool over_utility;              /* inner_prov is a utility provider (ofi_*) */
+	void *ext;
+};
+
+/* Flow-control ops translated for utility providers (see hook_domain.c). */
+struct mrl_flow_ctrl;
+
+struct mrl_domain {
+	struct fid_domain domain;
+	struct fid_domain *inner;
+	struct mrl_fabric *fabric;
+	void *ext;
+
+	/* Application-facing instance (false: opened by a utility provider
+	 * inside the outer instance's fi_domain call). */
+	bool outermost;
+	/* What the data path needs, copied from the fi_info at open. */
+	char prov_name[64];             /* inner provider, e.g. "tcp", "tcp;ofi_rxm" */
+	uint64_t caps;                  /* info->caps */
+	uint64_t mode;                  /* info->mode */
+	int mr_mode;                    /* domain_attr->mr_mode */
+	size_t mr_key_size;             /* domain_attr->mr_key_size */
+	enum fi_threading threading;    /* domain_attr->threading */
+	uint32_t api_version;           /* fabric api_version */
+
+	struct mrl_flow_ctrl *flow_ctrl; /* lazily, on OFI_OPS_FLOW_CTRL */
+};
+
+struct mrl_eq {
+	struct fid_eq eq;
+	struct fid_eq *inner;
+	struct mrl_fabric *fabric;
+	void *ext;
+};
+
+struct mrl_wait {
+	struct fid_wait wait;
+	struct fid_wait *inner;
+	struct mrl_fabric *fabric;
+	void *ext;
+};
+
+struct mrl_poll {
+	struct fid_poll poll;
+	struct fid_poll *inner;
+	struct mrl_domain *domain;
+	void *ext;
+};
+
+struct mrl_av {
+	struct fid_av av;
+	struct fid_av *inner;
+	struct mrl_domain *domain;
+	void *ext;
+};
+
+struct mrl_av_set {
+	struct fid_av_set av_set;
+	struct fid_av_set *inner;
+	struct mrl_av *av;
+	void *ext;
+};
+
+struct mrl_cq {
+	struct fid_cq cq;
+	struct fid_cq *inner;
+	struct mrl_domain *domain;
+	void *ext;
+	enum fi_cq_format format;       /* attr->format as opened (UNSPEC kept) */
+	uint64_t flags;                 /* attr->flags */
+};
+
+struct mrl_cntr {
+	struct fid_cntr cntr;
+	struct fid_cntr *inner;
+	struct mrl_domain *domain;
+	void *ext;
+};
+
+struct mrl_stx {
+	struct fid_stx stx;
+	struct fid_stx *inner;
+	struct mrl_domain *domain;
+	void *ext;
+};
+
+/* Completion queue and counters an endpoint is bound to (FI_SELECTIVE_
+ * COMPLETION kept in *_cq_flags). Filled by bind before forwarding. */
+struct mrl_ep_bindings {
+	struct mrl_cq *tx_cq, *rx_cq;
+	uint64_t tx_cq_flags, rx_cq_flags;
+	struct mrl_cntr *send_cntr, *recv_cntr, *read_cntr, *write_cntr;
+	struct mrl_cntr *remote_read_cntr, *remote_write_cntr;
+	struct mrl_av *av;
+	struct mrl_eq *eq;
+	struct mrl_ep *srx;
+	struct mrl_stx *stx;
+};
+
+/* Endpoint, scalable endpoint, tx/rx context, shared rx context and
+ * aliases: the public fclass says which. */
+struct mrl_ep {
+	struct fid_ep ep;
+	struct fid_ep *inner;
+	struct mrl_domain *domain;
+	struct mrl_ep *sep;             /* tx/rx context: its scalable ep */
+	struct mrl_ep *alias_of;        /* FI_ALIAS: the endpoint aliased */
+	void *ext;
+	uint64_t caps;                  /* info/attr caps at open, 0 if unknown */
+	struct mrl_ep_bindings bound;
+};
+
+struct mrl_pep {
+	struct fid_pep pep;
+	struct fid_pep *inner;
+	struct mrl_fabric *fabric;
+	void *ext;
+};
+
+/*
+ * A hook MR. mem_desc and key are the inner MR's (refreshed after bind and
+ * control, so FI_MR_ENDPOINT keys appear after fi_mr_enable), hence
+ * descriptors reach the provider untranslated.
+ * release: when set, fi_close calls release(mr) instead of closing the inner
+ * MR (a registration shared through the lease cache drops its lease
+ * instead); the wrapper is freed when release returns 0.
+ */
+struct mrl_mr {
+	struct fid_mr mr;
+	struct fid_mr *inner;
+	struct mrl_domain *domain;
+	void *ext;
+	int (*release)(struct mrl_mr *mr);
+};
+
+struct mrl_mc {
+	struct fid_mc mc;
+	struct fid_mc *inner;
+	struct mrl_ep *ep;
+	void *ext;
+};
+
+/* ------------------------------------------------------------------ */
+/* Personality: the policy a plugin puts on top of the passthrough.     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Every callback is optional (NULL = plain passthrough). Callbacks that
+ * return int fail the operation with their -FI_E* code.
+ *
+ * domain_open  after the inner domain opened and the wrapper is filled;
+ *              may set ->ext and replace domain.mr / domain.ops (forward
+ *              to mrl_domain_mr_ops / mrl_domain_ops). On error the inner
+ *              domain is closed and fi_domain fails.
+ * domain_close before the inner domain closes (close your registrations on
+ *              it here). If the inner close then fails (-FI_EBUSY), the
+ *              domain stays open with whatever ext the callback left.
+ * ep_open      after the inner open of an endpoint, scalable ep, tx/rx
+ *              context, shared rx context or alias; may replace ep.msg,
+ *              tagged, rma, atomic, collective and set ->ext. On error
+ *              the inner object is closed.
+ * ep_bind      before a bind on an endpoint is forwarded; hook_bfid is the
+ *              application's (hook) fid. ep->bound is updated after the
+ *              forward succeeds.
+ * ep_close     after the inner close returned 0, before the wrapper is freed.
+ * cq_open/cntr_open  after the inner open; may replace cq.ops/cntr.ops.
+ * cq_close/cntr_close after the inner close returned 0.
+ * ops_open     fi_open_ops names the layer does not handle itself
+ *              (FI_MRLEASE_OPS_1 and any other); return -FI_ENOSYS for
+ *              names you do not know. Without it such names get -FI_ENOSYS.
+ */
+struct mrl_personality {
+	const char *name;
+	int (*domain_open)(struct mrl_domain *domain);
+	void (*domain_close)(struct mrl_domain *domain);
+	int (*ep_open)(struct mrl_ep *ep);
+	int (*ep_bind)(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags);
+	void (*ep_close)(struct mrl_ep *ep);
+	int (*cq_open)(struct mrl_cq *cq);
+	void (*cq_close)(struct mrl_cq *cq);
+	int (*cntr_open)(struct mrl_cntr *cntr);
+	void (*cntr_close)(struct mrl_cntr *cntr);
+	int (*ops_open)(struct fid *hook_fid, const char *name, uint64_t flags,
+			void **ops, void *context);
+};
+
+/* Set by the plugin's fi_prov_ini before anything else runs. */
+extern struct fi_provider *mrl_prov;
+extern const struct mrl_personality *mrl_personality;
+
+/* ------------------------------------------------------------------ */
+/* Default tables (the plain forwarders), for personalities to call.    */
+/* ------------------------------------------------------------------ */
+
+extern struct fi_ops_fabric mrl_fabric_ops;
+extern struct fi_ops_domain mrl_domain_ops;
+extern struct fi_ops_mr mrl_domain_mr_ops;
+extern struct fi_ops_eq mrl_eq_ops;
+extern struct fi_ops_wait mrl_wait_ops;
+extern struct fi_ops_poll mrl_poll_ops;
+extern struct fi_ops_av mrl_av_ops;
+extern struct fi_ops_av_set mrl_av_set_ops;
+extern struct fi_ops_cq mrl_cq_ops;
+extern struct fi_ops_cntr mrl_cntr_ops;
+extern struct fi_ops_ep mrl_ep_ops;
+extern struct fi_ops_cm mrl_ep_cm_ops;
+extern struct fi_ops_msg mrl_ep_msg_ops;
+extern struct fi_ops_tagged mrl_ep_tagged_ops;
+extern struct fi_ops_rma mrl_ep_rma_ops;
+extern struct fi_ops_atomic mrl_ep_atomic_ops;
+extern struct fi_ops_collective mrl_ep_collective_ops;
+
+/* Generic fid ops, one table per class (the table identifies the class). */
+extern struct fi_ops mrl_fid_ops[MRL_NCLASS];
+
+/* ------------------------------------------------------------------ */
+/* Navigation                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Whether fid is a wrapper of this layer (in this plugin). */
+static inline bool mrl_is_hook_fid(const struct fid *fid)
+{
+	uintptr_t p = (uintptr_t)(fid ? fid->ops : NULL);
+
+	return p >= (uintptr_t)&mrl_fid_ops[0] &&
+	       p < (uintptr_t)&mrl_fid_ops[MRL_NCLASS];
+}
+
+/* The class of a wrapper (mrl_is_hook_fid(fid) must hold). */
+static inline enum mrl_class mrl_class_of(const struct fid *fid)
+{
+	return (enum mrl_class)(fid->ops - mrl_fid_ops);
+}
+
+/* Hook fid -> inner fid; a fid that is not ours is returned unchanged. */
+struct fid *mrl_inner_fid(struct fid *fid);
+/* Inner fid (from an event or poll result) -> hook fid; a fid that does
+ * not lead back to one of our wrappers is returned unchanged. */
+struct fid *mrl_hook_of_inner(struct fid *inner);
+
+static inline struct mrl_domain *mrl_domain_of(struct fid_domain *d)
+{
+	return container_of(d, struct mrl_domain, domain);
+}
+
+static inline struct mrl_ep *mrl_ep_of(struct fid_ep *ep)
+{
+	return container_of(ep, struct mrl_ep, ep);
+}
+
+static inline struct mrl_cq *mrl_cq_of(struct fid_cq *cq)
+{
+	return container_of(cq, struct mrl_cq, cq);
+}
+
+static inline struct mrl_cntr *mrl_cntr_of(struct fid_cntr *cntr)
+{
+	return container_of(cntr, struct mrl_cntr, cntr);
+}
+
+static inline struct mrl_mr *mrl_mr_of(struct fid_mr *mr)
+{
+	return container_of(mr, struct mrl_mr, mr);
+}
+
+/*
+ * Wrap an inner MR (registered on domain->inner) into a hook MR whose
+ * fid.context is context; release as described at struct mrl_mr (NULL:
+ * close the inner MR). Counts as a wrapped MR. 0 or -FI_ENOMEM (the inner
+ * MR is left to the caller on error).
+ */
+int mrl_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner, void *context,
+		int (*release)(struct mrl_mr *mr), struct mrl_mr **mr);
+
+/* ------------------------------------------------------------------ */
+/* Internal to the layer                                               */
+/* ------------------------------------------------------------------ */
+
+/* The fabric() entry of a hooking provider built on this layer. */
+int mrl_hook_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		    void *context);
+
+int mrl_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		    struct fid_domain **domain, void *context);
+int mrl_domain2_open(struct fid_fabric *fabric, struct fi_info *info,
+		     struct fid_domain **domain, uint64_t flags, void *context);
+int mrl_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		   struct fid_pep **pep, void *context);
+int mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		struct fid_eq **eq, void *context);
+int mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		  struct fid_wait **waitset);
+int mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
+int mrl_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		  struct fid_poll **pollset);
+int mrl_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+		struct fid_av **av, void *context);
+int mrl_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+		struct fid_cq **cq, void *context);
+int mrl_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		  struct fid_cntr **cntr, void *context);
+int mrl_endpoint(struct fid_domain *domain, struct fi_info *info,
+		 struct fid_ep **ep, void *context);
+int mrl_endpoint2(struct fid_domain *domain, struct fi_info *info,
+		  struct fid_ep **ep, uint64_t flags, void *context);
+int mrl_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+		    struct fid_ep **sep, void *context);
+int mrl_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
+		struct fid_stx **stx, void *context);
+int mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
+		struct fid_ep **rx_ep, void *context);
+/* Wrap an inner endpoint-family object (used by FI_ALIAS and tx/rx ctx). */
+int mrl_ep_wrap(struct mrl_domain *domain, struct fid_ep *inner, size_t fclass,
+		void *context, struct mrl_ep **ep);
+void mrl_ep_set_tables(struct mrl_ep *ep);
+/* After the inner object of ep opened: tables, personality ep_open, count. */
+int mrl_ep_finish(struct mrl_ep *ep);
+int mrl_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags);
+
+/* Generic fid ops shared by every class. */
+int mrl_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int mrl_fid_control(struct fid *fid, int command, void *arg);
+int mrl_fid_ops_open(struct fid *fid, const char *name, uint64_t flags,
+		     void **ops, void *context);
+int mrl_fid_tostr(const struct fid *fid, char *buf, size_t len);
+int mrl_fid_ops_set(struct fid *fid, const char *name, uint64_t flags,
+		    void *ops, void *context);
+
+/* Per-class close (the only fid op that differs between classes). */
+int mrl_fabric_close(struct fid *fid);
+int mrl_domain_close(struct fid *fid);
+int mrl_eq_close(struct fid *fid);
+int mrl_wait_close(struct fid *fid);
+int mrl_poll_close(struct fid *fid);
+int mrl_av_close(struct fid *fid);
+int mrl_av_set_close(struct fid *fid);
+int mrl_cq_close(struct fid *fid);
+int mrl_cntr_close(struct fid *fid);
+int mrl_ep_close(struct fid *fid);
+int mrl_stx_close(struct fid *fid);
+int mrl_pep_close(struct fid *fid);
+int mrl_mr_close(struct fid *fid);
+int mrl_mc_close(struct fid *fid);
+
+/* Provider-private ops on domains/endpoints (hook_domain.c). */
+int mrl_domain_ops_open(struct mrl_domain *domain, const char *name,
+			uint64_t flags, void **ops, void *context);
+void mrl_domain_flow_ctrl_free(struct mrl_domain *domain);
+
+/* Whether the calling thread is inside the outer instance's domain open. */
+extern _Thread_local int mrl_nesting;
+
+/* Counters (mrl_debug.h). */
+void mrl_count_open(enum mrl_class cls);
+void mrl_count_close(enum mrl_class cls);
+void mrl_count(enum mrl_debug_counter which);
+void mrl_debug_snapshot(struct mrl_debug_counts *counts);
+
+#endif /* MRL_HOOK_H */

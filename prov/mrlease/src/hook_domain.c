@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Domains: open (with the installed-twice bookkeeping), close, the domain
+ * ops table, and the provider-private fi_open_ops names that utility
+ * providers use on the core domains below them.
+ *
+ * Provider-private fi_open_ops / fi_set_ops names (libfabric 1.17)
+ * -----------------------------------------------------------------
+ * Utility providers open these on core objects that, under FI_HOOK, are
+ * our wrappers. Ops tables of the object below take its own (inner) fids,
+ * so a name is only forwarded when every fid in its signature is
+ * translated:
+ *
+ *   "ofix_flow_ctrl_v1" (OFI_OPS_FLOW_CTRL), on a domain. Opened by ofi_rxm
+ *       on its msg domain; implemented by verbs (tcp answers -FI_ENOSYS and
+ *       rxm falls back to no flow control). Translated: available(),
+ *       enable() and add_credits() get the inner endpoint;
+ *       set_send_handler() gets the inner domain and a trampoline that maps
+ *       the inner endpoint it is called with back to the hook endpoint
+ *       before calling rxm's handler.
+ *   "mrlease_ops_v1" (FI_MRLEASE_OPS_1), on a fabric or domain: routed to
+ *       the plugin's personality (-FI_ENOSYS without one).
+ *   "mrlease_debug_v1" (MRL_DEBUG_OPS_1), on any hook object: test-only
+ *       counters (mrl_debug.h).
+ *   Any other name, and every fi_set_ops() name (e.g. the
+ *       "ofix_dynamic_rbuf_v*" ops rxm installed on tcp in 1.13-1.16):
+ *       -FI_ENOSYS, logged at FI_LOG_INFO. ofi_rxd (1.17) opens no
+ *       provider-private ops on its udp objects.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
+
+#include "mrl_hook.h"
+
+_Thread_local int mrl_nesting;
+
+/* ---- OFI_OPS_FLOW_CTRL ------------------------------------------- */
+
+#define MRL_OFI_OPS_FLOW_CTRL "ofix_flow_ctrl_v1"
+
+typedef ssize_t (*mrl_flow_send_fn)(struct fid_ep *ep, uint64_t credits);
+
+/* Layout of libfabric's struct ofi_ops_flow_ctrl (ofi_util.h, not installed). */
+struct mrl_ofi_ops_flow_ctrl {
+	size_t size;
+	bool (*available)(struct fid_ep *ep);
+	int (*enable)(struct fid_ep *ep, uint64_t threshold);
+	void (*add_credits)(struct fid_ep *ep, uint64_t credits);
+	void (*set_send_handler)(struct fid_domain *domain,
+				 mrl_flow_send_fn send_handler);
+};
+
+struct mrl_flow_ctrl {
+	struct mrl_ofi_ops_flow_ctrl *inner;
+	mrl_flow_send_fn send_handler; /* the utility provider's, takes hook eps */
+};
+
+#define MRL_FLOW_OK(fc, op)                                                    \
+	((fc) && (fc)->inner->size >                                           \
+			 offsetof(struct mrl_ofi_ops_flow_ctrl, op) &&          \
+	 (fc)->inner->op)
+
+static struct mrl_ep *mrl_flow_ep(struct fid_ep *ep)
+{
+	if (!ep || !mrl_is_hook_fid(&ep->fid) ||
+	    mrl_class_of(&ep->fid) < MRL_CLASS_EP ||
+	    mrl_class_of(&ep->fid) > MRL_CLASS_SRX_CTX)
+		return NULL;
+	return mrl_ep_of(ep);
+}
+
+static bool mrl_flow_available(struct fid_ep *ep_fid)
+{
+	struct mrl_ep *ep = mrl_flow_ep(ep_fid);
+
+	if (!ep || !MRL_FLOW_OK(ep->domain->flow_ctrl, available))
+		return false;
+	return ep->domain->flow_ctrl->inner->available(ep->inner);
+}
+
+static int mrl_flow_enable(struct fid_ep *ep_fid, uint64_t threshold)
+{
+	struct mrl_ep *ep = mrl_flow_ep(ep_fid);
+
+	if (!ep)
+		return -FI_EINVAL;
+	if (!MRL_FLOW_OK(ep->domain->flow_ctrl, enable))
+		return -FI_ENOSYS;
+	return ep->domain->flow_ctrl->inner->enable(ep->inner, threshold);
+}
+
+static void mrl_flow_add_credits(struct fid_ep *ep_fid, uint64_t credits)
+{
+	struct mrl_ep *ep = mrl_flow_ep(ep_fid);
+
+	if (ep && MRL_FLOW_OK(ep->domain->flow_ctrl, add_credits))
+		ep->domain->flow_ctrl->inner->add_credits(ep->inner, credits);
+}
+
+/* Called by the provider below with its own endpoint. */
+static ssize_t mrl_flow_send_trampoline(struct fid_ep *inner_ep, uint64_t credits)
+{
+	struct fid *hook = mrl_hook_of_inner(&inner_ep->fid);
+	struct mrl_ep *ep;
+
+	if (hook == &inner_ep->fid || !(ep = mrl_flow_ep(
+			container_of(hook, struct fid_ep, fid)))) {
+		FI_WARN(mrl_prov, FI_LOG_EP_DATA,
+			"flow control: endpoint %p is not hooked\n", (void *)inner_ep);
+		return -FI_EINVAL;
+	}
+	if (!ep->domain->flow_ctrl || !ep->domain->flow_ctrl->send_handler)
+		return -FI_ENOSYS;
+	return ep->domain->flow_ctrl->send_handler(&ep->ep, credits);
+}
+
+static void mrl_flow_set_send_handler(struct fid_domain *domain_fid,
+				      mrl_flow_send_fn send_handler)
+{
+	struct mrl_domain *domain;
+
+	if (!domain_fid || !mrl_is_hook_fid(&domain_fid->fid) ||
+	    mrl_class_of(&domain_fid->fid) != MRL_CLASS_DOMAIN)
+		return;
+	domain = mrl_domain_of(domain_fid);
+	if (!MRL_FLOW_OK(domain->flow_ctrl, set_send_handler))
+		return;
+	domain->flow_ctrl->send_handler = send_handler;
+	domain->flow_ctrl->inner->set_send_handler(
+		domain->inner, send_handler ? mrl_flow_send_trampoline : NULL);
+}
+
+static struct mrl_ofi_ops_flow_ctrl mrl_flow_ctrl_ops = {
+	.size = sizeof(struct mrl_ofi_ops_flow_ctrl),
+	.available = mrl_flow_available,
+	.enable = mrl_flow_enable,
+	.add_credits = mrl_flow_add_credits,
+	.set_send_handler = mrl_flow_set_send_handler,
+};
+
+static int mrl_domain_open_flow_ctrl(struct mrl_domain *domain, uint64_t flags,
+				     void **ops, void *context)
+{
+	struct mrl_ofi_ops_flow_ctrl *inner_ops = NULL;
+	struct fid *inner = &domain->inner->fid;
+	int ret;
+
+	if (!FI_CHECK_OP(inner->ops, struct fi_ops, ops_open))
+		return -FI_ENOSYS;
+	ret = inner->ops->ops_open(inner, MRL_OFI_OPS_FLOW_CTRL, flags,
+				   (void **)&inner_ops, context);
+	if (ret)
+		return ret;
+	if (!inner_ops)
+		return -FI_ENOSYS;
+
+	if (!domain->flow_ctrl) {
+		domain->flow_ctrl = calloc(1, sizeof(*domain->flow_ctrl));
+		if (!domain->flow_ctrl)
+			return -FI_ENOMEM;
+	}
+	domain->flow_ctrl->inner = inner_ops;
+	mrl_count(MRL_DEBUG_FLOW_CTRL_OPENED);
+	*ops = &mrl_flow_ctrl_ops;
+	return 0;
+}
+
+void mrl_domain_flow_ctrl_free(struct mrl_domain *domain)
+{
+	free(domain->flow_ctrl);
+	domain->flow_ctrl = NULL;
+}
+
+int mrl_domain_ops_open(struct mrl_domain *domain, const char *name,
+			uint64_t flags, void **ops, void *context)
+{
+	if (!strcmp(name, MRL_OFI_OPS_FLOW_CTRL))
+		return mrl_domain_open_flow_ctrl(domain, flags, ops, context);
+	return -FI_ENOSYS;
+}
+
+/* ---- domain ops --------------------------------------------------- */
+
+static int mrl_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+			    enum fi_op op, struct fi_atomic_attr *attr,
+			    uint64_t flags)
+{
+	struct mrl_domain *dom = mrl_domain_of(domain);
+
+	if (!FI_CHECK_OP(dom->inner->ops, struct fi_ops_domain, query_atomic))
+		return -FI_ENOSYS;
+	return dom->inner->ops->query_atomic(dom->inner, datatype, op, attr,
+					     flags);
+}
+
+static int mrl_query_collective(struct fid_domain *domain,
+				enum fi_collective_op coll,
+				struct fi_collective_attr *attr, uint64_t flags)
+{
+	struct mrl_domain *dom = mrl_domain_of(domain);
+
+	if (!FI_CHECK_OP(dom->inner->ops, struct fi_ops_domain, query_collective))
+		return -FI_ENOSYS;
+	return dom->inner->ops->query_collective(dom->inner, coll, attr, flags);
+}
+
+struct fi_ops_domain mrl_domain_ops = {
+	.size = sizeof(struct fi_ops_domain),
+	.av_open = mrl_av_open,
+	.cq_open = mrl_cq_open,
+	.endpoint = mrl_endpoint,
+	.scalable_ep = mrl_scalable_ep,
+	.cntr_open = mrl_cntr_open,
+	.poll_open = mrl_poll_open,
+	.stx_ctx = mrl_stx_ctx,
+	.srx_ctx = mrl_srx_ctx,
+	.query_atomic = mrl_query_atomic,
+	.query_collective = mrl_query_collective,
+	.endpoint2 = mrl_endpoint2,
+};
+
+/* ---- open / close ------------------------------------------------- */
+
+static void mrl_domain_record_info(struct mrl_domain *dom,
+				   const struct fi_info *info)
+{
+	const char *prov = NULL;
+
+	if (info->fabric_attr && info->fabric_attr->prov_name)
+		prov = info->fabric_attr->prov_name;
+	else if (dom->fabric->inner_prov && dom->fabric->inner_prov->name)
+		prov = dom->fabric->inner_prov->name;
+	snprintf(dom->prov_name, sizeof(dom->prov_name), "%s", prov ? prov : "?");
+
+	dom->caps = info->caps;
+	dom->mode = info->mode;
+	if (info->domain_attr) {
+		dom->mr_mode = info->domain_attr->mr_mode;
+		dom->mr_key_size = info->domain_attr->mr_key_size;
+		dom->threading = info->domain_attr->threading;
+	}
+	dom->api_version = dom->fabric->fabric.api_version;
+}
+
+static int mrl_domain_open_common(struct fid_fabric *fabric, struct fi_info *info,
+				  struct fid_domain **domain, uint64_t flags,
+				  bool v2, void *context)
+{
+	struct mrl_fabric *fab = container_of(fabric, struct mrl_fabric, fabric);
+	struct mrl_domain *dom;
+	/* A peer domain context (FI_PEER) refers to the owner's objects and
+	 * must reach the provider as given. */
+	bool peer = v2 && (flags & FI_PEER);
+	int ret;
+
+	if (!info)
+		return -FI_EINVAL;
+	if (v2 ? !FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, domain2)
+	       : !FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, domain))
+		return -FI_ENOSYS;
+
+	dom = calloc(1, sizeof(*dom));
+	if (!dom)
+		return -FI_ENOMEM;
+
+	dom->fabric = fab;
+	dom->domain.fid.fclass = FI_CLASS_DOMAIN;
+	dom->domain.fid.context = context;
+	dom->domain.fid.ops = &mrl_fid_ops[MRL_CLASS_DOMAIN];
+	dom->domain.ops = &mrl_domain_ops;
+	dom->domain.mr = &mrl_domain_mr_ops;
+	dom->outermost = mrl_nesting == 0;
+	mrl_domain_record_info(dom, info);
+
+	/* A utility provider opens its core domain inside this call: the
+	 * instance hooking that core domain sees mrl_nesting > 0. */
+	mrl_nesting++;
+	if (v2)
+		ret = fab->inner->ops->domain2(fab->inner, info, &dom->inner, flags,
+					       peer ? context : &dom->domain.fid);
+	else
+		ret = fab->inner->ops->domain(fab->inner, info, &dom->inner,
+					      &dom->domain.fid);
+	mrl_nesting--;
+	if (ret)
+		goto err_free;
+
+	if (mrl_personality && mrl_personality->domain_open) {
+		ret = mrl_personality->domain_open(dom);
+		if (ret) {
+			FI_WARN(mrl_prov, FI_LOG_DOMAIN,
+				"personality refused domain over %s: %s\n",
+				dom->prov_name, fi_strerror(-ret));
+			goto err_close;
+		}
+	}
+
+	mrl_count_open(MRL_CLASS_DOMAIN);
+	mrl_count(dom->outermost ? MRL_DEBUG_OUTERMOST_DOMAINS :
+				   MRL_DEBUG_INNER_DOMAINS);
+	FI_INFO(mrl_prov, FI_LOG_DOMAIN,
+		"%s hooked domain %s over %s (%s instance)\n",
+		mrl_personality && mrl_personality->name ?
+			mrl_personality->name : mrl_prov->name,
+		info->domain_attr && info->domain_attr->name ?
+			info->domain_attr->name : "?",
+		dom->prov_name, dom->outermost ? "outermost" : "inner");
+	*domain = &dom->domain;
+	return 0;
+
+err_close:
+	fi_close(&dom->inner->fid);
+err_free:
+	free(dom);
+	return ret;
+}
+
+int mrl_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		    struct fid_domain **domain, void *context)
+{
+	return mrl_domain_open_common(fabric, info, domain, 0, false, context);
+}
+
+int mrl_domain2_open(struct fid_fabric *fabric, struct fi_info *info,
+		     struct fid_domain **domain, uint64_t flags, void *context)
+{
+	return mrl_domain_open_common(fabric, info, domain, flags, true, context);
+}
+
+int mrl_domain_close(struct fid *fid)
+{
+	struct mrl_domain *dom = container_of(fid, struct mrl_domain, domain.fid);
+	int ret;
+
+	if (mrl_personality && mrl_personality->domain_close)
+		mrl_personality->domain_close(dom);
+
+	ret = fi_close(&dom->inner->fid);
+	if (ret)
+		return ret;
+	mrl_domain_flow_ctrl_free(dom);
+	mrl_count_close(MRL_CLASS_DOMAIN);
+	free(dom);
+	return 0;
+}

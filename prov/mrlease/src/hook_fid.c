@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What every wrapper shares: the per-class fid ops tables (whose address
+ * tells a wrapper's class), the way down (hook fid -> inner fid) and up
+ * (inner fid -> hook fid), the generic bind/control/ops_open, and the
+ * debug counters.
+ */
+#include "config.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+#include <rdma/fi_ext_mrlease.h>
+#include <rdma/providers/fi_log.h>
+
+#include "mrl_hook.h"
+
+struct fi_provider *mrl_prov;
+const struct mrl_personality *mrl_personality;
+
+#define MRL_FID_OPS(close_fn)                                                  \
+	{                                                                      \
+		.size = sizeof(struct fi_ops),                                 \
+		.close = close_fn,                                             \
+		.bind = mrl_fid_bind,                                          \
+		.control = mrl_fid_control,                                    \
+		.ops_open = mrl_fid_ops_open,                                  \
+		.tostr = mrl_fid_tostr,                                        \
+		.ops_set = mrl_fid_ops_set,                                    \
+	}
+
+struct fi_ops mrl_fid_ops[MRL_NCLASS] = {
+	[MRL_CLASS_FABRIC] = MRL_FID_OPS(mrl_fabric_close),
+	[MRL_CLASS_DOMAIN] = MRL_FID_OPS(mrl_domain_close),
+	[MRL_CLASS_EQ] = MRL_FID_OPS(mrl_eq_close),
+	[MRL_CLASS_WAIT] = MRL_FID_OPS(mrl_wait_close),
+	[MRL_CLASS_POLL] = MRL_FID_OPS(mrl_poll_close),
+	[MRL_CLASS_AV] = MRL_FID_OPS(mrl_av_close),
+	[MRL_CLASS_AV_SET] = MRL_FID_OPS(mrl_av_set_close),
+	[MRL_CLASS_CQ] = MRL_FID_OPS(mrl_cq_close),
+	[MRL_CLASS_CNTR] = MRL_FID_OPS(mrl_cntr_close),
+	[MRL_CLASS_EP] = MRL_FID_OPS(mrl_ep_close),
+	[MRL_CLASS_SEP] = MRL_FID_OPS(mrl_ep_close),
+	[MRL_CLASS_TX_CTX] = MRL_FID_OPS(mrl_ep_close),
+	[MRL_CLASS_RX_CTX] = MRL_FID_OPS(mrl_ep_close),
+	[MRL_CLASS_SRX_CTX] = MRL_FID_OPS(mrl_ep_close),
+	[MRL_CLASS_STX_CTX] = MRL_FID_OPS(mrl_stx_close),
+	[MRL_CLASS_PEP] = MRL_FID_OPS(mrl_pep_close),
+	[MRL_CLASS_MR] = MRL_FID_OPS(mrl_mr_close),
+	[MRL_CLASS_MC] = MRL_FID_OPS(mrl_mc_close),
+};
+
+/* ---- counters ---------------------------------------------------- */
+
+static _Atomic uint64_t mrl_opened[MRL_NCLASS];
+static _Atomic uint64_t mrl_closed[MRL_NCLASS];
+static _Atomic uint64_t mrl_counters[MRL_DEBUG_NCOUNTERS];
+
+void mrl_count_open(enum mrl_class cls)
+{
+	atomic_fetch_add_explicit(&mrl_opened[cls], 1, memory_order_relaxed);
+}
+
+void mrl_count_close(enum mrl_class cls)
+{
+	atomic_fetch_add_explicit(&mrl_closed[cls], 1, memory_order_relaxed);
+}
+
+void mrl_count(enum mrl_debug_counter which)
+{
+	atomic_fetch_add_explicit(&mrl_counters[which], 1, memory_order_relaxed);
+}
+
+void mrl_debug_snapshot(struct mrl_debug_counts *counts)
+{
+	for (int i = 0; i < MRL_NCLASS; i++) {
+		counts->opened[i] = atomic_load_explicit(&mrl_opened[i],
+							 memory_order_relaxed);
+		counts->closed[i] = atomic_load_explicit(&mrl_closed[i],
+							 memory_order_relaxed);
+	}
+	for (int i = 0; i < MRL_DEBUG_NCOUNTERS; i++)
+		counts->counter[i] = atomic_load_explicit(&mrl_counters[i],
+							  memory_order_relaxed);
+}
+
+static struct mrl_debug_ops mrl_debug_ops = {
+	.size = sizeof(struct mrl_debug_ops),
+	.read = mrl_debug_snapshot,
+};
+
+/* ---- navigation -------------------------------------------------- */
+
+struct fid *mrl_inner_fid(struct fid *fid)
+{
+	if (!mrl_is_hook_fid(fid))
+		return fid;
+
+	switch (mrl_class_of(fid)) {
+	case MRL_CLASS_FABRIC:
+		return &container_of(fid, struct mrl_fabric, fabric.fid)->inner->fid;
+	case MRL_CLASS_DOMAIN:
+		return &container_of(fid, struct mrl_domain, domain.fid)->inner->fid;
+	case MRL_CLASS_EQ:
+		return &container_of(fid, struct mrl_eq, eq.fid)->inner->fid;
+	case MRL_CLASS_WAIT:
+		return &container_of(fid, struct mrl_wait, wait.fid)->inner->fid;
+	case MRL_CLASS_POLL:
+		return &container_of(fid, struct mrl_poll, poll.fid)->inner->fid;
+	case MRL_CLASS_AV:
+		return &container_of(fid, struct mrl_av, av.fid)->inner->fid;
+	case MRL_CLASS_AV_SET:
+		return &container_of(fid, struct mrl_av_set, av_set.fid)->inner->fid;
+	case MRL_CLASS_CQ:
+		return &container_of(fid, struct mrl_cq, cq.fid)->inner->fid;
+	case MRL_CLASS_CNTR:
+		return &container_of(fid, struct mrl_cntr, cntr.fid)->inner->fid;
+	case MRL_CLASS_EP:
+	case MRL_CLASS_SEP:
+	case MRL_CLASS_TX_CTX:
+	case MRL_CLASS_RX_CTX:
+	case MRL_CLASS_SRX_CTX:
+		return &container_of(fid, struct mrl_ep, ep.fid)->inner->fid;
+	case MRL_CLASS_STX_CTX:
+		return &container_of(fid, struct mrl_stx, stx.fid)->inner->fid;
+	case MRL_CLASS_PEP:
+		return &container_of(fid, struct mrl_pep, pep.fid)->inner->fid;
+	case MRL_CLASS_MR:
+		return &container_of(fid, struct mrl_mr, mr.fid)->inner->fid;
+	case MRL_CLASS_MC:
+		return &container_of(fid, struct mrl_mc, mc.fid)->inner->fid;
+	case MRL_NCLASS:
+		break;
+	}
+	return fid;
+}
+
+struct fid *mrl_hook_of_inner(struct fid *inner)
+{
+	struct fid *hook;
+
+	/* Already ours: an event the application wrote with its own fid. */
+	if (!inner || mrl_is_hook_fid(inner))
+		return inner;
+	hook = inner->context;
+	if (hook && mrl_is_hook_fid(hook) && mrl_inner_fid(hook) == inner)
+		return hook;
+	return inner;
+}
+
+static bool mrl_class_is_ep(enum mrl_class cls)
+{
+	return cls >= MRL_CLASS_EP && cls <= MRL_CLASS_SRX_CTX;
+}
+
+/* MR keys and descriptors can change on bind/enable (FI_MR_ENDPOINT). */
+static void mrl_mr_refresh(struct fid *fid)
+{
+	struct mrl_mr *mr = container_of(fid, struct mrl_mr, mr.fid);
+
+	mr->mr.key = mr->inner->key;
+	mr->mr.mem_desc = mr->inner->mem_desc;
+}
+
+/* ---- generic fid ops --------------------------------------------- */
+
+int mrl_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct fid *inner = mrl_inner_fid(fid);
+	enum mrl_class cls = mrl_class_of(fid);
+	struct mrl_ep *ep = NULL;
+	int ret;
+
+	if (!FI_CHECK_OP(inner->ops, struct fi_ops, bind))
+		return -FI_ENOSYS;
+
+	if (mrl_class_is_ep(cls)) {
+		ep = container_of(fid, struct mrl_ep, ep.fid);
+		if (mrl_personality && mrl_personality->ep_bind) {
+			ret = mrl_personality->ep_bind(ep, bfid, flags);
+			if (ret)
+				return ret;
+		}
+	}
+
+	ret = inner->ops->bind(inner, mrl_inner_fid(bfid), flags);
+	if (ret)
+		return ret;
+
+	if (ep)
+		ret = mrl_ep_record_bind(ep, bfid, flags);
+	else if (cls == MRL_CLASS_MR)
+		mrl_mr_refresh(fid);
+	return ret;
+}
+
+static int mrl_fid_alias(struct fid *fid, struct fi_alias *alias)
+{
+	struct mrl_ep *ep = container_of(fid, struct mrl_ep, ep.fid);
+	struct fid *inner_alias = NULL;
+	struct fi_alias inner_arg = { .fid = &inner_alias, .flags = alias->flags };
+	struct mrl_ep *wrap;
+	int ret;
+
+	ret = ep->inner->fid.ops->control(&ep->inner->fid, FI_ALIAS, &inner_arg);
+	if (ret)
+		return ret;
+
+	ret = mrl_ep_wrap(ep->domain, container_of(inner_alias, struct fid_ep, fid),
+			  ep->ep.fid.fclass, ep->ep.fid.context, &wrap);
+	if (ret)
+		goto err_close;
+	wrap->alias_of = ep;
+	wrap->sep = ep->sep;
+	wrap->caps = ep->caps;
+	wrap->bound = ep->bound;
+	*alias->fid = &wrap->ep.fid;
+	return 0;
+
+err_close:
+	fi_close(inner_alias);
+	return ret;
+}
+
+int mrl_fid_control(struct fid *fid, int command, void *arg)
+{
+	struct fid *inner = mrl_inner_fid(fid);
+	enum mrl_class cls = mrl_class_of(fid);
+	int ret;
+
+	if (!FI_CHECK_OP(inner->ops, struct fi_ops, control))
+		return -FI_ENOSYS;
+
+	switch (command) {
+	case FI_ALIAS:
+		if (!mrl_class_is_ep(cls))
+			return -FI_EINVAL;
+		return mrl_fid_alias(fid, arg);
+	case FI_QUEUE_WORK:
+	case FI_CANCEL_WORK:
+		/* struct fi_deferred_work embeds endpoint, counter and
+		 * descriptor pointers inside op structs whose size grows
+		 * with the API version: not translated. */
+		FI_WARN(mrl_prov, FI_LOG_CORE,
+			"deferred work (fi_control %d) is not forwarded\n", command);
+		return -FI_ENOSYS;
+	default:
+		break;
+	}
+
+	ret = inner->ops->control(inner, command, arg);
+	if (!ret && cls == MRL_CLASS_MR)
+		mrl_mr_refresh(fid);
+	return ret;
+}
+
+int mrl_fid_ops_open(struct fid *fid, const char *name, uint64_t flags,
+		     void **ops, void *context)
+{
+	enum mrl_class cls = mrl_class_of(fid);
+	int ret;
+
+	if (!name)
+		return -FI_EINVAL;
+
+	if (!strcmp(name, MRL_DEBUG_OPS_1)) {
+		*ops = &mrl_debug_ops;
+		return 0;
+	}
+
+	if (!strcmp(name, FI_MRLEASE_OPS_1) && cls != MRL_CLASS_FABRIC &&
+	    cls != MRL_CLASS_DOMAIN)
+		goto refuse;
+
+	if (cls == MRL_CLASS_DOMAIN) {
+		ret = mrl_domain_ops_open(container_of(fid, struct mrl_domain,
+						       domain.fid),
+					  name, flags, ops, context);
+		if (ret != -FI_ENOSYS)
+			return ret;
+	}
+
+	if (mrl_personality && mrl_personality->ops_open) {
+		ret = mrl_personality->ops_open(fid, name, flags, ops, context);
+		if (ret != -FI_ENOSYS)
+			return ret;
+	}
+
+refuse:
+	/* Ops tables of the object below take its inner fids: handing them
+	 * to a caller that holds hook fids would crash inside the provider. */
+	mrl_count(MRL_DEBUG_OPS_REFUSED);
+	FI_INFO(mrl_prov, FI_LOG_CORE,
+		"fi_open_ops(\"%s\") on fclass %zu not forwarded: -FI_ENOSYS\n",
+		name, fid->fclass);
+	return -FI_ENOSYS;
+}
+
+int mrl_fid_tostr(const struct fid *fid, char *buf, size_t len)
+{
+	struct fid *inner = mrl_inner_fid((struct fid *)fid);
+
+	if (!FI_CHECK_OP(inner->ops, struct fi_ops, tostr))
+		return -FI_ENOSYS;
+	return inner->ops->tostr(inner, buf, len);
+}
+
+int mrl_fid_ops_set(struct fid *fid, const char *name, uint64_t flags,
+		    void *ops, void *context)
+{
+	(void)flags;
+	(void)ops;
+	(void)context;
+	/* Ops installed below would be called with inner fids. */
+	mrl_count(MRL_DEBUG_OPS_REFUSED);
+	FI_INFO(mrl_prov, FI_LOG_CORE,
+		"fi_set_ops(\"%s\") on fclass %zu not forwarded: -FI_ENOSYS\n",
+		name ? name : "(null)", fid->fclass);
+	return -FI_ENOSYS;
+}
