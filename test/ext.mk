@@ -6,3 +6,7 @@ check_PROGRAMS += test/test_params
 test_test_params_SOURCES = test/test_params.c
 test_test_params_LDADD = test/libmrltest.la prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
 SUITE += test/test_params
+
+# The jemalloc example as a test (examples/examples.mk builds it).
+SUITE += $(top_srcdir)/test/test_jemalloc_kv.sh
+EXTRA_DIST += test/test_jemalloc_kv.sh

@@ -6,3 +6,8 @@
 prov_mrlease_libmrlease_core_la_SOURCES += \
 	prov/mrlease/include/mrl_params.h \
 	prov/mrlease/src/mrl_params.c
+prov_mrlease_libmrlease_core_la_SOURCES += \
+	prov/mrlease/include/mrl_lease.h \
+	prov/mrlease/src/mrl_lease_domain.c \
+	prov/mrlease/src/mrl_ext.c \
+	prov/mrlease/src/mrl_personality.c

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The mrlease personality's glue between hook domains and the lease cache.
+ *
+ * What it holds. One process-wide lease cache (mrl_lease_cache(), created by
+ * the first domain open and sized by FI_MRLEASE_MAX_COUNT/MAX_SIZE), and per
+ * hook domain a struct mrl_lease_domain in mrl_domain->ext: the domain's
+ * cache domain, whose registrar registers on the *inner* domain with local
+ * access only (MRL_CACHE_ACCESS) and the cache's keys where the provider
+ * does not pick them. Both instances of a hook installed twice (over a
+ * utility provider and over its core provider) get their own cache domain.
+ *
+ * Lifetimes. The cache domain is opened in the personality's domain_open and
+ * retired (clear_domain) in domain_close, before the inner domain closes, so
+ * registrations no lease holds close first. A registration still leased then
+ * (an MR handle the application did not close) stays open until its lease
+ * goes; the inner domain's close may refuse with -FI_EBUSY meanwhile, as it
+ * would for any open MR.
+ *
+ * Leased MR handles. A hook `struct fid_mr` (an mrl_mr from the passthrough
+ * layer) that owns one reference on a cached registration: fi_mr_desc and
+ * fi_mr_key give the registration's, fi_close drops the reference (a lease,
+ * or a pin, which also retires the pinned entry). Used by the extension's
+ * pin and by the data path's fi_mr_reg interception (issue 4).
+ *
+ * Threading: mrl_lease_cache() may be read from any thread without a lock
+ * (it is published once, with release ordering); everything else follows
+ * the object it is called on.
+ */
+#ifndef MRL_LEASE_H
+#define MRL_LEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <rdma/fi_domain.h>
+
+#include "mrl_cache.h"
+#include "mrl_hook.h"
+#include "mrl_params.h"
+
+/* What a hook domain of the mrlease personality keeps in mrl_domain->ext. */
+struct mrl_lease_domain {
+	struct mrl_cache_domain *cache_domain;
+	struct mrl_domain *domain; /* the hook domain that owns it */
+};
+
+/* How a leased MR handle gives its reference back on fi_close. */
+enum mrl_lease_kind {
+	MRL_LEASE_PLAIN, /* a lease (mrl_cache_acquire/mrl_lease_get): released */
+	MRL_LEASE_PIN,   /* a pin (mrl_cache_pin): unpinned, entry retired */
+};
+
+/* The process-wide cache, NULL until the first mrlease domain opened. */
+struct mrl_cache *mrl_lease_cache(void);
+
+/* The lease domain of a hook domain, NULL if it has none (not opened by the
+ * mrlease personality, or already closed). */
+static inline struct mrl_lease_domain *
+mrl_lease_domain_of(struct mrl_domain *domain)
+{
+	return (struct mrl_lease_domain *)domain->ext;
+}
+
+/*
+ * The lease domain behind an application's domain fid, or NULL when the fid
+ * is not a domain of this plugin's mrlease personality (another hook's or a
+ * provider's domain, a closed one, NULL).
+ */
+struct mrl_lease_domain *mrl_lease_domain_from_fid(struct fid_domain *domain);
+
+/*
+ * Whether an operand of `len` bytes with a NULL descriptor is resolved
+ * through the cache on `domain`: always when the provider requires local
+ * registrations (FI_MR_LOCAL, or FI_LOCAL_MR for pre-1.5 applications);
+ * otherwise only at the application-facing instance, for operands of at
+ * least FI_MRLEASE_MIN_SIZE bytes.
+ */
+static inline bool mrl_lease_resolves(const struct mrl_domain *domain,
+				      size_t len)
+{
+	if ((domain->mr_mode & FI_MR_LOCAL) || (domain->mode & FI_LOCAL_MR))
+		return true;
+	return domain->outermost && len >= mrl_params.min_size;
+}
+
+/* The personality's domain callbacks (wired in mrl_personality.c). */
+int mrl_lease_domain_open(struct mrl_domain *domain);
+void mrl_lease_domain_close(struct mrl_domain *domain);
+
+/*
+ * Open a leased MR handle on `domain` over `reg`, taking over one reference
+ * the caller holds on it (of the given kind); *mr's fid.context is context.
+ * fi_close(&(*mr)->fid) releases that reference and returns 0. On error
+ * (-FI_ENOMEM) nothing is taken: the caller still owns its reference.
+ */
+int mrl_lease_mr_open(struct mrl_domain *domain, struct mrl_registration *reg,
+		      enum mrl_lease_kind kind, void *context,
+		      struct fid_mr **mr);
+
+/* The registration a leased MR handle holds, NULL for any other MR. */
+struct mrl_registration *mrl_lease_mr_registration(struct fid_mr *mr);
+
+/* Print the statistics table FI_MRLEASE_STATS asks for, to `out`. */
+void mrl_lease_print_stats(FILE *out, const char *title,
+			   const struct fi_mrlease_stats *stats);
+
+/*
+ * The FI_MRLEASE_OPS_1 extension (mrl_ext.c): the personality's ops_open.
+ * Answers FI_MRLEASE_OPS_1 on fabric and domain fids; -FI_ENOSYS otherwise.
+ */
+int mrl_ext_ops_open(struct fid *hook_fid, const char *name, uint64_t flags,
+		     void **ops, void *context);
+
+/* The personality of the mrlease plugin (mrl_personality.c). */
+extern const struct mrl_personality mrl_lease_personality;
+
+/* Free the process-wide cache at provider cleanup (after every domain
+ * closed); later invalidate calls find no cache and return 0. */
+void mrl_lease_fini(void);
+
+#endif /* MRL_LEASE_H */

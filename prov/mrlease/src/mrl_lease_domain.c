@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The mrlease personality's domain glue: a cache domain per hook domain over
+ * a registrar on the inner domain, the process-wide cache, leased MR
+ * handles and the FI_MRLEASE_STATS table.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
+
+#include "mrl_lease.h"
+
+/*
+ * The process-wide cache. Published once under lease_cache_lock with release
+ * ordering so invalidate (which may run in an allocator's purge path on any
+ * thread, and must neither lock nor allocate) reads it with one acquire load.
+ * lease_cache_lock protects only the creation; nothing else runs under it.
+ */
+static _Atomic(struct mrl_cache *) lease_cache;
+static pthread_mutex_t lease_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct mrl_cache *mrl_lease_cache(void)
+{
+	return atomic_load_explicit(&lease_cache, memory_order_acquire);
+}
+
+/* FI_MRLEASE_MAX_* = 0 means no cap; the cache reads 0 as its default. */
+static size_t mrl_lease_cap(size_t param)
+{
+	return param ? param : SIZE_MAX;
+}
+
+static int mrl_lease_cache_get(struct mrl_cache **cache)
+{
+	struct mrl_cache_config config = {
+		.max_count = mrl_lease_cap(mrl_params.max_count),
+		.max_size = mrl_lease_cap(mrl_params.max_size),
+		.prov = mrl_prov,
+	};
+	int ret = 0;
+
+	*cache = mrl_lease_cache();
+	if (*cache)
+		return 0;
+
+	pthread_mutex_lock(&lease_cache_lock);
+	*cache = atomic_load_explicit(&lease_cache, memory_order_relaxed);
+	if (!*cache) {
+		ret = mrl_cache_create(&config, cache);
+		if (ret)
+			FI_WARN(mrl_prov, FI_LOG_DOMAIN,
+				"cannot create the lease cache: %s\n",
+				fi_strerror(-ret));
+		else
+			atomic_store_explicit(&lease_cache, *cache,
+					      memory_order_release);
+	}
+	pthread_mutex_unlock(&lease_cache_lock);
+	return ret;
+}
+
+void mrl_lease_fini(void)
+{
+	struct mrl_cache *cache;
+
+	cache = atomic_exchange_explicit(&lease_cache, NULL,
+					 memory_order_acq_rel);
+	if (cache)
+		mrl_cache_destroy(cache);
+}
+
+/*
+ * The registrar: the cache's only way to libfabric. ctx is the inner domain,
+ * which outlives every registration made on it (the provider refuses to
+ * close a domain with open MRs). Access is what the cache asks (local only);
+ * key is the cache's where the provider does not pick keys.
+ */
+static int mrl_lease_reg(void *ctx, const void *addr, size_t len,
+			 uint64_t access, uint64_t key, void **mr, void **desc)
+{
+	struct fid_mr *inner_mr;
+	int ret;
+
+	ret = fi_mr_reg((struct fid_domain *)ctx, addr, len, access, 0, key, 0,
+			&inner_mr, NULL);
+	if (ret) {
+		/* The cache retries -FI_ENOKEY and evicts on lack of resources;
+		 * it reports what it finally gives up on. */
+		FI_DBG(mrl_prov, FI_LOG_MR, "fi_mr_reg(%p, %zu): %s\n", addr,
+		       len, fi_strerror(-ret));
+		return ret;
+	}
+	*mr = inner_mr;
+	*desc = fi_mr_desc(inner_mr);
+	return 0;
+}
+
+static int mrl_lease_dereg(void *ctx, void *mr)
+{
+	int ret;
+
+	(void)ctx;
+	ret = fi_close(&((struct fid_mr *)mr)->fid);
+	if (ret)
+		FI_WARN(mrl_prov, FI_LOG_MR,
+			"closing a cached registration failed: %s\n",
+			fi_strerror(-ret));
+	return ret;
+}
+
+static const struct mrl_registrar mrl_lease_registrar = {
+	.reg = mrl_lease_reg,
+	.close = mrl_lease_dereg,
+};
+
+/*
+ * FI_MR_ENDPOINT domains: an MR is usable only once bound to an endpoint and
+ * enabled, so one registration cannot be shared by every endpoint of the
+ * domain. The cache is refused there (pin and NULL descriptors fail with
+ * -FI_EOPNOTSUPP) rather than handing out MRs that are not enabled.
+ */
+static int mrl_lease_reg_refused(void *ctx, const void *addr, size_t len,
+				 uint64_t access, uint64_t key, void **mr,
+				 void **desc)
+{
+	(void)ctx, (void)addr, (void)len, (void)access, (void)key;
+	(void)mr, (void)desc;
+	FI_WARN_ONCE(mrl_prov, FI_LOG_MR,
+		     "FI_MR_ENDPOINT domain: the lease cache cannot share "
+		     "registrations between endpoints\n");
+	return -FI_EOPNOTSUPP;
+}
+
+static const struct mrl_registrar mrl_lease_registrar_refused = {
+	.reg = mrl_lease_reg_refused,
+	.close = mrl_lease_dereg,
+};
+
+/* FI_MR_BASIC (the 1.0 mode value) implies provider-selected keys. */
+static bool mrl_lease_prov_key(int mr_mode)
+{
+	return mr_mode == FI_MR_BASIC || (mr_mode & FI_MR_PROV_KEY);
+}
+
+int mrl_lease_domain_open(struct mrl_domain *domain)
+{
+	struct mrl_domain_config config = {
+		.registrar = (domain->mr_mode & FI_MR_ENDPOINT) ?
+				     &mrl_lease_registrar_refused :
+				     &mrl_lease_registrar,
+		.ctx = domain->inner,
+		.prov_key = mrl_lease_prov_key(domain->mr_mode),
+		.mr_key_size = domain->mr_key_size,
+	};
+	struct mrl_lease_domain *lease_domain;
+	struct mrl_cache *cache;
+	int ret;
+
+	ret = mrl_lease_cache_get(&cache);
+	if (ret)
+		return ret;
+
+	lease_domain = calloc(1, sizeof(*lease_domain));
+	if (!lease_domain)
+		return -FI_ENOMEM;
+
+	ret = mrl_cache_domain_open(cache, &config, &lease_domain->cache_domain);
+	if (ret) {
+		FI_WARN(mrl_prov, FI_LOG_DOMAIN,
+			"cannot open a cache domain: %s\n", fi_strerror(-ret));
+		goto err_free;
+	}
+	lease_domain->domain = domain;
+	domain->ext = lease_domain;
+	return 0;
+
+err_free:
+	free(lease_domain);
+	return ret;
+}
+
+void mrl_lease_domain_close(struct mrl_domain *domain)
+{
+	struct mrl_lease_domain *lease_domain = mrl_lease_domain_of(domain);
+	struct fi_mrlease_stats stats;
+	char title[160];
+
+	if (!lease_domain)
+		return;
+
+	if (mrl_params.stats) {
+		mrl_cache_domain_stats(lease_domain->cache_domain, &stats);
+		snprintf(title, sizeof(title), "domain %p over %s (%s)",
+			 (void *)&domain->domain, domain->prov_name,
+			 domain->outermost ? "outermost" : "inner");
+		mrl_lease_print_stats(stderr, title, &stats);
+	}
+	mrl_cache_domain_close(lease_domain->cache_domain);
+	domain->ext = NULL;
+	free(lease_domain);
+}
+
+struct mrl_lease_domain *mrl_lease_domain_from_fid(struct fid_domain *domain)
+{
+	if (!domain || !mrl_is_hook_fid(&domain->fid) ||
+	    mrl_class_of(&domain->fid) != MRL_CLASS_DOMAIN)
+		return NULL;
+	return mrl_lease_domain_of(mrl_domain_of(domain));
+}
+
+/* ---- leased MR handles ---------------------------------------------- */
+
+static int mrl_lease_mr_release(struct mrl_mr *mr)
+{
+	mrl_lease_release(mr->ext);
+	return 0;
+}
+
+static int mrl_lease_mr_unpin(struct mrl_mr *mr)
+{
+	mrl_cache_unpin(mr->ext);
+	return 0;
+}
+
+int mrl_lease_mr_open(struct mrl_domain *domain, struct mrl_registration *reg,
+		      enum mrl_lease_kind kind, void *context,
+		      struct fid_mr **mr)
+{
+	struct mrl_mr *lease_mr;
+	int ret;
+
+	ret = mrl_mr_wrap(domain, mrl_registration_mr(reg), context,
+			  kind == MRL_LEASE_PIN ? mrl_lease_mr_unpin :
+						  mrl_lease_mr_release,
+			  &lease_mr);
+	if (ret)
+		return ret;
+	lease_mr->ext = reg;
+	*mr = &lease_mr->mr;
+	return 0;
+}
+
+struct mrl_registration *mrl_lease_mr_registration(struct fid_mr *mr)
+{
+	struct mrl_mr *lease_mr;
+
+	if (!mr || !mrl_is_hook_fid(&mr->fid) ||
+	    mrl_class_of(&mr->fid) != MRL_CLASS_MR)
+		return NULL;
+	lease_mr = mrl_mr_of(mr);
+	if (lease_mr->release != mrl_lease_mr_release &&
+	    lease_mr->release != mrl_lease_mr_unpin)
+		return NULL;
+	return lease_mr->ext;
+}
+
+/* ---- FI_MRLEASE_STATS ----------------------------------------------- */
+
+/* One row per counter of struct fi_mrlease_stats, in its order. */
+static const struct {
+	const char *label;
+	size_t offset;
+} mrl_stats_rows[] = {
+#define MRL_STATS_ROW(label, field) { label, offsetof(struct fi_mrlease_stats, field) }
+	MRL_STATS_ROW("lookups", lookups),
+	MRL_STATS_ROW("hits", hits),
+	MRL_STATS_ROW("misses", misses),
+	MRL_STATS_ROW("registrations", registrations),
+	MRL_STATS_ROW("deregistrations", deregistrations),
+	MRL_STATS_ROW("invalidate calls", invalidations),
+	MRL_STATS_ROW("retired while leased", retired_leased),
+	MRL_STATS_ROW("evictions", evictions),
+	MRL_STATS_ROW("live entries", entries),
+	MRL_STATS_ROW("live leases", leases),
+	MRL_STATS_ROW("registered bytes", registered_bytes),
+#undef MRL_STATS_ROW
+};
+
+void mrl_lease_print_stats(FILE *out, const char *title,
+			   const struct fi_mrlease_stats *stats)
+{
+	char table[2048];
+	size_t used;
+
+	/* One write, so tables of domains closing on several threads do not
+	 * interleave line by line. */
+	used = (size_t)snprintf(table, sizeof(table),
+				"mrlease: lease cache statistics, %s\n", title);
+	for (size_t i = 0; i < sizeof(mrl_stats_rows) / sizeof(mrl_stats_rows[0]) &&
+			   used < sizeof(table); i++) {
+		uint64_t value = *(const uint64_t *)((const char *)stats +
+						     mrl_stats_rows[i].offset);
+
+		used += (size_t)snprintf(table + used, sizeof(table) - used,
+					 "  %-22s %20" PRIu64 "\n",
+					 mrl_stats_rows[i].label, value);
+	}
+	if (stats->lookups && used < sizeof(table))
+		snprintf(table + used, sizeof(table) - used,
+			 "  %-22s %19.1f%%\n", "hit rate",
+			 100.0 * (double)stats->hits / (double)stats->lookups);
+	fputs(table, out);
+	fflush(out);
+}
