@@ -12,3 +12,10 @@ test_test_cache_SOURCES = test/test_cache.c
 test_test_cache_LDADD = test/libmrltest.la test/libcachereg.la \
 	prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
 SUITE += test/test_cache
+
+# The seed's scenarios on a real tcp domain (fi_mr_reg / fi_close).
+check_PROGRAMS += test/test_cache_tcp
+test_test_cache_tcp_SOURCES = test/test_cache_tcp.c
+test_test_cache_tcp_LDADD = test/libmrltest.la test/libcachereg.la \
+	prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
+SUITE += test/test_cache_tcp

@@ -60,7 +60,7 @@ static int creg_reg(void *ctx, const void *addr, size_t len, uint64_t access,
 	if (creg->domain) {
 		ret = fi_mr_reg(creg->domain, addr, len, access, 0, key, 0, &fmr, NULL);
 		if (ret)
-			return ret;
+			goto refuse;
 	}
 	if (creg->flags & CREG_NO_RECORDS) {
 		*mr = (void *)(uintptr_t)(atomic_fetch_add(&creg_fake_id, 1) << 4);
@@ -130,6 +130,11 @@ struct mrl_domain_config creg_domain_config(struct creg *creg)
 		.prov_key = false,
 		.mr_key_size = 8,
 	};
+}
+
+struct fid_mr *creg_fid(void *mr)
+{
+	return ((struct creg_record *)mr)->mr;
 }
 
 long creg_total_registered(void)

@@ -37,7 +37,7 @@ struct creg {
 	atomic_int fail_code;		/* fail every call with this (0: off) */
 	atomic_int enokey_left;		/* answer -FI_ENOKEY this many times */
 	atomic_long max_live;		/* -FI_ENOSPC at this many live (0: off) */
-	atomic_long refusals;		/* how many ENOSPC/ENOKEY/fail answers */
+	atomic_long refusals;		/* failed reg() calls, injected or real */
 	/* When set, reg() waits on it before registering (to line up misses). */
 	pthread_barrier_t *gate;
 	atomic_int gate_uses;		/* how many reg() calls still wait */
@@ -54,6 +54,9 @@ void creg_init(struct creg *creg, struct fid_domain *domain, unsigned flags);
 /* Domain config for a cache domain over this registrar (provider picks no
  * keys, 8-byte keys: the tcp provider's facts). */
 struct mrl_domain_config creg_domain_config(struct creg *creg);
+
+/* The libfabric MR behind a handle reg() returned (records mode). */
+struct fid_mr *creg_fid(void *mr);
 
 /* Process-wide totals over every creg (records mode only for the last two). */
 long creg_total_registered(void);
