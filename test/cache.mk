@@ -19,3 +19,12 @@ test_test_cache_tcp_SOURCES = test/test_cache_tcp.c
 test_test_cache_tcp_LDADD = test/libmrltest.la test/libcachereg.la \
 	prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
 SUITE += test/test_cache_tcp
+
+# Threads: readers vs. invalidate + re-register (tcp), concurrent misses,
+# churn with eviction, pins vs. invalidate and domain close. Also under TSan.
+check_PROGRAMS += test/test_cache_concurrency
+test_test_cache_concurrency_SOURCES = test/test_cache_concurrency.c
+test_test_cache_concurrency_LDADD = test/libmrltest.la test/libcachereg.la \
+	prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
+SUITE += test/test_cache_concurrency
+SUITE_CONCURRENCY += test/test_cache_concurrency

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The lease cache under threads: lookups and descriptor reads racing
+ * invalidate and re-registration (on a real tcp domain), concurrent misses,
+ * pins racing invalidates and domain close. Runs again under ThreadSanitizer
+ * (SUITE_CONCURRENCY). Threads line up with barriers and atomics, never sleeps.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdma/fi_domain.h>
+
+#include "cache_registrar.h"
+#include "mrl_cache.h"
+#include "mrl_test.h"
+
+static size_t page_size;
+static struct creg_tcp tcp;
+static bool have_tcp;
+#define P(n) ((uintptr_t)0x200000000ull + (uintptr_t)(n) * page_size)
+
+struct fixture {
+	struct mrl_cache *cache;
+	struct mrl_cache_domain *dom;
+	struct creg creg;
+};
+
+static int fixture_open(struct fixture *f, struct fid_domain *domain, size_t max_count)
+{
+	struct mrl_cache_config config = { .max_count = max_count };
+	struct mrl_domain_config dconf;
+	int ret;
+
+	creg_init(&f->creg, domain, 0);
+	dconf = creg_domain_config(&f->creg);
+	ret = mrl_cache_create(&config, &f->cache);
+	if (ret)
+		return ret;
+	return mrl_cache_domain_open(f->cache, &dconf, &f->dom);
+}
+
+/* ---- readers vs. invalidate + re-register (the seed's race) ------------- */
+
+enum { EXTENTS = 8, EXTENT_LEN = 32 * 1024, READERS = 3, ROUNDS = 60 };
+
+struct race {
+	struct fixture f;
+	uint8_t *mem[EXTENTS];
+	atomic_bool running;
+	atomic_int started;
+	atomic_long seen[READERS];
+	atomic_int bad;
+	uint64_t key;
+};
+
+static int race_track(struct race *r, int i)
+{
+	struct mrl_registration *reg;
+	void *mr, *desc;
+	int ret;
+
+	ret = creg_registrar.reg(&r->f.creg, r->mem[i], EXTENT_LEN, MRL_CACHE_ACCESS,
+				 r->key++, &mr, &desc);
+	if (ret)
+		return ret;
+	ret = mrl_cache_track(r->f.dom, (uintptr_t)r->mem[i],
+			      (uintptr_t)r->mem[i] + EXTENT_LEN, mr, desc, &reg);
+	if (ret) {
+		creg_registrar.close(&r->f.creg, mr);
+		return ret;
+	}
+	mrl_lease_release(reg);
+	return 0;
+}
+
+struct reader_arg {
+	struct race *race;
+	int id;
+};
+
+static void *race_reader(void *p)
+{
+	struct reader_arg *a = p;
+	struct race *r = a->race;
+	struct mrl_registration *lease;
+	long seen = 0;
+	bool first = true;
+
+	while (first || atomic_load_explicit(&r->running, memory_order_relaxed)) {
+		for (int i = 0; i < EXTENTS; i++) {
+			uintptr_t base = (uintptr_t)r->mem[i];
+
+			/* Half the readers may register on a miss (racing the
+			 * writer's track at the same base), half only look. */
+			if (a->id % 2) {
+				if (mrl_cache_acquire(r->f.dom, base + 64, base + 4096, &lease))
+					lease = NULL;
+			} else {
+				lease = mrl_cache_lookup(r->f.dom, base, base + 4096);
+			}
+			if (!lease)
+				continue;
+			/* What a post does: read the descriptor off a leased
+			 * registration while another thread may retire it. */
+			if (fi_mr_desc(creg_fid(mrl_registration_mr(lease))) !=
+				    mrl_registration_desc(lease) ||
+			    lease->base > base || lease->end < base + 4096 ||
+			    atomic_load(&lease->refs) < 1)
+				atomic_fetch_add(&r->bad, 1);
+			seen++;
+			mrl_lease_release(lease);
+		}
+		if (first) {
+			first = false;
+			atomic_fetch_add(&r->started, 1);
+		}
+	}
+	atomic_store(&r->seen[a->id], seen);
+	return NULL;
+}
+
+/* Under the seed's old registry, readers dereferenced a closed fid_mr and
+ * faulted inside libfabric; with leases a reclaim is merely a retire. */
+static void test_descriptors_stay_valid_while_invalidate_reregisters_underneath(void)
+{
+	static struct race r;
+	struct reader_arg args[READERS];
+	pthread_t th[READERS];
+	long total = 0;
+
+	memset(&r, 0, sizeof(r));
+	r.key = 1;
+	for (int i = 0; i < EXTENTS; i++) {
+		r.mem[i] = aligned_alloc(page_size, EXTENT_LEN);
+		CHECK(r.mem[i]);
+	}
+	CHECK_FI(fixture_open(&r.f, tcp.domain, 0));
+	for (int i = 0; i < EXTENTS; i++)
+		CHECK_FI(race_track(&r, i));
+	atomic_store(&r.running, true);
+	for (int i = 0; i < READERS; i++) {
+		args[i] = (struct reader_arg){ &r, i };
+		CHECK(!pthread_create(&th[i], NULL, race_reader, &args[i]));
+	}
+	while (atomic_load(&r.started) < READERS)
+		sched_yield();
+	for (int round = 0; round < ROUNDS; round++) {
+		for (int i = 0; i < EXTENTS; i++)
+			CHECK_FI(mrl_cache_invalidate(r.f.cache, (uintptr_t)r.mem[i],
+						      (uintptr_t)r.mem[i] + EXTENT_LEN));
+		for (int i = 0; i < EXTENTS; i++)
+			CHECK_FI(race_track(&r, i));
+	}
+	atomic_store(&r.running, false);
+	for (int i = 0; i < READERS; i++) {
+		pthread_join(th[i], NULL);
+		total += atomic_load(&r.seen[i]);
+	}
+	CHECK_EQ(0, atomic_load(&r.bad));
+	CHECK(total > 0);
+	mrl_cache_destroy(r.f.cache);
+	CHECK_EQ(atomic_load(&r.f.creg.registered), atomic_load(&r.f.creg.closed));
+	CHECK_EQ(0, atomic_load(&r.f.creg.double_closed));
+	for (int i = 0; i < EXTENTS; i++)
+		free(r.mem[i]);
+}
+
+/* ---- concurrent misses -------------------------------------------------- */
+
+struct miss_arg {
+	struct fixture *f;
+	uintptr_t start, end;
+	struct mrl_registration *got;
+	int ret;
+	int rounds;
+	pthread_barrier_t *go;
+};
+
+static void *miss_thread(void *p)
+{
+	struct miss_arg *a = p;
+
+	a->ret = mrl_cache_acquire(a->f->dom, a->start, a->end, &a->got);
+	return NULL;
+}
+
+/* Two operations missing the same buffer at once used to leave one
+ * registration unreachable and never closed (or two entries, one leaked). */
+static void test_concurrent_misses_on_same_range_do_not_leak(void)
+{
+	static struct fixture f;
+	pthread_barrier_t gate;
+	struct miss_arg a[2];
+	pthread_t th[2];
+	struct fi_mrlease_stats st;
+
+	CHECK_FI(fixture_open(&f, NULL, 0));
+	CHECK(!pthread_barrier_init(&gate, NULL, 2));
+	/* Both misses reach the registrar before either inserts. */
+	f.creg.gate = &gate;
+	atomic_store(&f.creg.gate_uses, 2);
+	for (int i = 0; i < 2; i++) {
+		a[i] = (struct miss_arg){ .f = &f, .start = P(0) + 8, .end = P(0) + 64 };
+		CHECK(!pthread_create(&th[i], NULL, miss_thread, &a[i]));
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	f.creg.gate = NULL;
+	pthread_barrier_destroy(&gate);
+	CHECK_FI(a[0].ret);
+	CHECK_FI(a[1].ret);
+	CHECK(a[0].got == a[1].got);
+	CHECK_EQ(2, atomic_load(&f.creg.registered));
+	CHECK_EQ(1, atomic_load(&f.creg.closed));	/* the loser's, already */
+	mrl_cache_domain_stats(f.dom, &st);
+	CHECK_EQ(1, st.entries);
+	CHECK_EQ(3, atomic_load(&a[0].got->refs));
+	mrl_lease_release(a[0].got);
+	mrl_lease_release(a[1].got);
+	mrl_cache_destroy(f.cache);
+	CHECK_EQ(2, atomic_load(&f.creg.closed));
+}
+
+static void *churn_thread(void *p)
+{
+	struct miss_arg *a = p;
+	struct mrl_registration *r, *s;
+	unsigned seed = (unsigned)a->start;
+
+	pthread_barrier_wait(a->go);
+	for (int i = 0; i < a->rounds; i++) {
+		unsigned n = (unsigned)rand_r(&seed) % 16;
+
+		if (mrl_cache_acquire(a->f->dom, P(n) + 8, P(n) + 64, &r)) {
+			a->ret = -1;
+			continue;
+		}
+		if (i % 3 == 0) {
+			mrl_lease_get(r);
+			s = r;
+			mrl_lease_release(s);
+		}
+		if (i % 7 == 0)
+			mrl_cache_invalidate(a->f->cache, P(n), P(n) + 1);
+		mrl_lease_release(r);
+	}
+	return NULL;
+}
+
+/* Misses, hits, invalidates and evictions (max_count 8) on every thread at
+ * once: every registration closes exactly once and live leases return to 0. */
+static void test_churn_on_all_threads_closes_every_registration_once(void)
+{
+	enum { THREADS = 4 };
+	static struct fixture f;
+	pthread_barrier_t go;
+	struct miss_arg a[THREADS];
+	pthread_t th[THREADS];
+	struct fi_mrlease_stats st;
+
+	CHECK_FI(fixture_open(&f, NULL, 8));
+	CHECK(!pthread_barrier_init(&go, NULL, THREADS));
+	for (int i = 0; i < THREADS; i++) {
+		a[i] = (struct miss_arg){ .f = &f, .start = (uintptr_t)i + 1,
+					  .rounds = 20000, .go = &go };
+		CHECK(!pthread_create(&th[i], NULL, churn_thread, &a[i]));
+	}
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&go);
+	for (int i = 0; i < THREADS; i++)
+		CHECK_EQ(0, a[i].ret);
+	mrl_cache_domain_stats(f.dom, &st);
+	CHECK_EQ(0, st.leases);
+	CHECK_EQ((uint64_t)THREADS * 20000, st.lookups);
+	CHECK(st.entries <= 8);
+	mrl_cache_destroy(f.cache);
+	CHECK_EQ(atomic_load(&f.creg.registered), atomic_load(&f.creg.closed));
+	CHECK_EQ(0, atomic_load(&f.creg.double_closed));
+}
+
+/* ---- pins against invalidate and domain close --------------------------- */
+
+struct pin_race {
+	struct fixture f;
+	atomic_bool running, using;
+	pthread_barrier_t go;
+};
+
+static void *pin_invalidator(void *p)
+{
+	struct pin_race *r = p;
+
+	pthread_barrier_wait(&r->go);
+	while (atomic_load_explicit(&r->running, memory_order_relaxed))
+		mrl_cache_invalidate(r->f.cache, P(0), P(4));
+	return NULL;
+}
+
+static void *pin_user(void *p)
+{
+	struct pin_race *r = p;
+	struct mrl_registration *lease;
+
+	pthread_barrier_wait(&r->go);
+	while (atomic_load_explicit(&r->using, memory_order_relaxed)) {
+		lease = mrl_cache_lookup(r->f.dom, P(1), P(2));
+		if (lease)
+			mrl_lease_release(lease);
+	}
+	return NULL;
+}
+
+/* A pin released while an invalidate retires the same entry, or after the
+ * domain closed, must close its registration once, not twice or never. */
+static void test_pin_release_racing_invalidate_and_domain_close_closes_once(void)
+{
+	static struct pin_race r;
+	struct mrl_registration *pin;
+	pthread_t inv, user;
+
+	memset(&r, 0, sizeof(r));
+	CHECK_FI(fixture_open(&r.f, NULL, 0));
+	CHECK(!pthread_barrier_init(&r.go, NULL, 3));
+	atomic_store(&r.running, true);
+	atomic_store(&r.using, true);
+	CHECK(!pthread_create(&inv, NULL, pin_invalidator, &r));
+	CHECK(!pthread_create(&user, NULL, pin_user, &r));
+	pthread_barrier_wait(&r.go);
+	for (int i = 0; i < 2000; i++) {
+		CHECK_FI(mrl_cache_pin(r.f.dom, P(0), 4 * page_size, &pin));
+		mrl_cache_unpin(pin);
+	}
+	/* The domain handle is dead after close: its users stop first; the
+	 * invalidates (cache-wide) keep racing the close. */
+	atomic_store(&r.using, false);
+	pthread_join(user, NULL);
+	CHECK_FI(mrl_cache_pin(r.f.dom, P(0), 4 * page_size, &pin));
+	mrl_cache_domain_close(r.f.dom);
+	mrl_cache_unpin(pin);
+	atomic_store(&r.running, false);
+	pthread_join(inv, NULL);
+	pthread_barrier_destroy(&r.go);
+	mrl_cache_destroy(r.f.cache);
+	CHECK_EQ(2001, atomic_load(&r.f.creg.registered));
+	CHECK_EQ(2001, atomic_load(&r.f.creg.closed));
+	CHECK_EQ(0, atomic_load(&r.f.creg.double_closed));
+}
+
+static void test_every_registration_closed_exactly_once(void)
+{
+	CHECK(creg_total_registered() > 0);
+	CHECK_EQ(creg_total_registered(), creg_total_closed());
+	CHECK_EQ(0, creg_total_double_closed());
+	CHECK_EQ(0, creg_total_open_records());
+}
+
+int main(void)
+{
+	int ret;
+
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	have_tcp = creg_tcp_open(&tcp) == 0;
+	if (have_tcp)
+		MRL_RUN(test_descriptors_stay_valid_while_invalidate_reregisters_underneath);
+	else
+		mrl_test_skip("test_descriptors_stay_valid_while_invalidate_reregisters_underneath",
+			      "no tcp provider on loopback");
+	MRL_RUN(test_concurrent_misses_on_same_range_do_not_leak);
+	MRL_RUN(test_churn_on_all_threads_closes_every_registration_once);
+	MRL_RUN(test_pin_release_racing_invalidate_and_domain_close_closes_once);
+	MRL_RUN(test_every_registration_closed_exactly_once);
+	if (have_tcp) {
+		ret = creg_tcp_close(&tcp);
+		if (ret) {
+			printf("# closing the tcp domain: %s\n", fi_strerror(-ret));
+			return EXIT_FAILURE;
+		}
+	}
+	return mrl_test_done();
+}
