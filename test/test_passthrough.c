@@ -29,6 +29,7 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "mrl_debug.h" /* test-only counters of the passthrough layer */
 #include "mrl_test.h"
 
 #define SMALL 64
@@ -191,7 +192,7 @@ static void test_mrlease_ops_reflect_whether_hook_is_installed(void)
 			  NULL);
 	if (expect_hook) {
 		CHECK_MSG(ret == 0, "fi_open_ops(domain, %s) = %d (%s): the "
-			  "mrlease hook is not in the call path",
+			  "mrlease extension is not reachable under FI_HOOK",
 			  FI_MRLEASE_OPS_1, ret, fi_strerror(-ret));
 		CHECK(ops && ops->size >= sizeof(*ops));
 	} else {
@@ -213,11 +214,113 @@ static void test_msg_mrlease_ops_reflect_whether_hook_is_installed(void)
 			  NULL);
 	if (expect_hook)
 		CHECK_MSG(ret == 0, "fi_open_ops(domain, %s) = %d (%s): the "
-			  "mrlease hook is not in the call path",
+			  "mrlease extension is not reachable under FI_HOOK",
 			  FI_MRLEASE_OPS_1, ret, fi_strerror(-ret));
 	else
 		CHECK_MSG(ret < 0, "fi_open_ops(domain, %s) = %d with no hook",
 			  FI_MRLEASE_OPS_1, ret);
+}
+
+/* The debug counters of the hook that owns `fid`, or NULL when no mrlease
+ * (or mrlease-built) hook answers MRL_DEBUG_OPS_1 on it. */
+static struct mrl_debug_ops *debug_ops(struct fid *fid, int *ret)
+{
+	struct mrl_debug_ops *ops = NULL;
+
+	*ret = fi_open_ops(fid, MRL_DEBUG_OPS_1, 0, (void **)&ops, NULL);
+	return *ret ? NULL : ops;
+}
+
+static const char *const class_names[MRL_NCLASS] = {
+	[MRL_CLASS_FABRIC] = "fabric", [MRL_CLASS_DOMAIN] = "domain",
+	[MRL_CLASS_EQ] = "eq", [MRL_CLASS_WAIT] = "wait set",
+	[MRL_CLASS_POLL] = "poll set", [MRL_CLASS_AV] = "av",
+	[MRL_CLASS_AV_SET] = "av set", [MRL_CLASS_CQ] = "cq",
+	[MRL_CLASS_CNTR] = "cntr", [MRL_CLASS_EP] = "ep",
+	[MRL_CLASS_SEP] = "scalable ep", [MRL_CLASS_TX_CTX] = "tx context",
+	[MRL_CLASS_RX_CTX] = "rx context", [MRL_CLASS_SRX_CTX] = "srx",
+	[MRL_CLASS_STX_CTX] = "stx", [MRL_CLASS_PEP] = "passive ep",
+	[MRL_CLASS_MR] = "mr", [MRL_CLASS_MC] = "mc",
+};
+
+/*
+ * With the hook installed every object the application opens must be a
+ * hook wrapper (its class count rises) and every wrapper must be closed
+ * again when the application has closed everything (opened - closed back
+ * where it was). Without the hook the debug ops must not exist: this is
+ * the test that fails when FI_HOOK=mrlease silently does not install.
+ */
+static void test_hook_wraps_every_object_class_and_closes_every_wrapper(void)
+{
+	struct mrl_domain d;
+	struct mrl_debug_ops *ops;
+	struct mrl_debug_counts c0, c1, c2;
+	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_NONE };
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_wait_attr wait_attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_poll_attr poll_attr = { 0 };
+	struct fid_eq *eq;
+	struct fid_cntr *cntr;
+	struct fid_wait *wait;
+	struct fid_poll *poll;
+	struct fid_mr *mr;
+	struct mrl_peer a;
+	char *buf = mrl_alloc(4096);
+	bool opened[MRL_NCLASS] = { false };
+	int ret, i;
+
+	if (!open_domain(FI_EP_RDM, 0, &d))
+		return;
+	ops = debug_ops(&d.domain->fid, &ret);
+	if (!expect_hook) {
+		CHECK_MSG(!ops, "fi_open_ops(domain, %s) = 0 although FI_HOOK "
+			  "does not name mrlease", MRL_DEBUG_OPS_1);
+		return;
+	}
+	CHECK_MSG(ops, "fi_open_ops(domain, %s) = %d (%s): the mrlease hook "
+		  "is not in the call path", MRL_DEBUG_OPS_1, ret,
+		  fi_strerror(-ret));
+	CHECK(ops->size >= sizeof(*ops) && ops->read);
+	CHECK_EQ(0, mrl_close_all());
+	ops->read(&c0);
+
+	CHECK(open_domain(FI_EP_RDM, 0, &d));
+	opened[MRL_CLASS_FABRIC] = opened[MRL_CLASS_DOMAIN] = true;
+	CHECK_FI(fi_eq_open(d.fabric, &eq_attr, &eq, NULL));
+	mrl_track_fid(&eq->fid);
+	opened[MRL_CLASS_EQ] = true;
+	if (fi_wait_open(d.fabric, &wait_attr, &wait) == 0) {
+		mrl_track_fid(&wait->fid);
+		opened[MRL_CLASS_WAIT] = true;
+	}
+	if (fi_poll_open(d.domain, &poll_attr, &poll) == 0) {
+		mrl_track_fid(&poll->fid);
+		opened[MRL_CLASS_POLL] = true;
+	}
+	if (fi_cntr_open(d.domain, &cntr_attr, &cntr, NULL) == 0) {
+		mrl_track_fid(&cntr->fid);
+		opened[MRL_CLASS_CNTR] = true;
+	}
+	CHECK_FI(mrl_peer_open(&d, NULL, &a));
+	opened[MRL_CLASS_CQ] = opened[MRL_CLASS_AV] = true;
+	opened[MRL_CLASS_EP] = true;
+	CHECK_FI(mrl_mr_reg(&d, a.ep, buf, 4096, FI_REMOTE_WRITE, &mr));
+	opened[MRL_CLASS_MR] = true;
+	ops->read(&c1);
+	for (i = 0; i < MRL_NCLASS; i++)
+		CHECK_MSG(!opened[i] || c1.opened[i] > c0.opened[i],
+			  "opening a %s did not create a hook wrapper "
+			  "(opened count stays %llu)", class_names[i],
+			  (unsigned long long)c1.opened[i]);
+	CHECK_EQ(0, mrl_close_all());
+	ops->read(&c2);
+	for (i = 0; i < MRL_NCLASS; i++)
+		CHECK_MSG(c2.opened[i] - c2.closed[i] ==
+				  c0.opened[i] - c0.closed[i],
+			  "%s wrappers left open: %llu before, %llu after "
+			  "closing everything", class_names[i],
+			  (unsigned long long)(c0.opened[i] - c0.closed[i]),
+			  (unsigned long long)(c2.opened[i] - c2.closed[i]));
 }
 
 /* ------------------------------------------------------------------------
@@ -353,6 +456,15 @@ static void test_poll_set_reports_the_hooked_cq(void)
 	} while (!mrl_wait_over(&w));
 	CHECK_MSG(n == 1, "fi_poll = %d (%s)", n, n < 0 ? fi_strerror(-n) : "");
 	CHECK_PTR(&b, got[0]);
+	if (expect_hook) {
+		struct mrl_debug_ops *ops = debug_ops(&poll->fid, &n);
+		struct mrl_debug_counts c;
+
+		CHECK_MSG(ops, "poll set is not a hook object");
+		ops->read(&c);
+		CHECK_MSG(c.counter[MRL_DEBUG_POLL_MAPPED] > 0,
+			  "fi_poll result not mapped by the hook");
+	}
 	CHECK_FI(mrl_cq_wait(&b, &a, &entry, NULL, "recv after poll"));
 	CHECK_PTR(&ctx, entry.op_context);
 	CHECK(!memcmp(src, dst, SMALL));
@@ -1252,9 +1364,30 @@ static void test_msg_connect_accept_events_carry_the_hooked_fids(void)
 	struct mrl_domain d;
 	struct mrl_msg_pair p;
 
+	struct mrl_debug_ops *ops;
+	struct mrl_debug_counts c0, c1;
+	int ret;
+
 	if (!open_domain(FI_EP_MSG, 0, &d))
 		return;
+	ops = debug_ops(&d.fabric->fid, &ret);
+	CHECK_MSG(!ops == !expect_hook, "fi_open_ops(fabric, %s) = %d: hook "
+		  "%s, expected %s", MRL_DEBUG_OPS_1, ret,
+		  ops ? "present" : "absent",
+		  expect_hook ? "present" : "absent");
+	if (ops)
+		ops->read(&c0);
 	CHECK_FI(mrl_msg_pair_open(&d, NULL, &p));
+	if (ops) {
+		ops->read(&c1);
+		/* CONNREQ and two CONNECTED went through the hook's EQs */
+		CHECK_MSG(c1.counter[MRL_DEBUG_EQ_EVENTS_MAPPED] >=
+				  c0.counter[MRL_DEBUG_EQ_EVENTS_MAPPED] + 3,
+			  "EQ events mapped by the hook: %llu, want +3",
+			  (unsigned long long)(c1.counter[MRL_DEBUG_EQ_EVENTS_MAPPED] -
+					       c0.counter[MRL_DEBUG_EQ_EVENTS_MAPPED]));
+		CHECK(c1.opened[MRL_CLASS_PEP] > c0.opened[MRL_CLASS_PEP]);
+	}
 	CHECK_PTR(&p.pep->fid, p.connreq_fid);
 	CHECK(p.connreq_handle != NULL);
 	CHECK_PTR(&p.srv->fid, p.srv_connected_fid);
@@ -1417,6 +1550,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	if (!strcmp(group, "rdm")) {
+		MRL_RUN(test_hook_wraps_every_object_class_and_closes_every_wrapper);
 		MRL_RUN(test_mrlease_ops_reflect_whether_hook_is_installed);
 		MRL_RUN(test_core_objects_open_bind_enable_and_close);
 		MRL_RUN(test_counter_opens_reads_and_closes);
@@ -1437,6 +1571,7 @@ int main(int argc, char **argv)
 		MRL_RUN(test_cntr_wait_returns_at_threshold);
 		MRL_RUN(test_av_event_carries_the_hooked_av_fid);
 	} else if (!strcmp(group, "traffic")) {
+		MRL_RUN(test_hook_wraps_every_object_class_and_closes_every_wrapper);
 		MRL_RUN(test_mrlease_ops_reflect_whether_hook_is_installed);
 		MRL_RUN(test_msg_ops_move_data_with_null_and_registered_desc);
 		MRL_RUN(test_tagged_ops_match_tags_and_move_data);
