@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * mrcheck: entry point, domains, MRs and violation reporting (see
+ * mrcheck.h for what it checks and why).
+ */
+#include "config.h"
+
+#include <search.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
+
+#include "mrcheck_int.h"
+
+struct fi_provider mrcheck_prov = {
+	.version = FI_VERSION(0, 1),
+	.fi_version = FI_VERSION(1, 17),
+	.name = "mrcheck",
+	.getinfo = NULL,
+	.fabric = mrl_hook_fabric,
+	.cleanup = NULL,
+};
+
+/* Process-wide state; chk_global_lock protects the domain list and the
+ * last message, and is never held while a domain lock is taken. */
+static pthread_mutex_t chk_global_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct chk_domain *chk_domains;
+struct chk_counts chk_global;
+static uint64_t chk_acknowledged;
+static uint64_t chk_strict_domains;
+static char chk_last[512];
+static bool chk_abort;
+static bool chk_all_strict;
+
+void chk_add(uint64_t *a, uint64_t *b, uint64_t n)
+{
+	__atomic_fetch_add(a, n, __ATOMIC_RELAXED);
+	if (b)
+		__atomic_fetch_add(b, n, __ATOMIC_RELAXED);
+}
+
+static uint64_t chk_load(const uint64_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_RELAXED);
+}
+
+void chk_violation(struct chk_domain *dom, enum mrcheck_violation kind,
+		   const char *fmt, ...)
+{
+	static const char *const names[] = {
+		[MRCHECK_NO_DESC] = "no desc",
+		[MRCHECK_UNKNOWN_DESC] = "unknown desc",
+		[MRCHECK_CLOSED_DESC] = "desc of a closed MR",
+		[MRCHECK_NOT_COVERED] = "iov outside its MR",
+		[MRCHECK_CLOSE_IN_FLIGHT] = "MR closed under an operation in flight",
+	};
+	char msg[sizeof(chk_last)];
+	va_list args;
+	int n;
+
+	chk_add(&chk_global.by_kind[kind], dom ? &dom->counts.by_kind[kind] : NULL, 1);
+	n = snprintf(msg, sizeof(msg), "mrcheck violation (%s): ", names[kind]);
+	va_start(args, fmt);
+	vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, args);
+	va_end(args);
+	pthread_mutex_lock(&chk_global_lock);
+	memcpy(chk_last, msg, sizeof(chk_last));
+	pthread_mutex_unlock(&chk_global_lock);
+	fprintf(stderr, "%s\n", msg);
+	FI_WARN(&mrcheck_prov, FI_LOG_DOMAIN, "%s\n", msg);
+	if (chk_abort)
+		abort();
+}
+
+static void chk_fill_stats(const struct chk_counts *c, struct mrcheck_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (int k = 0; k < MRCHECK_VIOLATION_KINDS; k++) {
+		st->by_kind[k] = chk_load(&c->by_kind[k]);
+		st->violations += st->by_kind[k];
+	}
+	st->mr_opened = chk_load(&c->mr_opened);
+	st->mr_closed = chk_load(&c->mr_closed);
+	st->posts_checked = chk_load(&c->posts_checked);
+	st->ops_tracked = chk_load(&c->ops_tracked);
+	st->ops_completed = chk_load(&c->ops_completed);
+	st->ops_in_flight = st->ops_tracked - st->ops_completed;
+	st->acknowledged = chk_load(&chk_acknowledged);
+	st->strict_domains = chk_load(&chk_strict_domains);
+}
+
+static uint64_t chk_unacknowledged(void)
+{
+	struct mrcheck_stats st;
+
+	chk_fill_stats(&chk_global, &st);
+	return st.violations - st.acknowledged;
+}
+
+static int chk_query_domain(struct mrcheck_ops *self, struct mrcheck_stats *st,
+			    size_t size)
+{
+	struct chk_domain *dom = container_of(self, struct chk_domain, api);
+
+	if (size < sizeof(*st))
+		return -FI_ETOOSMALL;
+	chk_fill_stats(&dom->counts, st);
+	return 0;
+}
+
+static int chk_query_global(struct mrcheck_ops *self, struct mrcheck_stats *st,
+			    size_t size)
+{
+	(void)self;
+	if (size < sizeof(*st))
+		return -FI_ETOOSMALL;
+	chk_fill_stats(&chk_global, st);
+	return 0;
+}
+
+static uint64_t chk_acknowledge(struct mrcheck_ops *self)
+{
+	struct mrcheck_stats st;
+	uint64_t newly;
+
+	(void)self;
+	chk_fill_stats(&chk_global, &st);
+	newly = st.violations - st.acknowledged;
+	__atomic_store_n(&chk_acknowledged, st.violations, __ATOMIC_RELAXED);
+	return newly;
+}
+
+static void chk_last_violation(struct mrcheck_ops *self, char *buf, size_t len)
+{
+	(void)self;
+	if (!len)
+		return;
+	pthread_mutex_lock(&chk_global_lock);
+	snprintf(buf, len, "%s", chk_last);
+	pthread_mutex_unlock(&chk_global_lock);
+}
+
+static struct mrcheck_ops chk_global_api = {
+	.size = sizeof(struct mrcheck_ops),
+	.query = chk_query_global,
+	.acknowledge = chk_acknowledge,
+	.last_violation = chk_last_violation,
+};
+
+/* ---- MRs ----------------------------------------------------------- */
+
+static int chk_ptr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Closing an MR an operation still uses is the crash mrlease prevents. */
+static int chk_mr_release(struct mrl_mr *hook)
+{
+	struct chk_mr *rec = hook->ext;
+	struct chk_domain *dom = rec->dom;
+	uint64_t in_flight;
+	int ret;
+
+	pthread_mutex_lock(&dom->lock);
+	in_flight = rec->in_flight;
+	rec->closed = true;
+	pthread_mutex_unlock(&dom->lock);
+	if (in_flight)
+		chk_violation(dom, MRCHECK_CLOSE_IN_FLIGHT,
+			      "MR [%p, +%zu) closed while %llu operation(s) "
+			      "using it have not completed",
+			      rec->iov_count ? rec->iov[0].iov_base : NULL,
+			      rec->iov_count ? rec->iov[0].iov_len : 0,
+			      (unsigned long long)in_flight);
+
+	ret = fi_close(&hook->inner->fid);
+	pthread_mutex_lock(&dom->lock);
+	if (ret)
+		rec->closed = false;
+	else
+		rec->hook = NULL;
+	pthread_mutex_unlock(&dom->lock);
+	if (!ret)
+		chk_add(&chk_global.mr_closed, &dom->counts.mr_closed, 1);
+	return ret;
+}
+
+/* Make the new hook MR hand out its record as desc. */
+static int chk_mr_track(struct chk_domain *dom, struct fid_mr *mr,
+			const struct iovec *iov, size_t count, uint64_t access)
+{
+	struct mrl_mr *hook = mrl_mr_of(mr);
+	struct chk_mr *rec;
+
+	rec = calloc(1, sizeof(*rec) + count * sizeof(rec->iov[0]));
+	if (!rec)
+		return -FI_ENOMEM;
+	rec->dom = dom;
+	rec->hook = hook;
+	rec->inner_desc = hook->mr.mem_desc;
+	rec->access = access;
+	rec->iov_count = count;
+	if (count)
+		memcpy(rec->iov, iov, count * sizeof(*iov));
+
+	pthread_mutex_lock(&dom->lock);
+	if (!tsearch(rec, &dom->mrs, chk_ptr_cmp)) {
+		pthread_mutex_unlock(&dom->lock);
+		free(rec);
+		return -FI_ENOMEM;
+	}
+	rec->next = dom->all_mrs;
+	dom->all_mrs = rec;
+	pthread_mutex_unlock(&dom->lock);
+
+	hook->ext = rec;
+	hook->release = chk_mr_release;
+	hook->mr.mem_desc = rec;
+	chk_add(&chk_global.mr_opened, &dom->counts.mr_opened, 1);
+	return 0;
+}
+
+static int chk_mr_done(struct chk_domain *dom, int ret, struct fid_mr **mr,
+		       const struct iovec *iov, size_t count, uint64_t access)
+{
+	if (ret)
+		return ret;
+	ret = chk_mr_track(dom, *mr, iov, count, access);
+	if (ret) {
+		fi_close(&(*mr)->fid);
+		*mr = NULL;
+	}
+	return ret;
+}
+
+static struct chk_domain *chk_dom_of_fid(struct fid *fid)
+{
+	return chk_domain_of(container_of(fid, struct mrl_domain, domain.fid));
+}
+
+static int chk_mr_reg(struct fid *fid, const void *buf, size_t len,
+		      uint64_t access, uint64_t offset, uint64_t requested_key,
+		      uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	int ret;
+
+	ret = mrl_domain_mr_ops.reg(fid, buf, len, access, offset,
+				    requested_key, flags, mr, context);
+	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, &iov, 1, access);
+}
+
+static int chk_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		       uint64_t access, uint64_t offset, uint64_t requested_key,
+		       uint64_t flags, struct fid_mr **mr, void *context)
+{
+	int ret;
+
+	ret = mrl_domain_mr_ops.regv(fid, iov, count, access, offset,
+				     requested_key, flags, mr, context);
+	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, iov, count, access);
+}
+
+static int chk_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+			  uint64_t flags, struct fid_mr **mr)
+{
+	int ret;
+
+	ret = mrl_domain_mr_ops.regattr(fid, attr, flags, mr);
+	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, attr->mr_iov,
+			   attr->iov_count, attr->access);
+}
+
+/* ---- domains ------------------------------------------------------- */
+
+static int chk_domain_open(struct mrl_domain *hook)
+{
+	struct chk_domain *dom;
+
+	dom = calloc(1, sizeof(*dom));
+	if (!dom)
+		return -FI_ENOMEM;
+	pthread_mutex_init(&dom->lock, NULL);
+	dom->hook = hook;
+	dom->api = (struct mrcheck_ops){
+		.size = sizeof(struct mrcheck_ops),
+		.query = chk_query_domain,
+		.acknowledge = chk_acknowledge,
+		.last_violation = chk_last_violation,
+	};
+	hook->ext = dom;
+	if (hook->outermost || chk_all_strict) {
+		dom->mr_ops = mrl_domain_mr_ops;
+		dom->mr_ops.reg = chk_mr_reg;
+		dom->mr_ops.regv = chk_mr_regv;
+		dom->mr_ops.regattr = chk_mr_regattr;
+		hook->domain.mr = &dom->mr_ops;
+		chk_add(&chk_strict_domains, NULL, 1);
+	}
+	pthread_mutex_lock(&chk_global_lock);
+	dom->next = chk_domains;
+	chk_domains = dom;
+	pthread_mutex_unlock(&chk_global_lock);
+	FI_INFO(&mrcheck_prov, FI_LOG_DOMAIN, "domain over %s: %s\n",
+		hook->prov_name, hook->domain.mr == &dom->mr_ops ? "strict" :
+		"passthrough (opened inside a utility provider)");
+	return 0;
+}
+
+static void chk_free_op(void *node)
+{
+	free(node);
+}
+
+static void chk_no_free(void *node)
+{
+	(void)node;
+}
+
+static void chk_domain_close(struct mrl_domain *hook)
+{
+	struct chk_domain *dom = chk_domain_of(hook), **pp;
+	struct chk_mr *rec, *next;
+	bool open_mrs = false;
+
+	if (!dom)
+		return;
+	for (rec = dom->all_mrs; rec; rec = rec->next)
+		open_mrs |= !rec->closed;
+	/* An open MR or endpoint makes the provider refuse the close: keep
+	 * everything for the next attempt. */
+	if (open_mrs || chk_load(&dom->counts.ops_tracked) !=
+			chk_load(&dom->counts.ops_completed))
+		return;
+
+	pthread_mutex_lock(&chk_global_lock);
+	for (pp = &chk_domains; *pp; pp = &(*pp)->next) {
+		if (*pp == dom) {
+			*pp = dom->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&chk_global_lock);
+	tdestroy(dom->ops, chk_free_op);
+	tdestroy(dom->mrs, chk_no_free);
+	for (rec = dom->all_mrs; rec; rec = next) {
+		next = rec->next;
+		free(rec);
+	}
+	pthread_mutex_destroy(&dom->lock);
+	hook->ext = NULL;
+	free(dom);
+}
+
+static int chk_ops_open(struct fid *fid, const char *name, uint64_t flags,
+			void **ops, void *context)
+{
+	(void)flags;
+	(void)context;
+	if (strcmp(name, MRCHECK_OPS_1))
+		return -FI_ENOSYS;
+	switch (fid->fclass) {
+	case FI_CLASS_FABRIC:
+		*ops = &chk_global_api;
+		return 0;
+	case FI_CLASS_DOMAIN:
+		*ops = &chk_dom_of_fid(fid)->api;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static const struct mrl_personality chk_personality = {
+	.name = "mrcheck",
+	.domain_open = chk_domain_open,
+	.domain_close = chk_domain_close,
+	.ep_open = chk_ep_open,
+	.ep_close = chk_ep_close,
+	.cq_open = chk_cq_open,
+	.ops_open = chk_ops_open,
+};
+
+/* A test that leaves violations unacknowledged fails even if it never
+ * looked: the process exits with status 3. */
+static void chk_at_exit(void)
+{
+	uint64_t n = chk_unacknowledged();
+
+	if (!n)
+		return;
+	fprintf(stderr, "mrcheck: %llu unacknowledged violation(s), last: %s\n",
+		(unsigned long long)n, chk_last);
+	fflush(NULL);
+	_exit(3);
+}
+
+/* Test-only fallback for layers above that do not forward MRCHECK_OPS_1. */
+__attribute__((visibility("default"))) struct mrcheck_ops *mrcheck_global_ops(void)
+{
+	return &chk_global_api;
+}
+
+__attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
+{
+	static bool once;
+	const char *env;
+
+	mrl_prov = &mrcheck_prov;
+	mrl_personality = &chk_personality;
+	if (!once) {
+		once = true;
+		env = getenv("MRCHECK_ABORT");
+		chk_abort = env && *env == '1';
+		env = getenv("MRCHECK_ALL");
+		chk_all_strict = env && *env == '1';
+		atexit(chk_at_exit);
+	}
+	return &mrcheck_prov;
+}

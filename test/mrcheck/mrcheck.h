@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * mrcheck: a test-only hooking provider that behaves like a provider
+ * requiring FI_MR_LOCAL, so tests can prove that mrlease hands the provider
+ * a live registration for every local operand and never closes one under a
+ * transfer. Stacked below mrlease: FI_HOOK='mrcheck;mrlease' (the last name
+ * listed is outermost), loaded from test/.libs (never installed).
+ *
+ * What it checks, on each *strict* domain (see below):
+ *  - every local iov of a post (msg, tagged, rma, atomic incl. result and
+ *    compare buffers; not inject calls nor FI_INJECT) with a non-zero length
+ *    must come with a desc that mrcheck itself handed out (fi_mr_desc of an
+ *    MR opened on this domain), whose MR is still open and whose ranges cover
+ *    the iov. Otherwise the post fails with -FI_EINVAL and a violation is
+ *    recorded. mrcheck's descs are its own tracking records, translated to
+ *    the provider's descs on the way down, so a desc that bypassed mrcheck
+ *    (or a stale one) can never pass by accident.
+ *  - an MR must not be closed while an operation that used it has not
+ *    completed. An operation is in flight from its post until its completion
+ *    (or error completion) is read through mrcheck's CQ, or its endpoint is
+ *    closed. Operations are tracked through their context: mrcheck posts a
+ *    record of its own as the context and gives the application's context
+ *    back in every CQ entry. Operations that report no completion to a CQ
+ *    (FI_SELECTIVE_COMPLETION without FI_COMPLETION, endpoints bound only to
+ *    counters) have their descs checked but are not tracked.
+ *
+ * Strict domains: the outermost one (the domain the application opened) and
+ * any domain whose fi_info has FI_MR_LOCAL in mr_mode. A domain opened by a
+ * utility provider inside another domain open (rxm's core tcp domain) while
+ * the core does not require FI_MR_LOCAL is passed through unchecked: there a
+ * NULL desc from the utility provider is legal and mrlease leaves it alone.
+ * MRCHECK_ALL=1 makes every domain strict.
+ *
+ * mrcheck does not (and cannot) change the mr_mode the layer above sees: a
+ * hooked domain is opened with the fi_info the application got from the
+ * core provider's getinfo, which hooks do not intercept, and that info is
+ * handed down to mrcheck, not up. Tests that want mrlease's "always resolve
+ * under FI_MR_LOCAL" policy add FI_MR_LOCAL to the info they open the domain
+ * with; tests of the outermost policy set FI_MRLEASE_MIN_SIZE=1.
+ *
+ * Reporting: every violation is counted (per domain and process-wide) and
+ * printed to stderr with its reason. fi_close() of a fabric returns
+ * -FI_EOTHER while unacknowledged violations exist, so a test that closes
+ * its objects and checks the return fails; MRCHECK_ABORT=1 aborts at the
+ * first violation instead (for a core dump).
+ */
+#ifndef MRCHECK_H
+#define MRCHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+
+#define MRCHECK_OPS_1 "mrcheck_v1"
+
+enum mrcheck_violation {
+	MRCHECK_NO_DESC,         /* a local iov with a NULL desc */
+	MRCHECK_UNKNOWN_DESC,    /* a desc mrcheck did not hand out on this domain */
+	MRCHECK_CLOSED_DESC,     /* the desc of an MR already closed */
+	MRCHECK_NOT_COVERED,     /* the iov is not inside the desc's MR */
+	MRCHECK_CLOSE_IN_FLIGHT, /* an MR closed while an op that used it is in flight */
+	MRCHECK_VIOLATION_KINDS
+};
+
+struct mrcheck_stats {
+	uint64_t violations;                       /* sum of by_kind */
+	uint64_t by_kind[MRCHECK_VIOLATION_KINDS];
+	uint64_t acknowledged;                     /* violations acknowledged so far */
+	uint64_t mr_opened, mr_closed;             /* MRs opened / closed */
+	uint64_t posts_checked;                    /* posts whose descs were checked */
+	uint64_t ops_tracked, ops_completed;       /* ops tracked / retired */
+	uint64_t ops_in_flight;                    /* tracked and not yet retired */
+	uint64_t strict_domains;                   /* domains checked (process-wide) */
+};
+
+/*
+ * fi_open_ops(fid, MRCHECK_OPS_1, 0, (void **)&ops, NULL) on a domain gives
+ * that domain's counters; on a fabric, the process-wide ones. The fid may be
+ * a layer above (mrlease) as long as it forwards unknown ops names down.
+ */
+struct mrcheck_ops {
+	size_t size;
+	int (*query)(struct mrcheck_ops *self, struct mrcheck_stats *stats,
+		     size_t size);
+	/* Mark every violation recorded so far (process-wide) as expected, so
+	 * fabric close succeeds; for tests that provoke them. Returns how many
+	 * were newly acknowledged. */
+	uint64_t (*acknowledge)(struct mrcheck_ops *self);
+	/* Copy the text of the last violation (process-wide) into buf. */
+	void (*last_violation)(struct mrcheck_ops *self, char *buf, size_t len);
+};
+
+#endif /* MRCHECK_H */

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * mrcheck internals: what it tracks per strict domain.
+ *
+ * Every MR opened on a strict domain gets a chk_mr record, which is the desc
+ * mrcheck hands out (fi_mr_desc) and translates back to the provider's desc
+ * on every post. Records outlive their MR (closed = true) until the domain
+ * closes, so a stale desc is recognised as such and its address is never
+ * reused for another record.
+ *
+ * Every post that will report a completion to a CQ gets a chk_op record,
+ * posted as the operation's context (it starts with a struct fi_context2 for
+ * providers with FI_CONTEXT/FI_CONTEXT2 mode). It holds an in_flight count
+ * on each MR its local operands used until the completion is read through
+ * mrcheck's CQ or the endpoint closes.
+ *
+ * Lock: chk_domain.lock protects the two pointer sets, every record of the
+ * domain and the endpoint op lists. It is never held across a call into
+ * the provider (a provider may complete an operation inline and re-enter
+ * through a CQ read on another thread).
+ */
+#ifndef MRCHECK_INT_H
+#define MRCHECK_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/uio.h>
+
+#include "mrl_hook.h"
+#include "mrcheck.h"
+
+struct chk_domain;
+struct chk_ep;
+
+struct chk_mr {
+	struct chk_domain *dom;
+	struct mrl_mr *hook;        /* NULL once closed */
+	void *inner_desc;           /* what the provider expects */
+	uint64_t access;
+	bool closed;
+	uint64_t in_flight;         /* tracked ops whose operands use it */
+	struct chk_mr *next;        /* all records of the domain */
+	size_t iov_count;
+	struct iovec iov[];
+};
+
+struct chk_op {
+	struct fi_context2 ctx;     /* the provider's view: must stay first */
+	void *app_ctx;
+	struct chk_ep *ep;          /* NULL once the endpoint closed (zombie) */
+	struct chk_op *prev, *next; /* the endpoint's ops in flight */
+	const char *what;
+	bool multi_recv;
+	size_t nmr;
+	struct chk_mr *mr[];
+};
+
+struct chk_counts {
+	uint64_t by_kind[MRCHECK_VIOLATION_KINDS];
+	uint64_t mr_opened, mr_closed, posts_checked, ops_tracked, ops_completed;
+};
+
+struct chk_domain {
+	struct mrl_domain *hook;
+	pthread_mutex_t lock;
+	void *mrs;                  /* tsearch set of struct chk_mr * */
+	void *ops;                  /* tsearch set of struct chk_op * */
+	struct chk_mr *all_mrs;
+	struct chk_counts counts;
+	struct fi_ops_mr mr_ops;
+	struct mrcheck_ops api;     /* fi_open_ops on this domain */
+	struct chk_domain *next;    /* chk_domains */
+};
+
+struct chk_ep {
+	struct mrl_ep *hook;
+	struct chk_domain *dom;
+	uint64_t tx_op_flags, rx_op_flags;
+	struct chk_op *ops;         /* in flight, under dom->lock */
+	struct fi_ops_ep ep_ops;    /* mrl_ep_ops with cancel checked */
+};
+
+/* mrcheck.c */
+extern struct fi_provider mrcheck_prov;
+extern struct chk_counts chk_global;
+/* Add n to *a and, when b is not NULL, to *b (relaxed atomics). */
+void chk_add(uint64_t *a, uint64_t *b, uint64_t n);
+#define chk_count(dom, field, n) chk_add(&chk_global.field, &(dom)->counts.field, (n))
+void chk_violation(struct chk_domain *dom, enum mrcheck_violation kind,
+		   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline struct chk_domain *chk_domain_of(struct mrl_domain *d)
+{
+	return d->ext;
+}
+
+/* mrcheck_ep.c */
+int chk_ep_open(struct mrl_ep *ep);
+void chk_ep_close(struct mrl_ep *ep);
+/* Retire op (dom->lock held): drop its MR uses, unlink and free it. */
+void chk_op_retire(struct chk_domain *dom, struct chk_op *op);
+/* Whether ctx is one of dom's op records (dom->lock held). */
+struct chk_op *chk_op_find(struct chk_domain *dom, void *ctx);
+
+/* mrcheck_cq.c */
+int chk_cq_open(struct mrl_cq *cq);
+
+#endif /* MRCHECK_INT_H */
