@@ -10,3 +10,9 @@ SUITE += test/test_params
 # The jemalloc example as a test (examples/examples.mk builds it).
 SUITE += $(top_srcdir)/test/test_jemalloc_kv.sh
 EXTRA_DIST += test/test_jemalloc_kv.sh
+
+# FI_MRLEASE_OPS_1 through libfabric with FI_HOOK=mrlease on tcp;ofi_rxm.
+check_PROGRAMS += test/test_ext
+test_test_ext_SOURCES = test/test_ext.c
+test_test_ext_LDADD = test/libmrltest.la $(FABRIC_LIBS)
+SUITE += test/test_ext
