@@ -72,15 +72,18 @@ static bool *mrl_param_bool(struct mrl_params *params,
 	return (bool *)((char *)params + desc->offset);
 }
 
-/* "16G" rather than 17179869184 where the value is a whole binary unit. */
+/* "64G" rather than 68719476736 for large whole binary units; small
+ * values (counts, a page) as plain numbers. */
 static void mrl_format_size(char *buf, size_t len, size_t value)
 {
 	static const char units[] = "KMGT";
 	int unit = -1;
 
-	while (value && value % 1024 == 0 && unit < 3) {
-		value /= 1024;
-		unit++;
+	if (value >= ((size_t)1 << 20)) {
+		while (value % 1024 == 0 && unit < 3) {
+			value /= 1024;
+			unit++;
+		}
 	}
 	if (unit < 0)
 		snprintf(buf, len, "%zu", value);

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# FI_MRLEASE_* as users meet them: `fi_info -e` lists every parameter with
+# its type, meaning and default when libmrlease-fi.so is on
+# FI_PROVIDER_PATH; a bad value costs exactly one warning; FI_MRLEASE_STATS
+# prints a table for each domain (outermost and inner) when it closes.
+set -u
+builddir=${MRL_TOP_BUILDDIR:-$(pwd)}
+srcdir=${MRL_TOP_SRCDIR:-$builddir}
+export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$builddir/prov/mrlease/.libs}
+export FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
+n=0 failed=0
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift; printf '# %s\n' "$@"; }
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+check() { # check NAME CONDITION-EXIT-STATUS DETAIL...
+	local name=$1 status=$2
+	shift 2
+	if [ "$status" -eq 0 ]; then ok "$name"; else not_ok "$name" "$@"; fi
+}
+
+tests="fi_info_e_lists_every_parameter_with_type_meaning_and_default
+a_bad_value_warns_once_and_leaves_the_default
+stats_prints_a_table_for_each_domain_at_close
+no_table_without_stats"
+if ! command -v fi_info >/dev/null 2>&1; then
+	for t in $tests; do skip "$t" "fi_info (libfabric-bin) is not installed"; done
+	echo "1..$n"; exit 0
+fi
+if [ -f "$srcdir/prov/mrlease/src/mrl_prov.c" ] &&
+	! grep -q mrl_params_define "$srcdir/prov/mrlease/src/mrl_prov.c"; then
+	for t in $tests; do skip "$t" "mrl_prov.c does not call mrl_params_define yet"; done
+	echo "1..$n"; exit 0
+fi
+
+# Every knob with its type line and a help line naming its default; a knob
+# missing here is one users cannot discover.
+listing=$(fi_info -e 2>&1 | tr -d '\0')
+status=0 detail=""
+for spec in MAX_COUNT:size_t MAX_SIZE:size_t MIN_SIZE:size_t STATS:Boolean; do
+	var=FI_MRLEASE_${spec%%:*} type=${spec#*:}
+	block=$(printf '%s\n' "$listing" | grep -A1 "^# $var: ")
+	if ! printf '%s\n' "$block" | head -n1 | grep -q "^# $var: $type" ||
+		! printf '%s\n' "$block" | tail -n1 | grep -Eq '^# mrlease: .{40,}\(default: [0-9]+[KMGT]?\)$'; then
+		status=1 detail="$detail $var"
+	fi
+done
+check fi_info_e_lists_every_parameter_with_type_meaning_and_default $status \
+	"missing or undocumented:$detail"
+
+# One warning per bad value, and the default in force: FI_MRLEASE_STATS
+# falls back to off, so no table either.
+log=$(FI_LOG_LEVEL=warn FI_HOOK=mrlease FI_MRLEASE_STATS=maybe \
+	FI_MRLEASE_MIN_SIZE=lots "$builddir/examples/mrl_demo" 2>&1 >/dev/null)
+warn_stats=$(printf '%s\n' "$log" | grep -c '<warn>.*FI_MRLEASE_STATS="maybe"')
+warn_min=$(printf '%s\n' "$log" | grep -c '<warn>.*FI_MRLEASE_MIN_SIZE="lots"')
+tables=$(printf '%s\n' "$log" | grep -c 'lease cache statistics')
+[ "$warn_stats" -eq 1 ] && [ "$warn_min" -eq 1 ] && [ "$tables" -eq 0 ]
+check a_bad_value_warns_once_and_leaves_the_default $? \
+	"warnings: STATS $warn_stats, MIN_SIZE $warn_min (want 1 each); tables: $tables (want 0)"
+
+# The table: one per domain, outermost (tcp;ofi_rxm) and inner (tcp).
+log=$(FI_HOOK=mrlease FI_MRLEASE_STATS=1 "$builddir/examples/mrl_demo" 2>&1 >/dev/null)
+outer=$(printf '%s\n' "$log" | grep -c 'lease cache statistics, domain .* over tcp;ofi_rxm (outermost)')
+inner=$(printf '%s\n' "$log" | grep -c 'lease cache statistics, domain .* over tcp (inner)')
+rows=$(printf '%s\n' "$log" | grep -cE '^  (lookups|registrations|invalidate calls|live leases) +[0-9]+$')
+[ "$outer" -ge 1 ] && [ "$inner" -ge 1 ] && [ "$rows" -eq $((4 * (outer + inner))) ]
+check stats_prints_a_table_for_each_domain_at_close $? \
+	"outermost tables $outer, inner tables $inner, rows $rows" "$log"
+
+log=$(FI_HOOK=mrlease "$builddir/examples/mrl_demo" 2>&1 >/dev/null)
+tables=$(printf '%s\n' "$log" | grep -c 'lease cache statistics')
+[ "$tables" -eq 0 ]
+check no_table_without_stats $? "$tables tables printed"
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
