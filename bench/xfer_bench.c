@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * bench/xfer_bench: fi_write message rate over loopback tcp;ofi_rxm, 8 B to
+ * 64 KiB, in four modes, in one run:
+ *
+ *   1 "app"    no hook, the application registers its buffer once
+ *   2 "lease"  FI_HOOK=mrlease, desc NULL (the cache resolves operands of at
+ *              least FI_MRLEASE_MIN_SIZE; smaller ones pass through)
+ *   3 "perop"  no hook, the application registers and closes per operation
+ *   4 "noop"   FI_HOOK=noop (libfabric's own passthrough hook), app descs
+ *
+ * libfabric reads FI_HOOK once per process, so every measurement runs in a
+ * child (this program re-executed with --child MODE and its environment).
+ * Modes alternate within each repetition (rotated order), and the report
+ * gives medians over repetitions and the ratios (2)/(1), (2)/(4), (2)/(3)
+ * per size, plus the provider registrations each mode made (mode 2: the
+ * cache's registrations from query_stats, process-wide so the instance under
+ * rxm counts too; modes 1 and 3: the application's own fi_mr_reg calls).
+ *
+ * Hook instructions per operation (hit path) with valgrind, if installed:
+ * callgrind runs mode 2 at 4 KiB (>= the default FI_MRLEASE_MIN_SIZE, so
+ * every write is a cache hit after the first) with window 1 for N1 and N2
+ * writes, and once more with N1 writes plus P extra empty CQ polls. The
+ * hook's cost H of a run is the self cost of every function in
+ * libmrlease-fi.so plus what those functions spend in objects other than
+ * libfabric and the hook (libc locks, memcpy); the provider's own work is
+ * excluded. Then
+ *     per empty poll  c = (H3 - H1) / P
+ *     per write       ((H2 - H1) - c * (extra polls2 - extra polls1)) / (N2 - N1)
+ * which removes set-up and teardown and the variable number of empty polls.
+ * The recipe by hand:
+ *     FI_HOOK=mrlease FI_PROVIDER_PATH=<builddir>/prov/mrlease/.libs \
+ *     valgrind --tool=callgrind --callgrind-out-file=cg.N \
+ *         bench/xfer_bench --child 2 --sizes 4096 --iters N --window 1
+ * for two values of N, then sum the self cost of libmrlease-fi.so's
+ * functions (callgrind_annotate --inclusive=no cg.N | grep -v libfabric)
+ * and divide the difference by the difference in N.
+ *
+ * Environment: XFER_BENCH_REPS (default 5), XFER_BENCH_CALLGRIND=0 to skip
+ * valgrind, XFER_BENCH_PROV (default tcp;ofi_rxm).
+ * Last line: RESULT key=value ...
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fi_rma.h>
+
+#include "../test/xfer_util.h"
+
+enum { MODE_APP = 1, MODE_LEASE = 2, MODE_PEROP = 3, MODE_NOOP = 4, NMODES = 4 };
+static const char *const mode_names[] = { "", "app", "lease", "perop", "noop" };
+
+static const size_t bench_sizes[] = { 8, 64, 512, 4096, 16384, 65536 };
+#define NSIZES (sizeof(bench_sizes) / sizeof(bench_sizes[0]))
+#define MAX_BUF 65536
+#define MAX_WINDOW 64
+#define MAX_REPS 15
+
+/* ---- child: one mode, all sizes ------------------------------------- */
+
+struct child_opts {
+	int mode;
+	size_t sizes[NSIZES];
+	size_t nsizes;
+	long iters;      /* 0: per-size default */
+	int window;
+	long empty_polls;
+};
+
+static long default_iters(size_t size)
+{
+	long n = (long)((256UL << 20) / size);
+
+	return n > 40000 ? 40000 : n < 5000 ? 5000 : n;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct slot {
+	struct fi_context2 ctx;
+	struct fid_mr *mr; /* mode 3: this write's registration */
+};
+
+struct run {
+	struct xfer_pair *pair;
+	int mode;
+	char *src, *dst;
+	struct fid_mr *src_mr, *dst_mr;
+	uint64_t regs;   /* registrations made by the application */
+	long polls;      /* fi_cq_read calls in the timed loops */
+	long all_polls, all_ops; /* over the whole child, for callgrind */
+	struct slot slots[MAX_WINDOW];
+	int free_slots[MAX_WINDOW], nfree;
+};
+
+static int post_write(struct run *r, size_t size)
+{
+	struct slot *s = &r->slots[r->free_slots[--r->nfree]];
+	void *desc = NULL;
+	ssize_t ret;
+
+	if (r->mode == MODE_PEROP) {
+		ret = fi_mr_reg(r->pair->domain, r->src, size, FI_WRITE, 0,
+				0x10000 + (uint64_t)(s - r->slots), 0, &s->mr, NULL);
+		if (ret)
+			return (int)ret;
+		r->regs++;
+		desc = fi_mr_desc(s->mr);
+	} else if (r->mode != MODE_LEASE) {
+		desc = fi_mr_desc(r->src_mr);
+	}
+	do {
+		ret = fi_write(r->pair->ep[0], r->src, size, desc, r->pair->addr[1],
+			       xfer_rma_addr(r->pair, r->dst, r->dst),
+			       fi_mr_key(r->dst_mr), &s->ctx);
+		if (ret == -FI_EAGAIN)
+			(void)fi_cq_read(r->pair->cq, NULL, 0);
+	} while (ret == -FI_EAGAIN);
+	if (ret) {
+		r->free_slots[r->nfree++] = (int)(s - r->slots);
+		return (int)ret;
+	}
+	r->all_ops++;
+	return 0;
+}
+
+/* Read completions until at most `keep` writes are outstanding. */
+static int reap(struct run *r, int window, int keep)
+{
+	struct fi_cq_tagged_entry e[16];
+	ssize_t n;
+
+	while (window - r->nfree > keep) {
+		n = fi_cq_read(r->pair->cq, e, 16);
+		r->polls++;
+		r->all_polls++;
+		if (n == -FI_EAGAIN)
+			continue;
+		if (n < 0) {
+			struct fi_cq_err_entry err = { 0 };
+
+			fi_cq_readerr(r->pair->cq, &err, 0);
+			fprintf(stderr, "write failed: %s\n", fi_strerror(err.err));
+			return -FI_EIO;
+		}
+		for (ssize_t i = 0; i < n; i++) {
+			struct slot *s = (struct slot *)e[i].op_context;
+
+			if (s->mr) {
+				fi_close(&s->mr->fid);
+				s->mr = NULL;
+			}
+			r->free_slots[r->nfree++] = (int)(s - r->slots);
+		}
+	}
+	return 0;
+}
+
+static int run_size(struct run *r, size_t size, long iters, int window)
+{
+	int ret;
+
+	for (long i = 0; i < iters; i++) {
+		if (!r->nfree) {
+			ret = reap(r, window, window - 1);
+			if (ret)
+				return ret;
+		}
+		ret = post_write(r, size);
+		if (ret)
+			return ret;
+	}
+	return reap(r, window, 0);
+}
+
+static uint64_t lease_registrations(struct xfer_pair *pair)
+{
+	struct fi_mrlease_stats st;
+
+	if (!pair->mrl || pair->mrl->query_stats(NULL, &st, sizeof(st)))
+		return 0;
+	return st.registrations;
+}
+
+static int child_main(const struct child_opts *o)
+{
+	struct xfer_opts xo = { .prov = getenv("XFER_BENCH_PROV") ?
+					getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm",
+				.caps = FI_MSG | FI_RMA };
+	struct xfer_pair pair;
+	struct run r = { .pair = &pair, .mode = o->mode };
+	int ret;
+
+	ret = xfer_pair_open(&xo, &pair);
+	if (ret) {
+		fprintf(stderr, "xfer_bench child: %s\n", fi_strerror(-ret));
+		return ret == -FI_ENODATA ? 77 : 1;
+	}
+	if (o->mode == MODE_LEASE && !pair.mrl)
+		fprintf(stderr, "xfer_bench: FI_HOOK=mrlease but no %s on the domain\n",
+			FI_MRLEASE_OPS_1);
+	r.src = aligned_alloc(4096, MAX_BUF);
+	r.dst = aligned_alloc(4096, MAX_BUF);
+	if (!r.src || !r.dst)
+		return 1;
+	memset(r.src, 0x5a, MAX_BUF);
+	memset(r.dst, 0, MAX_BUF);
+	ret = xfer_mr_reg(&pair, r.dst, MAX_BUF, FI_REMOTE_WRITE, &r.dst_mr);
+	if (!ret && (o->mode == MODE_APP || o->mode == MODE_NOOP)) {
+		ret = xfer_mr_reg(&pair, r.src, MAX_BUF, FI_WRITE, &r.src_mr);
+		r.regs++;
+	}
+	if (ret) {
+		fprintf(stderr, "xfer_bench: fi_mr_reg: %s\n", fi_strerror(-ret));
+		return 1;
+	}
+	for (int i = 0; i < o->window; i++)
+		r.free_slots[r.nfree++] = i;
+
+	for (size_t i = 0; i < o->nsizes && !ret; i++) {
+		size_t size = o->sizes[i];
+		long iters = o->iters ? o->iters : default_iters(size);
+		uint64_t regs0;
+		double t0, t1;
+
+		/* Warm-up: connection set-up, first registrations. */
+		ret = run_size(&r, size, iters / 10 + 1, o->window);
+		if (ret)
+			break;
+		regs0 = r.regs + lease_registrations(&pair);
+		r.polls = 0;
+		t0 = now_s();
+		ret = run_size(&r, size, iters, o->window);
+		t1 = now_s();
+		printf("size %zu rate %.1f regs %" PRIu64 " polls %ld ops %ld\n", size,
+		       (double)iters / (t1 - t0),
+		       r.regs + lease_registrations(&pair) - regs0, r.polls, iters);
+	}
+	for (long i = 0; i < o->empty_polls && !ret; i++) {
+		(void)fi_cq_read(pair.cq, NULL, 0);
+		r.all_polls++;
+	}
+	printf("total_regs %" PRIu64 "\n", r.regs + lease_registrations(&pair));
+	printf("totals polls %ld ops %ld\n", r.all_polls, r.all_ops);
+	fflush(stdout);
+	if (r.src_mr)
+		fi_close(&r.src_mr->fid);
+	fi_close(&r.dst_mr->fid);
+	if (xfer_pair_close(&pair))
+		ret = 1;
+	free(r.src);
+	free(r.dst);
+	return ret ? 1 : 0;
+}
+
+/* ---- parent: children, medians, ratios, callgrind ------------------- */
+
+struct sample {
+	double rate[NSIZES];
+	uint64_t regs[NSIZES];
+	uint64_t total_regs;
+	long polls, ops;
+	long all_polls, all_ops;
+};
+
+static void builddir_of_self(char *buf, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	exe[n > 0 ? n : 0] = '\0';
+	for (int up = 0; up < 2; up++) {
+		slash = strrchr(exe, '/');
+		if (slash)
+			*slash = '\0';
+		if (up == 0 && (slash = strrchr(exe, '/')) && !strcmp(slash, "/.libs"))
+			*slash = '\0';
+	}
+	snprintf(buf, len, "%s", exe);
+}
+
+static void child_env(int mode)
+{
+	char builddir[PATH_MAX], path[PATH_MAX + 32];
+
+	builddir_of_self(builddir, sizeof(builddir));
+	snprintf(path, sizeof(path), "%s/prov/mrlease/.libs", builddir);
+	setenv("FI_PROVIDER_PATH", path, 1);
+	setenv("FI_TCP_IFACE", getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
+	if (mode == MODE_LEASE)
+		setenv("FI_HOOK", "mrlease", 1);
+	else if (mode == MODE_NOOP)
+		setenv("FI_HOOK", "noop", 1);
+	else
+		unsetenv("FI_HOOK");
+}
+
+/*
+ * Run this program as a child (optionally under valgrind) and parse its
+ * report. argv_extra: the child arguments after the program name.
+ */
+static int spawn(int mode, char *const *prefix, char *const *args,
+		 struct sample *out)
+{
+	char *argv[32];
+	int pipefd[2], status, argc = 0;
+	pid_t pid;
+	FILE *in;
+	char line[256];
+	size_t idx = 0;
+
+	for (; prefix && *prefix; prefix++)
+		argv[argc++] = *prefix;
+	argv[argc++] = "/proc/self/exe";
+	for (; *args; args++)
+		argv[argc++] = *args;
+	argv[argc] = NULL;
+	if (pipe(pipefd))
+		return -errno;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		close(pipefd[0]);
+		dup2(pipefd[1], STDOUT_FILENO);
+		close(pipefd[1]);
+		child_env(mode);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	in = fdopen(pipefd[0], "r");
+	memset(out, 0, sizeof(*out));
+	while (in && fgets(line, sizeof(line), in)) {
+		size_t size;
+		double rate;
+		uint64_t regs;
+		long polls, ops;
+
+		if (sscanf(line, "size %zu rate %lf regs %" SCNu64 " polls %ld ops %ld",
+			   &size, &rate, &regs, &polls, &ops) == 5 && idx < NSIZES) {
+			out->rate[idx] = rate;
+			out->regs[idx] = regs;
+			out->polls += polls;
+			out->ops += ops;
+			idx++;
+		} else if (sscanf(line, "totals polls %ld ops %ld", &polls, &ops) == 2) {
+			out->all_polls = polls;
+			out->all_ops = ops;
+		} else {
+			sscanf(line, "total_regs %" SCNu64, &out->total_regs);
+		}
+	}
+	if (in)
+		fclose(in);
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return WIFEXITED(status) && WEXITSTATUS(status) == 77 ? -FI_ENODATA
+								       : -FI_EOTHER;
+	return (int)idx;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * Hook cost of a callgrind output: self cost of functions in the hook's
+ * object plus calls from them into objects other than libfabric and the
+ * hook. Returns -1 on a parse failure.
+ */
+static double hook_cost(const char *file)
+{
+	char line[4096], ob[1024] = "", cob[1024] = "";
+	char names[4096][256];
+	bool fn_in_hook = false, next_is_call = false;
+	double total = 0;
+	FILE *f = fopen(file, "r");
+
+	if (!f)
+		return -1;
+	memset(names, 0, sizeof(names));
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line, *name;
+		long id;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(p, "ob=", 3) || !strncmp(p, "cob=", 4)) {
+			bool is_cob = p[0] == 'c';
+			char *dst = is_cob ? cob : ob;
+
+			p += is_cob ? 4 : 3;
+			name = p;
+			if (*p == '(') {
+				id = strtol(p + 1, &name, 10);
+				name = strchr(p, ')');
+				name = name ? name + 1 : p;
+				while (*name == ' ')
+					name++;
+				if (id >= 0 && id < 4096) {
+					if (*name)
+						snprintf(names[id], sizeof(names[id]), "%s", name);
+					name = names[id];
+				}
+			}
+			snprintf(dst, 1024, "%s", name);
+			continue;
+		}
+		if (!strncmp(p, "fn=", 3)) {
+			fn_in_hook = strstr(ob, "libmrlease-fi") != NULL;
+			snprintf(cob, sizeof(cob), "%s", ob);
+			continue;
+		}
+		if (!strncmp(p, "calls=", 6)) {
+			next_is_call = true;
+			continue;
+		}
+		if ((*p >= '0' && *p <= '9') || *p == '+' || *p == '-' || *p == '*') {
+			char *cost = strchr(p, ' ');
+			double c = cost ? strtod(cost, NULL) : 0;
+
+			if (!fn_in_hook) {
+				next_is_call = false;
+				continue;
+			}
+			if (next_is_call) {
+				if (!strstr(cob, "libfabric") && !strstr(cob, "libmrlease-fi"))
+					total += c;
+				snprintf(cob, sizeof(cob), "%s", ob);
+				next_is_call = false;
+			} else {
+				total += c;
+			}
+		}
+	}
+	fclose(f);
+	return total;
+}
+
+static int callgrind_run(long iters, long empty_polls, const char *out,
+			 struct sample *s)
+{
+	char iters_s[32], polls_s[32], outopt[PATH_MAX + 32];
+	char *prefix[] = { "valgrind", "--tool=callgrind", "--quiet", outopt, NULL };
+	char *args[] = { "--child", "2", "--sizes", "4096", "--iters", iters_s,
+			 "--window", "1", "--empty-polls", polls_s, NULL };
+
+	snprintf(iters_s, sizeof(iters_s), "%ld", iters);
+	snprintf(polls_s, sizeof(polls_s), "%ld", empty_polls);
+	snprintf(outopt, sizeof(outopt), "--callgrind-out-file=%s", out);
+	return spawn(MODE_LEASE, prefix, args, s);
+}
+
+/* Instructions the hook adds per write + completion on the hit path. */
+static double callgrind_per_op(void)
+{
+	const long n1 = 1000, n2 = 3000, p = 20000;
+	char f[3][64];
+	struct sample s[3];
+	double h[3], per_poll, extra[3];
+
+	if (system("valgrind --version >/dev/null 2>&1"))
+		return -1;
+	for (int i = 0; i < 3; i++) {
+		snprintf(f[i], sizeof(f[i]), "/tmp/xfer_bench.cg.%d.%d", (int)getpid(), i);
+		if (callgrind_run(i == 1 ? n2 : n1, i == 2 ? p : 0, f[i], &s[i]) < 1)
+			return -1;
+		h[i] = hook_cost(f[i]);
+		unlink(f[i]);
+		if (h[i] < 0)
+			return -1;
+	}
+	/* Extra polls (reads that found nothing) differ between runs; the
+	 * third run adds p of them to the first, which prices one. */
+	extra[0] = (double)(s[0].all_polls - s[0].all_ops);
+	extra[1] = (double)(s[1].all_polls - s[1].all_ops);
+	extra[2] = (double)(s[2].all_polls - s[2].all_ops);
+	if (extra[2] <= extra[0] || s[1].all_ops <= s[0].all_ops)
+		return -1;
+	per_poll = (h[2] - h[0]) / (extra[2] - extra[0]);
+	printf("# callgrind: hook Ir %.0f / %.0f / %.0f for %ld / %ld / %ld writes "
+	       "with %.0f / %.0f / %.0f empty polls: %.1f Ir per empty poll\n",
+	       h[0], h[1], h[2], s[0].all_ops, s[1].all_ops, s[2].all_ops,
+	       extra[0], extra[1], extra[2], per_poll);
+	return ((h[1] - h[0]) - per_poll * (extra[1] - extra[0])) /
+	       (double)(s[1].all_ops - s[0].all_ops);
+}
+
+static int parent_main(void)
+{
+	const char *env = getenv("XFER_BENCH_REPS");
+	int reps = env ? atoi(env) : 5;
+	static struct sample samples[NMODES + 1][MAX_REPS];
+	char *args[4] = { "--child", NULL, NULL, NULL };
+	char mode_s[8];
+	double med[NMODES + 1][NSIZES], v[MAX_REPS];
+	double worst21 = 1e9, worst24 = 1e9, ir = -1;
+	int ret;
+
+	if (reps < 1)
+		reps = 1;
+	if (reps > MAX_REPS)
+		reps = MAX_REPS;
+	printf("# xfer_bench: fi_write message rate over %s, %d repetitions, "
+	       "modes alternating\n", getenv("XFER_BENCH_PROV") ?
+	       getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm", reps);
+	for (int r = 0; r < reps; r++) {
+		for (int k = 0; k < NMODES; k++) {
+			int mode = 1 + (r + k) % NMODES;
+
+			snprintf(mode_s, sizeof(mode_s), "%d", mode);
+			args[1] = mode_s;
+			ret = spawn(mode, NULL, args, &samples[mode][r]);
+			if (ret == -FI_ENODATA) {
+				printf("# provider unavailable: skipped\nRESULT skipped=1\n");
+				return 0;
+			}
+			if (ret != (int)NSIZES) {
+				fprintf(stderr, "xfer_bench: mode %s child failed (%d)\n",
+					mode_names[mode], ret);
+				return 1;
+			}
+		}
+	}
+
+	printf("# %8s %12s %12s %12s %12s %8s %8s %8s\n", "size", "app/s",
+	       "lease/s", "perop/s", "noop/s", "(2)/(1)", "(2)/(4)", "(2)/(3)");
+	for (size_t i = 0; i < NSIZES; i++) {
+		for (int m = 1; m <= NMODES; m++) {
+			for (int r = 0; r < reps; r++)
+				v[r] = samples[m][r].rate[i];
+			med[m][i] = median(v, reps);
+		}
+		double r21 = med[2][i] / med[1][i], r24 = med[2][i] / med[4][i];
+		double r23 = med[2][i] / med[3][i];
+
+		worst21 = r21 < worst21 ? r21 : worst21;
+		worst24 = r24 < worst24 ? r24 : worst24;
+		printf("  %8zu %12.0f %12.0f %12.0f %12.0f %8.3f %8.3f %8.3f\n",
+		       bench_sizes[i], med[1][i], med[2][i], med[3][i], med[4][i],
+		       r21, r24, r23);
+	}
+	printf("# provider registrations per child run (all sizes, warm-up "
+	       "included), last repetition:");
+	for (int m = 1; m <= NMODES; m++)
+		printf(" %s=%" PRIu64, mode_names[m], samples[m][reps - 1].total_regs);
+	printf("\n# per size, timed part (app/lease/perop/noop):");
+	for (size_t i = 0; i < NSIZES; i++)
+		printf(" %zu:%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64, bench_sizes[i],
+		       samples[1][reps - 1].regs[i], samples[2][reps - 1].regs[i],
+		       samples[3][reps - 1].regs[i], samples[4][reps - 1].regs[i]);
+	printf("\n");
+
+	env = getenv("XFER_BENCH_CALLGRIND");
+	if (!env || strcmp(env, "0")) {
+		ir = callgrind_per_op();
+		if (ir < 0)
+			printf("# callgrind: valgrind unavailable or failed\n");
+		else
+			printf("# hook instructions per fi_write + completion (hit path, "
+			       "4 KiB): %.1f\n", ir);
+	}
+
+	printf("RESULT prov=%s reps=%d", getenv("XFER_BENCH_PROV") ?
+	       getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm", reps);
+	for (size_t i = 0; i < NSIZES; i++)
+		printf(" r21_%zu=%.3f r24_%zu=%.3f r23_%zu=%.3f", bench_sizes[i],
+		       med[2][i] / med[1][i], bench_sizes[i], med[2][i] / med[4][i],
+		       bench_sizes[i], med[2][i] / med[3][i]);
+	printf(" min_r21=%.3f min_r24=%.3f", worst21, worst24);
+	for (int m = 1; m <= NMODES; m++)
+		printf(" regs_%s=%" PRIu64, mode_names[m], samples[m][reps - 1].total_regs);
+	if (ir >= 0)
+		printf(" hook_ir_per_op=%.1f", ir);
+	else
+		printf(" hook_ir_per_op=na");
+	printf("\n");
+	return 0;
+}
+
+static int parse_child(int argc, char **argv, struct child_opts *o)
+{
+	o->window = 32;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!v)
+			return -1;
+		if (!strcmp(a, "--child"))
+			o->mode = atoi(v);
+		else if (!strcmp(a, "--sizes"))
+			o->sizes[o->nsizes++] = strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--iters"))
+			o->iters = atol(v);
+		else if (!strcmp(a, "--window"))
+			o->window = atoi(v);
+		else if (!strcmp(a, "--empty-polls"))
+			o->empty_polls = atol(v);
+		else
+			return -1;
+		i++;
+	}
+	if (!o->nsizes) {
+		memcpy(o->sizes, bench_sizes, sizeof(bench_sizes));
+		o->nsizes = NSIZES;
+	}
+	if (o->mode < 1 || o->mode > NMODES || o->window < 1 || o->window > MAX_WINDOW)
+		return -1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct child_opts o = { 0 };
+
+	if (argc > 1) {
+		if (parse_child(argc, argv, &o)) {
+			fprintf(stderr, "usage: %s [--child MODE [--sizes N] [--iters N] "
+				"[--window N] [--empty-polls N]]\n", argv[0]);
+			return 2;
+		}
+		return child_main(&o);
+	}
+	return parent_main();
+}
