@@ -5,8 +5,9 @@
  * Any hook object answers fi_open_ops(fid, MRL_DEBUG_OPS_1, 0, &ops, NULL)
  * with a struct mrl_debug_ops; ops->read() copies the process-wide counts of
  * the plugin that owns the object (mrlease and mrcheck each keep their own).
- * Counts only grow; they are updated on the control path only (open, close,
- * event mapping), with relaxed atomics. Not installed, not a public API:
+ * Counts only grow; they are updated with relaxed atomics on the control
+ * path (open, close, event mapping) and in the dynamic-rbuf trampoline,
+ * which runs once per message a utility provider receives that way. Not installed, not a public API:
  * tests include it by path and compare counts before and after an action.
  */
 #ifndef MRL_DEBUG_H
@@ -46,7 +47,9 @@ enum mrl_debug_counter {
 	MRL_DEBUG_EQ_EVENTS_MAPPED,  /* EQ events whose fid was mapped back */
 	MRL_DEBUG_POLL_MAPPED,       /* poll results mapped back */
 	MRL_DEBUG_FLOW_CTRL_OPENED,  /* OFI_OPS_FLOW_CTRL translated */
-	MRL_DEBUG_OPS_REFUSED,       /* fi_open_ops names refused (-FI_ENOSYS) */
+	MRL_DEBUG_DYN_RBUF_SET,      /* OFI_OPS_DYNAMIC_RBUF translated */
+	MRL_DEBUG_DYN_RBUF_CALLS,    /* get_rbuf calls mapped (one per message) */
+	MRL_DEBUG_OPS_REFUSED,       /* fi_open_ops/fi_set_ops names refused */
 	MRL_DEBUG_NCOUNTERS
 };
 

@@ -59,8 +59,8 @@ struct mrl_fabric {
 	void *ext;
 };
 
-/* Flow-control ops translated for utility providers (see hook_domain.c). */
-struct mrl_flow_ctrl;
+/* Provider-private ops translated for utility providers (hook_domain.c). */
+struct mrl_util_ops;
 
 struct mrl_domain {
 	struct fid_domain domain;
@@ -80,7 +80,7 @@ struct mrl_domain {
 	enum fi_threading threading;    /* domain_attr->threading */
 	uint32_t api_version;           /* fabric api_version */
 
-	struct mrl_flow_ctrl *flow_ctrl; /* lazily, on OFI_OPS_FLOW_CTRL */
+	struct mrl_util_ops *util_ops;  /* lazily, on the first such name */
 };
 
 struct mrl_eq {
@@ -399,10 +399,13 @@ int mrl_pep_close(struct fid *fid);
 int mrl_mr_close(struct fid *fid);
 int mrl_mc_close(struct fid *fid);
 
-/* Provider-private ops on domains/endpoints (hook_domain.c). */
+/* Provider-private ops names on domains (hook_domain.c): *handled says
+ * whether the name is one the layer translates (then the return value is
+ * final, -FI_ENOSYS included). */
 int mrl_domain_ops_open(struct mrl_domain *domain, const char *name,
-			uint64_t flags, void **ops, void *context);
-void mrl_domain_flow_ctrl_free(struct mrl_domain *domain);
+			uint64_t flags, void **ops, void *context, bool *handled);
+int mrl_domain_ops_set(struct mrl_domain *domain, const char *name,
+		       uint64_t flags, void *ops, void *context, bool *handled);
 
 /* Whether the calling thread is inside the outer instance's domain open. */
 extern _Thread_local int mrl_nesting;

@@ -18,13 +18,19 @@
  *       set_send_handler() gets the inner domain and a trampoline that maps
  *       the inner endpoint it is called with back to the hook endpoint
  *       before calling rxm's handler.
+ *   "ofix_dynamic_rbuf_v2" (OFI_OPS_DYNAMIC_RBUF), fi_set_ops on a domain.
+ *       Set by ofi_rxm (1.17) on its msg domain; tcp then asks rxm for a
+ *       receive buffer per incoming message through get_rbuf(entry, ...).
+ *       Translated: the inner domain gets a trampoline that replaces
+ *       entry->ep_context (the inner endpoint's context, i.e. our wrapper)
+ *       with the wrapper's own context (rxm's connection) around rxm's
+ *       get_rbuf.
  *   "mrlease_ops_v1" (FI_MRLEASE_OPS_1), on a fabric or domain: routed to
  *       the plugin's personality (-FI_ENOSYS without one).
  *   "mrlease_debug_v1" (MRL_DEBUG_OPS_1), on any hook object: test-only
  *       counters (mrl_debug.h).
- *   Any other name, and every fi_set_ops() name (e.g. the
- *       "ofix_dynamic_rbuf_v*" ops rxm installed on tcp in 1.13-1.16):
- *       -FI_ENOSYS, logged at FI_LOG_INFO. ofi_rxd (1.17) opens no
+ *   Any other name (fi_open_ops or fi_set_ops, any object): -FI_ENOSYS,
+ *       logged at FI_LOG_INFO and counted (MRL_DEBUG_OPS_REFUSED). ofi_rxd (1.17) opens no
  *       provider-private ops on its udp objects.
  */
 #include "config.h"
@@ -40,9 +46,10 @@
 
 _Thread_local int mrl_nesting;
 
-/* ---- OFI_OPS_FLOW_CTRL ------------------------------------------- */
+/* ---- provider-private ops ------------------------------------------ */
 
 #define MRL_OFI_OPS_FLOW_CTRL "ofix_flow_ctrl_v1"
+#define MRL_OFI_OPS_DYNAMIC_RBUF "ofix_dynamic_rbuf_v2"
 
 typedef ssize_t (*mrl_flow_send_fn)(struct fid_ep *ep, uint64_t credits);
 
@@ -56,68 +63,95 @@ struct mrl_ofi_ops_flow_ctrl {
 				 mrl_flow_send_fn send_handler);
 };
 
-struct mrl_flow_ctrl {
-	struct mrl_ofi_ops_flow_ctrl *inner;
-	mrl_flow_send_fn send_handler; /* the utility provider's, takes hook eps */
+/* Layout of libfabric's struct ofi_cq_rbuf_entry / ofi_ops_dynamic_rbuf
+ * as named by "ofix_dynamic_rbuf_v2". */
+struct mrl_ofi_cq_rbuf_entry {
+	void *op_context;
+	uint64_t flags;
+	size_t len;
+	void *buf;
+	uint64_t data;
+	uint64_t tag;
+	void *ep_context;
 };
 
-#define MRL_FLOW_OK(fc, op)                                                    \
-	((fc) && (fc)->inner->size >                                           \
-			 offsetof(struct mrl_ofi_ops_flow_ctrl, op) &&          \
-	 (fc)->inner->op)
+struct mrl_ofi_ops_dynamic_rbuf {
+	size_t size;
+	ssize_t (*get_rbuf)(struct mrl_ofi_cq_rbuf_entry *entry, struct iovec *iov,
+			    size_t *count);
+};
 
-static struct mrl_ep *mrl_flow_ep(struct fid_ep *ep)
+struct mrl_util_ops {
+	/* OFI_OPS_FLOW_CTRL of the inner domain, and the utility provider's
+	 * send handler (called with hook endpoints). */
+	struct mrl_ofi_ops_flow_ctrl *flow_inner;
+	mrl_flow_send_fn send_handler;
+	/* OFI_OPS_DYNAMIC_RBUF the utility provider set on us (it expects
+	 * entry->ep_context to be its own endpoint context). */
+	struct mrl_ofi_ops_dynamic_rbuf *rbuf_outer;
+};
+
+static struct mrl_util_ops *mrl_util_ops_get(struct mrl_domain *domain)
 {
-	if (!ep || !mrl_is_hook_fid(&ep->fid) ||
-	    mrl_class_of(&ep->fid) < MRL_CLASS_EP ||
-	    mrl_class_of(&ep->fid) > MRL_CLASS_SRX_CTX)
-		return NULL;
-	return mrl_ep_of(ep);
+	if (!domain->util_ops)
+		domain->util_ops = calloc(1, sizeof(*domain->util_ops));
+	return domain->util_ops;
 }
+
+static struct mrl_ep *mrl_util_ep(struct fid *fid)
+{
+	if (!fid || !mrl_is_hook_fid(fid) || mrl_class_of(fid) < MRL_CLASS_EP ||
+	    mrl_class_of(fid) > MRL_CLASS_SRX_CTX)
+		return NULL;
+	return container_of(fid, struct mrl_ep, ep.fid);
+}
+
+#define MRL_FLOW_OK(u, op)                                                     \
+	((u) && (u)->flow_inner &&                                             \
+	 (u)->flow_inner->size > offsetof(struct mrl_ofi_ops_flow_ctrl, op) && \
+	 (u)->flow_inner->op)
 
 static bool mrl_flow_available(struct fid_ep *ep_fid)
 {
-	struct mrl_ep *ep = mrl_flow_ep(ep_fid);
+	struct mrl_ep *ep = mrl_util_ep(ep_fid ? &ep_fid->fid : NULL);
 
-	if (!ep || !MRL_FLOW_OK(ep->domain->flow_ctrl, available))
+	if (!ep || !MRL_FLOW_OK(ep->domain->util_ops, available))
 		return false;
-	return ep->domain->flow_ctrl->inner->available(ep->inner);
+	return ep->domain->util_ops->flow_inner->available(ep->inner);
 }
 
 static int mrl_flow_enable(struct fid_ep *ep_fid, uint64_t threshold)
 {
-	struct mrl_ep *ep = mrl_flow_ep(ep_fid);
+	struct mrl_ep *ep = mrl_util_ep(ep_fid ? &ep_fid->fid : NULL);
 
 	if (!ep)
 		return -FI_EINVAL;
-	if (!MRL_FLOW_OK(ep->domain->flow_ctrl, enable))
+	if (!MRL_FLOW_OK(ep->domain->util_ops, enable))
 		return -FI_ENOSYS;
-	return ep->domain->flow_ctrl->inner->enable(ep->inner, threshold);
+	return ep->domain->util_ops->flow_inner->enable(ep->inner, threshold);
 }
 
 static void mrl_flow_add_credits(struct fid_ep *ep_fid, uint64_t credits)
 {
-	struct mrl_ep *ep = mrl_flow_ep(ep_fid);
+	struct mrl_ep *ep = mrl_util_ep(ep_fid ? &ep_fid->fid : NULL);
 
-	if (ep && MRL_FLOW_OK(ep->domain->flow_ctrl, add_credits))
-		ep->domain->flow_ctrl->inner->add_credits(ep->inner, credits);
+	if (ep && MRL_FLOW_OK(ep->domain->util_ops, add_credits))
+		ep->domain->util_ops->flow_inner->add_credits(ep->inner, credits);
 }
 
 /* Called by the provider below with its own endpoint. */
 static ssize_t mrl_flow_send_trampoline(struct fid_ep *inner_ep, uint64_t credits)
 {
-	struct fid *hook = mrl_hook_of_inner(&inner_ep->fid);
-	struct mrl_ep *ep;
+	struct mrl_ep *ep = mrl_util_ep(mrl_hook_of_inner(&inner_ep->fid));
 
-	if (hook == &inner_ep->fid || !(ep = mrl_flow_ep(
-			container_of(hook, struct fid_ep, fid)))) {
+	if (!ep) {
 		FI_WARN(mrl_prov, FI_LOG_EP_DATA,
 			"flow control: endpoint %p is not hooked\n", (void *)inner_ep);
 		return -FI_EINVAL;
 	}
-	if (!ep->domain->flow_ctrl || !ep->domain->flow_ctrl->send_handler)
+	if (!ep->domain->util_ops || !ep->domain->util_ops->send_handler)
 		return -FI_ENOSYS;
-	return ep->domain->flow_ctrl->send_handler(&ep->ep, credits);
+	return ep->domain->util_ops->send_handler(&ep->ep, credits);
 }
 
 static void mrl_flow_set_send_handler(struct fid_domain *domain_fid,
@@ -129,10 +163,10 @@ static void mrl_flow_set_send_handler(struct fid_domain *domain_fid,
 	    mrl_class_of(&domain_fid->fid) != MRL_CLASS_DOMAIN)
 		return;
 	domain = mrl_domain_of(domain_fid);
-	if (!MRL_FLOW_OK(domain->flow_ctrl, set_send_handler))
+	if (!MRL_FLOW_OK(domain->util_ops, set_send_handler))
 		return;
-	domain->flow_ctrl->send_handler = send_handler;
-	domain->flow_ctrl->inner->set_send_handler(
+	domain->util_ops->send_handler = send_handler;
+	domain->util_ops->flow_inner->set_send_handler(
 		domain->inner, send_handler ? mrl_flow_send_trampoline : NULL);
 }
 
@@ -149,6 +183,7 @@ static int mrl_domain_open_flow_ctrl(struct mrl_domain *domain, uint64_t flags,
 {
 	struct mrl_ofi_ops_flow_ctrl *inner_ops = NULL;
 	struct fid *inner = &domain->inner->fid;
+	struct mrl_util_ops *util;
 	int ret;
 
 	if (!FI_CHECK_OP(inner->ops, struct fi_ops, ops_open))
@@ -159,29 +194,84 @@ static int mrl_domain_open_flow_ctrl(struct mrl_domain *domain, uint64_t flags,
 		return ret;
 	if (!inner_ops)
 		return -FI_ENOSYS;
-
-	if (!domain->flow_ctrl) {
-		domain->flow_ctrl = calloc(1, sizeof(*domain->flow_ctrl));
-		if (!domain->flow_ctrl)
-			return -FI_ENOMEM;
-	}
-	domain->flow_ctrl->inner = inner_ops;
+	util = mrl_util_ops_get(domain);
+	if (!util)
+		return -FI_ENOMEM;
+	util->flow_inner = inner_ops;
 	mrl_count(MRL_DEBUG_FLOW_CTRL_OPENED);
 	*ops = &mrl_flow_ctrl_ops;
 	return 0;
 }
 
-void mrl_domain_flow_ctrl_free(struct mrl_domain *domain)
+/* Called by the provider below with an entry naming its endpoint's
+ * context, which is our wrapper: the utility provider gets its own. */
+static ssize_t mrl_rbuf_get_trampoline(struct mrl_ofi_cq_rbuf_entry *entry,
+				       struct iovec *iov, size_t *count)
 {
-	free(domain->flow_ctrl);
-	domain->flow_ctrl = NULL;
+	struct mrl_ep *ep = mrl_util_ep(entry->ep_context);
+	struct mrl_ofi_ops_dynamic_rbuf *outer;
+	ssize_t ret;
+
+	if (!ep || !ep->domain->util_ops || !ep->domain->util_ops->rbuf_outer) {
+		FI_WARN(mrl_prov, FI_LOG_EP_DATA,
+			"dynamic rbuf: endpoint context %p is not hooked\n",
+			entry->ep_context);
+		return -FI_EINVAL;
+	}
+	outer = ep->domain->util_ops->rbuf_outer;
+	mrl_count(MRL_DEBUG_DYN_RBUF_CALLS);
+	entry->ep_context = ep->ep.fid.context;
+	ret = outer->get_rbuf(entry, iov, count);
+	entry->ep_context = &ep->ep.fid;
+	return ret;
+}
+
+static struct mrl_ofi_ops_dynamic_rbuf mrl_rbuf_ops = {
+	.size = sizeof(struct mrl_ofi_ops_dynamic_rbuf),
+	.get_rbuf = mrl_rbuf_get_trampoline,
+};
+
+static int mrl_domain_set_dynamic_rbuf(struct mrl_domain *domain, uint64_t flags,
+				       void *ops, void *context)
+{
+	struct mrl_ofi_ops_dynamic_rbuf *outer = ops;
+	struct fid *inner = &domain->inner->fid;
+	struct mrl_util_ops *util;
+	int ret;
+
+	if (!outer || outer->size < sizeof(*outer) || !outer->get_rbuf)
+		return -FI_EINVAL;
+	if (!FI_CHECK_OP(inner->ops, struct fi_ops, ops_set))
+		return -FI_ENOSYS;
+	util = mrl_util_ops_get(domain);
+	if (!util)
+		return -FI_ENOMEM;
+	util->rbuf_outer = outer;
+	ret = inner->ops->ops_set(inner, MRL_OFI_OPS_DYNAMIC_RBUF, flags,
+				  &mrl_rbuf_ops, context);
+	if (ret) {
+		util->rbuf_outer = NULL;
+		return ret;
+	}
+	mrl_count(MRL_DEBUG_DYN_RBUF_SET);
+	return 0;
 }
 
 int mrl_domain_ops_open(struct mrl_domain *domain, const char *name,
-			uint64_t flags, void **ops, void *context)
+			uint64_t flags, void **ops, void *context, bool *handled)
 {
-	if (!strcmp(name, MRL_OFI_OPS_FLOW_CTRL))
+	*handled = !strcmp(name, MRL_OFI_OPS_FLOW_CTRL);
+	if (*handled)
 		return mrl_domain_open_flow_ctrl(domain, flags, ops, context);
+	return -FI_ENOSYS;
+}
+
+int mrl_domain_ops_set(struct mrl_domain *domain, const char *name,
+		       uint64_t flags, void *ops, void *context, bool *handled)
+{
+	*handled = !strcmp(name, MRL_OFI_OPS_DYNAMIC_RBUF);
+	if (*handled)
+		return mrl_domain_set_dynamic_rbuf(domain, flags, ops, context);
 	return -FI_ENOSYS;
 }
 
@@ -344,7 +434,7 @@ int mrl_domain_close(struct fid *fid)
 	ret = fi_close(&dom->inner->fid);
 	if (ret)
 		return ret;
-	mrl_domain_flow_ctrl_free(dom);
+	free(dom->util_ops);
 	mrl_count_close(MRL_CLASS_DOMAIN);
 	free(dom);
 	return 0;

@@ -274,10 +274,12 @@ int mrl_fid_ops_open(struct fid *fid, const char *name, uint64_t flags,
 		goto refuse;
 
 	if (cls == MRL_CLASS_DOMAIN) {
+		bool handled;
+
 		ret = mrl_domain_ops_open(container_of(fid, struct mrl_domain,
 						       domain.fid),
-					  name, flags, ops, context);
-		if (ret != -FI_ENOSYS)
+					  name, flags, ops, context, &handled);
+		if (handled)
 			return ret;
 	}
 
@@ -309,13 +311,22 @@ int mrl_fid_tostr(const struct fid *fid, char *buf, size_t len)
 int mrl_fid_ops_set(struct fid *fid, const char *name, uint64_t flags,
 		    void *ops, void *context)
 {
-	(void)flags;
-	(void)ops;
-	(void)context;
+	if (!name)
+		return -FI_EINVAL;
+	if (mrl_class_of(fid) == MRL_CLASS_DOMAIN) {
+		bool handled;
+		int ret;
+
+		ret = mrl_domain_ops_set(container_of(fid, struct mrl_domain,
+						      domain.fid),
+					 name, flags, ops, context, &handled);
+		if (handled)
+			return ret;
+	}
 	/* Ops installed below would be called with inner fids. */
 	mrl_count(MRL_DEBUG_OPS_REFUSED);
 	FI_INFO(mrl_prov, FI_LOG_CORE,
 		"fi_set_ops(\"%s\") on fclass %zu not forwarded: -FI_ENOSYS\n",
-		name ? name : "(null)", fid->fclass);
+		name, fid->fclass);
 	return -FI_ENOSYS;
 }
