@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The data path of the mrlease personality: operand resolution on posts,
+ * operation contexts that carry leases from post to completion, and the
+ * completion paths (CQ reads, counters, cancel, endpoint close) that give
+ * the leases back.
+ *
+ * What it guarantees.
+ * - A post whose local operands need no lease (a descriptor given, an operand
+ *   below the endpoint's threshold, an inject) is forwarded with the
+ *   application's own arguments and context: no pool entry, no context swap.
+ * - A post that takes leases passes the provider an operation context (a
+ *   struct mrl_op, first member a struct fi_context2 the provider may write
+ *   into) carrying the application's context and the leases. Each lease is
+ *   released exactly once: when the provider reports the operation complete
+ *   (success, error or cancel; for FI_MULTI_RECV when it releases the
+ *   buffer), when the post fails, or when the endpoint closes (after the
+ *   inner fi_close returned, so the provider has let go).
+ * - Completion entries are mapped back to the application's context;
+ *   completions the application did not ask for are consumed here and never
+ *   reach it. A read whose entries were all consumed returns -FI_EAGAIN.
+ *
+ * How an operation context is recognised. Every struct mrl_op lives in one
+ * process-wide reserved address range (mrl_op_region), so a completion's
+ * op_context is ours exactly when it falls inside that range (one subtraction
+ * and compare per entry), and the op's pool names the hook domain that
+ * posted it (the other instance of a stacked pair never mistakes it for its
+ * own). Application contexts are never dereferenced. The range is reserved
+ * PROT_NONE and committed chunk by chunk, so an application object can never
+ * sit inside it.
+ *
+ * Threading. Pools are per endpoint. The poster side (a private free list)
+ * follows the endpoint's threading model: unlocked under FI_THREAD_DOMAIN,
+ * COMPLETION and ENDPOINT (the application serialises calls on the
+ * endpoint), a mutex otherwise. Completion runs on whichever thread reads the
+ * CQ or counter, so returned ops go onto a lock-free stack that the poster
+ * takes over whole (no ABA: one consumer takes everything). An op's state is
+ * an atomic so that completion and endpoint close release its leases once.
+ *
+ * Lifetime. A pool lives while its endpoint is open, and after the endpoint
+ * closed with operations outstanding ("orphans": their leases were released
+ * at close) for as long as a CQ the endpoint was bound to might still hold
+ * entries naming them: such CQs keep a reference until they close.
+ */
+#ifndef MRL_XFER_H
+#define MRL_XFER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include "mrl_cache.h"
+#include "mrl_hook.h"
+
+/* Leases kept inside one op; an operation with more chains extra ops. */
+#define MRL_OP_LEASES 4
+/* Posts with more local iovs than this are forwarded unchanged. */
+#define MRL_XFER_IOV_MAX 16
+
+/* ---- operation contexts ------------------------------------------------ */
+
+enum mrl_op_state {
+	MRL_OP_FREE,	/* in a free list */
+	MRL_OP_LIVE,	/* posted, holds leases */
+	MRL_OP_ORPHAN,	/* its endpoint closed; leases already released */
+};
+
+enum mrl_op_flags {
+	MRL_OP_HIDDEN = 1 << 0,	    /* the app asked no completion: consume it */
+	MRL_OP_MULTI_RECV = 1 << 1, /* ends at a completion with FI_MULTI_RECV */
+	MRL_OP_EXTRA = 1 << 2,	    /* lease overflow of another op, not posted */
+};
+
+struct mrl_op_pool;
+
+struct mrl_op {
+	struct fi_context2 prov_ctx;	/* first: the provider's scratch space */
+	void *app_ctx;			/* what the application passed */
+	struct mrl_op_pool *pool;
+	struct mrl_op *next;		/* free list; when live: extra leases */
+	atomic_uint state;		/* enum mrl_op_state */
+	uint16_t flags;			/* enum mrl_op_flags */
+	uint16_t nleases;
+	struct mrl_registration *leases[MRL_OP_LEASES];
+};
+
+/* ---- per-endpoint pool --------------------------------------------------- */
+
+struct mrl_op_chunk;
+
+struct mrl_op_pool {
+	const struct mrl_domain *domain; /* first: read by mrl_op_of_context */
+	struct mrl_op *free;		 /* poster side */
+	_Atomic(struct mrl_op *) returned; /* pushed by completions */
+	bool locked;			 /* poster side shared by threads */
+	pthread_mutex_t lock;		 /* guards free and chunks if locked;
+					  * nothing else is done under it */
+	struct mrl_op_chunk *chunks;
+	atomic_uint refs;		 /* endpoint + CQs holding orphans */
+};
+
+/* The reserved range every op lives in; size 0 until first used. */
+struct mrl_op_region {
+	_Atomic uintptr_t base;
+	_Atomic size_t size;
+};
+extern struct mrl_op_region mrl_op_region;
+
+/*
+ * The op a completion's context names, if it is one of ours posted through
+ * `domain`; NULL for application contexts (never dereferenced), NULL, and
+ * the other instance's ops.
+ */
+static inline struct mrl_op *mrl_op_of_context(void *ctx,
+					       const struct mrl_domain *domain)
+{
+	size_t size = atomic_load_explicit(&mrl_op_region.size,
+					   memory_order_acquire);
+	uintptr_t off = (uintptr_t)ctx -
+		atomic_load_explicit(&mrl_op_region.base, memory_order_relaxed);
+	struct mrl_op *op;
+	const struct mrl_domain *owner;
+
+	if (off >= size)
+		return NULL;
+	op = ctx;
+	owner = op->pool->domain;
+	return owner == domain ? op : NULL;
+}
+
+int mrl_op_pool_create(const struct mrl_domain *domain, bool locked,
+		       struct mrl_op_pool **pool);
+/* Drop one reference; the last returns the chunks to the region. */
+void mrl_op_pool_unref(struct mrl_op_pool *pool);
+/* A LIVE op with no leases, or NULL (-FI_ENOMEM: the region is exhausted). */
+struct mrl_op *mrl_op_alloc(struct mrl_op_pool *pool);
+/* Add a lease to op (chaining an extra op when full); 0 or -FI_ENOMEM. */
+int mrl_op_add_lease(struct mrl_op *op, struct mrl_registration *reg);
+/* Release op's leases (and extra ops); the op keeps its state. */
+void mrl_op_release_leases(struct mrl_op *op);
+/* Return a LIVE op on the posting thread (its post failed). */
+void mrl_op_free_poster(struct mrl_op *op);
+/* Return an op from any thread (completion). */
+void mrl_op_free_any(struct mrl_op *op);
+/* Call fn on every op of the pool in state LIVE (not extras); poster side. */
+void mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
+			      bool (*fn)(struct mrl_op *op, void *arg),
+			      void *arg);
+
+/*
+ * One completion reported for op: hands back the application's context in
+ * *app_ctx and releases the leases when the operation is over (any
+ * completion, except for FI_MULTI_RECV ops: the one carrying FI_MULTI_RECV,
+ * or an error). Returns whether the application must see the entry.
+ */
+bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
+		     void **app_ctx);
+
+/* ---- endpoints ----------------------------------------------------------- */
+
+enum mrl_dir { MRL_TX, MRL_RX, MRL_NDIR };
+
+/* How one direction of an endpoint learns that a leased operation ended. */
+enum mrl_route {
+	MRL_ROUTE_NONE,		/* it cannot: never lease */
+	MRL_ROUTE_ALL,		/* the app's CQ reports every operation */
+	MRL_ROUTE_SELECTIVE,	/* the app's CQ, FI_SELECTIVE_COMPLETION */
+	MRL_ROUTE_INTERNAL,	/* no app CQ: our own CQ on the inner ep */
+};
+
+/* What the post path of one direction needs, fixed at fi_enable. */
+struct mrl_xdir {
+	size_t min;		/* non-msg calls: smallest leased operand
+				 * (SIZE_MAX: never lease) */
+	size_t min_msg;		/* msg calls (explicit flags) */
+	bool convert;		/* leased non-msg calls go out as msg calls
+				 * with FI_COMPLETION (route needs it) */
+	bool flags_visible;	/* completions carry flags (multi-recv) */
+	uint8_t route;		/* enum mrl_route */
+	uint64_t op_flags;	/* default op flags, for converted calls */
+};
+
+struct mrl_xcntr;
+
+/* The data path's state of one hook endpoint (mrl_ep.ext). */
+struct mrl_xep {
+	struct mrl_xdir dir[MRL_NDIR];
+	struct mrl_ep *ep;
+	struct mrl_cache_domain *cache;	/* leases come from here */
+	bool mr_local;			/* FI_MR_LOCAL: leasing is mandatory */
+	struct mrl_op_pool *pool;	/* created at fi_enable if leasing */
+	struct fid_cq *internal_cq;	/* inner CQ for MRL_ROUTE_INTERNAL */
+	struct mrl_xcntr *progress[4];	/* counters that drain internal_cq */
+	pthread_mutex_t drain_lock;	/* serialises internal_cq reads */
+};
+
+/* Personality callbacks (mrl_personality.c puts them in the table). */
+int mrl_xfer_ep_open(struct mrl_ep *ep);
+void mrl_xfer_ep_close(struct mrl_ep *ep);
+int mrl_xfer_cq_open(struct mrl_cq *cq);
+void mrl_xfer_cq_close(struct mrl_cq *cq);
+int mrl_xfer_cntr_open(struct mrl_cntr *cntr);
+void mrl_xfer_cntr_close(struct mrl_cntr *cntr);
+/* domain_open: the lease domain (mrl_lease_domain_open), then the MR
+ * interception (mrl_mr.c). */
+int mrl_xfer_domain_open(struct mrl_domain *domain);
+
+/* ---- post-path helpers (mrl_xfer_post.c), shared by the op families -------- */
+
+/* One post being resolved: the op is taken on the first lease. */
+struct mrl_post {
+	struct mrl_xep *x;
+	struct mrl_op *op;
+	enum mrl_dir dir;
+};
+
+static inline void mrl_post_init(struct mrl_post *p, struct mrl_xep *x,
+				 enum mrl_dir dir)
+{
+	p->x = x;
+	p->op = NULL;
+	p->dir = dir;
+}
+
+/*
+ * Resolve count operands: out[i] = desc[i] (desc may be NULL: all NULL), or
+ * for a NULL descriptor on an operand of at least min bytes, a lease's
+ * descriptor. A failed lease on a domain without FI_MR_LOCAL leaves the
+ * descriptor NULL (the provider copes); with FI_MR_LOCAL it fails the post.
+ */
+int mrl_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
+		 size_t count, size_t min, void **out);
+int mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
+		 size_t count, enum fi_datatype datatype, size_t min, void **out);
+/* Single buffer forms. */
+int mrl_post_buf(struct mrl_post *p, const void *buf, size_t len, void *desc,
+		 size_t min, void **out);
+
+/*
+ * After resolving: the context to give the provider, and (msg calls) the
+ * flags, with FI_COMPLETION added when the route needs it to learn the end
+ * of a leased op the application asked no completion for.
+ */
+void *mrl_post_context(struct mrl_post *p, void *app_ctx, uint64_t *flags);
+/* After the inner post: on failure release what the post took. */
+ssize_t mrl_post_end(struct mrl_post *p, ssize_t ret);
+
+static inline struct mrl_xep *mrl_xep_of(struct fid_ep *ep)
+{
+	return mrl_ep_of(ep)->ext;
+}
+
+/* Size in bytes of one element of an atomic datatype (0: unknown). */
+size_t mrl_datatype_size(enum fi_datatype datatype);
+
+/*
+ * Whether a post must take the slow path: some local operand has no
+ * descriptor and at least min bytes. Posts with more iovs than the slow path
+ * can rewrite go out unchanged.
+ */
+static inline bool mrl_iov_needs_lease(const struct iovec *iov, void **desc,
+				       size_t count, size_t min)
+{
+	if (min == SIZE_MAX || count > MRL_XFER_IOV_MAX)
+		return false;
+	for (size_t i = 0; i < count; i++)
+		if ((!desc || !desc[i]) && iov[i].iov_len >= min)
+			return true;
+	return false;
+}
+
+static inline bool mrl_ioc_needs_lease(const struct fi_ioc *ioc, void **desc,
+				       size_t count, enum fi_datatype datatype,
+				       size_t min)
+{
+	size_t size = mrl_datatype_size(datatype);
+
+	if (min == SIZE_MAX || count > MRL_XFER_IOV_MAX || !size)
+		return false;
+	for (size_t i = 0; i < count; i++)
+		if ((!desc || !desc[i]) && ioc[i].count &&
+		    ioc[i].count >= (min + size - 1) / size)
+			return true;
+	return false;
+}
+
+/* Op tables (mrl_xfer_*.c): the passthrough's, with every post that can
+ * carry a local operand replaced; filled once by mrl_xfer_tables_init. */
+extern struct fi_ops_msg mrl_xfer_msg_ops;
+extern struct fi_ops_tagged mrl_xfer_tagged_ops;
+extern struct fi_ops_rma mrl_xfer_rma_ops;
+extern struct fi_ops_atomic mrl_xfer_atomic_ops;
+void mrl_xfer_msg_init(void);
+void mrl_xfer_tagged_init(void);
+void mrl_xfer_rma_init(void);
+void mrl_xfer_atomic_init(void);
+
+/* ---- completion side (mrl_completion_*.c) ------------------------------------ */
+
+/* A CQ that keeps orphaned pools alive (mrl_cq.ext). */
+struct mrl_xcq {
+	pthread_mutex_t lock;		/* guards pools; nothing else under it */
+	struct mrl_op_pool **pools;
+	size_t npools, cap;
+};
+
+/* Keep pool alive until cq closes (an endpoint closed with orphans). */
+int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool);
+
+/* Counters drive internal CQs of counters-only endpoints (mrl_cntr.ext). */
+struct mrl_xcntr {
+	pthread_mutex_t lock;	/* guards eps; held while draining them, so an
+				 * endpoint cannot close under a drain */
+	atomic_size_t neps;
+	struct mrl_xep **eps;
+	size_t cap;
+};
+
+int mrl_xcntr_add(struct mrl_xcntr *c, struct mrl_xep *x);
+void mrl_xcntr_remove(struct mrl_xcntr *c, struct mrl_xep *x);
+/* Read x's internal CQ until empty, releasing what completed. */
+void mrl_xep_drain(struct mrl_xep *x);
+
+#endif /* MRL_XFER_H */

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * CQ reads: every entry whose context is one of our ops is mapped back to
+ * the application's context and the op completed (its leases released when
+ * the operation is over); entries of ops the application asked no
+ * completion for are removed, the rest compacted in place (src_addr kept in
+ * step). Entries with any other context, NULL included (remote CQ data, RMA
+ * events, the application's own un-leased posts), pass untouched at the cost
+ * of one range check each.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fi_errno.h>
+
+#include "mrl_xfer.h"
+
+static struct fi_ops_cq mrl_xfer_cq_ops;
+static pthread_once_t mrl_xfer_cq_once = PTHREAD_ONCE_INIT;
+
+/* UNSPEC is taken as CONTEXT, what the providers choose for it. */
+static inline size_t mrl_cq_entry_size(enum fi_cq_format format)
+{
+	switch (format) {
+	case FI_CQ_FORMAT_MSG:
+		return sizeof(struct fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA:
+		return sizeof(struct fi_cq_data_entry);
+	case FI_CQ_FORMAT_TAGGED:
+		return sizeof(struct fi_cq_tagged_entry);
+	default:
+		return sizeof(struct fi_cq_entry);
+	}
+}
+
+static ssize_t mrl_cq_translate(struct mrl_cq *cq, void *buf, ssize_t n,
+				fi_addr_t *src_addr)
+{
+	size_t size = mrl_cq_entry_size(cq->format);
+	bool has_flags = size > sizeof(struct fi_cq_entry);
+	char *entries = buf;
+	ssize_t kept = 0;
+
+	for (ssize_t i = 0; i < n; i++) {
+		struct fi_cq_entry *e = (void *)(entries + (size_t)i * size);
+		struct mrl_op *op = mrl_op_of_context(e->op_context, cq->domain);
+
+		if (op) {
+			uint64_t flags = has_flags ?
+				((struct fi_cq_msg_entry *)e)->flags : 0;
+
+			if (!mrl_op_complete(op, flags, false, &e->op_context))
+				continue;
+		}
+		if (kept != i) {
+			memmove(entries + (size_t)kept * size, e, size);
+			if (src_addr)
+				src_addr[kept] = src_addr[i];
+		}
+		kept++;
+	}
+	return kept ? kept : -FI_EAGAIN;
+}
+
+static ssize_t mrl_xcq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+{
+	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	ssize_t n = fi_cq_read(cq->inner, buf, count);
+
+	return n > 0 ? mrl_cq_translate(cq, buf, n, NULL) : n;
+}
+
+static ssize_t mrl_xcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+				fi_addr_t *src_addr)
+{
+	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	ssize_t n = mrl_cq_ops.readfrom(cq_fid, buf, count, src_addr);
+
+	return n > 0 ? mrl_cq_translate(cq, buf, n, src_addr) : n;
+}
+
+/* Errors always reach the application, also for ops it asked no
+ * completion for (the provider reports those too). Only the fields every
+ * api_version has (op_context, flags) are touched. */
+static ssize_t mrl_xcq_readerr(struct fid_cq *cq_fid,
+			       struct fi_cq_err_entry *buf, uint64_t flags)
+{
+	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	ssize_t n = mrl_cq_ops.readerr(cq_fid, buf, flags);
+	struct mrl_op *op;
+
+	if (n <= 0)
+		return n;
+	op = mrl_op_of_context(buf->op_context, cq->domain);
+	if (op)
+		mrl_op_complete(op, buf->flags, true, &buf->op_context);
+	return n;
+}
+
+static int64_t mrl_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Blocking reads: a batch that was all hidden is not an answer, so wait
+ * again for what is left of the timeout. */
+static ssize_t mrl_xcq_sreadfrom(struct fid_cq *cq_fid, void *buf,
+				 size_t count, fi_addr_t *src_addr,
+				 const void *cond, int timeout)
+{
+	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	int64_t deadline = timeout >= 0 ? mrl_now_ms() + timeout : 0;
+	ssize_t n;
+
+	for (;;) {
+		n = src_addr ? mrl_cq_ops.sreadfrom(cq_fid, buf, count,
+						    src_addr, cond, timeout) :
+			       mrl_cq_ops.sread(cq_fid, buf, count, cond,
+						timeout);
+		if (n <= 0)
+			return n;
+		n = mrl_cq_translate(cq, buf, n, src_addr);
+		if (n != -FI_EAGAIN)
+			return n;
+		if (timeout >= 0) {
+			int64_t left = deadline - mrl_now_ms();
+
+			if (left <= 0)
+				return -FI_EAGAIN;
+			timeout = (int)left;
+		}
+	}
+}
+
+static ssize_t mrl_xcq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
+			     const void *cond, int timeout)
+{
+	return mrl_xcq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
+}
+
+static void mrl_xfer_cq_init(void)
+{
+	mrl_xfer_cq_ops = mrl_cq_ops;
+	mrl_xfer_cq_ops.read = mrl_xcq_read;
+	mrl_xfer_cq_ops.readfrom = mrl_xcq_readfrom;
+	mrl_xfer_cq_ops.readerr = mrl_xcq_readerr;
+	mrl_xfer_cq_ops.sread = mrl_xcq_sread;
+	mrl_xfer_cq_ops.sreadfrom = mrl_xcq_sreadfrom;
+}
+
+int mrl_xfer_cq_open(struct mrl_cq *cq)
+{
+	struct mrl_xcq *xcq;
+	int ret;
+
+	if (cq->flags & FI_PEER)
+		return 0;
+	pthread_once(&mrl_xfer_cq_once, mrl_xfer_cq_init);
+	xcq = calloc(1, sizeof(*xcq));
+	if (!xcq)
+		return -FI_ENOMEM;
+	ret = pthread_mutex_init(&xcq->lock, NULL);
+	if (ret) {
+		free(xcq);
+		return -ret;
+	}
+	cq->ext = xcq;
+	cq->cq.ops = &mrl_xfer_cq_ops;
+	return 0;
+}
+
+void mrl_xfer_cq_close(struct mrl_cq *cq)
+{
+	struct mrl_xcq *xcq = cq->ext;
+
+	if (!xcq)
+		return;
+	cq->ext = NULL;
+	for (size_t i = 0; i < xcq->npools; i++)
+		mrl_op_pool_unref(xcq->pools[i]);
+	free(xcq->pools);
+	pthread_mutex_destroy(&xcq->lock);
+	free(xcq);
+}
+
+int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool)
+{
+	struct mrl_xcq *xcq = cq->ext;
+	int ret = 0;
+
+	if (!xcq)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&xcq->lock);
+	if (xcq->npools == xcq->cap) {
+		size_t cap = xcq->cap ? 2 * xcq->cap : 4;
+		struct mrl_op_pool **pools = realloc(xcq->pools,
+						     cap * sizeof(*pools));
+
+		if (!pools) {
+			ret = -FI_ENOMEM;
+			goto out;
+		}
+		xcq->pools = pools;
+		xcq->cap = cap;
+	}
+	atomic_fetch_add_explicit(&pool->refs, 1, memory_order_relaxed);
+	xcq->pools[xcq->npools++] = pool;
+out:
+	pthread_mutex_unlock(&xcq->lock);
+	return ret;
+}

@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Endpoints of the data path: their tables, what fi_enable decides (which
+ * directions lease, and how each learns an operation ended), fi_cancel with
+ * the application's context, and close (release what the provider let go).
+ *
+ * fi_enable is seen by wrapping the endpoint classes' fid control once,
+ * process-wide (the passthrough has no control callback for personalities;
+ * the table's address must stay, since it tells a wrapper's class). The
+ * wrapper calls the passthrough's mrl_fid_control for everything.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
+
+#include "mrl_lease.h"
+#include "mrl_params.h"
+#include "mrl_xfer.h"
+
+static struct fi_ops_ep mrl_xfer_ep_ops;
+static pthread_once_t mrl_xfer_once = PTHREAD_ONCE_INIT;
+
+/* ---- fi_enable: routes, thresholds, internal CQ ------------------------ */
+
+static bool mrl_format_has_flags(enum fi_cq_format format)
+{
+	return format == FI_CQ_FORMAT_MSG || format == FI_CQ_FORMAT_DATA ||
+	       format == FI_CQ_FORMAT_TAGGED;
+}
+
+/* The endpoint's default op flags for a direction, if the provider says. */
+static bool mrl_xep_op_flags(struct mrl_ep *ep, enum mrl_dir dir,
+			     uint64_t *flags)
+{
+	*flags = dir == MRL_TX ? FI_TRANSMIT : FI_RECV;
+	if (fi_control(&ep->inner->fid, FI_GETOPSFLAG, flags)) {
+		*flags = 0;
+		return false;
+	}
+	*flags &= ~(uint64_t)(FI_TRANSMIT | FI_RECV);
+	return true;
+}
+
+/* Counters bound for a direction (any of them drives the internal CQ). */
+static size_t mrl_xep_dir_cntrs(struct mrl_ep *ep, enum mrl_dir dir,
+				struct mrl_cntr **out)
+{
+	size_t n = 0;
+
+	if (dir == MRL_RX) {
+		if (ep->bound.recv_cntr)
+			out[n++] = ep->bound.recv_cntr;
+		return n;
+	}
+	if (ep->bound.send_cntr)
+		out[n++] = ep->bound.send_cntr;
+	if (ep->bound.read_cntr)
+		out[n++] = ep->bound.read_cntr;
+	if (ep->bound.write_cntr)
+		out[n++] = ep->bound.write_cntr;
+	return n;
+}
+
+static void mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
+{
+	struct mrl_ep *ep = x->ep;
+	struct mrl_xdir *d = &x->dir[dir];
+	struct mrl_cq *cq = dir == MRL_TX ? ep->bound.tx_cq : ep->bound.rx_cq;
+	uint64_t cq_flags = dir == MRL_TX ? ep->bound.tx_cq_flags :
+					    ep->bound.rx_cq_flags;
+	struct mrl_cntr *cntrs[3];
+	bool known;
+
+	d->min = d->min_msg = SIZE_MAX;
+	if (cq) {
+		d->route = cq_flags & FI_SELECTIVE_COMPLETION ?
+			MRL_ROUTE_SELECTIVE : MRL_ROUTE_ALL;
+		d->flags_visible = mrl_format_has_flags(cq->format);
+	} else if (mrl_xep_dir_cntrs(ep, dir, cntrs)) {
+		d->route = MRL_ROUTE_INTERNAL;
+		d->flags_visible = true;
+	} else {
+		d->route = MRL_ROUTE_NONE;
+		return;
+	}
+
+	known = mrl_xep_op_flags(ep, dir, &d->op_flags);
+	d->convert = d->route == MRL_ROUTE_INTERNAL ||
+		     (d->route == MRL_ROUTE_SELECTIVE &&
+		      !(d->op_flags & FI_COMPLETION));
+	d->min_msg = min;
+	d->min = min;
+	/* Converting a non-msg call needs its default flags (completion
+	 * level, multi-recv): without them only FI_MR_LOCAL justifies it. */
+	if (d->convert && !known && !x->mr_local)
+		d->min = SIZE_MAX;
+	if (dir == MRL_TX && (d->op_flags & FI_INJECT))
+		d->min = SIZE_MAX;
+	if (dir == MRL_RX && (d->op_flags & FI_MULTI_RECV) &&
+	    !d->flags_visible)
+		d->min = SIZE_MAX;
+}
+
+/* Open the inner CQ that reports leased ops of counters-only directions. */
+static int mrl_xep_internal_cq(struct mrl_xep *x, uint64_t bind_flags)
+{
+	struct fi_cq_attr attr = {
+		.format = FI_CQ_FORMAT_MSG,
+		.wait_obj = FI_WAIT_NONE,
+	};
+	struct mrl_ep *ep = x->ep;
+	int ret;
+
+	ret = fi_cq_open(ep->domain->inner, &attr, &x->internal_cq, NULL);
+	if (ret) {
+		FI_WARN(mrl_prov, FI_LOG_EP_CTRL,
+			"internal CQ for a counters-only endpoint: %s\n",
+			fi_strerror(-ret));
+		return ret;
+	}
+	ret = fi_ep_bind(ep->inner, &x->internal_cq->fid,
+			 bind_flags | FI_SELECTIVE_COMPLETION);
+	if (ret) {
+		FI_WARN(mrl_prov, FI_LOG_EP_CTRL,
+			"binding the internal CQ: %s\n", fi_strerror(-ret));
+		fi_close(&x->internal_cq->fid);
+		x->internal_cq = NULL;
+	}
+	return ret;
+}
+
+/* Let the counters of internal-route directions drain x's internal CQ. */
+static int mrl_xep_link_cntrs(struct mrl_xep *x)
+{
+	struct mrl_cntr *cntrs[3];
+	size_t nlinked = 0;
+	int ret;
+
+	for (int dir = 0; dir < MRL_NDIR; dir++) {
+		size_t n;
+
+		if (x->dir[dir].route != MRL_ROUTE_INTERNAL)
+			continue;
+		n = mrl_xep_dir_cntrs(x->ep, dir, cntrs);
+		for (size_t i = 0; i < n; i++) {
+			bool seen = false;
+
+			for (size_t j = 0; j < nlinked; j++)
+				seen |= x->progress[j] == cntrs[i]->ext;
+			if (seen || nlinked == 4)
+				continue;
+			ret = mrl_xcntr_add(cntrs[i]->ext, x);
+			if (ret)
+				return ret;
+			x->progress[nlinked++] = cntrs[i]->ext;
+		}
+	}
+	return 0;
+}
+
+static void mrl_xep_disable(struct mrl_xep *x)
+{
+	for (int dir = 0; dir < MRL_NDIR; dir++) {
+		x->dir[dir].min = x->dir[dir].min_msg = SIZE_MAX;
+		x->dir[dir].route = MRL_ROUTE_NONE;
+	}
+}
+
+/* Before the inner fi_enable: decide, and bind the internal CQ if needed. */
+static int mrl_xep_enable(struct mrl_xep *x)
+{
+	struct mrl_ep *ep = x->ep;
+	struct mrl_domain *dom = ep->domain;
+	struct mrl_lease_domain *ld = mrl_lease_domain_of(dom);
+	enum fi_threading threading = dom->threading;
+	uint64_t internal = 0;
+	size_t min;
+	int ret;
+
+	if (x->pool || !ld || !ld->cache_domain || ep->alias_of)
+		return 0;
+	x->cache = ld->cache_domain;
+	x->mr_local = (dom->mr_mode & FI_MR_LOCAL) || (dom->mode & FI_LOCAL_MR);
+	min = x->mr_local ? 1 : dom->outermost ? mrl_params.min_size : SIZE_MAX;
+	if (min == SIZE_MAX)
+		return 0;
+	if (!min)
+		min = 1;
+
+	mrl_xdir_set(x, MRL_TX, min);
+	mrl_xdir_set(x, MRL_RX, min);
+	if (x->dir[MRL_TX].route == MRL_ROUTE_NONE &&
+	    x->dir[MRL_RX].route == MRL_ROUTE_NONE)
+		return 0;
+
+	ret = mrl_op_pool_create(dom, threading != FI_THREAD_DOMAIN &&
+					      threading != FI_THREAD_COMPLETION &&
+					      threading != FI_THREAD_ENDPOINT,
+				 &x->pool);
+	if (ret)
+		goto err_disable;
+
+	if (x->dir[MRL_TX].route == MRL_ROUTE_INTERNAL)
+		internal |= FI_TRANSMIT;
+	if (x->dir[MRL_RX].route == MRL_ROUTE_INTERNAL)
+		internal |= FI_RECV;
+	if (internal) {
+		ret = mrl_xep_internal_cq(x, internal);
+		if (!ret)
+			ret = mrl_xep_link_cntrs(x);
+		if (ret) {
+			/* Those directions go without leases. */
+			for (int dir = 0; dir < MRL_NDIR; dir++)
+				if (x->dir[dir].route == MRL_ROUTE_INTERNAL) {
+					x->dir[dir].min = SIZE_MAX;
+					x->dir[dir].min_msg = SIZE_MAX;
+					x->dir[dir].route = MRL_ROUTE_NONE;
+				}
+		}
+	}
+	return 0;
+
+err_disable:
+	FI_WARN(mrl_prov, FI_LOG_EP_CTRL,
+		"endpoint posts will take no leases: %s\n", fi_strerror(-ret));
+	mrl_xep_disable(x);
+	return x->mr_local ? ret : 0;
+}
+
+static int mrl_xfer_ep_control(struct fid *fid, int command, void *arg)
+{
+	struct mrl_ep *ep = container_of(fid, struct mrl_ep, ep.fid);
+	struct mrl_xep *x = ep->ext;
+	int ret;
+
+	if (command == FI_ENABLE && x) {
+		ret = mrl_xep_enable(x);
+		if (ret)
+			return ret;
+	}
+	ret = mrl_fid_control(fid, command, arg);
+	if (!ret && command == FI_SETOPSFLAG && x && x->pool && arg) {
+		/* New defaults for non-msg calls: decide those again. */
+		enum mrl_dir dir = *(uint64_t *)arg & FI_TRANSMIT ? MRL_TX :
+								    MRL_RX;
+		size_t min = x->dir[dir].min_msg;
+
+		if (x->dir[dir].route != MRL_ROUTE_NONE &&
+		    x->dir[dir].route != MRL_ROUTE_INTERNAL)
+			mrl_xdir_set(x, dir, min);
+	}
+	return ret;
+}
+
+/* ---- fi_cancel ------------------------------------------------------------ */
+
+struct mrl_cancel_find {
+	void *app_ctx;
+	struct mrl_op *op;
+};
+
+static bool mrl_cancel_match(struct mrl_op *op, void *arg)
+{
+	struct mrl_cancel_find *f = arg;
+
+	if (op->app_ctx != f->app_ctx)
+		return true;
+	f->op = op;
+	return false;
+}
+
+/* The application names the operation by its context; the provider knows
+ * leased operations by their op. */
+static ssize_t mrl_xfer_cancel(fid_t fid, void *context)
+{
+	struct mrl_ep *ep = container_of(fid, struct mrl_ep, ep.fid);
+	struct mrl_xep *x = ep->ext;
+	struct mrl_cancel_find f = { .app_ctx = context };
+
+	if (x && x->pool && context) {
+		if (x->pool->locked)
+			pthread_mutex_lock(&x->pool->lock);
+		mrl_op_pool_foreach_live(x->pool, mrl_cancel_match, &f);
+		if (x->pool->locked)
+			pthread_mutex_unlock(&x->pool->lock);
+		if (f.op)
+			context = f.op;
+	}
+	return mrl_ep_ops.cancel(fid, context);
+}
+
+/* ---- open, bind, close ---------------------------------------------------- */
+
+static void mrl_xfer_init_once(void)
+{
+	static const enum mrl_class ep_classes[] = {
+		MRL_CLASS_EP, MRL_CLASS_TX_CTX, MRL_CLASS_RX_CTX,
+	};
+
+	mrl_xfer_msg_init();
+	mrl_xfer_tagged_init();
+	mrl_xfer_rma_init();
+	mrl_xfer_atomic_init();
+	mrl_xfer_ep_ops = mrl_ep_ops;
+	mrl_xfer_ep_ops.cancel = mrl_xfer_cancel;
+	for (size_t i = 0; i < sizeof(ep_classes) / sizeof(ep_classes[0]); i++)
+		mrl_fid_ops[ep_classes[i]].control = mrl_xfer_ep_control;
+}
+
+int mrl_xfer_ep_open(struct mrl_ep *ep)
+{
+	enum mrl_class cls = mrl_class_of(&ep->ep.fid);
+	struct mrl_xep *x;
+	int ret;
+
+	if (cls != MRL_CLASS_EP && cls != MRL_CLASS_TX_CTX &&
+	    cls != MRL_CLASS_RX_CTX)
+		return 0;
+	pthread_once(&mrl_xfer_once, mrl_xfer_init_once);
+
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -FI_ENOMEM;
+	ret = pthread_mutex_init(&x->drain_lock, NULL);
+	if (ret) {
+		free(x);
+		return -ret;
+	}
+	x->ep = ep;
+	mrl_xep_disable(x);
+	ep->ext = x;
+
+	/* Only the tables the inner endpoint has: the passthrough's stay
+	 * where it answers -FI_ENOSYS. */
+	ep->ep.ops = &mrl_xfer_ep_ops;
+	if (ep->inner->msg)
+		ep->ep.msg = &mrl_xfer_msg_ops;
+	if (ep->inner->tagged)
+		ep->ep.tagged = &mrl_xfer_tagged_ops;
+	if (ep->inner->rma)
+		ep->ep.rma = &mrl_xfer_rma_ops;
+	if (ep->inner->atomic)
+		ep->ep.atomic = &mrl_xfer_atomic_ops;
+	return 0;
+}
+
+struct mrl_orphan_count {
+	size_t n;
+};
+
+static bool mrl_xep_orphan(struct mrl_op *op, void *arg)
+{
+	struct mrl_orphan_count *c = arg;
+	unsigned int state = MRL_OP_LIVE;
+
+	if (atomic_compare_exchange_strong_explicit(
+		    &op->state, &state, MRL_OP_ORPHAN, memory_order_acq_rel,
+		    memory_order_acquire)) {
+		mrl_op_release_leases(op);
+		c->n++;
+	}
+	return true;
+}
+
+/* After the inner close returned: the provider has let go of every op. */
+void mrl_xfer_ep_close(struct mrl_ep *ep)
+{
+	struct mrl_xep *x = ep->ext;
+	struct mrl_orphan_count orphans = { 0 };
+
+	if (!x)
+		return;
+	ep->ext = NULL;
+	for (size_t i = 0; i < 4 && x->progress[i]; i++)
+		mrl_xcntr_remove(x->progress[i], x);
+
+	if (x->pool) {
+		mrl_op_pool_foreach_live(x->pool, mrl_xep_orphan, &orphans);
+		if (x->internal_cq) {
+			/* Entries written before the close name orphans. */
+			mrl_xep_drain(x);
+			fi_close(&x->internal_cq->fid);
+		}
+		if (orphans.n) {
+			/* The application's CQs may still hold entries
+			 * naming them: keep the pool until those close. */
+			struct mrl_cq *cqs[2] = { ep->bound.tx_cq,
+						  ep->bound.rx_cq };
+
+			for (int i = 0; i < 2; i++) {
+				if (!cqs[i] || (i == 1 && cqs[1] == cqs[0]))
+					continue;
+				if (!mrl_xcq_hold_pool(cqs[i], x->pool))
+					continue;
+				FI_WARN(mrl_prov, FI_LOG_EP_CTRL,
+					"cannot keep orphaned operations "
+					"alive past endpoint close\n");
+			}
+		}
+		mrl_op_pool_unref(x->pool);
+	} else if (x->internal_cq) {
+		fi_close(&x->internal_cq->fid);
+	}
+	pthread_mutex_destroy(&x->drain_lock);
+	free(x);
+}

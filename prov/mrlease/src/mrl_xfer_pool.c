@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Operation contexts: the reserved region they live in, per-endpoint pools,
+ * and the one place an op's leases are given back (mrl_op_complete).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
+
+#include "mrl_xfer.h"
+
+/*
+ * Address space reserved for ops. PROT_NONE costs no memory and no commit
+ * charge; chunks become readable and writable as pools grow. If the kernel
+ * refuses the reservation, smaller ones are tried.
+ */
+#define MRL_REGION_MAX ((size_t)16 << 30)
+#define MRL_REGION_MIN ((size_t)64 << 20)
+#define MRL_CHUNK_SIZE ((size_t)64 << 10)
+
+struct mrl_op_chunk {
+	struct mrl_op_chunk *next;
+	size_t nops;
+	/* ops follow, aligned to 64 bytes */
+};
+
+#define MRL_CHUNK_HDR 64u
+#define MRL_CHUNK_OPS ((MRL_CHUNK_SIZE - MRL_CHUNK_HDR) / sizeof(struct mrl_op))
+
+struct mrl_op_region mrl_op_region;
+
+/* Ops of returned chunks point here, so a stale context naming them is
+ * seen as nobody's. */
+static struct mrl_op_pool mrl_dead_pool;
+
+/*
+ * Region bookkeeping. region_lock guards next_chunk and free_chunks; it is
+ * taken only when a pool grows or dies, never on a post or completion.
+ */
+static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t region_once = PTHREAD_ONCE_INIT;
+static uintptr_t region_next;
+static struct mrl_op_chunk *free_chunks;
+
+static void mrl_region_reserve(void)
+{
+	void *base = MAP_FAILED;
+	size_t size;
+
+	for (size = MRL_REGION_MAX; size >= MRL_REGION_MIN; size /= 2) {
+		base = mmap(NULL, size, PROT_NONE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (base != MAP_FAILED)
+			break;
+	}
+	if (base == MAP_FAILED) {
+		FI_WARN(mrl_prov, FI_LOG_CORE,
+			"cannot reserve address space for operation contexts: "
+			"posts will not take leases\n");
+		return;
+	}
+	region_next = (uintptr_t)base;
+	atomic_store_explicit(&mrl_op_region.base, (uintptr_t)base,
+			      memory_order_relaxed);
+	atomic_store_explicit(&mrl_op_region.size, size, memory_order_release);
+}
+
+static struct mrl_op_chunk *mrl_chunk_get(void)
+{
+	struct mrl_op_chunk *chunk = NULL;
+	uintptr_t end;
+
+	pthread_once(&region_once, mrl_region_reserve);
+	end = atomic_load_explicit(&mrl_op_region.base, memory_order_relaxed) +
+	      atomic_load_explicit(&mrl_op_region.size, memory_order_acquire);
+
+	pthread_mutex_lock(&region_lock);
+	if (free_chunks) {
+		chunk = free_chunks;
+		free_chunks = chunk->next;
+	} else if (region_next + MRL_CHUNK_SIZE <= end) {
+		if (!mprotect((void *)region_next, MRL_CHUNK_SIZE,
+			      PROT_READ | PROT_WRITE)) {
+			chunk = (struct mrl_op_chunk *)region_next;
+			region_next += MRL_CHUNK_SIZE;
+		} else {
+			FI_WARN(mrl_prov, FI_LOG_CORE,
+				"mprotect of an operation chunk: %s\n",
+				strerror(errno));
+		}
+	}
+	pthread_mutex_unlock(&region_lock);
+	return chunk;
+}
+
+static void mrl_chunk_put(struct mrl_op_chunk *chunk)
+{
+	struct mrl_op *ops = (struct mrl_op *)((char *)chunk + MRL_CHUNK_HDR);
+
+	for (size_t i = 0; i < chunk->nops; i++)
+		ops[i].pool = &mrl_dead_pool;
+	pthread_mutex_lock(&region_lock);
+	chunk->next = free_chunks;
+	free_chunks = chunk;
+	pthread_mutex_unlock(&region_lock);
+}
+
+static inline struct mrl_op *mrl_chunk_ops(struct mrl_op_chunk *chunk)
+{
+	return (struct mrl_op *)((char *)chunk + MRL_CHUNK_HDR);
+}
+
+/* Carve a new chunk into pool->free; poster side (locked if shared). */
+static int mrl_pool_grow(struct mrl_op_pool *pool)
+{
+	struct mrl_op_chunk *chunk = mrl_chunk_get();
+	struct mrl_op *ops;
+
+	if (!chunk)
+		return -FI_ENOMEM;
+	chunk->nops = MRL_CHUNK_OPS;
+	ops = mrl_chunk_ops(chunk);
+	for (size_t i = 0; i < chunk->nops; i++) {
+		memset(&ops[i], 0, sizeof(ops[i]));
+		ops[i].pool = pool;
+		atomic_init(&ops[i].state, MRL_OP_FREE);
+		ops[i].next = i + 1 < chunk->nops ? &ops[i + 1] : pool->free;
+	}
+	pool->free = ops;
+	chunk->next = pool->chunks;
+	pool->chunks = chunk;
+	return 0;
+}
+
+int mrl_op_pool_create(const struct mrl_domain *domain, bool locked,
+		       struct mrl_op_pool **pool)
+{
+	struct mrl_op_pool *p = calloc(1, sizeof(*p));
+	int ret;
+
+	if (!p)
+		return -FI_ENOMEM;
+	p->domain = domain;
+	p->locked = locked;
+	atomic_init(&p->returned, NULL);
+	atomic_init(&p->refs, 1);
+	ret = pthread_mutex_init(&p->lock, NULL);
+	if (ret) {
+		free(p);
+		return -ret;
+	}
+	/* One chunk up front so the first posts do not grow the pool. */
+	ret = mrl_pool_grow(p);
+	if (ret)
+		goto err_lock;
+	*pool = p;
+	return 0;
+
+err_lock:
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+	return ret;
+}
+
+void mrl_op_pool_unref(struct mrl_op_pool *pool)
+{
+	struct mrl_op_chunk *chunk, *next;
+
+	if (atomic_fetch_sub_explicit(&pool->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	for (chunk = pool->chunks; chunk; chunk = next) {
+		next = chunk->next;
+		mrl_chunk_put(chunk);
+	}
+	pthread_mutex_destroy(&pool->lock);
+	free(pool);
+}
+
+struct mrl_op *mrl_op_alloc(struct mrl_op_pool *pool)
+{
+	struct mrl_op *op;
+
+	if (pool->locked)
+		pthread_mutex_lock(&pool->lock);
+	op = pool->free;
+	if (!op) {
+		op = atomic_exchange_explicit(&pool->returned, NULL,
+					      memory_order_acquire);
+		if (!op && !mrl_pool_grow(pool))
+			op = pool->free;
+	}
+	if (op)
+		pool->free = op->next;
+	if (pool->locked)
+		pthread_mutex_unlock(&pool->lock);
+	if (!op)
+		return NULL;
+	op->next = NULL;
+	op->flags = 0;
+	op->nleases = 0;
+	op->app_ctx = NULL;
+	atomic_store_explicit(&op->state, MRL_OP_LIVE, memory_order_relaxed);
+	return op;
+}
+
+int mrl_op_add_lease(struct mrl_op *op, struct mrl_registration *reg)
+{
+	struct mrl_op *extra;
+
+	while (op->nleases == MRL_OP_LEASES) {
+		if (!op->next) {
+			extra = mrl_op_alloc(op->pool);
+			if (!extra)
+				return -FI_ENOMEM;
+			extra->flags = MRL_OP_EXTRA;
+			op->next = extra;
+		}
+		op = op->next;
+	}
+	op->leases[op->nleases++] = reg;
+	return 0;
+}
+
+void mrl_op_release_leases(struct mrl_op *op)
+{
+	for (; op; op = op->next) {
+		for (uint16_t i = 0; i < op->nleases; i++)
+			mrl_lease_release(op->leases[i]);
+		op->nleases = 0;
+	}
+}
+
+/* Push a chain of ops [first .. last] on the pool's returned stack. */
+static void mrl_op_push_returned(struct mrl_op_pool *pool, struct mrl_op *first,
+				 struct mrl_op *last)
+{
+	struct mrl_op *head = atomic_load_explicit(&pool->returned,
+						   memory_order_relaxed);
+
+	do {
+		last->next = head;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&pool->returned, &head, first, memory_order_release,
+		memory_order_relaxed));
+}
+
+/* The op and its extras, states set FREE; returns the last of the chain. */
+static struct mrl_op *mrl_op_chain_free(struct mrl_op *op)
+{
+	struct mrl_op *last = op;
+
+	for (;;) {
+		atomic_store_explicit(&last->state, MRL_OP_FREE,
+				      memory_order_relaxed);
+		if (!last->next)
+			return last;
+		last = last->next;
+	}
+}
+
+void mrl_op_free_poster(struct mrl_op *op)
+{
+	struct mrl_op_pool *pool = op->pool;
+	struct mrl_op *last;
+
+	mrl_op_release_leases(op);
+	last = mrl_op_chain_free(op);
+	if (pool->locked)
+		pthread_mutex_lock(&pool->lock);
+	last->next = pool->free;
+	pool->free = op;
+	if (pool->locked)
+		pthread_mutex_unlock(&pool->lock);
+}
+
+void mrl_op_free_any(struct mrl_op *op)
+{
+	struct mrl_op *last = mrl_op_chain_free(op);
+
+	mrl_op_push_returned(op->pool, op, last);
+}
+
+void mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
+			      bool (*fn)(struct mrl_op *op, void *arg),
+			      void *arg)
+{
+	for (struct mrl_op_chunk *c = pool->chunks; c; c = c->next) {
+		struct mrl_op *ops = mrl_chunk_ops(c);
+
+		for (size_t i = 0; i < c->nops; i++) {
+			if (ops[i].flags & MRL_OP_EXTRA ||
+			    atomic_load_explicit(&ops[i].state,
+						 memory_order_acquire) !=
+				    MRL_OP_LIVE)
+				continue;
+			if (!fn(&ops[i], arg))
+				return;
+		}
+	}
+}
+
+bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
+		     void **app_ctx)
+{
+	unsigned int state = MRL_OP_LIVE;
+	bool visible = error || !(op->flags & MRL_OP_HIDDEN);
+
+	*app_ctx = op->app_ctx;
+	if ((op->flags & MRL_OP_MULTI_RECV) && !error &&
+	    !(flags & FI_MULTI_RECV))
+		return visible;
+
+	if (atomic_compare_exchange_strong_explicit(
+		    &op->state, &state, MRL_OP_FREE, memory_order_acq_rel,
+		    memory_order_acquire)) {
+		/* Read everything needed before the op can be reused. */
+		mrl_op_release_leases(op);
+		mrl_op_free_any(op);
+	} else if (state == MRL_OP_ORPHAN) {
+		/* Its endpoint closed and released the leases; the pool is
+		 * held by this CQ and never hands the op out again. */
+		atomic_store_explicit(&op->state, MRL_OP_FREE,
+				      memory_order_release);
+	}
+	return visible;
+}
