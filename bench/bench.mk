@@ -7,3 +7,15 @@ noinst_PROGRAMS += bench/xfer_bench
 bench_xfer_bench_SOURCES = bench/xfer_bench.c test/xfer_util.c test/xfer_util.h
 bench_xfer_bench_LDADD = -ldl $(FABRIC_LIBS)
 BENCHES += bench/xfer_bench
+
+# The lease cache against the seed's design and UCX's rcache (issue 3).
+# Run: make bench, or bench/cache_bench [--quick].
+noinst_PROGRAMS += bench/cache_bench
+bench_cache_bench_SOURCES = bench/cache_bench.c test/cache_registrar.c test/cache_registrar.h
+bench_cache_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test
+bench_cache_bench_LDADD = prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
+if HAVE_UCS
+bench_cache_bench_CPPFLAGS += -DHAVE_UCS=1 $(UCS_CFLAGS)
+bench_cache_bench_LDADD += $(UCS_LIBS)
+endif
+BENCHES += bench/cache_bench

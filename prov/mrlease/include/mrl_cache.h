@@ -151,15 +151,12 @@ struct mrl_cache_domain;	/* opaque: one core domain's entries */
  */
 struct mrl_registration {
 	uintptr_t base, end;			/* registered [base, end) */
-	uintptr_t max_end;			/* index: max end in subtree */
-	struct mrl_registration *left, *right;	/* index links */
 	struct mrl_registration *lru_prev, *lru_next; /* LRU; retire chain */
 	struct mrl_cache_domain *domain;
 	void *mr, *desc;			/* registrar's handle, descriptor */
 	atomic_uint refs;			/* index (while live) + leases */
 	atomic_uchar used;			/* CLOCK bit, set on hits */
 	uint8_t state;				/* internal (live, retired) */
-	int8_t height;				/* index balance */
 	uint8_t flags;				/* internal (pinned) */
 };
 

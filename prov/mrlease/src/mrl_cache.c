@@ -232,6 +232,8 @@ struct mrl_pending {
 	struct mrl_pending *next;
 };
 
+struct mrl_btnode;
+
 struct mrl_cache {
 	/* Written by writers only, read by every reader. */
 	_Alignas(MRL_CACHELINE) atomic_int writer;
@@ -254,6 +256,8 @@ struct mrl_cache {
 	uint64_t slot_base[MRL_TCNT_COUNT];
 	uint64_t closed_hot[MRL_TCNT_COUNT];	/* freed domains' counters */
 	atomic_uint refs;		/* creator + alive domains */
+	struct mrl_btnode *spare;	/* index node reserve (lock) */
+	unsigned nspare;
 	struct mrl_slow_stats stats;
 };
 
@@ -261,7 +265,7 @@ struct mrl_cache_domain {
 	struct mrl_cache *cache;
 	struct mrl_cache_domain *next;
 	/* Under cache->lock (readers: inside a read section). */
-	struct mrl_registration *root;
+	struct mrl_btnode *root;
 	uint64_t gen;
 	struct mrl_registration *lru_head, *lru_tail;
 	size_t count, bytes;
@@ -321,168 +325,335 @@ static void pool_free(struct mrl_registration *reg)
 
 /* ---- interval index ----------------------------------------------------- */
 
-static inline int tree_height(const struct mrl_registration *n)
+/*
+ * A B+tree keyed by base (unique per domain), each child slot carrying the
+ * max end of its subtree, so a covering or overlap query prunes whole
+ * subtrees. Fanout 16 keeps a million entries within five levels whose upper
+ * three stay in cache: a random lookup costs about two memory misses (leaf,
+ * entry) where a binary tree costs a dozen. Leaves keep base and end inline,
+ * so the entry itself is touched only once found. key[i] of an inner node is
+ * a lower bound of child i's keys (key[0] is never compared). Removals do
+ * not merge siblings: an emptied node is unlinked, the root collapses.
+ *
+ * Readers walk it inside a read section; writers change it inside a write
+ * section. Nodes come from the cache's reserve (refilled before a write
+ * section, never malloc'd under the lock) and return to it.
+ */
+#define MRL_BT_FAN 16
+#define MRL_BT_MAX_DEPTH 12	/* 16^12 entries: unreachable */
+#define MRL_BT_RESERVE (MRL_BT_MAX_DEPTH + 2)
+
+struct mrl_btnode {
+	uint16_t count;
+	bool leaf;
+	uintptr_t key[MRL_BT_FAN];	/* leaf: base; inner: lower bound */
+	uintptr_t max_end[MRL_BT_FAN];	/* leaf: end; inner: subtree max end */
+	void *ptr[MRL_BT_FAN];		/* leaf: registration; inner: node */
+};
+
+struct mrl_btpath {
+	struct mrl_btnode *node[MRL_BT_MAX_DEPTH];
+	int idx[MRL_BT_MAX_DEPTH];
+	int depth;
+};
+
+/* Child of an inner node whose range holds key: the last i with key[i] <= k
+ * (0 when k is below every bound). */
+static inline int bt_child(const struct mrl_btnode *n, uintptr_t k)
 {
-	return n ? n->height : 0;
+	int i = 1;
+
+	while (i < n->count && n->key[i] <= k)
+		i++;
+	return i - 1;
 }
 
-static inline void tree_fix(struct mrl_registration *n)
+static uintptr_t bt_node_max(const struct mrl_btnode *n)
 {
-	int hl = tree_height(n->left), hr = tree_height(n->right);
-	uintptr_t m = n->end;
+	uintptr_t m = 0;
 
-	n->height = (int8_t)(1 + (hl > hr ? hl : hr));
-	if (n->left && n->left->max_end > m)
-		m = n->left->max_end;
-	if (n->right && n->right->max_end > m)
-		m = n->right->max_end;
-	n->max_end = m;
+	for (int i = 0; i < n->count; i++)
+		if (n->max_end[i] > m)
+			m = n->max_end[i];
+	return m;
 }
 
-static struct mrl_registration *tree_rotate_right(struct mrl_registration *y)
+/* Any entry in the subtree with end >= end (the caller knows one exists). */
+static struct mrl_registration *bt_any_end(const struct mrl_btnode *n, uintptr_t end)
 {
-	struct mrl_registration *x = y->left;
+	for (;;) {
+		int i = 0;
 
-	y->left = x->right;
-	x->right = y;
-	tree_fix(y);
-	tree_fix(x);
-	return x;
-}
-
-static struct mrl_registration *tree_rotate_left(struct mrl_registration *x)
-{
-	struct mrl_registration *y = x->right;
-
-	x->right = y->left;
-	y->left = x;
-	tree_fix(x);
-	tree_fix(y);
-	return y;
-}
-
-static struct mrl_registration *tree_balance(struct mrl_registration *n)
-{
-	int bf;
-
-	tree_fix(n);
-	bf = tree_height(n->left) - tree_height(n->right);
-	if (bf > 1) {
-		if (tree_height(n->left->left) < tree_height(n->left->right))
-			n->left = tree_rotate_left(n->left);
-		return tree_rotate_right(n);
+		while (i < n->count && n->max_end[i] < end)
+			i++;
+		if (i == n->count)
+			return NULL;
+		if (n->leaf)
+			return n->ptr[i];
+		n = n->ptr[i];
 	}
-	if (bf < -1) {
-		if (tree_height(n->right->right) < tree_height(n->right->left))
-			n->right = tree_rotate_right(n->right);
-		return tree_rotate_left(n);
-	}
-	return n;
-}
-
-/* Bases are unique per domain (an equal base is replaced before insert). */
-static struct mrl_registration *tree_insert(struct mrl_registration *root,
-					    struct mrl_registration *n)
-{
-	if (!root) {
-		n->left = n->right = NULL;
-		n->height = 1;
-		n->max_end = n->end;
-		return n;
-	}
-	if (n->base < root->base)
-		root->left = tree_insert(root->left, n);
-	else
-		root->right = tree_insert(root->right, n);
-	return tree_balance(root);
-}
-
-static struct mrl_registration *tree_remove_min(struct mrl_registration *n,
-						struct mrl_registration **min)
-{
-	if (!n->left) {
-		*min = n;
-		return n->right;
-	}
-	n->left = tree_remove_min(n->left, min);
-	return tree_balance(n);
-}
-
-static struct mrl_registration *tree_remove(struct mrl_registration *root,
-					    uintptr_t base)
-{
-	struct mrl_registration *m, *right;
-
-	if (!root)
-		return NULL;
-	if (base < root->base) {
-		root->left = tree_remove(root->left, base);
-	} else if (base > root->base) {
-		root->right = tree_remove(root->right, base);
-	} else {
-		if (!root->left)
-			return root->right;
-		if (!root->right)
-			return root->left;
-		right = tree_remove_min(root->right, &m);
-		m->left = root->left;
-		m->right = right;
-		return tree_balance(m);
-	}
-	return tree_balance(root);
-}
-
-static struct mrl_registration *tree_find_base(struct mrl_registration *n,
-					       uintptr_t base)
-{
-	while (n && n->base != base)
-		n = base < n->base ? n->left : n->right;
-	return n;
 }
 
 /*
- * Any entry with base <= start and end >= end. Walks one path: at a node
- * whose base is <= start, its whole left subtree is too, so the left subtree's
- * max end says whether it holds a covering entry (then one descent following
- * max end finds it); otherwise only the right subtree can. O(height).
+ * Any entry with base <= start and end >= end. In a node, children left of
+ * the one holding `start` have every base <= start, so their max end alone
+ * says whether they hold a cover; only the child holding `start` needs a
+ * recursive look. O(depth * fanout).
  */
-static inline struct mrl_registration *
-tree_find_cover(struct mrl_registration *n, uintptr_t start, uintptr_t end)
+static struct mrl_registration *bt_find_cover(const struct mrl_btnode *n,
+					      uintptr_t start, uintptr_t end)
 {
-	while (n) {
-		if (n->base > start) {
-			n = n->left;
-			continue;
-		}
-		if (n->end >= end)
-			return n;
-		if (n->left && n->left->max_end >= end) {
-			n = n->left;
-			while (n->end < end)
-				n = (n->left && n->left->max_end >= end) ? n->left : n->right;
-			return n;
-		}
-		n = n->right;
+	struct mrl_registration *r;
+	int i;
+
+	if (!n)
+		return NULL;
+	if (n->leaf) {
+		for (i = n->count - 1; i >= 0; i--)
+			if (n->key[i] <= start && n->max_end[i] >= end)
+				return n->ptr[i];
+		return NULL;
 	}
+	i = bt_child(n, start);
+	if (n->max_end[i] >= end && (r = bt_find_cover(n->ptr[i], start, end)))
+		return r;
+	for (i--; i >= 0; i--)
+		if (n->max_end[i] >= end)
+			return bt_any_end(n->ptr[i], end);
 	return NULL;
 }
 
-/* Any entry overlapping [start, end): if the left subtree reaches past
- * start, either it overlaps or nothing to the right can. O(height). */
-static inline struct mrl_registration *
-tree_find_overlap(struct mrl_registration *n, uintptr_t start, uintptr_t end)
+/* Any entry overlapping [start, end): base < end and end > start. Children
+ * left of the one holding end - 1 have every base < end. */
+static struct mrl_registration *bt_find_overlap(const struct mrl_btnode *n,
+						uintptr_t start, uintptr_t end)
 {
-	while (n) {
-		if (n->base < end && n->end > start)
-			return n;
-		if (n->left && n->left->max_end > start)
-			n = n->left;
-		else if (n->base < end)
-			n = n->right;
-		else
-			return NULL;
+	struct mrl_registration *r;
+	int i;
+
+	if (!n)
+		return NULL;
+	if (n->leaf) {
+		for (i = 0; i < n->count && n->key[i] < end; i++)
+			if (n->max_end[i] > start)
+				return n->ptr[i];
+		return NULL;
 	}
+	i = bt_child(n, end - 1);
+	if (n->max_end[i] > start && (r = bt_find_overlap(n->ptr[i], start, end)))
+		return r;
+	for (i--; i >= 0; i--)
+		if (n->max_end[i] > start)
+			return bt_any_end(n->ptr[i], start + 1);
 	return NULL;
+}
+
+/* Descend to the leaf that holds (or would hold) base, recording the path. */
+static struct mrl_btnode *bt_descend(struct mrl_btnode *n, uintptr_t base,
+				     struct mrl_btpath *path)
+{
+	path->depth = 0;
+	while (!n->leaf) {
+		int i = bt_child(n, base);
+
+		path->node[path->depth] = n;
+		path->idx[path->depth++] = i;
+		n = n->ptr[i];
+	}
+	return n;
+}
+
+static struct mrl_registration *bt_find_base(struct mrl_btnode *root, uintptr_t base)
+{
+	struct mrl_btpath path;
+	struct mrl_btnode *leaf;
+
+	if (!root)
+		return NULL;
+	leaf = bt_descend(root, base, &path);
+	for (int i = 0; i < leaf->count; i++)
+		if (leaf->key[i] == base)
+			return leaf->ptr[i];
+	return NULL;
+}
+
+/* Recompute the max ends along the path to base after a change below. */
+static void bt_fix_path(struct mrl_btnode *root, uintptr_t base)
+{
+	struct mrl_btpath path;
+	struct mrl_btnode *child;
+
+	if (!root || root->leaf)
+		return;
+	bt_descend(root, base, &path);
+	for (int d = path.depth - 1; d >= 0; d--) {
+		child = path.node[d]->ptr[path.idx[d]];
+		path.node[d]->max_end[path.idx[d]] = bt_node_max(child);
+	}
+}
+
+static void bt_insert_at(struct mrl_btnode *n, int pos, uintptr_t key,
+			 uintptr_t max_end, void *ptr)
+{
+	int move = n->count - pos;
+
+	memmove(&n->key[pos + 1], &n->key[pos], move * sizeof(n->key[0]));
+	memmove(&n->max_end[pos + 1], &n->max_end[pos], move * sizeof(n->max_end[0]));
+	memmove(&n->ptr[pos + 1], &n->ptr[pos], move * sizeof(n->ptr[0]));
+	n->key[pos] = key;
+	n->max_end[pos] = max_end;
+	n->ptr[pos] = ptr;
+	n->count++;
+}
+
+static void bt_remove_at(struct mrl_btnode *n, int pos)
+{
+	int move = n->count - pos - 1;
+
+	memmove(&n->key[pos], &n->key[pos + 1], move * sizeof(n->key[0]));
+	memmove(&n->max_end[pos], &n->max_end[pos + 1], move * sizeof(n->max_end[0]));
+	memmove(&n->ptr[pos], &n->ptr[pos + 1], move * sizeof(n->ptr[0]));
+	n->count--;
+}
+
+/* ---- node reserve (cache->lock) ---- */
+
+static struct mrl_btnode *bt_node_take(struct mrl_cache *cache, bool leaf);
+static void bt_node_give(struct mrl_cache *cache, struct mrl_btnode *n);
+
+/*
+ * Insert (key, max_end, ptr) at `pos` of `n`, splitting full nodes up the
+ * path. An insert at the end of a full node moves nothing (the new slot
+ * starts the right sibling), so ascending inserts leave full leaves.
+ */
+static void bt_insert_up(struct mrl_cache *cache, struct mrl_btnode **root,
+			 struct mrl_btpath *path, struct mrl_btnode *n, int pos,
+			 uintptr_t key, uintptr_t max_end, void *ptr)
+{
+	struct mrl_btnode *right, *parent;
+	int mid, at;
+
+	for (;;) {
+		if (n->count < MRL_BT_FAN) {
+			bt_insert_at(n, pos, key, max_end, ptr);
+			return;
+		}
+		right = bt_node_take(cache, n->leaf);
+		mid = pos == MRL_BT_FAN ? MRL_BT_FAN : MRL_BT_FAN / 2;
+		right->count = (uint16_t)(MRL_BT_FAN - mid);
+		memcpy(right->key, &n->key[mid], right->count * sizeof(n->key[0]));
+		memcpy(right->max_end, &n->max_end[mid], right->count * sizeof(n->max_end[0]));
+		memcpy(right->ptr, &n->ptr[mid], right->count * sizeof(n->ptr[0]));
+		n->count = (uint16_t)mid;
+		if (pos >= mid)
+			bt_insert_at(right, pos - mid, key, max_end, ptr);
+		else
+			bt_insert_at(n, pos, key, max_end, ptr);
+
+		if (!path->depth) {
+			parent = bt_node_take(cache, false);
+			parent->count = 2;
+			parent->key[0] = n->key[0];
+			parent->max_end[0] = bt_node_max(n);
+			parent->ptr[0] = n;
+			parent->key[1] = right->key[0];
+			parent->max_end[1] = bt_node_max(right);
+			parent->ptr[1] = right;
+			*root = parent;
+			return;
+		}
+		path->depth--;
+		parent = path->node[path->depth];
+		at = path->idx[path->depth];
+		parent->max_end[at] = bt_node_max(n);
+		n = parent;
+		pos = at + 1;
+		key = right->key[0];
+		max_end = bt_node_max(right);
+		ptr = right;
+	}
+}
+
+static void bt_insert(struct mrl_cache *cache, struct mrl_btnode **root,
+		      struct mrl_registration *e)
+{
+	struct mrl_btpath path;
+	struct mrl_btnode *leaf;
+	int pos = 0;
+
+	if (!*root) {
+		*root = bt_node_take(cache, true);
+		bt_insert_at(*root, 0, e->base, e->end, e);
+		return;
+	}
+	leaf = bt_descend(*root, e->base, &path);
+	while (pos < leaf->count && leaf->key[pos] < e->base)
+		pos++;
+	bt_insert_up(cache, root, &path, leaf, pos, e->base, e->end, e);
+	bt_fix_path(*root, e->base);
+}
+
+static void bt_remove(struct mrl_cache *cache, struct mrl_btnode **root, uintptr_t base)
+{
+	struct mrl_btpath path;
+	struct mrl_btnode *n, *only;
+	int pos = 0;
+
+	if (!*root)
+		return;
+	n = bt_descend(*root, base, &path);
+	while (pos < n->count && n->key[pos] != base)
+		pos++;
+	if (pos == n->count)
+		return;
+	bt_remove_at(n, pos);
+	/* Unlink emptied nodes upwards. */
+	while (!n->count && path.depth) {
+		bt_node_give(cache, n);
+		path.depth--;
+		n = path.node[path.depth];
+		bt_remove_at(n, path.idx[path.depth]);
+	}
+	if (!n->count) {	/* the root emptied */
+		bt_node_give(cache, n);
+		*root = NULL;
+		return;
+	}
+	while (!(*root)->leaf && (*root)->count == 1) {
+		only = (*root)->ptr[0];
+		bt_node_give(cache, *root);
+		*root = only;
+	}
+	bt_fix_path(*root, base);
+}
+
+static struct mrl_btnode *bt_node_take(struct mrl_cache *cache, bool leaf)
+{
+	struct mrl_btnode *n = cache->spare;
+
+	cache->spare = n->ptr[0];
+	cache->nspare--;
+	memset(n, 0, sizeof(*n));
+	n->leaf = leaf;
+	return n;
+}
+
+static void bt_node_give(struct mrl_cache *cache, struct mrl_btnode *n)
+{
+	n->ptr[0] = cache->spare;
+	cache->spare = n;
+	cache->nspare++;
+}
+
+/* Every node of a subtree back to the reserve (clear_domain). */
+static void bt_give_all(struct mrl_cache *cache, struct mrl_btnode *n)
+{
+	if (!n)
+		return;
+	if (!n->leaf)
+		for (int i = 0; i < n->count; i++)
+			bt_give_all(cache, n->ptr[i]);
+	bt_node_give(cache, n);
 }
 
 /* ---- read and write sections -------------------------------------------- */
@@ -526,6 +697,63 @@ static void write_exit(struct mrl_cache *cache)
 {
 	atomic_store_explicit(&cache->writer, 0, memory_order_release);
 	pthread_mutex_unlock(&cache->lock);
+}
+
+/*
+ * A write section that may insert: the node reserve holds enough nodes for a
+ * split up a full-height path, allocated beforehand with no lock held.
+ * Returns -FI_ENOMEM (no lock held) if the reserve cannot be filled.
+ */
+static int write_enter_reserved(struct mrl_cache *cache)
+{
+	struct mrl_btnode *chain = NULL, *n;
+	unsigned want;
+
+	for (;;) {
+		write_enter(cache);
+		if (cache->nspare >= MRL_BT_RESERVE)
+			return 0;
+		want = 2 * MRL_BT_RESERVE - cache->nspare;
+		write_exit(cache);
+		for (unsigned i = 0; i < want; i++) {
+			n = malloc(sizeof(*n));
+			if (!n)
+				break;
+			n->ptr[0] = chain;
+			chain = n;
+		}
+		if (!chain)
+			return -FI_ENOMEM;
+		pthread_mutex_lock(&cache->lock);
+		while (chain) {
+			n = chain;
+			chain = n->ptr[0];
+			bt_node_give(cache, n);
+		}
+		pthread_mutex_unlock(&cache->lock);
+	}
+}
+
+/* Give back reserve nodes beyond a small stock (after mass removals), outside
+ * the lock. Never called from invalidate, which must not call free(). */
+static void reserve_trim(struct mrl_cache *cache, unsigned keep)
+{
+	struct mrl_btnode *chain = NULL, *n;
+
+	pthread_mutex_lock(&cache->lock);
+	while (cache->nspare > keep) {
+		n = cache->spare;
+		cache->spare = n->ptr[0];
+		cache->nspare--;
+		n->ptr[0] = chain;
+		chain = n;
+	}
+	pthread_mutex_unlock(&cache->lock);
+	while (chain) {
+		n = chain;
+		chain = n->ptr[0];
+		free(n);
+	}
 }
 
 /* ---- references --------------------------------------------------------- */
@@ -629,7 +857,7 @@ static void lru_append(struct mrl_cache_domain *dom, struct mrl_registration *e)
 static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration *e,
 			  struct mrl_registration **chain)
 {
-	dom->root = tree_remove(dom->root, e->base);
+	bt_remove(dom->cache, &dom->root, e->base);
 	lru_unlink(dom, e);
 	e->state = MRL_REG_RETIRED;
 	dom->count--;
@@ -652,11 +880,11 @@ static void bounds_extend(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
 static void insert_locked(struct mrl_cache_domain *dom, struct mrl_registration *e,
 			  struct mrl_registration **chain)
 {
-	struct mrl_registration *old = tree_find_base(dom->root, e->base);
+	struct mrl_registration *old = bt_find_base(dom->root, e->base);
 
 	if (old)
 		retire_locked(dom, old, chain);
-	dom->root = tree_insert(dom->root, e);
+	bt_insert(dom->cache, &dom->root, e);
 	lru_append(dom, e);
 	e->state = MRL_REG_LIVE;
 	dom->count++;
@@ -750,6 +978,7 @@ static void cache_unref(struct mrl_cache *cache)
 {
 	if (atomic_fetch_sub_explicit(&cache->refs, 1, memory_order_acq_rel) != 1)
 		return;
+	reserve_trim(cache, 0);
 	slot_free(cache->slot);
 	pthread_mutex_destroy(&cache->lock);
 	free(cache);
@@ -826,6 +1055,7 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 		e->state = MRL_REG_RETIRED;
 	STAT_ADD(dom, entries, -(int64_t)dom->count);
 	dom->lru_head = dom->lru_tail = NULL;
+	bt_give_all(cache, dom->root);
 	dom->root = NULL;
 	dom->count = dom->bytes = 0;
 	dom->gen = next_gen();
@@ -834,6 +1064,7 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 			p->stale = true;
 	write_exit(cache);
 	drop_chain(chain);
+	reserve_trim(cache, 4 * MRL_BT_RESERVE);
 	domain_unref(dom);
 }
 
@@ -859,7 +1090,7 @@ index_find(struct mrl_cache_domain *dom, struct mrl_reader *rec, uintptr_t start
 
 	if (MRL_LIKELY(hot->gen == dom->gen && reg->base <= start && end <= reg->end))
 		return reg;
-	reg = tree_find_cover(dom->root, start, end);
+	reg = bt_find_cover(dom->root, start, end);
 	if (reg && !rec->shared) {
 		hot->reg = reg;
 		hot->gen = dom->gen;
@@ -1032,7 +1263,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	struct mrl_registration *reg, *won = NULL, *chain = NULL;
 	struct mrl_pending pending = { .base = lo, .end = hi, .domain = dom };
 	struct mrl_pending **pp;
-	int ret;
+	int ret, rret;
 
 	reg = pool_alloc();
 	if (!reg)
@@ -1050,7 +1281,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	}
 	if (cover) {
 		/* Another miss may have finished while we resolved the span. */
-		won = tree_find_cover(dom->root, start, end);
+		won = bt_find_cover(dom->root, start, end);
 		if (won) {
 			lease_take_found(won);
 			pthread_mutex_unlock(&cache->lock);
@@ -1067,7 +1298,9 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 
 	ret = registration_open(dom, reg);
 
-	write_enter(cache);
+	rret = ret ? 0 : write_enter_reserved(cache);
+	if (ret || rret)
+		write_enter(cache);
 	for (pp = &cache->pending; *pp != &pending; pp = &(*pp)->next)
 		;
 	*pp = pending.next;
@@ -1076,10 +1309,17 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 		write_exit(cache);
 		goto err_free;
 	}
+	if (rret && !pending.stale) {
+		/* No memory for index nodes: the registration goes. */
+		write_exit(cache);
+		atomic_init(&reg->refs, 1);
+		ref_put(reg);
+		return rret;
+	}
 	if (pending.stale) {
 		reg->state = MRL_REG_RETIRED;
 		atomic_init(&reg->refs, 1);
-	} else if (cover && (won = tree_find_cover(dom->root, start, end))) {
+	} else if (cover && (won = bt_find_cover(dom->root, start, end))) {
 		lease_take_found(won);
 	} else {
 		atomic_init(&reg->refs, 2);
@@ -1148,7 +1388,10 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	reg->desc = desc;
 	atomic_init(&reg->refs, 2);
 
-	write_enter(cache);
+	if (write_enter_reserved(cache)) {
+		pool_free(reg);
+		return -FI_ENOMEM;
+	}
 	if (dom->closed) {
 		write_exit(cache);
 		pool_free(reg);
@@ -1197,7 +1440,7 @@ static bool may_overlap(struct mrl_cache *cache, struct mrl_reader *rec,
 	if (!read_enter(rec, cache))
 		return true;
 	for (dom = cache->domains; dom && !found; dom = dom->next)
-		found = tree_find_overlap(dom->root, start, end) != NULL;
+		found = bt_find_overlap(dom->root, start, end) != NULL;
 	read_exit(rec);
 	return found;
 }
@@ -1223,7 +1466,7 @@ int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start, uintptr_t end
 			p->stale = true;
 	for (dom = cache->domains; dom; dom = dom->next) {
 		any = false;
-		while ((e = tree_find_overlap(dom->root, start, end))) {
+		while ((e = bt_find_overlap(dom->root, start, end))) {
 			retire_locked(dom, e, &chain);
 			any = true;
 		}

@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The lease cache against two peers on the same workload, in the same run:
+ *   seed  the seed's design (seed/registry.rs): one global mutex, an ordered
+ *         map keyed by base (a sorted array here) with predecessor lookup, an
+ *         Arc-like separately allocated refcounted registration, and the
+ *         seed's invalidate (scan every entry below `end`);
+ *   ucx   UCX's registration cache (ucs_rcache_get / region_put, memory
+ *         events off, no-op registration), when built with libucx-dev.
+ * Registrations go through the counting registrar with no records (no
+ * provider), so figures are the caches' own cost.
+ *
+ * Figures (median ns per operation over alternating repetitions):
+ *   hit_hot_N   lookup + lease + release of the same entry, N entries
+ *   hit_rand_N  the same on uniformly random entries
+ *   inv_miss    invalidate of a range overlapping nothing (a gap between
+ *               entries, random) at 1e6 entries; inv_miss_out: outside all
+ *   scale2      2-thread / 1-thread hit throughput, distinct hot entries
+ *   bpe         bytes per entry (malloc'd bytes delta / entries)
+ * Entries are one page each, two pages apart, at synthetic addresses.
+ *
+ * Usage: cache_bench [--quick]   (--quick: fewer repetitions and ops)
+ */
+#include "config.h"
+
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fi_errno.h>
+
+#include "cache_registrar.h"
+#include "mrl_cache.h"
+
+#ifdef HAVE_UCS
+#include <ucs/memory/rcache.h>
+#endif
+
+#define ADDR0 ((uintptr_t)0x100000000000ull)
+static size_t page;
+static int reps = 5;
+static double op_scale = 1.0;
+
+static inline uintptr_t entry_base(size_t i)
+{
+	return ADDR0 + 2 * i * page;
+}
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static size_t heap_bytes(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* ---- the implementations under test ------------------------------------- */
+
+struct impl {
+	const char *name;
+	void *(*create)(size_t n);
+	void (*destroy)(void *c);
+	/* lookup + lease + release; returns 0 on a hit */
+	int (*hit)(void *c, uintptr_t s, uintptr_t e);
+	/* invalidate [s, e); NULL when the peer has no such call */
+	int (*inv)(void *c, uintptr_t s, uintptr_t e);
+	size_t inv_ops_div;	/* fewer invalidate ops for O(n) ones */
+};
+
+/* mrlease */
+struct mrl_b {
+	struct mrl_cache *cache;
+	struct mrl_cache_domain *dom;
+	struct creg creg;
+};
+
+static void *mrl_create(size_t n)
+{
+	struct mrl_b *b = calloc(1, sizeof(*b));
+	struct mrl_cache_config cfg = { .max_count = 2 * n + 16, .max_size = SIZE_MAX };
+	struct mrl_domain_config dc;
+	struct mrl_registration *r;
+
+	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
+	dc = creg_domain_config(&b->creg);
+	if (mrl_cache_create(&cfg, &b->cache) || mrl_cache_domain_open(b->cache, &dc, &b->dom))
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		if (mrl_cache_acquire(b->dom, entry_base(i), entry_base(i) + page, &r))
+			abort();
+		mrl_lease_release(r);
+	}
+	return b;
+}
+
+static void mrl_destroy(void *c)
+{
+	struct mrl_b *b = c;
+
+	mrl_cache_destroy(b->cache);
+	free(b);
+}
+
+static int mrl_hit(void *c, uintptr_t s, uintptr_t e)
+{
+	struct mrl_b *b = c;
+	struct mrl_registration *r;
+
+	if (mrl_cache_acquire(b->dom, s, e, &r))
+		return -1;
+	mrl_lease_release(r);
+	return 0;
+}
+
+static int mrl_inv(void *c, uintptr_t s, uintptr_t e)
+{
+	return mrl_cache_invalidate(((struct mrl_b *)c)->cache, s, e);
+}
+
+/* seed: one mutex, sorted by base, predecessor lookup, Arc registrations */
+struct seed_reg {
+	atomic_long refs;
+	void *mr;
+};
+
+struct seed_entry {
+	uintptr_t base, end;
+	struct seed_reg *reg;
+};
+
+struct seed_b {
+	pthread_mutex_t lock;
+	struct seed_entry *v;
+	size_t n, cap;
+	struct creg creg;
+};
+
+static void seed_put(struct seed_b *b, struct seed_reg *r)
+{
+	if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
+		creg_registrar.close(&b->creg, r->mr);
+		free(r);
+	}
+}
+
+static void *seed_create(size_t n)
+{
+	struct seed_b *b = calloc(1, sizeof(*b));
+	void *desc;
+
+	pthread_mutex_init(&b->lock, NULL);
+	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
+	for (size_t i = 0; i < n; i++) {
+		struct seed_reg *r = malloc(sizeof(*r));
+
+		atomic_init(&r->refs, 1);
+		creg_registrar.reg(&b->creg, (void *)entry_base(i), page, MRL_CACHE_ACCESS, 0,
+				   &r->mr, &desc);
+		if (b->n == b->cap) {	/* a growing ordered map */
+			b->cap = b->cap ? 2 * b->cap : 16;
+			b->v = realloc(b->v, b->cap * sizeof(*b->v));
+		}
+		b->v[b->n++] = (struct seed_entry){ entry_base(i), entry_base(i) + page, r };
+	}
+	return b;
+}
+
+static void seed_destroy(void *c)
+{
+	struct seed_b *b = c;
+
+	for (size_t i = 0; i < b->n; i++)
+		seed_put(b, b->v[i].reg);
+	free(b->v);
+	pthread_mutex_destroy(&b->lock);
+	free(b);
+}
+
+/* covering(): the entry with the nearest base <= start, if it covers. */
+static int seed_hit(void *c, uintptr_t s, uintptr_t e)
+{
+	struct seed_b *b = c;
+	struct seed_reg *r = NULL;
+	size_t lo = 0, hi = b->n;
+
+	pthread_mutex_lock(&b->lock);
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (b->v[mid].base <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && e <= b->v[lo - 1].end) {
+		r = b->v[lo - 1].reg;
+		atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&b->lock);
+	if (!r)
+		return -1;
+	seed_put(b, r);
+	return 0;
+}
+
+/* invalidate(): regions.range(..end).filter(start < entry.end), removed. */
+static int seed_inv(void *c, uintptr_t s, uintptr_t e)
+{
+	struct seed_b *b = c;
+	struct seed_reg *retired[64];
+	size_t nret = 0, w = 0, i;
+
+	pthread_mutex_lock(&b->lock);
+	for (i = 0; i < b->n && b->v[i].base < e && nret < 64; i++) {
+		if (s < b->v[i].end)
+			retired[nret++] = b->v[i].reg;
+		else
+			b->v[w++] = b->v[i];
+	}
+	if (w != i)
+		memmove(&b->v[w], &b->v[i], (b->n - i) * sizeof(*b->v));
+	b->n -= i - w;
+	pthread_mutex_unlock(&b->lock);
+	for (i = 0; i < nret; i++)
+		seed_put(b, retired[i]);
+	return 0;
+}
+
+#ifdef HAVE_UCS
+/* UCX rcache, memory events off, no-op registration. */
+static ucs_status_t ucx_mem_reg(void *ctx, ucs_rcache_t *rc, void *arg,
+				ucs_rcache_region_t *region, uint16_t flags)
+{
+	(void)ctx;
+	(void)rc;
+	(void)arg;
+	(void)region;
+	(void)flags;
+	return UCS_OK;
+}
+
+static void ucx_mem_dereg(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *region)
+{
+	(void)ctx;
+	(void)rc;
+	(void)region;
+}
+
+static void ucx_dump(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *region,
+		     char *buf, size_t max)
+{
+	(void)ctx;
+	(void)rc;
+	(void)region;
+	if (max)
+		buf[0] = '\0';
+}
+
+static const ucs_rcache_ops_t ucx_ops = {
+	.mem_reg = ucx_mem_reg,
+	.mem_dereg = ucx_mem_dereg,
+	.dump_region = ucx_dump,
+};
+
+static void *ucx_create(size_t n)
+{
+	ucs_rcache_params_t params = {
+		.region_struct_size = sizeof(ucs_rcache_region_t),
+		.alignment = UCS_RCACHE_MIN_ALIGNMENT,
+		.max_alignment = page,
+		.ucm_events = 0,
+		.ucm_event_priority = 1000,
+		.ops = &ucx_ops,
+		.context = NULL,
+		.flags = UCS_RCACHE_FLAG_NO_PFN_CHECK,
+		.max_regions = (unsigned long)-1,
+		.max_size = SIZE_MAX,
+		.max_unreleased = SIZE_MAX,
+	};
+	ucs_rcache_t *rc;
+	ucs_rcache_region_t *region;
+
+	if (ucs_rcache_create(&params, "bench", NULL, &rc) != UCS_OK)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		if (ucs_rcache_get(rc, (void *)entry_base(i), page, PROT_READ | PROT_WRITE,
+				   NULL, &region) != UCS_OK)
+			abort();
+		ucs_rcache_region_put(rc, region);
+	}
+	return rc;
+}
+
+static void ucx_destroy(void *c)
+{
+	ucs_rcache_destroy(c);
+}
+
+static int ucx_hit(void *c, uintptr_t s, uintptr_t e)
+{
+	ucs_rcache_region_t *region;
+
+	if (ucs_rcache_get(c, (void *)s, e - s, PROT_READ | PROT_WRITE, NULL, &region) != UCS_OK)
+		return -1;
+	ucs_rcache_region_put(c, region);
+	return 0;
+}
+#endif
+
+static const struct impl impls[] = {
+	{ "mrlease", mrl_create, mrl_destroy, mrl_hit, mrl_inv, 1 },
+	{ "seed", seed_create, seed_destroy, seed_hit, seed_inv, 0 },
+#ifdef HAVE_UCS
+	{ "ucx", ucx_create, ucx_destroy, ucx_hit, NULL, 1 },
+#endif
+};
+#define NIMPL (sizeof(impls) / sizeof(impls[0]))
+
+/* ---- measurements ------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+#define NIDX (1u << 20)
+static uint32_t *idx;
+
+static void fill_idx(size_t n)
+{
+	for (size_t i = 0; i < NIDX; i++)
+		idx[i] = (uint32_t)(rng() % n);
+}
+
+static int misses;
+
+static double run_hot(const struct impl *im, void *c, size_t ops, size_t which)
+{
+	uintptr_t s = entry_base(which) + 64, e = s + 256;
+	double t0 = now_ns();
+
+	for (size_t i = 0; i < ops; i++)
+		misses += im->hit(c, s, e) != 0;
+	return (now_ns() - t0) / ops;
+}
+
+static double run_rand(const struct impl *im, void *c, size_t ops)
+{
+	double t0 = now_ns();
+
+	for (size_t i = 0; i < ops; i++) {
+		uintptr_t s = entry_base(idx[i & (NIDX - 1)]) + 64;
+
+		misses += im->hit(c, s, s + 256) != 0;
+	}
+	return (now_ns() - t0) / ops;
+}
+
+/* A gap between two entries (outside: above every entry). */
+static double run_inv(const struct impl *im, void *c, size_t ops, bool outside)
+{
+	double t0 = now_ns();
+
+	for (size_t i = 0; i < ops; i++) {
+		uintptr_t s = outside ? ADDR0 / 2 + (i & 1023) * page :
+					entry_base(idx[i & (NIDX - 1)]) + page;
+
+		im->inv(c, s, s + page);
+	}
+	return (now_ns() - t0) / ops;
+}
+
+struct thr_arg {
+	const struct impl *im;
+	void *c;
+	size_t ops, which;
+	pthread_barrier_t *go;
+};
+
+static void *thr_main(void *p)
+{
+	struct thr_arg *a = p;
+
+	pthread_barrier_wait(a->go);
+	run_hot(a->im, a->c, a->ops, a->which);
+	return NULL;
+}
+
+/* Throughput (ops/ns) of `threads` threads each hitting its own entry. */
+static double run_threads(const struct impl *im, void *c, size_t ops, int threads)
+{
+	pthread_barrier_t go;
+	struct thr_arg a[2];
+	pthread_t th[2];
+	double t0;
+
+	pthread_barrier_init(&go, NULL, threads + 1);
+	for (int i = 0; i < threads; i++) {
+		a[i] = (struct thr_arg){ im, c, ops, 1000 * (size_t)i + 1, &go };
+		pthread_create(&th[i], NULL, thr_main, &a[i]);
+	}
+	pthread_barrier_wait(&go);
+	t0 = now_ns();
+	for (int i = 0; i < threads; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&go);
+	return threads * ops / (now_ns() - t0);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- figures ------------------------------------------------------------ */
+
+enum fig { HOT, RAND, INV, INV_OUT, SCALE, BPE, NFIG };
+static const char *fig_name[NFIG] = { "hit_hot", "hit_rand", "inv_miss", "inv_miss_out",
+				      "scale2", "bpe" };
+static const size_t sizes[] = { 1000, 100000, 1000000 };
+#define NSIZE 3
+/* result[impl][size][figure]; negative: not measured */
+static double result[NIMPL][NSIZE][NFIG];
+
+static void measure_size(int si)
+{
+	size_t n = sizes[si], hot_ops = (size_t)(2e6 * op_scale),
+	       rand_ops = (size_t)((n >= 1000000 ? 1e6 : 2e6) * op_scale),
+	       inv_ops = (size_t)(1e6 * op_scale), thr_ops = (size_t)(4e6 * op_scale);
+	void *c[NIMPL];
+	double v[NIMPL][NFIG][16];
+	size_t before;
+
+	fill_idx(n);
+	for (size_t k = 0; k < NIMPL; k++) {
+		before = heap_bytes();
+		c[k] = impls[k].create(n);
+		result[k][si][BPE] = (double)(heap_bytes() - before) / n;
+		for (int f = 0; f < NFIG; f++)
+			if (f != BPE)
+				result[k][si][f] = -1;
+	}
+	for (int r = 0; r < reps; r++) {
+		for (size_t k = 0; k < NIMPL; k++) {
+			const struct impl *im = &impls[k];
+
+			run_hot(im, c[k], hot_ops / 10, 1);	/* warm */
+			v[k][HOT][r] = run_hot(im, c[k], hot_ops, 1);
+			v[k][RAND][r] = run_rand(im, c[k], rand_ops);
+			if (n == 1000000 && im->inv) {
+				size_t ops = im->inv_ops_div ? inv_ops : 200;
+
+				v[k][INV][r] = run_inv(im, c[k], ops, false);
+				v[k][INV_OUT][r] = run_inv(im, c[k], ops, true);
+			}
+			if (n == 1000000) {
+				double t1 = run_threads(im, c[k], thr_ops, 1);
+				double t2 = run_threads(im, c[k], thr_ops, 2);
+
+				v[k][SCALE][r] = t2 / t1;
+			}
+		}
+	}
+	for (size_t k = 0; k < NIMPL; k++) {
+		result[k][si][HOT] = median(v[k][HOT], reps);
+		result[k][si][RAND] = median(v[k][RAND], reps);
+		if (n == 1000000 && impls[k].inv) {
+			result[k][si][INV] = median(v[k][INV], reps);
+			result[k][si][INV_OUT] = median(v[k][INV_OUT], reps);
+		}
+		if (n == 1000000)
+			result[k][si][SCALE] = median(v[k][SCALE], reps);
+		impls[k].destroy(c[k]);
+	}
+}
+
+static const char *size_tag(int si)
+{
+	static const char *t[] = { "1e3", "1e5", "1e6" };
+
+	return t[si];
+}
+
+int main(int argc, char **argv)
+{
+	char line[4096];
+	size_t len = 0;
+	const struct impl *peer;
+
+	if (argc > 1 && !strcmp(argv[1], "--quick")) {
+		reps = 3;
+		op_scale = 0.2;
+	}
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	idx = malloc(NIDX * sizeof(*idx));
+	if (!idx)
+		return 1;
+	printf("# cache_bench: median of %d alternating repetitions, ns/op unless noted\n", reps);
+	for (int si = 0; si < NSIZE; si++)
+		measure_size(si);
+	if (misses) {
+		printf("# %d lookups missed: the workload is broken\n", misses);
+		return 1;
+	}
+
+	printf("%-14s", "figure");
+	for (size_t k = 0; k < NIMPL; k++)
+		printf(" %12s", impls[k].name);
+	for (size_t k = 1; k < NIMPL; k++)
+		printf("   gain_vs_%-5s", impls[k].name);
+	printf("\n");
+	for (int si = 0; si < NSIZE; si++) {
+		for (int f = 0; f < NFIG; f++) {
+			char name[32];
+
+			if (result[0][si][f] < 0)
+				continue;
+			snprintf(name, sizeof(name), "%s_%s", fig_name[f], size_tag(si));
+			printf("%-14s", name);
+			for (size_t k = 0; k < NIMPL; k++)
+				if (result[k][si][f] < 0)
+					printf(" %12s", "n/a");
+				else
+					printf(" %12.2f", result[k][si][f]);
+			/* ratio > 1: mrlease better (scale2: higher is better) */
+			for (size_t k = 1; k < NIMPL; k++) {
+				double x = result[0][si][f], y = result[k][si][f];
+
+				if (y < 0)
+					printf(" %9s_%-4s", "n/a", impls[k].name);
+				else
+					printf(" %8.2fx_%-4s", f == SCALE ? x / y : y / x, impls[k].name);
+			}
+			printf("\n");
+		}
+	}
+
+	len += snprintf(line + len, sizeof(line) - len, "RESULT");
+	for (int si = 0; si < NSIZE; si++) {
+		for (int f = 0; f < NFIG; f++) {
+			if (result[0][si][f] < 0)
+				continue;
+			for (size_t k = 0; k < NIMPL; k++) {
+				if (result[k][si][f] < 0)
+					continue;
+				len += snprintf(line + len, sizeof(line) - len, " %s_%s_%s=%.2f",
+						k ? impls[k].name : "mrl", fig_name[f],
+						size_tag(si), result[k][si][f]);
+			}
+			for (size_t k = 1; k < NIMPL; k++) {
+				double x = result[0][si][f], y = result[k][si][f];
+
+				peer = &impls[k];
+				if (y > 0)
+					len += snprintf(line + len, sizeof(line) - len,
+							" ratio_%s_%s_%s=%.2f", peer->name,
+							fig_name[f], size_tag(si),
+							f == SCALE ? x / y : y / x);
+			}
+		}
+	}
+	printf("%s\n", line);
+	free(idx);
+	return 0;
+}
