@@ -6,4 +6,4 @@ check_PROGRAMS += test/test_passthrough
 test_test_passthrough_SOURCES = test/test_passthrough.c
 test_test_passthrough_LDADD = test/libmrltest.la $(FABRIC_LIBS)
 SUITE += $(top_srcdir)/test/passthrough.sh
-EXTRA_DIST += test/passthrough.sh
+EXTRA_DIST += test/passthrough.sh test/passthrough-lsan.supp
