@@ -9,7 +9,7 @@ SUITE += test/test_params
 
 # The jemalloc example as a test (examples/examples.mk builds it).
 SUITE += $(top_srcdir)/test/test_jemalloc_kv.sh
-EXTRA_DIST += test/test_jemalloc_kv.sh
+EXTRA_DIST += test/test_jemalloc_kv.sh test/ext_tap.sh
 
 # FI_MRLEASE_OPS_1 through libfabric with FI_HOOK=mrlease on tcp;ofi_rxm.
 check_PROGRAMS += test/test_ext
@@ -20,3 +20,8 @@ SUITE += test/test_ext
 # FI_MRLEASE_* through fi_info -e, a bad value's warning, FI_MRLEASE_STATS.
 SUITE += $(top_srcdir)/test/test_params.sh
 EXTRA_DIST += test/test_params.sh
+
+# make install into a temporary DESTDIR and a client built against the
+# installed header only.
+SUITE += $(top_srcdir)/test/test_install.sh
+EXTRA_DIST += test/test_install.sh test/install_client.c

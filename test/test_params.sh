@@ -6,20 +6,10 @@
 # FI_PROVIDER_PATH; a bad value costs exactly one warning; FI_MRLEASE_STATS
 # prints a table for each domain (outermost and inner) when it closes.
 set -u
-builddir=${MRL_TOP_BUILDDIR:-$(pwd)}
-srcdir=${MRL_TOP_SRCDIR:-$builddir}
+# shellcheck source=test/ext_tap.sh
+. "$(dirname "$0")/ext_tap.sh"
 export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$builddir/prov/mrlease/.libs}
 export FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
-n=0 failed=0
-
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift; printf '# %s\n' "$@"; }
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-check() { # check NAME CONDITION-EXIT-STATUS DETAIL...
-	local name=$1 status=$2
-	shift 2
-	if [ "$status" -eq 0 ]; then ok "$name"; else not_ok "$name" "$@"; fi
-}
 
 tests="fi_info_e_lists_every_parameter_with_type_meaning_and_default
 a_bad_value_warns_once_and_leaves_the_default
@@ -27,13 +17,10 @@ stats_prints_a_table_for_each_domain_at_close
 no_table_without_stats"
 if ! command -v fi_info >/dev/null 2>&1; then
 	for t in $tests; do skip "$t" "fi_info (libfabric-bin) is not installed"; done
-	echo "1..$n"; exit 0
+	finish
 fi
-if [ -f "$srcdir/prov/mrlease/src/mrl_prov.c" ] &&
-	! grep -q mrl_params_define "$srcdir/prov/mrlease/src/mrl_prov.c"; then
-	for t in $tests; do skip "$t" "mrl_prov.c does not call mrl_params_define yet"; done
-	echo "1..$n"; exit 0
-fi
+# shellcheck disable=SC2086
+skip_unless_wired mrl_params_define $tests
 
 # Every knob with its type line and a help line naming its default; a knob
 # missing here is one users cannot discover.
@@ -75,5 +62,4 @@ tables=$(printf '%s\n' "$log" | grep -c 'lease cache statistics')
 [ "$tables" -eq 0 ]
 check no_table_without_stats $? "$tables tables printed"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+finish
