@@ -291,6 +291,14 @@ static inline enum mrl_class mrl_class_of(const struct fid *fid)
 
 /* Hook fid -> inner fid; a fid that is not ours is returned unchanged. */
 struct fid *mrl_inner_fid(struct fid *fid);
+/*
+ * After an inner object opened with context = hook: make sure the inner
+ * fid's context leads back to hook. Some providers keep the context
+ * elsewhere and leave fid.context NULL (libfabric's util AV does, which is
+ * why 1.17's own hooks report AV events with a NULL fid); a NULL one is
+ * set, any other value is left to its provider.
+ */
+void mrl_adopt_inner(struct fid *inner, struct fid *hook);
 /* Inner fid (from an event or poll result) -> hook fid; a fid that does
  * not lead back to one of our wrappers is returned unchanged. */
 struct fid *mrl_hook_of_inner(struct fid *inner);

@@ -117,6 +117,7 @@ int mrl_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	ret = dom->inner->ops->av_open(dom->inner, attr, &av->inner, &av->av.fid);
 	if (ret)
 		goto err_free;
+	mrl_adopt_inner(&av->inner->fid, &av->av.fid);
 
 	mrl_count_open(MRL_CLASS_AV);
 	*av_fid = &av->av;
@@ -240,6 +241,7 @@ static int mrl_av_set_open(struct fid_av *av_fid, struct fi_av_set_attr *attr,
 				     &set->av_set.fid);
 	if (ret)
 		goto err_free;
+	mrl_adopt_inner(&set->inner->fid, &set->av_set.fid);
 
 	mrl_count_open(MRL_CLASS_AV_SET);
 	*set_fid = &set->av_set;

@@ -155,6 +155,7 @@ static int mrl_cm_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
 				  &mc->mc.fid);
 	if (ret)
 		goto err_free;
+	mrl_adopt_inner(&mc->inner->fid, &mc->mc.fid);
 	mc->mc.fi_addr = mc->inner->fi_addr;
 
 	mrl_count_open(MRL_CLASS_MC);
@@ -218,6 +219,7 @@ int mrl_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 					  &pep->pep.fid);
 	if (ret)
 		goto err_free;
+	mrl_adopt_inner(&pep->inner->fid, &pep->pep.fid);
 
 	mrl_count_open(MRL_CLASS_PEP);
 	*pep_fid = &pep->pep;

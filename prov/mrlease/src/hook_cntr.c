@@ -116,6 +116,7 @@ int mrl_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		attr->wait_set = app_wait;
 	if (ret)
 		goto err_free;
+	mrl_adopt_inner(&cntr->inner->fid, &cntr->cntr.fid);
 
 	if (mrl_personality && mrl_personality->cntr_open) {
 		ret = mrl_personality->cntr_open(cntr);

@@ -133,6 +133,8 @@ int mrl_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		attr->wait_set = app_wait;
 	if (ret)
 		goto err_free;
+	if (!peer)
+		mrl_adopt_inner(&cq->inner->fid, &cq->cq.fid);
 
 	if (mrl_personality && mrl_personality->cq_open) {
 		ret = mrl_personality->cq_open(cq);

@@ -121,6 +121,7 @@ static int mrl_ep_ctx_open(struct fid_ep *sep_fid, int index, void *attr,
 	}
 	if (ret)
 		goto err_free;
+	mrl_adopt_inner(&ctx->inner->fid, &ctx->ep.fid);
 
 	ret = mrl_ep_finish(ctx);
 	if (ret)
@@ -354,6 +355,8 @@ static int mrl_ep_open_common(struct fid_domain *domain, struct fi_info *info,
 		info->handle = app_handle;
 	if (ret)
 		goto err_free;
+	if (!peer)
+		mrl_adopt_inner(&ep->inner->fid, &ep->ep.fid);
 
 	ret = mrl_ep_finish(ep);
 	if (ret)
@@ -406,6 +409,7 @@ int mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 				       &srx->ep.fid);
 	if (ret)
 		goto err_free;
+	mrl_adopt_inner(&srx->inner->fid, &srx->ep.fid);
 	ret = mrl_ep_finish(srx);
 	if (ret)
 		goto err_close;
@@ -460,6 +464,7 @@ int mrl_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
 				       &stx->stx.fid);
 	if (ret)
 		goto err_free;
+	mrl_adopt_inner(&stx->inner->fid, &stx->stx.fid);
 
 	mrl_count_open(MRL_CLASS_STX_CTX);
 	*stx_fid = &stx->stx;

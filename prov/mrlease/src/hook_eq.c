@@ -156,6 +156,7 @@ int mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		attr->wait_set = app_wait;
 	if (ret)
 		goto err_free;
+	mrl_adopt_inner(&eq->inner->fid, &eq->eq.fid);
 
 	mrl_count_open(MRL_CLASS_EQ);
 	*eq_fid = &eq->eq;

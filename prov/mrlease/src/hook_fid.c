@@ -149,6 +149,16 @@ struct fid *mrl_hook_of_inner(struct fid *inner)
 	return inner;
 }
 
+void mrl_adopt_inner(struct fid *inner, struct fid *hook)
+{
+	if (!inner->context)
+		inner->context = hook;
+	else if (inner->context != hook)
+		FI_DBG(mrl_prov, FI_LOG_CORE,
+		       "inner fid %p (fclass %zu) keeps its own context\n",
+		       (void *)inner, inner->fclass);
+}
+
 static bool mrl_class_is_ep(enum mrl_class cls)
 {
 	return cls >= MRL_CLASS_EP && cls <= MRL_CLASS_SRX_CTX;

@@ -29,6 +29,8 @@ static struct mrl_mr *mrl_mr_alloc(struct mrl_domain *dom, void *context)
 
 static void mrl_mr_publish(struct mrl_mr *mr, struct fid_mr **mr_fid)
 {
+	if (!mr->release)
+		mrl_adopt_inner(&mr->inner->fid, &mr->mr.fid);
 	mr->mr.key = mr->inner->key;
 	mr->mr.mem_desc = mr->inner->mem_desc;
 	mrl_count_open(MRL_CLASS_MR);
