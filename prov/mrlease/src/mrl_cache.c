@@ -48,8 +48,8 @@ enum mrl_reg_flags {
 /* Hit-path counters kept per thread and per statistic slot. */
 enum mrl_tcnt {
 	MRL_TCNT_LOOKUPS,
-	MRL_TCNT_MISSES,		/* lookups that found nothing */
-	MRL_TCNT_LEASES_OTHER,		/* leases not taken by a hit */
+	MRL_TCNT_HITS,
+	MRL_TCNT_LEASES_TAKEN,
 	MRL_TCNT_LEASES_RELEASED,
 	MRL_TCNT_INVALIDATIONS,	/* used on a cache's slot */
 	MRL_TCNT_COUNT
@@ -77,7 +77,6 @@ struct mrl_slow_stats {
 struct mrl_hot {
 	struct mrl_registration *reg;
 	uint64_t gen;
-	uintptr_t base, end;	/* copies: the entry is not read before validation */
 };
 
 struct mrl_reader {
@@ -101,7 +100,7 @@ static void reader_detach(void *arg)
 	struct mrl_reader *rec = arg;
 
 	for (size_t i = 0; i < MRL_CACHE_STAT_SLOTS; i++)
-		rec->hot[i] = (struct mrl_hot){ NULL, 0, 0, 0 };
+		rec->hot[i] = (struct mrl_hot){ NULL, 0 };
 	mrl_self = NULL;
 	atomic_store_explicit(&rec->in_use, false, memory_order_release);
 }
@@ -267,7 +266,7 @@ struct mrl_cache_domain {
 	struct mrl_cache_domain *next;
 	/* Under cache->lock (readers: inside a read section). */
 	struct mrl_btnode *root;
-	atomic_uint_least64_t gen;	/* changes on every retire */
+	uint64_t gen;
 	struct mrl_registration *lru_head, *lru_tail;
 	size_t count, bytes;
 	bool closed;
@@ -305,8 +304,6 @@ static struct mrl_registration *pool_alloc(void)
 		if (!chunk)
 			return NULL;
 		pthread_mutex_lock(&mrl_pool_lock);
-		for (size_t i = 0; i < MRL_POOL_CHUNK; i++)
-			atomic_init(&chunk[i].refs, 0);
 		for (size_t i = 1; i < MRL_POOL_CHUNK; i++) {
 			chunk[i].lru_next = mrl_pool_free;
 			mrl_pool_free = &chunk[i];
@@ -314,15 +311,7 @@ static struct mrl_registration *pool_alloc(void)
 		pthread_mutex_unlock(&mrl_pool_lock);
 		reg = &chunk[0];
 	}
-	/* A stale hot slot may still CAS refs (see hot_lease): everything but
-	 * refs is plain, refs is only ever accessed atomically. */
-	reg->base = reg->end = 0;
-	reg->lru_prev = reg->lru_next = NULL;
-	reg->domain = NULL;
-	reg->mr = reg->desc = NULL;
-	atomic_store_explicit(&reg->used, 0, memory_order_relaxed);
-	reg->state = MRL_REG_NEW;
-	reg->flags = 0;
+	memset(reg, 0, sizeof(*reg));
 	return reg;
 }
 
@@ -873,7 +862,7 @@ static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 	e->state = MRL_REG_RETIRED;
 	dom->count--;
 	dom->bytes -= e->end - e->base;
-	atomic_store_explicit(&dom->gen, next_gen(), memory_order_release);
+	dom->gen = next_gen();
 	STAT_ADD(dom, entries, -1);
 	e->lru_next = *chain;
 	*chain = e;
@@ -1040,7 +1029,7 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
 	atomic_fetch_add(&cache->refs, 1);
 
 	write_enter(cache);
-	atomic_store_explicit(&dom->gen, next_gen(), memory_order_release);
+	dom->gen = next_gen();
 	dom->next = cache->domains;
 	cache->domains = dom;
 	write_exit(cache);
@@ -1069,7 +1058,7 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 	bt_give_all(cache, dom->root);
 	dom->root = NULL;
 	dom->count = dom->bytes = 0;
-	atomic_store_explicit(&dom->gen, next_gen(), memory_order_release);
+	dom->gen = next_gen();
 	for (p = cache->pending; p; p = p->next)
 		if (p->domain == dom)
 			p->stale = true;
@@ -1090,39 +1079,22 @@ void mrl_cache_set_span(struct mrl_cache_domain *dom, fi_mrlease_span_fn fn,
 
 /* ---- lookup ------------------------------------------------------------- */
 
-/*
- * The hit path of a send loop: the thread's last entry for this domain,
- * leased without a read section. The slot is trusted only while the domain's
- * generation is the one seen when it was filled (every retire changes it).
- * Entries are pool memory that is never unmapped, so the reference is taken
- * first (increment if not zero) and the generation checked again: unchanged
- * means no retire happened since the fill, so the reference is on that very
- * entry, which a retire could not have freed. Otherwise it is given back.
- */
+/* The covering entry, hot slot first; caller is in a read section or holds
+ * the mutex. */
 static inline struct mrl_registration *
-hot_lease(struct mrl_cache_domain *dom, struct mrl_hot *hot, uintptr_t start,
-	  uintptr_t end)
+index_find(struct mrl_cache_domain *dom, struct mrl_reader *rec, uintptr_t start,
+	   uintptr_t end)
 {
+	struct mrl_hot *hot = &rec->hot[dom->slot];
 	struct mrl_registration *reg = hot->reg;
-	uint64_t gen = hot->gen;
-	unsigned refs;
 
-	if (!(hot->base <= start && end <= hot->end) ||
-	    atomic_load_explicit(&dom->gen, memory_order_acquire) != gen)
-		return NULL;
-	refs = atomic_load_explicit(&reg->refs, memory_order_relaxed);
-	do {
-		if (MRL_UNLIKELY(!refs))
-			return NULL;
-	} while (!atomic_compare_exchange_weak_explicit(&reg->refs, &refs, refs + 1,
-							 memory_order_acquire,
-							 memory_order_relaxed));
-	if (MRL_UNLIKELY(atomic_load_explicit(&dom->gen, memory_order_acquire) != gen)) {
-		ref_put(reg);
-		return NULL;
+	if (MRL_LIKELY(hot->gen == dom->gen && reg->base <= start && end <= reg->end))
+		return reg;
+	reg = bt_find_cover(dom->root, start, end);
+	if (reg && !rec->shared) {
+		hot->reg = reg;
+		hot->gen = dom->gen;
 	}
-	if (!atomic_load_explicit(&reg->used, memory_order_relaxed))
-		atomic_store_explicit(&reg->used, 1, memory_order_relaxed);
 	return reg;
 }
 
@@ -1133,25 +1105,6 @@ static inline void lease_take_found(struct mrl_registration *reg)
 		atomic_store_explicit(&reg->used, 1, memory_order_relaxed);
 }
 
-/* Covering entry from the index, leased, hot slot refilled; the caller is in
- * a read section or holds the mutex. */
-static inline struct mrl_registration *
-index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, uintptr_t start,
-	    uintptr_t end)
-{
-	struct mrl_registration *reg = bt_find_cover(dom->root, start, end);
-	struct mrl_hot *hot = &rec->hot[dom->slot];
-
-	if (!reg)
-		return NULL;
-	lease_take_found(reg);
-	if (!rec->shared)
-		*hot = (struct mrl_hot){ reg,
-			atomic_load_explicit(&dom->gen, memory_order_relaxed),
-			reg->base, reg->end };
-	return reg;
-}
-
 static inline struct mrl_registration *
 lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec,
 	     uintptr_t start, uintptr_t end)
@@ -1159,20 +1112,23 @@ lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec,
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *reg;
 
-	tcnt_add(rec, dom->slot, MRL_TCNT_LOOKUPS, 1);
-	reg = hot_lease(dom, &rec->hot[dom->slot], start, end);
-	if (MRL_LIKELY(reg != NULL))
-		return reg;
 	if (MRL_LIKELY(read_enter(rec, cache))) {
-		reg = index_lease(dom, rec, start, end);
+		reg = index_find(dom, rec, start, end);
+		if (reg)
+			lease_take_found(reg);
 		read_exit(rec);
 	} else {
 		pthread_mutex_lock(&cache->lock);
-		reg = index_lease(dom, rec, start, end);
+		reg = index_find(dom, rec, start, end);
+		if (reg)
+			lease_take_found(reg);
 		pthread_mutex_unlock(&cache->lock);
 	}
-	if (!reg)
-		tcnt_add(rec, dom->slot, MRL_TCNT_MISSES, 1);
+	tcnt_add(rec, dom->slot, MRL_TCNT_LOOKUPS, 1);
+	if (reg) {
+		tcnt_add(rec, dom->slot, MRL_TCNT_HITS, 1);
+		tcnt_add(rec, dom->slot, MRL_TCNT_LEASES_TAKEN, 1);
+	}
 	return reg;
 }
 
@@ -1356,17 +1312,17 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	if (rret && !pending.stale) {
 		/* No memory for index nodes: the registration goes. */
 		write_exit(cache);
-		atomic_store_explicit(&reg->refs, 1, memory_order_release);
+		atomic_init(&reg->refs, 1);
 		ref_put(reg);
 		return rret;
 	}
 	if (pending.stale) {
 		reg->state = MRL_REG_RETIRED;
-		atomic_store_explicit(&reg->refs, 1, memory_order_release);
+		atomic_init(&reg->refs, 1);
 	} else if (cover && (won = bt_find_cover(dom->root, start, end))) {
 		lease_take_found(won);
 	} else {
-		atomic_store_explicit(&reg->refs, 2, memory_order_release);
+		atomic_init(&reg->refs, 2);
 		insert_locked(dom, reg, &chain);
 		capacity_locked(dom, &chain);
 	}
@@ -1374,7 +1330,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 
 	drop_chain(chain);
 	if (won) {
-		atomic_store_explicit(&reg->refs, 1, memory_order_release);
+		atomic_init(&reg->refs, 1);
 		ref_put(reg);	/* the loser's registration */
 		reg = won;
 	}
@@ -1409,7 +1365,7 @@ int mrl_cache_acquire(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t e
 	ret = register_insert(dom, lo, hi, 0, true, start, end, &reg);
 	if (ret)
 		return ret;
-	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
+	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_TAKEN, 1);
 	*out = reg;
 	return 0;
 }
@@ -1430,7 +1386,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	reg->domain = dom;
 	reg->mr = mr;
 	reg->desc = desc;
-	atomic_store_explicit(&reg->refs, 2, memory_order_release);
+	atomic_init(&reg->refs, 2);
 
 	if (write_enter_reserved(cache)) {
 		pool_free(reg);
@@ -1449,7 +1405,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	write_exit(cache);
 
 	drop_chain(chain);
-	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
+	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_TAKEN, 1);
 	*out = reg;
 	return 0;
 }
@@ -1457,7 +1413,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 void mrl_lease_get(struct mrl_registration *reg)
 {
 	atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed);
-	tcnt_add(reader_self(), reg->domain->slot, MRL_TCNT_LEASES_OTHER, 1);
+	tcnt_add(reader_self(), reg->domain->slot, MRL_TCNT_LEASES_TAKEN, 1);
 }
 
 void mrl_lease_release(struct mrl_registration *reg)
@@ -1543,7 +1499,7 @@ int mrl_cache_pin(struct mrl_cache_domain *dom, uintptr_t base, size_t len,
 	ret = register_insert(dom, lo, hi, MRL_REG_PINNED, false, 0, 0, out);
 	if (ret)
 		return ret;
-	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
+	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_TAKEN, 1);
 	return 0;
 }
 
@@ -1588,9 +1544,8 @@ void mrl_cache_domain_stats(struct mrl_cache_domain *dom, struct fi_mrlease_stat
 	slow_copy(&dom->stats, stats);
 	domain_hot(dom, hot);
 	stats->lookups = hot[MRL_TCNT_LOOKUPS];
-	stats->hits = hot[MRL_TCNT_LOOKUPS] - hot[MRL_TCNT_MISSES];
-	stats->leases = stats->hits + hot[MRL_TCNT_LEASES_OTHER] -
-			hot[MRL_TCNT_LEASES_RELEASED];
+	stats->hits = hot[MRL_TCNT_HITS];
+	stats->leases = hot[MRL_TCNT_LEASES_TAKEN] - hot[MRL_TCNT_LEASES_RELEASED];
 }
 
 void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats)
@@ -1609,9 +1564,8 @@ void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats)
 	}
 	pthread_mutex_unlock(&cache->lock);
 	stats->lookups = sum[MRL_TCNT_LOOKUPS];
-	stats->hits = sum[MRL_TCNT_LOOKUPS] - sum[MRL_TCNT_MISSES];
-	stats->leases = stats->hits + sum[MRL_TCNT_LEASES_OTHER] -
-			sum[MRL_TCNT_LEASES_RELEASED];
+	stats->hits = sum[MRL_TCNT_HITS];
+	stats->leases = sum[MRL_TCNT_LEASES_TAKEN] - sum[MRL_TCNT_LEASES_RELEASED];
 	stats->invalidations = tcnt_sum(cache->slot, MRL_TCNT_INVALIDATIONS) -
 			       cache->slot_base[MRL_TCNT_INVALIDATIONS];
 }

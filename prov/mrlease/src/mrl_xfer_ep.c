@@ -192,11 +192,6 @@ static int mrl_xep_enable(struct mrl_xep *x)
 
 	mrl_xdir_set(x, MRL_TX, min);
 	mrl_xdir_set(x, MRL_RX, min);
-	FI_INFO(mrl_prov, FI_LOG_EP_CTRL,
-		"endpoint on %s: tx route %d min %zu/%zu, rx route %d min %zu/%zu\n",
-		dom->prov_name, x->dir[MRL_TX].route, x->dir[MRL_TX].min,
-		x->dir[MRL_TX].min_msg, x->dir[MRL_RX].route,
-		x->dir[MRL_RX].min, x->dir[MRL_RX].min_msg);
 	if (x->dir[MRL_TX].route == MRL_ROUTE_NONE &&
 	    x->dir[MRL_RX].route == MRL_ROUTE_NONE)
 		return 0;
