@@ -10,17 +10,12 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
 
 #include "mrl_hook.h"
-
-/*
- * The mrlease policy on top of the passthrough layer. Empty for now: the
- * lease cache, the data path and FI_MRLEASE_OPS_1 plug in here.
- */
-static const struct mrl_personality mrl_mrlease_personality = {
-	.name = "mrlease",
-};
+#include "mrl_lease.h"
+#include "mrl_params.h"
 
 static struct fi_provider mrl_mrlease_prov = {
 	.version = FI_VERSION(0, 1),
@@ -45,6 +40,13 @@ __attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
 {
 	mrl_mrlease_prov.version = mrl_package_version();
 	mrl_prov = &mrl_mrlease_prov;
-	mrl_personality = &mrl_mrlease_personality;
+	/* The mrlease policy on top of the passthrough layer: lease cache,
+	 * data path, FI_MRLEASE_OPS_1 (mrl_personality.c). */
+	mrl_personality = &mrl_lease_personality;
+	/* fi_info -e lists only parameters defined here. */
+	if (mrl_params_define(&mrl_mrlease_prov))
+		FI_WARN(&mrl_mrlease_prov, FI_LOG_CORE,
+			"defining FI_MRLEASE_* parameters failed; defaults apply\n");
+	mrl_params_load(&mrl_mrlease_prov);
 	return &mrl_mrlease_prov;
 }
