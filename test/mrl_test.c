@@ -455,8 +455,13 @@ int mrl_rdm_pair_open(struct mrl_domain *d, const struct mrl_peer_opts *opts,
 
 void mrl_progress(struct mrl_peer *p)
 {
+	struct fi_eq_cm_entry entry;
+	uint32_t event;
+
 	if (!p)
 		return;
+	if (p->eq)
+		(void)fi_eq_read(p->eq, &event, &entry, sizeof(entry), FI_PEEK);
 	if (p->cq)
 		(void)fi_cq_read(p->cq, NULL, 0);
 	if (p->tx_cntr)
@@ -652,6 +657,44 @@ int mrl_eq_wait(struct fid_eq *eq, uint32_t expected, void *buf, size_t len,
 	return -FI_ETIMEDOUT;
 }
 
+int mrl_eq_wait_err(struct fid_eq *eq, struct fi_eq_err_entry *err,
+		    struct mrl_peer *a, struct mrl_peer *b, const char *what)
+{
+	struct fi_eq_cm_entry entry;
+	struct mrl_wait w;
+	uint32_t event;
+	ssize_t ret;
+
+	memset(err, 0, sizeof(*err));
+	mrl_wait_init(&w);
+	do {
+		ret = fi_eq_read(eq, &event, &entry, sizeof(entry), 0);
+		if (ret == -FI_EAVAIL) {
+			ret = fi_eq_readerr(eq, err, 0);
+			if (ret < 0) {
+				FAIL("%s: fi_eq_readerr = %zd (%s)", what, ret,
+				     fi_strerror((int)-ret));
+				return (int)ret;
+			}
+			return 0;
+		}
+		if (ret >= 0) {
+			FAIL("%s: expected an EQ error entry, got event %s", what,
+			     fi_tostr(&event, FI_TYPE_EQ_EVENT));
+			return -FI_EOTHER;
+		}
+		if (ret != -FI_EAGAIN) {
+			FAIL("%s: fi_eq_read = %zd (%s)", what, ret,
+			     fi_strerror((int)-ret));
+			return (int)ret;
+		}
+		mrl_progress(a);
+		mrl_progress(b);
+	} while (!mrl_wait_over(&w));
+	FAIL("%s: no EQ error entry after %lu polls", what, w.spins);
+	return -FI_ETIMEDOUT;
+}
+
 static int open_eq(struct mrl_domain *d, struct fid_eq **eq)
 {
 	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_UNSPEC };
@@ -661,23 +704,50 @@ static int open_eq(struct mrl_domain *d, struct fid_eq **eq)
 	return 0;
 }
 
-static int open_msg_ep(struct mrl_domain *d, struct fi_info *info,
-		       struct fid_eq *eq, struct fid_ep *srx,
-		       struct fid_ep **ep, struct fid_cq **cq)
+int mrl_msg_ep_open(struct mrl_domain *d, struct fi_info *info,
+		    const void *dest, size_t destlen, struct fid_ep *srx,
+		    struct fid_eq **eq, struct fid_ep **ep, struct fid_cq **cq)
 {
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA };
 
-	TRY(fi_cq_open(d->domain, &cq_attr, cq, NULL));
-	mrl_track_fid(&(*cq)->fid);
+	info = fi_dupinfo(info);
+	if (!info) {
+		FAIL("fi_dupinfo failed");
+		return -FI_ENOMEM;
+	}
+	mrl_track_info(info);
+	if (dest) {
+		free(info->dest_addr);
+		info->dest_addr = malloc(destlen);
+		if (!info->dest_addr)
+			return -FI_ENOMEM;
+		memcpy(info->dest_addr, dest, destlen);
+		info->dest_addrlen = destlen;
+	}
 	if (srx)
 		info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+	TRY(open_eq(d, eq));
+	TRY(fi_cq_open(d->domain, &cq_attr, cq, NULL));
+	mrl_track_fid(&(*cq)->fid);
 	TRY(fi_endpoint(d->domain, info, ep, NULL));
 	mrl_track_fid(&(*ep)->fid);
 	if (srx)
 		TRY(fi_ep_bind(*ep, &srx->fid, 0));
-	TRY(fi_ep_bind(*ep, &eq->fid, 0));
+	TRY(fi_ep_bind(*ep, &(*eq)->fid, 0));
 	TRY(fi_ep_bind(*ep, &(*cq)->fid, FI_TRANSMIT | FI_RECV));
 	TRY(fi_enable(*ep));
+	return 0;
+}
+
+int mrl_pep_listen(struct mrl_domain *d, struct fid_eq **eq,
+		   struct fid_pep **pep, void *addr, size_t *addrlen)
+{
+	TRY(open_eq(d, eq));
+	TRY(fi_passive_ep(d->fabric, d->info, pep, NULL));
+	mrl_track_fid(&(*pep)->fid);
+	TRY(fi_pep_bind(*pep, &(*eq)->fid, 0));
+	TRY(fi_listen(*pep));
+	TRY(fi_getname(&(*pep)->fid, addr, addrlen));
 	return 0;
 }
 
@@ -702,10 +772,10 @@ static int msg_pair_step(struct mrl_msg_pair *p, struct fid_ep *srx,
 		p->connreq_fid = ev.cm.fid;
 		p->connreq_handle = ev.cm.info->handle;
 		mrl_track_info(ev.cm.info);
-		TRY(open_eq(p->dom, &p->srv_eq));
-		TRY(open_msg_ep(p->dom, ev.cm.info, p->srv_eq, srx, &p->srv,
-				&p->srv_cq));
+		TRY(mrl_msg_ep_open(p->dom, ev.cm.info, NULL, 0, srx,
+				    &p->srv_eq, &p->srv, &p->srv_cq));
 		p->srv_side.cq = p->srv_cq;
+		p->srv_side.eq = p->srv_eq;
 		TRY(fi_accept(p->srv, NULL, 0));
 	} else if (ret != -FI_EAGAIN) {
 		return (int)ret;
@@ -744,7 +814,6 @@ static int msg_pair_step(struct mrl_msg_pair *p, struct fid_ep *srx,
 int mrl_msg_pair_open(struct mrl_domain *d, struct fid_ep *srx,
 		      struct mrl_msg_pair *p)
 {
-	struct fi_info *cli_info;
 	char addr[128];
 	size_t addrlen = sizeof(addr);
 	bool srv_up = false, cli_up = false;
@@ -753,28 +822,11 @@ int mrl_msg_pair_open(struct mrl_domain *d, struct fid_ep *srx,
 
 	memset(p, 0, sizeof(*p));
 	p->dom = d;
-	TRY(open_eq(d, &p->pep_eq));
-	TRY(fi_passive_ep(d->fabric, d->info, &p->pep, NULL));
-	mrl_track_fid(&p->pep->fid);
-	TRY(fi_pep_bind(p->pep, &p->pep_eq->fid, 0));
-	TRY(fi_listen(p->pep));
-	TRY(fi_getname(&p->pep->fid, addr, &addrlen));
-
-	cli_info = fi_dupinfo(d->info);
-	if (!cli_info) {
-		FAIL("fi_dupinfo failed");
-		return -FI_ENOMEM;
-	}
-	mrl_track_info(cli_info);
-	free(cli_info->dest_addr);
-	cli_info->dest_addr = malloc(addrlen);
-	if (!cli_info->dest_addr)
-		return -FI_ENOMEM;
-	memcpy(cli_info->dest_addr, addr, addrlen);
-	cli_info->dest_addrlen = addrlen;
-	TRY(open_eq(d, &p->cli_eq));
-	TRY(open_msg_ep(d, cli_info, p->cli_eq, NULL, &p->cli, &p->cli_cq));
+	TRY(mrl_pep_listen(d, &p->pep_eq, &p->pep, addr, &addrlen));
+	TRY(mrl_msg_ep_open(d, d->info, addr, addrlen, NULL, &p->cli_eq,
+			    &p->cli, &p->cli_cq));
 	p->cli_side.cq = p->cli_cq;
+	p->cli_side.eq = p->cli_eq;
 	TRY(fi_connect(p->cli, addr, NULL, 0));
 
 	mrl_wait_init(&w);

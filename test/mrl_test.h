@@ -199,6 +199,8 @@ struct mrl_peer {
 	struct fid_cntr *rx_cntr;     /* FI_RECV */
 	struct fid_cntr *rma_cntr;    /* FI_READ | FI_WRITE */
 	struct fid_cntr *remote_cntr; /* FI_REMOTE_WRITE | FI_REMOTE_READ */
+	struct fid_eq *eq;            /* optional: peeked by mrl_progress (the
+				       * connection manager progresses there) */
 	fi_addr_t peer;               /* the other endpoint in av */
 	char name[256];               /* fi_getname of ep */
 	size_t namelen;
@@ -218,8 +220,8 @@ int mrl_peers_connect(struct mrl_peer *a, struct mrl_peer *b);
 int mrl_rdm_pair_open(struct mrl_domain *d, const struct mrl_peer_opts *opts,
 		      struct mrl_peer *a, struct mrl_peer *b);
 
-/* Drive p's progress without consuming completions (CQ read of 0 entries,
- * counter reads). NULL is ignored. */
+/* Drive p's progress without consuming completions or events (CQ read of
+ * 0 entries, counter reads, FI_PEEK read of p->eq). NULL is ignored. */
 void mrl_progress(struct mrl_peer *p);
 
 /*
@@ -286,6 +288,26 @@ ssize_t mrl_eq_poll(struct fid_eq *eq, uint32_t *event, void *buf, size_t len);
 int mrl_eq_wait(struct fid_eq *eq, uint32_t expected, void *buf, size_t len,
 		struct mrl_peer *a, struct mrl_peer *b, const char *what);
 
+/* Wait (bounded) for an error entry on eq and read it with fi_eq_readerr
+ * into err (zeroed first); a regular event instead is a failure. */
+int mrl_eq_wait_err(struct fid_eq *eq, struct fi_eq_err_entry *err,
+		    struct mrl_peer *a, struct mrl_peer *b, const char *what);
+
+/* A passive endpoint from d->info bound to a new EQ (*eq) and listening;
+ * its address in addr (*addrlen bytes, in: the buffer's size). */
+int mrl_pep_listen(struct mrl_domain *d, struct fid_eq **eq,
+		   struct fid_pep **pep, void *addr, size_t *addrlen);
+/*
+ * An FI_EP_MSG endpoint from (a copy of) info with its own new EQ and CQ
+ * (FI_CQ_FORMAT_DATA, bound FI_TRANSMIT|FI_RECV), enabled. dest non-NULL
+ * sets the copy's dest_addr (the client side, before fi_connect); for the
+ * server side pass the FI_CONNREQ info (its handle) and dest NULL. srx
+ * non-NULL: opened with rx_ctx_cnt FI_SHARED_CONTEXT and bound to srx.
+ */
+int mrl_msg_ep_open(struct mrl_domain *d, struct fi_info *info,
+		    const void *dest, size_t destlen, struct fid_ep *srx,
+		    struct fid_eq **eq, struct fid_ep **ep, struct fid_cq **cq);
+
 /*
  * A connected FI_EP_MSG pair in one domain (e.g. plain "tcp"): a passive
  * endpoint listening on the loopback, a client that fi_connect()s to it and
@@ -304,7 +326,7 @@ struct mrl_msg_pair {
 	fid_t srv_connected_fid; /* FI_CONNECTED on the server side (want: srv) */
 	fid_t cli_connected_fid; /* FI_CONNECTED on the client side (want: cli) */
 	void *connreq_handle;    /* info->handle of the FI_CONNREQ */
-	struct mrl_peer cli_side, srv_side; /* views of the CQs for
+	struct mrl_peer cli_side, srv_side; /* views of the CQs and EQs for
 					     * mrl_cq_wait/mrl_progress/MRL_POST */
 };
 /* srx non-NULL: the server endpoint is opened with rx_ctx_cnt

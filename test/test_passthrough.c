@@ -178,47 +178,47 @@ static int wait_bytes(const void *dst, const void *src, size_t len,
  * The hook is in the call path.
  */
 
-/* If the hook silently fails to install, every other test here still passes
- * against the bare provider: this one tells the two apart. */
-static void test_mrlease_ops_reflect_whether_hook_is_installed(void)
+/* The extension API (fi_ext_mrlease.h) is how applications reach the lease
+ * cache: it must answer on the hooked fabric and domain, and the bare
+ * providers must answer -FI_ENOSYS (what the header promises without it). */
+static void check_mrlease_ops(enum fi_ep_type type)
 {
 	struct mrl_domain d;
 	struct fi_mrlease_ops *ops = NULL;
-	int ret;
+	struct fid *fids[2];
+	const char *names[2] = { "fabric", "domain" };
+	int ret, i;
 
-	if (!open_domain(FI_EP_RDM, 0, &d))
+	if (!open_domain(type, 0, &d))
 		return;
-	ret = fi_open_ops(&d.domain->fid, FI_MRLEASE_OPS_1, 0, (void **)&ops,
-			  NULL);
-	if (expect_hook) {
-		CHECK_MSG(ret == 0, "fi_open_ops(domain, %s) = %d (%s): the "
-			  "mrlease extension is not reachable under FI_HOOK",
-			  FI_MRLEASE_OPS_1, ret, fi_strerror(-ret));
-		CHECK(ops && ops->size >= sizeof(*ops));
-	} else {
-		CHECK_MSG(ret < 0, "fi_open_ops(domain, %s) = %d: the hook is "
-			  "present although FI_HOOK does not name it",
-			  FI_MRLEASE_OPS_1, ret);
+	fids[0] = &d.fabric->fid;
+	fids[1] = &d.domain->fid;
+	for (i = 0; i < 2; i++) {
+		ops = NULL;
+		ret = fi_open_ops(fids[i], FI_MRLEASE_OPS_1, 0, (void **)&ops,
+				  NULL);
+		if (expect_hook) {
+			CHECK_MSG(ret == 0, "fi_open_ops(%s, %s) = %d (%s): the "
+				  "mrlease extension is not reachable under "
+				  "FI_HOOK", names[i], FI_MRLEASE_OPS_1, ret,
+				  fi_strerror(-ret));
+			CHECK(ops && ops->size >= sizeof(*ops));
+		} else {
+			CHECK_MSG(ret == -FI_ENOSYS, "fi_open_ops(%s, %s) = %d "
+				  "without the hook, want -FI_ENOSYS", names[i],
+				  FI_MRLEASE_OPS_1, ret);
+		}
 	}
 }
 
-static void test_msg_mrlease_ops_reflect_whether_hook_is_installed(void)
+static void test_mrlease_ops_answer_only_under_the_hook(void)
 {
-	struct mrl_domain d;
-	struct fi_mrlease_ops *ops = NULL;
-	int ret;
+	check_mrlease_ops(FI_EP_RDM);
+}
 
-	if (!open_domain(FI_EP_MSG, 0, &d))
-		return;
-	ret = fi_open_ops(&d.domain->fid, FI_MRLEASE_OPS_1, 0, (void **)&ops,
-			  NULL);
-	if (expect_hook)
-		CHECK_MSG(ret == 0, "fi_open_ops(domain, %s) = %d (%s): the "
-			  "mrlease extension is not reachable under FI_HOOK",
-			  FI_MRLEASE_OPS_1, ret, fi_strerror(-ret));
-	else
-		CHECK_MSG(ret < 0, "fi_open_ops(domain, %s) = %d with no hook",
-			  FI_MRLEASE_OPS_1, ret);
+static void test_msg_mrlease_ops_answer_only_under_the_hook(void)
+{
+	check_mrlease_ops(FI_EP_MSG);
 }
 
 /* The debug counters of the hook that owns `fid`, or NULL when no mrlease
@@ -321,6 +321,51 @@ static void test_hook_wraps_every_object_class_and_closes_every_wrapper(void)
 			  "closing everything", class_names[i],
 			  (unsigned long long)(c0.opened[i] - c0.closed[i]),
 			  (unsigned long long)(c2.opened[i] - c2.closed[i]));
+}
+
+/*
+ * Under a utility provider libfabric installs the hook over the utility
+ * fabric and again over the core fabric it opens inside; each instance's
+ * domain must know which it is, because operands are resolved at the
+ * outermost one only. A core provider gets one, outermost, instance.
+ */
+static void test_domain_knows_whether_it_is_the_outermost_instance(void)
+{
+	struct mrl_domain d;
+	struct mrl_debug_ops *ops;
+	struct mrl_debug_counts c0, c1;
+	bool utility = strchr(prov, ';') != NULL;
+	uint64_t outer, inner;
+	int ret;
+
+	if (!expect_hook) {
+		mrl_test_skip_current("no hook: nothing to count");
+		return;
+	}
+	if (!open_domain(FI_EP_RDM, 0, &d))
+		return;
+	ops = debug_ops(&d.fabric->fid, &ret);
+	CHECK_MSG(ops, "fi_open_ops(fabric, %s) = %d (%s)", MRL_DEBUG_OPS_1,
+		  ret, fi_strerror(-ret));
+	ops->read(&c0);
+	CHECK_EQ(0, mrl_close(&d.domain->fid, "domain"));
+	CHECK_FI(fi_domain(d.fabric, d.info, &d.domain, NULL));
+	mrl_track_fid(&d.domain->fid);
+	ops->read(&c1);
+	outer = c1.counter[MRL_DEBUG_OUTERMOST_DOMAINS] -
+		c0.counter[MRL_DEBUG_OUTERMOST_DOMAINS];
+	inner = c1.counter[MRL_DEBUG_INNER_DOMAINS] -
+		c0.counter[MRL_DEBUG_INNER_DOMAINS];
+	CHECK_MSG(outer == 1, "opening one %s domain counted %llu outermost "
+		  "domains", prov, (unsigned long long)outer);
+	if (utility)
+		CHECK_MSG(inner >= 1, "%s: the core domain the utility provider "
+			  "opens inside was not hooked as an inner instance",
+			  prov);
+	else
+		CHECK_MSG(inner == 0, "%s is a core provider, yet %llu inner "
+			  "domains were counted", prov,
+			  (unsigned long long)inner);
 }
 
 /* ------------------------------------------------------------------------
@@ -1059,6 +1104,40 @@ static void test_rma_ops_move_data_with_null_and_registered_desc(void)
 	CHECK_FI(wait_bytes(target, local, 16, &a, &b, "fi_inject_write"));
 }
 
+/* FI_RMA_EVENT counters at the target count the writes and reads peers
+ * make into its memory: the FI_REMOTE_WRITE|FI_REMOTE_READ bind must reach
+ * the provider's endpoint with the provider's counter. */
+static void test_remote_counter_counts_rma_at_the_target(void)
+{
+	struct mrl_domain d;
+	struct mrl_peer a, b;
+	struct mrl_peer_opts opts = { .cntrs = true, .remote_cntr = true };
+	struct fid_mr *tmr;
+	struct fi_cq_tagged_entry entry;
+	struct fi_context2 ctx;
+	char *local = mrl_alloc(SMALL), *target = mrl_alloc(SMALL);
+	uint64_t key, raddr;
+
+	if (!open_pair(FI_RMA_EVENT, &opts, &d, &a, &b))
+		return;
+	CHECK_FI(mrl_mr_reg(&d, b.ep, target, SMALL,
+			    FI_REMOTE_READ | FI_REMOTE_WRITE, &tmr));
+	key = fi_mr_key(tmr);
+	raddr = mrl_rma_addr(&d, target);
+	fill(local, SMALL, 120);
+	CHECK_FI(MRL_POST(fi_write(a.ep, local, SMALL, NULL, a.peer, raddr, key,
+				   &ctx), &a, &b));
+	CHECK_FI(mrl_cq_wait(&a, &b, &entry, NULL, "fi_write"));
+	CHECK_FI(mrl_cntr_wait(b.remote_cntr, 1, &b, &a, "remote counter"));
+	CHECK_FI(wait_bytes(target, local, SMALL, &a, &b, "fi_write"));
+	CHECK_FI(MRL_POST(fi_read(a.ep, local, SMALL, NULL, a.peer, raddr, key,
+				  &ctx), &a, &b));
+	CHECK_FI(mrl_cq_wait(&a, &b, &entry, NULL, "fi_read"));
+	CHECK_FI(mrl_cntr_wait(b.remote_cntr, 2, &b, &a, "remote counter"));
+	CHECK_EQ(2, fi_cntr_read(b.remote_cntr));
+	CHECK_EQ(2, fi_cntr_read(a.rma_cntr));
+}
+
 /* Atomics go through their own ops table and fi_query_atomic: both must be
  * forwarded, and the results fetched must be the target's old values. */
 static void test_atomic_ops_update_and_fetch(void)
@@ -1476,6 +1555,41 @@ static void test_msg_endpoints_move_msg_and_rma_data_then_shut_down(void)
 	CHECK_PTR(&p.srv->fid, cm.fid);
 }
 
+/* A rejected connection is reported to the client as an EQ error entry:
+ * its fid must be the client endpoint the application opened (the hook
+ * maps fi_eq_readerr as well as fi_eq_read). */
+static void test_msg_reject_reports_econnrefused_on_the_client_fid(void)
+{
+	struct mrl_domain d;
+	struct fid_eq *pep_eq, *cli_eq;
+	struct fid_pep *pep;
+	struct fid_ep *cli;
+	struct fid_cq *cli_cq;
+	struct fi_eq_cm_entry cm;
+	struct fi_eq_err_entry err;
+	struct mrl_peer cli_side = { 0 };
+	char addr[128];
+	size_t addrlen = sizeof(addr);
+
+	if (!open_domain(FI_EP_MSG, 0, &d))
+		return;
+	CHECK_FI(mrl_pep_listen(&d, &pep_eq, &pep, addr, &addrlen));
+	CHECK_FI(mrl_msg_ep_open(&d, d.info, addr, addrlen, NULL, &cli_eq, &cli,
+				 &cli_cq));
+	cli_side.cq = cli_cq;
+	cli_side.eq = cli_eq;
+	CHECK_FI(fi_connect(cli, addr, NULL, 0));
+	CHECK_FI(mrl_eq_wait(pep_eq, FI_CONNREQ, &cm, sizeof(cm), &cli_side,
+			     NULL, "FI_CONNREQ"));
+	mrl_track_info(cm.info);
+	CHECK_PTR(&pep->fid, cm.fid);
+	CHECK_FI(fi_reject(pep, cm.info->handle, NULL, 0));
+	CHECK_FI(mrl_eq_wait_err(cli_eq, &err, &cli_side, NULL,
+				 "rejected connect"));
+	CHECK_PTR(&cli->fid, err.fid);
+	CHECK_EQ(FI_ECONNREFUSED, err.err);
+}
+
 /* tcp offers shared receive contexts on MSG endpoints: the srx bind must be
  * translated and receives posted on it must match. */
 static void test_msg_srx_receives_for_an_accepted_endpoint(void)
@@ -1551,7 +1665,8 @@ int main(int argc, char **argv)
 
 	if (!strcmp(group, "rdm")) {
 		MRL_RUN(test_hook_wraps_every_object_class_and_closes_every_wrapper);
-		MRL_RUN(test_mrlease_ops_reflect_whether_hook_is_installed);
+		MRL_RUN(test_mrlease_ops_answer_only_under_the_hook);
+		MRL_RUN(test_domain_knows_whether_it_is_the_outermost_instance);
 		MRL_RUN(test_core_objects_open_bind_enable_and_close);
 		MRL_RUN(test_counter_opens_reads_and_closes);
 		MRL_RUN(test_wait_set_backs_a_cq);
@@ -1563,6 +1678,7 @@ int main(int argc, char **argv)
 		MRL_RUN(test_msg_ops_move_data_with_null_and_registered_desc);
 		MRL_RUN(test_tagged_ops_match_tags_and_move_data);
 		MRL_RUN(test_rma_ops_move_data_with_null_and_registered_desc);
+		MRL_RUN(test_remote_counter_counts_rma_at_the_target);
 		MRL_RUN(test_atomic_ops_update_and_fetch);
 		MRL_RUN(test_cq_readfrom_reports_the_sender);
 		MRL_RUN(test_cancelled_recv_reads_ecanceled_from_cq_readerr);
@@ -1572,14 +1688,15 @@ int main(int argc, char **argv)
 		MRL_RUN(test_av_event_carries_the_hooked_av_fid);
 	} else if (!strcmp(group, "traffic")) {
 		MRL_RUN(test_hook_wraps_every_object_class_and_closes_every_wrapper);
-		MRL_RUN(test_mrlease_ops_reflect_whether_hook_is_installed);
+		MRL_RUN(test_mrlease_ops_answer_only_under_the_hook);
 		MRL_RUN(test_msg_ops_move_data_with_null_and_registered_desc);
 		MRL_RUN(test_tagged_ops_match_tags_and_move_data);
 		MRL_RUN(test_rma_ops_move_data_with_null_and_registered_desc);
 	} else if (!strcmp(group, "msg")) {
-		MRL_RUN(test_msg_mrlease_ops_reflect_whether_hook_is_installed);
+		MRL_RUN(test_msg_mrlease_ops_answer_only_under_the_hook);
 		MRL_RUN(test_msg_connect_accept_events_carry_the_hooked_fids);
 		MRL_RUN(test_msg_endpoints_move_msg_and_rma_data_then_shut_down);
+		MRL_RUN(test_msg_reject_reports_econnrefused_on_the_client_fid);
 		MRL_RUN(test_msg_srx_receives_for_an_accepted_endpoint);
 	} else {
 		usage();
