@@ -137,6 +137,11 @@ struct fid_mr *creg_fid(void *mr)
 	return ((struct creg_record *)mr)->mr;
 }
 
+bool creg_is_closed(void *mr)
+{
+	return atomic_load(&((struct creg_record *)mr)->closes) != 0;
+}
+
 long creg_total_registered(void)
 {
 	return atomic_load(&creg_registered);

@@ -58,6 +58,9 @@ struct mrl_domain_config creg_domain_config(struct creg *creg);
 /* The libfabric MR behind a handle reg() returned (records mode). */
 struct fid_mr *creg_fid(void *mr);
 
+/* Whether a handle reg() returned was closed already (records mode). */
+bool creg_is_closed(void *mr);
+
 /* Process-wide totals over every creg (records mode only for the last two). */
 long creg_total_registered(void);
 long creg_total_closed(void);

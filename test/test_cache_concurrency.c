@@ -283,6 +283,80 @@ static void test_churn_on_all_threads_closes_every_registration_once(void)
 	CHECK_EQ(0, atomic_load(&f.creg.double_closed));
 }
 
+/* ---- hot slots against retire and reuse --------------------------------- */
+
+struct hot_race {
+	struct fixture f;
+	atomic_bool running;
+	atomic_int started, bad;
+	atomic_long seen;
+};
+
+static void *hot_reader(void *p)
+{
+	struct hot_race *r = p;
+	struct mrl_registration *lease;
+	long seen = 0;
+	bool first = true;
+
+	while (first || atomic_load_explicit(&r->running, memory_order_relaxed)) {
+		for (int i = 0; i < 64; i++) {
+			if (mrl_cache_acquire(r->f.dom, P(0) + 8, P(0) + 64, &lease))
+				continue;
+			/* Leased: must cover the operand and be open. */
+			if (lease->base > P(0) + 8 || lease->end < P(0) + 64 ||
+			    creg_is_closed(mrl_registration_mr(lease)) ||
+			    mrl_registration_desc(lease) != mrl_registration_mr(lease))
+				atomic_fetch_add(&r->bad, 1);
+			seen++;
+			mrl_lease_release(lease);
+		}
+		if (first) {
+			first = false;
+			atomic_fetch_add(&r->started, 1);
+		}
+	}
+	atomic_fetch_add(&r->seen, seen);
+	return NULL;
+}
+
+/* The per-thread hot slot leases without a read section: a slot naming an
+ * entry retired and recycled for another range must never be leased (that
+ * would hand out a closed or foreign registration). */
+static void test_hot_slot_never_leases_a_retired_or_recycled_entry(void)
+{
+	static struct hot_race r;
+	struct mrl_registration *x;
+	pthread_t th[2];
+
+	memset(&r, 0, sizeof(r));
+	CHECK_FI(fixture_open(&r.f, NULL, 0));
+	atomic_store(&r.running, true);
+	for (int i = 0; i < 2; i++)
+		CHECK(!pthread_create(&th[i], NULL, hot_reader, &r));
+	while (atomic_load(&r.started) < 2)
+		sched_yield();
+	for (int round = 0; round < 3000; round++) {
+		/* Retire the hot entry, recycle entries through the pool at
+		 * other ranges, then let the readers miss it back in. */
+		mrl_cache_invalidate(r.f.cache, P(0), P(1));
+		for (int k = 1; k < 4; k++) {
+			if (mrl_cache_acquire(r.f.dom, P(2 * k + round % 8 * 16),
+					      P(2 * k + round % 8 * 16) + 8, &x) == 0)
+				mrl_lease_release(x);
+		}
+		mrl_cache_invalidate(r.f.cache, P(2), P(200));
+	}
+	atomic_store(&r.running, false);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(0, atomic_load(&r.bad));
+	CHECK(atomic_load(&r.seen) > 0);
+	mrl_cache_destroy(r.f.cache);
+	CHECK_EQ(atomic_load(&r.f.creg.registered), atomic_load(&r.f.creg.closed));
+	CHECK_EQ(0, atomic_load(&r.f.creg.double_closed));
+}
+
 /* ---- pins against invalidate and domain close --------------------------- */
 
 struct pin_race {
@@ -372,6 +446,7 @@ int main(void)
 			      "no tcp provider on loopback");
 	MRL_RUN(test_concurrent_misses_on_same_range_do_not_leak);
 	MRL_RUN(test_churn_on_all_threads_closes_every_registration_once);
+	MRL_RUN(test_hot_slot_never_leases_a_retired_or_recycled_entry);
 	MRL_RUN(test_pin_release_racing_invalidate_and_domain_close_closes_once);
 	MRL_RUN(test_every_registration_closed_exactly_once);
 	if (have_tcp) {

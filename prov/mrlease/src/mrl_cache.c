@@ -48,8 +48,8 @@ enum mrl_reg_flags {
 /* Hit-path counters kept per thread and per statistic slot. */
 enum mrl_tcnt {
 	MRL_TCNT_LOOKUPS,
-	MRL_TCNT_HITS,
-	MRL_TCNT_LEASES_TAKEN,
+	MRL_TCNT_MISSES,		/* lookups that found nothing */
+	MRL_TCNT_LEASES_OTHER,		/* leases not taken by a hit */
 	MRL_TCNT_LEASES_RELEASED,
 	MRL_TCNT_INVALIDATIONS,	/* used on a cache's slot */
 	MRL_TCNT_COUNT
@@ -77,6 +77,7 @@ struct mrl_slow_stats {
 struct mrl_hot {
 	struct mrl_registration *reg;
 	uint64_t gen;
+	uintptr_t base, end;	/* copies: the entry is not read before validation */
 };
 
 struct mrl_reader {
@@ -100,7 +101,7 @@ static void reader_detach(void *arg)
 	struct mrl_reader *rec = arg;
 
 	for (size_t i = 0; i < MRL_CACHE_STAT_SLOTS; i++)
-		rec->hot[i] = (struct mrl_hot){ NULL, 0 };
+		rec->hot[i] = (struct mrl_hot){ NULL, 0, 0, 0 };
 	mrl_self = NULL;
 	atomic_store_explicit(&rec->in_use, false, memory_order_release);
 }
@@ -266,7 +267,7 @@ struct mrl_cache_domain {
 	struct mrl_cache_domain *next;
 	/* Under cache->lock (readers: inside a read section). */
 	struct mrl_btnode *root;
-	uint64_t gen;
+	atomic_uint_least64_t gen;	/* changes on every retire */
 	struct mrl_registration *lru_head, *lru_tail;
 	size_t count, bytes;
 	bool closed;
@@ -304,6 +305,8 @@ static struct mrl_registration *pool_alloc(void)
 		if (!chunk)
 			return NULL;
 		pthread_mutex_lock(&mrl_pool_lock);
+		for (size_t i = 0; i < MRL_POOL_CHUNK; i++)
+			atomic_init(&chunk[i].refs, 0);
 		for (size_t i = 1; i < MRL_POOL_CHUNK; i++) {
 			chunk[i].lru_next = mrl_pool_free;
 			mrl_pool_free = &chunk[i];
@@ -311,7 +314,15 @@ static struct mrl_registration *pool_alloc(void)
 		pthread_mutex_unlock(&mrl_pool_lock);
 		reg = &chunk[0];
 	}
-	memset(reg, 0, sizeof(*reg));
+	/* A stale hot slot may still CAS refs (see hot_lease): everything but
+	 * refs is plain, refs is only ever accessed atomically. */
+	reg->base = reg->end = 0;
+	reg->lru_prev = reg->lru_next = NULL;
+	reg->domain = NULL;
+	reg->mr = reg->desc = NULL;
+	atomic_store_explicit(&reg->used, 0, memory_order_relaxed);
+	reg->state = MRL_REG_NEW;
+	reg->flags = 0;
 	return reg;
 }
 
@@ -343,12 +354,18 @@ static void pool_free(struct mrl_registration *reg)
 #define MRL_BT_MAX_DEPTH 12	/* 16^12 entries: unreachable */
 #define MRL_BT_RESERVE (MRL_BT_MAX_DEPTH + 2)
 
+/* Keys first (searched), then per-slot pairs, so a visit touches the key
+ * lines plus one pair line. */
+struct mrl_btslot {
+	uintptr_t max_end;		/* leaf: end; inner: subtree max end */
+	void *ptr;			/* leaf: registration; inner: node */
+};
+
 struct mrl_btnode {
+	uintptr_t key[MRL_BT_FAN];	/* leaf: base; inner: lower bound */
+	struct mrl_btslot slot[MRL_BT_FAN];
 	uint16_t count;
 	bool leaf;
-	uintptr_t key[MRL_BT_FAN];	/* leaf: base; inner: lower bound */
-	uintptr_t max_end[MRL_BT_FAN];	/* leaf: end; inner: subtree max end */
-	void *ptr[MRL_BT_FAN];		/* leaf: registration; inner: node */
 };
 
 struct mrl_btpath {
@@ -373,8 +390,8 @@ static uintptr_t bt_node_max(const struct mrl_btnode *n)
 	uintptr_t m = 0;
 
 	for (int i = 0; i < n->count; i++)
-		if (n->max_end[i] > m)
-			m = n->max_end[i];
+		if (n->slot[i].max_end > m)
+			m = n->slot[i].max_end;
 	return m;
 }
 
@@ -384,13 +401,13 @@ static struct mrl_registration *bt_any_end(const struct mrl_btnode *n, uintptr_t
 	for (;;) {
 		int i = 0;
 
-		while (i < n->count && n->max_end[i] < end)
+		while (i < n->count && n->slot[i].max_end < end)
 			i++;
 		if (i == n->count)
 			return NULL;
 		if (n->leaf)
-			return n->ptr[i];
-		n = n->ptr[i];
+			return n->slot[i].ptr;
+		n = n->slot[i].ptr;
 	}
 }
 
@@ -410,16 +427,16 @@ static struct mrl_registration *bt_find_cover(const struct mrl_btnode *n,
 		return NULL;
 	if (n->leaf) {
 		for (i = n->count - 1; i >= 0; i--)
-			if (n->key[i] <= start && n->max_end[i] >= end)
-				return n->ptr[i];
+			if (n->key[i] <= start && n->slot[i].max_end >= end)
+				return n->slot[i].ptr;
 		return NULL;
 	}
 	i = bt_child(n, start);
-	if (n->max_end[i] >= end && (r = bt_find_cover(n->ptr[i], start, end)))
+	if (n->slot[i].max_end >= end && (r = bt_find_cover(n->slot[i].ptr, start, end)))
 		return r;
 	for (i--; i >= 0; i--)
-		if (n->max_end[i] >= end)
-			return bt_any_end(n->ptr[i], end);
+		if (n->slot[i].max_end >= end)
+			return bt_any_end(n->slot[i].ptr, end);
 	return NULL;
 }
 
@@ -435,16 +452,16 @@ static struct mrl_registration *bt_find_overlap(const struct mrl_btnode *n,
 		return NULL;
 	if (n->leaf) {
 		for (i = 0; i < n->count && n->key[i] < end; i++)
-			if (n->max_end[i] > start)
-				return n->ptr[i];
+			if (n->slot[i].max_end > start)
+				return n->slot[i].ptr;
 		return NULL;
 	}
 	i = bt_child(n, end - 1);
-	if (n->max_end[i] > start && (r = bt_find_overlap(n->ptr[i], start, end)))
+	if (n->slot[i].max_end > start && (r = bt_find_overlap(n->slot[i].ptr, start, end)))
 		return r;
 	for (i--; i >= 0; i--)
-		if (n->max_end[i] > start)
-			return bt_any_end(n->ptr[i], start + 1);
+		if (n->slot[i].max_end > start)
+			return bt_any_end(n->slot[i].ptr, start + 1);
 	return NULL;
 }
 
@@ -458,7 +475,7 @@ static struct mrl_btnode *bt_descend(struct mrl_btnode *n, uintptr_t base,
 
 		path->node[path->depth] = n;
 		path->idx[path->depth++] = i;
-		n = n->ptr[i];
+		n = n->slot[i].ptr;
 	}
 	return n;
 }
@@ -473,7 +490,7 @@ static struct mrl_registration *bt_find_base(struct mrl_btnode *root, uintptr_t 
 	leaf = bt_descend(root, base, &path);
 	for (int i = 0; i < leaf->count; i++)
 		if (leaf->key[i] == base)
-			return leaf->ptr[i];
+			return leaf->slot[i].ptr;
 	return NULL;
 }
 
@@ -487,8 +504,8 @@ static void bt_fix_path(struct mrl_btnode *root, uintptr_t base)
 		return;
 	bt_descend(root, base, &path);
 	for (int d = path.depth - 1; d >= 0; d--) {
-		child = path.node[d]->ptr[path.idx[d]];
-		path.node[d]->max_end[path.idx[d]] = bt_node_max(child);
+		child = path.node[d]->slot[path.idx[d]].ptr;
+		path.node[d]->slot[path.idx[d]].max_end = bt_node_max(child);
 	}
 }
 
@@ -498,11 +515,10 @@ static void bt_insert_at(struct mrl_btnode *n, int pos, uintptr_t key,
 	int move = n->count - pos;
 
 	memmove(&n->key[pos + 1], &n->key[pos], move * sizeof(n->key[0]));
-	memmove(&n->max_end[pos + 1], &n->max_end[pos], move * sizeof(n->max_end[0]));
-	memmove(&n->ptr[pos + 1], &n->ptr[pos], move * sizeof(n->ptr[0]));
+	memmove(&n->slot[pos + 1], &n->slot[pos], move * sizeof(n->slot[0]));
 	n->key[pos] = key;
-	n->max_end[pos] = max_end;
-	n->ptr[pos] = ptr;
+	n->slot[pos].max_end = max_end;
+	n->slot[pos].ptr = ptr;
 	n->count++;
 }
 
@@ -511,8 +527,7 @@ static void bt_remove_at(struct mrl_btnode *n, int pos)
 	int move = n->count - pos - 1;
 
 	memmove(&n->key[pos], &n->key[pos + 1], move * sizeof(n->key[0]));
-	memmove(&n->max_end[pos], &n->max_end[pos + 1], move * sizeof(n->max_end[0]));
-	memmove(&n->ptr[pos], &n->ptr[pos + 1], move * sizeof(n->ptr[0]));
+	memmove(&n->slot[pos], &n->slot[pos + 1], move * sizeof(n->slot[0]));
 	n->count--;
 }
 
@@ -542,8 +557,7 @@ static void bt_insert_up(struct mrl_cache *cache, struct mrl_btnode **root,
 		mid = pos == MRL_BT_FAN ? MRL_BT_FAN : MRL_BT_FAN / 2;
 		right->count = (uint16_t)(MRL_BT_FAN - mid);
 		memcpy(right->key, &n->key[mid], right->count * sizeof(n->key[0]));
-		memcpy(right->max_end, &n->max_end[mid], right->count * sizeof(n->max_end[0]));
-		memcpy(right->ptr, &n->ptr[mid], right->count * sizeof(n->ptr[0]));
+		memcpy(right->slot, &n->slot[mid], right->count * sizeof(n->slot[0]));
 		n->count = (uint16_t)mid;
 		if (pos >= mid)
 			bt_insert_at(right, pos - mid, key, max_end, ptr);
@@ -554,18 +568,18 @@ static void bt_insert_up(struct mrl_cache *cache, struct mrl_btnode **root,
 			parent = bt_node_take(cache, false);
 			parent->count = 2;
 			parent->key[0] = n->key[0];
-			parent->max_end[0] = bt_node_max(n);
-			parent->ptr[0] = n;
+			parent->slot[0].max_end = bt_node_max(n);
+			parent->slot[0].ptr = n;
 			parent->key[1] = right->key[0];
-			parent->max_end[1] = bt_node_max(right);
-			parent->ptr[1] = right;
+			parent->slot[1].max_end = bt_node_max(right);
+			parent->slot[1].ptr = right;
 			*root = parent;
 			return;
 		}
 		path->depth--;
 		parent = path->node[path->depth];
 		at = path->idx[path->depth];
-		parent->max_end[at] = bt_node_max(n);
+		parent->slot[at].max_end = bt_node_max(n);
 		n = parent;
 		pos = at + 1;
 		key = right->key[0];
@@ -620,7 +634,7 @@ static void bt_remove(struct mrl_cache *cache, struct mrl_btnode **root, uintptr
 		return;
 	}
 	while (!(*root)->leaf && (*root)->count == 1) {
-		only = (*root)->ptr[0];
+		only = (*root)->slot[0].ptr;
 		bt_node_give(cache, *root);
 		*root = only;
 	}
@@ -631,7 +645,7 @@ static struct mrl_btnode *bt_node_take(struct mrl_cache *cache, bool leaf)
 {
 	struct mrl_btnode *n = cache->spare;
 
-	cache->spare = n->ptr[0];
+	cache->spare = n->slot[0].ptr;
 	cache->nspare--;
 	memset(n, 0, sizeof(*n));
 	n->leaf = leaf;
@@ -640,7 +654,7 @@ static struct mrl_btnode *bt_node_take(struct mrl_cache *cache, bool leaf)
 
 static void bt_node_give(struct mrl_cache *cache, struct mrl_btnode *n)
 {
-	n->ptr[0] = cache->spare;
+	n->slot[0].ptr = cache->spare;
 	cache->spare = n;
 	cache->nspare++;
 }
@@ -652,7 +666,7 @@ static void bt_give_all(struct mrl_cache *cache, struct mrl_btnode *n)
 		return;
 	if (!n->leaf)
 		for (int i = 0; i < n->count; i++)
-			bt_give_all(cache, n->ptr[i]);
+			bt_give_all(cache, n->slot[i].ptr);
 	bt_node_give(cache, n);
 }
 
@@ -719,7 +733,7 @@ static int write_enter_reserved(struct mrl_cache *cache)
 			n = malloc(sizeof(*n));
 			if (!n)
 				break;
-			n->ptr[0] = chain;
+			n->slot[0].ptr = chain;
 			chain = n;
 		}
 		if (!chain)
@@ -727,7 +741,7 @@ static int write_enter_reserved(struct mrl_cache *cache)
 		pthread_mutex_lock(&cache->lock);
 		while (chain) {
 			n = chain;
-			chain = n->ptr[0];
+			chain = n->slot[0].ptr;
 			bt_node_give(cache, n);
 		}
 		pthread_mutex_unlock(&cache->lock);
@@ -743,15 +757,15 @@ static void reserve_trim(struct mrl_cache *cache, unsigned keep)
 	pthread_mutex_lock(&cache->lock);
 	while (cache->nspare > keep) {
 		n = cache->spare;
-		cache->spare = n->ptr[0];
+		cache->spare = n->slot[0].ptr;
 		cache->nspare--;
-		n->ptr[0] = chain;
+		n->slot[0].ptr = chain;
 		chain = n;
 	}
 	pthread_mutex_unlock(&cache->lock);
 	while (chain) {
 		n = chain;
-		chain = n->ptr[0];
+		chain = n->slot[0].ptr;
 		free(n);
 	}
 }
@@ -862,7 +876,7 @@ static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 	e->state = MRL_REG_RETIRED;
 	dom->count--;
 	dom->bytes -= e->end - e->base;
-	dom->gen = next_gen();
+	atomic_store_explicit(&dom->gen, next_gen(), memory_order_release);
 	STAT_ADD(dom, entries, -1);
 	e->lru_next = *chain;
 	*chain = e;
@@ -1029,7 +1043,7 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
 	atomic_fetch_add(&cache->refs, 1);
 
 	write_enter(cache);
-	dom->gen = next_gen();
+	atomic_store_explicit(&dom->gen, next_gen(), memory_order_release);
 	dom->next = cache->domains;
 	cache->domains = dom;
 	write_exit(cache);
@@ -1058,7 +1072,7 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 	bt_give_all(cache, dom->root);
 	dom->root = NULL;
 	dom->count = dom->bytes = 0;
-	dom->gen = next_gen();
+	atomic_store_explicit(&dom->gen, next_gen(), memory_order_release);
 	for (p = cache->pending; p; p = p->next)
 		if (p->domain == dom)
 			p->stale = true;
@@ -1079,22 +1093,39 @@ void mrl_cache_set_span(struct mrl_cache_domain *dom, fi_mrlease_span_fn fn,
 
 /* ---- lookup ------------------------------------------------------------- */
 
-/* The covering entry, hot slot first; caller is in a read section or holds
- * the mutex. */
+/*
+ * The hit path of a send loop: the thread's last entry for this domain,
+ * leased without a read section. The slot is trusted only while the domain's
+ * generation is the one seen when it was filled (every retire changes it).
+ * Entries are pool memory that is never unmapped, so the reference is taken
+ * first (increment if not zero) and the generation checked again: unchanged
+ * means no retire happened since the fill, so the reference is on that very
+ * entry, which a retire could not have freed. Otherwise it is given back.
+ */
 static inline struct mrl_registration *
-index_find(struct mrl_cache_domain *dom, struct mrl_reader *rec, uintptr_t start,
-	   uintptr_t end)
+hot_lease(struct mrl_cache_domain *dom, struct mrl_hot *hot, uintptr_t start,
+	  uintptr_t end)
 {
-	struct mrl_hot *hot = &rec->hot[dom->slot];
 	struct mrl_registration *reg = hot->reg;
+	uint64_t gen = hot->gen;
+	unsigned refs;
 
-	if (MRL_LIKELY(hot->gen == dom->gen && reg->base <= start && end <= reg->end))
-		return reg;
-	reg = bt_find_cover(dom->root, start, end);
-	if (reg && !rec->shared) {
-		hot->reg = reg;
-		hot->gen = dom->gen;
+	if (!(hot->base <= start && end <= hot->end) ||
+	    atomic_load_explicit(&dom->gen, memory_order_acquire) != gen)
+		return NULL;
+	refs = atomic_load_explicit(&reg->refs, memory_order_relaxed);
+	do {
+		if (MRL_UNLIKELY(!refs))
+			return NULL;
+	} while (!atomic_compare_exchange_weak_explicit(&reg->refs, &refs, refs + 1,
+							 memory_order_acquire,
+							 memory_order_relaxed));
+	if (MRL_UNLIKELY(atomic_load_explicit(&dom->gen, memory_order_acquire) != gen)) {
+		ref_put(reg);
+		return NULL;
 	}
+	if (!atomic_load_explicit(&reg->used, memory_order_relaxed))
+		atomic_store_explicit(&reg->used, 1, memory_order_relaxed);
 	return reg;
 }
 
@@ -1105,6 +1136,25 @@ static inline void lease_take_found(struct mrl_registration *reg)
 		atomic_store_explicit(&reg->used, 1, memory_order_relaxed);
 }
 
+/* Covering entry from the index, leased, hot slot refilled; the caller is in
+ * a read section or holds the mutex. */
+static inline struct mrl_registration *
+index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, uintptr_t start,
+	    uintptr_t end)
+{
+	struct mrl_registration *reg = bt_find_cover(dom->root, start, end);
+	struct mrl_hot *hot = &rec->hot[dom->slot];
+
+	if (!reg)
+		return NULL;
+	lease_take_found(reg);
+	if (!rec->shared)
+		*hot = (struct mrl_hot){ reg,
+			atomic_load_explicit(&dom->gen, memory_order_relaxed),
+			reg->base, reg->end };
+	return reg;
+}
+
 static inline struct mrl_registration *
 lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec,
 	     uintptr_t start, uintptr_t end)
@@ -1112,23 +1162,20 @@ lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec,
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *reg;
 
+	tcnt_add(rec, dom->slot, MRL_TCNT_LOOKUPS, 1);
+	reg = hot_lease(dom, &rec->hot[dom->slot], start, end);
+	if (MRL_LIKELY(reg != NULL))
+		return reg;
 	if (MRL_LIKELY(read_enter(rec, cache))) {
-		reg = index_find(dom, rec, start, end);
-		if (reg)
-			lease_take_found(reg);
+		reg = index_lease(dom, rec, start, end);
 		read_exit(rec);
 	} else {
 		pthread_mutex_lock(&cache->lock);
-		reg = index_find(dom, rec, start, end);
-		if (reg)
-			lease_take_found(reg);
+		reg = index_lease(dom, rec, start, end);
 		pthread_mutex_unlock(&cache->lock);
 	}
-	tcnt_add(rec, dom->slot, MRL_TCNT_LOOKUPS, 1);
-	if (reg) {
-		tcnt_add(rec, dom->slot, MRL_TCNT_HITS, 1);
-		tcnt_add(rec, dom->slot, MRL_TCNT_LEASES_TAKEN, 1);
-	}
+	if (!reg)
+		tcnt_add(rec, dom->slot, MRL_TCNT_MISSES, 1);
 	return reg;
 }
 
@@ -1312,17 +1359,17 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	if (rret && !pending.stale) {
 		/* No memory for index nodes: the registration goes. */
 		write_exit(cache);
-		atomic_init(&reg->refs, 1);
+		atomic_store_explicit(&reg->refs, 1, memory_order_release);
 		ref_put(reg);
 		return rret;
 	}
 	if (pending.stale) {
 		reg->state = MRL_REG_RETIRED;
-		atomic_init(&reg->refs, 1);
+		atomic_store_explicit(&reg->refs, 1, memory_order_release);
 	} else if (cover && (won = bt_find_cover(dom->root, start, end))) {
 		lease_take_found(won);
 	} else {
-		atomic_init(&reg->refs, 2);
+		atomic_store_explicit(&reg->refs, 2, memory_order_release);
 		insert_locked(dom, reg, &chain);
 		capacity_locked(dom, &chain);
 	}
@@ -1330,7 +1377,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 
 	drop_chain(chain);
 	if (won) {
-		atomic_init(&reg->refs, 1);
+		atomic_store_explicit(&reg->refs, 1, memory_order_release);
 		ref_put(reg);	/* the loser's registration */
 		reg = won;
 	}
@@ -1365,7 +1412,7 @@ int mrl_cache_acquire(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t e
 	ret = register_insert(dom, lo, hi, 0, true, start, end, &reg);
 	if (ret)
 		return ret;
-	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_TAKEN, 1);
+	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
 	*out = reg;
 	return 0;
 }
@@ -1386,7 +1433,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	reg->domain = dom;
 	reg->mr = mr;
 	reg->desc = desc;
-	atomic_init(&reg->refs, 2);
+	atomic_store_explicit(&reg->refs, 2, memory_order_release);
 
 	if (write_enter_reserved(cache)) {
 		pool_free(reg);
@@ -1405,7 +1452,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	write_exit(cache);
 
 	drop_chain(chain);
-	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_TAKEN, 1);
+	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
 	*out = reg;
 	return 0;
 }
@@ -1413,7 +1460,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 void mrl_lease_get(struct mrl_registration *reg)
 {
 	atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed);
-	tcnt_add(reader_self(), reg->domain->slot, MRL_TCNT_LEASES_TAKEN, 1);
+	tcnt_add(reader_self(), reg->domain->slot, MRL_TCNT_LEASES_OTHER, 1);
 }
 
 void mrl_lease_release(struct mrl_registration *reg)
@@ -1499,7 +1546,7 @@ int mrl_cache_pin(struct mrl_cache_domain *dom, uintptr_t base, size_t len,
 	ret = register_insert(dom, lo, hi, MRL_REG_PINNED, false, 0, 0, out);
 	if (ret)
 		return ret;
-	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_TAKEN, 1);
+	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
 	return 0;
 }
 
@@ -1544,8 +1591,9 @@ void mrl_cache_domain_stats(struct mrl_cache_domain *dom, struct fi_mrlease_stat
 	slow_copy(&dom->stats, stats);
 	domain_hot(dom, hot);
 	stats->lookups = hot[MRL_TCNT_LOOKUPS];
-	stats->hits = hot[MRL_TCNT_HITS];
-	stats->leases = hot[MRL_TCNT_LEASES_TAKEN] - hot[MRL_TCNT_LEASES_RELEASED];
+	stats->hits = hot[MRL_TCNT_LOOKUPS] - hot[MRL_TCNT_MISSES];
+	stats->leases = stats->hits + hot[MRL_TCNT_LEASES_OTHER] -
+			hot[MRL_TCNT_LEASES_RELEASED];
 }
 
 void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats)
@@ -1564,8 +1612,9 @@ void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats)
 	}
 	pthread_mutex_unlock(&cache->lock);
 	stats->lookups = sum[MRL_TCNT_LOOKUPS];
-	stats->hits = sum[MRL_TCNT_HITS];
-	stats->leases = sum[MRL_TCNT_LEASES_TAKEN] - sum[MRL_TCNT_LEASES_RELEASED];
+	stats->hits = sum[MRL_TCNT_LOOKUPS] - sum[MRL_TCNT_MISSES];
+	stats->leases = stats->hits + sum[MRL_TCNT_LEASES_OTHER] -
+			sum[MRL_TCNT_LEASES_RELEASED];
 	stats->invalidations = tcnt_sum(cache->slot, MRL_TCNT_INVALIDATIONS) -
 			       cache->slot_base[MRL_TCNT_INVALIDATIONS];
 }
