@@ -21,3 +21,18 @@ check_PROGRAMS += test/test_e2e_mrcheck
 test_test_e2e_mrcheck_SOURCES = test/test_e2e_mrcheck.c $(XFER_TEST_SOURCES)
 test_test_e2e_mrcheck_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/test_e2e_mrcheck
+
+# Every op family, errors, cancel, ep close, selective completion,
+# FI_MULTI_RECV, counters-only, remote-access MRs, on every loopback provider.
+check_PROGRAMS += test/test_e2e_xfer
+test_test_e2e_xfer_SOURCES = test/test_e2e_xfer.c $(XFER_TEST_SOURCES)
+test_test_e2e_xfer_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/test_e2e_xfer
+
+# ---- data-path focused tests (helper-3, issue 4); the block above is
+# helper-6's. ----
+# Leases from post to completion under FI_HOOK=mrlease on every provider.
+check_PROGRAMS += test/test_xfer_lease
+test_test_xfer_lease_SOURCES = test/test_xfer_lease.c $(XFER_TEST_SOURCES)
+test_test_xfer_lease_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/test_xfer_lease

@@ -136,6 +136,15 @@ int xfer_pair_open(const struct xfer_opts *opts, struct xfer_pair *pair)
 	if (ret)
 		goto err;
 	xfer_open_ext(pair);
+	if (pair->chk_all || pair->chk) {
+		struct mrcheck_ops *chk = pair->chk_all ? pair->chk_all : pair->chk;
+		struct mrcheck_stats st;
+
+		if (!chk->query(chk, &st, sizeof(st))) {
+			pair->violations0 = st.violations;
+			pair->acknowledged0 = st.acknowledged;
+		}
+	}
 	ret = fi_av_open(pair->domain, &av_attr, &pair->av, NULL);
 	if (ret)
 		goto err;
@@ -385,7 +394,8 @@ long long xfer_violations(const struct xfer_pair *pair)
 
 	if (!chk || chk->query(chk, &stats, sizeof(stats)))
 		return -1;
-	return (long long)(stats.violations - stats.acknowledged);
+	return (long long)((stats.violations - pair->violations0) -
+			   (stats.acknowledged - pair->acknowledged0));
 }
 
 static bool xfer_env_is(const char *name, const char *value)
@@ -459,6 +469,18 @@ void xfer_reexec(char **argv, const char *hook, const char *const *extra_env)
 	execv("/proc/self/exe", argv);
 	fprintf(stderr, "execv(/proc/self/exe): %s\n", strerror(errno));
 	exit(EXIT_FAILURE);
+}
+
+long xfer_wait_pattern(struct xfer_pair *pair, const void *buf, size_t len,
+		       uint64_t seed)
+{
+	long at = xfer_verify(buf, len, seed);
+
+	for (long i = 0; at >= 0 && i < XFER_MAX_POLLS / 100; i++) {
+		xfer_progress(pair);
+		at = xfer_verify(buf, len, seed);
+	}
+	return at;
 }
 
 void xfer_fill(void *buf, size_t len, uint64_t seed)

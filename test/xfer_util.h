@@ -55,6 +55,7 @@ struct xfer_pair {
 	 * first by xfer_reap. */
 	struct xfer_comp *stash;
 	size_t nstash;
+	uint64_t violations0, acknowledged0; /* process-wide, at open */
 };
 
 /*
@@ -118,7 +119,8 @@ uint64_t xfer_rma_addr(const struct xfer_pair *pair, const void *mr_base,
 
 /* Live leases of the domain (query_stats), or -1 without the hook. */
 long long xfer_live_leases(const struct xfer_pair *pair);
-/* Unacknowledged mrcheck violations (process-wide), or -1 without mrcheck. */
+/* mrcheck violations (process-wide) since the pair opened, or -1 without
+ * mrcheck. */
 long long xfer_violations(const struct xfer_pair *pair);
 
 /*
@@ -128,6 +130,12 @@ long long xfer_violations(const struct xfer_pair *pair);
  * /proc/self/exe with argv and does not return; otherwise returns.
  */
 void xfer_reexec(char **argv, const char *hook, const char *const *extra_env);
+
+/* Wait (bounded progress, no sleeping) until buf holds the pattern of seed,
+ * for the target of a write whose initiator completion may come first.
+ * Returns -1 when it does, else the first differing index. */
+long xfer_wait_pattern(struct xfer_pair *pair, const void *buf, size_t len,
+		       uint64_t seed);
 
 /* A deterministic byte pattern for seed and offset. */
 static inline uint8_t xfer_pattern(uint64_t seed, size_t i)
