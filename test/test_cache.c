@@ -149,6 +149,44 @@ static void test_covering_lookup_agrees_with_brute_force(void)
 	CHECK_EQ(atomic_load(&creg.registered), atomic_load(&creg.closed));
 }
 
+/* Invalidate skips its index walk when a lock-free page filter says nothing
+ * is there; a wrong "nothing" would leave stale registrations cached. Entries
+ * counted at page, 2 MiB and 1 GiB granularity must all be found. */
+static void test_invalidate_finds_entries_counted_at_every_filter_level(void)
+{
+	const uintptr_t mib2 = 2ull << 20, gib = 1ull << 30, g0 = 64 * gib;
+	struct mrl_registration *r;
+	struct {
+		uintptr_t lo, hi, probe;
+	} cases[] = {
+		{ g0 + 5 * page_size, g0 + 7 * page_size, g0 + 6 * page_size + 10 },
+		{ g0 + mib2, g0 + 3 * mib2, g0 + 2 * mib2 + 100 * page_size },
+		{ g0 + gib - page_size, g0 + 3 * gib + page_size, g0 + 2 * gib + 7 },
+		{ g0 + 5 * gib + 3, g0 + 5 * gib + 9, g0 + 5 * gib + 8 },	/* unaligned */
+	};
+
+	CHECK_FI(fixture_open(0, 0));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = track(dom, &creg, cases[i].lo, cases[i].hi);
+		CHECK(r);
+		mrl_lease_release(r);
+		/* A miss right next to it leaves it alone... */
+		CHECK_FI(mrl_cache_invalidate(cache, cases[i].hi, cases[i].hi + 1));
+		CHECK_FI(mrl_cache_invalidate(cache, cases[i].lo - 1, cases[i].lo));
+		r = mrl_cache_lookup(dom, cases[i].lo, cases[i].hi);
+		CHECK(r);
+		mrl_lease_release(r);
+		/* ...one byte inside retires it. */
+		CHECK_FI(mrl_cache_invalidate(cache, cases[i].probe, cases[i].probe + 1));
+		CHECK(mrl_cache_lookup(dom, cases[i].lo, cases[i].hi) == NULL);
+		CHECK_EQ(i + 1, atomic_load(&creg.closed));
+	}
+	/* Everything gone: a second round over the same places is a miss. */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK_FI(mrl_cache_invalidate(cache, cases[i].lo, cases[i].hi));
+	fixture_close();
+}
+
 /* track() at a base already present must supersede it without closing a
  * registration an in-flight operation still holds. */
 static void test_track_at_same_base_replaces_and_old_lease_stays_open(void)
@@ -580,6 +618,7 @@ int main(void)
 	page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
 	MRL_RUN(test_lookup_finds_wide_entry_behind_narrow_one);
 	MRL_RUN(test_covering_lookup_agrees_with_brute_force);
+	MRL_RUN(test_invalidate_finds_entries_counted_at_every_filter_level);
 	MRL_RUN(test_track_at_same_base_replaces_and_old_lease_stays_open);
 	MRL_RUN(test_invalidate_spares_ranges_that_only_touch);
 	MRL_RUN(test_zero_length_and_wrapping_ranges_follow_documented_rules);

@@ -234,6 +234,9 @@ struct mrl_pending {
 };
 
 struct mrl_btnode;
+struct mrl_flt_top;
+
+#define MRL_FLT_FAN 512
 
 struct mrl_cache {
 	/* Written by writers only, read by every reader. */
@@ -241,6 +244,11 @@ struct mrl_cache {
 	atomic_uintptr_t lo, hi;	/* bounds of live and pending entries */
 	atomic_uint pending_count;
 	struct mrl_cache_domain *domains; /* alive domains (closed ones too) */
+	/* Overlap filter (see "overlap filter"): counts written under the
+	 * lock, read by invalidate without any lock. */
+	atomic_uint flt_unfiltered;	/* entries the filter cannot hold */
+	atomic_bool flt_broken;		/* an allocation failed: always "maybe" */
+	_Atomic(struct mrl_flt_top *) flt_root[MRL_FLT_FAN];
 
 	/*
 	 * lock: protects the domains' indexes, LRU lists, counts and
@@ -670,6 +678,246 @@ static void bt_give_all(struct mrl_cache *cache, struct mrl_btnode *n)
 	bt_node_give(cache, n);
 }
 
+/* ---- overlap filter ----------------------------------------------------- */
+
+/*
+ * Per-page occupancy counts of every live entry of the cache, so that an
+ * invalidate of pages no entry touches returns after a few loads without
+ * entering a read section or walking an index (allocators purge far more
+ * pages than were ever registered). A radix table over address bits 47..12:
+ * the root in the cache covers 512 GiB per slot, a top node counts entries
+ * covering whole GiBs and points to mid nodes, a mid node counts entries
+ * covering whole 2 MiB blocks and points to leaves of 512 page counts. An
+ * entry adds one at the coarsest level that it fully covers, so a 1 GiB
+ * arena costs one count. Counts saturate at 255 and then stick (a false
+ * "maybe", never a false "no"). Nodes are allocated before a write section
+ * (installed with CAS, never freed before the cache), counts change only
+ * inside write sections, so invalidate never allocates. Addresses above
+ * 2^48 and entries the filter could not be extended for make it answer
+ * "maybe".
+ */
+#define MRL_FLT_PAGE 12
+#define MRL_FLT_MID 21
+#define MRL_FLT_TOP 30
+#define MRL_FLT_ROOT 39
+#define MRL_FLT_LIMIT ((uintptr_t)1 << 48)
+#define MRL_FLT_SCAN 256	/* pages checked before answering "maybe" */
+
+struct mrl_flt_leaf {
+	atomic_uchar page[MRL_FLT_FAN];
+};
+
+struct mrl_flt_mid {
+	_Atomic(struct mrl_flt_leaf *) leaf[MRL_FLT_FAN];
+	atomic_uchar full[MRL_FLT_FAN];		/* entries covering a 2 MiB block */
+};
+
+struct mrl_flt_top {
+	_Atomic(struct mrl_flt_mid *) mid[MRL_FLT_FAN];
+	atomic_uchar full[MRL_FLT_FAN];		/* entries covering a GiB */
+};
+
+static inline unsigned flt_idx(uintptr_t a, int shift)
+{
+	return (unsigned)(a >> shift) & (MRL_FLT_FAN - 1);
+}
+
+static inline uintptr_t flt_next(uintptr_t a, int shift)
+{
+	return (a | (((uintptr_t)1 << shift) - 1)) + 1;
+}
+
+static inline bool flt_covers(uintptr_t a, uintptr_t end, int shift)
+{
+	uintptr_t size = (uintptr_t)1 << shift;
+
+	return !(a & (size - 1)) && end - a >= size;
+}
+
+/* Install a zeroed node at *slot unless one is there; false on ENOMEM. */
+static bool flt_install(void *_Atomic *slot, size_t size)
+{
+	void *expected = NULL, *n;
+
+	if (atomic_load_explicit(slot, memory_order_acquire))
+		return true;
+	n = calloc(1, size);
+	if (!n)
+		return false;
+	if (!atomic_compare_exchange_strong_explicit(slot, &expected, n,
+						     memory_order_acq_rel,
+						     memory_order_acquire))
+		free(n);
+	return true;
+}
+
+static inline bool flt_in_range(uintptr_t lo, uintptr_t hi)
+{
+	return hi <= MRL_FLT_LIMIT && hi - lo < ((uintptr_t)1 << MRL_FLT_ROOT);
+}
+
+/* Make sure the nodes that [lo, hi) will count in exist: before the write
+ * section, with no lock held. */
+static void flt_prepare(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
+{
+	struct mrl_flt_top *top;
+	struct mrl_flt_mid *mid;
+	uintptr_t a;
+
+	if (!flt_in_range(lo, hi))
+		return;
+	for (a = lo & ~(((uintptr_t)1 << MRL_FLT_PAGE) - 1); a < hi;) {
+		if (!flt_install((void *_Atomic *)&cache->flt_root[flt_idx(a, MRL_FLT_ROOT)],
+				 sizeof(struct mrl_flt_top)))
+			goto err;
+		top = atomic_load_explicit(&cache->flt_root[flt_idx(a, MRL_FLT_ROOT)],
+					   memory_order_acquire);
+		if (flt_covers(a, hi, MRL_FLT_TOP)) {
+			a = flt_next(a, MRL_FLT_TOP);
+			continue;
+		}
+		if (!flt_install((void *_Atomic *)&top->mid[flt_idx(a, MRL_FLT_TOP)],
+				 sizeof(struct mrl_flt_mid)))
+			goto err;
+		mid = atomic_load_explicit(&top->mid[flt_idx(a, MRL_FLT_TOP)],
+					   memory_order_acquire);
+		if (flt_covers(a, hi, MRL_FLT_MID)) {
+			a = flt_next(a, MRL_FLT_MID);
+			continue;
+		}
+		if (!flt_install((void *_Atomic *)&mid->leaf[flt_idx(a, MRL_FLT_MID)],
+				 sizeof(struct mrl_flt_leaf)))
+			goto err;
+		a = flt_next(a, MRL_FLT_MID);
+	}
+	return;
+err:
+	atomic_store_explicit(&cache->flt_broken, true, memory_order_relaxed);
+}
+
+static inline void flt_count(atomic_uchar *c, int delta)
+{
+	unsigned v = atomic_load_explicit(c, memory_order_relaxed);
+
+	if (v < 255)
+		atomic_store_explicit(c, (unsigned char)(v + delta), memory_order_relaxed);
+}
+
+/* Add delta (+1, -1) for [lo, hi), inside a write section. Nodes missing
+ * (prepare failed) leave the filter broken, i.e. always "maybe". */
+static void flt_apply(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi, int delta)
+{
+	struct mrl_flt_top *top;
+	struct mrl_flt_mid *mid;
+	struct mrl_flt_leaf *leaf;
+	uintptr_t a;
+
+	if (!flt_in_range(lo, hi)) {
+		atomic_store_explicit(&cache->flt_unfiltered,
+				      atomic_load_explicit(&cache->flt_unfiltered,
+							   memory_order_relaxed) + delta,
+				      memory_order_relaxed);
+		return;
+	}
+	for (a = lo & ~(((uintptr_t)1 << MRL_FLT_PAGE) - 1); a < hi;) {
+		top = atomic_load_explicit(&cache->flt_root[flt_idx(a, MRL_FLT_ROOT)],
+					   memory_order_relaxed);
+		if (!top)
+			goto broken;
+		if (flt_covers(a, hi, MRL_FLT_TOP)) {
+			flt_count(&top->full[flt_idx(a, MRL_FLT_TOP)], delta);
+			a = flt_next(a, MRL_FLT_TOP);
+			continue;
+		}
+		mid = atomic_load_explicit(&top->mid[flt_idx(a, MRL_FLT_TOP)],
+					   memory_order_relaxed);
+		if (!mid)
+			goto broken;
+		if (flt_covers(a, hi, MRL_FLT_MID)) {
+			flt_count(&mid->full[flt_idx(a, MRL_FLT_MID)], delta);
+			a = flt_next(a, MRL_FLT_MID);
+			continue;
+		}
+		leaf = atomic_load_explicit(&mid->leaf[flt_idx(a, MRL_FLT_MID)],
+					    memory_order_relaxed);
+		if (!leaf)
+			goto broken;
+		flt_count(&leaf->page[flt_idx(a, MRL_FLT_PAGE)], delta);
+		a += (uintptr_t)1 << MRL_FLT_PAGE;
+	}
+	return;
+broken:
+	atomic_store_explicit(&cache->flt_broken, true, memory_order_relaxed);
+}
+
+/* False only if no live entry of the cache touches a page of [lo, hi). */
+static bool flt_maybe(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
+{
+	struct mrl_flt_top *top;
+	struct mrl_flt_mid *mid;
+	struct mrl_flt_leaf *leaf;
+	unsigned scanned = 0;
+	uintptr_t a;
+
+	if (hi > MRL_FLT_LIMIT ||
+	    atomic_load_explicit(&cache->flt_unfiltered, memory_order_relaxed) ||
+	    atomic_load_explicit(&cache->flt_broken, memory_order_relaxed))
+		return true;
+	for (a = lo & ~(((uintptr_t)1 << MRL_FLT_PAGE) - 1); a < hi && a;) {
+		top = atomic_load_explicit(&cache->flt_root[flt_idx(a, MRL_FLT_ROOT)],
+					   memory_order_acquire);
+		if (!top) {
+			a = flt_next(a, MRL_FLT_ROOT);
+			continue;
+		}
+		if (atomic_load_explicit(&top->full[flt_idx(a, MRL_FLT_TOP)],
+					 memory_order_relaxed))
+			return true;
+		mid = atomic_load_explicit(&top->mid[flt_idx(a, MRL_FLT_TOP)],
+					   memory_order_acquire);
+		if (!mid) {
+			a = flt_next(a, MRL_FLT_TOP);
+			continue;
+		}
+		if (atomic_load_explicit(&mid->full[flt_idx(a, MRL_FLT_MID)],
+					 memory_order_relaxed))
+			return true;
+		leaf = atomic_load_explicit(&mid->leaf[flt_idx(a, MRL_FLT_MID)],
+					    memory_order_acquire);
+		if (!leaf) {
+			a = flt_next(a, MRL_FLT_MID);
+			continue;
+		}
+		if (atomic_load_explicit(&leaf->page[flt_idx(a, MRL_FLT_PAGE)],
+					 memory_order_relaxed) ||
+		    ++scanned > MRL_FLT_SCAN)
+			return true;
+		a += (uintptr_t)1 << MRL_FLT_PAGE;
+	}
+	return false;
+}
+
+static void flt_free(struct mrl_cache *cache)
+{
+	struct mrl_flt_top *top;
+	struct mrl_flt_mid *mid;
+
+	for (unsigned i = 0; i < MRL_FLT_FAN; i++) {
+		top = atomic_load(&cache->flt_root[i]);
+		if (!top)
+			continue;
+		for (unsigned j = 0; j < MRL_FLT_FAN; j++) {
+			mid = atomic_load(&top->mid[j]);
+			if (!mid)
+				continue;
+			for (unsigned k = 0; k < MRL_FLT_FAN; k++)
+				free(atomic_load(&mid->leaf[k]));
+			free(mid);
+		}
+		free(top);
+	}
+}
+
 /* ---- read and write sections -------------------------------------------- */
 
 /* Enter a lock-free read of `cache`'s indexes; false if a writer is active
@@ -874,6 +1122,7 @@ static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 	bt_remove(dom->cache, &dom->root, e->base);
 	lru_unlink(dom, e);
 	e->state = MRL_REG_RETIRED;
+	flt_apply(dom->cache, e->base, e->end, -1);
 	dom->count--;
 	dom->bytes -= e->end - e->base;
 	atomic_store_explicit(&dom->gen, next_gen(), memory_order_release);
@@ -901,6 +1150,7 @@ static void insert_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 	bt_insert(dom->cache, &dom->root, e);
 	lru_append(dom, e);
 	e->state = MRL_REG_LIVE;
+	flt_apply(dom->cache, e->base, e->end, +1);
 	dom->count++;
 	dom->bytes += e->end - e->base;
 	STAT_ADD(dom, entries, 1);
@@ -993,6 +1243,7 @@ static void cache_unref(struct mrl_cache *cache)
 	if (atomic_fetch_sub_explicit(&cache->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	reserve_trim(cache, 0);
+	flt_free(cache);
 	slot_free(cache->slot);
 	pthread_mutex_destroy(&cache->lock);
 	free(cache);
@@ -1065,8 +1316,10 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 	dom->closed = true;
 	/* Every live entry is on the LRU list: it becomes the retire chain. */
 	chain = dom->lru_head;
-	for (e = chain; e; e = e->lru_next)
+	for (e = chain; e; e = e->lru_next) {
 		e->state = MRL_REG_RETIRED;
+		flt_apply(cache, e->base, e->end, -1);
+	}
 	STAT_ADD(dom, entries, -(int64_t)dom->count);
 	dom->lru_head = dom->lru_tail = NULL;
 	bt_give_all(cache, dom->root);
@@ -1296,6 +1549,16 @@ static int miss_extent(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t 
 	return 0;
 }
 
+static void pending_remove(struct mrl_cache *cache, struct mrl_pending *pending)
+{
+	struct mrl_pending **pp;
+
+	for (pp = &cache->pending; *pp != pending; pp = &(*pp)->next)
+		;
+	*pp = pending->next;
+	atomic_fetch_sub_explicit(&cache->pending_count, 1, memory_order_seq_cst);
+}
+
 /*
  * Register and publish a new entry. `cover` asks to reuse a covering entry
  * found after registering (a concurrent miss won: ours is closed after the
@@ -1309,7 +1572,6 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *reg, *won = NULL, *chain = NULL;
 	struct mrl_pending pending = { .base = lo, .end = hi, .domain = dom };
-	struct mrl_pending **pp;
 	int ret, rret;
 
 	reg = pool_alloc();
@@ -1344,21 +1606,18 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	pthread_mutex_unlock(&cache->lock);
 
 	ret = registration_open(dom, reg);
+	if (!ret)
+		flt_prepare(cache, lo, hi);
 
 	rret = ret ? 0 : write_enter_reserved(cache);
 	if (ret || rret)
 		write_enter(cache);
-	for (pp = &cache->pending; *pp != &pending; pp = &(*pp)->next)
-		;
-	*pp = pending.next;
-	atomic_fetch_sub_explicit(&cache->pending_count, 1, memory_order_relaxed);
-	if (ret) {
+	if (ret || (rret && !pending.stale)) {
+		pending_remove(cache, &pending);
 		write_exit(cache);
-		goto err_free;
-	}
-	if (rret && !pending.stale) {
+		if (ret)
+			goto err_free;
 		/* No memory for index nodes: the registration goes. */
-		write_exit(cache);
 		atomic_store_explicit(&reg->refs, 1, memory_order_release);
 		ref_put(reg);
 		return rret;
@@ -1373,6 +1632,9 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 		insert_locked(dom, reg, &chain);
 		capacity_locked(dom, &chain);
 	}
+	/* Last: an invalidate that sees no pending miss sees the filter
+	 * counts of the entry just inserted. */
+	pending_remove(cache, &pending);
 	write_exit(cache);
 
 	drop_chain(chain);
@@ -1435,6 +1697,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	reg->desc = desc;
 	atomic_store_explicit(&reg->refs, 2, memory_order_release);
 
+	flt_prepare(cache, start, end);
 	if (write_enter_reserved(cache)) {
 		pool_free(reg);
 		return -FI_ENOMEM;
@@ -1482,7 +1745,8 @@ static bool may_overlap(struct mrl_cache *cache, struct mrl_reader *rec,
 	if (atomic_load_explicit(&cache->pending_count, memory_order_seq_cst))
 		return true;
 	if (end <= atomic_load_explicit(&cache->lo, memory_order_relaxed) ||
-	    start >= atomic_load_explicit(&cache->hi, memory_order_relaxed))
+	    start >= atomic_load_explicit(&cache->hi, memory_order_relaxed) ||
+	    !flt_maybe(cache, start, end))
 		return false;
 	if (!read_enter(rec, cache))
 		return true;
