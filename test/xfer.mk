@@ -36,3 +36,18 @@ check_PROGRAMS += test/test_xfer_lease
 test_test_xfer_lease_SOURCES = test/test_xfer_lease.c $(XFER_TEST_SOURCES)
 test_test_xfer_lease_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/test_xfer_lease
+
+# The seed's production crash end to end (span-shared registration,
+# invalidate under in-flight GETs).
+check_PROGRAMS += test/test_e2e_seed
+test_test_e2e_seed_SOURCES = test/test_e2e_seed.c $(XFER_TEST_SOURCES)
+test_test_e2e_seed_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/test_e2e_seed
+
+# Threads posting NULL-desc RMA over malloc/free churn while another thread
+# invalidates; also under ThreadSanitizer.
+check_PROGRAMS += test/test_e2e_stress
+test_test_e2e_stress_SOURCES = test/test_e2e_stress.c $(XFER_TEST_SOURCES)
+test_test_e2e_stress_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/test_e2e_stress
+SUITE_CONCURRENCY += test/test_e2e_stress
