@@ -16,6 +16,7 @@ check_PROGRAMS += test/test_ext
 test_test_ext_SOURCES = test/test_ext.c
 test_test_ext_LDADD = test/libmrltest.la $(FABRIC_LIBS)
 SUITE += test/test_ext
+SUITE_CONCURRENCY += test/test_ext
 
 # FI_MRLEASE_* through fi_info -e, a bad value's warning, FI_MRLEASE_STATS.
 SUITE += $(top_srcdir)/test/test_params.sh
