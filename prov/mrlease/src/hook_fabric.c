@@ -68,6 +68,12 @@ int mrl_hook_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 	return 0;
 }
 
+void mrl_hook_cleanup(void)
+{
+	if (mrl_personality && mrl_personality->cleanup)
+		mrl_personality->cleanup();
+}
+
 int mrl_fabric_close(struct fid *fid)
 {
 	struct mrl_fabric *fab = container_of(fid, struct mrl_fabric, fabric.fid);

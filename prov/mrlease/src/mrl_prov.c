@@ -23,7 +23,7 @@ static struct fi_provider mrl_mrlease_prov = {
 	.name = "mrlease",
 	.getinfo = NULL,
 	.fabric = mrl_hook_fabric,
-	.cleanup = NULL,
+	.cleanup = mrl_hook_cleanup,
 };
 
 /* PACKAGE_VERSION "major.minor[.patch]" -> FI_VERSION(major, minor). */
