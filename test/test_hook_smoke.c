@@ -5,6 +5,7 @@
  * the layer's own counters (mrl_debug.h, test-only), so the test fails when
  * the hook is not in the call path.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +156,21 @@ static void run_rdm(const char *prov, bool want_dyn_rbuf)
 		CHECK_FI(exchange_rma(&d, &a, &b, LARGE));
 	dbg->read(&during);
 
+	printf("# %s: wrapped fabric %llu domain %llu ep %llu cq %llu av %llu "
+	       "mr %llu eq %llu (outermost domains %llu, inner %llu, "
+	       "dyn-rbuf set %llu calls %llu, flow-ctrl %llu)\n", prov,
+	       (unsigned long long)during.opened[MRL_CLASS_FABRIC],
+	       (unsigned long long)during.opened[MRL_CLASS_DOMAIN],
+	       (unsigned long long)during.opened[MRL_CLASS_EP],
+	       (unsigned long long)during.opened[MRL_CLASS_CQ],
+	       (unsigned long long)during.opened[MRL_CLASS_AV],
+	       (unsigned long long)during.opened[MRL_CLASS_MR],
+	       (unsigned long long)during.opened[MRL_CLASS_EQ],
+	       (unsigned long long)during.counter[MRL_DEBUG_OUTERMOST_DOMAINS],
+	       (unsigned long long)during.counter[MRL_DEBUG_INNER_DOMAINS],
+	       (unsigned long long)during.counter[MRL_DEBUG_DYN_RBUF_SET],
+	       (unsigned long long)during.counter[MRL_DEBUG_DYN_RBUF_CALLS],
+	       (unsigned long long)during.counter[MRL_DEBUG_FLOW_CTRL_OPENED]);
 	CHECK(during.opened[MRL_CLASS_FABRIC] >= 2); /* outer + inner instance */
 	CHECK(during.counter[MRL_DEBUG_OUTERMOST_DOMAINS] >= 1);
 	CHECK(during.counter[MRL_DEBUG_INNER_DOMAINS] >= 1);

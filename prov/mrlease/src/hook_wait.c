@@ -52,8 +52,8 @@ int mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 	ret = fab->inner->ops->wait_open(fab->inner, attr, &wait->inner);
 	if (ret)
 		goto err_free;
-	/* fi_wait_open takes no context: point the inner one at us. */
-	wait->inner->fid.context = &wait->wait.fid;
+	/* fi_wait_open takes no context. */
+	mrl_adopt_inner(&wait->inner->fid, &wait->wait.fid);
 
 	mrl_count_open(MRL_CLASS_WAIT);
 	*waitset = &wait->wait;
@@ -179,7 +179,7 @@ int mrl_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 	ret = dom->inner->ops->poll_open(dom->inner, attr, &poll->inner);
 	if (ret)
 		goto err_free;
-	poll->inner->fid.context = &poll->poll.fid;
+	mrl_adopt_inner(&poll->inner->fid, &poll->poll.fid);
 
 	mrl_count_open(MRL_CLASS_POLL);
 	*pollset = &poll->poll;
