@@ -1144,7 +1144,7 @@ static void test_atomic_ops_update_and_fetch(void)
 {
 	struct mrl_domain d;
 	struct mrl_peer a, b;
-	struct fid_mr *tmr;
+	struct fid_mr *tmr, *omr, *rmr;
 	struct fi_atomic_attr attr;
 	struct fi_cq_tagged_entry entry;
 	struct fi_context2 ctx;
@@ -1194,6 +1194,20 @@ static void test_atomic_ops_update_and_fetch(void)
 	CHECK_FI(mrl_cq_wait(&a, &b, &entry, NULL, "fi_compare_atomic CSWAP"));
 	CHECK_EQ(115, *result);
 	CHECK_EQ(7, *target);
+
+	/* again with registered descriptors for operand and result */
+	CHECK_FI(mrl_mr_reg(&d, a.ep, operand, sizeof(*operand), FI_WRITE,
+			    &omr));
+	CHECK_FI(mrl_mr_reg(&d, a.ep, result, sizeof(*result), FI_READ, &rmr));
+	*operand = 3;
+	CHECK_FI(MRL_POST(fi_fetch_atomic(a.ep, operand, 1, fi_mr_desc(omr),
+					  result, fi_mr_desc(rmr), a.peer,
+					  raddr, key, FI_UINT64, FI_SUM, &ctx),
+			  &a, &b));
+	CHECK_FI(mrl_cq_wait(&a, &b, &entry, NULL, "fi_fetch_atomic with desc"));
+	CHECK_PTR(&ctx, entry.op_context);
+	CHECK_EQ(7, *result);
+	CHECK_EQ(10, *target);
 }
 
 /* ------------------------------------------------------------------------
