@@ -55,6 +55,11 @@ enum mrl_lease_kind {
 /* The process-wide cache, NULL until the first mrlease domain opened. */
 struct mrl_cache *mrl_lease_cache(void);
 
+/* Keep the plugin mapped for the life of the process (once handed out, the
+ * extension's functions may be called from allocator hooks at exit, after
+ * libfabric dlcloses its providers). Idempotent, thread-safe. */
+void mrl_lease_keep_loaded(void);
+
 /* The lease domain of a hook domain, NULL if it has none (not opened by the
  * mrlease personality, or already closed). */
 static inline struct mrl_lease_domain *

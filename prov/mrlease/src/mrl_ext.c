@@ -147,6 +147,7 @@ int mrl_ext_ops_open(struct fid *hook_fid, const char *name, uint64_t flags,
 		return -FI_EBADFLAGS;
 	if (!ops)
 		return -FI_EINVAL;
+	mrl_lease_keep_loaded();
 	*ops = &mrl_ext_ops;
 	return 0;
 }

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,6 +32,33 @@ struct mrl_cache *mrl_lease_cache(void)
 	return atomic_load_explicit(&lease_cache, memory_order_acquire);
 }
 
+/*
+ * The extension's table and the cache's type-stable entry pool must outlive
+ * libfabric's fi_fini, which dlcloses providers at exit: an allocator may
+ * call ops->invalidate from a purge hook after that (jemalloc's exit-time
+ * purges), and a closed plugin would leave it calling unmapped code. So
+ * once the plugin hands out its table or builds its cache it stays mapped
+ * for the life of the process (RTLD_NODELETE on itself); mrl_lease_fini
+ * still frees the cache, after which invalidate finds none and returns 0.
+ */
+static void mrl_lease_pin_image(void)
+{
+	Dl_info self;
+
+	if (!dladdr((void *)&mrl_lease_pin_image, &self) || !self.dli_fname ||
+	    !dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE))
+		FI_WARN(mrl_prov, FI_LOG_CORE,
+			"cannot keep the plugin loaded past fi_fini; do not call "
+			"the extension after libfabric is unloaded\n");
+}
+
+void mrl_lease_keep_loaded(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, mrl_lease_pin_image);
+}
+
 /* FI_MRLEASE_MAX_* = 0 means no cap; the cache reads 0 as its default. */
 static size_t mrl_lease_cap(size_t param)
 {
@@ -50,6 +78,7 @@ static int mrl_lease_cache_get(struct mrl_cache **cache)
 	if (*cache)
 		return 0;
 
+	mrl_lease_keep_loaded();
 	pthread_mutex_lock(&lease_cache_lock);
 	*cache = atomic_load_explicit(&lease_cache, memory_order_relaxed);
 	if (!*cache) {
