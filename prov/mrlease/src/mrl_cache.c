@@ -309,7 +309,8 @@ static struct mrl_registration *pool_alloc(void)
 		mrl_pool_free = reg->lru_next;
 	pthread_mutex_unlock(&mrl_pool_lock);
 	if (!reg) {
-		chunk = malloc(sizeof(*chunk) * MRL_POOL_CHUNK);
+		/* Line-aligned: an entry (64 bytes) is one cache line. */
+		chunk = aligned_alloc(MRL_CACHELINE, sizeof(*chunk) * MRL_POOL_CHUNK);
 		if (!chunk)
 			return NULL;
 		pthread_mutex_lock(&mrl_pool_lock);
@@ -370,7 +371,7 @@ struct mrl_btslot {
 };
 
 struct mrl_btnode {
-	uintptr_t key[MRL_BT_FAN];	/* leaf: base; inner: lower bound */
+	_Alignas(MRL_CACHELINE) uintptr_t key[MRL_BT_FAN]; /* leaf: base; inner: lower bound */
 	struct mrl_btslot slot[MRL_BT_FAN];
 	uint16_t count;
 	bool leaf;
@@ -386,11 +387,23 @@ struct mrl_btpath {
  * (0 when k is below every bound). */
 static inline int bt_child(const struct mrl_btnode *n, uintptr_t k)
 {
-	int i = 1;
+	int c = 0;
 
-	while (i < n->count && n->key[i] <= k)
-		i++;
-	return i - 1;
+	/* Branch-free over all slots (unused keys are UINTPTR_MAX): no
+	 * mispredicted exits, so independent lookups overlap their misses. */
+	for (int i = 1; i < MRL_BT_FAN; i++)
+		c += n->key[i] <= k;
+	return c;
+}
+
+/* Number of keys <= k in a leaf (the predecessor is that minus one). */
+static inline int bt_rank(const struct mrl_btnode *n, uintptr_t k)
+{
+	int c = 0;
+
+	for (int i = 0; i < MRL_BT_FAN; i++)
+		c += n->key[i] <= k;
+	return c;
 }
 
 static uintptr_t bt_node_max(const struct mrl_btnode *n)
@@ -419,6 +432,14 @@ static struct mrl_registration *bt_any_end(const struct mrl_btnode *n, uintptr_t
 	}
 }
 
+/* A node's keys and slots at once: the slot line a search needs is then
+ * not a second dependent miss after the key lines. */
+static inline void bt_prefetch(const struct mrl_btnode *n)
+{
+	for (size_t off = 0; off < sizeof(*n); off += MRL_CACHELINE)
+		__builtin_prefetch((const char *)n + off);
+}
+
 /*
  * Any entry with base <= start and end >= end. In a node, children left of
  * the one holding `start` have every base <= start, so their max end alone
@@ -434,14 +455,17 @@ static struct mrl_registration *bt_find_cover(const struct mrl_btnode *n,
 	if (!n)
 		return NULL;
 	if (n->leaf) {
-		for (i = n->count - 1; i >= 0; i--)
-			if (n->key[i] <= start && n->slot[i].max_end >= end)
+		for (i = bt_rank(n, start) - 1; i >= 0; i--)
+			if (n->slot[i].max_end >= end)
 				return n->slot[i].ptr;
 		return NULL;
 	}
 	i = bt_child(n, start);
-	if (n->slot[i].max_end >= end && (r = bt_find_cover(n->slot[i].ptr, start, end)))
-		return r;
+	if (n->slot[i].max_end >= end) {
+		bt_prefetch(n->slot[i].ptr);
+		if ((r = bt_find_cover(n->slot[i].ptr, start, end)))
+			return r;
+	}
 	for (i--; i >= 0; i--)
 		if (n->slot[i].max_end >= end)
 			return bt_any_end(n->slot[i].ptr, end);
@@ -537,6 +561,7 @@ static void bt_remove_at(struct mrl_btnode *n, int pos)
 	memmove(&n->key[pos], &n->key[pos + 1], move * sizeof(n->key[0]));
 	memmove(&n->slot[pos], &n->slot[pos + 1], move * sizeof(n->slot[0]));
 	n->count--;
+	n->key[n->count] = UINTPTR_MAX;
 }
 
 /* ---- node reserve (cache->lock) ---- */
@@ -567,6 +592,8 @@ static void bt_insert_up(struct mrl_cache *cache, struct mrl_btnode **root,
 		memcpy(right->key, &n->key[mid], right->count * sizeof(n->key[0]));
 		memcpy(right->slot, &n->slot[mid], right->count * sizeof(n->slot[0]));
 		n->count = (uint16_t)mid;
+		for (int k = mid; k < MRL_BT_FAN; k++)
+			n->key[k] = UINTPTR_MAX;
 		if (pos >= mid)
 			bt_insert_at(right, pos - mid, key, max_end, ptr);
 		else
@@ -656,6 +683,8 @@ static struct mrl_btnode *bt_node_take(struct mrl_cache *cache, bool leaf)
 	cache->spare = n->slot[0].ptr;
 	cache->nspare--;
 	memset(n, 0, sizeof(*n));
+	for (int i = 0; i < MRL_BT_FAN; i++)
+		n->key[i] = UINTPTR_MAX;	/* unused: never <= a searched key */
 	n->leaf = leaf;
 	return n;
 }
@@ -978,7 +1007,7 @@ static int write_enter_reserved(struct mrl_cache *cache)
 		want = 2 * MRL_BT_RESERVE - cache->nspare;
 		write_exit(cache);
 		for (unsigned i = 0; i < want; i++) {
-			n = malloc(sizeof(*n));
+			n = aligned_alloc(MRL_CACHELINE, sizeof(*n));
 			if (!n)
 				break;
 			n->slot[0].ptr = chain;
