@@ -15,6 +15,8 @@ const struct mrl_personality mrl_lease_personality = {
 	.domain_close = mrl_lease_domain_close,
 	/* FI_MRLEASE_OPS_1 on fabrics and domains (mrl_ext.c). */
 	.ops_open = mrl_ext_ops_open,
+	/* The process-wide cache goes at fi_fini (mrl_lease_domain.c). */
+	.cleanup = mrl_lease_fini,
 	/* The data path (issue 4) adds ep_open/ep_close, cq_open/cq_close and
 	 * cntr_open/cntr_close here. */
 };
