@@ -353,9 +353,9 @@ int mrl_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner, void *context,
 int mrl_hook_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		    void *context);
 
-int mrl_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+int mrl_hook_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
-int mrl_domain2_open(struct fid_fabric *fabric, struct fi_info *info,
+int mrl_hook_domain2_open(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_domain **domain, uint64_t flags, void *context);
 int mrl_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		   struct fid_pep **pep, void *context);

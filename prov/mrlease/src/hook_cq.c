@@ -20,6 +20,8 @@ static ssize_t mrl_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 
+	if (!MRL_CQ_OK(cq, read))
+		return -FI_ENOSYS;
 	return cq->inner->ops->read(cq->inner, buf, count);
 }
 

@@ -411,13 +411,13 @@ err_free:
 	return ret;
 }
 
-int mrl_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+int mrl_hook_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context)
 {
 	return mrl_domain_open_common(fabric, info, domain, 0, false, context);
 }
 
-int mrl_domain2_open(struct fid_fabric *fabric, struct fi_info *info,
+int mrl_hook_domain2_open(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_domain **domain, uint64_t flags, void *context)
 {
 	return mrl_domain_open_common(fabric, info, domain, flags, true, context);

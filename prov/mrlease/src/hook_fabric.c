@@ -17,12 +17,12 @@
 
 struct fi_ops_fabric mrl_fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric),
-	.domain = mrl_domain_open,
+	.domain = mrl_hook_domain_open,
 	.passive_ep = mrl_passive_ep,
 	.eq_open = mrl_eq_open,
 	.wait_open = mrl_wait_open,
 	.trywait = mrl_trywait,
-	.domain2 = mrl_domain2_open,
+	.domain2 = mrl_hook_domain2_open,
 };
 
 static bool mrl_prov_is_utility(const struct fi_provider *prov)
