@@ -351,7 +351,8 @@ static void every_op_family(bool app_descs)
 	atomic_families(&pair, &b);
 	if (mrl_test_failed())
 		return;
-	CHECK_CLEAN(&pair);
+	/* App MRs served from the cache hold their lease until fi_close. */
+	CHECK_EQ(0, xfer_violations(&pair));
 	CHECK_FI(bufs_close(&b));
 	CHECK_CLEAN(&pair);
 	CHECK_FI(xfer_pair_close(&pair));
@@ -389,13 +390,28 @@ static void test_error_completion_releases_leases(void)
 	}
 	CHECK_FI(ret);
 	CHECK_FI(bufs_open(&pair, &b, false));
+	/* A bad key, and an address nothing maps (shm does not check keys). */
 	ret = (int)XFER_POST(&pair, fi_read(pair.ep[0], b.dst, 4096, NULL, pair.addr[1],
-					    xfer_rma_addr(&pair, b.tgt, b.tgt),
-					    fi_mr_key(b.tgt_mr) + 0x777, &c));
+					    0x1000, fi_mr_key(b.tgt_mr) + 0x777, &c));
 	if (ret == 0) {
-		CHECK_EQ(1, xfer_reap(&pair, &comp, 1));
-		CHECK(comp.ctx == &c);
-		CHECK_MSG(comp.err != 0, "a read with a bad key completed successfully");
+		ret = xfer_reap_within(&pair, &comp, 1, 2000000);
+		if (ret == -FI_ETIMEDOUT) {
+			/* udp;ofi_rxd drops a bad-key request and retries
+			 * forever: the endpoint close must end the lease. */
+			printf("# %s reports no error for a bad key: closing the ep\n", prov);
+			CHECK_FI(fi_close(&pair.ep[0]->fid));
+			pair.ep[0] = NULL;
+		} else {
+			CHECK_EQ(1, ret);
+			CHECK(comp.ctx == &c);
+			/* shm (1.17) checks neither keys nor addresses of a
+			 * peer in the same process: no error to provoke. */
+			if (!comp.err && !strcmp(prov, "shm"))
+				printf("# shm completed a bad-key read without error\n");
+			else
+				CHECK_MSG(comp.err != 0,
+					  "a read with a bad key completed successfully");
+		}
 	} else {
 		/* Refused at post (some providers check keys locally). */
 		CHECK(ret < 0);

@@ -314,6 +314,12 @@ void xfer_progress(struct xfer_pair *pair)
 
 int xfer_reap(struct xfer_pair *pair, struct xfer_comp *comps, size_t n)
 {
+	return xfer_reap_within(pair, comps, n, XFER_MAX_POLLS);
+}
+
+int xfer_reap_within(struct xfer_pair *pair, struct xfer_comp *comps, size_t n,
+		     long max_polls)
+{
 	size_t got = 0;
 	long polls = 0;
 	int ret;
@@ -323,7 +329,7 @@ int xfer_reap(struct xfer_pair *pair, struct xfer_comp *comps, size_t n)
 		if (ret < 0)
 			return ret;
 		got += (size_t)ret;
-		if (ret == 0 && ++polls > XFER_MAX_POLLS)
+		if (ret == 0 && ++polls > max_polls)
 			return -FI_ETIMEDOUT;
 		if (ret == 0 && (polls & 1023) == 0)
 			sched_yield();

@@ -87,6 +87,9 @@ struct xfer_comp {
  * CQ's error code.
  */
 int xfer_reap(struct xfer_pair *pair, struct xfer_comp *comps, size_t n);
+/* The same with a poll budget of its own. */
+int xfer_reap_within(struct xfer_pair *pair, struct xfer_comp *comps, size_t n,
+		     long max_polls);
 /* Read whatever is there now (at most n, one read call); returns the count. */
 int xfer_reap_some(struct xfer_pair *pair, struct xfer_comp *comps, size_t n);
 /* Drive progress once (read the CQ into the stash, or read counters). */
