@@ -29,14 +29,6 @@ test_test_e2e_xfer_SOURCES = test/test_e2e_xfer.c $(XFER_TEST_SOURCES)
 test_test_e2e_xfer_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/test_e2e_xfer
 
-# ---- data-path focused tests (helper-3, issue 4); the block above is
-# helper-6's. ----
-# Leases from post to completion under FI_HOOK=mrlease on every provider.
-check_PROGRAMS += test/test_xfer_lease
-test_test_xfer_lease_SOURCES = test/test_xfer_lease.c $(XFER_TEST_SOURCES)
-test_test_xfer_lease_LDADD = $(XFER_TEST_LDADD)
-SUITE += test/test_xfer_lease
-
 # The seed's production crash end to end (span-shared registration,
 # invalidate under in-flight GETs).
 check_PROGRAMS += test/test_e2e_seed
@@ -51,3 +43,11 @@ test_test_e2e_stress_SOURCES = test/test_e2e_stress.c $(XFER_TEST_SOURCES)
 test_test_e2e_stress_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/test_e2e_stress
 SUITE_CONCURRENCY += test/test_e2e_stress
+
+# ---- data-path focused tests (helper-3, issue 4); everything above is
+# helper-6's. ----
+# Leases from post to completion under FI_HOOK=mrlease on every provider.
+check_PROGRAMS += test/test_xfer_lease
+test_test_xfer_lease_SOURCES = test/test_xfer_lease.c $(XFER_TEST_SOURCES)
+test_test_xfer_lease_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/test_xfer_lease
