@@ -390,8 +390,6 @@ int mrl_peer_open(struct mrl_domain *d, const struct mrl_peer_opts *opts,
 	cq_attr.format = opts->cq_format ? opts->cq_format : FI_CQ_FORMAT_TAGGED;
 	cq_attr.wait_obj = opts->cq_wait;
 	cq_attr.size = 0;
-	if (opts->av_eq)
-		av_attr.flags = FI_EVENT;
 	av_attr.type = d->info->domain_attr->av_type;
 
 	/* Companions first: tracked fids close newest first, and a provider
@@ -400,8 +398,6 @@ int mrl_peer_open(struct mrl_domain *d, const struct mrl_peer_opts *opts,
 	mrl_track_fid(&p->cq->fid);
 	TRY(fi_av_open(d->domain, &av_attr, &p->av, p));
 	mrl_track_fid(&p->av->fid);
-	if (opts->av_eq)
-		TRY(fi_av_bind(p->av, &opts->av_eq->fid, 0));
 	if (opts->cntrs) {
 		TRY(open_cntr(d, opts->cntr_wait, &p->tx_cntr));
 		TRY(open_cntr(d, opts->cntr_wait, &p->rx_cntr));

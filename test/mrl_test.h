@@ -119,7 +119,8 @@ void *mrl_alloc(size_t size);
 struct fi_info *mrl_track_info(struct fi_info *info);
 /* Close every tracked fid newest first, then free buffers and infos.
  * Returns 0 or the first fi_close error (also recorded as a failure).
- * MRL_RUN calls it; call it directly only outside MRL_RUN. */
+ * MRL_RUN calls it after each test; a test may call it too, to have
+ * everything closed at a given point (e.g. before reading counts). */
 int mrl_close_all(void);
 
 /* ------------------------------------------------------------------------
@@ -139,8 +140,8 @@ int mrl_close_all(void);
 #define MRL_SPIN_MAX 50000000UL
 #define MRL_WAIT_SECONDS 20
 
-/* Deadline state of one bounded wait: MRL_WAIT_INIT, then mrl_wait_over()
- * once per poll iteration until it returns true. */
+/* State of one bounded wait: mrl_wait_init(), then mrl_wait_over() once per
+ * poll iteration; it returns true when the bound is hit. */
 struct mrl_wait {
 	unsigned long spins;
 	unsigned long max_spins;
@@ -180,12 +181,11 @@ int mrl_domain_open(struct fi_info *info, struct mrl_domain *d);
 struct mrl_peer_opts {
 	enum fi_cq_format cq_format;  /* 0: FI_CQ_FORMAT_TAGGED */
 	enum fi_wait_obj cq_wait;     /* 0 (FI_WAIT_NONE) or e.g. FI_WAIT_UNSPEC */
-	bool cntrs;                   /* open and bind the four counters */
+	bool cntrs;                   /* open and bind tx_cntr, rx_cntr and
+				       * rma_cntr (see struct mrl_peer) */
 	enum fi_wait_obj cntr_wait;
-	bool remote_cntr;             /* also FI_REMOTE_WRITE|FI_REMOTE_READ
-				       * (needs FI_RMA_EVENT) */
-	struct fid_eq *av_eq;         /* non-NULL: AV opened with FI_EVENT
-				       * and bound to this EQ */
+	bool remote_cntr;             /* with cntrs: also remote_cntr
+				       * (needs FI_RMA_EVENT in the info) */
 };
 
 /* One RDM/DGRAM endpoint with its CQ (bound FI_TRANSMIT|FI_RECV), AV,
