@@ -395,15 +395,25 @@ static void test_error_completion_releases_leases(void)
 					    0x1000, fi_mr_key(b.tgt_mr) + 0x777, &c));
 	if (ret == 0) {
 		ret = xfer_reap_within(&pair, &comp, 1, 2000000);
+		/* shm also reports the target's failure (NULL context). */
+		for (int i = 0; i < 2 && ret == 1 && !comp.ctx; i++) {
+			printf("# %s: target-side error entry (err %d) skipped\n",
+			       prov, comp.err);
+			ret = xfer_reap_within(&pair, &comp, 1, 2000000);
+		}
 		if (ret == -FI_ETIMEDOUT) {
 			/* udp;ofi_rxd drops a bad-key request and retries
-			 * forever: the endpoint close must end the lease. */
-			printf("# %s reports no error for a bad key: closing the ep\n", prov);
+			 * forever, shm reports only the target's failure:
+			 * the endpoint close must end the lease. */
+			printf("# %s gives the initiator no completion for a bad key: "
+			       "closing the ep\n", prov);
 			CHECK_FI(fi_close(&pair.ep[0]->fid));
 			pair.ep[0] = NULL;
 		} else {
 			CHECK_EQ(1, ret);
-			CHECK(comp.ctx == &c);
+			CHECK_MSG(comp.ctx == &c, "ctx %p (expected %p) err %d flags 0x%llx",
+				  comp.ctx, (void *)&c, comp.err,
+				  (unsigned long long)comp.flags);
 			/* shm (1.17) checks neither keys nor addresses of a
 			 * peer in the same process: no error to provoke. */
 			if (!comp.err && !strcmp(prov, "shm"))
