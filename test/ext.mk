@@ -26,3 +26,9 @@ EXTRA_DIST += test/test_params.sh
 # installed header only.
 SUITE += $(top_srcdir)/test/test_install.sh
 EXTRA_DIST += test/test_install.sh test/install_client.c
+
+# Pins in real transfers under the strict checker (FI_HOOK='mrcheck;mrlease').
+check_PROGRAMS += test/test_ext_mrcheck
+test_test_ext_mrcheck_SOURCES = test/test_ext_mrcheck.c $(XFER_TEST_SOURCES)
+test_test_ext_mrcheck_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/test_ext_mrcheck
