@@ -26,14 +26,3 @@ finish() {
 	exit
 }
 
-# Until the integrator points mrl_prov.c at the mrlease personality (and its
-# parameters), the plugin has neither; say so instead of failing.
-# Usage: skip_unless_wired SYMBOL TEST-NAME...
-skip_unless_wired() {
-	local symbol=$1 prov_c="$srcdir/prov/mrlease/src/mrl_prov.c" t
-	shift
-	[ -f "$prov_c" ] || return 0
-	grep -q "$symbol" "$prov_c" && return 0
-	for t in "$@"; do skip "$t" "mrl_prov.c does not use $symbol yet"; done
-	finish
-}

@@ -629,26 +629,6 @@ static void test_pins_invalidate_and_stats_race_without_losing_a_registration(vo
 	free(c.arena);
 }
 
-/* The wiring of mrl_prov.c to the mrlease personality is the integrator's
- * step; until it lands nothing here can run. */
-static bool personality_wired(void)
-{
-	const char *top = getenv("MRL_TOP_SRCDIR");
-	char path[4096], line[512];
-	bool wired = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/prov/mrlease/src/mrl_prov.c",
-		 top ? top : ".");
-	f = fopen(path, "r");
-	if (!f)
-		return true; /* no source tree: test what is installed */
-	while (!wired && fgets(line, sizeof(line), f))
-		wired = strstr(line, "mrl_lease_personality") != NULL;
-	fclose(f);
-	return wired;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -671,7 +651,6 @@ int main(int argc, char **argv)
 		T(test_pins_invalidate_and_stats_race_without_losing_a_registration),
 #undef T
 	};
-	bool wired;
 
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	if (argc > 1 && !strcmp(argv[1], "--without-hook"))
@@ -679,14 +658,7 @@ int main(int argc, char **argv)
 
 	/* libfabric reads FI_HOOK at its first call. */
 	setenv("FI_HOOK", "mrlease", 1);
-	wired = personality_wired();
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (wired)
-			mrl_test_run(tests[i].name, tests[i].fn);
-		else
-			mrl_test_skip(tests[i].name,
-				      "mrl_prov.c does not install "
-				      "mrl_lease_personality yet");
-	}
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		mrl_test_run(tests[i].name, tests[i].fn);
 	return mrl_test_done();
 }

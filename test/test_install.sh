@@ -41,9 +41,6 @@ else
 	finish
 fi
 
-skip_unless_wired mrl_lease_personality \
-	the_installed_plugin_answers_the_extension_and_reports_a_pin \
-	without_FI_HOOK_the_extension_is_absent
 out=$(FI_PROVIDER_PATH=$(dirname "$plugin") FI_HOOK=mrlease "$tmp/client" 2>&1)
 status=$?
 if [ "$status" -eq 0 ] &&

@@ -14,5 +14,4 @@ if [ ! -x "$prog" ]; then
 	skip jemalloc_kv "built without libjemalloc-dev"
 	finish
 fi
-skip_unless_wired mrl_lease_personality jemalloc_kv
 FI_HOOK=mrlease FI_MRLEASE_MIN_SIZE=0 FI_MRLEASE_STATS=1 exec "$prog"

@@ -19,9 +19,6 @@ if ! command -v fi_info >/dev/null 2>&1; then
 	for t in $tests; do skip "$t" "fi_info (libfabric-bin) is not installed"; done
 	finish
 fi
-# shellcheck disable=SC2086
-skip_unless_wired mrl_params_define $tests
-
 # Every knob with its type line and a help line naming its default; a knob
 # missing here is one users cannot discover.
 listing=$(fi_info -e 2>&1 | tr -d '\0')
