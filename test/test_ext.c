@@ -67,15 +67,30 @@ static struct fi_mrlease_stats stats_of(struct fi_mrlease_ops *ops,
 	return s;
 }
 
-/* A page-aligned arena, so pins cover exactly what the test expects. */
+/* A page-aligned arena, so pins cover exactly what the test expects;
+ * tracked, so it is freed however the test ends. */
 static char *arena_alloc(void)
 {
-	char *p = NULL;
+	uintptr_t p = (uintptr_t)mrl_alloc(ARENA + page);
 
-	if (posix_memalign((void **)&p, page, ARENA))
-		return NULL;
-	memset(p, 0, ARENA);
-	return p;
+	return (char *)((p + page - 1) & ~(uintptr_t)(page - 1));
+}
+
+/* The common start: a tcp;ofi_rxm domain, its extension, an arena. */
+static int open_all(struct mrl_domain *d, struct fi_mrlease_ops **ops,
+		    char **arena)
+{
+	int ret = domain_open(d);
+
+	if (ret)
+		return ret;
+	*ops = ops_of(&d->domain->fid);
+	if (!*ops) {
+		mrl_test_fail(__FILE__, __LINE__, "no FI_MRLEASE_OPS_1 on the domain");
+		return -FI_ENOSYS;
+	}
+	*arena = arena_alloc();
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -166,9 +181,7 @@ static void test_pin_registers_once_and_close_releases_it(void)
 	struct fid_mr *pin;
 	char *arena;
 
-	CHECK_FI(domain_open(&d));
-	CHECK((ops = ops_of(&d.domain->fid)));
-	CHECK((arena = arena_alloc()));
+	CHECK_FI(open_all(&d, &ops, &arena));
 
 	before = stats_of(ops, d.domain);
 	CHECK_FI(ops->pin(d.domain, arena, ARENA, &pin));
@@ -183,7 +196,6 @@ static void test_pin_registers_once_and_close_releases_it(void)
 	CHECK_EQ(pinned.deregistrations + 1, after.deregistrations);
 	CHECK_EQ(before.entries, after.entries);
 	CHECK_EQ(before.registered_bytes, after.registered_bytes);
-	free(arena);
 }
 
 /* The seed's crash through the API: invalidate retires a pinned entry at
@@ -197,9 +209,7 @@ static void test_invalidate_retires_a_pin_that_stays_open_until_closed(void)
 	struct fid_mr *pin;
 	char *arena;
 
-	CHECK_FI(domain_open(&d));
-	CHECK((ops = ops_of(&d.domain->fid)));
-	CHECK((arena = arena_alloc()));
+	CHECK_FI(open_all(&d, &ops, &arena));
 	CHECK_FI(ops->pin(d.domain, arena, ARENA, &pin));
 	mrl_track_fid(&pin->fid);
 	pinned = stats_of(ops, d.domain);
@@ -215,7 +225,6 @@ static void test_invalidate_retires_a_pin_that_stays_open_until_closed(void)
 	CHECK_EQ(0, mrl_close(&pin->fid, "pin"));
 	CHECK_EQ(retired.deregistrations + 1,
 		 stats_of(ops, d.domain).deregistrations);
-	free(arena);
 }
 
 /* Reclaim is process-wide: an allocator does not know which domains
@@ -227,10 +236,8 @@ static void test_invalidate_reaches_every_domain(void)
 	struct mrl_domain d1, d2;
 	char *arena;
 
-	CHECK_FI(domain_open(&d1));
+	CHECK_FI(open_all(&d1, &ops, &arena));
 	CHECK_FI(domain_open(&d2));
-	CHECK((ops = ops_of(&d1.domain->fid)));
-	CHECK((arena = arena_alloc()));
 	CHECK_FI(ops->pin(d1.domain, arena, ARENA / 2, &pin1));
 	mrl_track_fid(&pin1->fid);
 	CHECK_FI(ops->pin(d2.domain, arena + ARENA / 2, ARENA / 2, &pin2));
@@ -243,7 +250,6 @@ static void test_invalidate_reaches_every_domain(void)
 	CHECK_EQ(0, stats_of(ops, d2.domain).entries);
 	CHECK_EQ(0, mrl_close(&pin1->fid, "pin1"));
 	CHECK_EQ(0, mrl_close(&pin2->fid, "pin2"));
-	free(arena);
 }
 
 /* End is exclusive: a range that only touches an entry must leave it, or
@@ -256,9 +262,7 @@ static void test_invalidate_leaves_touching_ranges_and_empty_ranges_alone(void)
 	struct fid_mr *pin;
 	char *arena;
 
-	CHECK_FI(domain_open(&d));
-	CHECK((ops = ops_of(&d.domain->fid)));
-	CHECK((arena = arena_alloc()));
+	CHECK_FI(open_all(&d, &ops, &arena));
 	CHECK_FI(ops->pin(d.domain, arena + page, ARENA - 2 * page, &pin));
 	mrl_track_fid(&pin->fid);
 
@@ -271,7 +275,6 @@ static void test_invalidate_leaves_touching_ranges_and_empty_ranges_alone(void)
 	CHECK_EQ(0, ops->invalidate(arena + ARENA - page - 1, 1));
 	CHECK_EQ(0, stats_of(ops, d.domain).entries);
 	CHECK_EQ(0, mrl_close(&pin->fid, "pin"));
-	free(arena);
 }
 
 static int never_called_span(void *arg, const void *addr, size_t len,
@@ -295,9 +298,7 @@ static void test_bad_input_returns_einval_and_changes_nothing(void)
 	char *arena;
 	const void *top = (const void *)(UINTPTR_MAX - page + 1);
 
-	CHECK_FI(domain_open(&d));
-	CHECK((ops = ops_of(&d.domain->fid)));
-	CHECK((arena = arena_alloc()));
+	CHECK_FI(open_all(&d, &ops, &arena));
 	CHECK_FI(ops->pin(d.domain, arena, ARENA, &pin));
 	mrl_track_fid(&pin->fid);
 	memset(&fake, 0, sizeof(fake));
@@ -331,7 +332,6 @@ static void test_bad_input_returns_einval_and_changes_nothing(void)
 	s = stats_of(ops, NULL);
 	CHECK(!memcmp(&before_process, &s, sizeof(s)));
 	CHECK_EQ(0, mrl_close(&pin->fid, "pin"));
-	free(arena);
 }
 
 /* The record grows with later versions: an older caller's smaller size
@@ -348,9 +348,7 @@ static void test_query_stats_fills_a_prefix_or_zero_fills_the_tail(void)
 	struct fid_mr *pin;
 	char *arena;
 
-	CHECK_FI(domain_open(&d));
-	CHECK((ops = ops_of(&d.domain->fid)));
-	CHECK((arena = arena_alloc()));
+	CHECK_FI(open_all(&d, &ops, &arena));
 	CHECK_FI(ops->pin(d.domain, arena, ARENA, &pin));
 	mrl_track_fid(&pin->fid);
 	full = stats_of(ops, d.domain);
@@ -369,7 +367,6 @@ static void test_query_stats_fills_a_prefix_or_zero_fills_the_tail(void)
 		CHECK_MSG(buf[i] == 0, "tail byte %zu not zeroed", i);
 
 	CHECK_EQ(0, mrl_close(&pin->fid, "pin"));
-	free(arena);
 }
 
 /* query_stats(NULL) answers for the whole process, so a tool can watch a
@@ -382,10 +379,8 @@ static void test_query_stats_without_domain_counts_every_domain(void)
 	struct mrl_domain d1, d2;
 	char *arena;
 
-	CHECK_FI(domain_open(&d1));
+	CHECK_FI(open_all(&d1, &ops, &arena));
 	CHECK_FI(domain_open(&d2));
-	CHECK((ops = ops_of(&d1.domain->fid)));
-	CHECK((arena = arena_alloc()));
 	CHECK_FI(ops->pin(d1.domain, arena, page, &pin1));
 	mrl_track_fid(&pin1->fid);
 	CHECK_FI(ops->pin(d2.domain, arena + page, page, &pin2));
@@ -399,7 +394,6 @@ static void test_query_stats_without_domain_counts_every_domain(void)
 	CHECK(all.registered_bytes >= s1.registered_bytes + s2.registered_bytes);
 	CHECK_EQ(0, mrl_close(&pin1->fid, "pin1"));
 	CHECK_EQ(0, mrl_close(&pin2->fid, "pin2"));
-	free(arena);
 }
 
 /* ------------------------------------------------------------------ */
@@ -459,9 +453,7 @@ static void test_set_span_widens_misses_until_removed(void)
 	char *arena;
 	int ret;
 
-	CHECK_FI(domain_open(&d));
-	CHECK((probe.ops = ops_of(&d.domain->fid)));
-	CHECK((arena = arena_alloc()));
+	CHECK_FI(open_all(&d, &probe.ops, &arena));
 	probe.span = arena;
 	probe.span_len = ARENA / 2;
 	CHECK_EQ(0, probe.ops->set_span(d.domain, probe_span, &probe));
@@ -470,8 +462,7 @@ static void test_set_span_widens_misses_until_removed(void)
 	if (ret == -FI_ENODATA) {
 		mrl_test_skip_current("local fi_mr_reg is not served from the "
 				      "cache in this build (data path, issue 4)");
-		free(arena);
-		return;
+			return;
 	}
 	CHECK_FI(ret);
 	CHECK_EQ(1, probe.calls);
@@ -486,7 +477,6 @@ static void test_set_span_widens_misses_until_removed(void)
 	CHECK_EQ(0, probe.ops->set_span(d.domain, NULL, NULL));
 	CHECK_FI(local_reg(&d, probe.ops, arena + ARENA - 200, 64, &mr3));
 	CHECK_EQ(1, probe.calls);
-	free(arena);
 }
 
 /* An allocator may purge while mrlease is resolving a miss (its own
@@ -500,9 +490,7 @@ static void test_invalidate_inside_a_miss_neither_deadlocks_nor_is_lost(void)
 	char *arena;
 	int ret;
 
-	CHECK_FI(domain_open(&d));
-	CHECK((probe.ops = ops_of(&d.domain->fid)));
-	CHECK((arena = arena_alloc()));
+	CHECK_FI(open_all(&d, &probe.ops, &arena));
 	CHECK_FI(probe.ops->pin(d.domain, arena + ARENA / 2, ARENA / 2, &pin));
 	mrl_track_fid(&pin->fid);
 	probe.span = arena;
@@ -515,8 +503,7 @@ static void test_invalidate_inside_a_miss_neither_deadlocks_nor_is_lost(void)
 	if (ret == -FI_ENODATA) {
 		mrl_test_skip_current("local fi_mr_reg is not served from the "
 				      "cache in this build (data path, issue 4)");
-		free(arena);
-		return;
+			return;
 	}
 	CHECK_FI(ret);
 	CHECK_EQ(1, probe.calls);
@@ -524,7 +511,6 @@ static void test_invalidate_inside_a_miss_neither_deadlocks_nor_is_lost(void)
 	/* The pin's entry is gone, the miss's registration is the one left. */
 	CHECK_EQ(1, stats_of(probe.ops, d.domain).entries);
 	CHECK_EQ(0, probe.ops->set_span(d.domain, NULL, NULL));
-	free(arena);
 }
 
 /* ------------------------------------------------------------------ */
@@ -602,7 +588,7 @@ static void test_pins_invalidate_and_stats_race_without_losing_a_registration(vo
 
 	CHECK_FI(domain_open_threading(&d, FI_THREAD_SAFE));
 	CHECK((c.ops = ops_of(&d.domain->fid)));
-	CHECK((c.arena = arena_alloc()));
+	c.arena = arena_alloc();
 	c.domain = d.domain;
 	before = stats_of(c.ops, d.domain);
 
@@ -626,7 +612,6 @@ static void test_pins_invalidate_and_stats_race_without_losing_a_registration(vo
 	CHECK_EQ(0, after.entries);
 	CHECK_EQ(0, after.leases);
 	CHECK_EQ(0, after.registered_bytes);
-	free(c.arena);
 }
 
 int main(int argc, char **argv)
