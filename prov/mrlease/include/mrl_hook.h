@@ -399,21 +399,9 @@ int mrl_fid_tostr(const struct fid *fid, char *buf, size_t len);
 int mrl_fid_ops_set(struct fid *fid, const char *name, uint64_t flags,
 		    void *ops, void *context);
 
-/* Per-class close (the only fid op that differs between classes). */
-int mrl_fabric_close(struct fid *fid);
-int mrl_domain_close(struct fid *fid);
-int mrl_eq_close(struct fid *fid);
-int mrl_wait_close(struct fid *fid);
-int mrl_poll_close(struct fid *fid);
-int mrl_av_close(struct fid *fid);
-int mrl_av_set_close(struct fid *fid);
-int mrl_cq_close(struct fid *fid);
-int mrl_cntr_close(struct fid *fid);
-int mrl_ep_close(struct fid *fid);
-int mrl_stx_close(struct fid *fid);
-int mrl_pep_close(struct fid *fid);
-int mrl_mr_close(struct fid *fid);
-int mrl_mc_close(struct fid *fid);
+/* fi_close of every class: the personality's hooks, the inner close (or an
+ * MR's release), then the wrapper is freed. */
+int mrl_fid_close(struct fid *fid);
 
 /* Provider-private ops names on domains (hook_domain.c): *handled says
  * whether the name is one the layer translates (then the return value is

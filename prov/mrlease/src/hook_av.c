@@ -128,19 +128,6 @@ err_free:
 	return ret;
 }
 
-int mrl_av_close(struct fid *fid)
-{
-	struct mrl_av *av = container_of(fid, struct mrl_av, av.fid);
-	int ret;
-
-	ret = fi_close(&av->inner->fid);
-	if (ret)
-		return ret;
-	mrl_count_close(MRL_CLASS_AV);
-	free(av);
-	return 0;
-}
-
 /* ---- AV sets ------------------------------------------------------ */
 
 #define MRL_SET_OK(set, op) FI_CHECK_OP((set)->inner->ops, struct fi_ops_av_set, op)
@@ -252,15 +239,3 @@ err_free:
 	return ret;
 }
 
-int mrl_av_set_close(struct fid *fid)
-{
-	struct mrl_av_set *set = container_of(fid, struct mrl_av_set, av_set.fid);
-	int ret;
-
-	ret = fi_close(&set->inner->fid);
-	if (ret)
-		return ret;
-	mrl_count_close(MRL_CLASS_AV_SET);
-	free(set);
-	return 0;
-}

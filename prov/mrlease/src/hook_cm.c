@@ -180,19 +180,6 @@ struct fi_ops_cm mrl_ep_cm_ops = {
 	.join = mrl_cm_join,
 };
 
-int mrl_mc_close(struct fid *fid)
-{
-	struct mrl_mc *mc = container_of(fid, struct mrl_mc, mc.fid);
-	int ret;
-
-	ret = fi_close(&mc->inner->fid);
-	if (ret)
-		return ret;
-	mrl_count_close(MRL_CLASS_MC);
-	free(mc);
-	return 0;
-}
-
 /* ---- passive endpoints ------------------------------------------- */
 
 int mrl_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
@@ -230,15 +217,3 @@ err_free:
 	return ret;
 }
 
-int mrl_pep_close(struct fid *fid)
-{
-	struct mrl_pep *pep = container_of(fid, struct mrl_pep, pep.fid);
-	int ret;
-
-	ret = fi_close(&pep->inner->fid);
-	if (ret)
-		return ret;
-	mrl_count_close(MRL_CLASS_PEP);
-	free(pep);
-	return 0;
-}

@@ -138,17 +138,3 @@ err_free:
 	return ret;
 }
 
-int mrl_cntr_close(struct fid *fid)
-{
-	struct mrl_cntr *cntr = container_of(fid, struct mrl_cntr, cntr.fid);
-	int ret;
-
-	ret = fi_close(&cntr->inner->fid);
-	if (ret)
-		return ret;
-	if (mrl_personality && mrl_personality->cntr_close)
-		mrl_personality->cntr_close(cntr);
-	mrl_count_close(MRL_CLASS_CNTR);
-	free(cntr);
-	return 0;
-}

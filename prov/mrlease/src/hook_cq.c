@@ -155,17 +155,3 @@ err_free:
 	return ret;
 }
 
-int mrl_cq_close(struct fid *fid)
-{
-	struct mrl_cq *cq = container_of(fid, struct mrl_cq, cq.fid);
-	int ret;
-
-	ret = fi_close(&cq->inner->fid);
-	if (ret)
-		return ret;
-	if (mrl_personality && mrl_personality->cq_close)
-		mrl_personality->cq_close(cq);
-	mrl_count_close(MRL_CLASS_CQ);
-	free(cq);
-	return 0;
-}

@@ -423,19 +423,3 @@ int mrl_hook_domain2_open(struct fid_fabric *fabric, struct fi_info *info,
 	return mrl_domain_open_common(fabric, info, domain, flags, true, context);
 }
 
-int mrl_domain_close(struct fid *fid)
-{
-	struct mrl_domain *dom = container_of(fid, struct mrl_domain, domain.fid);
-	int ret;
-
-	if (mrl_personality && mrl_personality->domain_close)
-		mrl_personality->domain_close(dom);
-
-	ret = fi_close(&dom->inner->fid);
-	if (ret)
-		return ret;
-	free(dom->util_ops);
-	mrl_count_close(MRL_CLASS_DOMAIN);
-	free(dom);
-	return 0;
-}

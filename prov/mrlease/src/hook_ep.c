@@ -423,22 +423,6 @@ err_free:
 	return ret;
 }
 
-int mrl_ep_close(struct fid *fid)
-{
-	struct mrl_ep *ep = container_of(fid, struct mrl_ep, ep.fid);
-	enum mrl_class cls = mrl_class_of(fid);
-	int ret;
-
-	ret = fi_close(&ep->inner->fid);
-	if (ret)
-		return ret;
-	if (mrl_personality && mrl_personality->ep_close)
-		mrl_personality->ep_close(ep);
-	mrl_count_close(cls);
-	free(ep);
-	return 0;
-}
-
 /* ---- shared tx context --------------------------------------------- */
 
 int mrl_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
@@ -475,15 +459,3 @@ err_free:
 	return ret;
 }
 
-int mrl_stx_close(struct fid *fid)
-{
-	struct mrl_stx *stx = container_of(fid, struct mrl_stx, stx.fid);
-	int ret;
-
-	ret = fi_close(&stx->inner->fid);
-	if (ret)
-		return ret;
-	mrl_count_close(MRL_CLASS_STX_CTX);
-	free(stx);
-	return 0;
-}

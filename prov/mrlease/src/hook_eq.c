@@ -167,15 +167,3 @@ err_free:
 	return ret;
 }
 
-int mrl_eq_close(struct fid *fid)
-{
-	struct mrl_eq *eq = container_of(fid, struct mrl_eq, eq.fid);
-	int ret;
-
-	ret = fi_close(&eq->inner->fid);
-	if (ret)
-		return ret;
-	mrl_count_close(MRL_CLASS_EQ);
-	free(eq);
-	return 0;
-}

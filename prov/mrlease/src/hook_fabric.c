@@ -74,15 +74,3 @@ void mrl_hook_cleanup(void)
 		mrl_personality->cleanup();
 }
 
-int mrl_fabric_close(struct fid *fid)
-{
-	struct mrl_fabric *fab = container_of(fid, struct mrl_fabric, fabric.fid);
-	int ret;
-
-	ret = fi_close(&fab->inner->fid);
-	if (ret)
-		return ret;
-	mrl_count_close(MRL_CLASS_FABRIC);
-	free(fab);
-	return 0;
-}

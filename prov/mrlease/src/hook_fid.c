@@ -8,6 +8,8 @@
 #include "config.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fi_errno.h>
@@ -19,10 +21,10 @@
 struct fi_provider *mrl_prov;
 const struct mrl_personality *mrl_personality;
 
-#define MRL_FID_OPS(close_fn)                                                  \
+#define MRL_FID_OPS                                                            \
 	{                                                                      \
 		.size = sizeof(struct fi_ops),                                 \
-		.close = close_fn,                                             \
+		.close = mrl_fid_close,                                        \
 		.bind = mrl_fid_bind,                                          \
 		.control = mrl_fid_control,                                    \
 		.ops_open = mrl_fid_ops_open,                                  \
@@ -30,25 +32,26 @@ const struct mrl_personality *mrl_personality;
 		.ops_set = mrl_fid_ops_set,                                    \
 	}
 
+/* One table per class, all alike: the table's address is the class. */
 struct fi_ops mrl_fid_ops[MRL_NCLASS] = {
-	[MRL_CLASS_FABRIC] = MRL_FID_OPS(mrl_fabric_close),
-	[MRL_CLASS_DOMAIN] = MRL_FID_OPS(mrl_domain_close),
-	[MRL_CLASS_EQ] = MRL_FID_OPS(mrl_eq_close),
-	[MRL_CLASS_WAIT] = MRL_FID_OPS(mrl_wait_close),
-	[MRL_CLASS_POLL] = MRL_FID_OPS(mrl_poll_close),
-	[MRL_CLASS_AV] = MRL_FID_OPS(mrl_av_close),
-	[MRL_CLASS_AV_SET] = MRL_FID_OPS(mrl_av_set_close),
-	[MRL_CLASS_CQ] = MRL_FID_OPS(mrl_cq_close),
-	[MRL_CLASS_CNTR] = MRL_FID_OPS(mrl_cntr_close),
-	[MRL_CLASS_EP] = MRL_FID_OPS(mrl_ep_close),
-	[MRL_CLASS_SEP] = MRL_FID_OPS(mrl_ep_close),
-	[MRL_CLASS_TX_CTX] = MRL_FID_OPS(mrl_ep_close),
-	[MRL_CLASS_RX_CTX] = MRL_FID_OPS(mrl_ep_close),
-	[MRL_CLASS_SRX_CTX] = MRL_FID_OPS(mrl_ep_close),
-	[MRL_CLASS_STX_CTX] = MRL_FID_OPS(mrl_stx_close),
-	[MRL_CLASS_PEP] = MRL_FID_OPS(mrl_pep_close),
-	[MRL_CLASS_MR] = MRL_FID_OPS(mrl_mr_close),
-	[MRL_CLASS_MC] = MRL_FID_OPS(mrl_mc_close),
+	[MRL_CLASS_FABRIC] = MRL_FID_OPS,
+	[MRL_CLASS_DOMAIN] = MRL_FID_OPS,
+	[MRL_CLASS_EQ] = MRL_FID_OPS,
+	[MRL_CLASS_WAIT] = MRL_FID_OPS,
+	[MRL_CLASS_POLL] = MRL_FID_OPS,
+	[MRL_CLASS_AV] = MRL_FID_OPS,
+	[MRL_CLASS_AV_SET] = MRL_FID_OPS,
+	[MRL_CLASS_CQ] = MRL_FID_OPS,
+	[MRL_CLASS_CNTR] = MRL_FID_OPS,
+	[MRL_CLASS_EP] = MRL_FID_OPS,
+	[MRL_CLASS_SEP] = MRL_FID_OPS,
+	[MRL_CLASS_TX_CTX] = MRL_FID_OPS,
+	[MRL_CLASS_RX_CTX] = MRL_FID_OPS,
+	[MRL_CLASS_SRX_CTX] = MRL_FID_OPS,
+	[MRL_CLASS_STX_CTX] = MRL_FID_OPS,
+	[MRL_CLASS_PEP] = MRL_FID_OPS,
+	[MRL_CLASS_MR] = MRL_FID_OPS,
+	[MRL_CLASS_MC] = MRL_FID_OPS,
 };
 
 /* ---- counters ---------------------------------------------------- */
@@ -174,6 +177,66 @@ static void mrl_mr_refresh(struct fid *fid)
 }
 
 /* ---- generic fid ops --------------------------------------------- */
+
+/* Every wrapper starts with its public struct, which starts with the fid:
+ * the fid's address is the wrapper's (mrl_fid_close frees it). */
+_Static_assert(offsetof(struct mrl_fabric, fabric.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_domain, domain.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_eq, eq.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_wait, wait.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_poll, poll.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_av, av.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_av_set, av_set.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_cq, cq.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_cntr, cntr.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_ep, ep.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_stx, stx.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_pep, pep.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_mr, mr.fid) == 0, "fid first");
+_Static_assert(offsetof(struct mrl_mc, mc.fid) == 0, "fid first");
+
+int mrl_fid_close(struct fid *fid)
+{
+	const struct mrl_personality *p = mrl_personality;
+	enum mrl_class cls = mrl_class_of(fid);
+	struct mrl_mr *mr = NULL;
+	int ret;
+
+	/* Before the inner close: the personality closes what it opened on
+	 * the inner domain, or the inner close would fail -FI_EBUSY. */
+	if (cls == MRL_CLASS_DOMAIN && p && p->domain_close)
+		p->domain_close(container_of(fid, struct mrl_domain, domain.fid));
+
+	if (cls == MRL_CLASS_MR)
+		mr = container_of(fid, struct mrl_mr, mr.fid);
+	if (mr && mr->release)
+		ret = mr->release(mr);
+	else
+		ret = fi_close(mrl_inner_fid(fid));
+	if (ret)
+		return ret;
+
+	switch (cls) {
+	case MRL_CLASS_DOMAIN:
+		free(container_of(fid, struct mrl_domain, domain.fid)->util_ops);
+		break;
+	case MRL_CLASS_CQ:
+		if (p && p->cq_close)
+			p->cq_close(container_of(fid, struct mrl_cq, cq.fid));
+		break;
+	case MRL_CLASS_CNTR:
+		if (p && p->cntr_close)
+			p->cntr_close(container_of(fid, struct mrl_cntr, cntr.fid));
+		break;
+	default:
+		if (mrl_class_is_ep(cls) && p && p->ep_close)
+			p->ep_close(container_of(fid, struct mrl_ep, ep.fid));
+		break;
+	}
+	mrl_count_close(cls);
+	free(fid);
+	return 0;
+}
 
 int mrl_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {

@@ -158,15 +158,3 @@ int mrl_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner, void *context,
 	return 0;
 }
 
-int mrl_mr_close(struct fid *fid)
-{
-	struct mrl_mr *mr = container_of(fid, struct mrl_mr, mr.fid);
-	int ret;
-
-	ret = mr->release ? mr->release(mr) : fi_close(&mr->inner->fid);
-	if (ret)
-		return ret;
-	mrl_count_close(MRL_CLASS_MR);
-	free(mr);
-	return 0;
-}

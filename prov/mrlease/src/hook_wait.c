@@ -64,19 +64,6 @@ err_free:
 	return ret;
 }
 
-int mrl_wait_close(struct fid *fid)
-{
-	struct mrl_wait *wait = container_of(fid, struct mrl_wait, wait.fid);
-	int ret;
-
-	ret = fi_close(&wait->inner->fid);
-	if (ret)
-		return ret;
-	mrl_count_close(MRL_CLASS_WAIT);
-	free(wait);
-	return 0;
-}
-
 /* fi_trywait: the array of hook fids becomes an array of inner fids. */
 int mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
@@ -190,15 +177,3 @@ err_free:
 	return ret;
 }
 
-int mrl_poll_close(struct fid *fid)
-{
-	struct mrl_poll *poll = container_of(fid, struct mrl_poll, poll.fid);
-	int ret;
-
-	ret = fi_close(&poll->inner->fid);
-	if (ret)
-		return ret;
-	mrl_count_close(MRL_CLASS_POLL);
-	free(poll);
-	return 0;
-}
