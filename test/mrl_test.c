@@ -254,6 +254,16 @@ void mrl_wait_init(struct mrl_wait *w)
 		      (double)env_ulong("MRL_TEST_WAIT_SECONDS", MRL_WAIT_SECONDS);
 }
 
+void mrl_wait_init_for(struct mrl_wait *w, double seconds)
+{
+	double deadline;
+
+	mrl_wait_init(w);
+	deadline = now_seconds() + seconds;
+	if (deadline < w->deadline)
+		w->deadline = deadline;
+}
+
 bool mrl_wait_over(struct mrl_wait *w)
 {
 	if (++w->spins >= w->max_spins)

@@ -148,6 +148,9 @@ struct mrl_wait {
 	double deadline;
 };
 void mrl_wait_init(struct mrl_wait *w);
+/* The same with a wall bound of `seconds` (or the usual one if smaller):
+ * for a look at something a provider may never do, before skipping it. */
+void mrl_wait_init_for(struct mrl_wait *w, double seconds);
 bool mrl_wait_over(struct mrl_wait *w);
 
 /*
