@@ -197,6 +197,8 @@ struct mrl_xep {
 	struct mrl_ep *ep;
 	struct mrl_cache_domain *cache;	/* leases come from here */
 	bool mr_local;			/* FI_MR_LOCAL: leasing is mandatory */
+	bool op_flags_known;		/* op_flags came from the open's attrs */
+	uint64_t op_flags[MRL_NDIR];	/* default op flags (+ FI_SETOPSFLAG) */
 	struct mrl_op_pool *pool;	/* created at fi_enable if leasing */
 	struct fid_cq *internal_cq;	/* inner CQ for MRL_ROUTE_INTERNAL */
 	struct mrl_xcntr *progress[4];	/* counters that drain internal_cq */
@@ -213,6 +215,8 @@ void mrl_xfer_cntr_close(struct mrl_cntr *cntr);
 /* domain_open: the lease domain (mrl_lease_domain_open), then the MR
  * interception (mrl_mr.c). */
 int mrl_xfer_domain_open(struct mrl_domain *domain);
+/* Install the domain ops that let endpoints learn their op flags. */
+void mrl_xfer_domain_ops_install(struct mrl_domain *domain);
 
 /* ---- post-path helpers (mrl_xfer_post.c), shared by the op families -------- */
 

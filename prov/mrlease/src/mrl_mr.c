@@ -137,5 +137,6 @@ int mrl_xfer_domain_open(struct mrl_domain *domain)
 	if (ret)
 		return ret;
 	domain->domain.mr = &mrl_xfer_mr_ops;
+	mrl_xfer_domain_ops_install(domain);
 	return 0;
 }

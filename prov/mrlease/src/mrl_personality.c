@@ -7,16 +7,24 @@
 #include "config.h"
 
 #include "mrl_lease.h"
+#include "mrl_xfer.h"
 
 const struct mrl_personality mrl_lease_personality = {
 	.name = "mrlease",
-	/* Lease cache domain per hook domain (mrl_lease_domain.c). */
-	.domain_open = mrl_lease_domain_open,
+	/* Lease cache domain per hook domain (mrl_lease_domain.c), then the
+	 * MR interception on it (mrl_mr.c calls mrl_lease_domain_open). */
+	.domain_open = mrl_xfer_domain_open,
 	.domain_close = mrl_lease_domain_close,
 	/* FI_MRLEASE_OPS_1 on fabrics and domains (mrl_ext.c). */
 	.ops_open = mrl_ext_ops_open,
 	/* The process-wide cache goes at fi_fini (mrl_lease_domain.c). */
 	.cleanup = mrl_lease_fini,
-	/* The data path (issue 4) adds ep_open/ep_close, cq_open/cq_close and
-	 * cntr_open/cntr_close here. */
+	/* The data path: operand leases on posts, completions that release
+	 * them (mrl_xfer_*.c, mrl_completion_*.c). */
+	.ep_open = mrl_xfer_ep_open,
+	.ep_close = mrl_xfer_ep_close,
+	.cq_open = mrl_xfer_cq_open,
+	.cq_close = mrl_xfer_cq_close,
+	.cntr_open = mrl_xfer_cntr_open,
+	.cntr_close = mrl_xfer_cntr_close,
 };

@@ -22,6 +22,7 @@
 
 static struct fi_ops_ep mrl_xfer_ep_ops;
 static pthread_once_t mrl_xfer_once = PTHREAD_ONCE_INIT;
+static void mrl_xfer_init_once(void);
 
 /* ---- fi_enable: routes, thresholds, internal CQ ------------------------ */
 
@@ -31,17 +32,65 @@ static bool mrl_format_has_flags(enum fi_cq_format format)
 	       format == FI_CQ_FORMAT_TAGGED;
 }
 
-/* The endpoint's default op flags for a direction, if the provider says. */
-static bool mrl_xep_op_flags(struct mrl_ep *ep, enum mrl_dir dir,
-			     uint64_t *flags)
+/*
+ * Default op flags of the endpoint being opened (tx_attr/rx_attr->op_flags
+ * of its fi_info or fi_tx_attr/fi_rx_attr), captured around the
+ * passthrough's open so the ep_open callback, which sees no fi_info, can
+ * keep them. Non-msg calls use these flags; a leased one converted to a msg
+ * call must pass them on.
+ */
+struct mrl_open_flags {
+	bool known;
+	uint64_t flags[MRL_NDIR];
+};
+static _Thread_local struct mrl_open_flags mrl_opening;
+
+static struct fi_ops_domain mrl_xfer_domain_ops;
+
+static int mrl_xfer_endpoint(struct fid_domain *domain, struct fi_info *info,
+			     struct fid_ep **ep, void *context)
 {
-	*flags = dir == MRL_TX ? FI_TRANSMIT : FI_RECV;
-	if (fi_control(&ep->inner->fid, FI_GETOPSFLAG, flags)) {
-		*flags = 0;
-		return false;
-	}
-	*flags &= ~(uint64_t)(FI_TRANSMIT | FI_RECV);
-	return true;
+	struct mrl_open_flags saved = mrl_opening; /* opens nest in stacks */
+	int ret;
+
+	mrl_opening.known = true;
+	mrl_opening.flags[MRL_TX] = info && info->tx_attr ?
+		info->tx_attr->op_flags : 0;
+	mrl_opening.flags[MRL_RX] = info && info->rx_attr ?
+		info->rx_attr->op_flags : 0;
+	ret = mrl_domain_ops.endpoint(domain, info, ep, context);
+	mrl_opening = saved;
+	return ret;
+}
+
+static int mrl_xfer_tx_ctx(struct fid_ep *sep, int index,
+			   struct fi_tx_attr *attr, struct fid_ep **tx_ep,
+			   void *context)
+{
+	struct mrl_open_flags saved = mrl_opening; /* opens nest in stacks */
+	int ret;
+
+	mrl_opening.known = true;
+	mrl_opening.flags[MRL_TX] = attr ? attr->op_flags : 0;
+	mrl_opening.flags[MRL_RX] = 0;
+	ret = mrl_ep_ops.tx_ctx(sep, index, attr, tx_ep, context);
+	mrl_opening = saved;
+	return ret;
+}
+
+static int mrl_xfer_rx_ctx(struct fid_ep *sep, int index,
+			   struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+			   void *context)
+{
+	struct mrl_open_flags saved = mrl_opening; /* opens nest in stacks */
+	int ret;
+
+	mrl_opening.known = true;
+	mrl_opening.flags[MRL_TX] = 0;
+	mrl_opening.flags[MRL_RX] = attr ? attr->op_flags : 0;
+	ret = mrl_ep_ops.rx_ctx(sep, index, attr, rx_ep, context);
+	mrl_opening = saved;
+	return ret;
 }
 
 /* Counters bound for a direction (any of them drives the internal CQ). */
@@ -72,7 +121,6 @@ static void mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
 	uint64_t cq_flags = dir == MRL_TX ? ep->bound.tx_cq_flags :
 					    ep->bound.rx_cq_flags;
 	struct mrl_cntr *cntrs[3];
-	bool known;
 
 	d->min = d->min_msg = SIZE_MAX;
 	if (cq) {
@@ -87,7 +135,7 @@ static void mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
 		return;
 	}
 
-	known = mrl_xep_op_flags(ep, dir, &d->op_flags);
+	d->op_flags = x->op_flags[dir] & ~(uint64_t)(FI_TRANSMIT | FI_RECV);
 	d->convert = d->route == MRL_ROUTE_INTERNAL ||
 		     (d->route == MRL_ROUTE_SELECTIVE &&
 		      !(d->op_flags & FI_COMPLETION));
@@ -95,7 +143,7 @@ static void mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
 	d->min = min;
 	/* Converting a non-msg call needs its default flags (completion
 	 * level, multi-recv): without them only FI_MR_LOCAL justifies it. */
-	if (d->convert && !known && !x->mr_local)
+	if (d->convert && !x->op_flags_known && !x->mr_local)
 		d->min = SIZE_MAX;
 	if (dir == MRL_TX && (d->op_flags & FI_INJECT))
 		d->min = SIZE_MAX;
@@ -192,6 +240,11 @@ static int mrl_xep_enable(struct mrl_xep *x)
 
 	mrl_xdir_set(x, MRL_TX, min);
 	mrl_xdir_set(x, MRL_RX, min);
+	FI_INFO(mrl_prov, FI_LOG_EP_CTRL,
+		"endpoint on %s: tx route %d min %zu/%zu, rx route %d min %zu/%zu\n",
+		dom->prov_name, x->dir[MRL_TX].route, x->dir[MRL_TX].min,
+		x->dir[MRL_TX].min_msg, x->dir[MRL_RX].route,
+		x->dir[MRL_RX].min, x->dir[MRL_RX].min_msg);
 	if (x->dir[MRL_TX].route == MRL_ROUTE_NONE &&
 	    x->dir[MRL_RX].route == MRL_ROUTE_NONE)
 		return 0;
@@ -242,14 +295,19 @@ static int mrl_xfer_ep_control(struct fid *fid, int command, void *arg)
 			return ret;
 	}
 	ret = mrl_fid_control(fid, command, arg);
-	if (!ret && command == FI_SETOPSFLAG && x && x->pool && arg) {
+	if (!ret && command == FI_SETOPSFLAG && x && arg) {
+		if (!x->pool) {
+			x->op_flags[*(uint64_t *)arg & FI_TRANSMIT ? MRL_TX :
+				    MRL_RX] = *(uint64_t *)arg;
+			return 0;
+		}
 		/* New defaults for non-msg calls: decide those again. */
 		enum mrl_dir dir = *(uint64_t *)arg & FI_TRANSMIT ? MRL_TX :
 								    MRL_RX;
 		size_t min = x->dir[dir].min_msg;
 
-		if (x->dir[dir].route != MRL_ROUTE_NONE &&
-		    x->dir[dir].route != MRL_ROUTE_INTERNAL)
+		x->op_flags[dir] = *(uint64_t *)arg;
+		if (x->dir[dir].route != MRL_ROUTE_NONE)
 			mrl_xdir_set(x, dir, min);
 	}
 	return ret;
@@ -306,6 +364,10 @@ static void mrl_xfer_init_once(void)
 	mrl_xfer_atomic_init();
 	mrl_xfer_ep_ops = mrl_ep_ops;
 	mrl_xfer_ep_ops.cancel = mrl_xfer_cancel;
+	mrl_xfer_ep_ops.tx_ctx = mrl_xfer_tx_ctx;
+	mrl_xfer_ep_ops.rx_ctx = mrl_xfer_rx_ctx;
+	mrl_xfer_domain_ops = mrl_domain_ops;
+	mrl_xfer_domain_ops.endpoint = mrl_xfer_endpoint;
 	for (size_t i = 0; i < sizeof(ep_classes) / sizeof(ep_classes[0]); i++)
 		mrl_fid_ops[ep_classes[i]].control = mrl_xfer_ep_control;
 }
@@ -330,6 +392,9 @@ int mrl_xfer_ep_open(struct mrl_ep *ep)
 		return -ret;
 	}
 	x->ep = ep;
+	x->op_flags_known = mrl_opening.known;
+	x->op_flags[MRL_TX] = mrl_opening.flags[MRL_TX];
+	x->op_flags[MRL_RX] = mrl_opening.flags[MRL_RX];
 	mrl_xep_disable(x);
 	ep->ext = x;
 
@@ -406,4 +471,12 @@ void mrl_xfer_ep_close(struct mrl_ep *ep)
 	}
 	pthread_mutex_destroy(&x->drain_lock);
 	free(x);
+}
+
+/* domain_open: endpoints opened on this domain get their op flags seen. */
+void mrl_xfer_domain_ops_install(struct mrl_domain *domain)
+{
+	pthread_once(&mrl_xfer_once, mrl_xfer_init_once);
+	if (domain->domain.ops == &mrl_domain_ops)
+		domain->domain.ops = &mrl_xfer_domain_ops;
 }
