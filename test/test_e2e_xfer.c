@@ -325,6 +325,7 @@ static void atomic_families(struct xfer_pair *pair, struct bufs *b)
 
 static void every_op_family(bool app_descs)
 {
+	struct mrcheck_stats chk0, chk1;
 	struct xfer_opts opts = { 0 };
 	struct xfer_pair pair;
 	struct bufs b;
@@ -338,6 +339,8 @@ static void every_op_family(bool app_descs)
 	CHECK_FI(ret);
 	CHECK_MSG(pair.mrl || (app_descs && getenv("XFER_E2E_HOOK")),
 		  "mrlease not stacked (%s unavailable)", FI_MRLEASE_OPS_1);
+	CHECK_MSG(pair.chk_all, "mrcheck not stacked");
+	CHECK_FI(pair.chk_all->query(pair.chk_all, &chk0, sizeof(chk0)));
 	CHECK_FI(bufs_open(&pair, &b, app_descs));
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && !mrl_test_failed(); i++) {
 		msg_families(&pair, &b, sizes[i]);
@@ -351,6 +354,11 @@ static void every_op_family(bool app_descs)
 	atomic_families(&pair, &b);
 	if (mrl_test_failed())
 		return;
+	/* The checker saw (and tracked) every post: it is in the path. */
+	CHECK_FI(pair.chk_all->query(pair.chk_all, &chk1, sizeof(chk1)));
+	CHECK(chk1.posts_checked - chk0.posts_checked >= 40);
+	CHECK(chk1.ops_tracked - chk0.ops_tracked >= 40);
+	CHECK_EQ(0, chk1.ops_in_flight);
 	/* App MRs served from the cache hold their lease until fi_close. */
 	CHECK_EQ(0, xfer_violations(&pair));
 	CHECK_FI(bufs_close(&b));

@@ -38,6 +38,14 @@
  * under FI_MR_LOCAL" policy add FI_MR_LOCAL to the info they open the domain
  * with; tests of the outermost policy set FI_MRLEASE_MIN_SIZE=1.
  *
+ * Limits: endpoints only (scalable endpoints, tx/rx and shared contexts
+ * pass through unchecked); a CQ opened with FI_CQ_FORMAT_UNSPEC is read as
+ * FI_CQ_FORMAT_CONTEXT; the passthrough layer resets an MR's desc to the
+ * provider's after fi_mr_bind/fi_mr_enable/fi_control (FI_MR_ENDPOINT), so
+ * such an MR's desc is then reported as unknown (loud, never silent); an
+ * FI_MULTI_RECV buffer read through a CONTEXT-format CQ stays in flight
+ * until its endpoint closes (no flags to see the release).
+ *
  * Reporting: every violation is counted (per domain and process-wide) and
  * printed to stderr with its reason. fi_close() of a fabric returns
  * -FI_EOTHER while unacknowledged violations exist, so a test that closes
