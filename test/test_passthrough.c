@@ -1210,6 +1210,102 @@ static void test_atomic_ops_update_and_fetch(void)
 	CHECK_EQ(10, *target);
 }
 
+/*
+ * Completions come back in the format the CQ was opened with and several
+ * at a time: a hook that rewrites entries (contexts, leases) must step
+ * through the application's array by that format's size and keep every
+ * field. Checked for each format with a batch read of several entries.
+ */
+#define BATCH 4
+
+static void batch_round(enum fi_cq_format format)
+{
+	struct mrl_domain d;
+	struct mrl_peer a, b;
+	struct mrl_peer_opts opts = { .cq_format = format };
+	struct fi_context2 sctx[BATCH], rctx[BATCH];
+	char *src = mrl_alloc(BATCH * SMALL), *dst = mrl_alloc(BATCH * SMALL);
+	size_t size = format == FI_CQ_FORMAT_CONTEXT ? sizeof(struct fi_cq_entry) :
+		      format == FI_CQ_FORMAT_MSG ? sizeof(struct fi_cq_msg_entry) :
+		      format == FI_CQ_FORMAT_DATA ? sizeof(struct fi_cq_data_entry) :
+						    sizeof(struct fi_cq_tagged_entry);
+	char *entries = mrl_alloc(BATCH * sizeof(struct fi_cq_tagged_entry));
+	bool seen[BATCH] = { false };
+	struct mrl_wait w;
+	int i, j, got = 0;
+	ssize_t n;
+
+	if (!open_pair(0, &opts, &d, &a, &b))
+		return;
+	fill(src, BATCH * SMALL, 140);
+	for (i = 0; i < BATCH; i++)
+		CHECK_FI(MRL_POST(fi_recv(b.ep, dst + i * SMALL, SMALL, NULL,
+					  b.peer, &rctx[i]), &a, &b));
+	for (i = 0; i < BATCH; i++)
+		CHECK_FI(MRL_POST(fi_senddata(a.ep, src + i * SMALL, SMALL, NULL,
+					      100 + i, a.peer, &sctx[i]), &a, &b));
+	mrl_wait_init(&w);
+	while (got < BATCH && !mrl_wait_over(&w)) {
+		n = fi_cq_read(b.cq, entries, BATCH);
+		if (n == -FI_EAGAIN) {
+			mrl_progress(&a);
+			continue;
+		}
+		CHECK_MSG(n > 0 && n <= BATCH - got, "fi_cq_read(%d entries) = "
+			  "%zd (%s)", BATCH - got, n, n < 0 ?
+			  fi_strerror((int)-n) : "too many");
+		for (j = 0; j < n; j++) {
+			struct fi_cq_tagged_entry *e =
+				(void *)(entries + (size_t)j * size);
+			int k = (int)((struct fi_context2 *)e->op_context - rctx);
+
+			CHECK_MSG(k >= 0 && k < BATCH && !seen[k], "entry %d of "
+				  "%zd: op_context %p is no outstanding receive",
+				  j, n, e->op_context);
+			seen[k] = true;
+			if (format == FI_CQ_FORMAT_CONTEXT)
+				continue;
+			CHECK(e->flags & FI_RECV);
+			CHECK_EQ(SMALL, e->len);
+			if (format == FI_CQ_FORMAT_MSG)
+				continue;
+			CHECK(e->flags & FI_REMOTE_CQ_DATA);
+			CHECK_EQ(100 + k, e->data);
+		}
+		got += (int)n;
+	}
+	CHECK_MSG(got == BATCH, "%d of %d receives completed", got, BATCH);
+	CHECK(!memcmp(src, dst, BATCH * SMALL));
+	for (i = 0; i < BATCH; i++) {
+		CHECK_FI(mrl_cq_wait(&a, &b, entries, NULL, "send"));
+		CHECK_MSG(((struct fi_cq_entry *)entries)->op_context >=
+				  (void *)sctx &&
+			  ((struct fi_cq_entry *)entries)->op_context <
+				  (void *)(sctx + BATCH),
+			  "send completion with a foreign op_context");
+	}
+}
+
+static void test_cq_format_context_batches_keep_every_context(void)
+{
+	batch_round(FI_CQ_FORMAT_CONTEXT);
+}
+
+static void test_cq_format_msg_batches_keep_len_and_flags(void)
+{
+	batch_round(FI_CQ_FORMAT_MSG);
+}
+
+static void test_cq_format_data_batches_keep_remote_data(void)
+{
+	batch_round(FI_CQ_FORMAT_DATA);
+}
+
+static void test_cq_format_tagged_batches_keep_remote_data(void)
+{
+	batch_round(FI_CQ_FORMAT_TAGGED);
+}
+
 /* ------------------------------------------------------------------------
  * Completion paths.
  */
@@ -1756,6 +1852,10 @@ int main(int argc, char **argv)
 		MRL_RUN(test_rma_ops_move_data_with_null_and_registered_desc);
 		MRL_RUN(test_remote_counter_counts_rma_at_the_target);
 		MRL_RUN(test_atomic_ops_update_and_fetch);
+		MRL_RUN(test_cq_format_context_batches_keep_every_context);
+		MRL_RUN(test_cq_format_msg_batches_keep_len_and_flags);
+		MRL_RUN(test_cq_format_data_batches_keep_remote_data);
+		MRL_RUN(test_cq_format_tagged_batches_keep_remote_data);
 		MRL_RUN(test_cq_readfrom_reports_the_sender);
 		MRL_RUN(test_cancelled_recv_reads_ecanceled_from_cq_readerr);
 		MRL_RUN(test_rma_to_a_bad_key_reports_an_error);
