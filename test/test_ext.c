@@ -477,6 +477,31 @@ static void test_set_span_widens_misses_until_removed(void)
 	CHECK_EQ(1, probe.calls);
 }
 
+/* A resolver answer that does not contain the operand is ignored: trusting
+ * it would register the wrong memory and leave the operand unregistered.
+ * The operand's own pages are registered instead, and nothing fails. */
+static void test_span_not_containing_the_operand_is_ignored(void)
+{
+	struct span_probe probe = { 0 };
+	struct fi_mrlease_stats before, after;
+	struct fid_mr *mr;
+	struct mrl_domain d;
+	char *arena;
+
+	CHECK_FI(open_all(&d, &probe.ops, &arena));
+	probe.span = arena + ARENA / 2;      /* the other half of the arena */
+	probe.span_len = ARENA / 2;
+	CHECK_EQ(0, probe.ops->set_span(d.domain, probe_span, &probe));
+
+	before = stats_of(probe.ops, d.domain);
+	CHECK_FI(local_reg(&d, probe.ops, arena + page + 100, 64, &mr));
+	after = stats_of(probe.ops, d.domain);
+	CHECK_EQ(1, probe.calls);
+	CHECK_EQ(before.registrations + 1, after.registrations);
+	CHECK_EQ(before.registered_bytes + page, after.registered_bytes);
+	CHECK_EQ(0, probe.ops->set_span(d.domain, NULL, NULL));
+}
+
 /* An allocator may purge while mrlease is resolving a miss (its own
  * lookups, or the provider's malloc, can trigger it): invalidate called
  * from inside the miss must neither deadlock nor be lost. */
@@ -623,6 +648,7 @@ int main(int argc, char **argv)
 		T(test_query_stats_fills_a_prefix_or_zero_fills_the_tail),
 		T(test_query_stats_without_domain_counts_every_domain),
 		T(test_set_span_widens_misses_until_removed),
+		T(test_span_not_containing_the_operand_is_ignored),
 		T(test_invalidate_inside_a_miss_neither_deadlocks_nor_is_lost),
 		T(test_pins_invalidate_and_stats_race_without_losing_a_registration),
 #undef T
