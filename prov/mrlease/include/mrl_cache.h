@@ -22,18 +22,32 @@
  * close then).
  *
  * Locks. One mutex per cache (cache->lock) serialises every change of the
- * index, the LRU lists, the domain list and the pending-miss list. A writer
- * also raises the cache's writer flag and waits until no reader is inside a
- * read section of that cache. Readers (lookups, the overlap check of an
- * invalidate that finds nothing) take no shared lock: each thread announces
- * itself in its own cache line and reads the index; a reader that sees a
- * writer backs off to the mutex. So the hit path writes only the thread's
- * own line and the leased registration's reference count. Under the mutex or
- * the writer flag nothing may: call the registrar (register or close), drop a
- * reference that could be the last, call malloc/free, or call back into the
- * application (span resolver). Retired entries are chained intrusively and
- * their references dropped after the lock is released, so invalidate never
- * allocates memory. A small separate pool lock guards the entry allocator.
+ * indexes (a B+tree per domain, keyed by base, with the max end of each
+ * subtree), the LRU lists, the domain list, the pending-miss list and the
+ * index node reserve. A writer also raises the cache's writer flag and waits
+ * until no reader is inside a read section of that cache. Readers take no
+ * shared lock: each thread announces itself in its own cache line and walks
+ * the index; a reader that sees a writer backs off to the mutex. Under the
+ * mutex or the writer flag nothing may: call the registrar (register or
+ * close), drop a reference that could be the last, call malloc/free, or call
+ * back into the application (span resolver). Retired entries are chained
+ * intrusively and their references dropped after the lock is released, so
+ * invalidate never allocates memory. A small separate pool lock guards the
+ * entry allocator.
+ *
+ * Hit path. Each thread keeps, per domain, its last entry (a hot slot) and
+ * leases it with no read section at all: an increment-if-not-zero of the
+ * reference count, valid only if the domain's generation (changed by every
+ * retire) is the one seen when the slot was filled, checked again after the
+ * increment. Entries are pool memory that is never unmapped, so a stale slot
+ * costs a wasted increment, never a fault. The hit path therefore writes the
+ * leased entry's reference count and the thread's own counters, nothing
+ * shared; two threads on distinct entries do not slow each other.
+ *
+ * Invalidate. A range outside the cache's bounds, or whose pages a
+ * lock-free page-occupancy filter (counts per page, 2 MiB block and GiB,
+ * updated in write sections) shows empty, returns after a few loads; then a
+ * read-section index walk; only a real overlap takes the write section.
  *
  * Misses. A miss resolves the extent (span resolver, else the operand's
  * page-aligned pages), registers it with no lock held, then inserts under the
