@@ -434,7 +434,81 @@ static void test_counter_opens_reads_and_closes(void)
 	CHECK_FI(fi_cntr_add(cntr, 2));
 	CHECK_EQ(7, fi_cntr_read(cntr));
 	CHECK_EQ(0, fi_cntr_readerr(cntr));
+	if (!offered("cntr_err", "fi_cntr_adderr", fi_cntr_adderr(cntr, 2)))
+		return;
+	CHECK_EQ(2, fi_cntr_readerr(cntr));
+	CHECK_FI(fi_cntr_seterr(cntr, 0));
+	CHECK_EQ(0, fi_cntr_readerr(cntr));
+	CHECK_EQ(7, fi_cntr_read(cntr));
 	CHECK_EQ(0, mrl_close(&cntr->fid, "cntr"));
+}
+
+/* Address vectors are the application's table of peers: insert, lookup,
+ * straddr and remove must reach the provider's AV and give back what was
+ * put in. */
+static void test_av_insert_lookup_straddr_and_remove(void)
+{
+	struct mrl_domain d;
+	struct mrl_peer a, b;
+	char name[256], str[256];
+	size_t len = sizeof(name), slen = sizeof(str);
+	fi_addr_t addr = FI_ADDR_NOTAVAIL;
+
+	if (!open_domain(FI_EP_RDM, 0, &d))
+		return;
+	CHECK_FI(mrl_peer_open(&d, NULL, &a));
+	CHECK_FI(mrl_peer_open(&d, NULL, &b));
+	CHECK_EQ(1, fi_av_insert(a.av, b.name, 1, &addr, 0, NULL));
+	CHECK(addr != FI_ADDR_NOTAVAIL);
+	CHECK(fi_av_straddr(a.av, b.name, str, &slen) != NULL);
+	CHECK(slen > 1);
+	if (!offered("av_lookup", "fi_av_lookup(just inserted address)",
+		     fi_av_lookup(a.av, addr, name, &len)))
+		return;
+	CHECK_EQ(b.namelen, len);
+	CHECK(!memcmp(name, b.name, len));
+	CHECK_FI(fi_av_remove(a.av, &addr, 1, 0));
+}
+
+/* Applications post their own events with fi_eq_write: they must come
+ * back exactly as written (the hook maps only provider fids), through
+ * fi_eq_read and fi_eq_sread. */
+static void test_eq_write_reads_back_application_events_unchanged(void)
+{
+	struct mrl_domain d;
+	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_UNSPEC,
+				   .flags = FI_WRITE };
+	struct fid_eq *eq;
+	struct fi_eq_entry in, out;
+	struct fid not_a_provider_fid = { 0 };
+	uint32_t event;
+	int ctx, i;
+	fid_t fids[3];
+
+	if (!open_domain(FI_EP_RDM, 0, &d))
+		return;
+	CHECK_FI(fi_eq_open(d.fabric, &attr, &eq, NULL));
+	mrl_track_fid(&eq->fid);
+	fids[0] = &eq->fid;
+	fids[1] = NULL;
+	fids[2] = &not_a_provider_fid;
+	for (i = 0; i < 3; i++) {
+		in = (struct fi_eq_entry){ .fid = fids[i], .context = &ctx,
+					   .data = 40 + i };
+		CHECK_EQ(sizeof(in), fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in),
+						 0));
+		memset(&out, 0, sizeof(out));
+		if (i == 1)
+			CHECK_EQ(sizeof(out), fi_eq_sread(eq, &event, &out,
+							  sizeof(out), 1000, 0));
+		else
+			CHECK_EQ(sizeof(out), fi_eq_read(eq, &event, &out,
+							 sizeof(out), 0));
+		CHECK_EQ(FI_NOTIFY, event);
+		CHECK_PTR(fids[i], out.fid);
+		CHECK_PTR(&ctx, out.context);
+		CHECK_EQ(40 + i, out.data);
+	}
 }
 
 /* Wait sets are opened on the fabric and referenced by CQ attributes: the
@@ -1617,6 +1691,8 @@ static void test_msg_connect_accept_events_carry_the_hooked_fids(void)
 
 	struct mrl_debug_ops *ops;
 	struct mrl_debug_counts c0, c1;
+	char peer[128], name[128];
+	size_t peerlen = sizeof(peer), namelen = sizeof(name);
 	int ret;
 
 	if (!open_domain(FI_EP_MSG, 0, &d))
@@ -1643,6 +1719,11 @@ static void test_msg_connect_accept_events_carry_the_hooked_fids(void)
 	CHECK(p.connreq_handle != NULL);
 	CHECK_PTR(&p.srv->fid, p.srv_connected_fid);
 	CHECK_PTR(&p.cli->fid, p.cli_connected_fid);
+	/* the client's peer is the server endpoint's local address */
+	CHECK_FI(fi_getpeer(p.cli, peer, &peerlen));
+	CHECK_FI(fi_getname(&p.srv->fid, name, &namelen));
+	CHECK_EQ(namelen, peerlen);
+	CHECK(!memcmp(peer, name, namelen));
 }
 
 static int msg_wait(struct fid_cq *cq, struct fid_cq *other, void *ctx,
@@ -1841,6 +1922,8 @@ int main(int argc, char **argv)
 		MRL_RUN(test_domain_knows_whether_it_is_the_outermost_instance);
 		MRL_RUN(test_core_objects_open_bind_enable_and_close);
 		MRL_RUN(test_counter_opens_reads_and_closes);
+		MRL_RUN(test_av_insert_lookup_straddr_and_remove);
+		MRL_RUN(test_eq_write_reads_back_application_events_unchanged);
 		MRL_RUN(test_wait_set_backs_a_cq);
 		MRL_RUN(test_poll_set_reports_the_hooked_cq);
 		MRL_RUN(test_ep_alias_sends_through_the_same_endpoint);
