@@ -26,3 +26,20 @@ finish() {
 	exit
 }
 
+
+# Programs built without sanitizers (fi_info) can load the plugin of a
+# sanitizer build only with the sanitizer runtimes preloaded: prints the
+# LD_PRELOAD value for MRL_SANITIZE (empty for a plain build).
+sanitizer_preload() {
+	local preload="" sanitize=${MRL_SANITIZE:-} s lib
+	for s in ${sanitize//,/ }; do
+		case "$s" in
+		address) lib=libasan.so ;;
+		thread) lib=libtsan.so ;;
+		undefined) lib=libubsan.so ;;
+		*) continue ;;
+		esac
+		preload="$preload${preload:+:}$(${CC:-cc} -print-file-name=$lib)"
+	done
+	printf '%s' "$preload"
+}

@@ -21,7 +21,10 @@ if ! command -v fi_info >/dev/null 2>&1; then
 fi
 # Every knob with its type line and a help line naming its default; a knob
 # missing here is one users cannot discover.
-listing=$(fi_info -e 2>&1 | tr -d '\0')
+# (fi_info is not instrumented: a sanitizer build's plugin needs its
+# runtime preloaded, and fi_info's own exit-time leaks are not ours.)
+listing=$(LD_PRELOAD=$(sanitizer_preload) ASAN_OPTIONS=detect_leaks=0 \
+	fi_info -e 2>&1 | tr -d '\0')
 status=0 detail=""
 for spec in MAX_COUNT:size_t MAX_SIZE:size_t MIN_SIZE:size_t STATS:Boolean; do
 	var=FI_MRLEASE_${spec%%:*} type=${spec#*:}
