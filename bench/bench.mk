@@ -11,7 +11,8 @@ BENCHES += bench/xfer_bench
 # The lease cache against the seed's design and UCX's rcache (issue 3).
 # Run: make bench, or bench/cache_bench [--quick].
 noinst_PROGRAMS += bench/cache_bench
-bench_cache_bench_SOURCES = bench/cache_bench.c test/cache_registrar.c test/cache_registrar.h
+bench_cache_bench_SOURCES = bench/cache_bench.c test/cache_registrar.c test/cache_registrar.h \
+	test/mrl_test.c
 bench_cache_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test
 bench_cache_bench_LDADD = prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
 if HAVE_UCS

@@ -67,6 +67,18 @@ long creg_total_closed(void);
 long creg_total_double_closed(void);
 long creg_total_open_records(void);
 
+/* A span resolver answering a fixed span, counting its calls. */
+struct creg_span {
+	uintptr_t base;
+	size_t len;
+	int calls;
+};
+
+int creg_span_fn(void *arg, const void *addr, size_t len, void **base, size_t *slen);
+
+/* The suite-wide check every cache test program ends with (TAP test). */
+void test_every_registration_closed_exactly_once(void);
+
 /* A real FI_EP_MSG tcp domain (FI_THREAD_SAFE) for tests whose
  * registrations must go through libfabric. open returns -FI_ENODATA when tcp
  * is not available (the test then skips); close returns the first failure. */

@@ -425,14 +425,6 @@ static void test_pin_release_racing_invalidate_and_domain_close_closes_once(void
 	CHECK_EQ(0, atomic_load(&r.f.creg.double_closed));
 }
 
-static void test_every_registration_closed_exactly_once(void)
-{
-	CHECK(creg_total_registered() > 0);
-	CHECK_EQ(creg_total_registered(), creg_total_closed());
-	CHECK_EQ(0, creg_total_double_closed());
-	CHECK_EQ(0, creg_total_open_records());
-}
-
 int main(void)
 {
 	int ret;

@@ -107,24 +107,6 @@ static void test_invalidate_keeps_inflight_neighbour_open(void)
 	free(extent);
 }
 
-struct span_answer {
-	uintptr_t base;
-	size_t len;
-	int calls;
-};
-
-static int span_fn(void *arg, const void *addr, size_t len, void **base, size_t *slen)
-{
-	struct span_answer *a = arg;
-
-	(void)addr;
-	(void)len;
-	a->calls++;
-	*base = (void *)a->base;
-	*slen = a->len;
-	return 0;
-}
-
 /* Neighbours in one allocator extent share one fi_mr_reg; a span that does
  * not contain the operand would pin the wrong memory and leave it bare. */
 static void test_span_widens_registration_and_foreign_span_is_refused(void)
@@ -132,12 +114,12 @@ static void test_span_widens_registration_and_foreign_span_is_refused(void)
 	enum { EXTENT = 64 * 1024, OPERAND = 4096 };
 	uint8_t *mem = buffer(3 * EXTENT, EXTENT);
 	uintptr_t start = (uintptr_t)mem, outside = start + 2 * EXTENT;
-	struct span_answer ans = { .base = start, .len = EXTENT };
+	struct creg_span ans = { .base = start, .len = EXTENT };
 	struct mrl_registration *first, *neighbour, *cached, *fallback;
 
 	CHECK(mem);
 	CHECK_FI(fixture_open());
-	mrl_cache_set_span(dom, span_fn, &ans);
+	mrl_cache_set_span(dom, creg_span_fn, &ans);
 	CHECK_FI(mrl_cache_acquire(dom, start, start + OPERAND, &first));
 	CHECK_EQ(1, ans.calls);
 	CHECK_FI(mrl_cache_acquire(dom, start + EXTENT - OPERAND, start + EXTENT, &neighbour));
@@ -282,14 +264,6 @@ static void test_cache_keys_avoid_application_keys_on_tcp(void)
 	CHECK_FI(fi_close(&squatter->fid));
 	fixture_close();
 	free(mem);
-}
-
-static void test_every_registration_closed_exactly_once(void)
-{
-	CHECK(creg_total_registered() > 0);
-	CHECK_EQ(creg_total_registered(), creg_total_closed());
-	CHECK_EQ(0, creg_total_double_closed());
-	CHECK_EQ(0, creg_total_open_records());
 }
 
 int main(void)

@@ -763,67 +763,6 @@ static inline bool flt_covers(uintptr_t a, uintptr_t end, int shift)
 	return !(a & (size - 1)) && end - a >= size;
 }
 
-/* Install a zeroed node at *slot unless one is there; false on ENOMEM. */
-static bool flt_install(void *_Atomic *slot, size_t size)
-{
-	void *expected = NULL, *n;
-
-	if (atomic_load_explicit(slot, memory_order_acquire))
-		return true;
-	n = calloc(1, size);
-	if (!n)
-		return false;
-	if (!atomic_compare_exchange_strong_explicit(slot, &expected, n,
-						     memory_order_acq_rel,
-						     memory_order_acquire))
-		free(n);
-	return true;
-}
-
-static inline bool flt_in_range(uintptr_t lo, uintptr_t hi)
-{
-	return hi <= MRL_FLT_LIMIT && hi - lo < ((uintptr_t)1 << MRL_FLT_ROOT);
-}
-
-/* Make sure the nodes that [lo, hi) will count in exist: before the write
- * section, with no lock held. */
-static void flt_prepare(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
-{
-	struct mrl_flt_top *top;
-	struct mrl_flt_mid *mid;
-	uintptr_t a;
-
-	if (!flt_in_range(lo, hi))
-		return;
-	for (a = lo & ~(((uintptr_t)1 << MRL_FLT_PAGE) - 1); a < hi;) {
-		if (!flt_install((void *_Atomic *)&cache->flt_root[flt_idx(a, MRL_FLT_ROOT)],
-				 sizeof(struct mrl_flt_top)))
-			goto err;
-		top = atomic_load_explicit(&cache->flt_root[flt_idx(a, MRL_FLT_ROOT)],
-					   memory_order_acquire);
-		if (flt_covers(a, hi, MRL_FLT_TOP)) {
-			a = flt_next(a, MRL_FLT_TOP);
-			continue;
-		}
-		if (!flt_install((void *_Atomic *)&top->mid[flt_idx(a, MRL_FLT_TOP)],
-				 sizeof(struct mrl_flt_mid)))
-			goto err;
-		mid = atomic_load_explicit(&top->mid[flt_idx(a, MRL_FLT_TOP)],
-					   memory_order_acquire);
-		if (flt_covers(a, hi, MRL_FLT_MID)) {
-			a = flt_next(a, MRL_FLT_MID);
-			continue;
-		}
-		if (!flt_install((void *_Atomic *)&mid->leaf[flt_idx(a, MRL_FLT_MID)],
-				 sizeof(struct mrl_flt_leaf)))
-			goto err;
-		a = flt_next(a, MRL_FLT_MID);
-	}
-	return;
-err:
-	atomic_store_explicit(&cache->flt_broken, true, memory_order_relaxed);
-}
-
 static inline void flt_count(atomic_uchar *c, int delta)
 {
 	unsigned v = atomic_load_explicit(c, memory_order_relaxed);
@@ -832,45 +771,78 @@ static inline void flt_count(atomic_uchar *c, int delta)
 		atomic_store_explicit(c, (unsigned char)(v + delta), memory_order_relaxed);
 }
 
-/* Add delta (+1, -1) for [lo, hi), inside a write section. Nodes missing
- * (prepare failed) leave the filter broken, i.e. always "maybe". */
-static void flt_apply(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi, int delta)
+/* The node at *slot, installed first when `install` (a zeroed one of `size`
+ * bytes, by CAS, no lock held); NULL if missing or out of memory. */
+static void *flt_node(void *_Atomic *slot, bool install, size_t size)
 {
+	void *expected = NULL, *n = atomic_load_explicit(slot, memory_order_acquire);
+
+	if (n || !install)
+		return n;
+	n = calloc(1, size);
+	if (!n)
+		return NULL;
+	if (!atomic_compare_exchange_strong_explicit(slot, &expected, n,
+						     memory_order_acq_rel,
+						     memory_order_acquire)) {
+		free(n);
+		n = expected;
+	}
+	return n;
+}
+
+/*
+ * Walk the decomposition of an entry's [lo, hi): the coarsest level each
+ * part fully covers. delta 0 installs the nodes the entry will count in
+ * (before the write section, no lock held); +1/-1 counts it in or out
+ * (inside a write section, nodes already there). A missing node leaves the
+ * filter broken, i.e. always "maybe".
+ */
+static void flt_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi, int delta)
+{
+	bool install = delta == 0;
 	struct mrl_flt_top *top;
 	struct mrl_flt_mid *mid;
 	struct mrl_flt_leaf *leaf;
 	uintptr_t a;
 
-	if (!flt_in_range(lo, hi)) {
-		atomic_store_explicit(&cache->flt_unfiltered,
-				      atomic_load_explicit(&cache->flt_unfiltered,
-							   memory_order_relaxed) + delta,
-				      memory_order_relaxed);
+	if (hi > MRL_FLT_LIMIT || hi - lo >= ((uintptr_t)1 << MRL_FLT_ROOT)) {
+		if (delta)
+			atomic_store_explicit(&cache->flt_unfiltered,
+					      atomic_load_explicit(&cache->flt_unfiltered,
+								   memory_order_relaxed) + delta,
+					      memory_order_relaxed);
 		return;
 	}
 	for (a = lo & ~(((uintptr_t)1 << MRL_FLT_PAGE) - 1); a < hi;) {
-		top = atomic_load_explicit(&cache->flt_root[flt_idx(a, MRL_FLT_ROOT)],
-					   memory_order_relaxed);
+		top = flt_node((void *_Atomic *)&cache->flt_root[flt_idx(a, MRL_FLT_ROOT)],
+			       install, sizeof(*top));
 		if (!top)
 			goto broken;
 		if (flt_covers(a, hi, MRL_FLT_TOP)) {
-			flt_count(&top->full[flt_idx(a, MRL_FLT_TOP)], delta);
+			if (delta)
+				flt_count(&top->full[flt_idx(a, MRL_FLT_TOP)], delta);
 			a = flt_next(a, MRL_FLT_TOP);
 			continue;
 		}
-		mid = atomic_load_explicit(&top->mid[flt_idx(a, MRL_FLT_TOP)],
-					   memory_order_relaxed);
+		mid = flt_node((void *_Atomic *)&top->mid[flt_idx(a, MRL_FLT_TOP)],
+			       install, sizeof(*mid));
 		if (!mid)
 			goto broken;
 		if (flt_covers(a, hi, MRL_FLT_MID)) {
-			flt_count(&mid->full[flt_idx(a, MRL_FLT_MID)], delta);
+			if (delta)
+				flt_count(&mid->full[flt_idx(a, MRL_FLT_MID)], delta);
 			a = flt_next(a, MRL_FLT_MID);
 			continue;
 		}
-		leaf = atomic_load_explicit(&mid->leaf[flt_idx(a, MRL_FLT_MID)],
-					    memory_order_relaxed);
+		leaf = flt_node((void *_Atomic *)&mid->leaf[flt_idx(a, MRL_FLT_MID)],
+				install, sizeof(*leaf));
 		if (!leaf)
 			goto broken;
+		if (!delta) {
+			a = flt_next(a, MRL_FLT_MID);
+			continue;
+		}
 		flt_count(&leaf->page[flt_idx(a, MRL_FLT_PAGE)], delta);
 		a += (uintptr_t)1 << MRL_FLT_PAGE;
 	}
@@ -1151,7 +1123,7 @@ static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 	bt_remove(dom->cache, &dom->root, e->base);
 	lru_unlink(dom, e);
 	e->state = MRL_REG_RETIRED;
-	flt_apply(dom->cache, e->base, e->end, -1);
+	flt_update(dom->cache, e->base, e->end, -1);
 	dom->count--;
 	dom->bytes -= e->end - e->base;
 	atomic_store_explicit(&dom->gen, next_gen(), memory_order_release);
@@ -1179,7 +1151,7 @@ static void insert_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 	bt_insert(dom->cache, &dom->root, e);
 	lru_append(dom, e);
 	e->state = MRL_REG_LIVE;
-	flt_apply(dom->cache, e->base, e->end, +1);
+	flt_update(dom->cache, e->base, e->end, +1);
 	dom->count++;
 	dom->bytes += e->end - e->base;
 	STAT_ADD(dom, entries, 1);
@@ -1347,7 +1319,7 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 	chain = dom->lru_head;
 	for (e = chain; e; e = e->lru_next) {
 		e->state = MRL_REG_RETIRED;
-		flt_apply(cache, e->base, e->end, -1);
+		flt_update(cache, e->base, e->end, -1);
 	}
 	STAT_ADD(dom, entries, -(int64_t)dom->count);
 	dom->lru_head = dom->lru_tail = NULL;
@@ -1636,7 +1608,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 
 	ret = registration_open(dom, reg);
 	if (!ret)
-		flt_prepare(cache, lo, hi);
+		flt_update(cache, lo, hi, 0);
 
 	rret = ret ? 0 : write_enter_reserved(cache);
 	if (ret || rret)
@@ -1726,7 +1698,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	reg->desc = desc;
 	atomic_store_explicit(&reg->refs, 2, memory_order_release);
 
-	flt_prepare(cache, start, end);
+	flt_update(cache, start, end, 0);
 	if (write_enter_reserved(cache)) {
 		pool_free(reg);
 		return -FI_ENOMEM;
