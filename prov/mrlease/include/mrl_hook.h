@@ -23,6 +23,16 @@
  * application to serialise per object) and only read afterwards. The debug
  * counters are atomics.
  *
+ * Files: hook_fid.c (class tables, navigation, close/bind/control/ops_open,
+ * counters), hook_fabric.c, hook_domain.c (+ provider-private ops names),
+ * hook_eq.c, hook_wait.c (wait and poll sets), hook_av.c (AV, AV set),
+ * hook_cq.c, hook_cntr.c, hook_ep.c (ep, sep, tx/rx ctx, srx, stx),
+ * hook_cm.c (cm ops, pep, multicast), hook_mr.c, hook_xfer.c (msg, tagged,
+ * rma, atomic, collective forwarders).
+ *
+ * Not supported: the same plugin listed twice in FI_HOOK ('mrlease;mrlease'):
+ * the outer copy would take the inner copy's wrappers for its own.
+ *
  * Installed twice: with a utility provider (tcp;ofi_rxm, udp;ofi_rxd)
  * libfabric installs the hook over the utility fabric and again over the
  * core fabric the utility provider opens inside. The outer instance opens
