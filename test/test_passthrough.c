@@ -592,6 +592,31 @@ static void test_poll_set_reports_the_hooked_cq(void)
 	CHECK_EQ(0, mrl_close(&poll->fid, "poll set"));
 }
 
+/*
+ * One SMALL message from endpoint tx (its completions on side s's CQ) to
+ * address `to`, received by a receive posted on rx (side r's CQ): both
+ * completions carry their own contexts and the bytes arrive. Failures are
+ * recorded; callers check mrl_test_failed().
+ */
+static void one_message(struct fid_ep *tx, struct mrl_peer *s, fi_addr_t to,
+			struct fid_ep *rx, struct mrl_peer *r, unsigned seed,
+			const char *what)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_context2 sctx, rctx;
+	char *src = mrl_alloc(SMALL), *dst = mrl_alloc(SMALL);
+
+	fill(src, SMALL, seed);
+	CHECK_FI(MRL_POST(fi_recv(rx, dst, SMALL, NULL, FI_ADDR_UNSPEC, &rctx),
+			  s, r));
+	CHECK_FI(MRL_POST(fi_send(tx, src, SMALL, NULL, to, &sctx), s, r));
+	CHECK_MSG(mrl_cq_wait(s, r, &entry, NULL, what) == 0, "%s: send", what);
+	CHECK_PTR(&sctx, entry.op_context);
+	CHECK_MSG(mrl_cq_wait(r, s, &entry, NULL, what) == 0, "%s: recv", what);
+	CHECK_PTR(&rctx, entry.op_context);
+	CHECK_MSG(!memcmp(src, dst, SMALL), "%s: data differs", what);
+}
+
 /* An alias is an endpoint of its own class: the hook must wrap it (FI_ALIAS
  * through fi_control) so posts through it reach the same provider endpoint. */
 static void test_ep_alias_sends_through_the_same_endpoint(void)
@@ -599,9 +624,6 @@ static void test_ep_alias_sends_through_the_same_endpoint(void)
 	struct mrl_domain d;
 	struct mrl_peer a, b;
 	struct fid_ep *alias = NULL;
-	struct fi_cq_tagged_entry entry;
-	struct fi_context2 sctx, rctx;
-	char *src = mrl_alloc(SMALL), *dst = mrl_alloc(SMALL);
 
 	if (!open_pair(0, NULL, &d, &a, &b))
 		return;
@@ -610,14 +632,9 @@ static void test_ep_alias_sends_through_the_same_endpoint(void)
 		return;
 	mrl_track_fid(&alias->fid);
 	CHECK(alias != a.ep);
-	fill(src, SMALL, 2);
-	CHECK_FI(MRL_POST(fi_recv(b.ep, dst, SMALL, NULL, b.peer, &rctx), &a, &b));
-	CHECK_FI(MRL_POST(fi_send(alias, src, SMALL, NULL, a.peer, &sctx), &a, &b));
-	CHECK_FI(mrl_cq_wait(&a, &b, &entry, NULL, "send through alias"));
-	CHECK_PTR(&sctx, entry.op_context);
-	CHECK_FI(mrl_cq_wait(&b, &a, &entry, NULL, "recv"));
-	CHECK_PTR(&rctx, entry.op_context);
-	CHECK(!memcmp(src, dst, SMALL));
+	one_message(alias, &a, a.peer, b.ep, &b, 2, "send through alias");
+	if (mrl_test_failed())
+		return;
 	CHECK_EQ(0, mrl_close(&alias->fid, "alias"));
 }
 
@@ -631,9 +648,6 @@ static void test_shared_tx_and_rx_contexts_carry_traffic(void)
 	struct fid_ep *srx;
 	struct fid_ep *ep_s;
 	struct fi_info *info;
-	struct fi_cq_tagged_entry entry;
-	struct fi_context2 sctx, rctx;
-	char *src = mrl_alloc(SMALL), *dst = mrl_alloc(SMALL);
 	char name[256];
 	size_t len = sizeof(name);
 	fi_addr_t to_s;
@@ -669,24 +683,13 @@ static void test_shared_tx_and_rx_contexts_carry_traffic(void)
 	CHECK_FI(fi_getname(&ep_s->fid, name, &len));
 	CHECK_FI(fi_av_insert(a.av, name, 1, &to_s, 0, NULL));
 
-	fill(src, SMALL, 3);
-	CHECK_FI(MRL_POST(fi_recv(srx, dst, SMALL, NULL, FI_ADDR_UNSPEC, &rctx),
-			  &a, &b));
-	CHECK_FI(MRL_POST(fi_send(a.ep, src, SMALL, NULL, to_s, &sctx), &a, &b));
-	CHECK_FI(mrl_cq_wait(&b, &a, &entry, NULL, "recv on srx"));
-	CHECK_PTR(&rctx, entry.op_context);
-	CHECK(!memcmp(src, dst, SMALL));
-	CHECK_FI(mrl_cq_wait(&a, &b, &entry, NULL, "send to shared ep"));
-
-	/* and back out through the shared tx context */
-	fill(src, SMALL, 4);
-	CHECK_FI(MRL_POST(fi_recv(a.ep, dst, SMALL, NULL, FI_ADDR_UNSPEC, &rctx),
-			  &a, &b));
-	CHECK_FI(MRL_POST(fi_send(ep_s, src, SMALL, NULL, b.peer, &sctx), &a, &b));
-	CHECK_FI(mrl_cq_wait(&b, &a, &entry, NULL, "send on stx"));
-	CHECK_PTR(&sctx, entry.op_context);
-	CHECK_FI(mrl_cq_wait(&a, &b, &entry, NULL, "recv from shared ep"));
-	CHECK(!memcmp(src, dst, SMALL));
+	/* in through the srx, and back out through the stx */
+	one_message(a.ep, &a, to_s, srx, &b, 3, "send to the srx");
+	if (mrl_test_failed())
+		return;
+	one_message(ep_s, &b, b.peer, a.ep, &a, 4, "send on the stx");
+	if (mrl_test_failed())
+		return;
 	CHECK_EQ(0, mrl_close(&ep_s->fid, "shared ep"));
 	CHECK_EQ(0, mrl_close(&srx->fid, "srx"));
 	CHECK_EQ(0, mrl_close(&stx->fid, "stx"));
@@ -703,10 +706,7 @@ static void test_scalable_ep_contexts_carry_traffic(void)
 	struct fid_av *av;
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
 	struct fi_av_attr av_attr = { 0 };
-	struct fi_cq_tagged_entry entry;
-	struct fi_context2 sctx, rctx;
 	struct fi_info *info;
-	char *src = mrl_alloc(SMALL), *dst = mrl_alloc(SMALL);
 	char name[256];
 	size_t len = sizeof(name);
 	fi_addr_t to_sep, to_rx0, to_a;
@@ -758,25 +758,12 @@ static void test_scalable_ep_contexts_carry_traffic(void)
 	memset(&sep_side, 0, sizeof(sep_side));
 	sep_side.cq = cq;
 
-	fill(src, SMALL, 5);
-	CHECK_FI(MRL_POST(fi_recv(rx, dst, SMALL, NULL, FI_ADDR_UNSPEC, &rctx),
-			  &a, &sep_side));
-	CHECK_FI(MRL_POST(fi_send(a.ep, src, SMALL, NULL, to_rx0, &sctx), &a,
-			  &sep_side));
-	CHECK_FI(mrl_cq_wait(&sep_side, &a, &entry, NULL, "recv on rx context"));
-	CHECK_PTR(&rctx, entry.op_context);
-	CHECK(!memcmp(src, dst, SMALL));
-	CHECK_FI(mrl_cq_wait(&a, &sep_side, &entry, NULL, "send to sep"));
-
-	fill(src, SMALL, 6);
-	CHECK_FI(MRL_POST(fi_recv(a.ep, dst, SMALL, NULL, FI_ADDR_UNSPEC, &rctx),
-			  &a, &sep_side));
-	CHECK_FI(MRL_POST(fi_send(tx, src, SMALL, NULL, to_a, &sctx), &a,
-			  &sep_side));
-	CHECK_FI(mrl_cq_wait(&sep_side, &a, &entry, NULL, "send on tx context"));
-	CHECK_PTR(&sctx, entry.op_context);
-	CHECK_FI(mrl_cq_wait(&a, &sep_side, &entry, NULL, "recv from sep"));
-	CHECK(!memcmp(src, dst, SMALL));
+	one_message(a.ep, &a, to_rx0, rx, &sep_side, 5, "send to rx context 0");
+	if (mrl_test_failed())
+		return;
+	one_message(tx, &sep_side, to_a, a.ep, &a, 6, "send on tx context 0");
+	if (mrl_test_failed())
+		return;
 	CHECK_EQ(0, mrl_close(&tx->fid, "tx context"));
 	CHECK_EQ(0, mrl_close(&rx->fid, "rx context"));
 	CHECK_EQ(0, mrl_close(&sep->fid, "scalable ep"));
