@@ -115,26 +115,31 @@ struct mrl_op_region {
 };
 extern struct mrl_op_region mrl_op_region;
 
+/* Whether ctx points into the op region (an application context never
+ * does; it is never dereferenced). */
+static inline bool mrl_op_in_region(const void *ctx)
+{
+	size_t size = atomic_load_explicit(&mrl_op_region.size,
+					   memory_order_acquire);
+
+	return (uintptr_t)ctx - atomic_load_explicit(&mrl_op_region.base,
+						     memory_order_relaxed) <
+	       size;
+}
+
 /*
  * The op a completion's context names, if it is one of ours posted through
- * `domain`; NULL for application contexts (never dereferenced), NULL, and
- * the other instance's ops.
+ * `domain`; NULL for application contexts, NULL, and the other instance's
+ * ops.
  */
 static inline struct mrl_op *mrl_op_of_context(void *ctx,
 					       const struct mrl_domain *domain)
 {
-	size_t size = atomic_load_explicit(&mrl_op_region.size,
-					   memory_order_acquire);
-	uintptr_t off = (uintptr_t)ctx -
-		atomic_load_explicit(&mrl_op_region.base, memory_order_relaxed);
-	struct mrl_op *op;
-	const struct mrl_domain *owner;
+	struct mrl_op *op = ctx;
 
-	if (off >= size)
+	if (!mrl_op_in_region(ctx) || op->pool->domain != domain)
 		return NULL;
-	op = ctx;
-	owner = op->pool->domain;
-	return owner == domain ? op : NULL;
+	return op;
 }
 
 int mrl_op_pool_create(const struct mrl_domain *domain, bool locked,
@@ -310,13 +315,21 @@ void mrl_xfer_atomic_init(void);
 
 /* ---- completion side (mrl_completion_*.c) ------------------------------------ */
 
-/* A CQ that keeps orphaned pools alive (mrl_cq.ext). */
+/* The data path's state of a CQ (mrl_cq.ext). */
 struct mrl_xcq {
+	/* An endpoint bound to this CQ may post ops: until then reads do
+	 * not look at entries (the inner instance of a stacked pair never
+	 * leases, so its CQs never pay for the scan). */
+	atomic_bool ops_possible;
+	size_t entry_size;
+	/* Pools of endpoints closed with orphans, kept until the CQ closes. */
 	pthread_mutex_t lock;		/* guards pools; nothing else under it */
 	struct mrl_op_pool **pools;
 	size_t npools, cap;
 };
 
+/* An endpoint bound to cq created its pool. */
+void mrl_xcq_ops_possible(struct mrl_cq *cq);
 /* Keep pool alive until cq closes (an endpoint closed with orphans). */
 int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool);
 

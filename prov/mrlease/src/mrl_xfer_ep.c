@@ -255,6 +255,10 @@ static int mrl_xep_enable(struct mrl_xep *x)
 				 &x->pool);
 	if (ret)
 		goto err_disable;
+	if (ep->bound.tx_cq)
+		mrl_xcq_ops_possible(ep->bound.tx_cq);
+	if (ep->bound.rx_cq)
+		mrl_xcq_ops_possible(ep->bound.rx_cq);
 
 	if (x->dir[MRL_TX].route == MRL_ROUTE_INTERNAL)
 		internal |= FI_TRANSMIT;
