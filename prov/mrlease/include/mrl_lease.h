@@ -75,21 +75,6 @@ mrl_lease_domain_of(struct mrl_domain *domain)
  */
 struct mrl_lease_domain *mrl_lease_domain_from_fid(struct fid_domain *domain);
 
-/*
- * Whether an operand of `len` bytes with a NULL descriptor is resolved
- * through the cache on `domain`: always when the provider requires local
- * registrations (FI_MR_LOCAL, or FI_LOCAL_MR for pre-1.5 applications);
- * otherwise only at the application-facing instance, for operands of at
- * least FI_MRLEASE_MIN_SIZE bytes.
- */
-static inline bool mrl_lease_resolves(const struct mrl_domain *domain,
-				      size_t len)
-{
-	if ((domain->mr_mode & FI_MR_LOCAL) || (domain->mode & FI_LOCAL_MR))
-		return true;
-	return domain->outermost && len >= mrl_params.min_size;
-}
-
 /* The personality's domain callbacks (wired in mrl_personality.c). */
 int mrl_lease_domain_open(struct mrl_domain *domain);
 void mrl_lease_domain_close(struct mrl_domain *domain);
