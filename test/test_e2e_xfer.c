@@ -8,7 +8,10 @@
  * counters-only endpoints, remote-access registrations. After each: data
  * correct, zero mrcheck violations, zero live leases.
  *
- * Argument: a provider name runs only that provider.
+ * Arguments: [--mr-local] [provider]. --mr-local opens every domain with
+ * FI_MR_LOCAL in its mr_mode and sets FI_MRLEASE_MIN_SIZE=1G, so every NULL
+ * desc must be resolved by the FI_MR_LOCAL policy alone (run by
+ * test/e2e_mr_local.sh). A provider name runs only that provider.
  */
 #include "config.h"
 
@@ -25,6 +28,9 @@
 #define BUF_SIZE (96 * 1024)
 
 static const char *prov;                 /* the provider under test */
+/* --mr-local: domains opened with FI_MR_LOCAL and FI_MRLEASE_MIN_SIZE=1G, so
+ * only mrlease's "always resolve under FI_MR_LOCAL" policy resolves. */
+static bool mr_local;
 static const size_t sizes[] = { 64, 4096, 40000 };
 
 /* Buffers and (in app-desc mode) their registrations. */
@@ -118,6 +124,7 @@ static int open_pair(struct xfer_pair *pair, struct xfer_opts *opts)
 	int ret;
 
 	opts->prov = prov;
+	opts->mr_local = mr_local;
 	ret = xfer_pair_open(opts, pair);
 	if (ret == -FI_ENODATA && !opts->caps) {
 		/* No atomics on this provider: the other families still run. */
@@ -719,14 +726,17 @@ static void run_provider(const char *name)
 int main(int argc, char **argv)
 {
 	static const char *const env[] = { "FI_MRLEASE_MIN_SIZE=0", NULL };
-
+	static const char *const env_local[] = { "FI_MRLEASE_MIN_SIZE=1G", NULL };
 	/* XFER_E2E_HOOK=mrcheck runs the same tests without mrlease (only the
 	 * app-desc ones can pass then): a check of the tests themselves. */
 	const char *hook = getenv("XFER_E2E_HOOK");
+	int first = 1;
 
-	xfer_reexec(argv, hook ? hook : "mrcheck;mrlease", env);
-	if (argc > 1) {
-		run_provider(argv[1]);
+	mr_local = argc > 1 && !strcmp(argv[1], "--mr-local");
+	first += mr_local;
+	xfer_reexec(argv, hook ? hook : "mrcheck;mrlease", mr_local ? env_local : env);
+	if (argc > first) {
+		run_provider(argv[first]);
 	} else {
 		for (const char *const *p = xfer_providers; *p; p++)
 			run_provider(*p);

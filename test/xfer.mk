@@ -28,6 +28,9 @@ check_PROGRAMS += test/test_e2e_xfer
 test_test_e2e_xfer_SOURCES = test/test_e2e_xfer.c $(XFER_TEST_SOURCES)
 test_test_e2e_xfer_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/test_e2e_xfer
+# The same with FI_MR_LOCAL domains: the "always resolve" policy alone.
+SUITE += $(top_srcdir)/test/e2e_mr_local.sh
+EXTRA_DIST += test/e2e_mr_local.sh
 
 # The seed's production crash end to end (span-shared registration,
 # invalidate under in-flight GETs).

@@ -36,6 +36,7 @@ static uint64_t chk_strict_domains;
 static char chk_last[512];
 static bool chk_abort;
 static bool chk_all_strict;
+static bool chk_off;
 
 void chk_add(uint64_t *a, uint64_t *b, uint64_t n)
 {
@@ -297,7 +298,7 @@ static int chk_domain_open(struct mrl_domain *hook)
 		.last_violation = chk_last_violation,
 	};
 	hook->ext = dom;
-	if (hook->outermost || chk_all_strict) {
+	if ((hook->outermost || chk_all_strict) && !chk_off) {
 		dom->mr_ops = mrl_domain_mr_ops;
 		dom->mr_ops.reg = chk_mr_reg;
 		dom->mr_ops.regv = chk_mr_regv;
@@ -422,6 +423,10 @@ __attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
 		chk_abort = env && *env == '1';
 		env = getenv("MRCHECK_ALL");
 		chk_all_strict = env && *env == '1';
+		/* MRCHECK_OFF=1: the bare passthrough layer, to tell its
+		 * effects from mrcheck's. */
+		env = getenv("MRCHECK_OFF");
+		chk_off = env && *env == '1';
 		atexit(chk_at_exit);
 	}
 	return &mrcheck_prov;

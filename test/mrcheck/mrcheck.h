@@ -29,7 +29,8 @@
  * utility provider inside another domain open (rxm's core tcp domain) while
  * the core does not require FI_MR_LOCAL is passed through unchecked: there a
  * NULL desc from the utility provider is legal and mrlease leaves it alone.
- * MRCHECK_ALL=1 makes every domain strict.
+ * MRCHECK_ALL=1 makes every domain strict; MRCHECK_OFF=1 none (the bare
+ * passthrough layer, to tell its effects from mrcheck's).
  *
  * mrcheck does not (and cannot) change the mr_mode the layer above sees: a
  * hooked domain is opened with the fi_info the application got from the

@@ -1,0 +1,5 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test_e2e_xfer with FI_MR_LOCAL domains and FI_MRLEASE_MIN_SIZE=1G: mrlease
+# must resolve every NULL desc because the domain requires FI_MR_LOCAL.
+exec "${MRL_TOP_BUILDDIR:-.}/test/test_e2e_xfer" --mr-local "$@"
