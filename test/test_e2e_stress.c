@@ -207,6 +207,17 @@ static void test_threads_post_over_churn_while_another_invalidates(void)
 	CHECK_EQ(0, atomic_load(&failures));
 	CHECK_EQ(0, xfer_violations(&pair));
 	CHECK_EQ(0, xfer_live_leases(&pair));
+	/* The churn really went through the cache: lookups, registrations
+	 * beyond the first per buffer, invalidations. */
+	CHECK_FI(mrl->query_stats(pair.domain, &all, sizeof(all)));
+	printf("# lookups %llu hits %llu registrations %llu invalidations %llu "
+	       "retired_leased %llu\n", (unsigned long long)all.lookups,
+	       (unsigned long long)all.hits, (unsigned long long)all.registrations,
+	       (unsigned long long)all.invalidations,
+	       (unsigned long long)all.retired_leased);
+	CHECK(all.lookups >= 2 * WORKERS * ITERS);
+	CHECK(all.registrations > WORKERS);
+	CHECK(all.invalidations > 0);
 	CHECK_FI(fi_close(&target_mr->fid));
 	CHECK_FI(xfer_pair_close(&pair));
 	free(target);
