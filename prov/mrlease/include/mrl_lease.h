@@ -32,7 +32,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 
 #include <rdma/fi_domain.h>
 
@@ -88,13 +87,6 @@ void mrl_lease_domain_close(struct mrl_domain *domain);
 int mrl_lease_mr_open(struct mrl_domain *domain, struct mrl_registration *reg,
 		      enum mrl_lease_kind kind, void *context,
 		      struct fid_mr **mr);
-
-/* The registration a leased MR handle holds, NULL for any other MR. */
-struct mrl_registration *mrl_lease_mr_registration(struct fid_mr *mr);
-
-/* Print the statistics table FI_MRLEASE_STATS asks for, to `out`. */
-void mrl_lease_print_stats(FILE *out, const char *title,
-			   const struct fi_mrlease_stats *stats);
 
 /*
  * The FI_MRLEASE_OPS_1 extension (mrl_ext.c): the personality's ops_open.

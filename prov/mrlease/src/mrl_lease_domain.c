@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <rdma/fi_errno.h>
@@ -172,6 +173,55 @@ static const struct mrl_registrar mrl_lease_registrar_refused = {
 	.close = mrl_lease_dereg,
 };
 
+/* ---- FI_MRLEASE_STATS ----------------------------------------------- */
+
+/* One row per counter of struct fi_mrlease_stats, in its order. */
+static const struct {
+	const char *label;
+	size_t offset;
+} mrl_stats_rows[] = {
+#define MRL_STATS_ROW(label, field) { label, offsetof(struct fi_mrlease_stats, field) }
+	MRL_STATS_ROW("lookups", lookups),
+	MRL_STATS_ROW("hits", hits),
+	MRL_STATS_ROW("misses", misses),
+	MRL_STATS_ROW("registrations", registrations),
+	MRL_STATS_ROW("deregistrations", deregistrations),
+	MRL_STATS_ROW("invalidate calls", invalidations),
+	MRL_STATS_ROW("retired while leased", retired_leased),
+	MRL_STATS_ROW("evictions", evictions),
+	MRL_STATS_ROW("live entries", entries),
+	MRL_STATS_ROW("live leases", leases),
+	MRL_STATS_ROW("registered bytes", registered_bytes),
+#undef MRL_STATS_ROW
+};
+
+static void mrl_lease_print_stats(FILE *out, const char *title,
+				  const struct fi_mrlease_stats *stats)
+{
+	char table[2048];
+	size_t used;
+
+	/* One write, so tables of domains closing on several threads do not
+	 * interleave line by line. */
+	used = (size_t)snprintf(table, sizeof(table),
+				"mrlease: lease cache statistics, %s\n", title);
+	for (size_t i = 0; i < sizeof(mrl_stats_rows) / sizeof(mrl_stats_rows[0]) &&
+			   used < sizeof(table); i++) {
+		uint64_t value = *(const uint64_t *)((const char *)stats +
+						     mrl_stats_rows[i].offset);
+
+		used += (size_t)snprintf(table + used, sizeof(table) - used,
+					 "  %-22s %20" PRIu64 "\n",
+					 mrl_stats_rows[i].label, value);
+	}
+	if (stats->lookups && used < sizeof(table))
+		snprintf(table + used, sizeof(table) - used,
+			 "  %-22s %19.1f%%\n", "hit rate",
+			 100.0 * (double)stats->hits / (double)stats->lookups);
+	fputs(table, out);
+	fflush(out);
+}
+
 /* FI_MR_BASIC (the 1.0 mode value) implies provider-selected keys. */
 static bool mrl_lease_prov_key(int mr_mode)
 {
@@ -274,67 +324,4 @@ int mrl_lease_mr_open(struct mrl_domain *domain, struct mrl_registration *reg,
 	lease_mr->ext = reg;
 	*mr = &lease_mr->mr;
 	return 0;
-}
-
-struct mrl_registration *mrl_lease_mr_registration(struct fid_mr *mr)
-{
-	struct mrl_mr *lease_mr;
-
-	if (!mr || !mrl_is_hook_fid(&mr->fid) ||
-	    mrl_class_of(&mr->fid) != MRL_CLASS_MR)
-		return NULL;
-	lease_mr = mrl_mr_of(mr);
-	if (lease_mr->release != mrl_lease_mr_release &&
-	    lease_mr->release != mrl_lease_mr_unpin)
-		return NULL;
-	return lease_mr->ext;
-}
-
-/* ---- FI_MRLEASE_STATS ----------------------------------------------- */
-
-/* One row per counter of struct fi_mrlease_stats, in its order. */
-static const struct {
-	const char *label;
-	size_t offset;
-} mrl_stats_rows[] = {
-#define MRL_STATS_ROW(label, field) { label, offsetof(struct fi_mrlease_stats, field) }
-	MRL_STATS_ROW("lookups", lookups),
-	MRL_STATS_ROW("hits", hits),
-	MRL_STATS_ROW("misses", misses),
-	MRL_STATS_ROW("registrations", registrations),
-	MRL_STATS_ROW("deregistrations", deregistrations),
-	MRL_STATS_ROW("invalidate calls", invalidations),
-	MRL_STATS_ROW("retired while leased", retired_leased),
-	MRL_STATS_ROW("evictions", evictions),
-	MRL_STATS_ROW("live entries", entries),
-	MRL_STATS_ROW("live leases", leases),
-	MRL_STATS_ROW("registered bytes", registered_bytes),
-#undef MRL_STATS_ROW
-};
-
-void mrl_lease_print_stats(FILE *out, const char *title,
-			   const struct fi_mrlease_stats *stats)
-{
-	char table[2048];
-	size_t used;
-
-	/* One write, so tables of domains closing on several threads do not
-	 * interleave line by line. */
-	used = (size_t)snprintf(table, sizeof(table),
-				"mrlease: lease cache statistics, %s\n", title);
-	for (size_t i = 0; i < sizeof(mrl_stats_rows) / sizeof(mrl_stats_rows[0]) &&
-			   used < sizeof(table); i++) {
-		uint64_t value = *(const uint64_t *)((const char *)stats +
-						     mrl_stats_rows[i].offset);
-
-		used += (size_t)snprintf(table + used, sizeof(table) - used,
-					 "  %-22s %20" PRIu64 "\n",
-					 mrl_stats_rows[i].label, value);
-	}
-	if (stats->lookups && used < sizeof(table))
-		snprintf(table + used, sizeof(table) - used,
-			 "  %-22s %19.1f%%\n", "hit rate",
-			 100.0 * (double)stats->hits / (double)stats->lookups);
-	fputs(table, out);
-	fflush(out);
 }
