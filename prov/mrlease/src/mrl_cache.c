@@ -265,8 +265,8 @@ struct mrl_cache {
 	uint64_t slot_base[MRL_TCNT_COUNT];
 	uint64_t closed_hot[MRL_TCNT_COUNT];	/* freed domains' counters */
 	atomic_uint refs;		/* creator + alive domains */
-	struct mrl_btnode *spare;	/* index node reserve (lock) */
-	unsigned nspare;
+	struct mrl_btnode *spare[2];	/* index node reserves: inner, leaf */
+	unsigned nspare[2];
 	struct mrl_slow_stats stats;
 };
 
@@ -346,36 +346,54 @@ static void pool_free(struct mrl_registration *reg)
 /* ---- interval index ----------------------------------------------------- */
 
 /*
- * A B+tree keyed by base (unique per domain), each child slot carrying the
- * max end of its subtree, so a covering or overlap query prunes whole
+ * A B+tree keyed by base (unique per domain), each inner child slot carrying
+ * the max end of its subtree, so a covering or overlap query prunes whole
  * subtrees. Fanout 16 keeps a million entries within five levels whose upper
- * three stay in cache: a random lookup costs about two memory misses (leaf,
- * entry) where a binary tree costs a dozen. Leaves keep base and end inline,
- * so the entry itself is touched only once found. key[i] of an inner node is
- * a lower bound of child i's keys (key[0] is never compared). Removals do
- * not merge siblings: an emptied node is unlinked, the root collapses.
+ * three stay in cache. Leaves hold only bases and entry pointers (an entry's
+ * end is read from the entry, which a lease touches anyway): 20 bytes per
+ * entry. key[i] of an inner node is a lower bound of child i's keys (key[0]
+ * is never compared); unused keys are UINTPTR_MAX so searches run branch
+ * free over all slots. Removals do not merge siblings: an emptied node is
+ * unlinked, the root collapses.
  *
  * Readers walk it inside a read section; writers change it inside a write
- * section. Nodes come from the cache's reserve (refilled before a write
- * section, never malloc'd under the lock) and return to it.
+ * section. Nodes come from the cache's reserves (refilled before a write
+ * section, never malloc'd under the lock) and return to them.
  */
 #define MRL_BT_FAN 16
 #define MRL_BT_MAX_DEPTH 12	/* 16^12 entries: unreachable */
 #define MRL_BT_RESERVE (MRL_BT_MAX_DEPTH + 2)
 
-/* Keys first (searched), then per-slot pairs, so a visit touches the key
- * lines plus one pair line. */
-struct mrl_btslot {
-	uintptr_t max_end;		/* leaf: end; inner: subtree max end */
-	void *ptr;			/* leaf: registration; inner: node */
-};
-
 struct mrl_btnode {
-	_Alignas(MRL_CACHELINE) uintptr_t key[MRL_BT_FAN]; /* leaf: base; inner: lower bound */
-	struct mrl_btslot slot[MRL_BT_FAN];
 	uint16_t count;
 	bool leaf;
+	_Alignas(MRL_CACHELINE) uintptr_t key[MRL_BT_FAN]; /* base, or lower bound */
+	void *ptr[MRL_BT_FAN];		/* leaf: registration; inner: node */
 };
+
+/* Inner nodes add the max end of each child's subtree. */
+struct mrl_btinner {
+	struct mrl_btnode node;
+	uintptr_t max_end[MRL_BT_FAN];
+};
+
+static inline size_t bt_size(bool leaf)
+{
+	return leaf ? sizeof(struct mrl_btnode) : sizeof(struct mrl_btinner);
+}
+
+/* Max end below slot i: the entry's end in a leaf, the subtree's otherwise. */
+static inline uintptr_t bt_max(const struct mrl_btnode *n, int i)
+{
+	return n->leaf ? ((const struct mrl_registration *)n->ptr[i])->end :
+			 ((const struct mrl_btinner *)n)->max_end[i];
+}
+
+static inline void bt_set_max(struct mrl_btnode *n, int i, uintptr_t max_end)
+{
+	if (!n->leaf)
+		((struct mrl_btinner *)n)->max_end[i] = max_end;
+}
 
 struct mrl_btpath {
 	struct mrl_btnode *node[MRL_BT_MAX_DEPTH];
@@ -383,14 +401,13 @@ struct mrl_btpath {
 	int depth;
 };
 
-/* Child of an inner node whose range holds key: the last i with key[i] <= k
- * (0 when k is below every bound). */
+/* Child of an inner node whose range holds k: the number of bounds <= k past
+ * key[0]. Branch-free over all slots: no mispredicted exits, so independent
+ * lookups overlap their misses. */
 static inline int bt_child(const struct mrl_btnode *n, uintptr_t k)
 {
 	int c = 0;
 
-	/* Branch-free over all slots (unused keys are UINTPTR_MAX): no
-	 * mispredicted exits, so independent lookups overlap their misses. */
 	for (int i = 1; i < MRL_BT_FAN; i++)
 		c += n->key[i] <= k;
 	return c;
@@ -411,9 +428,17 @@ static uintptr_t bt_node_max(const struct mrl_btnode *n)
 	uintptr_t m = 0;
 
 	for (int i = 0; i < n->count; i++)
-		if (n->slot[i].max_end > m)
-			m = n->slot[i].max_end;
+		if (bt_max(n, i) > m)
+			m = bt_max(n, i);
 	return m;
+}
+
+/* A node's lines at once, so the pointer line a search needs is not a second
+ * dependent miss after the key lines. */
+static inline void bt_prefetch(const struct mrl_btnode *n)
+{
+	for (size_t off = 0; off < bt_size(false); off += MRL_CACHELINE)
+		__builtin_prefetch((const char *)n + off);
 }
 
 /* Any entry in the subtree with end >= end (the caller knows one exists). */
@@ -422,29 +447,22 @@ static struct mrl_registration *bt_any_end(const struct mrl_btnode *n, uintptr_t
 	for (;;) {
 		int i = 0;
 
-		while (i < n->count && n->slot[i].max_end < end)
+		while (i < n->count && bt_max(n, i) < end)
 			i++;
 		if (i == n->count)
 			return NULL;
 		if (n->leaf)
-			return n->slot[i].ptr;
-		n = n->slot[i].ptr;
+			return n->ptr[i];
+		n = n->ptr[i];
 	}
-}
-
-/* A node's keys and slots at once: the slot line a search needs is then
- * not a second dependent miss after the key lines. */
-static inline void bt_prefetch(const struct mrl_btnode *n)
-{
-	for (size_t off = 0; off < sizeof(*n); off += MRL_CACHELINE)
-		__builtin_prefetch((const char *)n + off);
 }
 
 /*
  * Any entry with base <= start and end >= end. In a node, children left of
  * the one holding `start` have every base <= start, so their max end alone
  * says whether they hold a cover; only the child holding `start` needs a
- * recursive look. O(depth * fanout).
+ * recursive look. In a leaf the predecessor is tried first (the usual hit),
+ * then entries further left (a wide entry behind a narrow one).
  */
 static struct mrl_registration *bt_find_cover(const struct mrl_btnode *n,
 					      uintptr_t start, uintptr_t end)
@@ -456,24 +474,25 @@ static struct mrl_registration *bt_find_cover(const struct mrl_btnode *n,
 		return NULL;
 	if (n->leaf) {
 		for (i = bt_rank(n, start) - 1; i >= 0; i--)
-			if (n->slot[i].max_end >= end)
-				return n->slot[i].ptr;
+			if (bt_max(n, i) >= end)
+				return n->ptr[i];
 		return NULL;
 	}
 	i = bt_child(n, start);
-	if (n->slot[i].max_end >= end) {
-		bt_prefetch(n->slot[i].ptr);
-		if ((r = bt_find_cover(n->slot[i].ptr, start, end)))
+	if (bt_max(n, i) >= end) {
+		bt_prefetch(n->ptr[i]);
+		if ((r = bt_find_cover(n->ptr[i], start, end)))
 			return r;
 	}
 	for (i--; i >= 0; i--)
-		if (n->slot[i].max_end >= end)
-			return bt_any_end(n->slot[i].ptr, end);
+		if (bt_max(n, i) >= end)
+			return bt_any_end(n->ptr[i], end);
 	return NULL;
 }
 
 /* Any entry overlapping [start, end): base < end and end > start. Children
- * left of the one holding end - 1 have every base < end. */
+ * (and leaf slots) left of the one holding end - 1 have every base < end;
+ * the nearest ones are tried first. */
 static struct mrl_registration *bt_find_overlap(const struct mrl_btnode *n,
 						uintptr_t start, uintptr_t end)
 {
@@ -483,17 +502,17 @@ static struct mrl_registration *bt_find_overlap(const struct mrl_btnode *n,
 	if (!n)
 		return NULL;
 	if (n->leaf) {
-		for (i = 0; i < n->count && n->key[i] < end; i++)
-			if (n->slot[i].max_end > start)
-				return n->slot[i].ptr;
+		for (i = bt_rank(n, end - 1) - 1; i >= 0; i--)
+			if (bt_max(n, i) > start)
+				return n->ptr[i];
 		return NULL;
 	}
 	i = bt_child(n, end - 1);
-	if (n->slot[i].max_end > start && (r = bt_find_overlap(n->slot[i].ptr, start, end)))
+	if (bt_max(n, i) > start && (r = bt_find_overlap(n->ptr[i], start, end)))
 		return r;
 	for (i--; i >= 0; i--)
-		if (n->slot[i].max_end > start)
-			return bt_any_end(n->slot[i].ptr, start + 1);
+		if (bt_max(n, i) > start)
+			return bt_any_end(n->ptr[i], start + 1);
 	return NULL;
 }
 
@@ -507,7 +526,7 @@ static struct mrl_btnode *bt_descend(struct mrl_btnode *n, uintptr_t base,
 
 		path->node[path->depth] = n;
 		path->idx[path->depth++] = i;
-		n = n->slot[i].ptr;
+		n = n->ptr[i];
 	}
 	return n;
 }
@@ -522,7 +541,7 @@ static struct mrl_registration *bt_find_base(struct mrl_btnode *root, uintptr_t 
 	leaf = bt_descend(root, base, &path);
 	for (int i = 0; i < leaf->count; i++)
 		if (leaf->key[i] == base)
-			return leaf->slot[i].ptr;
+			return leaf->ptr[i];
 	return NULL;
 }
 
@@ -530,15 +549,13 @@ static struct mrl_registration *bt_find_base(struct mrl_btnode *root, uintptr_t 
 static void bt_fix_path(struct mrl_btnode *root, uintptr_t base)
 {
 	struct mrl_btpath path;
-	struct mrl_btnode *child;
 
 	if (!root || root->leaf)
 		return;
 	bt_descend(root, base, &path);
-	for (int d = path.depth - 1; d >= 0; d--) {
-		child = path.node[d]->slot[path.idx[d]].ptr;
-		path.node[d]->slot[path.idx[d]].max_end = bt_node_max(child);
-	}
+	for (int d = path.depth - 1; d >= 0; d--)
+		bt_set_max(path.node[d], path.idx[d],
+			   bt_node_max(path.node[d]->ptr[path.idx[d]]));
 }
 
 static void bt_insert_at(struct mrl_btnode *n, int pos, uintptr_t key,
@@ -547,10 +564,13 @@ static void bt_insert_at(struct mrl_btnode *n, int pos, uintptr_t key,
 	int move = n->count - pos;
 
 	memmove(&n->key[pos + 1], &n->key[pos], move * sizeof(n->key[0]));
-	memmove(&n->slot[pos + 1], &n->slot[pos], move * sizeof(n->slot[0]));
+	memmove(&n->ptr[pos + 1], &n->ptr[pos], move * sizeof(n->ptr[0]));
+	if (!n->leaf)
+		memmove(&((struct mrl_btinner *)n)->max_end[pos + 1],
+			&((struct mrl_btinner *)n)->max_end[pos], move * sizeof(uintptr_t));
 	n->key[pos] = key;
-	n->slot[pos].max_end = max_end;
-	n->slot[pos].ptr = ptr;
+	n->ptr[pos] = ptr;
+	bt_set_max(n, pos, max_end);
 	n->count++;
 }
 
@@ -559,12 +579,15 @@ static void bt_remove_at(struct mrl_btnode *n, int pos)
 	int move = n->count - pos - 1;
 
 	memmove(&n->key[pos], &n->key[pos + 1], move * sizeof(n->key[0]));
-	memmove(&n->slot[pos], &n->slot[pos + 1], move * sizeof(n->slot[0]));
+	memmove(&n->ptr[pos], &n->ptr[pos + 1], move * sizeof(n->ptr[0]));
+	if (!n->leaf)
+		memmove(&((struct mrl_btinner *)n)->max_end[pos],
+			&((struct mrl_btinner *)n)->max_end[pos + 1], move * sizeof(uintptr_t));
 	n->count--;
 	n->key[n->count] = UINTPTR_MAX;
 }
 
-/* ---- node reserve (cache->lock) ---- */
+/* ---- node reserves (cache->lock) ---- */
 
 static struct mrl_btnode *bt_node_take(struct mrl_cache *cache, bool leaf);
 static void bt_node_give(struct mrl_cache *cache, struct mrl_btnode *n);
@@ -590,7 +613,11 @@ static void bt_insert_up(struct mrl_cache *cache, struct mrl_btnode **root,
 		mid = pos == MRL_BT_FAN ? MRL_BT_FAN : MRL_BT_FAN / 2;
 		right->count = (uint16_t)(MRL_BT_FAN - mid);
 		memcpy(right->key, &n->key[mid], right->count * sizeof(n->key[0]));
-		memcpy(right->slot, &n->slot[mid], right->count * sizeof(n->slot[0]));
+		memcpy(right->ptr, &n->ptr[mid], right->count * sizeof(n->ptr[0]));
+		if (!n->leaf)
+			memcpy(((struct mrl_btinner *)right)->max_end,
+			       &((struct mrl_btinner *)n)->max_end[mid],
+			       right->count * sizeof(uintptr_t));
 		n->count = (uint16_t)mid;
 		for (int k = mid; k < MRL_BT_FAN; k++)
 			n->key[k] = UINTPTR_MAX;
@@ -603,18 +630,18 @@ static void bt_insert_up(struct mrl_cache *cache, struct mrl_btnode **root,
 			parent = bt_node_take(cache, false);
 			parent->count = 2;
 			parent->key[0] = n->key[0];
-			parent->slot[0].max_end = bt_node_max(n);
-			parent->slot[0].ptr = n;
+			parent->ptr[0] = n;
+			bt_set_max(parent, 0, bt_node_max(n));
 			parent->key[1] = right->key[0];
-			parent->slot[1].max_end = bt_node_max(right);
-			parent->slot[1].ptr = right;
+			parent->ptr[1] = right;
+			bt_set_max(parent, 1, bt_node_max(right));
 			*root = parent;
 			return;
 		}
 		path->depth--;
 		parent = path->node[path->depth];
 		at = path->idx[path->depth];
-		parent->slot[at].max_end = bt_node_max(n);
+		bt_set_max(parent, at, bt_node_max(n));
 		n = parent;
 		pos = at + 1;
 		key = right->key[0];
@@ -669,7 +696,7 @@ static void bt_remove(struct mrl_cache *cache, struct mrl_btnode **root, uintptr
 		return;
 	}
 	while (!(*root)->leaf && (*root)->count == 1) {
-		only = (*root)->slot[0].ptr;
+		only = (*root)->ptr[0];
 		bt_node_give(cache, *root);
 		*root = only;
 	}
@@ -678,11 +705,11 @@ static void bt_remove(struct mrl_cache *cache, struct mrl_btnode **root, uintptr
 
 static struct mrl_btnode *bt_node_take(struct mrl_cache *cache, bool leaf)
 {
-	struct mrl_btnode *n = cache->spare;
+	struct mrl_btnode *n = cache->spare[leaf];
 
-	cache->spare = n->slot[0].ptr;
-	cache->nspare--;
-	memset(n, 0, sizeof(*n));
+	cache->spare[leaf] = n->ptr[0];
+	cache->nspare[leaf]--;
+	memset(n, 0, bt_size(leaf));
 	for (int i = 0; i < MRL_BT_FAN; i++)
 		n->key[i] = UINTPTR_MAX;	/* unused: never <= a searched key */
 	n->leaf = leaf;
@@ -691,19 +718,19 @@ static struct mrl_btnode *bt_node_take(struct mrl_cache *cache, bool leaf)
 
 static void bt_node_give(struct mrl_cache *cache, struct mrl_btnode *n)
 {
-	n->slot[0].ptr = cache->spare;
-	cache->spare = n;
-	cache->nspare++;
+	n->ptr[0] = cache->spare[n->leaf];
+	cache->spare[n->leaf] = n;
+	cache->nspare[n->leaf]++;
 }
 
-/* Every node of a subtree back to the reserve (clear_domain). */
+/* Every node of a subtree back to the reserves (clear_domain). */
 static void bt_give_all(struct mrl_cache *cache, struct mrl_btnode *n)
 {
 	if (!n)
 		return;
 	if (!n->leaf)
 		for (int i = 0; i < n->count; i++)
-			bt_give_all(cache, n->slot[i].ptr);
+			bt_give_all(cache, n->ptr[i]);
 	bt_node_give(cache, n);
 }
 
@@ -970,27 +997,31 @@ static void write_exit(struct mrl_cache *cache)
 static int write_enter_reserved(struct mrl_cache *cache)
 {
 	struct mrl_btnode *chain = NULL, *n;
-	unsigned want;
+	unsigned want[2];
 
 	for (;;) {
 		write_enter(cache);
-		if (cache->nspare >= MRL_BT_RESERVE)
+		if (cache->nspare[false] >= MRL_BT_RESERVE && cache->nspare[true] >= 2)
 			return 0;
-		want = 2 * MRL_BT_RESERVE - cache->nspare;
+		want[false] = 2 * MRL_BT_RESERVE - cache->nspare[false];
+		want[true] = 4 - cache->nspare[true];
 		write_exit(cache);
-		for (unsigned i = 0; i < want; i++) {
-			n = aligned_alloc(MRL_CACHELINE, sizeof(*n));
-			if (!n)
-				break;
-			n->slot[0].ptr = chain;
-			chain = n;
+		for (int leaf = 0; leaf < 2; leaf++) {
+			for (unsigned i = 0; i < want[leaf] && i < 64; i++) {
+				n = aligned_alloc(MRL_CACHELINE, bt_size(leaf));
+				if (!n)
+					break;
+				n->leaf = leaf;
+				n->ptr[0] = chain;
+				chain = n;
+			}
 		}
 		if (!chain)
 			return -FI_ENOMEM;
 		pthread_mutex_lock(&cache->lock);
 		while (chain) {
 			n = chain;
-			chain = n->slot[0].ptr;
+			chain = n->ptr[0];
 			bt_node_give(cache, n);
 		}
 		pthread_mutex_unlock(&cache->lock);
@@ -1004,17 +1035,19 @@ static void reserve_trim(struct mrl_cache *cache, unsigned keep)
 	struct mrl_btnode *chain = NULL, *n;
 
 	pthread_mutex_lock(&cache->lock);
-	while (cache->nspare > keep) {
-		n = cache->spare;
-		cache->spare = n->slot[0].ptr;
-		cache->nspare--;
-		n->slot[0].ptr = chain;
-		chain = n;
+	for (int leaf = 0; leaf < 2; leaf++) {
+		while (cache->nspare[leaf] > keep) {
+			n = cache->spare[leaf];
+			cache->spare[leaf] = n->ptr[0];
+			cache->nspare[leaf]--;
+			n->ptr[0] = chain;
+			chain = n;
+		}
 	}
 	pthread_mutex_unlock(&cache->lock);
 	while (chain) {
 		n = chain;
-		chain = n->slot[0].ptr;
+		chain = n->ptr[0];
 		free(n);
 	}
 }
