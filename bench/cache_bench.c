@@ -59,6 +59,21 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
+/* The 1-minute load average: figures from a shared 2-core machine are only
+ * comparable with it (scale2 needs both cores free). */
+static double load1(void)
+{
+	double l = -1;
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f) {
+		if (fscanf(f, "%lf", &l) != 1)
+			l = -1;
+		fclose(f);
+	}
+	return l;
+}
+
 static size_t heap_bytes(void)
 {
 	struct mallinfo2 mi = mallinfo2();
@@ -566,7 +581,8 @@ int main(int argc, char **argv)
 	idx = malloc(NIDX * sizeof(*idx));
 	if (!idx)
 		return 1;
-	printf("# cache_bench: median of %d alternating repetitions, ns/op unless noted\n", reps);
+	printf("# cache_bench: median of %d alternating repetitions, ns/op unless noted; "
+	       "load average %.2f at start\n", reps, load1());
 	for (int si = 0; si < NSIZE; si++)
 		measure_size(si);
 	if (misses) {
@@ -606,7 +622,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	len += snprintf(line + len, sizeof(line) - len, "RESULT");
+	len += snprintf(line + len, sizeof(line) - len, "RESULT load1=%.2f", load1());
 	for (int si = 0; si < NSIZE; si++) {
 		for (int f = 0; f < NFIG; f++) {
 			if (result[0][si][f] < 0)
