@@ -8,6 +8,8 @@
  *              least FI_MRLEASE_MIN_SIZE; smaller ones pass through)
  *   3 "perop"  no hook, the application registers and closes per operation
  *   4 "noop"   FI_HOOK=noop (libfabric's own passthrough hook), app descs
+ *   5 "lease0" as 2 with FI_MRLEASE_MIN_SIZE=0: every operand resolved, what
+ *              the default minimum size saves (informs its choice)
  *
  * libfabric reads FI_HOOK once per process, so every measurement runs in a
  * child (this program re-executed with --child MODE and its environment).
@@ -58,8 +60,10 @@
 
 #include "../test/xfer_util.h"
 
-enum { MODE_APP = 1, MODE_LEASE = 2, MODE_PEROP = 3, MODE_NOOP = 4, NMODES = 4 };
-static const char *const mode_names[] = { "", "app", "lease", "perop", "noop" };
+enum { MODE_APP = 1, MODE_LEASE = 2, MODE_PEROP = 3, MODE_NOOP = 4,
+       MODE_LEASE_ALL = 5, NMODES = 5 };
+static const char *const mode_names[] = { "", "app", "lease", "perop", "noop",
+					  "lease0" };
 
 static const size_t bench_sizes[] = { 8, 64, 512, 4096, 16384, 65536 };
 #define NSIZES (sizeof(bench_sizes) / sizeof(bench_sizes[0]))
@@ -82,7 +86,7 @@ static long default_iters(size_t size)
 {
 	long n = (long)((256UL << 20) / size);
 
-	return n > 40000 ? 40000 : n < 5000 ? 5000 : n;
+	return n > 30000 ? 30000 : n < 4000 ? 4000 : n;
 }
 
 static double now_s(void)
@@ -123,7 +127,7 @@ static int post_write(struct run *r, size_t size)
 			return (int)ret;
 		r->regs++;
 		desc = fi_mr_desc(s->mr);
-	} else if (r->mode != MODE_LEASE) {
+	} else if (r->mode != MODE_LEASE && r->mode != MODE_LEASE_ALL) {
 		desc = fi_mr_desc(r->src_mr);
 	}
 	do {
@@ -213,7 +217,7 @@ static int child_main(const struct child_opts *o)
 		fprintf(stderr, "xfer_bench child: %s\n", fi_strerror(-ret));
 		return ret == -FI_ENODATA ? 77 : 1;
 	}
-	if (o->mode == MODE_LEASE && !pair.mrl)
+	if ((o->mode == MODE_LEASE || o->mode == MODE_LEASE_ALL) && !pair.mrl)
 		fprintf(stderr, "xfer_bench: FI_HOOK=mrlease but no %s on the domain\n",
 			FI_MRLEASE_OPS_1);
 	r.src = aligned_alloc(4096, MAX_BUF);
@@ -305,7 +309,10 @@ static void child_env(int mode)
 	snprintf(path, sizeof(path), "%s/prov/mrlease/.libs", builddir);
 	setenv("FI_PROVIDER_PATH", path, 1);
 	setenv("FI_TCP_IFACE", getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
-	if (mode == MODE_LEASE)
+	unsetenv("FI_MRLEASE_MIN_SIZE");
+	if (mode == MODE_LEASE_ALL)
+		setenv("FI_MRLEASE_MIN_SIZE", "0", 1);
+	if (mode == MODE_LEASE || mode == MODE_LEASE_ALL)
 		setenv("FI_HOOK", "mrlease", 1);
 	else if (mode == MODE_NOOP)
 		setenv("FI_HOOK", "noop", 1);
@@ -568,8 +575,9 @@ static int parent_main(void)
 		}
 	}
 
-	printf("# %8s %12s %12s %12s %12s %8s %8s %8s\n", "size", "app/s",
-	       "lease/s", "perop/s", "noop/s", "(2)/(1)", "(2)/(4)", "(2)/(3)");
+	printf("# %8s %10s %10s %10s %10s %10s %8s %8s %8s %8s\n", "size", "app/s",
+	       "lease/s", "perop/s", "noop/s", "lease0/s", "(2)/(1)", "(2)/(4)",
+	       "(2)/(3)", "(5)/(1)");
 	for (size_t i = 0; i < NSIZES; i++) {
 		for (int m = 1; m <= NMODES; m++) {
 			for (int r = 0; r < reps; r++)
@@ -581,19 +589,20 @@ static int parent_main(void)
 
 		worst21 = r21 < worst21 ? r21 : worst21;
 		worst24 = r24 < worst24 ? r24 : worst24;
-		printf("  %8zu %12.0f %12.0f %12.0f %12.0f %8.3f %8.3f %8.3f\n",
+		printf("  %8zu %10.0f %10.0f %10.0f %10.0f %10.0f %8.3f %8.3f %8.3f %8.3f\n",
 		       bench_sizes[i], med[1][i], med[2][i], med[3][i], med[4][i],
-		       r21, r24, r23);
+		       med[5][i], r21, r24, r23, med[5][i] / med[1][i]);
 	}
 	printf("# provider registrations per child run (all sizes, warm-up "
 	       "included), last repetition:");
 	for (int m = 1; m <= NMODES; m++)
 		printf(" %s=%" PRIu64, mode_names[m], samples[m][reps - 1].total_regs);
-	printf("\n# per size, timed part (app/lease/perop/noop):");
+	printf("\n# per size, timed part (app/lease/perop/noop/lease0):");
 	for (size_t i = 0; i < NSIZES; i++)
-		printf(" %zu:%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64, bench_sizes[i],
-		       samples[1][reps - 1].regs[i], samples[2][reps - 1].regs[i],
-		       samples[3][reps - 1].regs[i], samples[4][reps - 1].regs[i]);
+		printf(" %zu:%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64,
+		       bench_sizes[i], samples[1][reps - 1].regs[i],
+		       samples[2][reps - 1].regs[i], samples[3][reps - 1].regs[i],
+		       samples[4][reps - 1].regs[i], samples[5][reps - 1].regs[i]);
 	printf("\n");
 
 	env = getenv("XFER_BENCH_CALLGRIND");
@@ -609,9 +618,10 @@ static int parent_main(void)
 	printf("RESULT prov=%s reps=%d", getenv("XFER_BENCH_PROV") ?
 	       getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm", reps);
 	for (size_t i = 0; i < NSIZES; i++)
-		printf(" r21_%zu=%.3f r24_%zu=%.3f r23_%zu=%.3f", bench_sizes[i],
-		       med[2][i] / med[1][i], bench_sizes[i], med[2][i] / med[4][i],
-		       bench_sizes[i], med[2][i] / med[3][i]);
+		printf(" r21_%zu=%.3f r24_%zu=%.3f r23_%zu=%.3f r51_%zu=%.3f",
+		       bench_sizes[i], med[2][i] / med[1][i], bench_sizes[i],
+		       med[2][i] / med[4][i], bench_sizes[i], med[2][i] / med[3][i],
+		       bench_sizes[i], med[5][i] / med[1][i]);
 	printf(" min_r21=%.3f min_r24=%.3f", worst21, worst24);
 	for (int m = 1; m <= NMODES; m++)
 		printf(" regs_%s=%" PRIu64, mode_names[m], samples[m][reps - 1].total_regs);
