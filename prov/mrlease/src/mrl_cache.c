@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -977,10 +978,18 @@ static void write_enter(struct mrl_cache *cache)
 	pthread_mutex_lock(&cache->lock);
 	atomic_store_explicit(&cache->writer, 1, memory_order_seq_cst);
 	hwm = atomic_load(&mrl_readers_hwm);
-	for (unsigned i = 0; i < hwm; i++)
-		while (atomic_load_explicit(&mrl_readers[i].active,
-					    memory_order_acquire) == cache)
-			MRL_CPU_RELAX();
+	for (unsigned i = 0; i < hwm; i++) {
+		/* A read section is a few loads; one that lasts is a preempted
+		 * reader, so stop burning the CPU it needs. */
+		for (unsigned spins = 0;
+		     atomic_load_explicit(&mrl_readers[i].active, memory_order_acquire) == cache;
+		     spins++) {
+			if (spins < 128)
+				MRL_CPU_RELAX();
+			else
+				sched_yield();
+		}
+	}
 }
 
 static void write_exit(struct mrl_cache *cache)
