@@ -560,6 +560,103 @@ out:
 	free(dst);
 }
 
+/* Hidden completions removed from a readfrom batch take their source
+ * addresses with them: each visible entry keeps its own src_addr, else the
+ * application attributes a message to the wrong peer. */
+static void test_readfrom_keeps_src_addr_in_step_with_hidden_entries(void)
+{
+	enum { N = 4 };
+	struct xfer_pair p;
+	struct fi_context2 sctx[N], rctx[N];
+	char *src = buffer(N * LEN, 18), *dst = buffer(N * LEN, 0);
+	struct iovec siov[N], riov[N];
+	struct fi_cq_tagged_entry e[16];
+	fi_addr_t from[16];
+	int seen = 0;
+	long spins = 0;
+
+	if (!pair_open(&p, (struct xfer_opts){
+			.caps = FI_MSG | FI_SOURCE, .selective = true }))
+		goto out;
+	for (int i = 0; i < N; i++) {
+		struct fi_msg r = { .msg_iov = &riov[i], .iov_count = 1,
+				    .addr = FI_ADDR_UNSPEC,
+				    .context = &rctx[i] };
+
+		riov[i] = (struct iovec){ dst + i * LEN, LEN };
+		CHECK_FI(XFER_POST(&p, fi_recvmsg(p.ep[1], &r, FI_COMPLETION)));
+	}
+	for (int i = 0; i < N; i++) {
+		struct fi_msg m = { .msg_iov = &siov[i], .iov_count = 1,
+				    .addr = p.addr[1], .context = &sctx[i] };
+
+		siov[i] = (struct iovec){ src + i * LEN, LEN };
+		CHECK_FI(XFER_POST(&p, fi_sendmsg(p.ep[0], &m, 0)));
+	}
+	while ((seen < N || xfer_live_leases(&p)) && ++spins < XFER_MAX_POLLS) {
+		ssize_t n = fi_cq_readfrom(p.cq, e, 16, from);
+
+		if (n == -FI_EAGAIN)
+			continue;
+		CHECK_FI(n);
+		CHECK(n > 0);
+		for (ssize_t i = 0; i < n; i++) {
+			CHECK_MSG(e[i].op_context >= (void *)&rctx[0] &&
+					  e[i].op_context <= (void *)&rctx[N - 1],
+				  "entry %zd: context %p is no receive", i,
+				  e[i].op_context);
+			CHECK_EQ(p.addr[0], from[i]);
+			seen++;
+		}
+	}
+	CHECK_EQ(N, seen);
+	CHECK_EQ(0, xfer_live_leases(&p));
+	CHECK_EQ(-1, xfer_verify(dst, N * LEN, 18));
+	CHECK_EQ(0, xfer_pair_close(&p));
+out:
+	free(src);
+	free(dst);
+}
+
+/* A leased fi_writedata produces a target entry with no context (remote CQ
+ * data): it must pass through untouched next to the initiator's mapped
+ * one. */
+static void test_remote_cq_data_entry_passes_untouched(void)
+{
+	struct xfer_pair p;
+	struct fi_context2 wctx;
+	char *src = buffer(LEN, 19), *tgt = buffer(LEN, 0);
+	struct fid_mr *mr = NULL;
+	struct xfer_comp c[2];
+	int mine;
+
+	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+		goto out;
+	if (p.info->domain_attr->cq_data_size < 4) {
+		mrl_test_skip_current("%s: no remote CQ data", prov);
+		xfer_pair_close(&p);
+		goto out;
+	}
+	CHECK_FI(xfer_mr_reg(&p, tgt, LEN, FI_REMOTE_WRITE, &mr));
+	CHECK_FI(XFER_POST(&p, fi_writedata(p.ep[0], src, LEN, NULL, 0xC0DE,
+					    p.addr[1], xfer_rma_addr(&p, tgt, tgt),
+					    fi_mr_key(mr), &wctx)));
+	CHECK_EQ(2, xfer_reap(&p, c, 2));
+	mine = c[0].ctx == &wctx ? 0 : 1;
+	CHECK_PTR(&wctx, c[mine].ctx);
+	CHECK_PTR(NULL, c[!mine].ctx);
+	CHECK(c[!mine].flags & FI_REMOTE_CQ_DATA);
+	CHECK_EQ(0xC0DE, c[!mine].data);
+	CHECK_EQ(-1, xfer_verify(tgt, LEN, 19));
+	CHECK_EQ(0, xfer_live_leases(&p));
+	CHECK_EQ(0, fi_close(&mr->fid));
+	mr = NULL;
+	CHECK_EQ(0, xfer_pair_close(&p));
+out:
+	free(src);
+	free(tgt);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const env[] = { "FI_MRLEASE_MIN_SIZE=64", NULL };
@@ -582,6 +679,8 @@ int main(int argc, char **argv)
 		MRL_RUN(test_endpoint_close_releases_outstanding_leases);
 		MRL_RUN(test_counters_only_endpoint_releases_leases);
 		MRL_RUN(test_multi_recv_buffer_released_with_fi_multi_recv);
+		MRL_RUN(test_readfrom_keeps_src_addr_in_step_with_hidden_entries);
+		MRL_RUN(test_remote_cq_data_entry_passes_untouched);
 	}
 	return mrl_test_done();
 }
