@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <rdma/fi_atomic.h>
+#include <rdma/fi_collective.h>
 #include <rdma/fi_ext_mrlease.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
@@ -366,6 +367,50 @@ static void test_domain_knows_whether_it_is_the_outermost_instance(void)
 		CHECK_MSG(inner == 0, "%s is a core provider, yet %llu inner "
 			  "domains were counted", prov,
 			  (unsigned long long)inner);
+}
+
+/*
+ * Some inline calls (fi_barrier, fi_broadcast, fi_allreduce...) jump
+ * through an ops table without checking it; providers without collectives
+ * leave that table NULL. Under the hook an application must get -FI_ENOSYS
+ * there, never a jump through NULL, and ops the provider lacks behind
+ * FI_CHECK_OP must say -FI_ENOSYS too.
+ */
+static void test_hook_answers_ops_the_provider_lacks_with_enosys(void)
+{
+	struct mrl_domain d;
+	struct mrl_peer a, b;
+	struct fi_collective_attr cattr = { .op = FI_NOOP,
+					    .datatype = FI_VOID };
+	struct fi_context2 ctx;
+	uint64_t buf = 1, res = 0;
+	ssize_t ret;
+
+	if (!expect_hook) {
+		mrl_test_skip_current("without the hook the bare provider's "
+				      "NULL collective table would be called");
+		return;
+	}
+	if (!open_pair(0, NULL, &d, &a, &b))
+		return;
+	ret = fi_query_collective(d.domain, FI_BARRIER, &cattr, 0);
+	if ((d.info->caps & FI_COLLECTIVE) || ret == 0) {
+		mrl_test_skip_current("%s offers collectives "
+				      "(fi_query_collective(FI_BARRIER) = %zd)",
+				      prov, ret);
+		return;
+	}
+	ret = fi_barrier(a.ep, a.peer, &ctx);
+	CHECK_MSG(ret == -FI_ENOSYS, "fi_barrier = %zd (%s), want -FI_ENOSYS",
+		  ret, fi_strerror((int)-ret));
+	ret = fi_broadcast(a.ep, &buf, 1, NULL, a.peer, a.peer, FI_UINT64, 0,
+			   &ctx);
+	CHECK_MSG(ret == -FI_ENOSYS, "fi_broadcast = %zd (%s), want -FI_ENOSYS",
+		  ret, fi_strerror((int)-ret));
+	ret = fi_allreduce(a.ep, &buf, 1, NULL, &res, NULL, a.peer, FI_UINT64,
+			   FI_SUM, 0, &ctx);
+	CHECK_MSG(ret == -FI_ENOSYS, "fi_allreduce = %zd (%s), want -FI_ENOSYS",
+		  ret, fi_strerror((int)-ret));
 }
 
 /* ------------------------------------------------------------------------
@@ -1907,6 +1952,7 @@ int main(int argc, char **argv)
 		MRL_RUN(test_hook_wraps_every_object_class_and_closes_every_wrapper);
 		MRL_RUN(test_mrlease_ops_answer_only_under_the_hook);
 		MRL_RUN(test_domain_knows_whether_it_is_the_outermost_instance);
+		MRL_RUN(test_hook_answers_ops_the_provider_lacks_with_enosys);
 		MRL_RUN(test_core_objects_open_bind_enable_and_close);
 		MRL_RUN(test_counter_opens_reads_and_closes);
 		MRL_RUN(test_av_insert_lookup_straddr_and_remove);
