@@ -585,6 +585,41 @@ static void test_stats_count_lookups_hits_misses_and_leases(void)
 	fixture_close();
 }
 
+/* A process with more domains than statistic slots (rxm stacks two per
+ * fabric) must keep working: the extra domains share one counter slot. */
+static void test_domains_beyond_the_stat_slots_share_one_and_still_work(void)
+{
+	enum { N = MRL_CACHE_STAT_SLOTS + 8 };
+	static struct mrl_cache_domain *doms[N];
+	static struct creg cregs[N];
+	struct mrl_domain_config dconf;
+	struct mrl_registration *r;
+	struct fi_mrlease_stats st;
+
+	CHECK_FI(fixture_open(0, 0));
+	for (int i = 0; i < N; i++) {
+		creg_init(&cregs[i], NULL, 0);
+		dconf = creg_domain_config(&cregs[i]);
+		CHECK_FI(mrl_cache_domain_open(cache, &dconf, &doms[i]));
+		CHECK_FI(mrl_cache_acquire(doms[i], P(i), P(i) + 8, &r));
+		mrl_lease_release(r);
+		CHECK_FI(mrl_cache_acquire(doms[i], P(i), P(i) + 8, &r));	/* hit */
+		mrl_lease_release(r);
+	}
+	mrl_cache_stats(cache, &st);
+	CHECK_EQ(2 * N, st.lookups);
+	CHECK_EQ(N, st.hits);
+	CHECK_EQ(N, st.entries);
+	CHECK_EQ(0, st.leases);
+	mrl_cache_domain_stats(doms[0], &st);
+	CHECK_EQ(1, st.hits);
+	for (int i = 0; i < N; i++)
+		mrl_cache_domain_close(doms[i]);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(1, atomic_load(&cregs[i].closed));
+	fixture_close();
+}
+
 int main(void)
 {
 	page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -605,6 +640,7 @@ int main(void)
 	MRL_RUN(test_invalidate_during_a_miss_keeps_it_out_of_the_index);
 	MRL_RUN(test_clear_domain_retires_only_its_own_entries);
 	MRL_RUN(test_stats_count_lookups_hits_misses_and_leases);
+	MRL_RUN(test_domains_beyond_the_stat_slots_share_one_and_still_work);
 	MRL_RUN(test_every_registration_closed_exactly_once);
 	return mrl_test_done();
 }

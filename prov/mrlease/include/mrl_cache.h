@@ -82,7 +82,9 @@
  * Limits: MRL_CACHE_MAX_THREADS threads get a lock-free read path at once
  * (more threads fall back to the mutex, still correct); MRL_CACHE_STAT_SLOTS
  * caches and domains open at once keep separate hit counters (beyond that,
- * their hit/lookup/lease counters are merged in one shared slot).
+ * their lookup/hit/lease counters are merged in one shared slot: each such
+ * domain reports the merged figures, the cache counts them once while one of
+ * them is open and drops them when the last closes).
  */
 #ifndef MRL_CACHE_H
 #define MRL_CACHE_H

@@ -1087,7 +1087,8 @@ static void domain_unref(struct mrl_cache_domain *dom)
 	for (p = &cache->domains; *p != dom; p = &(*p)->next)
 		;
 	*p = dom->next;
-	for (int i = 0; i < MRL_TCNT_COUNT; i++)
+	/* The shared slot is not credited per domain (it would count twice). */
+	for (int i = 0; i < MRL_TCNT_COUNT && dom->slot != MRL_CACHE_STAT_SLOTS - 1; i++)
 		cache->closed_hot[i] += tcnt_sum(dom->slot, i) - dom->slot_base[i];
 	write_exit(cache);
 	slot_free(dom->slot);
@@ -1906,14 +1907,27 @@ void mrl_cache_domain_stats(struct mrl_cache_domain *dom, struct fi_mrlease_stat
 void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats)
 {
 	uint64_t hot[MRL_TCNT_COUNT], sum[MRL_TCNT_COUNT];
-	struct mrl_cache_domain *dom;
+	struct mrl_cache_domain *dom, *shared = NULL;
 
 	memset(stats, 0, sizeof(*stats));
 	slow_copy(&cache->stats, stats);
 	pthread_mutex_lock(&cache->lock);
 	memcpy(sum, cache->closed_hot, sizeof(sum));
 	for (dom = cache->domains; dom; dom = dom->next) {
+		if (dom->slot == MRL_CACHE_STAT_SLOTS - 1) {
+			/* The shared slot: counted once, from its oldest
+			 * baseline among this cache's domains. */
+			if (!shared || dom->slot_base[MRL_TCNT_LOOKUPS] <
+					       shared->slot_base[MRL_TCNT_LOOKUPS])
+				shared = dom;
+			continue;
+		}
 		domain_hot(dom, hot);
+		for (int i = 0; i < MRL_TCNT_COUNT; i++)
+			sum[i] += hot[i];
+	}
+	if (shared) {
+		domain_hot(shared, hot);
 		for (int i = 0; i < MRL_TCNT_COUNT; i++)
 			sum[i] += hot[i];
 	}
