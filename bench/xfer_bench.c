@@ -615,8 +615,14 @@ static int parent_main(void)
 			       "4 KiB): %.1f\n", ir);
 	}
 
-	printf("RESULT prov=%s reps=%d", getenv("XFER_BENCH_PROV") ?
-	       getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm", reps);
+	/* The figures are only as quiet as the machine: say how busy it was. */
+	double load[1] = { -1 };
+
+	if (getloadavg(load, 1) == 1)
+		printf("# load average (1 min) at the end: %.2f on %ld cpus\n", load[0],
+		       sysconf(_SC_NPROCESSORS_ONLN));
+	printf("RESULT prov=%s reps=%d load1=%.2f", getenv("XFER_BENCH_PROV") ?
+	       getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm", reps, load[0]);
 	for (size_t i = 0; i < NSIZES; i++)
 		printf(" r21_%zu=%.3f r24_%zu=%.3f r23_%zu=%.3f r51_%zu=%.3f",
 		       bench_sizes[i], med[2][i] / med[1][i], bench_sizes[i],
