@@ -22,7 +22,8 @@
  * Hook instructions per operation (hit path) with valgrind, if installed:
  * callgrind runs mode 2 at 4 KiB (>= the default FI_MRLEASE_MIN_SIZE, so
  * every write is a cache hit after the first) with window 1 for N1 and N2
- * writes, and once more with N1 writes plus P extra empty CQ polls. The
+ * writes, and, only if the two runs made different numbers of empty CQ
+ * polls, once more with N1 writes plus P extra empty polls. The
  * hook's cost H of a run is the self cost of every function in
  * libmrlease-fi.so plus what those functions spend in objects other than
  * libfabric and the hook (libc locks, memcpy); the provider's own work is
@@ -30,6 +31,10 @@
  *     per empty poll  c = (H3 - H1) / P
  *     per write       ((H2 - H1) - c * (extra polls2 - extra polls1)) / (N2 - N1)
  * which removes set-up and teardown and the variable number of empty polls.
+ * As a cross-check the whole process's instructions per write + completion
+ * ("totals:" of the same runs, and of N1/N2 runs of modes 1 and 4) give what
+ * mrlease and libfabric's noop hook add over no hook, everything included
+ * (both instances: over rxm and over the tcp domain rxm opens).
  * The recipe by hand:
  *     FI_HOOK=mrlease FI_PROVIDER_PATH=<builddir>/prov/mrlease/.libs \
  *     valgrind --tool=callgrind --callgrind-out-file=cg.N \
@@ -483,18 +488,92 @@ static double hook_cost(const char *file)
 	return total;
 }
 
-static int callgrind_run(long iters, long empty_polls, const char *out,
-			 struct sample *s)
+static int callgrind_run_mode(int mode, long iters, long empty_polls,
+			      const char *out, struct sample *s)
 {
 	char iters_s[32], polls_s[32], outopt[PATH_MAX + 32];
 	char *prefix[] = { "valgrind", "--tool=callgrind", "--quiet", outopt, NULL };
-	char *args[] = { "--child", "2", "--sizes", "4096", "--iters", iters_s,
+	char mode_s[8];
+	char *args[] = { "--child", mode_s, "--sizes", "4096", "--iters", iters_s,
 			 "--window", "1", "--empty-polls", polls_s, NULL };
 
+	snprintf(mode_s, sizeof(mode_s), "%d", mode);
 	snprintf(iters_s, sizeof(iters_s), "%ld", iters);
 	snprintf(polls_s, sizeof(polls_s), "%ld", empty_polls);
 	snprintf(outopt, sizeof(outopt), "--callgrind-out-file=%s", out);
-	return spawn(MODE_LEASE, prefix, args, s);
+	return spawn(mode, prefix, args, s);
+}
+
+static int callgrind_run(long iters, long empty_polls, const char *out,
+			 struct sample *s)
+{
+	return callgrind_run_mode(MODE_LEASE, iters, empty_polls, out, s);
+}
+
+/* Whole-process totals of the two mode-2 runs, reused by callgrind_modes. */
+static double lease_totals[2];
+static long lease_ops[2];
+
+/* The whole process's instruction count ("totals:" line). */
+static double callgrind_total(const char *file)
+{
+	char line[512];
+	double total = -1;
+	FILE *f = fopen(file, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "totals:", 7) || !strncmp(line, "summary:", 8))
+			total = strtod(strchr(line, ':') + 1, NULL);
+	if (f)
+		fclose(f);
+	return total;
+}
+
+/*
+ * Whole-process instructions per write + completion in a mode, from two run
+ * lengths (set-up removed); with window 1 every poll finds its completion,
+ * so no poll noise. The difference between modes is what a hook adds, all
+ * included (libfabric's own noop hook for comparison).
+ */
+static double callgrind_total_per_op(int mode, const long n[2], long *extra)
+{
+	char f[64];
+	struct sample s[2];
+	double t[2];
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(f, sizeof(f), "/tmp/xfer_bench.cgt.%d.%d", (int)getpid(), i);
+		if (callgrind_run_mode(mode, n[i], 0, f, &s[i]) < 1)
+			return -1;
+		t[i] = callgrind_total(f);
+		unlink(f);
+		if (t[i] < 0)
+			return -1;
+	}
+	*extra = (s[0].all_polls - s[0].all_ops) + (s[1].all_polls - s[1].all_ops);
+	return (t[1] - t[0]) / (double)(s[1].all_ops - s[0].all_ops);
+}
+
+/* Print whole-process Ir per op for modes 1, 4, 2 and the differences. */
+static void callgrind_modes(double *lease_added, double *noop_added)
+{
+	const long n[2] = { 1000, 3000 };
+	long extra[3] = { 0 };
+	double app = callgrind_total_per_op(MODE_APP, n, &extra[0]);
+	double noop = callgrind_total_per_op(MODE_NOOP, n, &extra[1]);
+	double lease = lease_ops[1] > lease_ops[0] && lease_totals[0] > 0 ?
+		(lease_totals[1] - lease_totals[0]) / (double)(lease_ops[1] - lease_ops[0]) :
+		callgrind_total_per_op(MODE_LEASE, n, &extra[2]);
+
+	*lease_added = *noop_added = -1;
+	if (app < 0 || noop < 0 || lease < 0)
+		return;
+	*lease_added = lease - app;
+	*noop_added = noop - app;
+	printf("# callgrind whole process, Ir per fi_write + completion at 4 KiB: "
+	       "app %.0f, noop %.0f (+%.0f), lease %.0f (+%.0f); empty polls "
+	       "%ld/%ld/%ld\n", app, noop, *noop_added, lease, *lease_added,
+	       extra[0], extra[1], extra[2]);
 }
 
 /* Instructions the hook adds per write + completion on the hit path. */
@@ -503,31 +582,40 @@ static double callgrind_per_op(void)
 	const long n1 = 1000, n2 = 3000, p = 20000;
 	char f[3][64];
 	struct sample s[3];
-	double h[3], per_poll, extra[3];
+	double h[3], per_poll = 0, extra[3] = { 0 };
+	int runs = 2;
 
 	if (system("valgrind --version >/dev/null 2>&1"))
 		return -1;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < runs; i++) {
 		snprintf(f[i], sizeof(f[i]), "/tmp/xfer_bench.cg.%d.%d", (int)getpid(), i);
 		if (callgrind_run(i == 1 ? n2 : n1, i == 2 ? p : 0, f[i], &s[i]) < 1)
 			return -1;
 		h[i] = hook_cost(f[i]);
+		if (i < 2) {
+			lease_totals[i] = callgrind_total(f[i]);
+			lease_ops[i] = s[i].all_ops;
+		}
 		unlink(f[i]);
 		if (h[i] < 0)
 			return -1;
+		extra[i] = (double)(s[i].all_polls - s[i].all_ops);
+		/* Reads that found nothing differ between the runs: a third
+		 * run adds p of them to the first, which prices one. */
+		if (i == 1 && extra[1] != extra[0])
+			runs = 3;
 	}
-	/* Extra polls (reads that found nothing) differ between runs; the
-	 * third run adds p of them to the first, which prices one. */
-	extra[0] = (double)(s[0].all_polls - s[0].all_ops);
-	extra[1] = (double)(s[1].all_polls - s[1].all_ops);
-	extra[2] = (double)(s[2].all_polls - s[2].all_ops);
-	if (extra[2] <= extra[0] || s[1].all_ops <= s[0].all_ops)
+	if (s[1].all_ops <= s[0].all_ops)
 		return -1;
-	per_poll = (h[2] - h[0]) / (extra[2] - extra[0]);
-	printf("# callgrind: hook Ir %.0f / %.0f / %.0f for %ld / %ld / %ld writes "
-	       "with %.0f / %.0f / %.0f empty polls: %.1f Ir per empty poll\n",
-	       h[0], h[1], h[2], s[0].all_ops, s[1].all_ops, s[2].all_ops,
-	       extra[0], extra[1], extra[2], per_poll);
+	if (runs == 3) {
+		if (extra[2] <= extra[0])
+			return -1;
+		per_poll = (h[2] - h[0]) / (extra[2] - extra[0]);
+	}
+	printf("# callgrind: hook Ir %.0f / %.0f for %ld / %ld writes with %.0f / %.0f "
+	       "empty polls (%.1f Ir per empty poll%s)\n", h[0], h[1], s[0].all_ops,
+	       s[1].all_ops, extra[0], extra[1], per_poll,
+	       runs == 3 ? "" : ", not needed");
 	return ((h[1] - h[0]) - per_poll * (extra[1] - extra[0])) /
 	       (double)(s[1].all_ops - s[0].all_ops);
 }
@@ -541,12 +629,15 @@ static int parent_main(void)
 	char mode_s[8];
 	double med[NMODES + 1][NSIZES], v[MAX_REPS];
 	double worst21 = 1e9, worst24 = 1e9, ir = -1;
+	double lease_added = -1, noop_added = -1;
 	int ret;
 
 	env = getenv("XFER_BENCH_CALLGRIND");
 	if (env && !strcmp(env, "only")) {
 		ir = callgrind_per_op();
-		printf("RESULT hook_ir_per_op=%.1f\n", ir);
+		callgrind_modes(&lease_added, &noop_added);
+		printf("RESULT hook_ir_per_op=%.1f lease_added_ir=%.0f noop_added_ir=%.0f\n",
+		       ir, lease_added, noop_added);
 		return ir < 0;
 	}
 	if (reps < 1)
@@ -608,6 +699,8 @@ static int parent_main(void)
 	env = getenv("XFER_BENCH_CALLGRIND");
 	if (!env || strcmp(env, "0")) {
 		ir = callgrind_per_op();
+		if (ir >= 0)
+			callgrind_modes(&lease_added, &noop_added);
 		if (ir < 0)
 			printf("# callgrind: valgrind unavailable or failed\n");
 		else
@@ -635,6 +728,8 @@ static int parent_main(void)
 		printf(" hook_ir_per_op=%.1f", ir);
 	else
 		printf(" hook_ir_per_op=na");
+	if (lease_added >= 0 || noop_added >= 0)
+		printf(" lease_added_ir=%.0f noop_added_ir=%.0f", lease_added, noop_added);
 	printf("\n");
 	return 0;
 }
