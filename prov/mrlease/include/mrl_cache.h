@@ -261,7 +261,8 @@ int mrl_cache_track(struct mrl_cache_domain *domain, uintptr_t start,
  * Retire every entry, in every domain of the cache, overlapping
  * [start, end). When it returns no lookup returns them; their registrations
  * close when their last lease goes, after the lock is released. Called by
- * allocator purge hooks, so it never allocates (nor frees) memory and a
+ * allocator purge hooks, so it never allocates memory (registrations whose
+ * last reference it held are closed through the registrar) and a
  * range overlapping nothing costs a bounds check or a few lock-free filter
  * loads. Returns 0, 0 for an empty range, -FI_EINVAL for a wrapping one
  * (end < start).
