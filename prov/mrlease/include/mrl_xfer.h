@@ -177,8 +177,6 @@ int mrl_op_add_lease(struct mrl_op *op, struct mrl_registration *reg);
 void mrl_op_release_leases(struct mrl_op *op);
 /* Return a LIVE op on the posting thread (its post failed). */
 void mrl_op_free_poster(struct mrl_op *op);
-/* Return an op from any thread (completion). */
-void mrl_op_free_any(struct mrl_op *op);
 /* Call fn on every op of the pool in state LIVE (not extras); poster side. */
 void mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
 			      bool (*fn)(struct mrl_op *op, void *arg),
@@ -263,32 +261,98 @@ static inline void mrl_post_init(struct mrl_post *p, struct mrl_xep *x,
 	p->dir = dir;
 }
 
+/* Warn that a mandatory lease (FI_MR_LOCAL) failed; out of line. */
+void mrl_post_lease_failed(const void *buf, size_t len, int ret);
+
+/* Lease [buf, buf + len) and return its descriptor in *out. */
+static inline int mrl_post_lease(struct mrl_post *p, const void *buf, size_t len,
+			  void **out)
+{
+	struct mrl_registration *reg;
+	uintptr_t start = (uintptr_t)buf;
+	int ret;
+
+	if (!p->op) {
+		p->op = mrl_op_alloc(p->x->pool);
+		if (!p->op)
+			return p->x->mr_local ? -FI_EAGAIN : 0;
+	}
+	ret = mrl_cache_acquire(p->x->cache, start, start + len, &reg);
+	if (ret) {
+		if (!p->x->mr_local)
+			return 0; /* the provider copes with desc NULL */
+		mrl_post_lease_failed(buf, len, ret);
+		return ret;
+	}
+	ret = mrl_op_add_lease(p->op, reg);
+	if (ret) {
+		mrl_lease_release(reg);
+		return p->x->mr_local ? -FI_EAGAIN : 0;
+	}
+	*out = mrl_registration_desc(reg);
+	return 0;
+}
+
 /*
- * Resolve count operands: out[i] = desc[i] (desc may be NULL: all NULL), or
- * for a NULL descriptor on an operand of at least min bytes, a lease's
- * descriptor. A failed lease on a domain without FI_MR_LOCAL leaves the
- * descriptor NULL (the provider copes); with FI_MR_LOCAL it fails the post.
+ * Resolve one operand: *out = desc, or for a NULL descriptor on an operand
+ * of at least min bytes, a lease's descriptor. A failed lease on a domain
+ * without FI_MR_LOCAL leaves the descriptor NULL (the provider copes); with
+ * FI_MR_LOCAL it fails the post.
  */
+static inline int mrl_post_buf(struct mrl_post *p, const void *buf, size_t len, void *desc,
+		 size_t min, void **out)
+{
+	*out = desc;
+	if (desc || !buf || len < min)
+		return 0;
+	return mrl_post_lease(p, buf, len, out);
+}
+
+/* The same for count operands (desc may be NULL: all NULL). */
 int mrl_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
 		 size_t count, size_t min, void **out);
 int mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
 		 size_t count, enum fi_datatype datatype, size_t min, void **out);
-/* Single buffer forms. */
-int mrl_post_buf(struct mrl_post *p, const void *buf, size_t len, void *desc,
-		 size_t min, void **out);
 
 /*
- * After resolving: the context to give the provider, and (msg calls) the
- * flags, with FI_COMPLETION added when the route needs it to learn the end
- * of a leased op the application asked no completion for.
+ * After resolving: the context to give the provider, and the flags (the
+ * call's, or the endpoint's defaults for non-msg calls), with FI_COMPLETION
+ * added when the route needs it to learn the end of a leased op the
+ * application asked no completion for.
  */
-void *mrl_post_context(struct mrl_post *p, void *app_ctx, uint64_t *flags);
-/* After the inner post: on failure release what the post took. */
-ssize_t mrl_post_end(struct mrl_post *p, ssize_t ret);
-
-static inline struct mrl_xep *mrl_xep_of(struct fid_ep *ep)
+static inline void *mrl_post_context(struct mrl_post *p, void *app_ctx, uint64_t *flags)
 {
-	return mrl_ep_of(ep)->ext;
+	struct mrl_op *op = p->op;
+	const struct mrl_xdir *d = &p->x->dir[p->dir];
+
+	if (!op)
+		return app_ctx;
+	if (!op->nleases) {
+		/* Every lease attempt fell back to desc NULL. */
+		mrl_op_free_poster(op);
+		p->op = NULL;
+		return app_ctx;
+	}
+	op->app_ctx = app_ctx;
+	if (flags) {
+		if (*flags & FI_MULTI_RECV)
+			op->flags |= MRL_OP_MULTI_RECV;
+		if (d->route == MRL_ROUTE_INTERNAL ||
+		    (d->route == MRL_ROUTE_SELECTIVE &&
+		     !(*flags & FI_COMPLETION))) {
+			op->flags |= MRL_OP_HIDDEN;
+			*flags |= FI_COMPLETION;
+		}
+	}
+	return op;
+}
+
+/* After the inner post: on failure release what the post took. */
+static inline ssize_t mrl_post_end(struct mrl_post *p, ssize_t ret)
+{
+	if (ret && p->op)
+		mrl_op_free_poster(p->op);
+	return ret;
 }
 
 /* Size in bytes of one element of an atomic datatype (0: unknown). */

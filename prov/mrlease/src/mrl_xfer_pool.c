@@ -279,13 +279,6 @@ void mrl_op_free_poster(struct mrl_op *op)
 		pthread_mutex_unlock(&pool->lock);
 }
 
-void mrl_op_free_any(struct mrl_op *op)
-{
-	struct mrl_op *last = mrl_op_chain_free(op);
-
-	mrl_op_push_returned(op->pool, op, last);
-}
-
 void mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
 			      bool (*fn)(struct mrl_op *op, void *arg),
 			      void *arg)
@@ -319,9 +312,20 @@ bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 	if (atomic_compare_exchange_strong_explicit(
 		    &op->state, &state, MRL_OP_FREE, memory_order_acq_rel,
 		    memory_order_acquire)) {
-		/* Read everything needed before the op can be reused. */
-		mrl_op_release_leases(op);
-		mrl_op_free_any(op);
+		/* One pass over the op and its extras: release, free, push. */
+		struct mrl_op *last = op;
+
+		for (;;) {
+			for (uint16_t i = 0; i < last->nleases; i++)
+				mrl_lease_release(last->leases[i]);
+			last->nleases = 0;
+			if (!last->next)
+				break;
+			last = last->next;
+			atomic_store_explicit(&last->state, MRL_OP_FREE,
+					      memory_order_relaxed);
+		}
+		mrl_op_push_returned(op->pool, op, last);
 	} else if (state == MRL_OP_ORPHAN) {
 		/* Its endpoint closed and released the leases; the pool is
 		 * held by this CQ and never hands the op out again. */

@@ -47,44 +47,12 @@ size_t mrl_datatype_size(enum fi_datatype datatype)
 	}
 }
 
-/* Lease [buf, buf + len) and return its descriptor in *out. */
-static int mrl_post_lease(struct mrl_post *p, const void *buf, size_t len,
-			  void **out)
-{
-	struct mrl_registration *reg;
-	uintptr_t start = (uintptr_t)buf;
-	int ret;
 
-	if (!p->op) {
-		p->op = mrl_op_alloc(p->x->pool);
-		if (!p->op)
-			return p->x->mr_local ? -FI_EAGAIN : 0;
-	}
-	ret = mrl_cache_acquire(p->x->cache, start, start + len, &reg);
-	if (ret) {
-		if (!p->x->mr_local)
-			return 0; /* the provider copes with desc NULL */
-		FI_WARN(mrl_prov, FI_LOG_EP_DATA,
-			"no registration for operand %p+%zu: %s\n", buf, len,
-			fi_strerror(-ret));
-		return ret;
-	}
-	ret = mrl_op_add_lease(p->op, reg);
-	if (ret) {
-		mrl_lease_release(reg);
-		return p->x->mr_local ? -FI_EAGAIN : 0;
-	}
-	*out = mrl_registration_desc(reg);
-	return 0;
-}
-
-int mrl_post_buf(struct mrl_post *p, const void *buf, size_t len, void *desc,
-		 size_t min, void **out)
+void mrl_post_lease_failed(const void *buf, size_t len, int ret)
 {
-	*out = desc;
-	if (desc || !buf || len < min)
-		return 0;
-	return mrl_post_lease(p, buf, len, out);
+	FI_WARN(mrl_prov, FI_LOG_EP_DATA,
+		"no registration for operand %p+%zu: %s\n", buf, len,
+		fi_strerror(-ret));
 }
 
 int mrl_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
@@ -121,36 +89,3 @@ int mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
 	return 0;
 }
 
-void *mrl_post_context(struct mrl_post *p, void *app_ctx, uint64_t *flags)
-{
-	struct mrl_op *op = p->op;
-	const struct mrl_xdir *d = &p->x->dir[p->dir];
-
-	if (!op)
-		return app_ctx;
-	if (!op->nleases) {
-		/* Every lease attempt fell back to desc NULL. */
-		mrl_op_free_poster(op);
-		p->op = NULL;
-		return app_ctx;
-	}
-	op->app_ctx = app_ctx;
-	if (flags) {
-		if (*flags & FI_MULTI_RECV)
-			op->flags |= MRL_OP_MULTI_RECV;
-		if (d->route == MRL_ROUTE_INTERNAL ||
-		    (d->route == MRL_ROUTE_SELECTIVE &&
-		     !(*flags & FI_COMPLETION))) {
-			op->flags |= MRL_OP_HIDDEN;
-			*flags |= FI_COMPLETION;
-		}
-	}
-	return op;
-}
-
-ssize_t mrl_post_end(struct mrl_post *p, ssize_t ret)
-{
-	if (ret && p->op)
-		mrl_op_free_poster(p->op);
-	return ret;
-}
