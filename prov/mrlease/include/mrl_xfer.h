@@ -244,7 +244,7 @@ int mrl_xfer_domain_open(struct mrl_domain *domain);
 /* Install the domain ops that let endpoints learn their op flags. */
 void mrl_xfer_domain_ops_install(struct mrl_domain *domain);
 
-/* ---- post-path helpers (mrl_xfer_post.c), shared by the op families -------- */
+/* ---- post-path helpers (mrl_xfer_post.c), shared by the op families ---- */
 
 /* One post being resolved: the op is taken on the first lease. */
 struct mrl_post {
@@ -265,8 +265,8 @@ static inline void mrl_post_init(struct mrl_post *p, struct mrl_xep *x,
 void mrl_post_lease_failed(const void *buf, size_t len, int ret);
 
 /* Lease [buf, buf + len) and return its descriptor in *out. */
-static inline int mrl_post_lease(struct mrl_post *p, const void *buf, size_t len,
-			  void **out)
+static inline int mrl_post_lease(struct mrl_post *p, const void *buf,
+				 size_t len, void **out)
 {
 	struct mrl_registration *reg;
 	uintptr_t start = (uintptr_t)buf;
@@ -299,8 +299,9 @@ static inline int mrl_post_lease(struct mrl_post *p, const void *buf, size_t len
  * without FI_MR_LOCAL leaves the descriptor NULL (the provider copes); with
  * FI_MR_LOCAL it fails the post.
  */
-static inline int mrl_post_buf(struct mrl_post *p, const void *buf, size_t len, void *desc,
-		 size_t min, void **out)
+static inline int mrl_post_buf(struct mrl_post *p, const void *buf,
+			       size_t len, void *desc, size_t min,
+			       void **out)
 {
 	*out = desc;
 	if (desc || !buf || len < min)
@@ -320,7 +321,8 @@ int mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
  * added when the route needs it to learn the end of a leased op the
  * application asked no completion for.
  */
-static inline void *mrl_post_context(struct mrl_post *p, void *app_ctx, uint64_t *flags)
+static inline void *mrl_post_context(struct mrl_post *p, void *app_ctx,
+				     uint64_t *flags)
 {
 	struct mrl_op *op = p->op;
 	const struct mrl_xdir *d = &p->x->dir[p->dir];
@@ -400,7 +402,7 @@ void mrl_xfer_tagged_init(void);
 void mrl_xfer_rma_init(void);
 void mrl_xfer_atomic_init(void);
 
-/* ---- completion side (mrl_completion_*.c) ------------------------------------ */
+/* ---- completion side (mrl_completion_*.c) ------------------------------ */
 
 /* The data path's state of a CQ (mrl_cq.ext). */
 struct mrl_xcq {

@@ -41,7 +41,8 @@ static bool mrl_atomic_needs_lease(const struct mrl_atomic_ops *a,
 }
 
 /* Resolve all three sets into src/cmp/res descriptor arrays. */
-static int mrl_atomic_resolve(struct mrl_post *p, const struct mrl_atomic_ops *a,
+static int mrl_atomic_resolve(struct mrl_post *p,
+			      const struct mrl_atomic_ops *a,
 			      enum fi_datatype datatype, size_t min,
 			      void **src, void **cmp, void **res)
 {

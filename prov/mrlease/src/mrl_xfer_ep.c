@@ -317,7 +317,7 @@ static int mrl_xfer_ep_control(struct fid *fid, int command, void *arg)
 	return ret;
 }
 
-/* ---- fi_cancel ------------------------------------------------------------ */
+/* ---- fi_cancel ------------------------------------------------------- */
 
 struct mrl_cancel_find {
 	void *app_ctx;
@@ -354,7 +354,7 @@ static ssize_t mrl_xfer_cancel(fid_t fid, void *context)
 	return mrl_ep_ops.cancel(fid, context);
 }
 
-/* ---- open, bind, close ---------------------------------------------------- */
+/* ---- open, close ----------------------------------------------------- */
 
 static void mrl_xfer_init_once(void)
 {
