@@ -330,6 +330,17 @@ static void atomic_families(struct xfer_pair *pair, struct bufs *b)
 	CHECK_EQ(7, tgt[0]);
 }
 
+/* libfabric 1.17's rxm, given FI_MR_LOCAL over tcp (no FI_MR_VIRT_ADDR), sends
+ * messages past its 16 KiB eager limit by rendezvous and has the peer read
+ * every iov at offset 0 of its MR, so an iov not at its MR's start arrives
+ * wrong with or without a hook (test_hook_rxm_rndv proves it on the bare
+ * provider). Those message sizes cannot be verified there. */
+static bool rxm_rendezvous_broken(const struct xfer_pair *pair, size_t len)
+{
+	return mr_local && !strcmp(prov, "tcp;ofi_rxm") && len > 16384 &&
+	       !(pair->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
+}
+
 static void every_op_family(bool app_descs)
 {
 	struct mrcheck_stats chk0, chk1;
@@ -350,9 +361,18 @@ static void every_op_family(bool app_descs)
 	CHECK_FI(pair.chk_all->query(pair.chk_all, &chk0, sizeof(chk0)));
 	CHECK_FI(bufs_open(&pair, &b, app_descs));
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && !mrl_test_failed(); i++) {
-		msg_families(&pair, &b, sizes[i]);
-		if (!mrl_test_failed() && (pair.info->caps & FI_TAGGED))
-			tagged_families(&pair, &b, sizes[i]);
+		if (rxm_rendezvous_broken(&pair, sizes[i])) {
+			char name[96];
+
+			snprintf(name, sizeof(name), "%s_msg_tagged_%zuB[%s]",
+				 app_descs ? "app_descs" : "null_desc", sizes[i], prov);
+			mrl_test_skip(name, "libfabric 1.17 rxm rendezvous reads each "
+				      "iov at offset 0 of its MR under FI_MR_LOCAL");
+		} else {
+			msg_families(&pair, &b, sizes[i]);
+			if (!mrl_test_failed() && (pair.info->caps & FI_TAGGED))
+				tagged_families(&pair, &b, sizes[i]);
+		}
 		if (!mrl_test_failed())
 			rma_families(&pair, &b, sizes[i]);
 	}
