@@ -1241,6 +1241,9 @@ static void test_remote_counter_counts_rma_at_the_target(void)
 	CHECK_FI(mrl_cq_wait(&a, &b, &entry, NULL, "fi_read"));
 	CHECK_FI(mrl_cntr_wait(b.remote_cntr, 2, &b, &a, "remote counter"));
 	CHECK_EQ(2, fi_cntr_read(b.remote_cntr));
+	/* sockets' progress thread may bump the initiator's counter just after
+	 * it writes the CQ entry: wait for it, then require the exact count. */
+	CHECK_FI(mrl_cntr_wait(a.rma_cntr, 2, &a, &b, "initiator rma counter"));
 	CHECK_EQ(2, fi_cntr_read(a.rma_cntr));
 }
 
