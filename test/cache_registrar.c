@@ -42,6 +42,8 @@ static int creg_reg(void *ctx, const void *addr, size_t len, uint64_t access,
 	}
 	atomic_store(&creg->last_key, key);
 	atomic_store(&creg->last_access, access);
+	atomic_store(&creg->last_addr, (uintptr_t)addr);
+	atomic_store(&creg->last_len, len);
 	ret = atomic_load(&creg->fail_code);
 	if (ret)
 		goto refuse;

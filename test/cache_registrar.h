@@ -33,6 +33,8 @@ struct creg {
 	atomic_long registered, closed, double_closed, live;
 	atomic_ulong last_key;
 	atomic_ulong last_access;
+	atomic_uintptr_t last_addr;	/* range of the last reg() call */
+	atomic_size_t last_len;
 	/* Failure injection, read at each reg(). */
 	atomic_int fail_code;		/* fail every call with this (0: off) */
 	atomic_int enokey_left;		/* answer -FI_ENOKEY this many times */

@@ -516,6 +516,114 @@ static void test_invalidate_during_a_miss_keeps_it_out_of_the_index(void)
 	fixture_close();
 }
 
+/* rxm rendezvous over tcp reads each iov from offset 0 of its MR: a lease on
+ * a wider entry starting below the operand would make the peer read the wrong
+ * bytes, so acquire_based must register exactly [start, end). */
+static void test_acquire_based_registers_exact_range_even_inside_a_wider_entry(void)
+{
+	uintptr_t s = P(2) + 100, e = P(2) + 300;
+	struct mrl_registration *wide, *r, *again;
+	struct fi_mrlease_stats st;
+
+	CHECK_FI(fixture_open(0, 0));
+	wide = track(dom, &creg, P(0), P(16));
+	CHECK(wide);
+	CHECK_FI(mrl_cache_acquire_based(dom, s, e, &r));
+	CHECK(r != wide);
+	CHECK_EQ(2, atomic_load(&creg.registered));
+	CHECK_EQ(s, atomic_load(&creg.last_addr));
+	CHECK_EQ(e - s, atomic_load(&creg.last_len));
+	CHECK(r->base == s && r->end == e);
+	/* Second call, shorter operand at the same base: a hit, nothing new. */
+	CHECK_FI(mrl_cache_acquire_based(dom, s, s + 150, &again));
+	CHECK(again == r);
+	mrl_lease_release(again);
+	/* From the index (the hot slot now names the wide entry). */
+	again = mrl_cache_lookup(dom, P(5), P(6));
+	CHECK(again == wide);
+	mrl_lease_release(again);
+	CHECK_FI(mrl_cache_acquire_based(dom, s, e, &again));
+	CHECK(again == r);
+	mrl_lease_release(again);
+	CHECK_EQ(2, atomic_load(&creg.registered));
+	mrl_cache_domain_stats(dom, &st);
+	CHECK_EQ(4, st.lookups);
+	CHECK_EQ(3, st.hits);
+	CHECK_EQ(1, st.misses);
+	/* A base inside the new entry but not at it is not served by it. */
+	CHECK_FI(mrl_cache_acquire_based(dom, s + 8, e, &again));
+	CHECK(again != r && again->base == s + 8);
+	CHECK_EQ(3, atomic_load(&creg.registered));
+	mrl_lease_release(again);
+	CHECK_EQ(-FI_EINVAL, mrl_cache_acquire_based(dom, s, s, &again));
+	CHECK_EQ(-FI_EINVAL, mrl_cache_acquire_based(dom, e, s, &again));
+	mrl_lease_release(r);
+	mrl_lease_release(wide);
+	CHECK_EQ(0, atomic_load(&creg.closed));
+	fixture_close();
+	CHECK_EQ(3, atomic_load(&creg.closed));
+	CHECK_EQ(0, atomic_load(&creg.double_closed));
+}
+
+/* A longer operand at the base of a shorter entry must replace it (as track
+ * does) without closing the registration an in-flight send still uses. */
+static void test_acquire_based_replaces_shorter_entry_and_its_lease_stays_open(void)
+{
+	uintptr_t s = P(4) + 64;
+	struct mrl_registration *shorter, *longer, *got;
+
+	CHECK_FI(fixture_open(0, 0));
+	CHECK_FI(mrl_cache_acquire_based(dom, s, s + 100, &shorter));
+	CHECK_FI(mrl_cache_acquire_based(dom, s, s + 5000, &longer));
+	CHECK(longer != shorter);
+	CHECK_EQ(2, atomic_load(&creg.registered));
+	CHECK_EQ(0, atomic_load(&creg.closed));
+	CHECK_EQ(1, refs(shorter));	/* the index let go, the lease holds */
+	got = mrl_cache_lookup(dom, s, s + 50);
+	CHECK(got == longer);
+	mrl_lease_release(got);
+	CHECK_FI(mrl_cache_acquire_based(dom, s, s + 100, &got));
+	CHECK(got == longer);
+	mrl_lease_release(got);
+	mrl_lease_release(shorter);
+	CHECK_EQ(1, atomic_load(&creg.closed));
+	mrl_lease_release(longer);
+	CHECK_EQ(1, atomic_load(&creg.closed));
+	fixture_close();
+	CHECK_EQ(2, atomic_load(&creg.closed));
+	CHECK_EQ(0, atomic_load(&creg.double_closed));
+}
+
+/* An allocator purging the pages of a based entry must drop it, or the next
+ * send from recycled memory would use a stale registration. */
+static void test_acquire_based_entry_is_removed_by_invalidate(void)
+{
+	uintptr_t s = P(6) + 8, range[2] = { P(9), P(10) };
+	struct mrl_registration *r, *again;
+
+	CHECK_FI(fixture_open(0, 0));
+	CHECK_FI(mrl_cache_acquire_based(dom, s, s + 32, &r));
+	mrl_lease_release(r);
+	CHECK_FI(mrl_cache_invalidate(cache, s + 31, s + 32));
+	CHECK_EQ(1, atomic_load(&creg.closed));
+	CHECK(mrl_cache_lookup(dom, s, s + 1) == NULL);
+	CHECK_FI(mrl_cache_acquire_based(dom, s, s + 32, &again));
+	CHECK_EQ(2, atomic_load(&creg.registered));
+	mrl_lease_release(again);
+	/* Invalidate while a based miss registers: a lease, never indexed. */
+	creg.on_reg = invalidate_during_reg;
+	creg.on_reg_arg = range;
+	CHECK_FI(mrl_cache_acquire_based(dom, P(9) + 16, P(9) + 48, &r));
+	CHECK(mrl_cache_lookup(dom, P(9) + 16, P(9) + 17) == NULL);
+	CHECK_EQ(1, refs(r));
+	mrl_lease_release(r);
+	CHECK_EQ(2, atomic_load(&creg.closed));
+	fixture_close();
+	CHECK_EQ(3, atomic_load(&creg.registered));
+	CHECK_EQ(3, atomic_load(&creg.closed));
+	CHECK_EQ(0, atomic_load(&creg.double_closed));
+}
+
 /* Closing one domain (a worker going away) must leave another's entries
  * alone and let its own leased registrations close once, later. */
 static void test_clear_domain_retires_only_its_own_entries(void)
@@ -638,6 +746,9 @@ int main(void)
 	MRL_RUN(test_miss_registers_the_page_aligned_extent_of_the_operand);
 	MRL_RUN(test_span_resolver_widens_and_foreign_span_is_ignored);
 	MRL_RUN(test_invalidate_during_a_miss_keeps_it_out_of_the_index);
+	MRL_RUN(test_acquire_based_registers_exact_range_even_inside_a_wider_entry);
+	MRL_RUN(test_acquire_based_replaces_shorter_entry_and_its_lease_stays_open);
+	MRL_RUN(test_acquire_based_entry_is_removed_by_invalidate);
 	MRL_RUN(test_clear_domain_retires_only_its_own_entries);
 	MRL_RUN(test_stats_count_lookups_hits_misses_and_leases);
 	MRL_RUN(test_domains_beyond_the_stat_slots_share_one_and_still_work);

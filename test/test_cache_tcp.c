@@ -266,6 +266,39 @@ static void test_cache_keys_avoid_application_keys_on_tcp(void)
 	free(mem);
 }
 
+/* rxm rendezvous over tcp (no FI_MR_VIRT_ADDR) reads an iov from offset 0 of
+ * its MR: the MR must be a real fi_mr_reg starting exactly at the iov, even
+ * inside an extent the cache already covers, and be reused on the next send. */
+static void test_acquire_based_registers_at_the_iov_on_tcp(void)
+{
+	uint8_t *mem = buffer(4 * page_size, page_size);
+	uintptr_t base = (uintptr_t)mem, s = base + page_size + 24, e = s + 1000;
+	struct mrl_registration *wide, *r, *again;
+
+	CHECK(mem);
+	CHECK_FI(fixture_open());
+	CHECK_FI(mrl_cache_acquire(dom, base, base + 4 * page_size, &wide));
+	CHECK_FI(mrl_cache_acquire_based(dom, s, e, &r));
+	CHECK(r != wide && r->base == s && r->end == e);
+	CHECK_EQ(2, atomic_load(&creg.registered));
+	CHECK_EQ(s, atomic_load(&creg.last_addr));
+	CHECK_EQ(e - s, atomic_load(&creg.last_len));
+	CHECK(creg_fid(mrl_registration_mr(r)) != NULL);
+	CHECK(mrl_registration_desc(r) == fi_mr_desc(creg_fid(mrl_registration_mr(r))));
+	CHECK_FI(mrl_cache_acquire_based(dom, s, s + 10, &again));
+	CHECK(again == r);
+	CHECK_EQ(2, atomic_load(&creg.registered));
+	mrl_lease_release(again);
+	CHECK_FI(mrl_cache_invalidate(cache, s, s + 1));
+	CHECK_EQ(0, atomic_load(&creg.closed));		/* both still leased */
+	mrl_lease_release(r);
+	mrl_lease_release(wide);
+	CHECK_EQ(2, atomic_load(&creg.closed));
+	fixture_close();
+	CHECK_EQ(0, atomic_load(&creg.double_closed));
+	free(mem);
+}
+
 int main(void)
 {
 	int ret;
@@ -283,6 +316,7 @@ int main(void)
 	MRL_RUN(test_unpin_retires_while_inflight_lease_keeps_it_open);
 	MRL_RUN(test_region_outliving_domain_closes_nothing_twice);
 	MRL_RUN(test_cache_keys_avoid_application_keys_on_tcp);
+	MRL_RUN(test_acquire_based_registers_at_the_iov_on_tcp);
 	MRL_RUN(test_every_registration_closed_exactly_once);
 	ret = creg_tcp_close(&tcp);
 	if (ret)

@@ -220,6 +220,30 @@ void mrl_cache_set_span(struct mrl_cache_domain *domain,
 int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t start,
 		      uintptr_t end, struct mrl_registration **reg);
 
+/*
+ * A lease on a registration whose base is exactly `start` and whose end is >=
+ * `end`, for operands a peer addresses from offset 0 of their MR (libfabric
+ * 1.17 rxm rendezvous over a provider without FI_MR_VIRT_ADDR reads each iov
+ * from the start of its MR, so the MR must begin at the iov).
+ * - Hit: a live entry with base == start and end >= end is leased (counted as
+ *   a lookup and a hit, through the same hot slot and lock-free index read as
+ *   mrl_cache_acquire). A wider entry covering [start, end) from a lower base
+ *   is NOT used.
+ * - Miss: registers exactly [start, end) (no page rounding, no span resolver,
+ *   no widening) with no lock held, then inserts it, replacing a live entry
+ *   at the same base as mrl_cache_track does (the old one is retired; leases
+ *   on it stay valid until released). If a concurrent miss inserted an entry
+ *   at that base reaching `end` meanwhile, the caller gets a lease on it and
+ *   this registration is closed after the unlock. An invalidate overlapping
+ *   the registration in flight keeps it out of the index (the caller still
+ *   gets it as a lease). Failure leaves nothing.
+ * - The entry is an ordinary entry afterwards: covering lookups may return
+ *   it, invalidate/eviction/clear_domain retire it.
+ * Returns 0 and *reg, -FI_EINVAL if end <= start, or the registrar's error.
+ */
+int mrl_cache_acquire_based(struct mrl_cache_domain *domain, uintptr_t start,
+			    uintptr_t end, struct mrl_registration **reg);
+
 /* The same lookup without registering on a miss (NULL then): for the
  * extension API and for tests that must not create entries. */
 struct mrl_registration *mrl_cache_lookup(struct mrl_cache_domain *domain,

@@ -546,6 +546,15 @@ static struct mrl_registration *bt_find_base(struct mrl_btnode *root, uintptr_t 
 	return NULL;
 }
 
+/* The entry at exactly `base` if it reaches `end` (acquire_based). */
+static struct mrl_registration *bt_find_based(struct mrl_btnode *root, uintptr_t base,
+					      uintptr_t end)
+{
+	struct mrl_registration *e = bt_find_base(root, base);
+
+	return e && e->end >= end ? e : NULL;
+}
+
 /* Recompute the max ends along the path to base after a change below. */
 static void bt_fix_path(struct mrl_btnode *root, uintptr_t base)
 {
@@ -1433,13 +1442,31 @@ static inline void lease_take_found(struct mrl_registration *reg)
 		atomic_store_explicit(&reg->used, 1, memory_order_relaxed);
 }
 
-/* Covering entry from the index, leased, hot slot refilled; the caller is in
+/* What a lookup accepts: any covering entry, or only one based at start. */
+enum mrl_find {
+	MRL_FIND_NONE,		/* pins: always insert */
+	MRL_FIND_COVER,		/* base <= start, end >= end */
+	MRL_FIND_BASED,		/* base == start, end >= end */
+};
+
+static inline struct mrl_registration *
+find_entry(struct mrl_cache_domain *dom, enum mrl_find mode, uintptr_t start,
+	   uintptr_t end)
+{
+	if (mode == MRL_FIND_COVER)
+		return bt_find_cover(dom->root, start, end);
+	if (mode == MRL_FIND_BASED)
+		return bt_find_based(dom->root, start, end);
+	return NULL;
+}
+
+/* Matching entry from the index, leased, hot slot refilled; the caller is in
  * a read section or holds the mutex. */
 static inline struct mrl_registration *
-index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, uintptr_t start,
-	    uintptr_t end)
+index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find mode,
+	    uintptr_t start, uintptr_t end)
 {
-	struct mrl_registration *reg = bt_find_cover(dom->root, start, end);
+	struct mrl_registration *reg = find_entry(dom, mode, start, end);
 	struct mrl_hot *hot = &rec->hot[dom->slot];
 
 	if (!reg)
@@ -1453,22 +1480,24 @@ index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, uintptr_t star
 }
 
 static inline struct mrl_registration *
-lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec,
+lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find mode,
 	     uintptr_t start, uintptr_t end)
 {
 	struct mrl_cache *cache = dom->cache;
-	struct mrl_registration *reg;
+	struct mrl_registration *reg = NULL;
+	struct mrl_hot *hot = &rec->hot[dom->slot];
 
 	tcnt_add(rec, dom->slot, MRL_TCNT_LOOKUPS, 1);
-	reg = hot_lease(dom, &rec->hot[dom->slot], start, end);
+	if (mode == MRL_FIND_COVER || hot->base == start)
+		reg = hot_lease(dom, hot, start, end);
 	if (MRL_LIKELY(reg != NULL))
 		return reg;
 	if (MRL_LIKELY(read_enter(rec, cache))) {
-		reg = index_lease(dom, rec, start, end);
+		reg = index_lease(dom, rec, mode, start, end);
 		read_exit(rec);
 	} else {
 		pthread_mutex_lock(&cache->lock);
-		reg = index_lease(dom, rec, start, end);
+		reg = index_lease(dom, rec, mode, start, end);
 		pthread_mutex_unlock(&cache->lock);
 	}
 	if (!reg)
@@ -1481,7 +1510,7 @@ struct mrl_registration *mrl_cache_lookup(struct mrl_cache_domain *dom,
 {
 	if (end <= start)
 		return NULL;
-	return lookup_lease(dom, reader_self(), start, end);
+	return lookup_lease(dom, reader_self(), MRL_FIND_COVER, start, end);
 }
 
 /* ---- registration ------------------------------------------------------- */
@@ -1604,13 +1633,13 @@ static void pending_remove(struct mrl_cache *cache, struct mrl_pending *pending)
 }
 
 /*
- * Register and publish a new entry. `cover` asks to reuse a covering entry
+ * Register and publish a new entry. `mode` asks to reuse an entry it accepts
  * found after registering (a concurrent miss won: ours is closed after the
- * unlock); pins always insert. An invalidate or domain close overlapping the
+ * unlock); pins (MRL_FIND_NONE) always insert. An invalidate or domain close overlapping the
  * registration in flight makes it an unindexed lease.
  */
 static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t hi,
-			   uint8_t flags, bool cover, uintptr_t start, uintptr_t end,
+			   uint8_t flags, enum mrl_find mode, uintptr_t start, uintptr_t end,
 			   struct mrl_registration **out)
 {
 	struct mrl_cache *cache = dom->cache;
@@ -1632,9 +1661,9 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 		ret = -FI_EINVAL;
 		goto err_free;
 	}
-	if (cover) {
+	if (mode != MRL_FIND_NONE) {
 		/* Another miss may have finished while we resolved the span. */
-		won = bt_find_cover(dom->root, start, end);
+		won = find_entry(dom, mode, start, end);
 		if (won) {
 			lease_take_found(won);
 			pthread_mutex_unlock(&cache->lock);
@@ -1669,7 +1698,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	if (pending.stale) {
 		reg->state = MRL_REG_RETIRED;
 		atomic_store_explicit(&reg->refs, 1, memory_order_release);
-	} else if (cover && (won = bt_find_cover(dom->root, start, end))) {
+	} else if ((won = find_entry(dom, mode, start, end))) {
 		lease_take_found(won);
 	} else {
 		atomic_store_explicit(&reg->refs, 2, memory_order_release);
@@ -1706,7 +1735,7 @@ int mrl_cache_acquire(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t e
 	if (MRL_UNLIKELY(end <= start))
 		return -FI_EINVAL;
 	rec = reader_self();
-	reg = lookup_lease(dom, rec, start, end);
+	reg = lookup_lease(dom, rec, MRL_FIND_COVER, start, end);
 	if (MRL_LIKELY(reg != NULL)) {
 		*out = reg;
 		return 0;
@@ -1715,7 +1744,30 @@ int mrl_cache_acquire(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t e
 	ret = miss_extent(dom, start, end, &lo, &hi);
 	if (ret)
 		return ret;
-	ret = register_insert(dom, lo, hi, 0, true, start, end, &reg);
+	ret = register_insert(dom, lo, hi, 0, MRL_FIND_COVER, start, end, &reg);
+	if (ret)
+		return ret;
+	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
+	*out = reg;
+	return 0;
+}
+
+int mrl_cache_acquire_based(struct mrl_cache_domain *dom, uintptr_t start,
+			    uintptr_t end, struct mrl_registration **out)
+{
+	struct mrl_registration *reg;
+	int ret;
+
+	if (MRL_UNLIKELY(end <= start))
+		return -FI_EINVAL;
+	reg = lookup_lease(dom, reader_self(), MRL_FIND_BASED, start, end);
+	if (MRL_LIKELY(reg != NULL)) {
+		*out = reg;
+		return 0;
+	}
+	STAT_ADD(dom, misses, 1);
+	/* Exactly [start, end): the peer addresses the MR from its base. */
+	ret = register_insert(dom, start, end, 0, MRL_FIND_BASED, start, end, &reg);
 	if (ret)
 		return ret;
 	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
@@ -1851,7 +1903,7 @@ int mrl_cache_pin(struct mrl_cache_domain *dom, uintptr_t base, size_t len,
 	hi = page_up(cache, base + len);
 	if (!hi)
 		return -FI_EINVAL;
-	ret = register_insert(dom, lo, hi, MRL_REG_PINNED, false, 0, 0, out);
+	ret = register_insert(dom, lo, hi, MRL_REG_PINNED, MRL_FIND_NONE, 0, 0, out);
 	if (ret)
 		return ret;
 	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
