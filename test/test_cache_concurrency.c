@@ -178,13 +178,15 @@ struct miss_arg {
 	int ret;
 	int rounds;
 	pthread_barrier_t *go;
+	bool based;		/* mrl_cache_acquire_based */
 };
 
 static void *miss_thread(void *p)
 {
 	struct miss_arg *a = p;
 
-	a->ret = mrl_cache_acquire(a->f->dom, a->start, a->end, &a->got);
+	a->ret = a->based ? mrl_cache_acquire_based(a->f->dom, a->start, a->end, &a->got) :
+			    mrl_cache_acquire(a->f->dom, a->start, a->end, &a->got);
 	return NULL;
 }
 
@@ -219,6 +221,43 @@ static void test_concurrent_misses_on_same_range_do_not_leak(void)
 	mrl_cache_domain_stats(f.dom, &st);
 	CHECK_EQ(1, st.entries);
 	CHECK_EQ(3, atomic_load(&a[0].got->refs));
+	mrl_lease_release(a[0].got);
+	mrl_lease_release(a[1].got);
+	mrl_cache_destroy(f.cache);
+	CHECK_EQ(2, atomic_load(&f.creg.closed));
+}
+
+/* The same race through acquire_based (rxm rendezvous iovs from two
+ * threads): one entry at the base, the loser's registration closed once. */
+static void test_concurrent_based_misses_on_same_base_do_not_leak(void)
+{
+	static struct fixture f;
+	pthread_barrier_t gate;
+	struct miss_arg a[2];
+	pthread_t th[2];
+	struct fi_mrlease_stats st;
+
+	CHECK_FI(fixture_open(&f, NULL, 0));
+	CHECK(!pthread_barrier_init(&gate, NULL, 2));
+	f.creg.gate = &gate;
+	atomic_store(&f.creg.gate_uses, 2);
+	for (int i = 0; i < 2; i++) {
+		a[i] = (struct miss_arg){ .f = &f, .start = P(1) + 24, .end = P(1) + 88,
+					  .based = true };
+		CHECK(!pthread_create(&th[i], NULL, miss_thread, &a[i]));
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	f.creg.gate = NULL;
+	pthread_barrier_destroy(&gate);
+	CHECK_FI(a[0].ret);
+	CHECK_FI(a[1].ret);
+	CHECK(a[0].got == a[1].got);
+	CHECK(a[0].got->base == P(1) + 24 && a[0].got->end == P(1) + 88);
+	CHECK_EQ(2, atomic_load(&f.creg.registered));
+	CHECK_EQ(1, atomic_load(&f.creg.closed));
+	mrl_cache_domain_stats(f.dom, &st);
+	CHECK_EQ(1, st.entries);
 	mrl_lease_release(a[0].got);
 	mrl_lease_release(a[1].got);
 	mrl_cache_destroy(f.cache);
@@ -437,6 +476,7 @@ int main(void)
 		mrl_test_skip("test_descriptors_stay_valid_while_invalidate_reregisters_underneath",
 			      "no tcp provider on loopback");
 	MRL_RUN(test_concurrent_misses_on_same_range_do_not_leak);
+	MRL_RUN(test_concurrent_based_misses_on_same_base_do_not_leak);
 	MRL_RUN(test_churn_on_all_threads_closes_every_registration_once);
 	MRL_RUN(test_hot_slot_never_leases_a_retired_or_recycled_entry);
 	MRL_RUN(test_pin_release_racing_invalidate_and_domain_close_closes_once);
