@@ -20,3 +20,14 @@ bench_cache_bench_CPPFLAGS += -DHAVE_UCS=1 $(UCS_CFLAGS)
 bench_cache_bench_LDADD += $(UCS_LIBS)
 endif
 BENCHES += bench/cache_bench
+
+# Hook instructions per leased fi_write, per function, with the callgrind
+# recipe of mrl_xfer.h (issue 4's <= 150 target). Run: make bench, or
+# bench/xfer_ir.sh [BUILDDIR] from the source tree.
+EXTRA_DIST += bench/xfer_ir.sh
+CLEANFILES += bench/xfer_ir
+bench/xfer_ir: $(top_srcdir)/bench/xfer_ir.sh
+	@$(MKDIR_P) bench
+	cp $(top_srcdir)/bench/xfer_ir.sh $@ && chmod +x $@
+bench: bench/xfer_ir
+BENCHES += bench/xfer_ir

@@ -1,0 +1,163 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# bench/xfer_ir.sh [BUILDDIR]: instructions the mrlease hook adds per leased
+# fi_write (hit path), with the callgrind recipe of mrl_xfer.h, as a table
+# per function and one RESULT line.
+#
+# bench/xfer_bench --child MODE --sizes 4096 --window 1 runs under
+# valgrind --tool=callgrind for N1 and N2 writes (default 2000 and 6000;
+# XFER_IR_N1, XFER_IR_N2), in three modes:
+#   2 FI_HOOK=mrlease, desc NULL (4 KiB >= FI_MRLEASE_MIN_SIZE: every write
+#     after the first is a cache hit)
+#   4 FI_HOOK=noop (libfabric's passthrough hook), application descriptors
+#   1 no hook, application descriptors
+# Per op = (cost in the N2 run - cost in the N1 run) / (ops2 - ops1), where
+# ops counts every write the child made (warm-up included), which removes
+# set-up and teardown.
+#
+# hook_ir_per_op: the SELF cost of every function in libmrlease-fi.so (both
+#   instances over tcp;ofi_rxm: the outer one over rxm and the inner one over
+#   the tcp domain rxm opens), from the callgrind output itself (the same
+#   numbers as `callgrind_annotate --inclusive=no` filtered on the object,
+#   with a function's inlined parts from other files folded into it).
+#   Program totals are not used for it: tcp progress polling spins a
+#   variable number of times and drowns a hundred instructions.
+# cache_ir_per_op: the part of it in the lease cache (mrl_cache.c functions).
+# noop_added_ir / lease_added_ir: whole-program totals per op of modes 4 and
+#   2 minus mode 1 (libfabric is stripped here, so the noop hook's own
+#   functions cannot be told apart; these are the noisy figures).
+# polls_per_op: fi_cq_read calls per write of the N2 run, mode 2 (window 1:
+#   1.0 means no empty polls).
+#
+# Needs valgrind; prints "RESULT skipped=1" without it. Takes about a
+# minute (six callgrind runs).
+set -u
+
+self_dir=$(cd "$(dirname "$0")" && pwd)
+if [ $# -ge 1 ]; then
+	builddir=$1
+elif [ -n "${MRL_TOP_BUILDDIR:-}" ]; then
+	builddir=$MRL_TOP_BUILDDIR
+elif [ -x "$self_dir/xfer_bench" ]; then
+	builddir=$(dirname "$self_dir")
+else
+	builddir=$PWD
+fi
+builddir=$(cd "$builddir" && pwd)
+bench=$builddir/bench/xfer_bench
+if [ ! -x "$bench" ]; then
+	echo "# $bench not built (make in $builddir)" >&2
+	echo "RESULT skipped=1"
+	exit 0
+fi
+if ! valgrind --version >/dev/null 2>&1; then
+	echo "# valgrind not installed"
+	echo "RESULT skipped=1"
+	exit 0
+fi
+
+n1=${XFER_IR_N1:-2000}
+n2=${XFER_IR_N2:-6000}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/xfer_ir.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+export FI_PROVIDER_PATH=$builddir/prov/mrlease/.libs
+export FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
+export XFER_BENCH_PROV=${XFER_BENCH_PROV:-tcp;ofi_rxm}
+unset FI_MRLEASE_MIN_SIZE FI_HOOK
+
+# Self cost per (function, object) of one callgrind output file:
+# "<Ir> TAB <function> TAB <object>". Cost lines right after calls= are a
+# call's inclusive cost and are skipped; fi=/fe= (inlined code from another
+# file) keep the current function.
+self_cost() {
+	awk '
+	function nm(s, tbl,    id, rest) {
+		if (s ~ /^\(/) {
+			id = substr(s, 2, index(s, ")") - 2)
+			rest = substr(s, index(s, ")") + 1)
+			sub(/^ +/, "", rest)
+			if (rest != "")
+				tbl[id] = rest
+			return tbl[id]
+		}
+		return s
+	}
+	/^ob=/ { ob = nm(substr($0, 4), obn); next }
+	/^fn=/ { fn = nm(substr($0, 4), fnn); cur = fn "\t" ob; next }
+	/^cob=/ { nm(substr($0, 5), obn); next }
+	/^cfn=/ { nm(substr($0, 5), fnn); next }
+	/^calls=/ { skip = 1; next }
+	/^[0-9+*-]/ {
+		if (skip) { skip = 0; next }
+		cost[cur] += $2
+		next
+	}
+	END { for (k in cost) if (cost[k]) printf "%d\t%s\n", cost[k], k }
+	' "$1"
+}
+
+# run MODE N: callgrind output in $tmp/cg.MODE.N, child report in .out
+run() {
+	local mode=$1 n=$2 hook=
+	case $mode in
+	2) hook=mrlease ;;
+	4) hook=noop ;;
+	esac
+	if ! env ${hook:+FI_HOOK=$hook} \
+		valgrind --tool=callgrind --quiet \
+		--callgrind-out-file="$tmp/cg.$mode.$n" "$bench" --child "$mode" \
+		--sizes 4096 --iters "$n" --window 1 >"$tmp/out.$mode.$n"; then
+		echo "# xfer_bench --child $mode under callgrind failed" >&2
+		return 1
+	fi
+}
+
+ops() { awk '/^totals polls/ { print $5 }' "$tmp/out.$1.$2"; }
+polls() { awk '/^totals polls/ { print $3 }' "$tmp/out.$1.$2"; }
+total() { awk '/^(summary|totals):/ { t = $2 } END { print t }' "$tmp/cg.$1.$2"; }
+
+for mode in 2 4 1; do
+	for n in "$n1" "$n2"; do
+		run "$mode" "$n" || { echo "RESULT skipped=1"; exit 1; }
+	done
+done
+
+d2=$(( $(ops 2 "$n2") - $(ops 2 "$n1") ))
+d4=$(( $(ops 4 "$n2") - $(ops 4 "$n1") ))
+d1=$(( $(ops 1 "$n2") - $(ops 1 "$n1") ))
+if [ "$d2" -le 0 ] || [ "$d4" -le 0 ] || [ "$d1" -le 0 ]; then
+	echo "# no op difference between the runs" >&2
+	echo "RESULT skipped=1"
+	exit 1
+fi
+
+# Per-function table of the hook object, mode 2.
+for n in "$n1" "$n2"; do
+	self_cost "$tmp/cg.2.$n" | awk -F'\t' '$3 ~ /libmrlease-fi/ { print $2 "\t" $1 }' |
+		sort -t '	' -k1,1 >"$tmp/fn.$n"
+done
+join -t '	' -a1 -a2 -e 0 -o 0,1.2,2.2 "$tmp/fn.$n1" "$tmp/fn.$n2" |
+	awk -F'\t' -v ops="$d2" '
+	{ d = ($3 - $2) / ops; t += d; if ($1 ~ /^(lookup_lease|mrl_cache_|mrl_lease_release|cache_|pool_alloc)/) c += d
+	  if (d >= 0.05 || d <= -0.05) printf "%8.1f  %s\n", d, $1 }
+	END { printf "%8.1f  TOTAL hook self cost per op\n%8.1f  of which lease cache\n", t, c
+	      printf "HOOK %.1f %.1f\n", t, c > "/dev/stderr" }' 2>"$tmp/hook" |
+	sort -rn | sed 's/^/# /'
+read -r _ hook cache <"$tmp/hook"
+
+per_op() { awk -v a="$(total "$1" "$n1")" -v b="$(total "$1" "$n2")" -v d="$2" \
+	'BEGIN { printf "%.1f", (b - a) / d }'; }
+app=$(per_op 1 "$d1")
+noop=$(per_op 4 "$d4")
+lease=$(per_op 2 "$d2")
+ppo=$(awk -v p="$(polls 2 "$n2")" -v o="$(ops 2 "$n2")" 'BEGIN { printf "%.2f", p / o }')
+load1=$(cut -d' ' -f1 /proc/loadavg)
+echo "# whole program per fi_write + completion: no hook $app, noop $noop, mrlease $lease (Ir)"
+echo "# ops per run: $(ops 2 "$n1") / $(ops 2 "$n2"); load average $load1"
+awk -v h="$hook" -v c="$cache" -v a="$app" -v n="$noop" -v l="$lease" -v p="$ppo" \
+	-v load="$load1" 'BEGIN {
+	printf "RESULT hook_ir_per_op=%.1f cache_ir_per_op=%.1f datapath_ir_per_op=%.1f " \
+	       "noop_added_ir=%.1f lease_added_ir=%.1f app_ir_per_op=%.1f polls_per_op=%s load1=%s\n",
+	       h, c, h - c, n - a, l - a, a, p, load }'
