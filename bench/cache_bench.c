@@ -20,6 +20,7 @@
  * Entries are one page each, two pages apart, at synthetic addresses.
  *
  * Usage: cache_bench [--quick]   (--quick: fewer repetitions and ops)
+ *        cache_bench --drive IMPL hot|rand N OPS   (a driver for valgrind)
  */
 #include "config.h"
 
@@ -567,6 +568,50 @@ static const char *size_tag(int si)
 	return t[si];
 }
 
+/*
+ * A driver for callgrind/cachegrind (not a measurement by itself):
+ *   cache_bench --drive IMPL hot|rand N OPS
+ * builds IMPL with N entries, then runs OPS hits in drive_loop(), so
+ *   valgrind --tool=callgrind --toggle-collect=drive_loop bench/cache_bench --drive ...
+ * gives instructions per operation (Ir / OPS), and --cache-sim=yes the
+ * last-level misses per operation, of the same workload as the figures.
+ */
+static __attribute__((noinline)) void drive_loop(const struct impl *im, void *c, size_t n,
+						 size_t ops, bool hot)
+{
+	for (size_t k = 0; k < ops; k++) {
+		uintptr_t s = entry_base(hot ? 1 : idx[k & (NIDX - 1)]) + 64;
+
+		misses += im->hit(c, s, s + 256) != 0;
+	}
+	(void)n;
+}
+
+static int drive(int argc, char **argv)
+{
+	const struct impl *im = NULL;
+	size_t n, ops;
+	void *c;
+
+	if (argc != 6)
+		return 2;
+	for (size_t k = 0; k < NIMPL; k++)
+		if (!strcmp(argv[2], impls[k].name))
+			im = &impls[k];
+	n = strtoul(argv[4], NULL, 0);
+	ops = strtoul(argv[5], NULL, 0);
+	if (!im || !n)
+		return 2;
+	fill_idx(n);
+	c = im->create(n);
+	drive_loop(im, c, n, ops / 10, !strcmp(argv[3], "hot"));	/* warm */
+	drive_loop(im, c, n, ops, !strcmp(argv[3], "hot"));
+	im->destroy(c);
+	printf("drove %zu %s %s ops on %zu entries, %d missed\n", ops, im->name, argv[3], n,
+	       misses);
+	return misses ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	char line[4096];
@@ -581,6 +626,8 @@ int main(int argc, char **argv)
 	idx = malloc(NIDX * sizeof(*idx));
 	if (!idx)
 		return 1;
+	if (argc > 1 && !strcmp(argv[1], "--drive"))
+		return drive(argc, argv);
 	printf("# cache_bench: median of %d alternating repetitions, ns/op unless noted; "
 	       "load average %.2f at start\n", reps, load1());
 	for (int si = 0; si < NSIZE; si++)

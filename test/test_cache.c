@@ -63,7 +63,7 @@ static struct mrl_registration *track(struct mrl_cache_domain *d, struct creg *c
 
 static unsigned refs(struct mrl_registration *reg)
 {
-	return atomic_load(&reg->refs);
+	return mrl_registration_refs(reg);
 }
 
 /* An index keyed by base only answers with the nearest base: a narrow entry

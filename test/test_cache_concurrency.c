@@ -109,7 +109,7 @@ static void *race_reader(void *p)
 			if (fi_mr_desc(creg_fid(mrl_registration_mr(lease))) !=
 				    mrl_registration_desc(lease) ||
 			    lease->base > base || lease->end < base + 4096 ||
-			    atomic_load(&lease->refs) < 1)
+			    mrl_registration_refs(lease) < 1)
 				atomic_fetch_add(&r->bad, 1);
 			seen++;
 			mrl_lease_release(lease);
@@ -220,7 +220,7 @@ static void test_concurrent_misses_on_same_range_do_not_leak(void)
 	CHECK_EQ(1, atomic_load(&f.creg.closed));	/* the loser's, already */
 	mrl_cache_domain_stats(f.dom, &st);
 	CHECK_EQ(1, st.entries);
-	CHECK_EQ(3, atomic_load(&a[0].got->refs));
+	CHECK_EQ(3, mrl_registration_refs(a[0].got));
 	mrl_lease_release(a[0].got);
 	mrl_lease_release(a[1].got);
 	mrl_cache_destroy(f.cache);

@@ -76,7 +76,7 @@ static struct mrl_registration *track_extent(void *mem, size_t len)
 
 static unsigned refs(struct mrl_registration *reg)
 {
-	return atomic_load(&reg->refs);
+	return mrl_registration_refs(reg);
 }
 
 /* One registration covers a whole extent; freeing one value in it used to

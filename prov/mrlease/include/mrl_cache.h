@@ -170,10 +170,57 @@ struct mrl_registration {
 	struct mrl_registration *lru_prev, *lru_next; /* LRU; retire chain */
 	struct mrl_cache_domain *domain;
 	void *mr, *desc;			/* registrar's handle, descriptor */
-	atomic_uint refs;			/* index (while live) + leases */
-	atomic_uchar used;			/* CLOCK bit, set on hits */
+	atomic_uint refs;			/* index (while live) + leases, and
+						 * MRL_REF_USED (CLOCK bit, set on hits) */
+	uint8_t slot;				/* internal (domain's counter slot) */
 	uint8_t state;				/* internal (live, retired) */
 	uint8_t flags;				/* internal (pinned) */
+};
+
+/* refs: the count in the low bits, the CLOCK "used" bit on top. */
+#define MRL_REF_USED (1u << 31)
+#define MRL_REF_COUNT (MRL_REF_USED - 1)
+
+/* ---- inline hit path: internal layout, fields are the cache's ----------- */
+
+/*
+ * The send loop's lease (the thread's last entry per domain, re-leased with
+ * no lock and no index walk) and its release are inlined at the call sites;
+ * everything else is out of line. Per thread: one hot slot and a row of
+ * counters per statistic slot, written by the owner only (relaxed load +
+ * store) and summed by queries. mrl_fast is NULL until the thread's first
+ * out-of-line cache call, and stays NULL on threads past
+ * MRL_CACHE_MAX_THREADS (they share one record and always go out of line).
+ */
+enum mrl_tcnt {
+	MRL_TCNT_LOOKUPS,
+	MRL_TCNT_MISSES,		/* lookups that found nothing */
+	MRL_TCNT_LEASES_OTHER,		/* leases not taken by a hit */
+	MRL_TCNT_LEASES_RELEASED,
+	MRL_TCNT_INVALIDATIONS,		/* used on a cache's slot */
+	MRL_TCNT_COUNT
+};
+
+/* A hot slot: valid while the domain's generation (changed by every retire
+ * in it) is still `gen`; base/end are copies so the entry is not read before
+ * it is leased. An empty slot has end 0 and matches nothing. */
+struct mrl_hot {
+	struct mrl_registration *reg;
+	uint64_t gen;
+	uintptr_t base, end;
+};
+
+struct mrl_thread {
+	struct mrl_hot hot[MRL_CACHE_STAT_SLOTS];
+	atomic_uint_least64_t cnt[MRL_TCNT_COUNT][MRL_CACHE_STAT_SLOTS];
+};
+
+extern __thread struct mrl_thread *mrl_fast __attribute__((tls_model("initial-exec")));
+
+/* The first line of every cache domain: what the inline hit path reads. */
+struct mrl_cache_domain_hot {
+	atomic_uint_least64_t gen;	/* changes on every retire */
+	unsigned slot;			/* statistic and hot slot */
 };
 
 /* ---- cache -------------------------------------------------------------- */
@@ -217,8 +264,8 @@ void mrl_cache_set_span(struct mrl_cache_domain *domain,
  * path takes no shared lock and writes no shared line. Returns 0 and *reg, or
  * -FI_EINVAL (empty/wrapping range) or the registrar's error.
  */
-int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t start,
-		      uintptr_t end, struct mrl_registration **reg);
+static inline int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t start,
+				    uintptr_t end, struct mrl_registration **reg);
 
 /*
  * A lease on a registration whose base is exactly `start` and whose end is >=
@@ -255,7 +302,83 @@ void mrl_lease_get(struct mrl_registration *reg);
 
 /* Drop one reference; the last one closes the registration (through the
  * registrar, on this thread, with no cache lock held). */
-void mrl_lease_release(struct mrl_registration *reg);
+static inline void mrl_lease_release(struct mrl_registration *reg);
+
+/* Out-of-line parts of the inline functions below (not for direct use). */
+int mrl_cache_acquire_slow(struct mrl_cache_domain *domain, uintptr_t start,
+			   uintptr_t end, struct mrl_registration **reg);
+int mrl_cache_acquire_stale(struct mrl_cache_domain *domain, uintptr_t start,
+			    uintptr_t end, struct mrl_registration *stale,
+			    struct mrl_registration **reg);
+void mrl_lease_count_release(struct mrl_registration *reg);
+void mrl_registration_last(struct mrl_registration *reg);
+
+/*
+ * The hit path: the hot slot's entry, leased by increment-if-not-zero (pool
+ * memory is never unmapped, so a stale slot costs a wasted increment), kept
+ * only if the domain's generation is unchanged after the increment (no retire
+ * since the slot was filled: the reference is on that live entry). Anything
+ * else goes out of line.
+ */
+static inline int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t start,
+				    uintptr_t end, struct mrl_registration **out)
+{
+	struct mrl_cache_domain_hot *dh = (struct mrl_cache_domain_hot *)(void *)domain;
+	struct mrl_thread *t = mrl_fast;
+	struct mrl_registration *reg;
+	struct mrl_hot *hot;
+	unsigned refs, slot;
+
+	if (__builtin_expect(t == NULL || end <= start, 0))
+		goto slow;
+	slot = dh->slot;
+	hot = &t->hot[slot];
+	if (!(hot->base <= start && end <= hot->end))
+		goto slow;
+	reg = hot->reg;
+	refs = atomic_load_explicit(&reg->refs, memory_order_relaxed);
+	if (__builtin_expect(!(refs & MRL_REF_COUNT), 0) ||
+	    !atomic_compare_exchange_weak_explicit(&reg->refs, &refs,
+						   (refs + 1) | MRL_REF_USED,
+						   memory_order_acquire,
+						   memory_order_relaxed))
+		goto slow;
+	if (__builtin_expect(atomic_load_explicit(&dh->gen, memory_order_acquire) !=
+			     hot->gen, 0))
+		return mrl_cache_acquire_stale(domain, start, end, reg, out);
+	atomic_store_explicit(&t->cnt[MRL_TCNT_LOOKUPS][slot],
+			      atomic_load_explicit(&t->cnt[MRL_TCNT_LOOKUPS][slot],
+						   memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	*out = reg;
+	return 0;
+slow:
+	return mrl_cache_acquire_slow(domain, start, end, out);
+}
+
+static inline void mrl_lease_release(struct mrl_registration *reg)
+{
+	struct mrl_thread *t = mrl_fast;
+
+	if (__builtin_expect(t != NULL, 1)) {
+		atomic_uint_least64_t *c = &t->cnt[MRL_TCNT_LEASES_RELEASED][reg->slot];
+
+		atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+	} else {
+		mrl_lease_count_release(reg);
+	}
+	if ((atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel) &
+	     MRL_REF_COUNT) == 1)
+		mrl_registration_last(reg);
+}
+
+/* References held on a registration (index + leases), for tests and stats. */
+static inline unsigned mrl_registration_refs(const struct mrl_registration *reg)
+{
+	return atomic_load_explicit((atomic_uint *)&reg->refs, memory_order_relaxed) &
+	       MRL_REF_COUNT;
+}
 
 static inline void *mrl_registration_desc(const struct mrl_registration *reg)
 {

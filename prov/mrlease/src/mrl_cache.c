@@ -46,16 +46,6 @@ enum mrl_reg_flags {
 	MRL_REG_PINNED = 1 << 0,	/* held by a pin: never evicted */
 };
 
-/* Hit-path counters kept per thread and per statistic slot. */
-enum mrl_tcnt {
-	MRL_TCNT_LOOKUPS,
-	MRL_TCNT_MISSES,		/* lookups that found nothing */
-	MRL_TCNT_LEASES_OTHER,		/* leases not taken by a hit */
-	MRL_TCNT_LEASES_RELEASED,
-	MRL_TCNT_INVALIDATIONS,	/* used on a cache's slot */
-	MRL_TCNT_COUNT
-};
-
 /* Counters off the hit path: shared atomics, touched on misses/retires. */
 struct mrl_slow_stats {
 	atomic_uint_least64_t misses, registrations, deregistrations;
@@ -75,18 +65,11 @@ struct mrl_slow_stats {
  * summed by queries. The overflow record is shared by threads past
  * MRL_CACHE_MAX_THREADS: it never reads lock-free and adds atomically.
  */
-struct mrl_hot {
-	struct mrl_registration *reg;
-	uint64_t gen;
-	uintptr_t base, end;	/* copies: the entry is not read before validation */
-};
-
 struct mrl_reader {
 	_Alignas(MRL_CACHELINE) _Atomic(struct mrl_cache *) active;
 	atomic_bool in_use;
 	bool shared;
-	_Alignas(MRL_CACHELINE) struct mrl_hot hot[MRL_CACHE_STAT_SLOTS];
-	atomic_uint_least64_t cnt[MRL_CACHE_STAT_SLOTS][MRL_TCNT_COUNT];
+	_Alignas(MRL_CACHELINE) struct mrl_thread t;	/* hot slots, counters */
 };
 
 static struct mrl_reader mrl_readers[MRL_CACHE_MAX_THREADS + 1];
@@ -95,6 +78,8 @@ static pthread_key_t mrl_reader_key;
 static pthread_once_t mrl_reader_once = PTHREAD_ONCE_INIT;
 static __thread struct mrl_reader *mrl_self
 	__attribute__((tls_model("initial-exec")));
+/* &mrl_self->t for a thread with its own record (the inline hit path). */
+__thread struct mrl_thread *mrl_fast __attribute__((tls_model("initial-exec")));
 
 /* Thread exit: give the record back (counters stay, they are history). */
 static void reader_detach(void *arg)
@@ -102,8 +87,9 @@ static void reader_detach(void *arg)
 	struct mrl_reader *rec = arg;
 
 	for (size_t i = 0; i < MRL_CACHE_STAT_SLOTS; i++)
-		rec->hot[i] = (struct mrl_hot){ NULL, 0, 0, 0 };
+		rec->t.hot[i] = (struct mrl_hot){ NULL, 0, 0, 0 };
 	mrl_self = NULL;
+	mrl_fast = NULL;
 	atomic_store_explicit(&rec->in_use, false, memory_order_release);
 }
 
@@ -144,6 +130,7 @@ static struct mrl_reader *reader_attach(void)
 		break;
 	}
 	mrl_self = rec;
+	mrl_fast = rec->shared ? NULL : &rec->t;
 	return rec;
 }
 
@@ -157,7 +144,7 @@ static inline struct mrl_reader *reader_self(void)
 static inline void tcnt_add(struct mrl_reader *rec, unsigned slot,
 			    enum mrl_tcnt which, uint64_t n)
 {
-	atomic_uint_least64_t *c = &rec->cnt[slot][which];
+	atomic_uint_least64_t *c = &rec->t.cnt[which][slot];
 
 	if (MRL_UNLIKELY(rec->shared))
 		atomic_fetch_add_explicit(c, n, memory_order_relaxed);
@@ -171,10 +158,10 @@ static uint64_t tcnt_sum(unsigned slot, enum mrl_tcnt which)
 	unsigned hwm = atomic_load(&mrl_readers_hwm);
 	uint64_t sum;
 
-	sum = atomic_load_explicit(&mrl_readers[MRL_CACHE_MAX_THREADS].cnt[slot][which],
+	sum = atomic_load_explicit(&mrl_readers[MRL_CACHE_MAX_THREADS].t.cnt[which][slot],
 				   memory_order_relaxed);
 	for (unsigned i = 0; i < hwm; i++)
-		sum += atomic_load_explicit(&mrl_readers[i].cnt[slot][which],
+		sum += atomic_load_explicit(&mrl_readers[i].t.cnt[which][slot],
 					    memory_order_relaxed);
 	return sum;
 }
@@ -272,11 +259,13 @@ struct mrl_cache {
 };
 
 struct mrl_cache_domain {
-	struct mrl_cache *cache;
+	/* First, alone on its line: what the inline hit path reads (the
+	 * generation changes on every retire, under cache->lock). */
+	struct mrl_cache_domain_hot hot;
+	_Alignas(MRL_CACHELINE) struct mrl_cache *cache;
 	struct mrl_cache_domain *next;
 	/* Under cache->lock (readers: inside a read section). */
 	struct mrl_btnode *root;
-	atomic_uint_least64_t gen;	/* changes on every retire */
 	struct mrl_registration *lru_head, *lru_tail;
 	size_t count, bytes;
 	bool closed;
@@ -286,7 +275,6 @@ struct mrl_cache_domain {
 	struct mrl_domain_config cfg;
 	uint64_t key_top, key_half;
 	atomic_uint_least64_t next_key;
-	unsigned slot;
 	uint64_t slot_base[MRL_TCNT_COUNT];
 	atomic_uint refs;		/* open handle + registrations alive */
 	struct mrl_slow_stats stats;
@@ -330,7 +318,7 @@ static struct mrl_registration *pool_alloc(void)
 	reg->lru_prev = reg->lru_next = NULL;
 	reg->domain = NULL;
 	reg->mr = reg->desc = NULL;
-	atomic_store_explicit(&reg->used, 0, memory_order_relaxed);
+	reg->slot = 0;
 	reg->state = MRL_REG_NEW;
 	reg->flags = 0;
 	return reg;
@@ -1097,10 +1085,10 @@ static void domain_unref(struct mrl_cache_domain *dom)
 		;
 	*p = dom->next;
 	/* The shared slot is not credited per domain (it would count twice). */
-	for (int i = 0; i < MRL_TCNT_COUNT && dom->slot != MRL_CACHE_STAT_SLOTS - 1; i++)
-		cache->closed_hot[i] += tcnt_sum(dom->slot, i) - dom->slot_base[i];
+	for (int i = 0; i < MRL_TCNT_COUNT && dom->hot.slot != MRL_CACHE_STAT_SLOTS - 1; i++)
+		cache->closed_hot[i] += tcnt_sum(dom->hot.slot, i) - dom->slot_base[i];
 	write_exit(cache);
-	slot_free(dom->slot);
+	slot_free(dom->hot.slot);
 	free(dom);
 	cache_unref(cache);
 }
@@ -1124,7 +1112,8 @@ static void registration_destroy(struct mrl_registration *reg)
 
 static inline void ref_put(struct mrl_registration *reg)
 {
-	if (atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel) == 1)
+	if ((atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel) &
+	     MRL_REF_COUNT) == 1)
 		registration_destroy(reg);
 }
 
@@ -1136,7 +1125,8 @@ static void drop_chain(struct mrl_registration *chain)
 
 	for (; chain; chain = next) {
 		next = chain->lru_next;
-		if (atomic_load_explicit(&chain->refs, memory_order_relaxed) > 1)
+		if ((atomic_load_explicit(&chain->refs, memory_order_relaxed) &
+		     MRL_REF_COUNT) > 1)
 			STAT_ADD(chain->domain, retired_leased, 1);
 		ref_put(chain);
 	}
@@ -1178,7 +1168,7 @@ static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 	flt_update(dom->cache, e->base, e->end, -1);
 	dom->count--;
 	dom->bytes -= e->end - e->base;
-	atomic_store_explicit(&dom->gen, next_gen(), memory_order_release);
+	atomic_store_explicit(&dom->hot.gen, next_gen(), memory_order_release);
 	STAT_ADD(dom, entries, -1);
 	e->lru_next = *chain;
 	*chain = e;
@@ -1226,8 +1216,9 @@ static void evict_locked(struct mrl_cache_domain *dom, size_t bytes, size_t coun
 		if (!e)
 			break;
 		if ((e->flags & MRL_REG_PINNED) ||
-		    atomic_load_explicit(&e->refs, memory_order_relaxed) > 1 ||
-		    atomic_exchange_explicit(&e->used, 0, memory_order_relaxed)) {
+		    (atomic_load_explicit(&e->refs, memory_order_relaxed) & MRL_REF_COUNT) > 1 ||
+		    (atomic_fetch_and_explicit(&e->refs, ~MRL_REF_USED, memory_order_relaxed) &
+		     MRL_REF_USED)) {
 			lru_unlink(dom, e);
 			lru_append(dom, e);
 			continue;
@@ -1332,9 +1323,11 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
 	if (!cache || !config || !config->registrar || !config->registrar->reg ||
 	    !config->registrar->close)
 		return -FI_EINVAL;
-	dom = calloc(1, sizeof(*dom));
+	dom = aligned_alloc(MRL_CACHELINE, (sizeof(*dom) + MRL_CACHELINE - 1) &
+					   ~(size_t)(MRL_CACHELINE - 1));
 	if (!dom)
 		return -FI_ENOMEM;
+	memset(dom, 0, sizeof(*dom));
 	dom->cache = cache;
 	dom->cfg = *config;
 	key_bits = config->mr_key_size && config->mr_key_size < 8 ?
@@ -1343,11 +1336,11 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
 	dom->key_half = 1ull << (key_bits - 1);
 	atomic_init(&dom->next_key, dom->key_top);
 	atomic_init(&dom->refs, 1);
-	dom->slot = slot_alloc(dom->slot_base);
+	dom->hot.slot = slot_alloc(dom->slot_base);
 	atomic_fetch_add(&cache->refs, 1);
 
 	write_enter(cache);
-	atomic_store_explicit(&dom->gen, next_gen(), memory_order_release);
+	atomic_store_explicit(&dom->hot.gen, next_gen(), memory_order_release);
 	dom->next = cache->domains;
 	cache->domains = dom;
 	write_exit(cache);
@@ -1378,7 +1371,7 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 	bt_give_all(cache, dom->root);
 	dom->root = NULL;
 	dom->count = dom->bytes = 0;
-	atomic_store_explicit(&dom->gen, next_gen(), memory_order_release);
+	atomic_store_explicit(&dom->hot.gen, next_gen(), memory_order_release);
 	for (p = cache->pending; p; p = p->next)
 		if (p->domain == dom)
 			p->stale = true;
@@ -1417,29 +1410,27 @@ hot_lease(struct mrl_cache_domain *dom, struct mrl_hot *hot, uintptr_t start,
 	unsigned refs;
 
 	if (!(hot->base <= start && end <= hot->end) ||
-	    atomic_load_explicit(&dom->gen, memory_order_acquire) != gen)
+	    atomic_load_explicit(&dom->hot.gen, memory_order_acquire) != gen)
 		return NULL;
 	refs = atomic_load_explicit(&reg->refs, memory_order_relaxed);
 	do {
-		if (MRL_UNLIKELY(!refs))
+		if (MRL_UNLIKELY(!(refs & MRL_REF_COUNT)))
 			return NULL;
-	} while (!atomic_compare_exchange_weak_explicit(&reg->refs, &refs, refs + 1,
+	} while (!atomic_compare_exchange_weak_explicit(&reg->refs, &refs,
+							 (refs + 1) | MRL_REF_USED,
 							 memory_order_acquire,
 							 memory_order_relaxed));
-	if (MRL_UNLIKELY(atomic_load_explicit(&dom->gen, memory_order_acquire) != gen)) {
+	if (MRL_UNLIKELY(atomic_load_explicit(&dom->hot.gen, memory_order_acquire) != gen)) {
 		ref_put(reg);
 		return NULL;
 	}
-	if (!atomic_load_explicit(&reg->used, memory_order_relaxed))
-		atomic_store_explicit(&reg->used, 1, memory_order_relaxed);
 	return reg;
 }
 
 static inline void lease_take_found(struct mrl_registration *reg)
 {
-	atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed);
-	if (!atomic_load_explicit(&reg->used, memory_order_relaxed))
-		atomic_store_explicit(&reg->used, 1, memory_order_relaxed);
+	if (!(atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed) & MRL_REF_USED))
+		atomic_fetch_or_explicit(&reg->refs, MRL_REF_USED, memory_order_relaxed);
 }
 
 /* What a lookup accepts: any covering entry, or only one based at start. */
@@ -1467,14 +1458,15 @@ index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find 
 	    uintptr_t start, uintptr_t end)
 {
 	struct mrl_registration *reg = find_entry(dom, mode, start, end);
-	struct mrl_hot *hot = &rec->hot[dom->slot];
+	struct mrl_hot *hot = &rec->t.hot[dom->hot.slot];
 
 	if (!reg)
 		return NULL;
 	lease_take_found(reg);
-	if (!rec->shared)
+	/* The shared statistic slot's hot slot would serve several domains. */
+	if (!rec->shared && dom->hot.slot != MRL_CACHE_STAT_SLOTS - 1)
 		*hot = (struct mrl_hot){ reg,
-			atomic_load_explicit(&dom->gen, memory_order_relaxed),
+			atomic_load_explicit(&dom->hot.gen, memory_order_relaxed),
 			reg->base, reg->end };
 	return reg;
 }
@@ -1485,9 +1477,9 @@ lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find
 {
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *reg = NULL;
-	struct mrl_hot *hot = &rec->hot[dom->slot];
+	struct mrl_hot *hot = &rec->t.hot[dom->hot.slot];
 
-	tcnt_add(rec, dom->slot, MRL_TCNT_LOOKUPS, 1);
+	tcnt_add(rec, dom->hot.slot, MRL_TCNT_LOOKUPS, 1);
 	if (mode == MRL_FIND_COVER || hot->base == start)
 		reg = hot_lease(dom, hot, start, end);
 	if (MRL_LIKELY(reg != NULL))
@@ -1501,7 +1493,7 @@ lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find
 		pthread_mutex_unlock(&cache->lock);
 	}
 	if (!reg)
-		tcnt_add(rec, dom->slot, MRL_TCNT_MISSES, 1);
+		tcnt_add(rec, dom->hot.slot, MRL_TCNT_MISSES, 1);
 	return reg;
 }
 
@@ -1653,6 +1645,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	reg->base = lo;
 	reg->end = hi;
 	reg->domain = dom;
+	reg->slot = (uint8_t)dom->hot.slot;
 	reg->flags = flags;
 
 	pthread_mutex_lock(&cache->lock);
@@ -1724,8 +1717,8 @@ err_free:
 	return ret;
 }
 
-int mrl_cache_acquire(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
-		      struct mrl_registration **out)
+int mrl_cache_acquire_slow(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
+			   struct mrl_registration **out)
 {
 	struct mrl_reader *rec;
 	struct mrl_registration *reg;
@@ -1747,9 +1740,18 @@ int mrl_cache_acquire(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t e
 	ret = register_insert(dom, lo, hi, 0, MRL_FIND_COVER, start, end, &reg);
 	if (ret)
 		return ret;
-	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
+	tcnt_add(reader_self(), dom->hot.slot, MRL_TCNT_LEASES_OTHER, 1);
 	*out = reg;
 	return 0;
+}
+
+/* The inline hit path leased an entry retired since its hot slot was
+ * filled: give the reference back and look again. */
+int mrl_cache_acquire_stale(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
+			    struct mrl_registration *stale, struct mrl_registration **out)
+{
+	ref_put(stale);
+	return mrl_cache_acquire_slow(dom, start, end, out);
 }
 
 int mrl_cache_acquire_based(struct mrl_cache_domain *dom, uintptr_t start,
@@ -1770,7 +1772,7 @@ int mrl_cache_acquire_based(struct mrl_cache_domain *dom, uintptr_t start,
 	ret = register_insert(dom, start, end, 0, MRL_FIND_BASED, start, end, &reg);
 	if (ret)
 		return ret;
-	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
+	tcnt_add(reader_self(), dom->hot.slot, MRL_TCNT_LEASES_OTHER, 1);
 	*out = reg;
 	return 0;
 }
@@ -1789,6 +1791,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	reg->base = start;
 	reg->end = end;
 	reg->domain = dom;
+	reg->slot = (uint8_t)dom->hot.slot;
 	reg->mr = mr;
 	reg->desc = desc;
 	atomic_store_explicit(&reg->refs, 2, memory_order_release);
@@ -1811,7 +1814,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	write_exit(cache);
 
 	drop_chain(chain);
-	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
+	tcnt_add(reader_self(), dom->hot.slot, MRL_TCNT_LEASES_OTHER, 1);
 	*out = reg;
 	return 0;
 }
@@ -1819,13 +1822,18 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 void mrl_lease_get(struct mrl_registration *reg)
 {
 	atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed);
-	tcnt_add(reader_self(), reg->domain->slot, MRL_TCNT_LEASES_OTHER, 1);
+	tcnt_add(reader_self(), reg->slot, MRL_TCNT_LEASES_OTHER, 1);
 }
 
-void mrl_lease_release(struct mrl_registration *reg)
+/* mrl_lease_release on a thread without its own record (yet). */
+void mrl_lease_count_release(struct mrl_registration *reg)
 {
-	tcnt_add(reader_self(), reg->domain->slot, MRL_TCNT_LEASES_RELEASED, 1);
-	ref_put(reg);
+	tcnt_add(reader_self(), reg->slot, MRL_TCNT_LEASES_RELEASED, 1);
+}
+
+void mrl_registration_last(struct mrl_registration *reg)
+{
+	registration_destroy(reg);
 }
 
 /* ---- invalidate, pin ---------------------------------------------------- */
@@ -1906,7 +1914,7 @@ int mrl_cache_pin(struct mrl_cache_domain *dom, uintptr_t base, size_t len,
 	ret = register_insert(dom, lo, hi, MRL_REG_PINNED, MRL_FIND_NONE, 0, 0, out);
 	if (ret)
 		return ret;
-	tcnt_add(reader_self(), dom->slot, MRL_TCNT_LEASES_OTHER, 1);
+	tcnt_add(reader_self(), dom->hot.slot, MRL_TCNT_LEASES_OTHER, 1);
 	return 0;
 }
 
@@ -1940,7 +1948,7 @@ static void slow_copy(const struct mrl_slow_stats *s, struct fi_mrlease_stats *o
 static void domain_hot(struct mrl_cache_domain *dom, uint64_t hot[MRL_TCNT_COUNT])
 {
 	for (int i = 0; i < MRL_TCNT_COUNT; i++)
-		hot[i] = tcnt_sum(dom->slot, i) - dom->slot_base[i];
+		hot[i] = tcnt_sum(dom->hot.slot, i) - dom->slot_base[i];
 }
 
 void mrl_cache_domain_stats(struct mrl_cache_domain *dom, struct fi_mrlease_stats *stats)
@@ -1966,7 +1974,7 @@ void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats)
 	pthread_mutex_lock(&cache->lock);
 	memcpy(sum, cache->closed_hot, sizeof(sum));
 	for (dom = cache->domains; dom; dom = dom->next) {
-		if (dom->slot == MRL_CACHE_STAT_SLOTS - 1) {
+		if (dom->hot.slot == MRL_CACHE_STAT_SLOTS - 1) {
 			/* The shared slot: counted once, from its oldest
 			 * baseline among this cache's domains. */
 			if (!shared || dom->slot_base[MRL_TCNT_LOOKUPS] <
