@@ -266,6 +266,7 @@ struct mrl_cache_domain {
 	struct mrl_cache_domain *next;
 	/* Under cache->lock (readers: inside a read section). */
 	struct mrl_btnode *root;
+	unsigned height;		/* levels of the index, leaves included */
 	struct mrl_registration *lru_head, *lru_tail;
 	size_t count, bytes;
 	bool closed;
@@ -428,6 +429,66 @@ static inline void bt_prefetch(const struct mrl_btnode *n)
 {
 	for (size_t off = 0; off < bt_size(false); off += MRL_CACHELINE)
 		__builtin_prefetch((const char *)n + off);
+}
+
+/* Lines of a node the predecessor search reads: keys and pointers (not the
+ * header, not the max ends). */
+static inline void bt_prefetch_search(const struct mrl_btnode *n)
+{
+	const char *k = (const char *)n->key, *p = (const char *)n->ptr;
+
+	__builtin_prefetch(k);
+	__builtin_prefetch(k + MRL_CACHELINE);
+	__builtin_prefetch(p);
+	__builtin_prefetch(p + MRL_CACHELINE);
+}
+
+/* The largest i in [1, 15] with key[i] <= k, else 0: four dependent
+ * compares, no branches (unused keys are UINTPTR_MAX). */
+static inline int bt_search16(const uintptr_t *key, uintptr_t k)
+{
+	int c = 0;
+
+	c += (key[c + 8] <= k) << 3;
+	c += (key[c + 4] <= k) << 2;
+	c += (key[c + 2] <= k) << 1;
+	c += key[c + 1] <= k;
+	return c;
+}
+
+/*
+ * The usual hit: the entry with the nearest base <= start, if it reaches end.
+ * A descent of `height` levels, one binary search per node, the next node's
+ * search lines prefetched as soon as its address is known. NULL means "not
+ * the predecessor": the caller falls back to bt_find_cover (a wide entry
+ * further left, or no cover at all).
+ */
+static inline struct mrl_registration *
+bt_find_pred(const struct mrl_btnode *n, unsigned height, uintptr_t start, uintptr_t end)
+{
+	struct mrl_registration *e;
+	int i;
+
+	if (MRL_UNLIKELY(!n))
+		return NULL;
+	for (; height > 1; height--) {
+		n = n->ptr[bt_search16(n->key, start)];
+		bt_prefetch_search(n);
+	}
+	i = bt_search16(n->key, start);
+	if (MRL_UNLIKELY(n->key[i] > start))	/* i == 0, key[0] > start */
+		return NULL;
+	e = n->ptr[i];
+	return e->end >= end ? e : NULL;
+}
+
+static unsigned bt_height(const struct mrl_btnode *n)
+{
+	unsigned h = 0;
+
+	for (; n; n = n->leaf ? NULL : n->ptr[0])
+		h++;
+	return h;
 }
 
 /* Any entry in the subtree with end >= end (the caller knows one exists). */
@@ -1163,6 +1224,7 @@ static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 			  struct mrl_registration **chain)
 {
 	bt_remove(dom->cache, &dom->root, e->base);
+	dom->height = bt_height(dom->root);
 	lru_unlink(dom, e);
 	e->state = MRL_REG_RETIRED;
 	flt_update(dom->cache, e->base, e->end, -1);
@@ -1191,6 +1253,7 @@ static void insert_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 	if (old)
 		retire_locked(dom, old, chain);
 	bt_insert(dom->cache, &dom->root, e);
+	dom->height = bt_height(dom->root);
 	lru_append(dom, e);
 	e->state = MRL_REG_LIVE;
 	flt_update(dom->cache, e->base, e->end, +1);
@@ -1370,6 +1433,7 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 	dom->lru_head = dom->lru_tail = NULL;
 	bt_give_all(cache, dom->root);
 	dom->root = NULL;
+	dom->height = 0;
 	dom->count = dom->bytes = 0;
 	atomic_store_explicit(&dom->hot.gen, next_gen(), memory_order_release);
 	for (p = cache->pending; p; p = p->next)
@@ -1440,12 +1504,16 @@ enum mrl_find {
 	MRL_FIND_BASED,		/* base == start, end >= end */
 };
 
-static inline struct mrl_registration *
+static inline __attribute__((always_inline)) struct mrl_registration *
 find_entry(struct mrl_cache_domain *dom, enum mrl_find mode, uintptr_t start,
 	   uintptr_t end)
 {
-	if (mode == MRL_FIND_COVER)
-		return bt_find_cover(dom->root, start, end);
+	struct mrl_registration *e;
+
+	if (mode == MRL_FIND_COVER) {
+		e = bt_find_pred(dom->root, dom->height, start, end);
+		return MRL_LIKELY(e != NULL) ? e : bt_find_cover(dom->root, start, end);
+	}
 	if (mode == MRL_FIND_BASED)
 		return bt_find_based(dom->root, start, end);
 	return NULL;
@@ -1453,7 +1521,7 @@ find_entry(struct mrl_cache_domain *dom, enum mrl_find mode, uintptr_t start,
 
 /* Matching entry from the index, leased, hot slot refilled; the caller is in
  * a read section or holds the mutex. */
-static inline struct mrl_registration *
+static inline __attribute__((always_inline)) struct mrl_registration *
 index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find mode,
 	    uintptr_t start, uintptr_t end)
 {
@@ -1471,16 +1539,17 @@ index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find 
 	return reg;
 }
 
-static inline struct mrl_registration *
+/* try_hot: false when the inline hit path just failed on the hot slot. */
+static inline __attribute__((always_inline)) struct mrl_registration *
 lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find mode,
-	     uintptr_t start, uintptr_t end)
+	     uintptr_t start, uintptr_t end, bool try_hot)
 {
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *reg = NULL;
 	struct mrl_hot *hot = &rec->t.hot[dom->hot.slot];
 
 	tcnt_add(rec, dom->hot.slot, MRL_TCNT_LOOKUPS, 1);
-	if (mode == MRL_FIND_COVER || hot->base == start)
+	if (try_hot && (mode == MRL_FIND_COVER || hot->base == start))
 		reg = hot_lease(dom, hot, start, end);
 	if (MRL_LIKELY(reg != NULL))
 		return reg;
@@ -1502,7 +1571,7 @@ struct mrl_registration *mrl_cache_lookup(struct mrl_cache_domain *dom,
 {
 	if (end <= start)
 		return NULL;
-	return lookup_lease(dom, reader_self(), MRL_FIND_COVER, start, end);
+	return lookup_lease(dom, reader_self(), MRL_FIND_COVER, start, end, true);
 }
 
 /* ---- registration ------------------------------------------------------- */
@@ -1728,7 +1797,7 @@ int mrl_cache_acquire_slow(struct mrl_cache_domain *dom, uintptr_t start, uintpt
 	if (MRL_UNLIKELY(end <= start))
 		return -FI_EINVAL;
 	rec = reader_self();
-	reg = lookup_lease(dom, rec, MRL_FIND_COVER, start, end);
+	reg = lookup_lease(dom, rec, MRL_FIND_COVER, start, end, false);
 	if (MRL_LIKELY(reg != NULL)) {
 		*out = reg;
 		return 0;
@@ -1762,7 +1831,7 @@ int mrl_cache_acquire_based(struct mrl_cache_domain *dom, uintptr_t start,
 
 	if (MRL_UNLIKELY(end <= start))
 		return -FI_EINVAL;
-	reg = lookup_lease(dom, reader_self(), MRL_FIND_BASED, start, end);
+	reg = lookup_lease(dom, reader_self(), MRL_FIND_BASED, start, end, true);
 	if (MRL_LIKELY(reg != NULL)) {
 		*out = reg;
 		return 0;
