@@ -142,7 +142,10 @@ static int open_pair(struct xfer_pair *pair, struct xfer_opts *opts)
 			CHECK_EQ(0, xfer_live_leases(pair));                   \
 	} while (0)
 
-static void msg_families(struct xfer_pair *pair, struct bufs *b, size_t len)
+/* two_iov: also the forms whose second iov sits at an offset inside the
+ * first's MR (with app descs, both iovs carry the same MR's desc). */
+static void msg_families(struct xfer_pair *pair, struct bufs *b, size_t len,
+			 bool two_iov)
 {
 	struct fi_context2 c[2];
 	struct iovec siov[2] = { { b->src, len / 2 }, { b->src + len / 2, len - len / 2 } };
@@ -162,6 +165,8 @@ static void msg_families(struct xfer_pair *pair, struct bufs *b, size_t len)
 	POST(pair, fi_send(pair->ep[0], b->src, len, D(b->src_mr), pair->addr[1], &c[0]));
 	REAP_OK(pair, 2);
 	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
+	if (!two_iov)
+		goto senddata;
 	/* sendv / recvv */
 	xfer_fill(b->src, len, ++seed);
 	memset(b->dst, 0, len);
@@ -178,7 +183,7 @@ static void msg_families(struct xfer_pair *pair, struct bufs *b, size_t len)
 	POST(pair, fi_sendmsg(pair->ep[0], &smsg, FI_COMPLETION));
 	REAP_OK(pair, 2);
 	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
-	/* senddata */
+senddata:
 	xfer_fill(b->src, len, ++seed);
 	memset(b->dst, 0, len);
 	POST(pair, fi_recv(pair->ep[1], b->dst, len, D(b->dst_mr), pair->addr[0], &c[1]));
@@ -188,7 +193,8 @@ static void msg_families(struct xfer_pair *pair, struct bufs *b, size_t len)
 	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
 }
 
-static void tagged_families(struct xfer_pair *pair, struct bufs *b, size_t len)
+static void tagged_families(struct xfer_pair *pair, struct bufs *b, size_t len,
+			    bool two_iov)
 {
 	struct fi_context2 c[2];
 	struct iovec siov[2] = { { b->src, len / 2 }, { b->src + len / 2, len - len / 2 } };
@@ -207,6 +213,8 @@ static void tagged_families(struct xfer_pair *pair, struct bufs *b, size_t len)
 	POST(pair, fi_tsend(pair->ep[0], b->src, len, D(b->src_mr), pair->addr[1], 5, &c[0]));
 	REAP_OK(pair, 2);
 	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
+	if (!two_iov)
+		goto tsenddata;
 	xfer_fill(b->src, len, ++seed);
 	memset(b->dst, 0, len);
 	POST(pair, fi_trecvv(pair->ep[1], riov, rd, 2, pair->addr[0], 6, 0, &c[1]));
@@ -221,6 +229,7 @@ static void tagged_families(struct xfer_pair *pair, struct bufs *b, size_t len)
 	POST(pair, fi_tsendmsg(pair->ep[0], &smsg, FI_COMPLETION));
 	REAP_OK(pair, 2);
 	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
+tsenddata:
 	xfer_fill(b->src, len, ++seed);
 	memset(b->dst, 0, len);
 	POST(pair, fi_trecv(pair->ep[1], b->dst, len, D(b->dst_mr), pair->addr[0], 7, 0, &c[1]));
@@ -332,10 +341,11 @@ static void atomic_families(struct xfer_pair *pair, struct bufs *b)
 
 /* libfabric 1.17's rxm, given FI_MR_LOCAL over tcp (no FI_MR_VIRT_ADDR), sends
  * messages past its 16 KiB eager limit by rendezvous and has the peer read
- * every iov at offset 0 of its MR, so an iov not at its MR's start arrives
- * wrong with or without a hook (test_hook_rxm_rndv proves it on the bare
- * provider). Those message sizes cannot be verified there. */
-static bool rxm_rendezvous_broken(const struct xfer_pair *pair, size_t len)
+ * every iov at offset 0 of its MR, so an iov the application describes by an
+ * MR starting before it arrives wrong with or without a hook
+ * (test_hook_rxm_rndv proves it on the bare provider). mrlease's own leases
+ * start at the iov there; the application's cannot be helped. */
+static bool rxm_rendezvous_offset0(const struct xfer_pair *pair, size_t len)
 {
 	return mr_local && !strcmp(prov, "tcp;ofi_rxm") && len > 16384 &&
 	       !(pair->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
@@ -361,18 +371,22 @@ static void every_op_family(bool app_descs)
 	CHECK_FI(pair.chk_all->query(pair.chk_all, &chk0, sizeof(chk0)));
 	CHECK_FI(bufs_open(&pair, &b, app_descs));
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && !mrl_test_failed(); i++) {
-		if (rxm_rendezvous_broken(&pair, sizes[i])) {
+		bool two_iov = !app_descs ||
+			       !rxm_rendezvous_offset0(&pair, sizes[i]);
+
+		if (!two_iov) {
 			char name[96];
 
-			snprintf(name, sizeof(name), "%s_msg_tagged_%zuB[%s]",
-				 app_descs ? "app_descs" : "null_desc", sizes[i], prov);
-			mrl_test_skip(name, "libfabric 1.17 rxm rendezvous reads each "
-				      "iov at offset 0 of its MR under FI_MR_LOCAL");
-		} else {
-			msg_families(&pair, &b, sizes[i]);
-			if (!mrl_test_failed() && (pair.info->caps & FI_TAGGED))
-				tagged_families(&pair, &b, sizes[i]);
+			snprintf(name, sizeof(name),
+				 "app_descs_two_iov_msg_tagged_%zuB[%s]",
+				 sizes[i], prov);
+			mrl_test_skip(name, "the application's desc for an iov at "
+				      "an offset in its MR: libfabric 1.17 rxm "
+				      "rendezvous reads from the MR's start");
 		}
+		msg_families(&pair, &b, sizes[i], two_iov);
+		if (!mrl_test_failed() && (pair.info->caps & FI_TAGGED))
+			tagged_families(&pair, &b, sizes[i], two_iov);
 		if (!mrl_test_failed())
 			rma_families(&pair, &b, sizes[i]);
 	}
@@ -405,6 +419,141 @@ static void test_every_op_family_with_null_desc(void)
 static void test_every_op_family_with_app_descs(void)
 {
 	every_op_family(true);
+}
+
+/* A rendezvous-sized message whose iovs sit inside one wider registration. */
+#define RNDV_LEN 40000
+#define RNDV_OFF 1000 /* the first iov's offset in the wide registration */
+
+enum rndv_form { RNDV_SEND, RNDV_SENDV, RNDV_SENDMSG, RNDV_TSEND,
+		 RNDV_TSENDV, RNDV_TSENDDATA, RNDV_NFORMS };
+
+/* Send [src, src + RNDV_LEN) in one form (two iovs for the v/msg forms, the
+ * second one not page aligned) with desc for every iov (NULL: mrlease
+ * resolves), receive it into dst with a NULL desc; *wrong = the first byte of
+ * dst that differs from src, or -1. */
+static void rndv_send_once(struct xfer_pair *pair, enum rndv_form form,
+			   char *src, void *desc, char *dst, long *wrong)
+{
+	struct fi_context2 c[2];
+	struct iovec iov[2] = { { src, RNDV_LEN / 2 },
+				{ src + RNDV_LEN / 2, RNDV_LEN / 2 } };
+	void *descs[2] = { desc, desc }, **d = desc ? descs : NULL;
+	struct fi_msg msg = { .msg_iov = iov, .desc = d, .iov_count = 2,
+			      .addr = pair->addr[1], .context = &c[0] };
+	bool tagged = form >= RNDV_TSEND;
+	ssize_t ret;
+
+	*wrong = 0;
+	memset(dst, 0, RNDV_LEN);
+	POST(pair, tagged ? fi_trecv(pair->ep[1], dst, RNDV_LEN, NULL,
+				     pair->addr[0], 11, 0, &c[1])
+			  : fi_recv(pair->ep[1], dst, RNDV_LEN, NULL,
+				    pair->addr[0], &c[1]));
+	switch (form) {
+	case RNDV_SEND:
+		ret = XFER_POST(pair, fi_send(pair->ep[0], src, RNDV_LEN, desc,
+					      pair->addr[1], &c[0]));
+		break;
+	case RNDV_SENDV:
+		ret = XFER_POST(pair, fi_sendv(pair->ep[0], iov, d, 2,
+					       pair->addr[1], &c[0]));
+		break;
+	case RNDV_SENDMSG:
+		ret = XFER_POST(pair, fi_sendmsg(pair->ep[0], &msg,
+						 FI_COMPLETION));
+		break;
+	case RNDV_TSEND:
+		ret = XFER_POST(pair, fi_tsend(pair->ep[0], src, RNDV_LEN, desc,
+					       pair->addr[1], 11, &c[0]));
+		break;
+	case RNDV_TSENDV:
+		ret = XFER_POST(pair, fi_tsendv(pair->ep[0], iov, d, 2,
+						pair->addr[1], 11, &c[0]));
+		break;
+	default:
+		ret = XFER_POST(pair, fi_tsenddata(pair->ep[0], src, RNDV_LEN,
+						   desc, 0x5a, pair->addr[1],
+						   11, &c[0]));
+		break;
+	}
+	CHECK_FI(ret);
+	REAP_OK(pair, 2);
+	*wrong = -1;
+	for (long i = 0; i < RNDV_LEN && *wrong < 0; i++)
+		if (dst[i] != src[i])
+			*wrong = i;
+}
+
+/*
+ * A message past rxm's eager limit whose iovs sit at offsets inside an
+ * earlier, wider cached registration must arrive intact with NULL descs.
+ * Under FI_MR_LOCAL over tcp;ofi_rxm the peer reads each iov at offset 0 of
+ * the MR it was given (libfabric 1.17 rendezvous without FI_MR_VIRT_ADDR):
+ * handing rxm the wide entry sent the bytes at the entry's start instead.
+ * The same send with the wide MR's own desc is the control: in that setting
+ * it must arrive wrong, which proves the test catches the old failure.
+ * Repeated sends of the same buffer must reuse the registration they took.
+ */
+static void test_rendezvous_send_inside_wider_registration_arrives_intact(void)
+{
+	struct xfer_opts opts = { .caps = FI_MSG | FI_TAGGED };
+	struct fi_mrlease_stats st0, st1;
+	struct xfer_pair pair;
+	struct fid_mr *wide = NULL;
+	char *buf = NULL, *dst = NULL, *src;
+	bool offset0;
+	long wrong;
+	int ret;
+
+	ret = open_pair(&pair, &opts);
+	if (ret == -FI_ENODATA) {
+		mrl_test_skip_current("provider unavailable");
+		return;
+	}
+	CHECK_FI(ret);
+	CHECK(pair.mrl);
+	offset0 = rxm_rendezvous_offset0(&pair, RNDV_LEN);
+	buf = aligned_alloc(4096, BUF_SIZE);
+	dst = aligned_alloc(4096, BUF_SIZE);
+	CHECK(buf && dst);
+	src = buf + RNDV_OFF;
+	xfer_fill(buf, BUF_SIZE, 77);
+	/* The wide entry: a local registration of the whole region, served
+	 * from (and so entered into) the cache. */
+	CHECK_FI(xfer_mr_reg(&pair, buf, BUF_SIZE, FI_SEND | FI_RECV, &wide));
+
+	for (int f = 0; f < RNDV_NFORMS && !mrl_test_failed(); f++) {
+		if (f == RNDV_TSEND && !(pair.info->caps & FI_TAGGED))
+			break;
+		rndv_send_once(&pair, f, src, NULL, dst, &wrong);
+		CHECK_MSG(wrong == -1, "form %d, NULL desc: byte %ld wrong", f,
+			  wrong);
+		/* The same send again takes no new registration. */
+		CHECK_FI(pair.mrl->query_stats(pair.domain, &st0, sizeof(st0)));
+		rndv_send_once(&pair, f, src, NULL, dst, &wrong);
+		CHECK_MSG(wrong == -1, "form %d again: byte %ld wrong", f, wrong);
+		CHECK_FI(pair.mrl->query_stats(pair.domain, &st1, sizeof(st1)));
+		CHECK_EQ(st0.registrations, st1.registrations);
+	}
+	if (!mrl_test_failed()) {
+		/* Control: the wide MR's desc for the same iovs. */
+		rndv_send_once(&pair, RNDV_SENDV, src, fi_mr_desc(wide), dst,
+			       &wrong);
+		printf("# %s: the wide MR's desc: %s\n", prov,
+		       wrong == -1 ? "intact" : "wrong bytes");
+		if (offset0)
+			CHECK_MSG(wrong != -1, "rxm rendezvous no longer reads "
+				  "from the MR's start: the control proves nothing");
+		else
+			CHECK_EQ(-1, wrong);
+	}
+	if (wide)
+		CHECK_FI(fi_close(&wide->fid));
+	CHECK_CLEAN(&pair);
+	CHECK_FI(xfer_pair_close(&pair));
+	free(buf);
+	free(dst);
 }
 
 /* An error completion (RMA to a bad key) must release the operation's
@@ -733,6 +882,7 @@ static void run_provider(const char *name)
 	} while (0)
 	RUN(test_every_op_family_with_null_desc);
 	RUN(test_every_op_family_with_app_descs);
+	RUN(test_rendezvous_send_inside_wider_registration_arrives_intact);
 	RUN(test_error_completion_releases_leases);
 	RUN(test_cancel_of_posted_receive_releases_lease);
 	RUN(test_ep_close_with_ops_outstanding_releases_leases);

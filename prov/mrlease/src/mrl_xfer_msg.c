@@ -5,14 +5,127 @@
  * non-msg calls keep their shape unless the route needs FI_COMPLETION added,
  * in which case they go out as the equivalent msg call with the endpoint's
  * default flags.
+ *
+ * Rendezvous sends on domains without FI_MR_VIRT_ADDR. libfabric 1.17's rxm
+ * sends a message longer than its eager limit by rendezvous: the peer reads
+ * the data out of the sender's registrations. When the application's info
+ * has FI_MR_LOCAL, rxm uses the descriptors it was given, and when the core
+ * provider lacks FI_MR_VIRT_ADDR (tcp) it tells the peer to read each iov at
+ * offset 0 of that iov's MR, whatever the iov's offset inside it. A cached
+ * registration covering more than the iov (page-rounded, a span, an earlier
+ * wider entry) would send the wrong bytes. So on such a domain every leased
+ * operand of a send (send, sendv, sendmsg, senddata, tagged alike; inject
+ * forms never lease) whose message is longer than the eager limit takes a
+ * registration that starts exactly at the iov (mrl_cache_acquire_based:
+ * repeated sends of one buffer hit it). Shorter messages are copied by rxm
+ * (eager, or SAR when the dynamic receive buffer is off: never below the
+ * eager limit), so they keep the shared, wider entries. The limit: rxm's
+ * eager limit is max(FI_OFI_RXM_BUFFER_SIZE, FI_OFI_RXM_EAGER_LIMIT), 16384
+ * by default, and rendezvous starts above it (SAR is off whenever tcp
+ * accepts the dynamic receive buffer ops, which mrlease forwards), so
+ * FI_OFI_RXM_BUFFER_SIZE alone is a safe lower bound (seen with
+ * FI_LOG_LEVEL=info: "Protocol limits: Eager: 16384, SAR: 16384"). The rxm
+ * app-facing mr_mode over tcp is 0 (no FI_MR_VIRT_ADDR, FI_MR_LOCAL not
+ * required); an application asking FI_MR_LOCAL adds it to its info, which
+ * is what the outermost mrlease instance records. Receives are not changed:
+ * with the default read rendezvous the receiver reads into its own iovs by
+ * address.
  */
 #include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
 
 #include <rdma/fi_errno.h>
 
 #include "mrl_xfer.h"
 
 struct fi_ops_msg mrl_xfer_msg_ops;
+
+/* Messages longer than this go by rendezvous (set once at init). */
+static size_t mrl_rndv_after = 16384;
+
+static void mrl_rndv_limit_init(void)
+{
+	const char *s = getenv("FI_OFI_RXM_BUFFER_SIZE");
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s)
+		return;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	/* Whatever rxm makes of a malformed value, a smaller limit only
+	 * takes more exact registrations. */
+	mrl_rndv_after = errno || v > SIZE_MAX ? 0 : (size_t)v;
+}
+
+/* Whether the leased operands of this send must start their registration
+ * at their iov (see the top of this file). */
+static bool mrl_send_based(const struct mrl_xep *x, const struct iovec *iov,
+			   size_t count)
+{
+	int mr_mode = x->ep->domain->mr_mode;
+	size_t total = 0;
+
+	if (mr_mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC))
+		return false;
+	for (size_t i = 0; i < count; i++) {
+		total += iov[i].iov_len;
+		if (total > mrl_rndv_after || total < iov[i].iov_len)
+			return true;
+	}
+	return false;
+}
+
+/* mrl_post_lease with a registration starting at buf. */
+static int mrl_post_lease_based(struct mrl_post *p, const void *buf,
+				size_t len, void **out)
+{
+	struct mrl_registration *reg;
+	uintptr_t start = (uintptr_t)buf;
+	int ret;
+
+	if (!p->op) {
+		p->op = mrl_op_alloc(p->x->pool);
+		if (!p->op)
+			return p->x->mr_local ? -FI_EAGAIN : 0;
+	}
+	ret = mrl_cache_acquire_based(p->x->cache, start, start + len, &reg);
+	if (ret) {
+		if (!p->x->mr_local)
+			return 0; /* the provider registers it itself */
+		mrl_post_lease_failed(buf, len, ret);
+		return ret;
+	}
+	ret = mrl_op_add_lease(p->op, reg);
+	if (ret) {
+		mrl_lease_release(reg);
+		return p->x->mr_local ? -FI_EAGAIN : 0;
+	}
+	*out = mrl_registration_desc(reg);
+	return 0;
+}
+
+/* mrl_post_iov for the local operands of a send (msg and tagged). */
+int mrl_post_send_iov(struct mrl_post *p, const struct iovec *iov,
+		      void **desc, size_t count, size_t min, void **out)
+{
+	int ret;
+
+	if (!mrl_send_based(p->x, iov, count))
+		return mrl_post_iov(p, iov, desc, count, min, out);
+	for (size_t i = 0; i < count; i++) {
+		out[i] = desc ? desc[i] : NULL;
+		if (out[i] || !iov[i].iov_base || iov[i].iov_len < min)
+			continue;
+		ret = mrl_post_lease_based(p, iov[i].iov_base, iov[i].iov_len,
+					   &out[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
 
 static ssize_t mrl_msg_sendmsg_slow(struct mrl_ep *ep, const struct fi_msg *msg,
 				    uint64_t flags)
@@ -24,8 +137,8 @@ static ssize_t mrl_msg_sendmsg_slow(struct mrl_ep *ep, const struct fi_msg *msg,
 	ssize_t ret;
 
 	mrl_post_init(&p, x, MRL_TX);
-	ret = mrl_post_iov(&p, msg->msg_iov, msg->desc, msg->iov_count,
-			   x->dir[MRL_TX].min_msg, desc);
+	ret = mrl_post_send_iov(&p, msg->msg_iov, msg->desc, msg->iov_count,
+				x->dir[MRL_TX].min_msg, desc);
 	if (ret)
 		return mrl_post_end(&p, ret);
 	m.desc = desc;
@@ -77,7 +190,9 @@ static ssize_t mrl_msg_slow(struct mrl_ep *ep, enum mrl_dir dir,
 				       mrl_msg_recvmsg_slow(ep, &msg, flags);
 
 	mrl_post_init(&p, x, dir);
-	ret = mrl_post_iov(&p, iov, desc, count, d->min, ldesc);
+	ret = dir == MRL_TX ?
+		mrl_post_send_iov(&p, iov, desc, count, d->min, ldesc) :
+		mrl_post_iov(&p, iov, desc, count, d->min, ldesc);
 	if (ret)
 		return mrl_post_end(&p, ret);
 	ctx = mrl_post_context(&p, context, &flags);
@@ -188,6 +303,7 @@ static ssize_t mrl_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
 
 void mrl_xfer_msg_init(void)
 {
+	mrl_rndv_limit_init();
 	mrl_xfer_msg_ops = mrl_ep_msg_ops;
 	mrl_xfer_msg_ops.recv = mrl_msg_recv;
 	mrl_xfer_msg_ops.recvv = mrl_msg_recvv;

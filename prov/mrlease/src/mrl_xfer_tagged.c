@@ -12,6 +12,11 @@
 
 struct fi_ops_tagged mrl_xfer_tagged_ops;
 
+/* mrl_xfer_msg.c: send operands, with registrations starting at each iov
+ * where a rendezvous peer reads them from offset 0 of their MR. */
+int mrl_post_send_iov(struct mrl_post *p, const struct iovec *iov,
+		      void **desc, size_t count, size_t min, void **out);
+
 #define MRL_TAGGED_NO_SWAP (FI_PEEK | FI_CLAIM | FI_DISCARD)
 
 static ssize_t mrl_tagged_sendmsg_slow(struct mrl_ep *ep,
@@ -25,8 +30,8 @@ static ssize_t mrl_tagged_sendmsg_slow(struct mrl_ep *ep,
 	ssize_t ret;
 
 	mrl_post_init(&p, x, MRL_TX);
-	ret = mrl_post_iov(&p, msg->msg_iov, msg->desc, msg->iov_count,
-			   x->dir[MRL_TX].min_msg, desc);
+	ret = mrl_post_send_iov(&p, msg->msg_iov, msg->desc, msg->iov_count,
+				x->dir[MRL_TX].min_msg, desc);
 	if (ret)
 		return mrl_post_end(&p, ret);
 	m.desc = desc;
@@ -82,7 +87,9 @@ static ssize_t mrl_tagged_slow(struct mrl_ep *ep, enum mrl_dir dir,
 			mrl_tagged_recvmsg_slow(ep, &msg, flags);
 
 	mrl_post_init(&p, x, dir);
-	ret = mrl_post_iov(&p, iov, desc, count, d->min, ldesc);
+	ret = dir == MRL_TX ?
+		mrl_post_send_iov(&p, iov, desc, count, d->min, ldesc) :
+		mrl_post_iov(&p, iov, desc, count, d->min, ldesc);
 	if (ret)
 		return mrl_post_end(&p, ret);
 	ctx = mrl_post_context(&p, context, &flags);
