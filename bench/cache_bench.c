@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The lease cache against two peers on the same workload, in the same run:
- *   seed  the seed's design (seed/registry.rs): one global mutex, an ordered
- *         map keyed by base (a sorted array here) with predecessor lookup, an
- *         Arc-like separately allocated refcounted registration, and the
- *         seed's invalidate (scan every entry below `end`);
+ *   seed  the seed's design (seed/registry.rs), idealised: one global mutex,
+ *         an ordered map keyed by base (a sorted array here: 24 bytes per
+ *         entry, one binary search) with predecessor lookup, an Arc-like
+ *         separately allocated refcounted registration, and the seed's
+ *         invalidate (scan every entry below `end`);
+ *   seed_btree  the seed as written: the same mutex and Arc over a model of
+ *         Rust's BTreeMap node layout and search (see sbt_* below); no
+ *         invalidate figure (n/a);
  *   ucx   UCX's registration cache (ucs_rcache_get / region_put, memory
  *         events off, no-op registration), when built with libucx-dev.
  * Registrations go through the counting registrar with no records (no
@@ -254,6 +258,211 @@ static int seed_inv(void *c, uintptr_t s, uintptr_t e)
 	return 0;
 }
 
+/*
+ * seed_btree: the seed as written (seed/registry.rs), not idealised: a global
+ * std::sync::Mutex over a Rust BTreeMap<usize, RegionEntry { end: usize,
+ * registration: Arc<Registration { memory_region: *mut fid_mr }> }>, looked
+ * up by regions.range(..=start).next_back(). Modelled on the standard
+ * library's node layout (alloc/collections/btree/node.rs, B = 6): a leaf is
+ * #[repr(C)] { parent, parent_idx: u16, len: u16, keys: [usize; 11],
+ * vals: [RegionEntry; 11] } = 280 bytes, an internal node adds edges: [_; 12]
+ * = 376 bytes, each a separate allocation; it is a B-tree, so internal nodes
+ * hold entries too. Keys are searched linearly in each node (search_node).
+ * The tree has the shape ascending inserts leave (track() is called in
+ * address order here): a full node splits at its middle and the new key
+ * goes right, so every node but the rightmost keeps 6 of 11 keys and one key
+ * between two siblings moves up; the builder below lays the nodes out in
+ * that shape directly. Arc<Registration> is one 24-byte allocation (strong,
+ * weak, the fid_mr pointer); a lease is Arc::clone (relaxed increment) and
+ * its drop a release decrement. The unbounded lower end of range() descends
+ * the leftmost edges; next_back() from the upper leaf edge yields the nearest
+ * key <= start, tracked here on the way down (the same nodes Rust climbs back
+ * through).
+ */
+#define SBT_CAP 11
+#define SBT_KEEP 6
+
+struct sbt_arc {		/* ArcInner<Registration> */
+	atomic_long strong, weak;
+	void *mr;
+};
+
+struct sbt_val {		/* RegionEntry */
+	uintptr_t end;
+	struct sbt_arc *reg;
+};
+
+struct sbt_node {		/* LeafNode<usize, RegionEntry> */
+	struct sbt_node *parent;
+	uint16_t parent_idx, len;
+	uintptr_t keys[SBT_CAP];
+	struct sbt_val vals[SBT_CAP];
+};
+
+struct sbt_inode {		/* InternalNode<usize, RegionEntry> */
+	struct sbt_node data;
+	struct sbt_node *edges[SBT_CAP + 1];
+};
+
+struct sbt_b {
+	pthread_mutex_t lock;
+	struct sbt_node *root;
+	unsigned height;	/* 0: the root is a leaf */
+	struct creg creg;
+};
+
+static void sbt_put(struct sbt_b *b, struct sbt_arc *r)
+{
+	if (atomic_fetch_sub_explicit(&r->strong, 1, memory_order_release) == 1) {
+		atomic_thread_fence(memory_order_acquire);
+		creg_registrar.close(&b->creg, r->mr);
+		free(r);
+	}
+}
+
+/* One level of the ascending-insert shape: nodes of SBT_KEEP keys (the last
+ * up to SBT_CAP), one key between two nodes moved up into *up. `child`
+ * (internal levels) holds nk + 1 nodes; NULL for leaves. Returns the count of
+ * nodes made and their keys moved up (nodes - 1). */
+static size_t sbt_level(const uintptr_t *keys, const struct sbt_val *vals, size_t nk,
+			struct sbt_node **child, struct sbt_node **out, uintptr_t *up_keys,
+			struct sbt_val *up_vals)
+{
+	size_t k = 0, c = 0, nodes = 0;
+
+	for (;;) {
+		size_t take = nk - k <= SBT_CAP ? nk - k : SBT_KEEP;
+		struct sbt_node *n;
+
+		n = child ? calloc(1, sizeof(struct sbt_inode)) : calloc(1, sizeof(struct sbt_node));
+		if (!n)
+			abort();
+		n->len = (uint16_t)take;
+		memcpy(n->keys, &keys[k], take * sizeof(*keys));
+		memcpy(n->vals, &vals[k], take * sizeof(*vals));
+		if (child) {
+			for (size_t i = 0; i <= take; i++) {
+				((struct sbt_inode *)n)->edges[i] = child[c + i];
+				child[c + i]->parent = n;
+				child[c + i]->parent_idx = (uint16_t)i;
+			}
+			c += take + 1;
+		}
+		k += take;
+		out[nodes++] = n;
+		if (k == nk)
+			return nodes;
+		up_keys[nodes - 1] = keys[k];
+		up_vals[nodes - 1] = vals[k];
+		k++;
+	}
+}
+
+static void *sbt_create(size_t n)
+{
+	struct sbt_b *b = calloc(1, sizeof(*b));
+	uintptr_t *keys = malloc(n * sizeof(*keys));
+	struct sbt_val *vals = malloc(n * sizeof(*vals));
+	struct sbt_node **nodes = malloc((n / SBT_KEEP + 2) * sizeof(*nodes));
+	struct sbt_node **child = NULL;
+	size_t nk = n, made;
+	void *desc;
+
+	if (!b || !keys || !vals || !nodes)
+		abort();
+	pthread_mutex_init(&b->lock, NULL);
+	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
+	for (size_t i = 0; i < n; i++) {
+		struct sbt_arc *r = malloc(sizeof(*r));
+
+		if (!r)
+			abort();
+		atomic_init(&r->strong, 1);
+		atomic_init(&r->weak, 1);
+		creg_registrar.reg(&b->creg, (void *)entry_base(i), page, MRL_CACHE_ACCESS, 0,
+				   &r->mr, &desc);
+		keys[i] = entry_base(i);
+		vals[i] = (struct sbt_val){ entry_base(i) + page, r };
+	}
+	/* Bottom-up; the scratch arrays are reused level by level (keys moved
+	 * up are written behind the ones still being read). */
+	for (;;) {
+		made = sbt_level(keys, vals, nk, child, nodes, keys, vals);
+		if (made == 1)
+			break;
+		nk = made - 1;
+		if (!child)
+			child = malloc((n / SBT_KEEP + 2) * sizeof(*child));
+		if (!child)
+			abort();
+		memcpy(child, nodes, made * sizeof(*nodes));
+		b->height++;
+	}
+	b->root = nodes[0];
+	free(child);
+	free(nodes);
+	free(keys);
+	free(vals);
+	return b;
+}
+
+static void sbt_free(struct sbt_b *b, struct sbt_node *n, unsigned h)
+{
+	for (unsigned i = 0; i < n->len; i++)
+		sbt_put(b, n->vals[i].reg);
+	if (h)
+		for (unsigned i = 0; i <= n->len; i++)
+			sbt_free(b, ((struct sbt_inode *)n)->edges[i], h - 1);
+	free(n);
+}
+
+static void sbt_destroy(void *c)
+{
+	struct sbt_b *b = c;
+
+	sbt_free(b, b->root, b->height);
+	pthread_mutex_destroy(&b->lock);
+	free(b);
+}
+
+static int sbt_hit(void *c, uintptr_t s, uintptr_t e)
+{
+	struct sbt_b *b = c;
+	const struct sbt_node *n, *lo;
+	const struct sbt_val *v = NULL;
+	struct sbt_arc *r = NULL;
+	unsigned h, i;
+
+	pthread_mutex_lock(&b->lock);
+	/* range(..): the lower edge runs down the leftmost edges. */
+	for (lo = b->root, h = b->height; h; h--)
+		lo = ((const struct sbt_inode *)lo)->edges[0];
+	__asm__ __volatile__("" : : "r"(lo));
+	/* ..=start: search_node per level, linear. */
+	for (n = b->root, h = b->height;; h--) {
+		for (i = 0; i < n->len && n->keys[i] < s; i++)
+			;
+		if (i < n->len && n->keys[i] == s) {
+			v = &n->vals[i];
+			break;
+		}
+		if (i)
+			v = &n->vals[i - 1];	/* next_back's candidate */
+		if (!h)
+			break;
+		n = ((const struct sbt_inode *)n)->edges[i];
+	}
+	if (v && e <= v->end) {
+		r = v->reg;
+		atomic_fetch_add_explicit(&r->strong, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&b->lock);
+	if (!r)
+		return -1;
+	sbt_put(b, r);
+	return 0;
+}
+
 #ifdef HAVE_UCS
 /* UCX rcache, memory events off, no-op registration. */
 static ucs_status_t ucx_mem_reg(void *ctx, ucs_rcache_t *rc, void *arg,
@@ -338,6 +547,7 @@ static int ucx_hit(void *c, uintptr_t s, uintptr_t e)
 static const struct impl impls[] = {
 	{ "mrlease", mrl_create, mrl_destroy, mrl_hit, mrl_inv, 1 },
 	{ "seed", seed_create, seed_destroy, seed_hit, seed_inv, 0 },
+	{ "seed_btree", sbt_create, sbt_destroy, sbt_hit, NULL, 1 },
 #ifdef HAVE_UCS
 	{ "ucx", ucx_create, ucx_destroy, ucx_hit, NULL, 1 },
 #endif
@@ -591,6 +801,7 @@ static int drive(int argc, char **argv)
 {
 	const struct impl *im = NULL;
 	size_t n, ops;
+	double t0;
 	void *c;
 
 	if (argc != 6)
@@ -605,16 +816,19 @@ static int drive(int argc, char **argv)
 	fill_idx(n);
 	c = im->create(n);
 	drive_loop(im, c, n, ops / 10, !strcmp(argv[3], "hot"));	/* warm */
+	t0 = now_ns();
 	drive_loop(im, c, n, ops, !strcmp(argv[3], "hot"));
+	t0 = (now_ns() - t0) / (double)ops;
+	printf("drove %zu %s %s ops on %zu entries, %d missed, %.2f ns/op mean, %.2f median "
+	       "batch\n", ops, im->name, argv[3], n, misses, t0,
+	       strcmp(argv[3], "hot") ? run_rand(im, c, ops) : run_hot(im, c, ops, 1));
 	im->destroy(c);
-	printf("drove %zu %s %s ops on %zu entries, %d missed\n", ops, im->name, argv[3], n,
-	       misses);
 	return misses ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-	char line[4096];
+	char line[8192];
 	size_t len = 0;
 	const struct impl *peer;
 
