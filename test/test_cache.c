@@ -316,6 +316,57 @@ static void test_eviction_never_touches_leased_or_pinned_entries(void)
 }
 
 /* max_size bounds registered bytes (pinned memory) as max_count bounds MRs. */
+/* CLOCK is what keeps a send loop's buffers cached under pressure: an entry
+ * hit since the last sweep must outlive one nobody touched. */
+static void test_eviction_spares_entries_hit_since_the_last_sweep(void)
+{
+	struct mrl_registration *r, *got[4];
+	struct fi_mrlease_stats st;
+	int gone = -1, present = 0;
+	uintptr_t untouched = 0;
+
+	CHECK_FI(fixture_open(4, 0));
+	for (int i = 0; i < 5; i++) {	/* the fifth evicts one of the first four */
+		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &r));
+		mrl_lease_release(r);
+	}
+	for (int i = 0; i < 4; i++) {
+		got[i] = mrl_cache_lookup(dom, P(i), P(i) + 8);
+		if (!got[i])
+			gone = i;
+	}
+	CHECK(gone >= 0);
+	/* Hit every survivor but the first one found: that one must go next. */
+	for (int i = 0, skipped = 0; i < 4; i++) {
+		if (!got[i])
+			continue;
+		if (!skipped++) {
+			untouched = got[i]->base;	/* not hit from now on */
+			mrl_lease_release(got[i]);
+			continue;
+		}
+		mrl_lease_release(got[i]);	/* hit: used bit set */
+	}
+	CHECK_FI(mrl_cache_acquire(dom, P(9), P(9) + 8, &r));
+	mrl_lease_release(r);
+	mrl_cache_domain_stats(dom, &st);
+	CHECK_EQ(2, st.evictions);
+	CHECK(mrl_cache_lookup(dom, untouched, untouched + 8) == NULL);
+	for (int i = 0; i < 4; i++) {
+		if (i == gone || P(i) == untouched)
+			continue;
+		r = mrl_cache_lookup(dom, P(i), P(i) + 8);
+		CHECK_MSG(r != NULL, "hit entry %d evicted", i);
+		if (r) {
+			present++;
+			mrl_lease_release(r);
+		}
+	}
+	CHECK_EQ(2, present);
+	fixture_close();
+	CHECK_EQ(atomic_load(&creg.registered), atomic_load(&creg.closed));
+}
+
 static void test_eviction_keeps_registered_bytes_under_max_size(void)
 {
 	struct mrl_registration *r;
@@ -738,6 +789,7 @@ int main(void)
 	MRL_RUN(test_invalidate_spares_ranges_that_only_touch);
 	MRL_RUN(test_zero_length_and_wrapping_ranges_follow_documented_rules);
 	MRL_RUN(test_eviction_never_touches_leased_or_pinned_entries);
+	MRL_RUN(test_eviction_spares_entries_hit_since_the_last_sweep);
 	MRL_RUN(test_eviction_keeps_registered_bytes_under_max_size);
 	MRL_RUN(test_failing_registrar_leaves_nothing_behind);
 	MRL_RUN(test_resource_refusal_evicts_unleased_entries_and_retries_once);

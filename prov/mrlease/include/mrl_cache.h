@@ -23,7 +23,7 @@
  *
  * Locks. One mutex per cache (cache->lock) serialises every change of the
  * indexes (a B+tree per domain, keyed by base, with the max end of each
- * subtree), the LRU lists, the domain list, the pending-miss list and the
+ * subtree), the CLOCK hands, the domain list, the pending-miss list and the
  * index node reserve. A writer also raises the cache's writer flag and waits
  * until no reader is inside a read section of that cache. Readers take no
  * shared lock: each thread announces itself in its own cache line and walks
@@ -73,8 +73,10 @@
  *
  * Capacity (per domain): at most max_count entries and max_size bytes;
  * beyond that, entries no lease holds and not pinned are evicted in
- * approximately least-recently-used order (CLOCK: a hit marks an entry used,
- * the sweep gives used entries a second chance). When the registrar refuses
+ * approximately least-recently-used order (CLOCK: a new entry and a hit mark
+ * an entry used; the sweep runs over the index in address order from where
+ * the last one stopped, wrapping, and gives used entries a second chance, so
+ * an entry carries no list links). When the registrar refuses
  * with -FI_ENOMEM, -FI_ENOSPC or -FI_EAGAIN, unleased entries of that domain
  * are evicted (at least the refused length, at least one entry) and the
  * registration retried once. A leased or pinned entry is never evicted.
@@ -166,15 +168,17 @@ struct mrl_cache_domain;	/* opaque: one core domain's entries */
  * after insertion, so any lease holder may read them without a lock.
  */
 struct mrl_registration {
-	uintptr_t base, end;			/* registered [base, end) */
-	struct mrl_registration *lru_prev, *lru_next; /* LRU; retire chain */
-	struct mrl_cache_domain *domain;
-	void *mr, *desc;			/* registrar's handle, descriptor */
+	/* What a hit touches comes first (32 bytes). */
 	atomic_uint refs;			/* index (while live) + leases, and
 						 * MRL_REF_USED (CLOCK bit, set on hits) */
 	uint8_t slot;				/* internal (domain's counter slot) */
 	uint8_t state;				/* internal (live, retired) */
 	uint8_t flags;				/* internal (pinned) */
+	uintptr_t base, end;			/* registered [base, end) */
+	void *desc;				/* registrar's descriptor */
+	void *mr;				/* registrar's handle */
+	struct mrl_cache_domain *domain;
+	struct mrl_registration *next;		/* internal: retire chain, pool */
 };
 
 /* refs: the count in the low bits, the CLOCK "used" bit on top. */
@@ -236,7 +240,7 @@ void mrl_cache_destroy(struct mrl_cache *cache);
 
 /* ---- domains ------------------------------------------------------------ */
 
-/* A cache domain per core domain: its own index, LRU, limits and counters,
+/* A cache domain per core domain: its own index, CLOCK, limits and counters,
  * so closing one domain never touches another's registrations. */
 int mrl_cache_domain_open(struct mrl_cache *cache,
 			  const struct mrl_domain_config *config,

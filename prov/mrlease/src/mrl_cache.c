@@ -239,7 +239,7 @@ struct mrl_cache {
 	_Atomic(struct mrl_flt_top *) flt_root[MRL_FLT_FAN];
 
 	/*
-	 * lock: protects the domains' indexes, LRU lists, counts and
+	 * lock: protects the domains' indexes, CLOCK hands, counts and
 	 * generations, the domain list and the pending list. Never held across
 	 * a registrar call, a last reference drop, malloc/free, or a span
 	 * resolver call.
@@ -267,7 +267,8 @@ struct mrl_cache_domain {
 	/* Under cache->lock (readers: inside a read section). */
 	struct mrl_btnode *root;
 	unsigned height;		/* levels of the index, leaves included */
-	struct mrl_registration *lru_head, *lru_tail;
+	uintptr_t hand;			/* CLOCK: base last swept (if hand_set) */
+	bool hand_set;
 	size_t count, bytes;
 	bool closed;
 	fi_mrlease_span_fn span;
@@ -296,10 +297,11 @@ static struct mrl_registration *pool_alloc(void)
 	pthread_mutex_lock(&mrl_pool_lock);
 	reg = mrl_pool_free;
 	if (reg)
-		mrl_pool_free = reg->lru_next;
+		mrl_pool_free = reg->next;
 	pthread_mutex_unlock(&mrl_pool_lock);
 	if (!reg) {
-		/* Line-aligned: an entry (64 bytes) is one cache line. */
+		/* Line-aligned chunks of 56-byte entries: the 32 bytes a hit
+		 * touches (refs, base, end, desc) share a line for 5 in 8. */
 		chunk = aligned_alloc(MRL_CACHELINE, sizeof(*chunk) * MRL_POOL_CHUNK);
 		if (!chunk)
 			return NULL;
@@ -307,7 +309,7 @@ static struct mrl_registration *pool_alloc(void)
 		for (size_t i = 0; i < MRL_POOL_CHUNK; i++)
 			atomic_init(&chunk[i].refs, 0);
 		for (size_t i = 1; i < MRL_POOL_CHUNK; i++) {
-			chunk[i].lru_next = mrl_pool_free;
+			chunk[i].next = mrl_pool_free;
 			mrl_pool_free = &chunk[i];
 		}
 		pthread_mutex_unlock(&mrl_pool_lock);
@@ -316,7 +318,7 @@ static struct mrl_registration *pool_alloc(void)
 	/* A stale hot slot may still CAS refs (see hot_lease): everything but
 	 * refs is plain, refs is only ever accessed atomically. */
 	reg->base = reg->end = 0;
-	reg->lru_prev = reg->lru_next = NULL;
+	reg->next = NULL;
 	reg->domain = NULL;
 	reg->mr = reg->desc = NULL;
 	reg->slot = 0;
@@ -328,7 +330,7 @@ static struct mrl_registration *pool_alloc(void)
 static void pool_free(struct mrl_registration *reg)
 {
 	pthread_mutex_lock(&mrl_pool_lock);
-	reg->lru_next = mrl_pool_free;
+	reg->next = mrl_pool_free;
 	mrl_pool_free = reg;
 	pthread_mutex_unlock(&mrl_pool_lock);
 }
@@ -782,15 +784,57 @@ static void bt_node_give(struct mrl_cache *cache, struct mrl_btnode *n)
 	cache->nspare[n->leaf]++;
 }
 
-/* Every node of a subtree back to the reserves (clear_domain). */
-static void bt_give_all(struct mrl_cache *cache, struct mrl_btnode *n)
+/* Every node of a subtree back to the reserves and every entry onto *chain
+ * (clear_domain). */
+static void bt_give_all(struct mrl_cache *cache, struct mrl_btnode *n,
+			struct mrl_registration **chain)
 {
+	struct mrl_registration *e;
+
 	if (!n)
 		return;
-	if (!n->leaf)
-		for (int i = 0; i < n->count; i++)
-			bt_give_all(cache, n->ptr[i]);
+	for (int i = 0; i < n->count; i++) {
+		if (n->leaf) {
+			e = n->ptr[i];
+			e->next = *chain;
+			*chain = e;
+		} else {
+			bt_give_all(cache, n->ptr[i], chain);
+		}
+	}
 	bt_node_give(cache, n);
+}
+
+/* The first entry with base > key, or >= key when !after (the CLOCK hand). */
+static struct mrl_registration *bt_successor(const struct mrl_btnode *n, uintptr_t key,
+					     bool after)
+{
+	const struct mrl_btnode *path[MRL_BT_MAX_DEPTH];
+	int idx[MRL_BT_MAX_DEPTH], d = 0, i;
+
+	if (!n)
+		return NULL;
+	while (!n->leaf) {
+		path[d] = n;
+		idx[d] = bt_child(n, key);
+		n = n->ptr[idx[d++]];
+	}
+	for (;;) {
+		for (i = 0; i < n->count; i++)
+			if (after ? n->key[i] > key : n->key[i] >= key)
+				return n->ptr[i];
+		/* Past this leaf: the next subtree to the right, leftmost leaf. */
+		while (d && idx[d - 1] + 1 >= path[d - 1]->count)
+			d--;
+		if (!d)
+			return NULL;
+		n = path[d - 1]->ptr[++idx[d - 1]];
+		while (!n->leaf) {
+			path[d] = n;
+			idx[d++] = 0;
+			n = n->ptr[0];
+		}
+	}
 }
 
 /* ---- overlap filter ----------------------------------------------------- */
@@ -1185,7 +1229,7 @@ static void drop_chain(struct mrl_registration *chain)
 	struct mrl_registration *next;
 
 	for (; chain; chain = next) {
-		next = chain->lru_next;
+		next = chain->next;
 		if ((atomic_load_explicit(&chain->refs, memory_order_relaxed) &
 		     MRL_REF_COUNT) > 1)
 			STAT_ADD(chain->domain, retired_leased, 1);
@@ -1195,44 +1239,19 @@ static void drop_chain(struct mrl_registration *chain)
 
 /* ---- index maintenance (under write_enter) ------------------------------ */
 
-static void lru_unlink(struct mrl_cache_domain *dom, struct mrl_registration *e)
-{
-	if (e->lru_prev)
-		e->lru_prev->lru_next = e->lru_next;
-	else
-		dom->lru_head = e->lru_next;
-	if (e->lru_next)
-		e->lru_next->lru_prev = e->lru_prev;
-	else
-		dom->lru_tail = e->lru_prev;
-	e->lru_prev = e->lru_next = NULL;
-}
-
-static void lru_append(struct mrl_cache_domain *dom, struct mrl_registration *e)
-{
-	e->lru_next = NULL;
-	e->lru_prev = dom->lru_tail;
-	if (dom->lru_tail)
-		dom->lru_tail->lru_next = e;
-	else
-		dom->lru_head = e;
-	dom->lru_tail = e;
-}
-
 /* Take a live entry out of the index and chain it for drop_chain. */
 static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration *e,
 			  struct mrl_registration **chain)
 {
 	bt_remove(dom->cache, &dom->root, e->base);
 	dom->height = bt_height(dom->root);
-	lru_unlink(dom, e);
 	e->state = MRL_REG_RETIRED;
 	flt_update(dom->cache, e->base, e->end, -1);
 	dom->count--;
 	dom->bytes -= e->end - e->base;
 	atomic_store_explicit(&dom->hot.gen, next_gen(), memory_order_release);
 	STAT_ADD(dom, entries, -1);
-	e->lru_next = *chain;
+	e->next = *chain;
 	*chain = e;
 }
 
@@ -1254,7 +1273,6 @@ static void insert_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 		retire_locked(dom, old, chain);
 	bt_insert(dom->cache, &dom->root, e);
 	dom->height = bt_height(dom->root);
-	lru_append(dom, e);
 	e->state = MRL_REG_LIVE;
 	flt_update(dom->cache, e->base, e->end, +1);
 	dom->count++;
@@ -1264,9 +1282,11 @@ static void insert_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 }
 
 /*
- * CLOCK sweep from the oldest entry: leased or pinned entries and entries hit
- * since the last sweep go to the back; others are retired until `bytes` and
- * `count` are freed (or two rounds found nothing).
+ * CLOCK sweep over the index in address order, from where the last sweep
+ * stopped (the hand, a base) and wrapping: leased or pinned entries are
+ * skipped, entries hit since the last pass lose their used bit (a second
+ * chance), the others are retired until `bytes` and `count` are freed (or
+ * two rounds found nothing). No list per entry: the index is the clock face.
  */
 static void evict_locked(struct mrl_cache_domain *dom, size_t bytes, size_t count,
 			 struct mrl_registration **chain)
@@ -1275,17 +1295,18 @@ static void evict_locked(struct mrl_cache_domain *dom, size_t bytes, size_t coun
 	struct mrl_registration *e;
 
 	while (steps-- && (freed_bytes < bytes || freed < count)) {
-		e = dom->lru_head;
+		e = bt_successor(dom->root, dom->hand, dom->hand_set);
+		if (!e)
+			e = bt_successor(dom->root, 0, false);
 		if (!e)
 			break;
+		dom->hand = e->base;
+		dom->hand_set = true;
 		if ((e->flags & MRL_REG_PINNED) ||
 		    (atomic_load_explicit(&e->refs, memory_order_relaxed) & MRL_REF_COUNT) > 1 ||
 		    (atomic_fetch_and_explicit(&e->refs, ~MRL_REF_USED, memory_order_relaxed) &
-		     MRL_REF_USED)) {
-			lru_unlink(dom, e);
-			lru_append(dom, e);
+		     MRL_REF_USED))
 			continue;
-		}
 		freed_bytes += e->end - e->base;
 		freed++;
 		retire_locked(dom, e, chain);
@@ -1423,15 +1444,14 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 		return;
 	}
 	dom->closed = true;
-	/* Every live entry is on the LRU list: it becomes the retire chain. */
-	chain = dom->lru_head;
-	for (e = chain; e; e = e->lru_next) {
+	/* Every live entry is in the index: it becomes the retire chain. */
+	chain = NULL;
+	bt_give_all(cache, dom->root, &chain);
+	for (e = chain; e; e = e->next) {
 		e->state = MRL_REG_RETIRED;
 		flt_update(cache, e->base, e->end, -1);
 	}
 	STAT_ADD(dom, entries, -(int64_t)dom->count);
-	dom->lru_head = dom->lru_tail = NULL;
-	bt_give_all(cache, dom->root);
 	dom->root = NULL;
 	dom->height = 0;
 	dom->count = dom->bytes = 0;
@@ -1763,7 +1783,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	} else if ((won = find_entry(dom, mode, start, end))) {
 		lease_take_found(won);
 	} else {
-		atomic_store_explicit(&reg->refs, 2, memory_order_release);
+		atomic_store_explicit(&reg->refs, 2 | MRL_REF_USED, memory_order_release);
 		insert_locked(dom, reg, &chain);
 		capacity_locked(dom, &chain);
 	}
