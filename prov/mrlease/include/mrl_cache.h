@@ -444,6 +444,10 @@ void mrl_cache_domain_stats(struct mrl_cache_domain *domain,
 /* Counters of the whole cache (every domain, closed ones included). */
 void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats);
 
+/* Entries allocated and idle in the process-wide entry pool (memory the next
+ * registrations reuse; it is never given back). A walk: for measurements. */
+size_t mrl_cache_pool_idle(void);
+
 #ifdef __cplusplus
 }
 #endif

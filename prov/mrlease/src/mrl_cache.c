@@ -327,6 +327,17 @@ static struct mrl_registration *pool_alloc(void)
 	return reg;
 }
 
+size_t mrl_cache_pool_idle(void)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&mrl_pool_lock);
+	for (struct mrl_registration *r = mrl_pool_free; r; r = r->next)
+		n++;
+	pthread_mutex_unlock(&mrl_pool_lock);
+	return n;
+}
+
 static void pool_free(struct mrl_registration *reg)
 {
 	pthread_mutex_lock(&mrl_pool_lock);
@@ -342,7 +353,7 @@ static void pool_free(struct mrl_registration *reg)
  * the max end of its subtree, so a covering or overlap query prunes whole
  * subtrees. Fanout 16 keeps a million entries within five levels whose upper
  * three stay in cache. Leaves hold only bases and entry pointers (an entry's
- * end is read from the entry, which a lease touches anyway): 20 bytes per
+ * end is read from the entry, which a lease touches anyway): 16.5 bytes per
  * entry. key[i] of an inner node is a lower bound of child i's keys (key[0]
  * is never compared); unused keys are UINTPTR_MAX so searches run branch
  * free over all slots. Removals do not merge siblings: an emptied node is
@@ -356,11 +367,14 @@ static void pool_free(struct mrl_registration *reg)
 #define MRL_BT_MAX_DEPTH 12	/* 16^12 entries: unreachable */
 #define MRL_BT_RESERVE (MRL_BT_MAX_DEPTH + 2)
 
+/* Line-aligned allocations: keys in two lines, pointers in the next two
+ * (all a predecessor search reads), the header after them (writers and the
+ * fallback search only). A leaf is 264 bytes: 16.5 bytes per entry. */
 struct mrl_btnode {
+	uintptr_t key[MRL_BT_FAN];	/* base, or lower bound */
+	void *ptr[MRL_BT_FAN];		/* leaf: registration; inner: node */
 	uint16_t count;
 	bool leaf;
-	_Alignas(MRL_CACHELINE) uintptr_t key[MRL_BT_FAN]; /* base, or lower bound */
-	void *ptr[MRL_BT_FAN];		/* leaf: registration; inner: node */
 };
 
 /* Inner nodes add the max end of each child's subtree. */
@@ -1105,22 +1119,23 @@ static void write_exit(struct mrl_cache *cache)
  * split up a full-height path, allocated beforehand with no lock held.
  * Returns -FI_ENOMEM (no lock held) if the reserve cannot be filled.
  */
-static int write_enter_reserved(struct mrl_cache *cache)
+static int write_enter_reserved(struct mrl_cache *cache, struct mrl_cache_domain *dom)
 {
 	struct mrl_btnode *chain = NULL, *n;
 	unsigned want[2];
 
 	for (;;) {
 		write_enter(cache);
-		if (cache->nspare[false] >= MRL_BT_RESERVE && cache->nspare[true] >= 2)
+		/* One insert into dom's index splits at most a leaf and one inner
+		 * node per level above it, and adds a root: height inner nodes. */
+		if (cache->nspare[false] >= dom->height && cache->nspare[true] >= 1)
 			return 0;
-		want[false] = 2 * MRL_BT_RESERVE - cache->nspare[false];
-		want[true] = 4 - cache->nspare[true];
+		want[false] = dom->height + 2 - cache->nspare[false];
+		want[true] = 2 - cache->nspare[true];
 		write_exit(cache);
 		for (int leaf = 0; leaf < 2; leaf++) {
 			for (unsigned i = 0; i < want[leaf] && i < 64; i++) {
-				n = aligned_alloc(MRL_CACHELINE, bt_size(leaf));
-				if (!n)
+				if (posix_memalign((void **)&n, MRL_CACHELINE, bt_size(leaf)))
 					break;
 				n->leaf = leaf;
 				n->ptr[0] = chain;
@@ -1764,7 +1779,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	if (!ret)
 		flt_update(cache, lo, hi, 0);
 
-	rret = ret ? 0 : write_enter_reserved(cache);
+	rret = ret ? 0 : write_enter_reserved(cache, dom);
 	if (ret || rret)
 		write_enter(cache);
 	if (ret || (rret && !pending.stale)) {
@@ -1886,7 +1901,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	atomic_store_explicit(&reg->refs, 2, memory_order_release);
 
 	flt_update(cache, start, end, 0);
-	if (write_enter_reserved(cache)) {
+	if (write_enter_reserved(cache, dom)) {
 		pool_free(reg);
 		return -FI_ENOMEM;
 	}
