@@ -315,8 +315,10 @@ struct sbt_b {
 
 static void sbt_put(struct sbt_b *b, struct sbt_arc *r)
 {
-	if (atomic_fetch_sub_explicit(&r->strong, 1, memory_order_release) == 1) {
-		atomic_thread_fence(memory_order_acquire);
+	/* Rust: a release decrement, then an acquire fence on the last; one
+	 * acq_rel decrement is the same instruction on x86 (and TSan takes no
+	 * fences). */
+	if (atomic_fetch_sub_explicit(&r->strong, 1, memory_order_acq_rel) == 1) {
 		creg_registrar.close(&b->creg, r->mr);
 		free(r);
 	}
