@@ -60,6 +60,11 @@
  * and reads its CQ only for errors holds those leases until it does (or
  * closes the endpoint).
  *
+ * Sends on domains without FI_MR_VIRT_ADDR. A leased operand of a msg or
+ * tagged send longer than rxm's eager limit (FI_OFI_RXM_BUFFER_SIZE, 16 KiB)
+ * gets a registration starting exactly at its iov: rxm 1.17's rendezvous
+ * has the peer read each iov at offset 0 of its MR (mrl_xfer_msg.c).
+ *
  * Lifetime. A pool lives while its endpoint is open, and after the endpoint
  * closed with operations outstanding ("orphans": their leases were released
  * at close) for as long as a CQ the endpoint was bound to might still hold
@@ -101,6 +106,7 @@ enum mrl_op_flags {
 	MRL_OP_HIDDEN = 1 << 0,	    /* the app asked no completion: consume it */
 	MRL_OP_MULTI_RECV = 1 << 1, /* ends at a completion with FI_MULTI_RECV */
 	MRL_OP_EXTRA = 1 << 2,	    /* lease overflow of another op, not posted */
+	MRL_OP_CHAINED = 1 << 3,    /* has extra ops (next) */
 };
 
 struct mrl_op_pool;
@@ -109,7 +115,13 @@ struct mrl_op {
 	struct fi_context2 prov_ctx;	/* first: the provider's scratch space */
 	void *app_ctx;			/* what the application passed */
 	struct mrl_op_pool *pool;
-	struct mrl_op *next;		/* free list; when live: extra leases */
+	const struct mrl_domain *domain; /* pool->domain (NULL: dead chunk),
+					  * one load for mrl_op_of_context */
+	struct mrl_op *next;		/* when live: extra leases; free in a
+					 * serial pool: the next free op */
+	/* Free in a shared pool: the next free op (mrl_op_code). */
+	_Atomic uint32_t free_next;
+	uint32_t code;			/* mrl_op_code of this op */
 	atomic_uint state;		/* enum mrl_op_state */
 	uint16_t flags;			/* enum mrl_op_flags */
 	uint16_t nleases;
@@ -121,12 +133,21 @@ struct mrl_op {
 struct mrl_op_chunk;
 
 struct mrl_op_pool {
-	const struct mrl_domain *domain; /* first: read by mrl_op_of_context */
-	struct mrl_op *free;		 /* poster side */
-	_Atomic(struct mrl_op *) returned; /* pushed by completions */
-	bool locked;			 /* poster side shared by threads */
-	pthread_mutex_t lock;		 /* guards free and chunks if locked;
-					  * nothing else is done under it */
+	const struct mrl_domain *domain;
+	/* Posts, completions and endpoint close never run at the same time
+	 * (FI_THREAD_DOMAIN, FI_THREAD_COMPLETION: the application
+	 * serialises every object sharing a completion structure): the free
+	 * list is a plain list and ops' states change with plain stores.
+	 * Otherwise ("shared") the free list is a lock-free stack that
+	 * posters pop and completions push from any thread. */
+	bool serial;
+	struct mrl_op *free;		 /* serial: the free list */
+	/* shared: top of the free stack, (ABA tag << 32) | mrl_op_code of
+	 * the top op; code 0 (a chunk header, never an op) is empty. */
+	_Atomic uint64_t shared;
+	uintptr_t base;			 /* mrl_op_region.base, for codes */
+	pthread_mutex_t lock;		 /* shared pools: guards chunks (growth,
+					  * scans); nothing else under it */
 	struct mrl_op_chunk *chunks;
 	atomic_uint refs;		 /* endpoint + CQs holding orphans */
 };
@@ -160,17 +181,105 @@ static inline struct mrl_op *mrl_op_of_context(void *ctx,
 {
 	struct mrl_op *op = ctx;
 
-	if (!mrl_op_in_region(ctx) || op->pool->domain != domain)
+	if (!mrl_op_in_region(ctx) || op->domain != domain)
 		return NULL;
 	return op;
 }
 
-int mrl_op_pool_create(const struct mrl_domain *domain, bool locked,
-		       struct mrl_op_pool **pool);
+/* A pool for endpoints of `threading`: locked poster side unless the
+ * application serialises calls on the endpoint, serial (see above) under
+ * FI_THREAD_DOMAIN and FI_THREAD_COMPLETION. */
+int mrl_op_pool_create(const struct mrl_domain *domain,
+		       enum fi_threading threading, struct mrl_op_pool **pool);
 /* Drop one reference; the last returns the chunks to the region. */
 void mrl_op_pool_unref(struct mrl_op_pool *pool);
 /* A LIVE op with no leases, or NULL (-FI_ENOMEM: the region is exhausted). */
 struct mrl_op *mrl_op_alloc(struct mrl_op_pool *pool);
+
+/* An op's place in the region in 8-byte units (ops are 8-byte aligned
+ * and the region is at most 32 GiB). */
+static inline uint32_t mrl_op_code(const struct mrl_op_pool *pool,
+				   const struct mrl_op *op)
+{
+	return (uint32_t)(((uintptr_t)op - pool->base) >> 3);
+}
+
+static inline struct mrl_op *mrl_op_at(const struct mrl_op_pool *pool,
+				       uint32_t code)
+{
+	return (struct mrl_op *)(pool->base + ((uintptr_t)code << 3));
+}
+
+/*
+ * A free op off the pool's free list (poster side), or NULL when the list
+ * is empty (then mrl_op_alloc, which grows the pool). The op's fields are
+ * stale: mrl_op_set_live initialises what a live op needs.
+ */
+static inline struct mrl_op *mrl_op_get(struct mrl_op_pool *pool)
+{
+	struct mrl_op *op;
+	uint64_t head, top;
+
+	if (pool->serial) {
+		op = pool->free;
+		if (op)
+			pool->free = op->next;
+		return op;
+	}
+	head = atomic_load_explicit(&pool->shared, memory_order_acquire);
+	do {
+		if (!(uint32_t)head)
+			return NULL;
+		op = mrl_op_at(pool, (uint32_t)head);
+		/* op may be popped and reused meanwhile: the read is of
+		 * committed region memory, and the tag fails the CAS. */
+		top = ((head >> 32) + 1) << 32 |
+		      atomic_load_explicit(&op->free_next,
+					   memory_order_relaxed);
+	} while (!atomic_compare_exchange_weak_explicit(
+		&pool->shared, &head, top, memory_order_acquire,
+		memory_order_acquire));
+	return op;
+}
+
+/* Push the chain first .. last (linked by next; last->next ignored) onto
+ * the pool's free list; any thread. */
+void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
+		      struct mrl_op *last);
+
+/* Push one op; any thread. */
+static inline void mrl_op_put(struct mrl_op_pool *pool, struct mrl_op *op)
+{
+	uint64_t head, top;
+
+	if (pool->serial) {
+		op->next = pool->free;
+		pool->free = op;
+		return;
+	}
+	head = atomic_load_explicit(&pool->shared, memory_order_relaxed);
+	do {
+		atomic_store_explicit(&op->free_next, (uint32_t)head,
+				      memory_order_relaxed);
+		top = ((head >> 32) + 1) << 32 | op->code;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&pool->shared, &head, top, memory_order_release,
+		memory_order_relaxed));
+}
+
+/* Make an op from mrl_op_get LIVE, holding `reg` (not NULL). */
+static inline void mrl_op_set_live(struct mrl_op *op, void *app_ctx,
+				   uint16_t flags,
+				   struct mrl_registration *reg)
+{
+	op->next = NULL;
+	op->app_ctx = app_ctx;
+	op->flags = flags;
+	op->nleases = 1;
+	op->leases[0] = reg;
+	atomic_store_explicit(&op->state, MRL_OP_LIVE, memory_order_relaxed);
+}
+
 /* Add a lease to op (chaining an extra op when full); 0 or -FI_ENOMEM. */
 int mrl_op_add_lease(struct mrl_op *op, struct mrl_registration *reg);
 /* Release op's leases (and extra ops); the op keeps its state. */
@@ -190,6 +299,40 @@ void mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
  */
 bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 		     void **app_ctx);
+
+/*
+ * mrl_op_complete for a successful completion, with the common case inline:
+ * a LIVE op without extras or special flags (it is visible, its leases go,
+ * it returns to the free list). The state change is what makes completion
+ * and endpoint close release the leases once; in a serial pool they never
+ * run at the same time.
+ */
+static inline __attribute__((always_inline)) bool
+mrl_op_complete_ok(struct mrl_op *op, uint64_t flags, void **app_ctx)
+{
+	struct mrl_op_pool *pool = op->pool;
+	unsigned int state = MRL_OP_LIVE;
+
+	if (op->flags) /* hidden, multi-recv, chained */
+		return mrl_op_complete(op, flags, false, app_ctx);
+	if (pool->serial) {
+		if (atomic_load_explicit(&op->state, memory_order_relaxed) !=
+		    MRL_OP_LIVE)
+			return mrl_op_complete(op, flags, false, app_ctx);
+		atomic_store_explicit(&op->state, MRL_OP_FREE,
+				      memory_order_relaxed);
+	} else if (!atomic_compare_exchange_strong_explicit(
+			   &op->state, &state, MRL_OP_FREE,
+			   memory_order_acq_rel, memory_order_acquire)) {
+		return mrl_op_complete(op, flags, false, app_ctx);
+	}
+	*app_ctx = op->app_ctx;
+	for (uint16_t i = 0; i < op->nleases; i++)
+		mrl_lease_release(op->leases[i]);
+	op->nleases = 0;
+	mrl_op_put(pool, op);
+	return true;
+}
 
 /* ---- endpoints ----------------------------------------------------------- */
 
@@ -230,6 +373,14 @@ struct mrl_xep {
 	struct mrl_xcntr *progress[4];	/* counters that drain internal_cq */
 	pthread_mutex_t drain_lock;	/* serialises internal_cq reads */
 };
+
+/*
+ * Whether endpoints of domain can ever lease: it has a cache domain, and
+ * FI_MR_LOCAL or it is the outermost instance. Endpoints, CQs and counters
+ * of other domains (the inner instance of a stacked pair) keep the
+ * passthrough's tables and pay exactly what it pays.
+ */
+bool mrl_xfer_domain_leases(struct mrl_domain *domain);
 
 /* Personality callbacks (mrl_personality.c puts them in the table). */
 int mrl_xfer_ep_open(struct mrl_ep *ep);
@@ -284,7 +435,10 @@ static inline int mrl_post_lease(struct mrl_post *p, const void *buf,
 		mrl_post_lease_failed(buf, len, ret);
 		return ret;
 	}
-	ret = mrl_op_add_lease(p->op, reg);
+	if (p->op->nleases < MRL_OP_LEASES) /* no extras chained yet */
+		p->op->leases[p->op->nleases++] = reg;
+	else
+		ret = mrl_op_add_lease(p->op, reg);
 	if (ret) {
 		mrl_lease_release(reg);
 		return p->x->mr_local ? -FI_EAGAIN : 0;
@@ -401,15 +555,14 @@ void mrl_xfer_msg_init(void);
 void mrl_xfer_tagged_init(void);
 void mrl_xfer_rma_init(void);
 void mrl_xfer_atomic_init(void);
+/* An endpoint of a domain that never leases: its RMA calls forwarded
+ * without the passthrough's per-call checks when the inner table has them. */
+void mrl_xfer_rma_plain_install(struct mrl_ep *ep);
 
 /* ---- completion side (mrl_completion_*.c) ------------------------------ */
 
 /* The data path's state of a CQ (mrl_cq.ext). */
 struct mrl_xcq {
-	/* An endpoint bound to this CQ may post ops: until then reads do
-	 * not look at entries (the inner instance of a stacked pair never
-	 * leases, so its CQs never pay for the scan). */
-	atomic_bool ops_possible;
 	size_t entry_size;
 	/* Pools of endpoints closed with orphans, kept until the CQ closes. */
 	pthread_mutex_t lock;		/* guards pools; nothing else under it */
@@ -417,8 +570,6 @@ struct mrl_xcq {
 	size_t npools, cap;
 };
 
-/* An endpoint bound to cq created its pool. */
-void mrl_xcq_ops_possible(struct mrl_cq *cq);
 /* Keep pool alive until cq closes (an endpoint closed with orphans). */
 int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool);
 

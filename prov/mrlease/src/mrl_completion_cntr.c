@@ -117,6 +117,8 @@ int mrl_xfer_cntr_open(struct mrl_cntr *cntr)
 	struct mrl_xcntr *c;
 	int ret;
 
+	if (!mrl_xfer_domain_leases(cntr->domain))
+		return 0; /* no endpoint of its domain leases */
 	pthread_once(&mrl_xfer_cntr_once, mrl_xfer_cntr_init);
 	c = calloc(1, sizeof(*c));
 	if (!c)

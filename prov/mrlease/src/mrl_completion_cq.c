@@ -18,7 +18,12 @@
 
 #include "mrl_xfer.h"
 
-static struct fi_ops_cq mrl_xfer_cq_ops;
+/* One table per entry format (they differ in read only). */
+static struct fi_ops_cq mrl_xfer_cq_ops[4];
+/* CQs of domains that never lease: the passthrough's, with the reads an
+ * inner instance makes on every progress call forwarded without checks
+ * (read and readfrom are in every fi_ops_cq). */
+static struct fi_ops_cq mrl_plain_cq_ops;
 static pthread_once_t mrl_xfer_cq_once = PTHREAD_ONCE_INIT;
 
 /* UNSPEC is taken as CONTEXT, what the providers choose for it. */
@@ -36,66 +41,92 @@ static inline size_t mrl_cq_entry_size(enum fi_cq_format format)
 	}
 }
 
-/* Map our ops back and drop hidden entries; the slow half of a read. */
-static ssize_t __attribute__((noinline))
-mrl_cq_translate(struct mrl_cq *cq, void *buf, ssize_t n, fi_addr_t *src_addr)
+/* An entry's flags, 0 for formats without them (FI_CQ_FORMAT_CONTEXT). */
+static inline uint64_t mrl_cq_entry_flags(const struct fi_cq_entry *e,
+					  size_t size)
 {
-	size_t size = ((struct mrl_xcq *)cq->ext)->entry_size;
-	bool has_flags = size > sizeof(struct fi_cq_entry);
-	char *entries = buf;
-	ssize_t kept = 0;
+	return size > sizeof(struct fi_cq_entry) ?
+		       ((const struct fi_cq_msg_entry *)e)->flags :
+		       0;
+}
 
-	for (ssize_t i = 0; i < n; i++) {
+/*
+ * Entry i named an op whose completion the application must not see: drop
+ * it and go on translating from i + 1, compacting the entries (and
+ * src_addr) that remain.
+ */
+static ssize_t __attribute__((noinline))
+mrl_cq_drop(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i,
+	    size_t size, fi_addr_t *src_addr)
+{
+	const struct mrl_domain *domain = cq->domain;
+	ssize_t kept = i;
+
+	for (i++; i < n; i++) {
 		struct fi_cq_entry *e = (void *)(entries + (size_t)i * size);
-		struct mrl_op *op = mrl_op_of_context(e->op_context, cq->domain);
+		struct mrl_op *op = mrl_op_of_context(e->op_context, domain);
 
-		if (op) {
-			uint64_t flags = has_flags ?
-				((struct fi_cq_msg_entry *)e)->flags : 0;
-
-			if (!mrl_op_complete(op, flags, false, &e->op_context))
-				continue;
-		}
-		if (kept != i) {
-			memmove(entries + (size_t)kept * size, e, size);
-			if (src_addr)
-				src_addr[kept] = src_addr[i];
-		}
+		if (op && !mrl_op_complete_ok(op, mrl_cq_entry_flags(e, size),
+					      &e->op_context))
+			continue;
+		memmove(entries + (size_t)kept * size, e, size);
+		if (src_addr)
+			src_addr[kept] = src_addr[i];
 		kept++;
 	}
 	return kept ? kept : -FI_EAGAIN;
 }
 
 /*
- * The entries a read returned, as the application must see them. The
- * common case (no entry names an op) costs one flag test, or a range check
- * per entry, and leaves the buffer alone.
+ * The entries a read returned, as the application must see them: each
+ * whose context is one of this domain's ops gets the application's context
+ * back and completes the op. Other entries cost a range check each; the
+ * buffer changes only when an entry is dropped (mrl_cq_drop).
  */
-static inline ssize_t mrl_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n,
-				     fi_addr_t *src_addr)
+static inline __attribute__((always_inline)) ssize_t
+mrl_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n, fi_addr_t *src_addr,
+	       size_t size)
 {
-	struct mrl_xcq *xcq = cq->ext;
-	const char *entries = buf;
+	char *entries = buf;
+	uintptr_t base;
+	size_t span;
 
-	if (n <= 0 ||
-	    !atomic_load_explicit(&xcq->ops_possible, memory_order_relaxed))
+	if (n <= 0)
 		return n;
+	span = atomic_load_explicit(&mrl_op_region.size, memory_order_acquire);
+	base = atomic_load_explicit(&mrl_op_region.base, memory_order_relaxed);
 	for (ssize_t i = 0; i < n; i++) {
-		const struct fi_cq_entry *e =
-			(const void *)(entries + (size_t)i * xcq->entry_size);
+		struct fi_cq_entry *e = (void *)(entries + (size_t)i * size);
+		struct mrl_op *op = e->op_context;
 
-		if (mrl_op_in_region(e->op_context))
-			return mrl_cq_translate(cq, buf, n, src_addr);
+		if ((uintptr_t)op - base >= span || op->domain != cq->domain)
+			continue;
+		if (!mrl_op_complete_ok(op, mrl_cq_entry_flags(e, size),
+					&e->op_context))
+			return mrl_cq_drop(cq, entries, n, i, size, src_addr);
 	}
 	return n;
 }
 
-static ssize_t mrl_xcq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+static inline size_t mrl_xcq_entry_size(struct mrl_cq *cq)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
-
-	return mrl_cq_deliver(cq, buf, fi_cq_read(cq->inner, buf, count), NULL);
+	return ((struct mrl_xcq *)cq->ext)->entry_size;
 }
+
+/* fi_cq_read, one per format so the entry size is a constant. */
+#define MRL_XCQ_READ(name, entry)                                             \
+	static ssize_t name(struct fid_cq *cq_fid, void *buf, size_t count)  \
+	{                                                                     \
+		struct mrl_cq *cq = mrl_cq_of(cq_fid);                        \
+                                                                              \
+		return mrl_cq_deliver(cq, buf,                                \
+				      fi_cq_read(cq->inner, buf, count),      \
+				      NULL, sizeof(entry));                   \
+	}
+MRL_XCQ_READ(mrl_xcq_read_ctx, struct fi_cq_entry)
+MRL_XCQ_READ(mrl_xcq_read_msg, struct fi_cq_msg_entry)
+MRL_XCQ_READ(mrl_xcq_read_data, struct fi_cq_data_entry)
+MRL_XCQ_READ(mrl_xcq_read_tagged, struct fi_cq_tagged_entry)
 
 static ssize_t mrl_xcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 				fi_addr_t *src_addr)
@@ -104,7 +135,7 @@ static ssize_t mrl_xcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 
 	return mrl_cq_deliver(cq, buf,
 			      mrl_cq_ops.readfrom(cq_fid, buf, count, src_addr),
-			      src_addr);
+			      src_addr, mrl_xcq_entry_size(cq));
 }
 
 /* Errors always reach the application, also for ops it asked no
@@ -148,7 +179,8 @@ static ssize_t mrl_xcq_sreadfrom(struct fid_cq *cq_fid, void *buf,
 						    src_addr, cond, timeout) :
 			       mrl_cq_ops.sread(cq_fid, buf, count, cond,
 						timeout);
-		n = mrl_cq_deliver(cq, buf, n, src_addr);
+		n = mrl_cq_deliver(cq, buf, n, src_addr,
+				   mrl_xcq_entry_size(cq));
 		if (n != -FI_EAGAIN)
 			return n;
 		if (timeout >= 0) {
@@ -167,14 +199,40 @@ static ssize_t mrl_xcq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
 	return mrl_xcq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
 }
 
+static ssize_t mrl_plain_cq_read(struct fid_cq *cq_fid, void *buf,
+				 size_t count)
+{
+	struct fid_cq *inner = mrl_cq_of(cq_fid)->inner;
+
+	return inner->ops->read(inner, buf, count);
+}
+
+static ssize_t mrl_plain_cq_readfrom(struct fid_cq *cq_fid, void *buf,
+				     size_t count, fi_addr_t *src_addr)
+{
+	struct fid_cq *inner = mrl_cq_of(cq_fid)->inner;
+
+	return inner->ops->readfrom(inner, buf, count, src_addr);
+}
+
 static void mrl_xfer_cq_init(void)
 {
-	mrl_xfer_cq_ops = mrl_cq_ops;
-	mrl_xfer_cq_ops.read = mrl_xcq_read;
-	mrl_xfer_cq_ops.readfrom = mrl_xcq_readfrom;
-	mrl_xfer_cq_ops.readerr = mrl_xcq_readerr;
-	mrl_xfer_cq_ops.sread = mrl_xcq_sread;
-	mrl_xfer_cq_ops.sreadfrom = mrl_xcq_sreadfrom;
+	static ssize_t (*const reads[4])(struct fid_cq *, void *, size_t) = {
+		mrl_xcq_read_ctx, mrl_xcq_read_msg, mrl_xcq_read_data,
+		mrl_xcq_read_tagged,
+	};
+
+	for (int i = 0; i < 4; i++) {
+		mrl_xfer_cq_ops[i] = mrl_cq_ops;
+		mrl_xfer_cq_ops[i].read = reads[i];
+		mrl_xfer_cq_ops[i].readfrom = mrl_xcq_readfrom;
+		mrl_xfer_cq_ops[i].readerr = mrl_xcq_readerr;
+		mrl_xfer_cq_ops[i].sread = mrl_xcq_sread;
+		mrl_xfer_cq_ops[i].sreadfrom = mrl_xcq_sreadfrom;
+	}
+	mrl_plain_cq_ops = mrl_cq_ops;
+	mrl_plain_cq_ops.read = mrl_plain_cq_read;
+	mrl_plain_cq_ops.readfrom = mrl_plain_cq_readfrom;
 }
 
 int mrl_xfer_cq_open(struct mrl_cq *cq)
@@ -185,6 +243,12 @@ int mrl_xfer_cq_open(struct mrl_cq *cq)
 	if (cq->flags & FI_PEER)
 		return 0;
 	pthread_once(&mrl_xfer_cq_once, mrl_xfer_cq_init);
+	if (!mrl_xfer_domain_leases(cq->domain)) {
+		if (cq->cq.ops == &mrl_cq_ops && cq->inner->ops &&
+		    cq->inner->ops->read && cq->inner->ops->readfrom)
+			cq->cq.ops = &mrl_plain_cq_ops;
+		return 0;
+	}
 	xcq = calloc(1, sizeof(*xcq));
 	if (!xcq)
 		return -FI_ENOMEM;
@@ -193,10 +257,22 @@ int mrl_xfer_cq_open(struct mrl_cq *cq)
 		free(xcq);
 		return -ret;
 	}
-	atomic_init(&xcq->ops_possible, false);
 	xcq->entry_size = mrl_cq_entry_size(cq->format);
 	cq->ext = xcq;
-	cq->cq.ops = &mrl_xfer_cq_ops;
+	switch (xcq->entry_size) {
+	case sizeof(struct fi_cq_msg_entry):
+		cq->cq.ops = &mrl_xfer_cq_ops[1];
+		break;
+	case sizeof(struct fi_cq_data_entry):
+		cq->cq.ops = &mrl_xfer_cq_ops[2];
+		break;
+	case sizeof(struct fi_cq_tagged_entry):
+		cq->cq.ops = &mrl_xfer_cq_ops[3];
+		break;
+	default:
+		cq->cq.ops = &mrl_xfer_cq_ops[0];
+		break;
+	}
 	return 0;
 }
 
@@ -212,15 +288,6 @@ void mrl_xfer_cq_close(struct mrl_cq *cq)
 	free(xcq->pools);
 	pthread_mutex_destroy(&xcq->lock);
 	free(xcq);
-}
-
-void mrl_xcq_ops_possible(struct mrl_cq *cq)
-{
-	struct mrl_xcq *xcq = cq->ext;
-
-	if (xcq)
-		atomic_store_explicit(&xcq->ops_possible, true,
-				      memory_order_relaxed);
 }
 
 int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool)

@@ -217,6 +217,29 @@ static void mrl_xep_disable(struct mrl_xep *x)
 	}
 }
 
+bool mrl_xfer_domain_leases(struct mrl_domain *dom)
+{
+	struct mrl_lease_domain *ld = mrl_lease_domain_of(dom);
+
+	return ld && ld->cache_domain &&
+	       ((dom->mr_mode & FI_MR_LOCAL) || (dom->mode & FI_LOCAL_MR) ||
+		dom->outermost);
+}
+
+/* A direction whose CQ reads do not complete ops (a CQ that was opened on
+ * a domain that cannot lease) must not lease. */
+static void mrl_xdir_check_cq(struct mrl_xep *x, enum mrl_dir dir)
+{
+	struct mrl_cq *cq = dir == MRL_TX ? x->ep->bound.tx_cq :
+					    x->ep->bound.rx_cq;
+	struct mrl_xdir *d = &x->dir[dir];
+
+	if (cq && !cq->ext) {
+		d->min = d->min_msg = SIZE_MAX;
+		d->route = MRL_ROUTE_NONE;
+	}
+}
+
 /* Before the inner fi_enable: decide, and bind the internal CQ if needed. */
 static int mrl_xep_enable(struct mrl_xep *x)
 {
@@ -240,25 +263,22 @@ static int mrl_xep_enable(struct mrl_xep *x)
 
 	mrl_xdir_set(x, MRL_TX, min);
 	mrl_xdir_set(x, MRL_RX, min);
+	mrl_xdir_check_cq(x, MRL_TX);
+	mrl_xdir_check_cq(x, MRL_RX);
 	FI_INFO(mrl_prov, FI_LOG_EP_CTRL,
-		"endpoint on %s: tx route %d min %zu/%zu, rx route %d min %zu/%zu\n",
-		dom->prov_name, x->dir[MRL_TX].route, x->dir[MRL_TX].min,
+		"endpoint on %s (threading %d): tx route %d min %zu/%zu, "
+		"rx route %d min %zu/%zu\n",
+		dom->prov_name, (int)threading, x->dir[MRL_TX].route,
+		x->dir[MRL_TX].min,
 		x->dir[MRL_TX].min_msg, x->dir[MRL_RX].route,
 		x->dir[MRL_RX].min, x->dir[MRL_RX].min_msg);
 	if (x->dir[MRL_TX].route == MRL_ROUTE_NONE &&
 	    x->dir[MRL_RX].route == MRL_ROUTE_NONE)
 		return 0;
 
-	ret = mrl_op_pool_create(dom, threading != FI_THREAD_DOMAIN &&
-					      threading != FI_THREAD_COMPLETION &&
-					      threading != FI_THREAD_ENDPOINT,
-				 &x->pool);
+	ret = mrl_op_pool_create(dom, threading, &x->pool);
 	if (ret)
 		goto err_disable;
-	if (ep->bound.tx_cq)
-		mrl_xcq_ops_possible(ep->bound.tx_cq);
-	if (ep->bound.rx_cq)
-		mrl_xcq_ops_possible(ep->bound.rx_cq);
 
 	if (x->dir[MRL_TX].route == MRL_ROUTE_INTERNAL)
 		internal |= FI_TRANSMIT;
@@ -343,10 +363,10 @@ static ssize_t mrl_xfer_cancel(fid_t fid, void *context)
 	struct mrl_cancel_find f = { .app_ctx = context };
 
 	if (x && x->pool && context) {
-		if (x->pool->locked)
+		if (!x->pool->serial)
 			pthread_mutex_lock(&x->pool->lock);
 		mrl_op_pool_foreach_live(x->pool, mrl_cancel_match, &f);
-		if (x->pool->locked)
+		if (!x->pool->serial)
 			pthread_mutex_unlock(&x->pool->lock);
 		if (f.op)
 			context = f.op;
@@ -386,6 +406,12 @@ int mrl_xfer_ep_open(struct mrl_ep *ep)
 	    cls != MRL_CLASS_RX_CTX)
 		return 0;
 	pthread_once(&mrl_xfer_once, mrl_xfer_init_once);
+	if (!mrl_xfer_domain_leases(ep->domain)) {
+		/* The passthrough's tables and no ext: an inner instance
+		 * pays what the passthrough pays, or less. */
+		mrl_xfer_rma_plain_install(ep);
+		return 0;
+	}
 
 	x = calloc(1, sizeof(*x));
 	if (!x)

@@ -103,8 +103,10 @@ static void mrl_chunk_put(struct mrl_op_chunk *chunk)
 {
 	struct mrl_op *ops = (struct mrl_op *)((char *)chunk + MRL_CHUNK_HDR);
 
-	for (size_t i = 0; i < chunk->nops; i++)
+	for (size_t i = 0; i < chunk->nops; i++) {
 		ops[i].pool = &mrl_dead_pool;
+		ops[i].domain = NULL;
+	}
 	pthread_mutex_lock(&region_lock);
 	chunk->next = free_chunks;
 	free_chunks = chunk;
@@ -116,7 +118,37 @@ static inline struct mrl_op *mrl_chunk_ops(struct mrl_op_chunk *chunk)
 	return (struct mrl_op *)((char *)chunk + MRL_CHUNK_HDR);
 }
 
-/* Carve a new chunk into pool->free; poster side (locked if shared). */
+/* Ops are coded in 32 bits of 8-byte units (mrl_op_code). */
+_Static_assert(MRL_REGION_MAX / 8 <= (size_t)UINT32_MAX + 1,
+	       "op codes do not fit in 32 bits");
+_Static_assert(_Alignof(struct mrl_op) >= 8 && sizeof(struct mrl_op) % 8 == 0 &&
+	       MRL_CHUNK_HDR % 8 == 0, "ops are not 8-byte aligned");
+
+void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
+		      struct mrl_op *last)
+{
+	uint64_t head, top;
+
+	if (pool->serial) {
+		last->next = pool->free;
+		pool->free = first;
+		return;
+	}
+	for (struct mrl_op *op = first; op != last; op = op->next)
+		atomic_store_explicit(&op->free_next, op->next->code,
+				      memory_order_relaxed);
+	head = atomic_load_explicit(&pool->shared, memory_order_relaxed);
+	do {
+		atomic_store_explicit(&last->free_next, (uint32_t)head,
+				      memory_order_relaxed);
+		top = ((head >> 32) + 1) << 32 | first->code;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&pool->shared, &head, top, memory_order_release,
+		memory_order_relaxed));
+}
+
+/* Carve a new chunk into the pool's free list; poster side (under the
+ * pool's lock if shared). */
 static int mrl_pool_grow(struct mrl_op_pool *pool)
 {
 	struct mrl_op_chunk *chunk = mrl_chunk_get();
@@ -129,26 +161,34 @@ static int mrl_pool_grow(struct mrl_op_pool *pool)
 	for (size_t i = 0; i < chunk->nops; i++) {
 		memset(&ops[i], 0, sizeof(ops[i]));
 		ops[i].pool = pool;
+		ops[i].domain = pool->domain;
 		atomic_init(&ops[i].state, MRL_OP_FREE);
-		ops[i].next = i + 1 < chunk->nops ? &ops[i + 1] : pool->free;
+		atomic_init(&ops[i].free_next, 0);
+		ops[i].code = mrl_op_code(pool, &ops[i]);
+		ops[i].next = i + 1 < chunk->nops ? &ops[i + 1] : NULL;
 	}
-	pool->free = ops;
 	chunk->next = pool->chunks;
 	pool->chunks = chunk;
+	mrl_op_put_chain(pool, ops, &ops[chunk->nops - 1]);
 	return 0;
 }
 
-int mrl_op_pool_create(const struct mrl_domain *domain, bool locked,
-		       struct mrl_op_pool **pool)
+int mrl_op_pool_create(const struct mrl_domain *domain,
+		       enum fi_threading threading, struct mrl_op_pool **pool)
 {
-	struct mrl_op_pool *p = calloc(1, sizeof(*p));
+	struct mrl_op_pool *p;
 	int ret;
 
+	pthread_once(&region_once, mrl_region_reserve);
+	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -FI_ENOMEM;
 	p->domain = domain;
-	p->locked = locked;
-	atomic_init(&p->returned, NULL);
+	p->serial = threading == FI_THREAD_DOMAIN ||
+		    threading == FI_THREAD_COMPLETION;
+	p->base = atomic_load_explicit(&mrl_op_region.base,
+				       memory_order_relaxed);
+	atomic_init(&p->shared, 0);
 	atomic_init(&p->refs, 1);
 	ret = pthread_mutex_init(&p->lock, NULL);
 	if (ret) {
@@ -184,23 +224,21 @@ void mrl_op_pool_unref(struct mrl_op_pool *pool)
 
 struct mrl_op *mrl_op_alloc(struct mrl_op_pool *pool)
 {
-	struct mrl_op *op;
+	struct mrl_op *op = mrl_op_get(pool);
 
-	if (pool->locked)
-		pthread_mutex_lock(&pool->lock);
-	op = pool->free;
 	if (!op) {
-		op = atomic_exchange_explicit(&pool->returned, NULL,
-					      memory_order_acquire);
+		/* Another poster may have grown it meanwhile: try again
+		 * under the lock before growing. */
+		if (!pool->serial)
+			pthread_mutex_lock(&pool->lock);
+		op = mrl_op_get(pool);
 		if (!op && !mrl_pool_grow(pool))
-			op = pool->free;
+			op = mrl_op_get(pool);
+		if (!pool->serial)
+			pthread_mutex_unlock(&pool->lock);
+		if (!op)
+			return NULL;
 	}
-	if (op)
-		pool->free = op->next;
-	if (pool->locked)
-		pthread_mutex_unlock(&pool->lock);
-	if (!op)
-		return NULL;
 	op->next = NULL;
 	op->flags = 0;
 	op->nleases = 0;
@@ -220,6 +258,7 @@ int mrl_op_add_lease(struct mrl_op *op, struct mrl_registration *reg)
 				return -FI_ENOMEM;
 			extra->flags = MRL_OP_EXTRA;
 			op->next = extra;
+			op->flags |= MRL_OP_CHAINED;
 		}
 		op = op->next;
 	}
@@ -234,20 +273,6 @@ void mrl_op_release_leases(struct mrl_op *op)
 			mrl_lease_release(op->leases[i]);
 		op->nleases = 0;
 	}
-}
-
-/* Push a chain of ops [first .. last] on the pool's returned stack. */
-static void mrl_op_push_returned(struct mrl_op_pool *pool, struct mrl_op *first,
-				 struct mrl_op *last)
-{
-	struct mrl_op *head = atomic_load_explicit(&pool->returned,
-						   memory_order_relaxed);
-
-	do {
-		last->next = head;
-	} while (!atomic_compare_exchange_weak_explicit(
-		&pool->returned, &head, first, memory_order_release,
-		memory_order_relaxed));
 }
 
 /* The op and its extras, states set FREE; returns the last of the chain. */
@@ -271,12 +296,7 @@ void mrl_op_free_poster(struct mrl_op *op)
 
 	mrl_op_release_leases(op);
 	last = mrl_op_chain_free(op);
-	if (pool->locked)
-		pthread_mutex_lock(&pool->lock);
-	last->next = pool->free;
-	pool->free = op;
-	if (pool->locked)
-		pthread_mutex_unlock(&pool->lock);
+	mrl_op_put_chain(pool, op, last);
 }
 
 void mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
@@ -301,17 +321,29 @@ void mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
 bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 		     void **app_ctx)
 {
+	struct mrl_op_pool *pool = op->pool;
 	unsigned int state = MRL_OP_LIVE;
 	bool visible = error || !(op->flags & MRL_OP_HIDDEN);
+	bool ours;
 
 	*app_ctx = op->app_ctx;
 	if ((op->flags & MRL_OP_MULTI_RECV) && !error &&
 	    !(flags & FI_MULTI_RECV))
 		return visible;
 
-	if (atomic_compare_exchange_strong_explicit(
-		    &op->state, &state, MRL_OP_FREE, memory_order_acq_rel,
-		    memory_order_acquire)) {
+	if (pool->serial) {
+		/* Nothing runs concurrently: plain state changes. */
+		state = atomic_load_explicit(&op->state, memory_order_relaxed);
+		ours = state == MRL_OP_LIVE;
+		if (ours)
+			atomic_store_explicit(&op->state, MRL_OP_FREE,
+					      memory_order_relaxed);
+	} else {
+		ours = atomic_compare_exchange_strong_explicit(
+			&op->state, &state, MRL_OP_FREE, memory_order_acq_rel,
+			memory_order_acquire);
+	}
+	if (ours) {
 		/* One pass over the op and its extras: release, free, push. */
 		struct mrl_op *last = op;
 
@@ -325,7 +357,7 @@ bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 			atomic_store_explicit(&last->state, MRL_OP_FREE,
 					      memory_order_relaxed);
 		}
-		mrl_op_push_returned(op->pool, op, last);
+		mrl_op_put_chain(pool, op, last);
 	} else if (state == MRL_OP_ORPHAN) {
 		/* Its endpoint closed and released the leases; the pool is
 		 * held by this CQ and never hands the op out again. */
