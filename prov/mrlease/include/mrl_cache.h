@@ -220,6 +220,23 @@ struct mrl_thread {
 };
 
 extern __thread struct mrl_thread *mrl_fast __attribute__((tls_model("initial-exec")));
+/* The same record for the acquire path, but never NULL: an empty record
+ * (no hot slot matches) until the thread has its own. */
+extern __thread struct mrl_thread *mrl_fast_hot __attribute__((tls_model("initial-exec")));
+
+/* A per-thread counter: written by its thread only, read by stats with
+ * relaxed loads. On x86-64 one unlocked add to memory (a single aligned
+ * store, so readers see the old or the new value); elsewhere, and under
+ * ThreadSanitizer, a relaxed load and store. */
+static inline void mrl_count_own(atomic_uint_least64_t *c)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+	__asm__ __volatile__("addq $1, %0" : "+m"(*(volatile uint64_t *)c));
+#else
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+#endif
+}
 
 /* The first line of every cache domain: what the inline hit path reads. */
 struct mrl_cache_domain_hot {
@@ -328,12 +345,12 @@ static inline int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t s
 				    uintptr_t end, struct mrl_registration **out)
 {
 	struct mrl_cache_domain_hot *dh = (struct mrl_cache_domain_hot *)(void *)domain;
-	struct mrl_thread *t = mrl_fast;
+	struct mrl_thread *t = mrl_fast_hot;
 	struct mrl_registration *reg;
 	struct mrl_hot *hot;
 	unsigned refs, slot;
 
-	if (__builtin_expect(t == NULL || end <= start, 0))
+	if (__builtin_expect(end <= start, 0))
 		goto slow;
 	slot = dh->slot;
 	hot = &t->hot[slot];
@@ -350,10 +367,7 @@ static inline int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t s
 	if (__builtin_expect(atomic_load_explicit(&dh->gen, memory_order_acquire) !=
 			     hot->gen, 0))
 		return mrl_cache_acquire_stale(domain, start, end, reg, out);
-	atomic_store_explicit(&t->cnt[MRL_TCNT_LOOKUPS][slot],
-			      atomic_load_explicit(&t->cnt[MRL_TCNT_LOOKUPS][slot],
-						   memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	mrl_count_own(&t->cnt[MRL_TCNT_LOOKUPS][slot]);
 	*out = reg;
 	return 0;
 slow:
@@ -364,14 +378,10 @@ static inline void mrl_lease_release(struct mrl_registration *reg)
 {
 	struct mrl_thread *t = mrl_fast;
 
-	if (__builtin_expect(t != NULL, 1)) {
-		atomic_uint_least64_t *c = &t->cnt[MRL_TCNT_LEASES_RELEASED][reg->slot];
-
-		atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
-	} else {
+	if (__builtin_expect(t != NULL, 1))
+		mrl_count_own(&t->cnt[MRL_TCNT_LEASES_RELEASED][reg->slot]);
+	else
 		mrl_lease_count_release(reg);
-	}
 	if ((atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel) &
 	     MRL_REF_COUNT) == 1)
 		mrl_registration_last(reg);

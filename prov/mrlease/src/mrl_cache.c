@@ -78,8 +78,12 @@ static pthread_key_t mrl_reader_key;
 static pthread_once_t mrl_reader_once = PTHREAD_ONCE_INIT;
 static __thread struct mrl_reader *mrl_self
 	__attribute__((tls_model("initial-exec")));
-/* &mrl_self->t for a thread with its own record (the inline hit path). */
+/* &mrl_self->t for a thread with its own record (the inline hit path);
+ * mrl_fast_hot points to an empty record until then. */
+static struct mrl_thread mrl_thread_empty;
 __thread struct mrl_thread *mrl_fast __attribute__((tls_model("initial-exec")));
+__thread struct mrl_thread *mrl_fast_hot
+	__attribute__((tls_model("initial-exec"))) = &mrl_thread_empty;
 
 /* Thread exit: give the record back (counters stay, they are history). */
 static void reader_detach(void *arg)
@@ -90,6 +94,7 @@ static void reader_detach(void *arg)
 		rec->t.hot[i] = (struct mrl_hot){ NULL, 0, 0, 0 };
 	mrl_self = NULL;
 	mrl_fast = NULL;
+	mrl_fast_hot = &mrl_thread_empty;
 	atomic_store_explicit(&rec->in_use, false, memory_order_release);
 }
 
@@ -131,6 +136,7 @@ static struct mrl_reader *reader_attach(void)
 	}
 	mrl_self = rec;
 	mrl_fast = rec->shared ? NULL : &rec->t;
+	mrl_fast_hot = rec->shared ? &mrl_thread_empty : &rec->t;
 	return rec;
 }
 
