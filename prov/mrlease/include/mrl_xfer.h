@@ -261,7 +261,9 @@ static inline void mrl_op_put(struct mrl_op_pool *pool, struct mrl_op *op)
 	do {
 		atomic_store_explicit(&op->free_next, (uint32_t)head,
 				      memory_order_relaxed);
-		top = ((head >> 32) + 1) << 32 | op->code;
+		/* Only pops change the tag: a pop whose CAS would succeed
+		 * on a stale next must have seen another pop meanwhile. */
+		top = (head & ~(uint64_t)UINT32_MAX) | op->code;
 	} while (!atomic_compare_exchange_weak_explicit(
 		&pool->shared, &head, top, memory_order_release,
 		memory_order_relaxed));

@@ -141,7 +141,7 @@ void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 	do {
 		atomic_store_explicit(&last->free_next, (uint32_t)head,
 				      memory_order_relaxed);
-		top = ((head >> 32) + 1) << 32 | first->code;
+		top = (head & ~(uint64_t)UINT32_MAX) | first->code;
 	} while (!atomic_compare_exchange_weak_explicit(
 		&pool->shared, &head, top, memory_order_release,
 		memory_order_relaxed));

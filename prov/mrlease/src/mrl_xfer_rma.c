@@ -182,9 +182,9 @@ mrl_rma_leased(enum mrl_rma_kind kind, struct fid_ep *fep, void *buf,
 	return ret;
 }
 
-/* The leased calls, with the op's signature so the check in front of them
- * reaches them by a jump. */
-static ssize_t __attribute__((noinline))
+/* The leased calls, with the op's signature (noclone: no argument dropped)
+ * so the check in front of them reaches them by a plain jump. */
+static ssize_t __attribute__((noinline, noclone))
 mrl_rma_read_leased(struct fid_ep *fep, void *buf, size_t len, void *desc,
 		    fi_addr_t src_addr, uint64_t addr, uint64_t key,
 		    void *context)
@@ -194,7 +194,7 @@ mrl_rma_read_leased(struct fid_ep *fep, void *buf, size_t len, void *desc,
 			      0, context);
 }
 
-static ssize_t __attribute__((noinline))
+static ssize_t __attribute__((noinline, noclone))
 mrl_rma_write_leased(struct fid_ep *fep, const void *buf, size_t len,
 		     void *desc, fi_addr_t dest_addr, uint64_t addr,
 		     uint64_t key, void *context)
@@ -204,7 +204,7 @@ mrl_rma_write_leased(struct fid_ep *fep, const void *buf, size_t len,
 			      addr, key, 0, context);
 }
 
-static ssize_t __attribute__((noinline))
+static ssize_t __attribute__((noinline, noclone))
 mrl_rma_writedata_leased(struct fid_ep *fep, const void *buf, size_t len,
 			 void *desc, uint64_t data, fi_addr_t dest_addr,
 			 uint64_t addr, uint64_t key, void *context)
