@@ -618,6 +618,60 @@ out:
 	free(dst);
 }
 
+/* More leased writes in flight than one chunk of op contexts holds, twice:
+ * the pool grows under load and recycles its ops, and every write completes
+ * once with its own context; a lost or doubly handed-out op context would
+ * show as a missing or repeated context, or a lease left live. */
+static void test_leased_writes_past_one_chunk_complete_once_each(void)
+{
+	enum { N = 800, SLOT = 128 };
+	struct xfer_pair p;
+	static struct fi_context2 ctx[N];
+	static struct xfer_comp c[N];
+	static char seen[N];
+	char *src = buffer(N * SLOT, 21), *tgt = buffer(N * SLOT, 0);
+	struct fid_mr *mr = NULL;
+	uint64_t raddr;
+
+	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+		goto out;
+	CHECK_FI(xfer_mr_reg(&p, tgt, N * SLOT, FI_REMOTE_WRITE, &mr));
+	raddr = xfer_rma_addr(&p, tgt, tgt);
+	for (int round = 0; round < 2 && !mrl_test_failed(); round++) {
+		memset(seen, 0, sizeof(seen));
+		memset(tgt, 0, N * SLOT);
+		for (int i = 0; i < N && !mrl_test_failed(); i++)
+			CHECK_FI(XFER_POST(&p, fi_write(p.ep[0], src + i * SLOT,
+							SLOT, NULL, p.addr[1],
+							raddr + i * SLOT,
+							fi_mr_key(mr), &ctx[i])));
+		/* Ops go back to the pool only when their completion is
+		 * read: what the retries did not read was in flight. */
+		printf("# %s round %d: %zu writes in flight at the last post "
+		       "(a 64 KiB chunk holds at most 630 op contexts)\n",
+		       prov, round, N - p.nstash);
+		CHECK_EQ(N, xfer_reap(&p, c, N));
+		for (int i = 0; i < N && !mrl_test_failed(); i++) {
+			long k = (struct fi_context2 *)c[i].ctx - ctx;
+
+			CHECK_EQ(0, c[i].err);
+			CHECK_MSG(k >= 0 && k < N && !seen[k],
+				  "round %d: completion %d has context %p", round,
+				  i, c[i].ctx);
+			if (k >= 0 && k < N)
+				seen[k] = 1;
+		}
+		CHECK_EQ(0, xfer_live_leases(&p));
+		CHECK_EQ(-1, xfer_verify(tgt, N * SLOT, 21));
+	}
+	if (mr)
+		CHECK_EQ(0, fi_close(&mr->fid));
+	CHECK_EQ(0, xfer_pair_close(&p));
+out:
+	free(src);
+	free(tgt);
+}
+
 /* A leased fi_writedata produces a target entry with no context (remote CQ
  * data): it must pass through untouched next to the initiator's mapped
  * one. */
@@ -681,6 +735,7 @@ int main(int argc, char **argv)
 		MRL_RUN(test_multi_recv_buffer_released_with_fi_multi_recv);
 		MRL_RUN(test_readfrom_keeps_src_addr_in_step_with_hidden_entries);
 		MRL_RUN(test_remote_cq_data_entry_passes_untouched);
+		MRL_RUN(test_leased_writes_past_one_chunk_complete_once_each);
 	}
 	return mrl_test_done();
 }

@@ -29,26 +29,41 @@
  * PROT_NONE and committed chunk by chunk, so an application object can never
  * sit inside it.
  *
- * Threading. Pools are per endpoint. The poster side (a private free list)
- * follows the endpoint's threading model: unlocked under FI_THREAD_DOMAIN,
- * COMPLETION and ENDPOINT (the application serialises calls on the
- * endpoint), a mutex otherwise. Completion runs on whichever thread reads the
- * CQ or counter, so returned ops go onto a lock-free stack that the poster
- * takes over whole (no ABA: one consumer takes everything). An op's state is
- * an atomic so that completion and endpoint close release its leases once.
+ * Threading. Pools are per endpoint; completion runs on whichever thread
+ * reads the CQ or counter. Under FI_THREAD_DOMAIN and FI_THREAD_COMPLETION
+ * the application serialises every object sharing a completion structure,
+ * so posts, completions and endpoint close never overlap: such "serial"
+ * pools keep a plain free list and change op states with plain stores.
+ * Otherwise the free list is a lock-free stack (ABA tag in the head word,
+ * ops named by 32-bit offsets in the region) that posters pop and
+ * completions push from any thread, and an op's state changes by CAS so
+ * that completion and endpoint close release its leases once. A mutex is
+ * taken only to grow a shared pool or scan it (fi_cancel).
+ *
+ * Stacked pairs. Endpoints, CQs and counters of a domain that can never
+ * lease (mrl_xfer_domain_leases: the inner instance of tcp;ofi_rxm without
+ * FI_MR_LOCAL) keep the passthrough's tables, with the CQ reads and RMA
+ * calls a utility provider makes per operation forwarded without the
+ * passthrough's per-call checks: they pay what the passthrough pays, or
+ * less.
  *
  * Cost. A post that needs no lease pays one load of the endpoint's
- * threshold and a compare (or a loop over the iovs) before the inner call:
- * about 18 instructions per fi_write under callgrind; a CQ read pays a flag
- * test, and a range check per entry on CQs whose endpoints lease. Recipe
- * (bench/xfer_bench, tcp;ofi_rxm, 8 B writes, window 1):
- *	FI_HOOK=mrlease FI_PROVIDER_PATH=<build>/prov/mrlease/.libs \
- *	valgrind --tool=callgrind --callgrind-out-file=cg.N \
- *	    bench/xfer_bench --child 2 --sizes 8 --iters N --window 1
- * for N = 2000 and 6000 (and --child 1 without FI_HOOK, or with
- * FI_HOOK=noop, as baselines); Ir per write = difference of the PROGRAM
- * TOTALS of callgrind_annotate divided by 4000, or the self cost of
- * mrl_rma_write / mrl_xcq_read alone from callgrind_annotate --inclusive=no.
+ * threshold and a compare (or a loop over the iovs) before the inner call;
+ * a CQ read with no op entry pays a range check per entry. The leased hit
+ * path of a 4 KiB fi_write over tcp;ofi_rxm (FI_THREAD_SAFE, as rxm returns
+ * it), hook self cost per write + completion, both instances:
+ *	mrl_rma_write 13, mrl_rma_write_leased 69 (+ 27 cache acquire),
+ *	mrl_xcq_read_tagged 81 (+ 11 cache release), inner instance 13
+ *	(writemsg 7, CQ reads 6): 174 Ir of data path, 212 with the cache
+ *	(was 359 + 108 = 467 before the serial/shared split, the inline
+ *	completion and the plain inner tables).
+ * Measure with bench/xfer_ir.sh [BUILDDIR] (make bench runs it): the
+ * callgrind runs of bench/xfer_bench --child 2 --sizes 4096 --window 1 for
+ * 2000 and 6000 writes, the self cost of every function in libmrlease-fi.so
+ * (the cache's part by source file), per function, divided by the
+ * difference in writes; also no hook and FI_HOOK=noop whole-program
+ * figures. Program totals alone are too noisy for a hundred instructions
+ * (tcp progress polls a variable number of times).
  *
  * Not leased (forwarded as is): posts with more than MRL_XFER_IOV_MAX local
  * iovs; tagged receives with FI_PEEK/FI_CLAIM/FI_DISCARD; FI_MULTI_RECV
