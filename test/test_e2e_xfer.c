@@ -485,6 +485,52 @@ static void rndv_send_once(struct xfer_pair *pair, enum rndv_form form,
 			*wrong = i;
 }
 
+/* A pair, a source region filled with a pattern and a receive region, each
+ * registered whole through mrlease (served from, so entered into, the
+ * cache: the wide entries). */
+struct rndv_setup {
+	struct xfer_pair pair;
+	char *buf, *dst;
+	struct fid_mr *wide, *dwide;
+};
+
+/* 0, -FI_ENODATA (provider unavailable) or an error. */
+static int rndv_open(struct rndv_setup *r, uint64_t seed)
+{
+	struct xfer_opts opts = { .caps = FI_MSG | FI_TAGGED };
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	ret = open_pair(&r->pair, &opts);
+	if (ret)
+		return ret;
+	r->buf = aligned_alloc(4096, BUF_SIZE);
+	r->dst = aligned_alloc(4096, BUF_SIZE);
+	if (!r->buf || !r->dst)
+		return -FI_ENOMEM;
+	xfer_fill(r->buf, BUF_SIZE, seed);
+	ret = xfer_mr_reg(&r->pair, r->buf, BUF_SIZE, FI_SEND | FI_RECV,
+			  &r->wide);
+	if (ret)
+		return ret;
+	/* Receives hit this one, so registrations counted are the sends'. */
+	return xfer_mr_reg(&r->pair, r->dst, BUF_SIZE, FI_SEND | FI_RECV,
+			   &r->dwide);
+}
+
+/* Close what rndv_open opened; leases and violations must be zero. */
+static void rndv_close(struct rndv_setup *r)
+{
+	if (r->wide)
+		CHECK_FI(fi_close(&r->wide->fid));
+	if (r->dwide)
+		CHECK_FI(fi_close(&r->dwide->fid));
+	CHECK_CLEAN(&r->pair);
+	CHECK_FI(xfer_pair_close(&r->pair));
+	free(r->buf);
+	free(r->dst);
+}
+
 /*
  * A message past rxm's eager limit whose iovs sit at offsets inside an
  * earlier, wider cached registration must arrive intact with NULL descs.
@@ -497,83 +543,58 @@ static void rndv_send_once(struct xfer_pair *pair, enum rndv_form form,
  */
 static void test_rendezvous_send_inside_wider_registration_arrives_intact(void)
 {
-	struct xfer_opts opts = { .caps = FI_MSG | FI_TAGGED };
 	struct fi_mrlease_stats st0, st1;
-	struct xfer_pair pair;
-	struct fid_mr *wide = NULL, *dwide = NULL;
-	char *buf = NULL, *dst = NULL, *src;
+	struct rndv_setup r;
+	struct xfer_pair *pair = &r.pair;
+	struct fi_context2 c[2];
 	bool offset0;
+	char *src;
 	long wrong;
 	int ret;
 
-	ret = open_pair(&pair, &opts);
+	ret = rndv_open(&r, 77);
 	if (ret == -FI_ENODATA) {
 		mrl_test_skip_current("provider unavailable");
 		return;
 	}
 	CHECK_FI(ret);
-	CHECK(pair.mrl);
-	offset0 = rxm_rendezvous_offset0(&pair, RNDV_LEN);
-	buf = aligned_alloc(4096, BUF_SIZE);
-	dst = aligned_alloc(4096, BUF_SIZE);
-	CHECK(buf && dst);
-	src = buf + RNDV_OFF;
-	xfer_fill(buf, BUF_SIZE, 77);
-	/* The wide entry: a local registration of the whole region, served
-	 * from (and so entered into) the cache. */
-	CHECK_FI(xfer_mr_reg(&pair, buf, BUF_SIZE, FI_SEND | FI_RECV, &wide));
-	/* Receives hit this one, so the counts below are the sends'. */
-	CHECK_FI(xfer_mr_reg(&pair, dst, BUF_SIZE, FI_SEND | FI_RECV, &dwide));
+	CHECK(pair->mrl);
+	offset0 = rxm_rendezvous_offset0(pair, RNDV_LEN);
+	src = r.buf + RNDV_OFF;
 
 	/* A message rxm copies (eager) keeps sharing the wide entry. */
-	CHECK_FI(pair.mrl->query_stats(pair.domain, &st0, sizeof(st0)));
-	{
-		struct fi_context2 c[2];
-
-		memset(dst, 0, 4096);
-		POST(&pair, fi_recv(pair.ep[1], dst, 4096, NULL, pair.addr[0],
-				    &c[1]));
-		POST(&pair, fi_send(pair.ep[0], src, 4096, NULL, pair.addr[1],
-				    &c[0]));
-		REAP_OK(&pair, 2);
-		CHECK(!memcmp(dst, src, 4096));
-	}
-	CHECK_FI(pair.mrl->query_stats(pair.domain, &st1, sizeof(st1)));
+	CHECK_FI(pair->mrl->query_stats(pair->domain, &st0, sizeof(st0)));
+	memset(r.dst, 0, 4096);
+	POST(pair, fi_recv(pair->ep[1], r.dst, 4096, NULL, pair->addr[0], &c[1]));
+	POST(pair, fi_send(pair->ep[0], src, 4096, NULL, pair->addr[1], &c[0]));
+	REAP_OK(pair, 2);
+	CHECK(!memcmp(r.dst, src, 4096));
+	CHECK_FI(pair->mrl->query_stats(pair->domain, &st1, sizeof(st1)));
 	CHECK_EQ(st0.registrations, st1.registrations);
 
-	for (int f = 0; f < RNDV_NFORMS && !mrl_test_failed(); f++) {
-		if (f == RNDV_TSEND && !(pair.info->caps & FI_TAGGED))
+	for (int f = 0; f < RNDV_NFORMS; f++) {
+		if (f == RNDV_TSEND && !(pair->info->caps & FI_TAGGED))
 			break;
-		rndv_send_once(&pair, f, src, NULL, dst, &wrong);
+		rndv_send_once(pair, f, src, NULL, r.dst, &wrong);
 		CHECK_MSG(wrong == -1, "form %d, NULL desc: byte %ld wrong", f,
 			  wrong);
 		/* The same send again takes no new registration. */
-		CHECK_FI(pair.mrl->query_stats(pair.domain, &st0, sizeof(st0)));
-		rndv_send_once(&pair, f, src, NULL, dst, &wrong);
+		CHECK_FI(pair->mrl->query_stats(pair->domain, &st0, sizeof(st0)));
+		rndv_send_once(pair, f, src, NULL, r.dst, &wrong);
 		CHECK_MSG(wrong == -1, "form %d again: byte %ld wrong", f, wrong);
-		CHECK_FI(pair.mrl->query_stats(pair.domain, &st1, sizeof(st1)));
+		CHECK_FI(pair->mrl->query_stats(pair->domain, &st1, sizeof(st1)));
 		CHECK_EQ(st0.registrations, st1.registrations);
 	}
-	if (!mrl_test_failed()) {
-		/* Control: the wide MR's desc for the same iovs. */
-		rndv_send_once(&pair, RNDV_SENDV, src, fi_mr_desc(wide), dst,
-			       &wrong);
-		printf("# %s: the wide MR's desc: %s\n", prov,
-		       wrong == -1 ? "intact" : "wrong bytes");
-		if (offset0)
-			CHECK_MSG(wrong != -1, "rxm rendezvous no longer reads "
-				  "from the MR's start: the control proves nothing");
-		else
-			CHECK_EQ(-1, wrong);
-	}
-	if (wide)
-		CHECK_FI(fi_close(&wide->fid));
-	if (dwide)
-		CHECK_FI(fi_close(&dwide->fid));
-	CHECK_CLEAN(&pair);
-	CHECK_FI(xfer_pair_close(&pair));
-	free(buf);
-	free(dst);
+	/* Control: the wide MR's desc for the same iovs. */
+	rndv_send_once(pair, RNDV_SENDV, src, fi_mr_desc(r.wide), r.dst, &wrong);
+	printf("# %s: the wide MR's desc: %s\n", prov,
+	       wrong == -1 ? "intact" : "wrong bytes");
+	if (offset0)
+		CHECK_MSG(wrong != -1, "rxm rendezvous no longer reads from the "
+			  "MR's start: the control proves nothing");
+	else
+		CHECK_EQ(-1, wrong);
+	rndv_close(&r);
 }
 
 /*
@@ -584,44 +605,33 @@ static void test_rendezvous_send_inside_wider_registration_arrives_intact(void)
  */
 static void test_app_mr_at_iov_inside_wider_registration_arrives_intact(void)
 {
-	struct xfer_opts opts = { .caps = FI_MSG | FI_TAGGED };
-	struct fid_mr *wide = NULL, *narrow = NULL;
-	struct xfer_pair pair;
-	char *buf, *dst;
+	struct rndv_setup r;
+	struct fid_mr *narrow;
 	long wrong;
 	int ret;
 
-	ret = open_pair(&pair, &opts);
+	ret = rndv_open(&r, 78);
 	if (ret == -FI_ENODATA) {
 		mrl_test_skip_current("provider unavailable");
 		return;
 	}
 	CHECK_FI(ret);
-	if (rxm_rendezvous_offset0(&pair, RNDV_LEN)) {
+	if (rxm_rendezvous_offset0(&r.pair, RNDV_LEN)) {
 		/* Seen: byte 0 wrong. mrl_mr.c leases any covering entry;
 		 * on domains without FI_MR_VIRT_ADDR it needs
 		 * mrl_cache_acquire_based. */
 		mrl_test_skip_current("known defect: mrlease serves the MR from "
 				      "the wider cached entry");
-		CHECK_FI(xfer_pair_close(&pair));
+		rndv_close(&r);
 		return;
 	}
-	buf = aligned_alloc(4096, BUF_SIZE);
-	dst = aligned_alloc(4096, BUF_SIZE);
-	CHECK(buf && dst);
-	xfer_fill(buf, BUF_SIZE, 78);
-	CHECK_FI(xfer_mr_reg(&pair, buf, BUF_SIZE, FI_SEND | FI_RECV, &wide));
-	CHECK_FI(xfer_mr_reg(&pair, buf + RNDV_OFF, RNDV_LEN, FI_SEND | FI_RECV,
-			     &narrow));
-	rndv_send_once(&pair, RNDV_SEND, buf + RNDV_OFF, fi_mr_desc(narrow),
-		       dst, &wrong);
+	CHECK_FI(xfer_mr_reg(&r.pair, r.buf + RNDV_OFF, RNDV_LEN,
+			     FI_SEND | FI_RECV, &narrow));
+	rndv_send_once(&r.pair, RNDV_SEND, r.buf + RNDV_OFF, fi_mr_desc(narrow),
+		       r.dst, &wrong);
 	CHECK_EQ(-1, wrong);
 	CHECK_FI(fi_close(&narrow->fid));
-	CHECK_FI(fi_close(&wide->fid));
-	CHECK_CLEAN(&pair);
-	CHECK_FI(xfer_pair_close(&pair));
-	free(buf);
-	free(dst);
+	rndv_close(&r);
 }
 
 /* An error completion (RMA to a bad key) must release the operation's
