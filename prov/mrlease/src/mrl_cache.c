@@ -465,17 +465,14 @@ static inline void bt_prefetch_search(const struct mrl_btnode *n)
 	__builtin_prefetch(p + MRL_CACHELINE);
 }
 
-/* The largest i in [1, 15] with key[i] <= k, else 0: four dependent
- * compares, no branches (unused keys are UINTPTR_MAX). */
+/* The largest i in [1, 15] with key[i] <= k, else 0 (unused keys are
+ * UINTPTR_MAX): a quaternary search, two dependent rounds of three
+ * independent compares, no branches. */
 static inline int bt_search16(const uintptr_t *key, uintptr_t k)
 {
-	int c = 0;
+	int q = ((key[4] <= k) + (key[8] <= k) + (key[12] <= k)) << 2;
 
-	c += (key[c + 8] <= k) << 3;
-	c += (key[c + 4] <= k) << 2;
-	c += (key[c + 2] <= k) << 1;
-	c += key[c + 1] <= k;
-	return c;
+	return q + (key[q + 1] <= k) + (key[q + 2] <= k) + (key[q + 3] <= k);
 }
 
 /*
