@@ -75,10 +75,11 @@
  * and reads its CQ only for errors holds those leases until it does (or
  * closes the endpoint).
  *
- * Sends on domains without FI_MR_VIRT_ADDR. A leased operand of a msg or
- * tagged send longer than rxm's eager limit (FI_OFI_RXM_BUFFER_SIZE, 16 KiB)
- * gets a registration starting exactly at its iov: rxm 1.17's rendezvous
- * has the peer read each iov at offset 0 of its MR (mrl_xfer_msg.c).
+ * Sends on FI_MR_LOCAL domains without FI_MR_VIRT_ADDR. A leased operand
+ * of a msg or tagged send longer than rxm's eager limit
+ * (FI_OFI_RXM_BUFFER_SIZE, 16 KiB) gets a registration starting exactly at
+ * its iov: rxm 1.17's rendezvous has the peer read each iov at offset 0 of
+ * its MR (mrl_xfer_msg.c).
  *
  * Lifetime. A pool lives while its endpoint is open, and after the endpoint
  * closed with operations outstanding ("orphans": their leases were released

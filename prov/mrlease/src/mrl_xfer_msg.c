@@ -6,30 +6,42 @@
  * in which case they go out as the equivalent msg call with the endpoint's
  * default flags.
  *
- * Rendezvous sends on domains without FI_MR_VIRT_ADDR. libfabric 1.17's rxm
- * sends a message longer than its eager limit by rendezvous: the peer reads
- * the data out of the sender's registrations. When the application's info
- * has FI_MR_LOCAL, rxm uses the descriptors it was given, and when the core
- * provider lacks FI_MR_VIRT_ADDR (tcp) it tells the peer to read each iov at
- * offset 0 of that iov's MR, whatever the iov's offset inside it. A cached
- * registration covering more than the iov (page-rounded, a span, an earlier
- * wider entry) would send the wrong bytes. So on such a domain every leased
- * operand of a send (send, sendv, sendmsg, senddata, tagged alike; inject
- * forms never lease) whose message is longer than the eager limit takes a
- * registration that starts exactly at the iov (mrl_cache_acquire_based:
- * repeated sends of one buffer hit it). Shorter messages are copied by rxm
- * (eager, or SAR when the dynamic receive buffer is off: never below the
- * eager limit), so they keep the shared, wider entries. The limit: rxm's
- * eager limit is max(FI_OFI_RXM_BUFFER_SIZE, FI_OFI_RXM_EAGER_LIMIT), 16384
- * by default, and rendezvous starts above it (SAR is off whenever tcp
- * accepts the dynamic receive buffer ops, which mrlease forwards), so
- * FI_OFI_RXM_BUFFER_SIZE alone is a safe lower bound (seen with
- * FI_LOG_LEVEL=info: "Protocol limits: Eager: 16384, SAR: 16384"). The rxm
- * app-facing mr_mode over tcp is 0 (no FI_MR_VIRT_ADDR, FI_MR_LOCAL not
- * required); an application asking FI_MR_LOCAL adds it to its info, which
- * is what the outermost mrlease instance records. Receives are not changed:
- * with the default read rendezvous the receiver reads into its own iovs by
- * address.
+ * Rendezvous sends on FI_MR_LOCAL domains without FI_MR_VIRT_ADDR.
+ * libfabric 1.17's rxm sends a message longer than its eager limit by
+ * rendezvous: the peer reads the data out of the sender's registrations.
+ * When the application's info has FI_MR_LOCAL, rxm uses the descriptors it
+ * was given (otherwise it ignores them and registers the iovs itself), and
+ * when the core provider lacks FI_MR_VIRT_ADDR (tcp) it tells the peer to
+ * read each iov at offset 0 of that iov's MR, whatever the iov's offset
+ * inside it. A cached registration covering more than the iov (page-rounded,
+ * a span, an earlier wider entry) would send the wrong bytes. So on such a
+ * domain every leased operand of a send (send, sendv, sendmsg, senddata,
+ * tagged alike; inject forms never lease) whose message is longer than the
+ * eager limit takes a registration that starts exactly at the iov
+ * (mrl_cache_acquire_based: repeated sends of one buffer hit it). Shorter
+ * messages are copied by rxm (eager, or SAR when the dynamic receive buffer
+ * is off: never below the eager limit), so they keep the shared, wider
+ * entries, and so do all sends on domains without FI_MR_LOCAL.
+ *
+ * The limit: rxm's eager limit is max(FI_OFI_RXM_BUFFER_SIZE,
+ * FI_OFI_RXM_EAGER_LIMIT), 16384 by default, and rendezvous starts right
+ * above it when tcp accepts the dynamic receive buffer ops (SAR is off then;
+ * mrlease forwards those ops like the bare provider), so
+ * FI_OFI_RXM_BUFFER_SIZE alone is a safe lower bound. Seen here with
+ * FI_LOG_LEVEL=info: "Protocol limits: Eager: 16384, SAR: 16384"; with
+ * FI_OFI_RXM_BUFFER_SIZE=0x2000, 8192; with FI_OFI_RXM_EAGER_LIMIT=1000,
+ * still 16384.
+ *
+ * mr_mode, seen with FI_MR_LOCAL|FI_MR_VIRT_ADDR|FI_MR_ALLOCATED|
+ * FI_MR_PROV_KEY in the hints: tcp;ofi_rxm, udp;ofi_rxd and sockets report
+ * 0 (shm FI_MR_VIRT_ADDR); an application wanting FI_MR_LOCAL adds it to
+ * the info it opens the domain with, and that is what the outermost mrlease
+ * instance records (0x4); the inner instance over tcp sees 0.
+ *
+ * Receives keep the ordinary leases: with the default read rendezvous the
+ * receiver reads into its own iovs by address (rxm's write rendezvous,
+ * FI_OFI_RXM_USE_RNDV_WRITE=1, fails with -FI_ENOTCONN even without a hook
+ * in 1.17).
  */
 #include "config.h"
 
@@ -49,12 +61,11 @@ static void mrl_rndv_limit_init(void)
 {
 	const char *s = getenv("FI_OFI_RXM_BUFFER_SIZE");
 	unsigned long long v;
-	char *end;
 
 	if (!s || !*s)
 		return;
 	errno = 0;
-	v = strtoull(s, &end, 0);
+	v = strtoull(s, NULL, 0);
 	/* Whatever rxm makes of a malformed value, a smaller limit only
 	 * takes more exact registrations. */
 	mrl_rndv_after = errno || v > SIZE_MAX ? 0 : (size_t)v;
@@ -68,7 +79,7 @@ static bool mrl_send_based(const struct mrl_xep *x, const struct iovec *iov,
 	int mr_mode = x->ep->domain->mr_mode;
 	size_t total = 0;
 
-	if (mr_mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC))
+	if (!x->mr_local || (mr_mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC)))
 		return false;
 	for (size_t i = 0; i < count; i++) {
 		total += iov[i].iov_len;
