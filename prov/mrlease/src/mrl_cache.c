@@ -1901,7 +1901,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	reg->slot = (uint8_t)dom->hot.slot;
 	reg->mr = mr;
 	reg->desc = desc;
-	atomic_store_explicit(&reg->refs, 2, memory_order_release);
+	atomic_store_explicit(&reg->refs, 2 | MRL_REF_USED, memory_order_release);
 
 	flt_update(cache, start, end, 0);
 	if (write_enter_reserved(cache, dom)) {
