@@ -89,7 +89,8 @@ static bool mrl_send_based(const struct mrl_xep *x, const struct iovec *iov,
 	return false;
 }
 
-/* mrl_post_lease with a registration starting at buf. */
+/* mrl_post_lease with a registration starting at buf. Only on FI_MR_LOCAL
+ * domains, where a failed lease fails the post. */
 static int mrl_post_lease_based(struct mrl_post *p, const void *buf,
 				size_t len, void **out)
 {
@@ -97,22 +98,17 @@ static int mrl_post_lease_based(struct mrl_post *p, const void *buf,
 	uintptr_t start = (uintptr_t)buf;
 	int ret;
 
-	if (!p->op) {
-		p->op = mrl_op_alloc(p->x->pool);
-		if (!p->op)
-			return p->x->mr_local ? -FI_EAGAIN : 0;
-	}
+	if (!p->op && !(p->op = mrl_op_alloc(p->x->pool)))
+		return -FI_EAGAIN;
 	ret = mrl_cache_acquire_based(p->x->cache, start, start + len, &reg);
 	if (ret) {
-		if (!p->x->mr_local)
-			return 0; /* the provider registers it itself */
 		mrl_post_lease_failed(buf, len, ret);
 		return ret;
 	}
 	ret = mrl_op_add_lease(p->op, reg);
 	if (ret) {
 		mrl_lease_release(reg);
-		return p->x->mr_local ? -FI_EAGAIN : 0;
+		return -FI_EAGAIN;
 	}
 	*out = mrl_registration_desc(reg);
 	return 0;
