@@ -41,7 +41,9 @@
  *         bench/xfer_bench --child 2 --sizes 4096 --iters N --window 1
  * for two values of N, then sum the self cost of libmrlease-fi.so's
  * functions (callgrind_annotate --inclusive=no cg.N | grep -v libfabric)
- * and divide the difference by the difference in N.
+ * and divide the difference by the difference in N. bench/xfer_ir.sh does
+ * exactly that and prints the figure per function, with the lease cache's
+ * share (its inline hit path) apart.
  *
  * Environment: XFER_BENCH_REPS (default 5), XFER_BENCH_CALLGRIND=0 to skip
  * valgrind (=only: just the callgrind figure), XFER_BENCH_PROV (default

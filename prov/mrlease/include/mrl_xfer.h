@@ -51,12 +51,14 @@
  * threshold and a compare (or a loop over the iovs) before the inner call;
  * a CQ read with no op entry pays a range check per entry. The leased hit
  * path of a 4 KiB fi_write over tcp;ofi_rxm (FI_THREAD_SAFE, as rxm returns
- * it), hook self cost per write + completion, both instances:
- *	mrl_rma_write 13, mrl_rma_write_leased 69 (+ 27 cache acquire),
- *	mrl_xcq_read_tagged 81 (+ 11 cache release), inner instance 13
- *	(writemsg 7, CQ reads 6): 174 Ir of data path, 212 with the cache
+ * it: a shared pool), hook self cost per write + completion, both instances:
+ *	mrl_rma_write 13, mrl_rma_write_leased 70 (+ 27 cache acquire),
+ *	mrl_xcq_read_tagged 79 (+ 11 cache release), inner instance 13
+ *	(writemsg 7, CQ reads 6): 178 Ir of data path, 216 with the cache
  *	(was 359 + 108 = 467 before the serial/shared split, the inline
- *	completion and the plain inner tables).
+ *	completion and the plain inner tables). A serial pool saves about 20
+ *	(158). Most of what is left is two prologues/epilogues (about 45), the
+ *	inner call set-ups and the range, domain and state checks.
  * Measure with bench/xfer_ir.sh [BUILDDIR] (make bench runs it): the
  * callgrind runs of bench/xfer_bench --child 2 --sizes 4096 --window 1 for
  * 2000 and 6000 writes, the self cost of every function in libmrlease-fi.so
