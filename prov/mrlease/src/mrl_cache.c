@@ -231,6 +231,7 @@ struct mrl_btnode;
 struct mrl_flt_top;
 
 #define MRL_FLT_FAN 512
+#define MRL_FLT_ROOT_FAN 256	/* 2^47 / 512 GiB: the user half of 48 bits */
 
 struct mrl_cache {
 	/* Written by writers only, read by every reader. */
@@ -242,7 +243,7 @@ struct mrl_cache {
 	 * lock, read by invalidate without any lock. */
 	atomic_uint flt_unfiltered;	/* entries the filter cannot hold */
 	atomic_bool flt_broken;		/* an allocation failed: always "maybe" */
-	_Atomic(struct mrl_flt_top *) flt_root[MRL_FLT_FAN];
+	_Atomic(struct mrl_flt_top *) flt_root[MRL_FLT_ROOT_FAN];
 
 	/*
 	 * lock: protects the domains' indexes, CLOCK hands, counts and
@@ -860,7 +861,7 @@ static struct mrl_registration *bt_successor(const struct mrl_btnode *n, uintptr
  * Per-page occupancy counts of every live entry of the cache, so that an
  * invalidate of pages no entry touches returns after a few loads without
  * entering a read section or walking an index (allocators purge far more
- * pages than were ever registered). A radix table over address bits 47..12:
+ * pages than were ever registered). A radix table over address bits 46..12:
  * the root in the cache covers 512 GiB per slot, a top node counts entries
  * covering whole GiBs and points to mid nodes, a mid node counts entries
  * covering whole 2 MiB blocks and points to leaves of 512 page counts. An
@@ -869,14 +870,14 @@ static struct mrl_registration *bt_successor(const struct mrl_btnode *n, uintptr
  * "maybe", never a false "no"). Nodes are allocated before a write section
  * (installed with CAS, never freed before the cache), counts change only
  * inside write sections, so invalidate never allocates. Addresses above
- * 2^48 and entries the filter could not be extended for make it answer
- * "maybe".
+ * 2^47 (beyond user space on 4-level x86-64 and arm64 48-bit) and entries
+ * the filter could not be extended for make it answer "maybe".
  */
 #define MRL_FLT_PAGE 12
 #define MRL_FLT_MID 21
 #define MRL_FLT_TOP 30
 #define MRL_FLT_ROOT 39
-#define MRL_FLT_LIMIT ((uintptr_t)1 << 48)
+#define MRL_FLT_LIMIT ((uintptr_t)1 << 47)
 #define MRL_FLT_SCAN 256	/* pages checked before answering "maybe" */
 
 struct mrl_flt_leaf {
@@ -1050,7 +1051,7 @@ static void flt_free(struct mrl_cache *cache)
 	struct mrl_flt_top *top;
 	struct mrl_flt_mid *mid;
 
-	for (unsigned i = 0; i < MRL_FLT_FAN; i++) {
+	for (unsigned i = 0; i < MRL_FLT_ROOT_FAN; i++) {
 		top = atomic_load(&cache->flt_root[i]);
 		if (!top)
 			continue;
@@ -1133,8 +1134,9 @@ static int write_enter_reserved(struct mrl_cache *cache, struct mrl_cache_domain
 		 * node per level above it, and adds a root: height inner nodes. */
 		if (cache->nspare[false] >= dom->height && cache->nspare[true] >= 1)
 			return 0;
-		want[false] = dom->height + 2 - cache->nspare[false];
-		want[true] = 2 - cache->nspare[true];
+		want[false] = cache->nspare[false] < dom->height + 1 ?
+				      dom->height + 1 - cache->nspare[false] : 0;
+		want[true] = !cache->nspare[true];
 		write_exit(cache);
 		for (int leaf = 0; leaf < 2; leaf++) {
 			for (unsigned i = 0; i < want[leaf] && i < 64; i++) {
