@@ -616,15 +616,6 @@ static void test_app_mr_at_iov_inside_wider_registration_arrives_intact(void)
 		return;
 	}
 	CHECK_FI(ret);
-	if (rxm_rendezvous_offset0(&r.pair, RNDV_LEN)) {
-		/* Seen: byte 0 wrong. mrl_mr.c leases any covering entry;
-		 * on domains without FI_MR_VIRT_ADDR it needs
-		 * mrl_cache_acquire_based. */
-		mrl_test_skip_current("known defect: mrlease serves the MR from "
-				      "the wider cached entry");
-		rndv_close(&r);
-		return;
-	}
 	CHECK_FI(xfer_mr_reg(&r.pair, r.buf + RNDV_OFF, RNDV_LEN,
 			     FI_SEND | FI_RECV, &narrow));
 	rndv_send_once(&r.pair, RNDV_SEND, r.buf + RNDV_OFF, fi_mr_desc(narrow),

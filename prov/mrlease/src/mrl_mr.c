@@ -52,8 +52,13 @@ static int mrl_mr_lease(struct mrl_domain *domain, const struct iovec *iov,
 	if (!ld || !ld->cache_domain ||
 	    start + iov->iov_len < start)
 		return -FI_EAGAIN;
-	ret = mrl_cache_acquire(ld->cache_domain, start, start + iov->iov_len,
-				&reg);
+	if ((domain->mr_mode & FI_MR_LOCAL) &&
+	    !(domain->mr_mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC)))
+		ret = mrl_cache_acquire_based(ld->cache_domain, start,
+					      start + iov->iov_len, &reg);
+	else
+		ret = mrl_cache_acquire(ld->cache_domain, start,
+					start + iov->iov_len, &reg);
 	if (ret)
 		return -FI_EAGAIN;
 	ret = mrl_lease_mr_open(domain, reg, MRL_LEASE_PLAIN, context, mr);
