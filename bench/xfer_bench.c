@@ -20,7 +20,7 @@
  * rxm counts too; modes 1 and 3: the application's own fi_mr_reg calls).
  *
  * Hook instructions per operation (hit path) with valgrind, if installed:
- * callgrind runs mode 2 at 4 KiB (>= the default FI_MRLEASE_MIN_SIZE, so
+ * callgrind runs mode 2 at 16 KiB (>= the default FI_MRLEASE_MIN_SIZE, so
  * every write is a cache hit after the first) with window 1 for N1 and N2
  * writes, and, only if the two runs made different numbers of empty CQ
  * polls, once more with N1 writes plus P extra empty polls. The
@@ -38,7 +38,7 @@
  * The recipe by hand:
  *     FI_HOOK=mrlease FI_PROVIDER_PATH=<builddir>/prov/mrlease/.libs \
  *     valgrind --tool=callgrind --callgrind-out-file=cg.N \
- *         bench/xfer_bench --child 2 --sizes 4096 --iters N --window 1
+ *         bench/xfer_bench --child 2 --sizes 16384 --iters N --window 1
  * for two values of N, then sum the self cost of libmrlease-fi.so's
  * functions (callgrind_annotate --inclusive=no cg.N | grep -v libfabric)
  * and divide the difference by the difference in N. bench/xfer_ir.sh does
@@ -496,7 +496,7 @@ static int callgrind_run_mode(int mode, long iters, long empty_polls,
 	char iters_s[32], polls_s[32], outopt[PATH_MAX + 32];
 	char *prefix[] = { "valgrind", "--tool=callgrind", "--quiet", outopt, NULL };
 	char mode_s[8];
-	char *args[] = { "--child", mode_s, "--sizes", "4096", "--iters", iters_s,
+	char *args[] = { "--child", mode_s, "--sizes", "16384", "--iters", iters_s,
 			 "--window", "1", "--empty-polls", polls_s, NULL };
 
 	snprintf(mode_s, sizeof(mode_s), "%d", mode);
@@ -572,7 +572,7 @@ static void callgrind_modes(double *lease_added, double *noop_added)
 		return;
 	*lease_added = lease - app;
 	*noop_added = noop - app;
-	printf("# callgrind whole process, Ir per fi_write + completion at 4 KiB: "
+	printf("# callgrind whole process, Ir per fi_write + completion at 16 KiB: "
 	       "app %.0f, noop %.0f (+%.0f), lease %.0f (+%.0f); empty polls "
 	       "%ld/%ld/%ld\n", app, noop, *noop_added, lease, *lease_added,
 	       extra[0], extra[1], extra[2]);
@@ -707,7 +707,7 @@ static int parent_main(void)
 			printf("# callgrind: valgrind unavailable or failed\n");
 		else
 			printf("# hook instructions per fi_write + completion (hit path, "
-			       "4 KiB): %.1f\n", ir);
+			       "16 KiB): %.1f\n", ir);
 	}
 
 	/* The figures are only as quiet as the machine: say how busy it was. */

@@ -5,10 +5,10 @@
 # fi_write (hit path), with the callgrind recipe of mrl_xfer.h, as a table
 # per function and one RESULT line.
 #
-# bench/xfer_bench --child MODE --sizes 4096 --window 1 runs under
+# bench/xfer_bench --child MODE --sizes 16384 --window 1 runs under
 # valgrind --tool=callgrind for N1 and N2 writes (default 2000 and 6000;
 # XFER_IR_N1, XFER_IR_N2), in three modes:
-#   2 FI_HOOK=mrlease, desc NULL (4 KiB >= FI_MRLEASE_MIN_SIZE: every write
+#   2 FI_HOOK=mrlease, desc NULL (16 KiB >= FI_MRLEASE_MIN_SIZE: every write
 #     after the first is a cache hit)
 #   4 FI_HOOK=noop (libfabric's passthrough hook), application descriptors
 #   1 no hook, application descriptors
@@ -115,7 +115,7 @@ run() {
 	if ! env ${hook:+FI_HOOK=$hook} \
 		valgrind --tool=callgrind --quiet \
 		--callgrind-out-file="$tmp/cg.$mode.$n" "$bench" --child "$mode" \
-		--sizes 4096 --iters "$n" --window 1 >"$tmp/out.$mode.$n"; then
+		--sizes 16384 --iters "$n" --window 1 >"$tmp/out.$mode.$n"; then
 		echo "# xfer_bench --child $mode under callgrind failed" >&2
 		return 1
 	fi

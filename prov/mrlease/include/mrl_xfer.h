@@ -60,7 +60,7 @@
  *	(158). Most of what is left is two prologues/epilogues (about 45), the
  *	inner call set-ups and the range, domain and state checks.
  * Measure with bench/xfer_ir.sh [BUILDDIR] (make bench runs it): the
- * callgrind runs of bench/xfer_bench --child 2 --sizes 4096 --window 1 for
+ * callgrind runs of bench/xfer_bench --child 2 --sizes 16384 --window 1 for
  * 2000 and 6000 writes, the self cost of every function in libmrlease-fi.so
  * (the cache's part by source file), per function, divided by the
  * difference in writes; also no hook and FI_HOOK=noop whole-program
@@ -87,7 +87,43 @@
  * closed with operations outstanding ("orphans": their leases were released
  * at close) for as long as a CQ the endpoint was bound to might still hold
  * entries naming them: such CQs keep a reference until they close.
+ * A shared pool is also kept by those CQs when a thread reading one of them
+ * may still be inside a completion of one of its ops: the completer changes
+ * the op's state (LIVE -> FREE) and then pushes it back onto the pool, and
+ * a close in between sees no orphan. Close tells by counting the free
+ * stack (only completers push while it runs, nobody pops): every op that
+ * is not an orphan must be on it; a few sched_yield retries cover the
+ * usual few-instruction window, a descheduled completer costs the pool's
+ * memory until the CQs close. The hit path pays nothing for it (no
+ * per-read or per-entry counter); a completer touches the pool only while
+ * its op is LIVE (then close orphans it and the CQs keep the pool) or
+ * between its state change and its push (then close does not see the
+ * stack settled). Serial pools need none of it (close never overlaps a
+ * completion). test_xfer_close_race stalls a completer in that window
+ * (MRL_XFER_CTL_TEST_COMPLETING) while another thread closes.
  */
+#ifndef MRL_XFER_CTL_H
+#define MRL_XFER_CTL_H
+/*
+ * TEST-ONLY: fi_control(&ep->fid, MRL_XFER_CTL_TEST_COMPLETING, &hook) on an
+ * enabled endpoint that leases (-FI_EINVAL otherwise) makes every
+ * completion of its ops that takes the out-of-line path (hidden,
+ * multi-recv, chained, error) call hook.fn(hook.arg) on the completing
+ * thread after the op's state changed and before it returns to the free
+ * list (hook.fn NULL: off). test_xfer_close_race stalls a completer there
+ * while another thread closes the endpoint. Costs the hit path nothing.
+ * A test defines MRL_XFER_CTL_ONLY before including this header to get
+ * only this part (the rest clashes with test/mrl_test.h).
+ */
+#define MRL_XFER_CTL_TEST_COMPLETING 0x6d726c01
+struct mrl_xfer_test_completing {
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+#endif /* MRL_XFER_CTL_H */
+
+#ifndef MRL_XFER_CTL_ONLY
 #ifndef MRL_XFER_H
 #define MRL_XFER_H
 
@@ -168,6 +204,11 @@ struct mrl_op_pool {
 					  * scans); nothing else under it */
 	struct mrl_op_chunk *chunks;
 	atomic_uint refs;		 /* endpoint + CQs holding orphans */
+	/* TEST-ONLY (MRL_XFER_CTL_TEST_COMPLETING): called by the out-of-line
+	 * mrl_op_complete between an op's state change and its return to
+	 * the free list; NULL otherwise. */
+	void (*_Atomic test_completing)(void *arg);
+	void *test_arg;
 };
 
 /* The reserved range every op lives in; size 0 until first used. */
@@ -211,6 +252,14 @@ int mrl_op_pool_create(const struct mrl_domain *domain,
 		       enum fi_threading threading, struct mrl_op_pool **pool);
 /* Drop one reference; the last returns the chunks to the region. */
 void mrl_op_pool_unref(struct mrl_op_pool *pool);
+/*
+ * Endpoint close, after its ops were orphaned: whether every op except the
+ * `out` ones (orphans and their extras, which never return) is back on the
+ * free list, i.e. no completion of this pool is between its state change
+ * and its push (the only window in which a completer touches the pool of an
+ * op that was not orphaned). Always true for serial pools.
+ */
+bool mrl_op_pool_settled(struct mrl_op_pool *pool, size_t out);
 /* A LIVE op with no leases, or NULL (-FI_ENOMEM: the region is exhausted). */
 struct mrl_op *mrl_op_alloc(struct mrl_op_pool *pool);
 
@@ -608,3 +657,4 @@ void mrl_xcntr_remove(struct mrl_xcntr *c, struct mrl_xep *x);
 void mrl_xep_drain(struct mrl_xep *x);
 
 #endif /* MRL_XFER_H */
+#endif /* MRL_XFER_CTL_ONLY */
