@@ -54,3 +54,12 @@ check_PROGRAMS += test/test_xfer_lease
 test_test_xfer_lease_SOURCES = test/test_xfer_lease.c $(XFER_TEST_SOURCES)
 test_test_xfer_lease_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/test_xfer_lease
+
+# Endpoint close racing a CQ reader inside a completion of its pool (shared
+# pools): held deterministically in the window by the endpoint's test hook,
+# and the natural race many times; also under ThreadSanitizer.
+check_PROGRAMS += test/test_xfer_close_race
+test_test_xfer_close_race_SOURCES = test/test_xfer_close_race.c $(XFER_TEST_SOURCES)
+test_test_xfer_close_race_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/test_xfer_close_race
+SUITE_CONCURRENCY += test/test_xfer_close_race

@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <sched.h>
 #include <stdlib.h>
 
 #include <rdma/fi_errno.h>
@@ -313,6 +314,16 @@ static int mrl_xfer_ep_control(struct fid *fid, int command, void *arg)
 	struct mrl_xep *x = ep->ext;
 	int ret;
 
+	if (command == MRL_XFER_CTL_TEST_COMPLETING) {
+		const struct mrl_xfer_test_completing *hook = arg;
+
+		if (!x || !x->pool || !hook)
+			return -FI_EINVAL;
+		x->pool->test_arg = hook->arg;
+		atomic_store_explicit(&x->pool->test_completing, hook->fn,
+				      memory_order_release);
+		return 0;
+	}
 	if (command == FI_ENABLE && x) {
 		ret = mrl_xep_enable(x);
 		if (ret)
@@ -443,7 +454,8 @@ int mrl_xfer_ep_open(struct mrl_ep *ep)
 }
 
 struct mrl_orphan_count {
-	size_t n;
+	size_t n;	/* orphaned ops */
+	size_t ops;	/* the same with their extras: never freed again */
 };
 
 static bool mrl_xep_orphan(struct mrl_op *op, void *arg)
@@ -456,6 +468,31 @@ static bool mrl_xep_orphan(struct mrl_op *op, void *arg)
 		    memory_order_acquire)) {
 		mrl_op_release_leases(op);
 		c->n++;
+		for (; op; op = op->next)
+			c->ops++;
+	}
+	return true;
+}
+
+/* Checks of a shared pool for a completer still between an op's state
+ * change and its push (a few instructions unless it is descheduled). */
+#define MRL_SETTLE_TRIES 64
+
+/*
+ * Whether the CQs the endpoint was bound to must keep its pool: they may
+ * still hold entries naming orphans, or a thread reading one of them may be
+ * inside the completion of one of the pool's ops (state changed, op not yet
+ * pushed back), which would otherwise push onto a freed pool.
+ */
+static bool mrl_xep_pool_needed(struct mrl_op_pool *pool,
+				const struct mrl_orphan_count *orphans)
+{
+	if (orphans->n)
+		return true;
+	for (int i = 0; i < MRL_SETTLE_TRIES; i++) {
+		if (mrl_op_pool_settled(pool, orphans->ops))
+			return false;
+		sched_yield();
 	}
 	return true;
 }
@@ -479,9 +516,9 @@ void mrl_xfer_ep_close(struct mrl_ep *ep)
 			mrl_xep_drain(x);
 			fi_close(&x->internal_cq->fid);
 		}
-		if (orphans.n) {
-			/* The application's CQs may still hold entries
-			 * naming them: keep the pool until those close. */
+		if (mrl_xep_pool_needed(x->pool, &orphans)) {
+			/* Keep the pool until the application's CQs
+			 * close. */
 			struct mrl_cq *cqs[2] = { ep->bound.tx_cq,
 						  ep->bound.rx_cq };
 

@@ -190,6 +190,7 @@ int mrl_op_pool_create(const struct mrl_domain *domain,
 				       memory_order_relaxed);
 	atomic_init(&p->shared, 0);
 	atomic_init(&p->refs, 1);
+	atomic_init(&p->test_completing, NULL);
 	ret = pthread_mutex_init(&p->lock, NULL);
 	if (ret) {
 		free(p);
@@ -220,6 +221,29 @@ void mrl_op_pool_unref(struct mrl_op_pool *pool)
 	}
 	pthread_mutex_destroy(&pool->lock);
 	free(pool);
+}
+
+bool mrl_op_pool_settled(struct mrl_op_pool *pool, size_t out)
+{
+	size_t total = 0, n = 0;
+	uint32_t code;
+
+	if (pool->serial)
+		return true;
+	for (struct mrl_op_chunk *c = pool->chunks; c; c = c->next)
+		total += c->nops;
+	/* No poster runs at close, so the stack only grows (pushes of
+	 * completers): the list below a head read is stable. The acquire
+	 * pairs with every push's release CAS, so a completer's accesses to
+	 * the pool happen before whatever follows a settled answer. */
+	code = (uint32_t)atomic_load_explicit(&pool->shared,
+					      memory_order_acquire);
+	while (code && n <= total) {
+		n++;
+		code = atomic_load_explicit(&mrl_op_at(pool, code)->free_next,
+					    memory_order_relaxed);
+	}
+	return n + out == total;
 }
 
 struct mrl_op *mrl_op_alloc(struct mrl_op_pool *pool)
@@ -346,6 +370,11 @@ bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 	if (ours) {
 		/* One pass over the op and its extras: release, free, push. */
 		struct mrl_op *last = op;
+		void (*completing)(void *) = atomic_load_explicit(
+			&pool->test_completing, memory_order_acquire);
+
+		if (completing)
+			completing(pool->test_arg);
 
 		for (;;) {
 			for (uint16_t i = 0; i < last->nleases; i++)
