@@ -13,6 +13,9 @@
  *
  * libfabric reads FI_HOOK once per process, so every measurement runs in a
  * child (this program re-executed with --child MODE and its environment).
+ * A child run with --op send measures fi_send to the other endpoint with a
+ * fi_recv posted first (both with desc NULL in modes 2 and 5), one
+ * operation = both completions (bench/xfer_ir.sh XFER_IR_OP=send).
  * Modes alternate within each repetition (rotated order), and the report
  * gives medians over repetitions and the ratios (2)/(1), (2)/(4), (2)/(3)
  * per size, plus the provider registrations each mode made (mode 2: the
@@ -87,6 +90,7 @@ struct child_opts {
 	long iters;      /* 0: per-size default */
 	int window;
 	long empty_polls;
+	bool send;       /* --op send: fi_send/fi_recv pairs, not fi_write */
 };
 
 static long default_iters(size_t size)
@@ -106,12 +110,16 @@ static double now_s(void)
 
 struct slot {
 	struct fi_context2 ctx;
+	struct fi_context2 rctx; /* --op send: the receive's */
 	struct fid_mr *mr; /* mode 3: this write's registration */
+	int pending;       /* completions still to come (2 for a send) */
 };
 
 struct run {
 	struct xfer_pair *pair;
 	int mode;
+	bool send;
+	struct fid_mr *rdst_mr; /* --op send, modes 1 and 4: receive buffer */
 	char *src, *dst;
 	struct fid_mr *src_mr, *dst_mr;
 	uint64_t regs;   /* registrations made by the application */
@@ -128,7 +136,8 @@ static int post_write(struct run *r, size_t size)
 	ssize_t ret;
 
 	if (r->mode == MODE_PEROP) {
-		ret = fi_mr_reg(r->pair->domain, r->src, size, FI_WRITE, 0,
+		ret = fi_mr_reg(r->pair->domain, r->src, size,
+				r->send ? FI_SEND : FI_WRITE, 0,
 				0x10000 + (uint64_t)(s - r->slots), 0, &s->mr, NULL);
 		if (ret)
 			return (int)ret;
@@ -137,10 +146,30 @@ static int post_write(struct run *r, size_t size)
 	} else if (r->mode != MODE_LEASE && r->mode != MODE_LEASE_ALL) {
 		desc = fi_mr_desc(r->src_mr);
 	}
+	s->pending = 1;
+	if (r->send) {
+		void *rdesc = r->rdst_mr ? fi_mr_desc(r->rdst_mr) : NULL;
+
+		do {
+			ret = fi_recv(r->pair->ep[1], r->dst, size, rdesc,
+				      FI_ADDR_UNSPEC, &s->rctx);
+			if (ret == -FI_EAGAIN)
+				(void)fi_cq_read(r->pair->cq, NULL, 0);
+		} while (ret == -FI_EAGAIN);
+		if (ret) {
+			r->free_slots[r->nfree++] = (int)(s - r->slots);
+			return (int)ret;
+		}
+		s->pending = 2;
+	}
 	do {
-		ret = fi_write(r->pair->ep[0], r->src, size, desc, r->pair->addr[1],
-			       xfer_rma_addr(r->pair, r->dst, r->dst),
-			       fi_mr_key(r->dst_mr), &s->ctx);
+		ret = r->send ?
+			fi_send(r->pair->ep[0], r->src, size, desc,
+				r->pair->addr[1], &s->ctx) :
+			fi_write(r->pair->ep[0], r->src, size, desc,
+				 r->pair->addr[1],
+				 xfer_rma_addr(r->pair, r->dst, r->dst),
+				 fi_mr_key(r->dst_mr), &s->ctx);
 		if (ret == -FI_EAGAIN)
 			(void)fi_cq_read(r->pair->cq, NULL, 0);
 	} while (ret == -FI_EAGAIN);
@@ -172,8 +201,13 @@ static int reap(struct run *r, int window, int keep)
 			return -FI_EIO;
 		}
 		for (ssize_t i = 0; i < n; i++) {
-			struct slot *s = (struct slot *)e[i].op_context;
+			/* A slot's send or receive context: the slot. */
+			struct slot *s = &r->slots[((char *)e[i].op_context -
+						    (char *)r->slots) /
+						   sizeof(struct slot)];
 
+			if (--s->pending)
+				continue;
 			if (s->mr) {
 				fi_close(&s->mr->fid);
 				s->mr = NULL;
@@ -216,7 +250,7 @@ static int child_main(const struct child_opts *o)
 					getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm",
 				.caps = FI_MSG | FI_RMA };
 	struct xfer_pair pair;
-	struct run r = { .pair = &pair, .mode = o->mode };
+	struct run r = { .pair = &pair, .mode = o->mode, .send = o->send };
 	int ret;
 
 	ret = xfer_pair_open(&xo, &pair);
@@ -235,8 +269,14 @@ static int child_main(const struct child_opts *o)
 	memset(r.dst, 0, MAX_BUF);
 	ret = xfer_mr_reg(&pair, r.dst, MAX_BUF, FI_REMOTE_WRITE, &r.dst_mr);
 	if (!ret && (o->mode == MODE_APP || o->mode == MODE_NOOP)) {
-		ret = xfer_mr_reg(&pair, r.src, MAX_BUF, FI_WRITE, &r.src_mr);
+		ret = xfer_mr_reg(&pair, r.src, MAX_BUF,
+				  o->send ? FI_SEND : FI_WRITE, &r.src_mr);
 		r.regs++;
+		if (!ret && o->send) {
+			ret = xfer_mr_reg(&pair, r.dst, MAX_BUF, FI_RECV,
+					  &r.rdst_mr);
+			r.regs++;
+		}
 	}
 	if (ret) {
 		fprintf(stderr, "xfer_bench: fi_mr_reg: %s\n", fi_strerror(-ret));
@@ -273,6 +313,8 @@ static int child_main(const struct child_opts *o)
 	fflush(stdout);
 	if (r.src_mr)
 		fi_close(&r.src_mr->fid);
+	if (r.rdst_mr)
+		fi_close(&r.rdst_mr->fid);
 	fi_close(&r.dst_mr->fid);
 	if (xfer_pair_close(&pair))
 		ret = 1;
@@ -754,6 +796,10 @@ static int parse_child(int argc, char **argv, struct child_opts *o)
 			o->window = atoi(v);
 		else if (!strcmp(a, "--empty-polls"))
 			o->empty_polls = atol(v);
+		else if (!strcmp(a, "--op") && !strcmp(v, "send"))
+			o->send = true;
+		else if (!strcmp(a, "--op") && !strcmp(v, "write"))
+			o->send = false;
 		else
 			return -1;
 		i++;
@@ -774,7 +820,8 @@ int main(int argc, char **argv)
 	if (argc > 1) {
 		if (parse_child(argc, argv, &o)) {
 			fprintf(stderr, "usage: %s [--child MODE [--sizes N] [--iters N] "
-				"[--window N] [--empty-polls N]]\n", argv[0]);
+				"[--window N] [--empty-polls N] [--op write|send]]\n",
+				argv[0]);
 			return 2;
 		}
 		return child_main(&o);

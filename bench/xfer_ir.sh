@@ -33,6 +33,10 @@
 # polls_per_op: fi_cq_read calls per write of the N2 run, mode 2 (window 1:
 #   1.0 means no empty polls).
 #
+# XFER_IR_OP=send measures fi_send + a pre-posted fi_recv (both leased in
+#   mode 2) with their two completions per op instead of fi_write
+#   (xfer_bench --op send); the RESULT line then says op=send.
+#
 # Needs valgrind; prints "RESULT skipped=1" without it. Takes about a
 # minute (six callgrind runs).
 set -u
@@ -60,6 +64,7 @@ if ! valgrind --version >/dev/null 2>&1; then
 	exit 0
 fi
 
+op=${XFER_IR_OP:-write}
 n1=${XFER_IR_N1:-2000}
 n2=${XFER_IR_N2:-6000}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/xfer_ir.XXXXXX") || exit 1
@@ -115,7 +120,8 @@ run() {
 	if ! env ${hook:+FI_HOOK=$hook} \
 		valgrind --tool=callgrind --quiet \
 		--callgrind-out-file="$tmp/cg.$mode.$n" "$bench" --child "$mode" \
-		--sizes 16384 --iters "$n" --window 1 >"$tmp/out.$mode.$n"; then
+		--sizes 16384 --iters "$n" --window 1 --op "$op" \
+		>"$tmp/out.$mode.$n"; then
 		echo "# xfer_bench --child $mode under callgrind failed" >&2
 		return 1
 	fi
@@ -173,9 +179,9 @@ ppo=$(awk -v p="$(polls 2 "$n2")" -v o="$(ops 2 "$n2")" 'BEGIN { printf "%.2f", 
 load1=$(cut -d' ' -f1 /proc/loadavg)
 echo "# whole program per fi_write + completion: no hook $app, noop $noop, mrlease $lease (Ir)"
 echo "# ops per run: $(ops 2 "$n1") / $(ops 2 "$n2"); load average $load1"
-awk -v h="$hook" -v c="$cache" -v a="$app" -v n="$noop" -v l="$lease" -v p="$ppo" \
+awk -v op="$op" -v h="$hook" -v c="$cache" -v a="$app" -v n="$noop" -v l="$lease" -v p="$ppo" \
 	-v load="$load1" 'function diff(x, y) { return x == "na" || y == "na" ? "na" : sprintf("%.1f", x - y) }
 	BEGIN {
-	printf "RESULT hook_ir_per_op=%.1f cache_ir_per_op=%.1f datapath_ir_per_op=%.1f " \
+	printf "RESULT op=%s hook_ir_per_op=%.1f cache_ir_per_op=%.1f datapath_ir_per_op=%.1f " \
 	       "noop_added_ir=%s lease_added_ir=%s app_ir_per_op=%s polls_per_op=%s load1=%s\n",
-	       h, c, h - c, diff(n, a), diff(l, a), a, p, load }'
+	       op, h, c, h - c, diff(n, a), diff(l, a), a, p, load }'

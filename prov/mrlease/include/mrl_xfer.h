@@ -424,6 +424,8 @@ struct mrl_xdir {
 				 * with FI_COMPLETION (route needs it) */
 	bool flags_visible;	/* completions carry flags (multi-recv) */
 	uint8_t route;		/* enum mrl_route */
+	uint16_t live_flags;	/* op flags of a leased non-converted non-msg
+				 * post (MRL_OP_MULTI_RECV from op_flags) */
 	uint64_t op_flags;	/* default op flags, for converted calls */
 };
 
@@ -435,6 +437,9 @@ struct mrl_xep {
 	struct mrl_ep *ep;
 	struct mrl_cache_domain *cache;	/* leases come from here */
 	bool mr_local;			/* FI_MR_LOCAL: leasing is mandatory */
+	/* Sends longer than this lease registrations starting at each iov
+	 * (mrl_xfer_msg.c); SIZE_MAX: never. */
+	size_t based_after;
 	bool op_flags_known;		/* op_flags came from the open's attrs */
 	uint64_t op_flags[MRL_NDIR];	/* default op flags (+ FI_SETOPSFLAG) */
 	struct mrl_op_pool *pool;	/* created at fi_enable if leasing */
@@ -471,6 +476,8 @@ struct mrl_post {
 	struct mrl_xep *x;
 	struct mrl_op *op;
 	enum mrl_dir dir;
+	bool based;	/* leases start at their operand (a rendezvous send on
+			 * an FI_MR_LOCAL domain without FI_MR_VIRT_ADDR) */
 };
 
 static inline void mrl_post_init(struct mrl_post *p, struct mrl_xep *x,
@@ -479,12 +486,14 @@ static inline void mrl_post_init(struct mrl_post *p, struct mrl_xep *x,
 	p->x = x;
 	p->op = NULL;
 	p->dir = dir;
+	p->based = false;
 }
 
 /* Warn that a mandatory lease (FI_MR_LOCAL) failed; out of line. */
 void mrl_post_lease_failed(const void *buf, size_t len, int ret);
 
-/* Lease [buf, buf + len) and return its descriptor in *out. */
+/* Lease [buf, buf + len) (a registration starting at buf if p->based)
+ * and return its descriptor in *out. */
 static inline int mrl_post_lease(struct mrl_post *p, const void *buf,
 				 size_t len, void **out)
 {
@@ -497,7 +506,9 @@ static inline int mrl_post_lease(struct mrl_post *p, const void *buf,
 		if (!p->op)
 			return p->x->mr_local ? -FI_EAGAIN : 0;
 	}
-	ret = mrl_cache_acquire(p->x->cache, start, start + len, &reg);
+	ret = p->based ? mrl_cache_acquire_based(p->x->cache, start,
+						 start + len, &reg) :
+			 mrl_cache_acquire(p->x->cache, start, start + len, &reg);
 	if (ret) {
 		if (!p->x->mr_local)
 			return 0; /* the provider copes with desc NULL */
@@ -580,6 +591,38 @@ static inline ssize_t mrl_post_end(struct mrl_post *p, ssize_t ret)
 	return ret;
 }
 
+/*
+ * The hit path of a single-buffer non-msg post that needs a lease: an op
+ * straight off the poster's free list, LIVE with `flags` and one lease of
+ * [buf, buf + len), whose descriptor goes to *desc. NULL when the post must
+ * take its slow path: *err 0 (no buffer, a converted call, an empty free
+ * list) or the lease failed (*err, the op is back on the list). A call that
+ * is not converted needs no other op flag: the route reports it.
+ */
+static inline __attribute__((always_inline)) struct mrl_op *
+mrl_post_single(struct mrl_xep *x, const struct mrl_xdir *d, const void *buf,
+		size_t len, void *context, uint16_t flags, void **desc,
+		int *err)
+{
+	struct mrl_op_pool *pool = x->pool;
+	struct mrl_registration *reg;
+	struct mrl_op *op;
+	int ret;
+
+	if (!buf || !pool || d->convert || !(op = mrl_op_get(pool)))
+		return NULL;
+	ret = mrl_cache_acquire(x->cache, (uintptr_t)buf, (uintptr_t)buf + len,
+				&reg);
+	if (ret) {
+		mrl_op_put(pool, op);
+		*err = ret;
+		return NULL;
+	}
+	mrl_op_set_live(op, context, flags, reg);
+	*desc = mrl_registration_desc(reg);
+	return op;
+}
+
 /* Size in bytes of one element of an atomic datatype (0: unknown). */
 size_t mrl_datatype_size(enum fi_datatype datatype);
 
@@ -612,6 +655,107 @@ static inline bool mrl_ioc_needs_lease(const struct fi_ioc *ioc, void **desc,
 		    ioc[i].count >= (min + size - 1) / size)
 			return true;
 	return false;
+}
+
+/* ---- msg and tagged posts (mrl_xfer_msg.c, mrl_xfer_tagged.c) --------- */
+
+enum mrl_msg_kind {
+	MRL_SEND, MRL_SENDDATA, MRL_RECV,	/* msg */
+	MRL_TSEND, MRL_TSENDDATA, MRL_TRECV,	/* tagged */
+};
+
+static inline enum mrl_dir mrl_msg_dir(enum mrl_msg_kind kind)
+{
+	return kind == MRL_RECV || kind == MRL_TRECV ? MRL_RX : MRL_TX;
+}
+
+static inline bool mrl_msg_tagged(enum mrl_msg_kind kind)
+{
+	return kind >= MRL_TSEND;
+}
+
+/* One msg or tagged post of any shape, as the msg calls describe it. */
+struct mrl_msg_call {
+	enum mrl_msg_kind kind;
+	const struct iovec *iov;
+	void **desc;		/* may be NULL: all NULL */
+	size_t count;
+	fi_addr_t addr;
+	uint64_t tag, ignore, data;
+	void *context;
+};
+
+/* rxm's eager limit (FI_OFI_RXM_BUFFER_SIZE, 16384 by default). */
+extern size_t mrl_xfer_rndv_after;
+
+/* Post c with its local operands resolved: as the msg call with flags when
+ * as_msg (the application's msg calls, converted calls), else in c's own
+ * shape. */
+ssize_t mrl_msg_post(struct mrl_ep *ep, const struct mrl_msg_call *c,
+		     uint64_t flags, bool as_msg);
+/* The slow path of a non-msg call: the endpoint's default flags, as the
+ * msg call when the route needs FI_COMPLETION. */
+ssize_t mrl_msg_slow(struct mrl_ep *ep, const struct mrl_msg_call *c);
+/* A single-buffer call off the hit path: mrl_msg_slow (err 0), or its
+ * lease failed (err: the post fails with FI_MR_LOCAL, else goes out with
+ * desc NULL). */
+ssize_t __attribute__((cold))
+mrl_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind, void *buf,
+		    size_t len, fi_addr_t addr, uint64_t tag, uint64_t ignore,
+		    uint64_t data, void *context, int err);
+
+/*
+ * The hit path of a leased send, senddata or recv (tagged too): the RMA
+ * calls' pattern (mrl_post_single, the inner call in the same shape with
+ * the op as its context). Sends that need a registration starting at the
+ * iov take the slow path.
+ */
+static inline __attribute__((always_inline)) ssize_t
+mrl_msg_leased(enum mrl_msg_kind kind, struct fid_ep *fep, void *buf,
+	       size_t len, fi_addr_t addr, uint64_t tag, uint64_t ignore,
+	       uint64_t data, void *context)
+{
+	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_xep *x = ep->ext;
+	enum mrl_dir dir = mrl_msg_dir(kind);
+	const struct mrl_xdir *d = &x->dir[dir];
+	struct mrl_op *op = NULL;
+	void *desc;
+	int err = 0;
+	ssize_t ret;
+
+	if (dir == MRL_RX || len <= x->based_after)
+		op = mrl_post_single(x, d, buf, len, context,
+				     dir == MRL_RX ? d->live_flags : 0, &desc,
+				     &err);
+	if (!op)
+		return mrl_msg_single_slow(ep, kind, buf, len, addr, tag,
+					   ignore, data, context, err);
+	switch (kind) {
+	case MRL_SEND:
+		ret = fi_send(ep->inner, buf, len, desc, addr, op);
+		break;
+	case MRL_SENDDATA:
+		ret = fi_senddata(ep->inner, buf, len, desc, data, addr, op);
+		break;
+	case MRL_RECV:
+		ret = fi_recv(ep->inner, buf, len, desc, addr, op);
+		break;
+	case MRL_TSEND:
+		ret = fi_tsend(ep->inner, buf, len, desc, addr, tag, op);
+		break;
+	case MRL_TSENDDATA:
+		ret = fi_tsenddata(ep->inner, buf, len, desc, data, addr, tag,
+				   op);
+		break;
+	default:
+		ret = fi_trecv(ep->inner, buf, len, desc, addr, tag, ignore,
+			       op);
+		break;
+	}
+	if (__builtin_expect(ret != 0, 0))
+		mrl_op_free_poster(op);
+	return ret;
 }
 
 /* Op tables (mrl_xfer_*.c): the passthrough's, with every post that can

@@ -142,6 +142,8 @@ static void mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
 		      !(d->op_flags & FI_COMPLETION));
 	d->min_msg = min;
 	d->min = min;
+	d->live_flags = dir == MRL_RX && (d->op_flags & FI_MULTI_RECV) ?
+		MRL_OP_MULTI_RECV : 0;
 	/* Converting a non-msg call needs its default flags (completion
 	 * level, multi-recv): without them only FI_MR_LOCAL justifies it. */
 	if (d->convert && !x->op_flags_known && !x->mr_local)
@@ -256,6 +258,9 @@ static int mrl_xep_enable(struct mrl_xep *x)
 		return 0;
 	x->cache = ld->cache_domain;
 	x->mr_local = (dom->mr_mode & FI_MR_LOCAL) || (dom->mode & FI_LOCAL_MR);
+	x->based_after = x->mr_local &&
+		!(dom->mr_mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC)) ?
+		mrl_xfer_rndv_after : SIZE_MAX;
 	min = x->mr_local ? 1 : dom->outermost ? mrl_params.min_size : SIZE_MAX;
 	if (min == SIZE_MAX)
 		return 0;
@@ -433,6 +438,7 @@ int mrl_xfer_ep_open(struct mrl_ep *ep)
 		return -ret;
 	}
 	x->ep = ep;
+	x->based_after = SIZE_MAX;
 	x->op_flags_known = mrl_opening.known;
 	x->op_flags[MRL_TX] = mrl_opening.flags[MRL_TX];
 	x->op_flags[MRL_RX] = mrl_opening.flags[MRL_RX];

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * fi_send/fi_recv and friends. Each call checks first whether an operand
- * needs a lease; if none does it is forwarded as is (the fast path). Leased
- * non-msg calls keep their shape unless the route needs FI_COMPLETION added,
- * in which case they go out as the equivalent msg call with the endpoint's
- * default flags.
+ * fi_send/fi_recv and friends, and the posting code the tagged calls
+ * (mrl_xfer_tagged.c) share. Each call checks first whether an operand
+ * needs a lease; if none does it is forwarded as is (the fast path). A
+ * single-buffer call that needs one takes the hit path the RMA calls take
+ * (mrl_msg_leased: an op off the free list, one lease, the inner call in the
+ * same shape). Everything else goes through mrl_msg_post, one body for msg
+ * and tagged calls of any shape: leased non-msg calls keep their shape
+ * unless the route needs FI_COMPLETION added, in which case they go out as
+ * the equivalent msg call with the endpoint's default flags.
  *
  * Rendezvous sends on FI_MR_LOCAL domains without FI_MR_VIRT_ADDR.
  * libfabric 1.17's rxm sends a message longer than its eager limit by
@@ -18,7 +22,8 @@
  * domain every leased operand of a send (send, sendv, sendmsg, senddata,
  * tagged alike; inject forms never lease) whose message is longer than the
  * eager limit takes a registration that starts exactly at the iov
- * (mrl_cache_acquire_based: repeated sends of one buffer hit it). Shorter
+ * (mrl_cache_acquire_based through mrl_post.based: repeated sends of one
+ * buffer hit it; mrl_xep.based_after is the limit, SIZE_MAX elsewhere). Shorter
  * messages are copied by rxm (eager, or SAR when the dynamic receive buffer
  * is off: never below the eager limit), so they keep the shared, wider
  * entries, and so do all sends on domains without FI_MR_LOCAL.
@@ -55,7 +60,7 @@
 struct fi_ops_msg mrl_xfer_msg_ops;
 
 /* Messages longer than this go by rendezvous (set once at init). */
-static size_t mrl_rndv_after = 16384;
+size_t mrl_xfer_rndv_after = 16384;
 
 static void mrl_rndv_limit_init(void)
 {
@@ -68,7 +73,7 @@ static void mrl_rndv_limit_init(void)
 	v = strtoull(s, NULL, 0);
 	/* Whatever rxm makes of a malformed value, a smaller limit only
 	 * takes more exact registrations. */
-	mrl_rndv_after = errno || v > SIZE_MAX ? 0 : (size_t)v;
+	mrl_xfer_rndv_after = errno || v > SIZE_MAX ? 0 : (size_t)v;
 }
 
 /* Whether the leased operands of this send must start their registration
@@ -76,141 +81,179 @@ static void mrl_rndv_limit_init(void)
 static bool mrl_send_based(const struct mrl_xep *x, const struct iovec *iov,
 			   size_t count)
 {
-	int mr_mode = x->ep->domain->mr_mode;
 	size_t total = 0;
 
-	if (!x->mr_local || (mr_mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC)))
+	if (x->based_after == SIZE_MAX)
 		return false;
 	for (size_t i = 0; i < count; i++) {
 		total += iov[i].iov_len;
-		if (total > mrl_rndv_after || total < iov[i].iov_len)
+		if (total > x->based_after || total < iov[i].iov_len)
 			return true;
 	}
 	return false;
 }
 
-/* mrl_post_lease with a registration starting at buf. Only on FI_MR_LOCAL
- * domains, where a failed lease fails the post. */
-static int mrl_post_lease_based(struct mrl_post *p, const void *buf,
-				size_t len, void **out)
+/* The inner call of c with local descriptors ldesc and context ctx: the
+ * msg call with flags when as_msg, else c's own shape (single buffers as
+ * the v call). */
+static ssize_t mrl_msg_issue(struct fid_ep *in, const struct mrl_msg_call *c,
+			     void **ldesc, void *ctx, uint64_t flags,
+			     bool as_msg)
 {
-	struct mrl_registration *reg;
-	uintptr_t start = (uintptr_t)buf;
-	int ret;
+	bool tagged = mrl_msg_tagged(c->kind);
+	bool tx = mrl_msg_dir(c->kind) == MRL_TX;
 
-	if (!p->op && !(p->op = mrl_op_alloc(p->x->pool)))
-		return -FI_EAGAIN;
-	ret = mrl_cache_acquire_based(p->x->cache, start, start + len, &reg);
-	if (ret) {
-		mrl_post_lease_failed(buf, len, ret);
-		return ret;
+	if (as_msg && tagged) {
+		struct fi_msg_tagged m = {
+			.msg_iov = c->iov, .desc = ldesc,
+			.iov_count = c->count, .addr = c->addr, .tag = c->tag,
+			.ignore = c->ignore, .context = ctx, .data = c->data,
+		};
+
+		return tx ? fi_tsendmsg(in, &m, flags) :
+			    fi_trecvmsg(in, &m, flags);
 	}
-	ret = mrl_op_add_lease(p->op, reg);
-	if (ret) {
-		mrl_lease_release(reg);
-		return -FI_EAGAIN;
+	if (as_msg) {
+		struct fi_msg m = {
+			.msg_iov = c->iov, .desc = ldesc,
+			.iov_count = c->count, .addr = c->addr,
+			.context = ctx, .data = c->data,
+		};
+
+		return tx ? fi_sendmsg(in, &m, flags) :
+			    fi_recvmsg(in, &m, flags);
 	}
-	*out = mrl_registration_desc(reg);
-	return 0;
+	switch (c->kind) {
+	case MRL_SEND:
+		return fi_sendv(in, c->iov, ldesc, c->count, c->addr, ctx);
+	case MRL_SENDDATA:
+		return fi_senddata(in, c->iov->iov_base, c->iov->iov_len,
+				   ldesc[0], c->data, c->addr, ctx);
+	case MRL_RECV:
+		return fi_recvv(in, c->iov, ldesc, c->count, c->addr, ctx);
+	case MRL_TSEND:
+		return fi_tsendv(in, c->iov, ldesc, c->count, c->addr, c->tag,
+				 ctx);
+	case MRL_TSENDDATA:
+		return fi_tsenddata(in, c->iov->iov_base, c->iov->iov_len,
+				    ldesc[0], c->data, c->addr, c->tag, ctx);
+	default:
+		return fi_trecvv(in, c->iov, ldesc, c->count, c->addr, c->tag,
+				 c->ignore, ctx);
+	}
 }
 
-/* mrl_post_iov for the local operands of a send (msg and tagged). */
-int mrl_post_send_iov(struct mrl_post *p, const struct iovec *iov,
-		      void **desc, size_t count, size_t min, void **out)
-{
-	int ret;
-
-	if (!mrl_send_based(p->x, iov, count))
-		return mrl_post_iov(p, iov, desc, count, min, out);
-	for (size_t i = 0; i < count; i++) {
-		out[i] = desc ? desc[i] : NULL;
-		if (out[i] || !iov[i].iov_base || iov[i].iov_len < min)
-			continue;
-		ret = mrl_post_lease_based(p, iov[i].iov_base, iov[i].iov_len,
-					   &out[i]);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-static ssize_t mrl_msg_sendmsg_slow(struct mrl_ep *ep, const struct fi_msg *msg,
-				    uint64_t flags)
+ssize_t mrl_msg_post(struct mrl_ep *ep, const struct mrl_msg_call *c,
+		     uint64_t flags, bool as_msg)
 {
 	struct mrl_xep *x = ep->ext;
-	void *desc[MRL_XFER_IOV_MAX];
-	struct fi_msg m = *msg;
-	struct mrl_post p;
-	ssize_t ret;
-
-	mrl_post_init(&p, x, MRL_TX);
-	ret = mrl_post_send_iov(&p, msg->msg_iov, msg->desc, msg->iov_count,
-				x->dir[MRL_TX].min_msg, desc);
-	if (ret)
-		return mrl_post_end(&p, ret);
-	m.desc = desc;
-	m.context = mrl_post_context(&p, msg->context, &flags);
-	return mrl_post_end(&p, fi_sendmsg(ep->inner, &m, flags));
-}
-
-static ssize_t mrl_msg_recvmsg_slow(struct mrl_ep *ep, const struct fi_msg *msg,
-				    uint64_t flags)
-{
-	struct mrl_xep *x = ep->ext;
-	void *desc[MRL_XFER_IOV_MAX];
-	struct fi_msg m = *msg;
-	struct mrl_post p;
-	ssize_t ret;
-
-	mrl_post_init(&p, x, MRL_RX);
-	ret = mrl_post_iov(&p, msg->msg_iov, msg->desc, msg->iov_count,
-			   x->dir[MRL_RX].min_msg, desc);
-	if (ret)
-		return mrl_post_end(&p, ret);
-	m.desc = desc;
-	m.context = mrl_post_context(&p, msg->context, &flags);
-	return mrl_post_end(&p, fi_recvmsg(ep->inner, &m, flags));
-}
-
-/* The slow path of the iov-shaped calls, send(v)/senddata and recv(v). */
-static ssize_t mrl_msg_slow(struct mrl_ep *ep, enum mrl_dir dir,
-			    const struct iovec *iov, void **desc, size_t count,
-			    fi_addr_t addr, uint64_t data, bool with_data,
-			    void *context)
-{
-	struct mrl_xep *x = ep->ext;
+	enum mrl_dir dir = mrl_msg_dir(c->kind);
 	const struct mrl_xdir *d = &x->dir[dir];
-	struct fi_msg msg = {
-		.msg_iov = iov, .desc = desc, .iov_count = count,
-		.addr = addr, .context = context, .data = data,
-	};
 	void *ldesc[MRL_XFER_IOV_MAX];
-	uint64_t flags = d->op_flags;
 	struct mrl_post p;
 	void *ctx;
 	ssize_t ret;
 
-	if (with_data)
-		flags |= FI_REMOTE_CQ_DATA;
-	if (d->convert)
-		return dir == MRL_TX ? mrl_msg_sendmsg_slow(ep, &msg, flags) :
-				       mrl_msg_recvmsg_slow(ep, &msg, flags);
-
 	mrl_post_init(&p, x, dir);
-	ret = dir == MRL_TX ?
-		mrl_post_send_iov(&p, iov, desc, count, d->min, ldesc) :
-		mrl_post_iov(&p, iov, desc, count, d->min, ldesc);
+	p.based = dir == MRL_TX && mrl_send_based(x, c->iov, c->count);
+	ret = mrl_post_iov(&p, c->iov, c->desc, c->count,
+			   as_msg ? d->min_msg : d->min, ldesc);
 	if (ret)
 		return mrl_post_end(&p, ret);
-	ctx = mrl_post_context(&p, context, &flags);
-	if (dir == MRL_RX)
-		ret = fi_recvv(ep->inner, iov, ldesc, count, addr, ctx);
-	else if (with_data)
-		ret = fi_senddata(ep->inner, iov->iov_base, iov->iov_len,
-				  ldesc[0], data, addr, ctx);
-	else
-		ret = fi_sendv(ep->inner, iov, ldesc, count, addr, ctx);
-	return mrl_post_end(&p, ret);
+	ctx = mrl_post_context(&p, c->context, &flags);
+	return mrl_post_end(&p, mrl_msg_issue(ep->inner, c, ldesc, ctx, flags,
+					      as_msg));
+}
+
+ssize_t mrl_msg_slow(struct mrl_ep *ep, const struct mrl_msg_call *c)
+{
+	const struct mrl_xdir *d =
+		&((struct mrl_xep *)ep->ext)->dir[mrl_msg_dir(c->kind)];
+	uint64_t flags = d->op_flags;
+
+	if (c->kind == MRL_SENDDATA || c->kind == MRL_TSENDDATA)
+		flags |= FI_REMOTE_CQ_DATA;
+	return mrl_msg_post(ep, c, flags, d->convert);
+}
+
+ssize_t mrl_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind,
+			    void *buf, size_t len, fi_addr_t addr, uint64_t tag,
+			    uint64_t ignore, uint64_t data, void *context,
+			    int err)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	void *desc = NULL;
+	struct mrl_msg_call c = {
+		.kind = kind, .iov = &iov, .desc = &desc, .count = 1,
+		.addr = addr, .tag = tag, .ignore = ignore, .data = data,
+		.context = context,
+	};
+
+	if (!err)
+		return mrl_msg_slow(ep, &c);
+	/* The lease failed: without FI_MR_LOCAL the call goes out as the
+	 * application made it (desc NULL), with it the post fails. */
+	if (((struct mrl_xep *)ep->ext)->mr_local) {
+		mrl_post_lease_failed(buf, len, err);
+		return err;
+	}
+	return mrl_msg_issue(ep->inner, &c, &desc, context, 0, false);
+}
+
+/* The leased calls (noclone: the check in front reaches them by a plain
+ * jump). */
+static ssize_t __attribute__((noinline, noclone))
+mrl_msg_recv_leased(struct fid_ep *fep, void *buf, size_t len, void *desc,
+		    fi_addr_t src_addr, void *context)
+{
+	(void)desc;
+	return mrl_msg_leased(MRL_RECV, fep, buf, len, src_addr, 0, 0, 0,
+			      context);
+}
+
+static ssize_t __attribute__((noinline, noclone))
+mrl_msg_send_leased(struct fid_ep *fep, const void *buf, size_t len,
+		    void *desc, fi_addr_t dest_addr, void *context)
+{
+	(void)desc;
+	return mrl_msg_leased(MRL_SEND, fep, (void *)buf, len, dest_addr, 0, 0,
+			      0, context);
+}
+
+static ssize_t __attribute__((noinline, noclone))
+mrl_msg_senddata_leased(struct fid_ep *fep, const void *buf, size_t len,
+			void *desc, uint64_t data, fi_addr_t dest_addr,
+			void *context)
+{
+	(void)desc;
+	return mrl_msg_leased(MRL_SENDDATA, fep, (void *)buf, len, dest_addr,
+			      0, 0, data, context);
+}
+
+/* The slow path of the iov calls. */
+static ssize_t mrl_msg_slowv(struct mrl_ep *ep, enum mrl_msg_kind kind,
+			     const struct iovec *iov, void **desc, size_t count,
+			     fi_addr_t addr, void *context)
+{
+	struct mrl_msg_call c = {
+		.kind = kind, .iov = iov, .desc = desc, .count = count,
+		.addr = addr, .context = context,
+	};
+
+	return mrl_msg_slow(ep, &c);
+}
+
+/* The app's msg calls. */
+static ssize_t mrl_msg_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
+			       const struct fi_msg *msg, uint64_t flags)
+{
+	struct mrl_msg_call c = {
+		.kind = kind, .iov = msg->msg_iov, .desc = msg->desc,
+		.count = msg->iov_count, .addr = msg->addr,
+		.context = msg->context, .data = msg->data,
+	};
+
+	return mrl_msg_post(ep, &c, flags, true);
 }
 
 static ssize_t mrl_msg_recv(struct fid_ep *fep, void *buf, size_t len,
@@ -218,12 +261,10 @@ static ssize_t mrl_msg_recv(struct fid_ep *fep, void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
 	if (desc || len < x->dir[MRL_RX].min)
 		return fi_recv(ep->inner, buf, len, desc, src_addr, context);
-	return mrl_msg_slow(ep, MRL_RX, &iov, &desc, 1, src_addr, 0, false,
-			    context);
+	return mrl_msg_recv_leased(fep, buf, len, desc, src_addr, context);
 }
 
 static ssize_t mrl_msg_recvv(struct fid_ep *fep, const struct iovec *iov,
@@ -235,8 +276,8 @@ static ssize_t mrl_msg_recvv(struct fid_ep *fep, const struct iovec *iov,
 
 	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_RX].min))
 		return fi_recvv(ep->inner, iov, desc, count, src_addr, context);
-	return mrl_msg_slow(ep, MRL_RX, iov, desc, count, src_addr, 0, false,
-			    context);
+	return mrl_msg_slowv(ep, MRL_RECV, iov, desc, count, src_addr,
+			     context);
 }
 
 static ssize_t mrl_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
@@ -251,7 +292,7 @@ static ssize_t mrl_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
 	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
 				 x->dir[MRL_RX].min_msg))
 		return fi_recvmsg(ep->inner, msg, flags);
-	return mrl_msg_recvmsg_slow(ep, msg, flags);
+	return mrl_msg_slowmsg(ep, MRL_RECV, msg, flags);
 }
 
 static ssize_t mrl_msg_send(struct fid_ep *fep, const void *buf, size_t len,
@@ -259,12 +300,10 @@ static ssize_t mrl_msg_send(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_send(ep->inner, buf, len, desc, dest_addr, context);
-	return mrl_msg_slow(ep, MRL_TX, &iov, &desc, 1, dest_addr, 0, false,
-			    context);
+	return mrl_msg_send_leased(fep, buf, len, desc, dest_addr, context);
 }
 
 static ssize_t mrl_msg_sendv(struct fid_ep *fep, const struct iovec *iov,
@@ -276,8 +315,8 @@ static ssize_t mrl_msg_sendv(struct fid_ep *fep, const struct iovec *iov,
 
 	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
 		return fi_sendv(ep->inner, iov, desc, count, dest_addr, context);
-	return mrl_msg_slow(ep, MRL_TX, iov, desc, count, dest_addr, 0, false,
-			    context);
+	return mrl_msg_slowv(ep, MRL_SEND, iov, desc, count, dest_addr,
+			     context);
 }
 
 static ssize_t mrl_msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
@@ -290,7 +329,7 @@ static ssize_t mrl_msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
 	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
 				 x->dir[MRL_TX].min_msg))
 		return fi_sendmsg(ep->inner, msg, flags);
-	return mrl_msg_sendmsg_slow(ep, msg, flags);
+	return mrl_msg_slowmsg(ep, MRL_SEND, msg, flags);
 }
 
 static ssize_t mrl_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
@@ -299,13 +338,12 @@ static ssize_t mrl_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_senddata(ep->inner, buf, len, desc, data, dest_addr,
 				   context);
-	return mrl_msg_slow(ep, MRL_TX, &iov, &desc, 1, dest_addr, data, true,
-			    context);
+	return mrl_msg_senddata_leased(fep, buf, len, desc, data, dest_addr,
+				       context);
 }
 
 void mrl_xfer_msg_init(void)

@@ -13,105 +13,133 @@
 
 struct fi_ops_rma mrl_xfer_rma_ops;
 
-static ssize_t mrl_rma_msg_slow(struct mrl_ep *ep, const struct fi_msg_rma *msg,
-				uint64_t flags, bool is_read)
+enum mrl_rma_kind { MRL_RMA_READ, MRL_RMA_WRITE, MRL_RMA_WRITEDATA };
+
+/* One RMA post of any shape, as fi_msg_rma describes it. */
+struct mrl_rma_call {
+	enum mrl_rma_kind kind;
+	const struct iovec *iov;
+	void **desc;		/* may be NULL: all NULL */
+	size_t count;
+	fi_addr_t peer;
+	const struct fi_rma_iov *rma_iov;
+	size_t rma_count;	/* 1 for the non-msg calls */
+	uint64_t data;
+	void *context;
+};
+
+/* The inner call of c with local descriptors ldesc and context ctx: the
+ * msg call with flags when as_msg, else c's own shape (single buffers as
+ * the v call). */
+static ssize_t mrl_rma_issue(struct fid_ep *in, const struct mrl_rma_call *c,
+			     void **ldesc, void *ctx, uint64_t flags,
+			     bool as_msg)
+{
+	const struct fi_rma_iov *r = c->rma_iov;
+
+	if (as_msg) {
+		struct fi_msg_rma m = {
+			.msg_iov = c->iov, .desc = ldesc,
+			.iov_count = c->count, .addr = c->peer,
+			.rma_iov = r, .rma_iov_count = c->rma_count,
+			.context = ctx, .data = c->data,
+		};
+
+		return c->kind == MRL_RMA_READ ? fi_readmsg(in, &m, flags) :
+						 fi_writemsg(in, &m, flags);
+	}
+	switch (c->kind) {
+	case MRL_RMA_READ:
+		return fi_readv(in, c->iov, ldesc, c->count, c->peer, r->addr,
+				r->key, ctx);
+	case MRL_RMA_WRITE:
+		return fi_writev(in, c->iov, ldesc, c->count, c->peer, r->addr,
+				 r->key, ctx);
+	default:
+		return fi_writedata(in, c->iov->iov_base, c->iov->iov_len,
+				    ldesc[0], c->data, c->peer, r->addr, r->key,
+				    ctx);
+	}
+}
+
+/* Post c with its local operands resolved: as the msg call with flags when
+ * as_msg (the application's msg calls, converted calls), else in c's own
+ * shape. */
+static ssize_t mrl_rma_post(struct mrl_ep *ep, const struct mrl_rma_call *c,
+			    uint64_t flags, bool as_msg)
 {
 	struct mrl_xep *x = ep->ext;
-	void *desc[MRL_XFER_IOV_MAX];
-	struct fi_msg_rma m = *msg;
+	const struct mrl_xdir *d = &x->dir[MRL_TX];
+	void *ldesc[MRL_XFER_IOV_MAX];
 	struct mrl_post p;
+	void *ctx;
 	ssize_t ret;
 
 	mrl_post_init(&p, x, MRL_TX);
-	ret = mrl_post_iov(&p, msg->msg_iov, msg->desc, msg->iov_count,
-			   x->dir[MRL_TX].min_msg, desc);
+	ret = mrl_post_iov(&p, c->iov, c->desc, c->count,
+			   as_msg ? d->min_msg : d->min, ldesc);
 	if (ret)
 		return mrl_post_end(&p, ret);
-	m.desc = desc;
-	m.context = mrl_post_context(&p, msg->context, &flags);
-	ret = is_read ? fi_readmsg(ep->inner, &m, flags) :
-			fi_writemsg(ep->inner, &m, flags);
-	return mrl_post_end(&p, ret);
+	ctx = mrl_post_context(&p, c->context, &flags);
+	return mrl_post_end(&p, mrl_rma_issue(ep->inner, c, ldesc, ctx, flags,
+					      as_msg));
 }
 
-enum mrl_rma_kind { MRL_RMA_READ, MRL_RMA_WRITE, MRL_RMA_WRITEDATA };
-
-/* A non-msg call whose route needs FI_COMPLETION: as the msg call. */
-static ssize_t __attribute__((noinline))
-mrl_rma_convert(struct mrl_ep *ep, enum mrl_rma_kind kind,
-		const struct iovec *iov, void **desc, size_t count,
-		fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data,
-		void *context)
+/* The slow path of a non-msg call (one remote iov covering the local
+ * ones): the endpoint's default flags, as the msg call when the route
+ * needs FI_COMPLETION. */
+static ssize_t mrl_rma_slow(struct mrl_ep *ep, enum mrl_rma_kind kind,
+			    const struct iovec *iov, void **desc, size_t count,
+			    fi_addr_t peer, uint64_t addr, uint64_t key,
+			    uint64_t data, void *context)
 {
-	struct mrl_xep *x = ep->ext;
+	const struct mrl_xdir *d = &((struct mrl_xep *)ep->ext)->dir[MRL_TX];
 	struct fi_rma_iov rma_iov = { .addr = addr, .key = key };
-	struct fi_msg_rma msg = {
-		.msg_iov = iov, .desc = desc, .iov_count = count,
-		.addr = peer, .rma_iov = &rma_iov, .rma_iov_count = 1,
-		.context = context, .data = data,
+	struct mrl_rma_call c = {
+		.kind = kind, .iov = iov, .desc = desc, .count = count,
+		.peer = peer, .rma_iov = &rma_iov, .rma_count = 1,
+		.data = data, .context = context,
 	};
-	uint64_t flags = x->dir[MRL_TX].op_flags;
+	uint64_t flags = d->op_flags;
 
 	for (size_t i = 0; i < count; i++)
 		rma_iov.len += iov[i].iov_len;
 	if (kind == MRL_RMA_WRITEDATA)
 		flags |= FI_REMOTE_CQ_DATA;
-	return mrl_rma_msg_slow(ep, &msg, flags, kind == MRL_RMA_READ);
+	return mrl_rma_post(ep, &c, flags, d->convert);
 }
 
-/* The slow path of read, write and writedata: one buffer, any route and
- * pool (converted calls, a shared or empty free list). */
-static ssize_t __attribute__((noinline, cold))
-mrl_rma_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf, size_t len,
-	     fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data,
-	     void *context)
+/* The application's readmsg/writemsg. */
+static ssize_t mrl_rma_slowmsg(struct mrl_ep *ep, enum mrl_rma_kind kind,
+			       const struct fi_msg_rma *msg, uint64_t flags)
 {
-	struct mrl_xep *x = ep->ext;
-	const struct mrl_xdir *d = &x->dir[MRL_TX];
-	uint64_t flags = d->op_flags;
-	struct mrl_post p;
-	void *desc, *ctx;
-	ssize_t ret;
+	struct mrl_rma_call c = {
+		.kind = kind, .iov = msg->msg_iov, .desc = msg->desc,
+		.count = msg->iov_count, .peer = msg->addr,
+		.rma_iov = msg->rma_iov, .rma_count = msg->rma_iov_count,
+		.data = msg->data, .context = msg->context,
+	};
 
-	if (d->convert) {
-		struct iovec iov = { .iov_base = buf, .iov_len = len };
-
-		desc = NULL;
-		return mrl_rma_convert(ep, kind, &iov, &desc, 1, peer, addr,
-				       key, data, context);
-	}
-	mrl_post_init(&p, x, MRL_TX);
-	ret = mrl_post_buf(&p, buf, len, NULL, d->min, &desc);
-	if (ret)
-		return mrl_post_end(&p, ret);
-	ctx = mrl_post_context(&p, context, &flags);
-	switch (kind) {
-	case MRL_RMA_READ:
-		ret = fi_read(ep->inner, buf, len, desc, peer, addr, key, ctx);
-		break;
-	case MRL_RMA_WRITE:
-		ret = fi_write(ep->inner, buf, len, desc, peer, addr, key, ctx);
-		break;
-	case MRL_RMA_WRITEDATA:
-		ret = fi_writedata(ep->inner, buf, len, desc, data, peer, addr,
-				   key, ctx);
-		break;
-	}
-	return mrl_post_end(&p, ret);
+	return mrl_rma_post(ep, &c, flags, true);
 }
 
-/* The lease for a single-buffer call failed: without FI_MR_LOCAL the call
- * goes out as the application made it (desc NULL), with it the post fails. */
+/* A single-buffer call off the hit path: the slow path (err 0), or its
+ * lease failed (err): without FI_MR_LOCAL the call goes out as the
+ * application made it (desc NULL), with it the post fails. */
 static ssize_t __attribute__((noinline, cold))
-mrl_rma_unleased(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf,
-		 size_t len, fi_addr_t peer, uint64_t addr, uint64_t key,
-		 uint64_t data, void *context, int ret)
+mrl_rma_single_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf,
+		    size_t len, fi_addr_t peer, uint64_t addr, uint64_t key,
+		    uint64_t data, void *context, int err)
 {
-	struct mrl_xep *x = ep->ext;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	void *desc = NULL;
 
-	if (x->mr_local) {
-		mrl_post_lease_failed(buf, len, ret);
-		return ret;
+	if (!err)
+		return mrl_rma_slow(ep, kind, &iov, &desc, 1, peer, addr, key,
+				    data, context);
+	if (((struct mrl_xep *)ep->ext)->mr_local) {
+		mrl_post_lease_failed(buf, len, err);
+		return err;
 	}
 	switch (kind) {
 	case MRL_RMA_READ:
@@ -126,18 +154,10 @@ mrl_rma_unleased(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf,
 	}
 }
 
-static void __attribute__((noinline, cold))
-mrl_rma_post_failed(struct mrl_op *op)
-{
-	mrl_op_free_poster(op);
-}
-
 /*
  * The hit path of a leased read, write or writedata: an op straight off the
- * poster's free list holding one lease, the inner call with the op as its
- * context. A non-msg call that is not converted needs no flag of the op
- * (the route reports it; FI_MULTI_RECV is a receive flag). Anything else
- * goes to mrl_rma_slow.
+ * poster's free list holding one lease (mrl_post_single), the inner call
+ * with the op as its context. Anything else goes to mrl_rma_single_slow.
  */
 static inline __attribute__((always_inline)) ssize_t
 mrl_rma_leased(enum mrl_rma_kind kind, struct fid_ep *fep, void *buf,
@@ -146,25 +166,16 @@ mrl_rma_leased(enum mrl_rma_kind kind, struct fid_ep *fep, void *buf,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	struct mrl_op_pool *pool = x->pool;
-	struct mrl_registration *reg;
 	struct mrl_op *op;
 	void *desc;
+	int err = 0;
 	ssize_t ret;
 
-	if (!buf || !pool || x->dir[MRL_TX].convert ||
-	    !(op = mrl_op_get(pool)))
-		return mrl_rma_slow(ep, kind, buf, len, peer, addr, key, data,
-				    context);
-	ret = mrl_cache_acquire(x->cache, (uintptr_t)buf,
-				(uintptr_t)buf + len, &reg);
-	if (ret) {
-		mrl_op_put(pool, op);
-		return mrl_rma_unleased(ep, kind, buf, len, peer, addr, key,
-					data, context, (int)ret);
-	}
-	mrl_op_set_live(op, context, 0, reg);
-	desc = mrl_registration_desc(reg);
+	op = mrl_post_single(x, &x->dir[MRL_TX], buf, len, context, 0, &desc,
+			     &err);
+	if (!op)
+		return mrl_rma_single_slow(ep, kind, buf, len, peer, addr, key,
+					   data, context, err);
 	switch (kind) {
 	case MRL_RMA_READ:
 		ret = fi_read(ep->inner, buf, len, desc, peer, addr, key, op);
@@ -177,8 +188,8 @@ mrl_rma_leased(enum mrl_rma_kind kind, struct fid_ep *fep, void *buf,
 				   key, op);
 		break;
 	}
-	if (ret)
-		mrl_rma_post_failed(op);
+	if (__builtin_expect(ret != 0, 0))
+		mrl_op_free_poster(op);
 	return ret;
 }
 
@@ -214,34 +225,6 @@ mrl_rma_writedata_leased(struct fid_ep *fep, const void *buf, size_t len,
 			      dest_addr, addr, key, data, context);
 }
 
-/* The slow path of readv and writev. */
-static ssize_t mrl_rma_slowv(struct mrl_ep *ep, enum mrl_rma_kind kind,
-			     const struct iovec *iov, void **desc, size_t count,
-			     fi_addr_t peer, uint64_t addr, uint64_t key,
-			     void *context)
-{
-	struct mrl_xep *x = ep->ext;
-	const struct mrl_xdir *d = &x->dir[MRL_TX];
-	void *ldesc[MRL_XFER_IOV_MAX];
-	uint64_t flags = d->op_flags;
-	struct mrl_post p;
-	void *ctx;
-	ssize_t ret;
-
-	if (d->convert)
-		return mrl_rma_convert(ep, kind, iov, desc, count, peer, addr,
-				       key, 0, context);
-	mrl_post_init(&p, x, MRL_TX);
-	ret = mrl_post_iov(&p, iov, desc, count, d->min, ldesc);
-	if (ret)
-		return mrl_post_end(&p, ret);
-	ctx = mrl_post_context(&p, context, &flags);
-	ret = kind == MRL_RMA_READ ?
-		fi_readv(ep->inner, iov, ldesc, count, peer, addr, key, ctx) :
-		fi_writev(ep->inner, iov, ldesc, count, peer, addr, key, ctx);
-	return mrl_post_end(&p, ret);
-}
-
 static ssize_t mrl_rma_read(struct fid_ep *fep, void *buf, size_t len,
 			    void *desc, fi_addr_t src_addr, uint64_t addr,
 			    uint64_t key, void *context)
@@ -266,8 +249,8 @@ static ssize_t mrl_rma_readv(struct fid_ep *fep, const struct iovec *iov,
 	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
 		return fi_readv(ep->inner, iov, desc, count, src_addr, addr,
 				key, context);
-	return mrl_rma_slowv(ep, MRL_RMA_READ, iov, desc, count, src_addr,
-			     addr, key, context);
+	return mrl_rma_slow(ep, MRL_RMA_READ, iov, desc, count, src_addr, addr,
+			    key, 0, context);
 }
 
 static ssize_t mrl_rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
@@ -279,7 +262,7 @@ static ssize_t mrl_rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
 	if (!mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
 				 x->dir[MRL_TX].min_msg))
 		return fi_readmsg(ep->inner, msg, flags);
-	return mrl_rma_msg_slow(ep, msg, flags, true);
+	return mrl_rma_slowmsg(ep, MRL_RMA_READ, msg, flags);
 }
 
 static ssize_t mrl_rma_write(struct fid_ep *fep, const void *buf, size_t len,
@@ -306,8 +289,8 @@ static ssize_t mrl_rma_writev(struct fid_ep *fep, const struct iovec *iov,
 	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
 		return fi_writev(ep->inner, iov, desc, count, dest_addr, addr,
 				 key, context);
-	return mrl_rma_slowv(ep, MRL_RMA_WRITE, iov, desc, count, dest_addr,
-			     addr, key, context);
+	return mrl_rma_slow(ep, MRL_RMA_WRITE, iov, desc, count, dest_addr,
+			    addr, key, 0, context);
 }
 
 static ssize_t mrl_rma_writemsg(struct fid_ep *fep,
@@ -320,7 +303,7 @@ static ssize_t mrl_rma_writemsg(struct fid_ep *fep,
 	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
 				 x->dir[MRL_TX].min_msg))
 		return fi_writemsg(ep->inner, msg, flags);
-	return mrl_rma_msg_slow(ep, msg, flags, false);
+	return mrl_rma_slowmsg(ep, MRL_RMA_WRITE, msg, flags);
 }
 
 static ssize_t mrl_rma_writedata(struct fid_ep *fep, const void *buf,
