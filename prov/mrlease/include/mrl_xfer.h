@@ -59,6 +59,17 @@
  *	completion and the plain inner tables). A serial pool saves about 20
  *	(158). Most of what is left is two prologues/epilogues (about 45), the
  *	inner call set-ups and the range, domain and state checks.
+ *	At 16 KiB (xfer_ir.sh now; FI_MRLEASE_MIN_SIZE 16384): 211 Ir, 173
+ *	of data path (mrl_rma_write_leased 96, mrl_xcq_read_tagged 90).
+ * Single-buffer sends and receives (fi_send, fi_senddata, fi_recv and the
+ * tagged ones) take the same hit path (mrl_post_single, mrl_msg_leased).
+ * XFER_IR_OP=send (a 16 KiB fi_send to the other endpoint plus a fi_recv
+ * posted before it, both leased, two completions): 358 Ir of data path per
+ * pair (mrl_msg_recv_leased 93, mrl_msg_send_leased 87, CQ read 150, entry
+ * checks and the inner instance 28), was 675 through the generic slow path;
+ * 608 with the cache (was 919), of which 186 is mrl_cache_acquire_slow for
+ * the local registration rxm makes of the receive buffer through the inner
+ * instance (mrl_mr.c), and 46 the inner dynamic-rbuf trampoline.
  * Measure with bench/xfer_ir.sh [BUILDDIR] (make bench runs it): the
  * callgrind runs of bench/xfer_bench --child 2 --sizes 16384 --window 1 for
  * 2000 and 6000 writes, the self cost of every function in libmrlease-fi.so
