@@ -67,9 +67,11 @@
  * posted before it, both leased, two completions): 358 Ir of data path per
  * pair (mrl_msg_recv_leased 93, mrl_msg_send_leased 87, CQ read 150, entry
  * checks and the inner instance 28), was 675 through the generic slow path;
- * 608 with the cache (was 919), of which 186 is mrl_cache_acquire_slow for
- * the local registration rxm makes of the receive buffer through the inner
- * instance (mrl_mr.c), and 46 the inner dynamic-rbuf trampoline.
+ * 608 with the cache (was 919), of which 186 is mrl_cache_acquire_slow:
+ * the send's and the receive's acquires (two buffers, one thread) both miss
+ * the cache's per-thread hot slot every time (callgrind callers:
+ * mrl_msg_send_leased and mrl_msg_recv_leased, 2201x each); 46 is the
+ * inner instance's dynamic-rbuf trampoline.
  * Measure with bench/xfer_ir.sh [BUILDDIR] (make bench runs it): the
  * callgrind runs of bench/xfer_bench --child 2 --sizes 16384 --window 1 for
  * 2000 and 6000 writes, the self cost of every function in libmrlease-fi.so
