@@ -132,6 +132,66 @@ out:
 	free(dst);
 }
 
+/* The single-buffer tagged and data forms (fi_trecv, fi_tsend,
+ * fi_tsenddata, fi_senddata) lease through the hit path too: a receive
+ * holds its lease while posted, each completes once with its own context
+ * (and the data entry keeps its data); a mixed-up kind in the shared hit
+ * path would post the wrong call or lose a lease. */
+static void test_null_desc_tagged_and_data_sends_lease_once_each(void)
+{
+	struct xfer_pair p;
+	struct fi_context2 sctx, rctx;
+	struct xfer_comp c[2];
+	char *src = buffer(LEN, 13), *dst = buffer(LEN, 0);
+	int r, rounds;
+
+	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+		goto out;
+	/* The data forms only where the provider carries remote CQ data. */
+	rounds = p.info->domain_attr->cq_data_size >= 4 ? 3 : 1;
+	for (int round = 0; round < rounds && !mrl_test_failed(); round++) {
+		memset(dst, 0, LEN);
+		if (round < 2)
+			CHECK_FI(XFER_POST(&p, fi_trecv(p.ep[1], dst, LEN, NULL,
+							FI_ADDR_UNSPEC,
+							0x77 + round, 0,
+							&rctx)));
+		else
+			CHECK_FI(XFER_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL,
+						       FI_ADDR_UNSPEC, &rctx)));
+		CHECK_EQ(1, stats(&p).leases);
+		if (round == 0)
+			CHECK_FI(XFER_POST(&p, fi_tsend(p.ep[0], src, LEN, NULL,
+							p.addr[1], 0x77,
+							&sctx)));
+		else if (round == 1)
+			CHECK_FI(XFER_POST(&p, fi_tsenddata(p.ep[0], src, LEN,
+							    NULL, 0xd1,
+							    p.addr[1], 0x78,
+							    &sctx)));
+		else
+			CHECK_FI(XFER_POST(&p, fi_senddata(p.ep[0], src, LEN,
+							   NULL, 0xd2,
+							   p.addr[1], &sctx)));
+		CHECK_EQ(2, xfer_reap(&p, c, 2));
+		r = c[0].ctx == &rctx ? 0 : 1;
+		CHECK_PTR(&rctx, c[r].ctx);
+		CHECK_PTR(&sctx, c[!r].ctx);
+		CHECK_EQ(0, c[0].err);
+		CHECK_EQ(0, c[1].err);
+		if (round) {
+			CHECK(c[r].flags & FI_REMOTE_CQ_DATA);
+			CHECK_EQ(round == 1 ? 0xd1 : 0xd2, c[r].data);
+		}
+		CHECK_EQ(-1, xfer_verify(dst, LEN, 13));
+		CHECK_EQ(0, stats(&p).leases);
+	}
+	CHECK_EQ(0, xfer_pair_close(&p));
+out:
+	free(src);
+	free(dst);
+}
+
 /* Tagged v-form posts resolve every iov; a missed iov would reach an
  * FI_MR_LOCAL provider with desc NULL. */
 static void test_null_desc_tagged_iovs_lease_every_operand(void)
@@ -724,6 +784,7 @@ int main(int argc, char **argv)
 		mrl_test_set_prefix(prefix);
 		MRL_RUN(test_null_desc_send_recv_leases_until_completion);
 		MRL_RUN(test_null_desc_tagged_iovs_lease_every_operand);
+		MRL_RUN(test_null_desc_tagged_and_data_sends_lease_once_each);
 		MRL_RUN(test_null_desc_rma_and_remote_mr_stays_out_of_cache);
 		MRL_RUN(test_null_desc_atomics_lease_source_compare_and_result);
 		MRL_RUN(test_posts_needing_no_lease_skip_the_cache);
