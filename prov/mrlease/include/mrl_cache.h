@@ -35,18 +35,23 @@
  * invalidate never allocates memory. A small separate pool lock guards the
  * entry allocator.
  *
- * Hit path. Each thread keeps, per domain, its last entry (a hot slot) and
- * leases it with no read section at all: an increment-if-not-zero of the
+ * Hit path. Each thread keeps, per domain, its last two entries (a 2-way hot
+ * slot, so a thread alternating a send and a receive buffer hits on both) and
+ * leases either with no read section at all: an increment-if-not-zero of the
  * reference count, kept only if the domain's generation (changed by every
- * retire) read after the increment is the one seen when the slot was filled
- * (else the reference is given back). Entries are pool memory that is never
- * unmapped, so a stale slot costs a wasted increment, never a fault. The hit
- * path therefore writes the leased entry's reference count and the thread's
- * own counters, nothing shared; two threads on distinct entries do not slow
- * each other. It and mrl_lease_release are inline (below), about 40
- * instructions for the pair. Other lookups walk the index inside a read
- * section: the nearest base first (one descent, a quaternary search per
- * node), the subtree max ends only when that entry does not cover.
+ * retire) read after the increment is the one seen when that way was filled
+ * (each way keeps its own copy; else the reference is given back). Way 0 is
+ * tried first, then way 1; a way-1 hit stays in way 1 (no swap). A lookup
+ * that walks the index fills the slot: the found entry refreshes its own way
+ * if it is in one, else way 0 moves to way 1 and the entry takes way 0.
+ * Entries are pool memory that is never unmapped, so a stale way costs a
+ * wasted increment, never a fault. The hit path therefore writes the leased
+ * entry's reference count and the thread's own counters, nothing shared; two
+ * threads on distinct entries do not slow each other. It and
+ * mrl_lease_release are inline (below), about 40 instructions for the pair.
+ * Other lookups walk the index inside a read section: the nearest base first
+ * (one descent, a quaternary search per node), the subtree max ends only when
+ * that entry does not cover.
  *
  * Invalidate. A range outside the cache's bounds, or whose pages a
  * lock-free page-occupancy filter (counts per page, 2 MiB block and GiB,
@@ -209,17 +214,21 @@ enum mrl_tcnt {
 	MRL_TCNT_COUNT
 };
 
-/* A hot slot: valid while the domain's generation (changed by every retire
- * in it) is still `gen`; base/end are copies so the entry is not read before
- * it is leased. An empty slot has end 0 and matches nothing. */
+/* One way of a hot slot: valid while the domain's generation (changed by
+ * every retire in it) is still `gen`; base/end are copies so the entry is not
+ * read before it is leased. An empty way has end 0 and matches nothing. */
 struct mrl_hot {
 	struct mrl_registration *reg;
 	uint64_t gen;
 	uintptr_t base, end;
 };
 
+/* Ways per hot slot (both in one 64-byte line): way 0 the last entry found
+ * in the index, way 1 the one before. */
+#define MRL_HOT_WAYS 2
+
 struct mrl_thread {
-	struct mrl_hot hot[MRL_CACHE_STAT_SLOTS];
+	struct mrl_hot hot[MRL_CACHE_STAT_SLOTS][MRL_HOT_WAYS];
 	atomic_uint_least64_t cnt[MRL_TCNT_COUNT][MRL_CACHE_STAT_SLOTS];
 };
 
@@ -339,11 +348,12 @@ void mrl_lease_count_release(struct mrl_registration *reg);
 void mrl_registration_last(struct mrl_registration *reg);
 
 /*
- * The hit path: the hot slot's entry, leased by increment-if-not-zero (pool
- * memory is never unmapped, so a stale slot costs a wasted increment), kept
- * only if the domain's generation is unchanged after the increment (no retire
- * since the slot was filled: the reference is on that live entry). Anything
- * else goes out of line.
+ * The hit path: the entry of the first hot way covering the operand (way 0,
+ * else way 1), leased by increment-if-not-zero (pool memory is never
+ * unmapped, so a stale way costs a wasted increment), kept only if the
+ * domain's generation is unchanged after the increment (no retire since that
+ * way was filled: the reference is on that live entry). Anything else goes
+ * out of line.
  */
 static inline int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t start,
 				    uintptr_t end, struct mrl_registration **out)
@@ -357,9 +367,12 @@ static inline int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t s
 	if (__builtin_expect(end <= start, 0))
 		goto slow;
 	slot = dh->slot;
-	hot = &t->hot[slot];
-	if (!(hot->base <= start && end <= hot->end))
-		goto slow;
+	hot = &t->hot[slot][0];
+	if (!(hot->base <= start && end <= hot->end)) {
+		hot = &t->hot[slot][1];
+		if (!(hot->base <= start && end <= hot->end))
+			goto slow;
+	}
 	reg = hot->reg;
 	refs = atomic_load_explicit(&reg->refs, memory_order_relaxed);
 	if (__builtin_expect(!(refs & MRL_REF_COUNT), 0) ||
@@ -449,6 +462,11 @@ int mrl_cache_pin(struct mrl_cache_domain *domain, uintptr_t base, size_t len,
 void mrl_cache_unpin(struct mrl_registration *reg);
 
 /* ---- statistics --------------------------------------------------------- */
+
+/* Index walks (lookups that did not lease from a hot way) made by the calling
+ * thread, over every cache: for tests, to tell a hot hit from an index hit
+ * (both count as hits). A thread-local count on the out-of-line path only. */
+uint64_t mrl_cache_thread_index_walks(void);
 
 /* Counters of one domain. Cheap to keep: hit-path counters are per thread,
  * summed here. */

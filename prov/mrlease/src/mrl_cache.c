@@ -59,8 +59,9 @@ struct mrl_slow_stats {
  * One per thread, in its own cache lines. `active` names the cache whose index
  * the thread is reading (a "big-reader" lock: the reader writes only its own
  * line; a writer waits for every record naming its cache). hot[] remembers the
- * last entry hit per slot; it is valid while hot.gen equals the domain's
- * generation, which every retire changes, so a stale slot is never followed.
+ * last two entries found in the index per slot (two ways); a way is valid
+ * while its gen equals the domain's generation, which every retire changes,
+ * so a stale way is never followed.
  * Counters are written by the owner only (load + store, no locked op) and
  * summed by queries. The overflow record is shared by threads past
  * MRL_CACHE_MAX_THREADS: it never reads lock-free and adds atomically.
@@ -91,7 +92,8 @@ static void reader_detach(void *arg)
 	struct mrl_reader *rec = arg;
 
 	for (size_t i = 0; i < MRL_CACHE_STAT_SLOTS; i++)
-		rec->t.hot[i] = (struct mrl_hot){ NULL, 0, 0, 0 };
+		for (size_t w = 0; w < MRL_HOT_WAYS; w++)
+			rec->t.hot[i][w] = (struct mrl_hot){ NULL, 0, 0, 0 };
 	mrl_self = NULL;
 	mrl_fast = NULL;
 	mrl_fast_hot = &mrl_thread_empty;
@@ -138,6 +140,14 @@ static struct mrl_reader *reader_attach(void)
 	mrl_fast = rec->shared ? NULL : &rec->t;
 	mrl_fast_hot = rec->shared ? &mrl_thread_empty : &rec->t;
 	return rec;
+}
+
+/* Index walks by this thread (mrl_cache_thread_index_walks, for tests). */
+static __thread uint64_t mrl_index_walks __attribute__((tls_model("initial-exec")));
+
+uint64_t mrl_cache_thread_index_walks(void)
+{
+	return mrl_index_walks;
 }
 
 static inline struct mrl_reader *reader_self(void)
@@ -1497,9 +1507,10 @@ void mrl_cache_set_span(struct mrl_cache_domain *dom, fi_mrlease_span_fn fn,
 /* ---- lookup ------------------------------------------------------------- */
 
 /*
- * The hit path of a send loop: the thread's last entry for this domain,
- * leased without a read section. The slot is trusted only while the domain's
- * generation is the one seen when it was filled (every retire changes it).
+ * The hit path of a send loop: one of the thread's last two entries for this
+ * domain (one hot way), leased without a read section. The way is trusted
+ * only while the domain's generation is the one seen when it was filled
+ * (every retire changes it).
  * Entries are pool memory that is never unmapped, so the reference is taken
  * first (increment if not zero) and the generation checked again: unchanged
  * means no retire happened since the fill, so the reference is on that very
@@ -1559,23 +1570,38 @@ find_entry(struct mrl_cache_domain *dom, enum mrl_find mode, uintptr_t start,
 	return NULL;
 }
 
-/* Matching entry from the index, leased, hot slot refilled; the caller is in
- * a read section or holds the mutex. */
+/*
+ * Matching entry from the index, leased, hot slot refilled; the caller is in
+ * a read section or holds the mutex (so the entry is live and the generation
+ * read here is one under which it was). The entry refreshes the way already
+ * naming it (its gen may be stale; a recycled entry gets its new range), else
+ * way 0 moves to way 1 and the entry takes way 0: a thread alternating two
+ * entries keeps both.
+ */
 static inline __attribute__((always_inline)) struct mrl_registration *
 index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find mode,
 	    uintptr_t start, uintptr_t end)
 {
 	struct mrl_registration *reg = find_entry(dom, mode, start, end);
-	struct mrl_hot *hot = &rec->t.hot[dom->hot.slot];
+	struct mrl_hot *hot = rec->t.hot[dom->hot.slot];
+	struct mrl_hot fill;
 
 	if (!reg)
 		return NULL;
 	lease_take_found(reg);
 	/* The shared statistic slot's hot slot would serve several domains. */
-	if (!rec->shared && dom->hot.slot != MRL_CACHE_STAT_SLOTS - 1)
-		*hot = (struct mrl_hot){ reg,
+	if (!rec->shared && dom->hot.slot != MRL_CACHE_STAT_SLOTS - 1) {
+		fill = (struct mrl_hot){ reg,
 			atomic_load_explicit(&dom->hot.gen, memory_order_relaxed),
 			reg->base, reg->end };
+		if (hot[1].reg == reg) {
+			hot[1] = fill;
+		} else {
+			if (hot[0].reg != reg)
+				hot[1] = hot[0];
+			hot[0] = fill;
+		}
+	}
 	return reg;
 }
 
@@ -1586,13 +1612,16 @@ lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find
 {
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *reg = NULL;
-	struct mrl_hot *hot = &rec->t.hot[dom->hot.slot];
+	struct mrl_hot *hot = rec->t.hot[dom->hot.slot];
 
 	tcnt_add(rec, dom->hot.slot, MRL_TCNT_LOOKUPS, 1);
-	if (try_hot && (mode == MRL_FIND_COVER || hot->base == start))
-		reg = hot_lease(dom, hot, start, end);
-	if (MRL_LIKELY(reg != NULL))
-		return reg;
+	for (int w = 0; try_hot && w < MRL_HOT_WAYS; w++) {
+		if (mode == MRL_FIND_COVER || hot[w].base == start)
+			reg = hot_lease(dom, &hot[w], start, end);
+		if (MRL_LIKELY(reg != NULL))
+			return reg;
+	}
+	mrl_index_walks++;
 	if (MRL_LIKELY(read_enter(rec, cache))) {
 		reg = index_lease(dom, rec, mode, start, end);
 		read_exit(rec);
