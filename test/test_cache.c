@@ -744,6 +744,125 @@ static void test_stats_count_lookups_hits_misses_and_leases(void)
 	fixture_close();
 }
 
+/* A request/response thread alternates a send and a receive buffer: a
+ * one-entry hot slot missed on every acquire and walked the index each time. */
+static void test_alternating_two_entries_on_one_thread_hits_both_hot_ways(void)
+{
+	uintptr_t sa = P(0) + 64, ea = P(0) + 512, sb = P(4) + 64, eb = P(4) + 512;
+	struct mrl_registration *a, *b, *r;
+	struct fi_mrlease_stats st0, st;
+	uint64_t walks;
+
+	CHECK_FI(fixture_open(0, 0));
+	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &a));	/* misses */
+	CHECK_FI(mrl_cache_acquire(dom, sb, eb, &b));
+	CHECK(a != b);
+	mrl_lease_release(a);
+	mrl_lease_release(b);
+	/* One index walk each fills the ways (a miss does not). */
+	for (int i = 0; i < 2; i++) {
+		CHECK_FI(mrl_cache_acquire(dom, sa, ea, &r));
+		mrl_lease_release(r);
+		CHECK_FI(mrl_cache_acquire(dom, sb, eb, &r));
+		mrl_lease_release(r);
+	}
+	mrl_cache_domain_stats(dom, &st0);
+	walks = mrl_cache_thread_index_walks();
+	for (int i = 0; i < 100; i++) {
+		CHECK_FI(mrl_cache_acquire(dom, sa + i, ea, &r));
+		if (r != a)
+			CHECK(r == a);
+		mrl_lease_release(r);
+		CHECK_FI(mrl_cache_acquire(dom, sb, eb - i, &r));
+		if (r != b)
+			CHECK(r == b);
+		mrl_lease_release(r);
+	}
+	/* All 200 from the hot ways: no index walk, nothing registered. */
+	CHECK_EQ(walks, mrl_cache_thread_index_walks());
+	mrl_cache_domain_stats(dom, &st);
+	CHECK_EQ(st0.lookups + 200, st.lookups);
+	CHECK_EQ(st0.hits + 200, st.hits);
+	CHECK_EQ(0, st.leases);
+	CHECK_EQ(2, atomic_load(&creg.registered));
+	/* An operand neither way covers walks the index (and misses). */
+	CHECK_FI(mrl_cache_acquire(dom, P(8), P(8) + 8, &r));
+	CHECK_EQ(walks + 1, mrl_cache_thread_index_walks());
+	mrl_lease_release(r);
+	fixture_close();
+	CHECK_EQ(3, atomic_load(&creg.closed));
+	CHECK_EQ(0, atomic_load(&creg.double_closed));
+}
+
+/* A hot way's entry retired while a lease keeps it open still takes the
+ * increment: only the way's generation stops it being leased again. */
+static void test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entries(void)
+{
+	uintptr_t sa = P(0) + 64, ea = P(0) + 512, sb = P(4) + 64, eb = P(4) + 512;
+	uintptr_t sc = P(12) + 64, ec = P(12) + 512;
+	struct mrl_registration *a, *b, *c, *r;
+	uint64_t walks;
+
+	CHECK_FI(fixture_open(0, 0));
+	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &a));	/* misses, held */
+	CHECK_FI(mrl_cache_acquire(dom, sb, eb, &b));
+	CHECK_FI(mrl_cache_acquire(dom, sc, ec, &c));	/* stays live */
+	for (int i = 0; i < 2; i++) {	/* way 0: b, way 1: a */
+		CHECK_FI(mrl_cache_acquire(dom, sa, ea, &r));
+		CHECK(r == a);
+		mrl_lease_release(r);
+		CHECK_FI(mrl_cache_acquire(dom, sb, eb, &r));
+		CHECK(r == b);
+		mrl_lease_release(r);
+	}
+	/* Retire a (way 1) only: a is re-registered, b (way 0) still leased. */
+	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(1)));
+	walks = mrl_cache_thread_index_walks();
+	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &r));
+	CHECK(r != a && r->base <= sa && r->end >= ea);
+	CHECK_EQ(4, atomic_load(&creg.registered));
+	mrl_lease_release(r);
+	CHECK_FI(mrl_cache_acquire(dom, sb, eb, &r));
+	CHECK(r == b);
+	mrl_lease_release(r);
+	/* Both ways were stale (the domain's generation changed): two walks. */
+	CHECK_EQ(walks + 2, mrl_cache_thread_index_walks());
+	/* Refill both ways, then retire both entries while leased. */
+	for (int i = 0; i < 2; i++) {
+		CHECK_FI(mrl_cache_acquire(dom, sa, ea, &r));
+		mrl_lease_release(r);
+		CHECK_FI(mrl_cache_acquire(dom, sb, eb, &r));
+		mrl_lease_release(r);
+	}
+	mrl_lease_release(a);
+	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &a));	/* hot: way 1 */
+	walks = mrl_cache_thread_index_walks();
+	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(8)));
+	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &r));
+	CHECK(r != a);
+	mrl_lease_release(r);
+	CHECK_FI(mrl_cache_acquire(dom, sb, eb, &r));
+	CHECK(r != b);
+	mrl_lease_release(r);
+	CHECK_EQ(walks + 2, mrl_cache_thread_index_walks());
+	CHECK_EQ(6, atomic_load(&creg.registered));
+	/* A retire elsewhere in the domain also turns the ways stale; the live
+	 * entry comes back from the index. */
+	CHECK_FI(mrl_cache_invalidate(cache, P(12), P(13)));
+	CHECK_FI(mrl_cache_acquire(dom, sb, eb, &r));
+	CHECK(r != b && r->base <= sb && r->end >= eb);
+	CHECK_EQ(walks + 3, mrl_cache_thread_index_walks());
+	CHECK_EQ(6, atomic_load(&creg.registered));
+	mrl_lease_release(r);
+	mrl_lease_release(a);
+	mrl_lease_release(b);
+	mrl_lease_release(c);
+	CHECK_EQ(4, atomic_load(&creg.closed));		/* a twice, b, c */
+	fixture_close();
+	CHECK_EQ(6, atomic_load(&creg.closed));
+	CHECK_EQ(0, atomic_load(&creg.double_closed));
+}
+
 /* A process with more domains than statistic slots (rxm stacks two per
  * fabric) must keep working: the extra domains share one counter slot. */
 static void test_domains_beyond_the_stat_slots_share_one_and_still_work(void)
@@ -803,6 +922,8 @@ int main(void)
 	MRL_RUN(test_acquire_based_entry_is_removed_by_invalidate);
 	MRL_RUN(test_clear_domain_retires_only_its_own_entries);
 	MRL_RUN(test_stats_count_lookups_hits_misses_and_leases);
+	MRL_RUN(test_alternating_two_entries_on_one_thread_hits_both_hot_ways);
+	MRL_RUN(test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entries);
 	MRL_RUN(test_domains_beyond_the_stat_slots_share_one_and_still_work);
 	MRL_RUN(test_every_registration_closed_exactly_once);
 	return mrl_test_done();

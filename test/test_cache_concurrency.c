@@ -338,10 +338,14 @@ static void *hot_reader(void *p)
 
 	while (first || atomic_load_explicit(&r->running, memory_order_relaxed)) {
 		for (int i = 0; i < 64; i++) {
-			if (mrl_cache_acquire(r->f.dom, P(0) + 8, P(0) + 64, &lease))
+			/* Alternate two entries (a send and a receive buffer),
+			 * so both hot ways are leased from. */
+			uintptr_t s = P(i & 1) + 8, e = P(i & 1) + 64;
+
+			if (mrl_cache_acquire(r->f.dom, s, e, &lease))
 				continue;
 			/* Leased: must cover the operand and be open. */
-			if (lease->base > P(0) + 8 || lease->end < P(0) + 64 ||
+			if (lease->base > s || lease->end < e ||
 			    creg_is_closed(mrl_registration_mr(lease)) ||
 			    mrl_registration_desc(lease) != mrl_registration_mr(lease))
 				atomic_fetch_add(&r->bad, 1);
@@ -357,9 +361,9 @@ static void *hot_reader(void *p)
 	return NULL;
 }
 
-/* The per-thread hot slot leases without a read section: a slot naming an
- * entry retired and recycled for another range must never be leased (that
- * would hand out a closed or foreign registration). */
+/* The per-thread hot slot leases without a read section, from either of its
+ * two ways: a way naming an entry retired and recycled for another range must
+ * never be leased (that would hand out a closed or foreign registration). */
 static void test_hot_slot_never_leases_a_retired_or_recycled_entry(void)
 {
 	static struct hot_race r;
@@ -374,9 +378,10 @@ static void test_hot_slot_never_leases_a_retired_or_recycled_entry(void)
 	while (atomic_load(&r.started) < 2)
 		sched_yield();
 	for (int round = 0; round < 3000; round++) {
-		/* Retire the hot entry, recycle entries through the pool at
-		 * other ranges, then let the readers miss it back in. */
-		mrl_cache_invalidate(r.f.cache, P(0), P(1));
+		/* Retire one hot entry or both (the readers hold them in
+		 * either way), recycle entries through the pool at other
+		 * ranges, then let the readers miss them back in. */
+		mrl_cache_invalidate(r.f.cache, P(round % 3 == 1), P(1 + (round % 3 != 0)));
 		for (int k = 1; k < 4; k++) {
 			if (mrl_cache_acquire(r.f.dom, P(2 * k + round % 8 * 16),
 					      P(2 * k + round % 8 * 16) + 8, &x) == 0)
