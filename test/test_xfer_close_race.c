@@ -89,23 +89,9 @@ static bool pair_open(struct xfer_pair *p)
 	struct xfer_opts opts = {
 		.prov = prov, .selective = true, .thread_safe = true,
 	};
-	int ret = xfer_pair_open(&opts, p);
 
-	if (ret == -FI_ENODATA || ret == -FI_ENOCQ || ret == -FI_ENOSYS ||
-	    ret == -FI_EOPNOTSUPP) {
-		mrl_test_skip_current("%s cannot: %s", prov, fi_strerror(-ret));
+	if (!xfer_pair_open_hooked(&opts, p))
 		return false;
-	}
-	if (ret) {
-		mrl_test_fail(__FILE__, __LINE__, "xfer_pair_open: %s",
-			      fi_strerror(-ret));
-		return false;
-	}
-	if (!p->mrl) {
-		mrl_test_fail(__FILE__, __LINE__, "mrlease hook not active");
-		xfer_pair_close(p);
-		return false;
-	}
 	if (p->info->domain_attr->threading != FI_THREAD_SAFE) {
 		mrl_test_skip_current("%s: threading %d, not FI_THREAD_SAFE",
 				      prov, (int)p->info->domain_attr->threading);

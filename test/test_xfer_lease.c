@@ -30,26 +30,8 @@ static const char *prov;
  * a skip, not a pass. */
 static bool pair_open(struct xfer_pair *p, struct xfer_opts opts)
 {
-	int ret;
-
 	opts.prov = prov;
-	ret = xfer_pair_open(&opts, p);
-	if (ret == -FI_ENODATA || ret == -FI_ENOCQ || ret == -FI_ENOSYS ||
-	    ret == -FI_EOPNOTSUPP) {
-		mrl_test_skip_current("%s cannot: %s", prov, fi_strerror(-ret));
-		return false;
-	}
-	if (ret) {
-		mrl_test_fail(__FILE__, __LINE__, "xfer_pair_open: %s",
-			      fi_strerror(-ret));
-		return false;
-	}
-	if (!p->mrl) {
-		mrl_test_fail(__FILE__, __LINE__, "mrlease hook not active");
-		xfer_pair_close(p);
-		return false;
-	}
-	return true;
+	return xfer_pair_open_hooked(&opts, p);
 }
 
 static struct fi_mrlease_stats stats(struct xfer_pair *p)

@@ -64,6 +64,12 @@ struct xfer_pair {
  * another -FI_E* code on failure. On failure nothing stays open.
  */
 int xfer_pair_open(const struct xfer_opts *opts, struct xfer_pair *pair);
+/*
+ * xfer_pair_open for the current test case: a provider or feature that is
+ * missing makes the case a skip, any other failure (or the mrlease hook not
+ * active) fails it. True when the pair is open with the hook on.
+ */
+bool xfer_pair_open_hooked(const struct xfer_opts *opts, struct xfer_pair *pair);
 /* Close everything; returns the first non-zero fi_close result. */
 int xfer_pair_close(struct xfer_pair *pair);
 
