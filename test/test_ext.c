@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -541,7 +542,7 @@ struct churn {
 	char *arena;
 	atomic_bool stop;
 	atomic_int errors;
-	atomic_ulong invalidations;
+	atomic_ulong invalidations;	/* pinners start after the first */
 };
 
 struct pinner {
@@ -555,6 +556,9 @@ static void *pin_loop(void *arg)
 	struct churn *c = p->churn;
 	struct fid_mr *pin;
 
+	/* Race real invalidations, however the threads are scheduled. */
+	while (!atomic_load(&c->invalidations))
+		sched_yield();
 	for (int i = 0; i < CHURN_PINS; i++) {
 		char *base = p->region + (size_t)(i % 8) * 4 * page;
 
