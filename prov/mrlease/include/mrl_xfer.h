@@ -444,6 +444,22 @@ struct mrl_xdir {
 
 struct mrl_xcntr;
 
+/* The domain requires local descriptors (FI_MR_LOCAL, or the older
+ * FI_LOCAL_MR mode bit): leasing is mandatory. */
+static inline bool mrl_domain_mr_local(const struct mrl_domain *dom)
+{
+	return (dom->mr_mode & FI_MR_LOCAL) || (dom->mode & FI_LOCAL_MR);
+}
+
+/* Local descriptors handed to the provider must name registrations that
+ * start at the operand (FI_MR_LOCAL without FI_MR_VIRT_ADDR: rxm 1.17's
+ * rendezvous reads from the MR's start; see mrl_xfer_msg.c). */
+static inline bool mrl_domain_mr_at_operand(const struct mrl_domain *dom)
+{
+	return mrl_domain_mr_local(dom) &&
+	       !(dom->mr_mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC));
+}
+
 /* The data path's state of one hook endpoint (mrl_ep.ext). */
 struct mrl_xep {
 	struct mrl_xdir dir[MRL_NDIR];

@@ -52,8 +52,7 @@ static int mrl_mr_lease(struct mrl_domain *domain, const struct iovec *iov,
 	if (!ld || !ld->cache_domain ||
 	    start + iov->iov_len < start)
 		return -FI_EAGAIN;
-	if ((domain->mr_mode & FI_MR_LOCAL) &&
-	    !(domain->mr_mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC)))
+	if (mrl_domain_mr_at_operand(domain))
 		ret = mrl_cache_acquire_based(ld->cache_domain, start,
 					      start + iov->iov_len, &reg);
 	else

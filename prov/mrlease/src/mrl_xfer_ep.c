@@ -257,10 +257,9 @@ static int mrl_xep_enable(struct mrl_xep *x)
 	if (x->pool || !ld || !ld->cache_domain || ep->alias_of)
 		return 0;
 	x->cache = ld->cache_domain;
-	x->mr_local = (dom->mr_mode & FI_MR_LOCAL) || (dom->mode & FI_LOCAL_MR);
-	x->based_after = x->mr_local &&
-		!(dom->mr_mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC)) ?
-		mrl_xfer_rndv_after : SIZE_MAX;
+	x->mr_local = mrl_domain_mr_local(dom);
+	x->based_after = mrl_domain_mr_at_operand(dom) ? mrl_xfer_rndv_after :
+							  SIZE_MAX;
 	min = x->mr_local ? 1 : dom->outermost ? mrl_params.min_size : SIZE_MAX;
 	if (min == SIZE_MAX)
 		return 0;
