@@ -129,6 +129,16 @@ struct run {
 	int free_slots[MAX_WINDOW], nfree;
 };
 
+/* Post with expr, retrying on -FI_EAGAIN after a zero-count CQ read that
+ * drives progress without consuming completions (reap() reads those). */
+#define RETRY_POST(r, expr)                                                    \
+	({                                                                     \
+		ssize_t retry_r_;                                              \
+		while ((retry_r_ = (expr)) == -FI_EAGAIN)                      \
+			(void)fi_cq_read((r)->pair->cq, NULL, 0);              \
+		retry_r_;                                                      \
+	})
+
 static int post_write(struct run *r, size_t size)
 {
 	struct slot *s = &r->slots[r->free_slots[--r->nfree]];
@@ -150,29 +160,21 @@ static int post_write(struct run *r, size_t size)
 	if (r->send) {
 		void *rdesc = r->rdst_mr ? fi_mr_desc(r->rdst_mr) : NULL;
 
-		do {
-			ret = fi_recv(r->pair->ep[1], r->dst, size, rdesc,
-				      FI_ADDR_UNSPEC, &s->rctx);
-			if (ret == -FI_EAGAIN)
-				(void)fi_cq_read(r->pair->cq, NULL, 0);
-		} while (ret == -FI_EAGAIN);
+		ret = RETRY_POST(r, fi_recv(r->pair->ep[1], r->dst, size, rdesc,
+					    FI_ADDR_UNSPEC, &s->rctx));
 		if (ret) {
 			r->free_slots[r->nfree++] = (int)(s - r->slots);
 			return (int)ret;
 		}
 		s->pending = 2;
 	}
-	do {
-		ret = r->send ?
-			fi_send(r->pair->ep[0], r->src, size, desc,
-				r->pair->addr[1], &s->ctx) :
-			fi_write(r->pair->ep[0], r->src, size, desc,
-				 r->pair->addr[1],
-				 xfer_rma_addr(r->pair, r->dst, r->dst),
-				 fi_mr_key(r->dst_mr), &s->ctx);
-		if (ret == -FI_EAGAIN)
-			(void)fi_cq_read(r->pair->cq, NULL, 0);
-	} while (ret == -FI_EAGAIN);
+	ret = r->send ?
+		RETRY_POST(r, fi_send(r->pair->ep[0], r->src, size, desc,
+				      r->pair->addr[1], &s->ctx)) :
+		RETRY_POST(r, fi_write(r->pair->ep[0], r->src, size, desc,
+				       r->pair->addr[1],
+				       xfer_rma_addr(r->pair, r->dst, r->dst),
+				       fi_mr_key(r->dst_mr), &s->ctx));
 	if (ret) {
 		r->free_slots[r->nfree++] = (int)(s - r->slots);
 		return (int)ret;
