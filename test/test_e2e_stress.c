@@ -39,6 +39,7 @@ static struct xfer_pair pair;
 static char *target;
 static struct fid_mr *target_mr;
 static atomic_int workers_left;
+static atomic_int invalidator_running;
 static atomic_long failures;
 
 /* Recently used ranges, for the invalidating thread. */
@@ -119,6 +120,9 @@ static void *worker(void *arg)
 	char *remote = target + (size_t)t * SLOT;
 	struct op op;
 
+	/* Churn only once the invalidator runs, so the two always overlap. */
+	while (!atomic_load(&invalidator_running))
+		sched_yield();
 	for (int i = 0; i < ITERS; i++) {
 		size_t len = sizes[(size_t)(t * 7 + i) % (sizeof(sizes) / sizeof(sizes[0]))];
 		uint64_t seed = (uint64_t)t * 100000 + (uint64_t)i;
@@ -157,6 +161,7 @@ static void *invalidator(void *arg)
 	unsigned k = 0;
 
 	(void)arg;
+	atomic_store(&invalidator_running, 1);
 	while (atomic_load(&workers_left) > 0) {
 		unsigned i = k++ % RING;
 		uintptr_t addr = atomic_load(&ring[i].addr);
