@@ -26,9 +26,9 @@
  *   inv_miss    invalidate of a range overlapping nothing (a gap between
  *               entries, random) at 1e6 entries; inv_miss_out: outside all
  *   scale2      2-thread / 1-thread hit throughput, distinct hot entries
- *   bpe         bytes per entry (malloc'd bytes delta / entries; for mrlease
- *               plus the entries taken from its process-wide pool, which
- *               earlier sizes filled)
+ *   bpe         bytes per entry (malloc'd bytes delta, in-use heap plus
+ *               mmap'd blocks, / entries; for mrlease plus the idle entry
+ *               slabs it adopted from earlier sizes' closed domains)
  * Entries are one page each, two pages apart, at synthetic addresses.
  *
  * Usage: cache_bench [--quick]   (--quick: fewer repetitions and ops)
@@ -827,14 +827,15 @@ static void measure_size(int si)
 
 	fill_idx(n);
 	for (size_t k = 0; k < NIMPL; k++) {
-		size_t idle = k ? 0 : mrl_cache_pool_idle(), reused = 0;
+		size_t idle = k ? 0 : mrl_cache_pool_idle_bytes(), reused = 0;
 
 		before = heap_bytes();
 		c[k] = impls[k].create(n);
-		/* mrlease's entry pool is process-wide: entries the previous size
-		 * left in it were malloc'd before `before`; charge them here. */
-		if (!k && idle > mrl_cache_pool_idle())
-			reused = (idle - mrl_cache_pool_idle()) * sizeof(struct mrl_registration);
+		/* mrlease keeps closed domains' entry slabs for the next domains:
+		 * the ones this cache adopted from the previous size were
+		 * malloc'd before `before`; charge them here. */
+		if (!k && idle > mrl_cache_pool_idle_bytes())
+			reused = idle - mrl_cache_pool_idle_bytes();
 		result[k][si][BPE] = (double)(heap_bytes() - before + reused) / n;
 		for (int f = 0; f < NFIG; f++)
 			if (f != BPE)

@@ -175,20 +175,55 @@ struct mrl_cache_domain;	/* opaque: one core domain's entries */
  * One registration and, while live, its index entry. Public only so the
  * accessors below inline; fields are the cache's. mr and desc never change
  * after insertion, so any lease holder may read them without a lock.
+ *
+ * An entry is split in two parts kept in parallel arrays of a slab (struct
+ * mrl_slab, one domain's): this 32-byte hot part, 32-byte aligned so it
+ * never straddles a cache line (what a hit reads and writes: refs, base,
+ * end, desc, slot), and a 16-byte cold part (mr, the retire/free chain)
+ * found by index arithmetic. A registration pointer is its hot part. The
+ * domain is the slab's, not stored per entry.
  */
 struct mrl_registration {
-	/* What a hit touches comes first (32 bytes). */
 	atomic_uint refs;			/* index (while live) + leases, and
 						 * MRL_REF_USED (CLOCK bit, set on hits) */
 	uint8_t slot;				/* internal (domain's counter slot) */
-	uint8_t state;				/* internal (live, retired) */
-	uint8_t flags;				/* internal (pinned) */
+	uint8_t state;				/* internal (live, retired; pinned) */
+	uint16_t idx;				/* internal (index in its slab) */
 	uintptr_t base, end;			/* registered [base, end) */
 	void *desc;				/* registrar's descriptor */
-	void *mr;				/* registrar's handle */
-	struct mrl_cache_domain *domain;
-	struct mrl_registration *next;		/* internal: retire chain, pool */
 };
+
+/* The cold part of an entry. */
+struct mrl_reg_cold {
+	void *mr;				/* registrar's handle */
+	struct mrl_registration *next;		/* internal: retire chain, free list */
+};
+
+/*
+ * A slab: a 64-byte header, then `n` hot parts, then `n` cold parts. Slabs
+ * are kept for the process's life (the lock-free hit path may increment a
+ * stale entry's count, so entry memory is never unmapped); a closed domain's
+ * slabs go to a process-wide list that the next domain adopts.
+ */
+struct mrl_slab {
+	struct mrl_cache_domain *domain;	/* owner (set under the pool lock) */
+	struct mrl_slab *next;		/* the owner's slabs, or the idle list */
+	uint32_t n;			/* entries */
+	_Alignas(64) struct mrl_registration reg[];	/* n hot parts, then n cold */
+};
+
+static inline struct mrl_slab *mrl_registration_slab(const struct mrl_registration *reg)
+{
+	return (struct mrl_slab *)(void *)((char *)(uintptr_t)(reg - reg->idx) -
+					   offsetof(struct mrl_slab, reg));
+}
+
+static inline struct mrl_reg_cold *mrl_registration_cold(const struct mrl_registration *reg)
+{
+	struct mrl_slab *slab = mrl_registration_slab(reg);
+
+	return (struct mrl_reg_cold *)(void *)&slab->reg[slab->n] + reg->idx;
+}
 
 /* refs: the count in the low bits, the CLOCK "used" bit on top. */
 #define MRL_REF_USED (1u << 31)
@@ -418,7 +453,7 @@ static inline void *mrl_registration_desc(const struct mrl_registration *reg)
 
 static inline void *mrl_registration_mr(const struct mrl_registration *reg)
 {
-	return reg->mr;
+	return mrl_registration_cold(reg)->mr;
 }
 
 /*
@@ -476,9 +511,10 @@ void mrl_cache_domain_stats(struct mrl_cache_domain *domain,
 /* Counters of the whole cache (every domain, closed ones included). */
 void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats);
 
-/* Entries allocated and idle in the process-wide entry pool (memory the next
- * registrations reuse; it is never given back). A walk: for measurements. */
-size_t mrl_cache_pool_idle(void);
+/* Bytes of entry slabs idle in the process-wide list (left by closed
+ * domains; the next domains adopt them; never given back): for
+ * measurements. */
+size_t mrl_cache_pool_idle_bytes(void);
 
 #ifdef __cplusplus
 }

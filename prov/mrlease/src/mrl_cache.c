@@ -36,15 +36,38 @@
 			FI_WARN((cache)->prov, FI_LOG_MR, __VA_ARGS__);        \
 	} while (0)
 
+/* reg->state: the state in the low bits, the pinned flag on top. */
 enum mrl_reg_state {
 	MRL_REG_NEW = 0,	/* allocated, not indexed yet */
 	MRL_REG_LIVE,		/* in its domain's index */
 	MRL_REG_RETIRED,	/* out of the index for good */
+	MRL_REG_STATE_MASK = 3,
+	MRL_REG_PINNED = 1 << 7,	/* held by a pin: never evicted */
 };
 
-enum mrl_reg_flags {
-	MRL_REG_PINNED = 1 << 0,	/* held by a pin: never evicted */
-};
+_Static_assert(sizeof(struct mrl_registration) == 32, "hot part: 32 bytes");
+_Static_assert(sizeof(struct mrl_reg_cold) == 16, "cold part: 16 bytes");
+_Static_assert(offsetof(struct mrl_slab, reg) == MRL_CACHELINE, "slab header: one line");
+
+static inline struct mrl_cache_domain *reg_domain(const struct mrl_registration *reg)
+{
+	return mrl_registration_slab(reg)->domain;
+}
+
+static inline struct mrl_reg_cold *reg_cold(const struct mrl_registration *reg)
+{
+	return mrl_registration_cold(reg);
+}
+
+static inline unsigned reg_state(const struct mrl_registration *reg)
+{
+	return reg->state & MRL_REG_STATE_MASK;
+}
+
+static inline void reg_set_state(struct mrl_registration *reg, unsigned state)
+{
+	reg->state = (uint8_t)((reg->state & MRL_REG_PINNED) | state);
+}
 
 /* Counters off the hit path: shared atomics, touched on misses/retires. */
 struct mrl_slow_stats {
@@ -297,69 +320,129 @@ struct mrl_cache_domain {
 	uint64_t slot_base[MRL_TCNT_COUNT];
 	atomic_uint refs;		/* open handle + registrations alive */
 	struct mrl_slow_stats stats;
+	/* Entry slabs and their free entries (under mrl_pool_lock). */
+	struct mrl_slab *slabs;
+	struct mrl_registration *free;
+	size_t slab_entries;
 };
 
-/* ---- entry pool --------------------------------------------------------- */
+/* ---- entry slabs -------------------------------------------------------- */
 
-/* Entries come from chunks kept for the process's life, so freeing one (on
- * a last release, possibly inside an allocator hook) never calls free(). */
-#define MRL_POOL_CHUNK 1024
+/*
+ * Entries come from slabs owned by their domain (so an entry needs no domain
+ * pointer) and kept for the process's life, so freeing one (on a last
+ * release, possibly inside an allocator hook) never calls free(), and a
+ * stale hot way never touches unmapped memory. A domain's slabs grow with it
+ * (32 entries, then as many as it has, at most MRL_SLAB_MAX: a small domain
+ * costs about 1.6 KB, a large one wastes at most one slab). When a domain is
+ * freed, every entry of its slabs is free; the slabs go to an idle list that
+ * the next domain to need entries adopts. One small lock (mrl_pool_lock)
+ * guards free lists, slab lists and the idle list.
+ */
+#define MRL_SLAB_MIN 32
+#define MRL_SLAB_MAX 256
 static pthread_mutex_t mrl_pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mrl_registration *mrl_pool_free;
+static struct mrl_slab *mrl_slabs_idle;
+static size_t mrl_slabs_idle_bytes;
 
-static struct mrl_registration *pool_alloc(void)
+static inline size_t slab_bytes(uint32_t n)
 {
-	struct mrl_registration *reg, *chunk;
+	return sizeof(struct mrl_slab) +
+	       n * (sizeof(struct mrl_registration) + sizeof(struct mrl_reg_cold));
+}
+
+/* Give `slab` to dom: its entries onto dom's free list (mrl_pool_lock). */
+static void slab_adopt(struct mrl_cache_domain *dom, struct mrl_slab *slab)
+{
+	slab->domain = dom;
+	slab->next = dom->slabs;
+	dom->slabs = slab;
+	dom->slab_entries += slab->n;
+	for (uint32_t i = slab->n; i-- > 0;) {
+		reg_cold(&slab->reg[i])->next = dom->free;
+		dom->free = &slab->reg[i];
+	}
+}
+
+static struct mrl_registration *pool_alloc(struct mrl_cache_domain *dom)
+{
+	struct mrl_registration *reg;
+	struct mrl_slab *slab;
+	uint32_t n;
 
 	pthread_mutex_lock(&mrl_pool_lock);
-	reg = mrl_pool_free;
-	if (reg)
-		mrl_pool_free = reg->next;
-	pthread_mutex_unlock(&mrl_pool_lock);
-	if (!reg) {
-		/* Line-aligned chunks of 56-byte entries: the 32 bytes a hit
-		 * touches (refs, base, end, desc) share a line for 5 in 8. */
-		chunk = aligned_alloc(MRL_CACHELINE, sizeof(*chunk) * MRL_POOL_CHUNK);
-		if (!chunk)
-			return NULL;
-		pthread_mutex_lock(&mrl_pool_lock);
-		for (size_t i = 0; i < MRL_POOL_CHUNK; i++)
-			atomic_init(&chunk[i].refs, 0);
-		for (size_t i = 1; i < MRL_POOL_CHUNK; i++) {
-			chunk[i].next = mrl_pool_free;
-			mrl_pool_free = &chunk[i];
-		}
-		pthread_mutex_unlock(&mrl_pool_lock);
-		reg = &chunk[0];
+	if (!dom->free && mrl_slabs_idle) {
+		slab = mrl_slabs_idle;
+		mrl_slabs_idle = slab->next;
+		mrl_slabs_idle_bytes -= slab_bytes(slab->n);
+		slab_adopt(dom, slab);
 	}
+	n = dom->slab_entries < MRL_SLAB_MIN ? MRL_SLAB_MIN :
+	    dom->slab_entries > MRL_SLAB_MAX ? MRL_SLAB_MAX : (uint32_t)dom->slab_entries;
+	while (!dom->free) {
+		pthread_mutex_unlock(&mrl_pool_lock);
+		slab = aligned_alloc(MRL_CACHELINE, slab_bytes(n));
+		if (!slab)
+			return NULL;
+		memset(slab, 0, slab_bytes(n));
+		slab->n = n;
+		for (uint32_t i = 0; i < n; i++) {
+			atomic_init(&slab->reg[i].refs, 0);
+			slab->reg[i].idx = (uint16_t)i;
+		}
+		pthread_mutex_lock(&mrl_pool_lock);
+		slab_adopt(dom, slab);
+	}
+	reg = dom->free;
+	dom->free = reg_cold(reg)->next;
+	pthread_mutex_unlock(&mrl_pool_lock);
 	/* A stale hot slot may still CAS refs (see hot_lease): everything but
-	 * refs is plain, refs is only ever accessed atomically. */
+	 * refs is plain, refs is only ever accessed atomically. idx never
+	 * changes. */
 	reg->base = reg->end = 0;
-	reg->next = NULL;
-	reg->domain = NULL;
-	reg->mr = reg->desc = NULL;
+	reg->desc = NULL;
 	reg->slot = 0;
 	reg->state = MRL_REG_NEW;
-	reg->flags = 0;
+	reg_cold(reg)->mr = NULL;
+	reg_cold(reg)->next = NULL;
 	return reg;
 }
 
-size_t mrl_cache_pool_idle(void)
+size_t mrl_cache_pool_idle_bytes(void)
 {
-	size_t n = 0;
+	size_t n;
 
 	pthread_mutex_lock(&mrl_pool_lock);
-	for (struct mrl_registration *r = mrl_pool_free; r; r = r->next)
-		n++;
+	n = mrl_slabs_idle_bytes;
 	pthread_mutex_unlock(&mrl_pool_lock);
 	return n;
 }
 
 static void pool_free(struct mrl_registration *reg)
 {
+	struct mrl_cache_domain *dom = reg_domain(reg);
+
 	pthread_mutex_lock(&mrl_pool_lock);
-	reg->next = mrl_pool_free;
-	mrl_pool_free = reg;
+	reg_cold(reg)->next = dom->free;
+	dom->free = reg;
+	pthread_mutex_unlock(&mrl_pool_lock);
+}
+
+/* A domain being freed (every entry free): its slabs become idle. */
+static void pool_release_domain(struct mrl_cache_domain *dom)
+{
+	struct mrl_slab *slab;
+
+	pthread_mutex_lock(&mrl_pool_lock);
+	while ((slab = dom->slabs)) {
+		dom->slabs = slab->next;
+		slab->domain = NULL;
+		slab->next = mrl_slabs_idle;
+		mrl_slabs_idle = slab;
+		mrl_slabs_idle_bytes += slab_bytes(slab->n);
+	}
+	dom->free = NULL;
+	dom->slab_entries = 0;
 	pthread_mutex_unlock(&mrl_pool_lock);
 }
 
@@ -824,7 +907,7 @@ static void bt_give_all(struct mrl_cache *cache, struct mrl_btnode *n,
 	for (int i = 0; i < n->count; i++) {
 		if (n->leaf) {
 			e = n->ptr[i];
-			e->next = *chain;
+			reg_cold(e)->next = *chain;
 			*chain = e;
 		} else {
 			bt_give_all(cache, n->ptr[i], chain);
@@ -1224,6 +1307,7 @@ static void domain_unref(struct mrl_cache_domain *dom)
 		cache->closed_hot[i] += tcnt_sum(dom->hot.slot, i) - dom->slot_base[i];
 	write_exit(cache);
 	slot_free(dom->hot.slot);
+	pool_release_domain(dom);
 	free(dom);
 	cache_unref(cache);
 }
@@ -1232,10 +1316,10 @@ static void domain_unref(struct mrl_cache_domain *dom)
  * because the registrar's close may re-enter an allocator hook. */
 static void registration_destroy(struct mrl_registration *reg)
 {
-	struct mrl_cache_domain *dom = reg->domain;
+	struct mrl_cache_domain *dom = reg_domain(reg);
 	int ret;
 
-	ret = dom->cfg.registrar->close(dom->cfg.ctx, reg->mr);
+	ret = dom->cfg.registrar->close(dom->cfg.ctx, reg_cold(reg)->mr);
 	if (ret)
 		MRL_CWARN(dom->cache, "closing a cached registration: %s\n",
 			  fi_strerror(-ret));
@@ -1259,10 +1343,10 @@ static void drop_chain(struct mrl_registration *chain)
 	struct mrl_registration *next;
 
 	for (; chain; chain = next) {
-		next = chain->next;
+		next = reg_cold(chain)->next;
 		if ((atomic_load_explicit(&chain->refs, memory_order_relaxed) &
 		     MRL_REF_COUNT) > 1)
-			STAT_ADD(chain->domain, retired_leased, 1);
+			STAT_ADD(reg_domain(chain), retired_leased, 1);
 		ref_put(chain);
 	}
 }
@@ -1275,13 +1359,13 @@ static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 {
 	bt_remove(dom->cache, &dom->root, e->base);
 	dom->height = bt_height(dom->root);
-	e->state = MRL_REG_RETIRED;
+	reg_set_state(e, MRL_REG_RETIRED);
 	flt_update(dom->cache, e->base, e->end, -1);
 	dom->count--;
 	dom->bytes -= e->end - e->base;
 	atomic_store_explicit(&dom->hot.gen, next_gen(), memory_order_release);
 	STAT_ADD(dom, entries, -1);
-	e->next = *chain;
+	reg_cold(e)->next = *chain;
 	*chain = e;
 }
 
@@ -1303,7 +1387,7 @@ static void insert_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 		retire_locked(dom, old, chain);
 	bt_insert(dom->cache, &dom->root, e);
 	dom->height = bt_height(dom->root);
-	e->state = MRL_REG_LIVE;
+	reg_set_state(e, MRL_REG_LIVE);
 	flt_update(dom->cache, e->base, e->end, +1);
 	dom->count++;
 	dom->bytes += e->end - e->base;
@@ -1332,7 +1416,7 @@ static void evict_locked(struct mrl_cache_domain *dom, size_t bytes, size_t coun
 			break;
 		dom->hand = e->base;
 		dom->hand_set = true;
-		if ((e->flags & MRL_REG_PINNED) ||
+		if ((e->state & MRL_REG_PINNED) ||
 		    (atomic_load_explicit(&e->refs, memory_order_relaxed) & MRL_REF_COUNT) > 1 ||
 		    (atomic_fetch_and_explicit(&e->refs, ~MRL_REF_USED, memory_order_relaxed) &
 		     MRL_REF_USED))
@@ -1477,8 +1561,8 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 	/* Every live entry is in the index: it becomes the retire chain. */
 	chain = NULL;
 	bt_give_all(cache, dom->root, &chain);
-	for (e = chain; e; e = e->next) {
-		e->state = MRL_REG_RETIRED;
+	for (e = chain; e; e = reg_cold(e)->next) {
+		reg_set_state(e, MRL_REG_RETIRED);
 		flt_update(cache, e->base, e->end, -1);
 	}
 	STAT_ADD(dom, entries, -(int64_t)dom->count);
@@ -1683,7 +1767,7 @@ static int registration_open(struct mrl_cache_domain *dom, struct mrl_registrati
 		for (tries = 0;; tries++) {
 			ret = dom->cfg.registrar->reg(dom->cfg.ctx, (void *)reg->base, len,
 						      MRL_CACHE_ACCESS, next_key(dom),
-						      &reg->mr, &reg->desc);
+						      &reg_cold(reg)->mr, &reg->desc);
 			if (ret != -FI_ENOKEY || dom->cfg.prov_key ||
 			    tries >= MRL_CACHE_KEY_RETRIES)
 				break;
@@ -1777,14 +1861,13 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	struct mrl_pending pending = { .base = lo, .end = hi, .domain = dom };
 	int ret, rret;
 
-	reg = pool_alloc();
+	reg = pool_alloc(dom);
 	if (!reg)
 		return -FI_ENOMEM;
 	reg->base = lo;
 	reg->end = hi;
-	reg->domain = dom;
 	reg->slot = (uint8_t)dom->hot.slot;
-	reg->flags = flags;
+	reg->state = flags;
 
 	pthread_mutex_lock(&cache->lock);
 	if (dom->closed) {
@@ -1827,7 +1910,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 		return rret;
 	}
 	if (pending.stale) {
-		reg->state = MRL_REG_RETIRED;
+		reg_set_state(reg, MRL_REG_RETIRED);
 		atomic_store_explicit(&reg->refs, 1, memory_order_release);
 	} else if ((won = find_entry(dom, mode, start, end))) {
 		lease_take_found(won);
@@ -1923,14 +2006,13 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 
 	if (end <= start)
 		return -FI_EINVAL;
-	reg = pool_alloc();
+	reg = pool_alloc(dom);
 	if (!reg)
 		return -FI_ENOMEM;
 	reg->base = start;
 	reg->end = end;
-	reg->domain = dom;
 	reg->slot = (uint8_t)dom->hot.slot;
-	reg->mr = mr;
+	reg_cold(reg)->mr = mr;
 	reg->desc = desc;
 	atomic_store_explicit(&reg->refs, 2 | MRL_REF_USED, memory_order_release);
 
@@ -2058,11 +2140,11 @@ int mrl_cache_pin(struct mrl_cache_domain *dom, uintptr_t base, size_t len,
 
 void mrl_cache_unpin(struct mrl_registration *reg)
 {
-	struct mrl_cache_domain *dom = reg->domain;
+	struct mrl_cache_domain *dom = reg_domain(reg);
 	struct mrl_registration *chain = NULL;
 
 	write_enter(dom->cache);
-	if (reg->state == MRL_REG_LIVE)
+	if (reg_state(reg) == MRL_REG_LIVE)
 		retire_locked(dom, reg, &chain);
 	write_exit(dom->cache);
 	drop_chain(chain);
