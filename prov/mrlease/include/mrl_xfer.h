@@ -190,10 +190,30 @@ struct mrl_op {
 	_Atomic uint32_t free_next;
 	uint32_t code;			/* mrl_op_code of this op */
 	atomic_uint state;		/* enum mrl_op_state */
-	uint16_t flags;			/* enum mrl_op_flags */
-	uint16_t nleases;
+	union {
+		struct {
+			uint16_t flags;	/* enum mrl_op_flags */
+			uint16_t nleases;
+		};
+		/* Both in one word (mrl_op_shape): a completion tells its
+		 * inline case (one lease, no flag) with one compare. */
+		uint32_t shape;
+	};
 	struct mrl_registration *leases[MRL_OP_LEASES];
 };
+
+/* The shape word of an op with these flags and leases. */
+static inline uint32_t mrl_op_shape(uint16_t flags, uint16_t nleases)
+{
+	union {
+		struct {
+			uint16_t flags, nleases;
+		} s;
+		uint32_t w;
+	} u = { .s = { flags, nleases } };
+
+	return u.w;
+}
 
 /* ---- per-endpoint pool --------------------------------------------------- */
 
@@ -293,7 +313,9 @@ static inline struct mrl_op *mrl_op_at(const struct mrl_op_pool *pool,
 /*
  * A free op off the pool's free list (poster side), or NULL when the list
  * is empty (then mrl_op_alloc, which grows the pool). The op's fields are
- * stale: mrl_op_set_live initialises what a live op needs.
+ * stale except next, NULL in every free op off its list (mrl_op_put_chain
+ * clears it in shared pools, mrl_op_get in serial ones): mrl_op_set_live
+ * initialises the rest of what a live op needs.
  */
 static inline struct mrl_op *mrl_op_get(struct mrl_op_pool *pool)
 {
@@ -302,8 +324,10 @@ static inline struct mrl_op *mrl_op_get(struct mrl_op_pool *pool)
 
 	if (pool->serial) {
 		op = pool->free;
-		if (op)
+		if (op) {
 			pool->free = op->next;
+			op->next = NULL;
+		}
 		return op;
 	}
 	head = atomic_load_explicit(&pool->shared, memory_order_acquire);
@@ -327,16 +351,12 @@ static inline struct mrl_op *mrl_op_get(struct mrl_op_pool *pool)
 void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 		      struct mrl_op *last);
 
-/* Push one op; any thread. */
-static inline void mrl_op_put(struct mrl_op_pool *pool, struct mrl_op *op)
+/* Push one op whose next is NULL (no extras) onto a shared pool's stack. */
+static inline void mrl_op_put_shared(struct mrl_op_pool *pool,
+				     struct mrl_op *op)
 {
 	uint64_t head, top;
 
-	if (pool->serial) {
-		op->next = pool->free;
-		pool->free = op;
-		return;
-	}
 	head = atomic_load_explicit(&pool->shared, memory_order_relaxed);
 	do {
 		atomic_store_explicit(&op->free_next, (uint32_t)head,
@@ -349,15 +369,25 @@ static inline void mrl_op_put(struct mrl_op_pool *pool, struct mrl_op *op)
 		memory_order_relaxed));
 }
 
-/* Make an op from mrl_op_get LIVE, holding `reg` (not NULL). */
+/* Push one op whose next is NULL (no extras); any thread. */
+static inline void mrl_op_put(struct mrl_op_pool *pool, struct mrl_op *op)
+{
+	if (pool->serial) {
+		op->next = pool->free;
+		pool->free = op;
+		return;
+	}
+	mrl_op_put_shared(pool, op);
+}
+
+/* Make an op from mrl_op_get LIVE, holding `reg` (not NULL); its next is
+ * NULL already (mrl_op_get). */
 static inline void mrl_op_set_live(struct mrl_op *op, void *app_ctx,
 				   uint16_t flags,
 				   struct mrl_registration *reg)
 {
-	op->next = NULL;
 	op->app_ctx = app_ctx;
-	op->flags = flags;
-	op->nleases = 1;
+	op->shape = mrl_op_shape(flags, 1);
 	op->leases[0] = reg;
 	atomic_store_explicit(&op->state, MRL_OP_LIVE, memory_order_relaxed);
 }
@@ -384,18 +414,23 @@ bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 
 /*
  * mrl_op_complete for a successful completion, with the common case inline:
- * a LIVE op without extras or special flags (it is visible, its leases go,
- * it returns to the free list). The state change is what makes completion
- * and endpoint close release the leases once; in a serial pool they never
- * run at the same time.
+ * a LIVE op with one lease and no flag (no extras, visible, not
+ * multi-recv): the state change (a CAS in a shared pool: completion and
+ * endpoint close release the leases once; in a serial pool they never run
+ * at the same time), the application's context, the op back on its free
+ * list, then the lease released from a copy: after the push the op may be
+ * reused, and nothing touches the op or its pool (which a close may free
+ * once every op is back) after it. The lease is the completer's own
+ * reference; the CQ being read keeps the domain open.
  */
 static inline __attribute__((always_inline)) bool
 mrl_op_complete_ok(struct mrl_op *op, uint64_t flags, void **app_ctx)
 {
 	struct mrl_op_pool *pool = op->pool;
+	struct mrl_registration *reg;
 	unsigned int state = MRL_OP_LIVE;
 
-	if (op->flags) /* hidden, multi-recv, chained */
+	if (op->shape != mrl_op_shape(0, 1))
 		return mrl_op_complete(op, flags, false, app_ctx);
 	if (pool->serial) {
 		if (atomic_load_explicit(&op->state, memory_order_relaxed) !=
@@ -403,16 +438,20 @@ mrl_op_complete_ok(struct mrl_op *op, uint64_t flags, void **app_ctx)
 			return mrl_op_complete(op, flags, false, app_ctx);
 		atomic_store_explicit(&op->state, MRL_OP_FREE,
 				      memory_order_relaxed);
-	} else if (!atomic_compare_exchange_strong_explicit(
-			   &op->state, &state, MRL_OP_FREE,
-			   memory_order_acq_rel, memory_order_acquire)) {
-		return mrl_op_complete(op, flags, false, app_ctx);
+		*app_ctx = op->app_ctx;
+		reg = op->leases[0];
+		op->next = pool->free;
+		pool->free = op;
+	} else {
+		if (!atomic_compare_exchange_strong_explicit(
+			    &op->state, &state, MRL_OP_FREE,
+			    memory_order_acq_rel, memory_order_acquire))
+			return mrl_op_complete(op, flags, false, app_ctx);
+		*app_ctx = op->app_ctx;
+		reg = op->leases[0];
+		mrl_op_put_shared(pool, op);
 	}
-	*app_ctx = op->app_ctx;
-	for (uint16_t i = 0; i < op->nleases; i++)
-		mrl_lease_release(op->leases[i]);
-	op->nleases = 0;
-	mrl_op_put(pool, op);
+	mrl_lease_release(reg);
 	return true;
 }
 

@@ -78,34 +78,63 @@ mrl_cq_drop(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i,
 }
 
 /*
- * The entries a read returned, as the application must see them: each
- * whose context is one of this domain's ops gets the application's context
- * back and completes the op. Other entries cost a range check each; the
- * buffer changes only when an entry is dropped (mrl_cq_drop).
+ * The entries [i, n) of a read (those before i are done), as the
+ * application must see them: each whose context is one of this domain's
+ * ops gets the application's context back and completes the op. Other
+ * entries cost a range check each; the buffer changes only when an entry
+ * is dropped (mrl_cq_drop).
  */
-static inline __attribute__((always_inline)) ssize_t
-mrl_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n, fi_addr_t *src_addr,
-	       size_t size)
+static ssize_t __attribute__((noinline))
+mrl_cq_deliver_from(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i,
+		    fi_addr_t *src_addr, size_t size)
 {
-	char *entries = buf;
+	const struct mrl_domain *domain = cq->domain;
 	uintptr_t base;
 	size_t span;
 
-	if (n <= 0)
-		return n;
 	span = atomic_load_explicit(&mrl_op_region.size, memory_order_acquire);
 	base = atomic_load_explicit(&mrl_op_region.base, memory_order_relaxed);
-	for (ssize_t i = 0; i < n; i++) {
+	for (; i < n; i++) {
 		struct fi_cq_entry *e = (void *)(entries + (size_t)i * size);
 		struct mrl_op *op = e->op_context;
 
-		if ((uintptr_t)op - base >= span || op->domain != cq->domain)
+		if ((uintptr_t)op - base >= span || op->domain != domain)
 			continue;
 		if (!mrl_op_complete_ok(op, mrl_cq_entry_flags(e, size),
 					&e->op_context))
 			return mrl_cq_drop(cq, entries, n, i, size, src_addr);
 	}
 	return n;
+}
+
+/*
+ * What the application gets for a read that returned n: errors and empty
+ * reads as they are, a single entry (the usual answer to a poll) inline,
+ * more out of line (mrl_cq_deliver_from). A single entry that was hidden
+ * makes the read -FI_EAGAIN.
+ */
+static inline __attribute__((always_inline)) ssize_t
+mrl_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n, fi_addr_t *src_addr,
+	       size_t size)
+{
+	struct fi_cq_entry *e = buf;
+	struct mrl_op *op;
+
+	if (n <= 0)
+		return n;
+	if (n != 1)
+		return mrl_cq_deliver_from(cq, buf, n, 0, src_addr, size);
+	op = e->op_context;
+	if ((uintptr_t)op - atomic_load_explicit(&mrl_op_region.base,
+						 memory_order_relaxed) >=
+		    atomic_load_explicit(&mrl_op_region.size,
+					 memory_order_acquire) ||
+	    op->domain != cq->domain)
+		return 1;
+	return mrl_op_complete_ok(op, mrl_cq_entry_flags(e, size),
+				  &e->op_context) ?
+		       1 :
+		       -FI_EAGAIN;
 }
 
 static inline size_t mrl_xcq_entry_size(struct mrl_cq *cq)

@@ -134,9 +134,15 @@ void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 		pool->free = first;
 		return;
 	}
-	for (struct mrl_op *op = first; op != last; op = op->next)
-		atomic_store_explicit(&op->free_next, op->next->code,
+	/* Shared free lists link by free_next; next stays NULL in free ops
+	 * (mrl_op_get). */
+	for (struct mrl_op *op = first, *next; op != last; op = next) {
+		next = op->next;
+		atomic_store_explicit(&op->free_next, next->code,
 				      memory_order_relaxed);
+		op->next = NULL;
+	}
+	last->next = NULL;
 	head = atomic_load_explicit(&pool->shared, memory_order_relaxed);
 	do {
 		atomic_store_explicit(&last->free_next, (uint32_t)head,
