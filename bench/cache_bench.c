@@ -32,7 +32,8 @@
  * Entries are one page each, two pages apart, at synthetic addresses.
  *
  * Usage: cache_bench [--quick]   (--quick: fewer repetitions and ops)
- *        cache_bench --drive IMPL hot|rand N OPS   (a driver for valgrind)
+ *        cache_bench --drive IMPL hot|rand|inv|inv_out N OPS
+ *            (one figure alone: for valgrind and A/B runs of two builds)
  */
 #include "config.h"
 
@@ -919,6 +920,15 @@ static int drive(int argc, char **argv)
 		return 2;
 	fill_idx(n);
 	c = im->create(n);
+	if (!strcmp(argv[3], "inv") || !strcmp(argv[3], "inv_out")) {
+		if (!im->inv)
+			return 2;
+		run_inv(im, c, ops / 10, !strcmp(argv[3], "inv_out"));	/* warm */
+		printf("drove %zu %s %s ops on %zu entries, %.2f median batch\n", ops, im->name,
+		       argv[3], n, run_inv(im, c, ops, !strcmp(argv[3], "inv_out")));
+		im->destroy(c);
+		return 0;
+	}
 	drive_loop(im, c, n, ops / 10, !strcmp(argv[3], "hot"));	/* warm */
 	t0 = now_ns();
 	drive_loop(im, c, n, ops, !strcmp(argv[3], "hot"));

@@ -261,10 +261,9 @@ struct mrl_pending {
 };
 
 struct mrl_btnode;
-struct mrl_flt_top;
+struct mrl_flt_dir;
 
 #define MRL_FLT_FAN 512
-#define MRL_FLT_ROOT_FAN 256	/* 2^47 / 512 GiB: the user half of 48 bits */
 
 struct mrl_cache {
 	/* Written by writers only, read by every reader. */
@@ -276,7 +275,7 @@ struct mrl_cache {
 	 * lock, read by invalidate without any lock. */
 	atomic_uint flt_unfiltered;	/* entries the filter cannot hold */
 	atomic_bool flt_broken;		/* an allocation failed: always "maybe" */
-	_Atomic(struct mrl_flt_top *) flt_root[MRL_FLT_ROOT_FAN];
+	_Atomic(struct mrl_flt_dir *) flt_dir;	/* GiBs touched (NULL: none yet) */
 
 	/*
 	 * lock: protects the domains' indexes, CLOCK hands, counts and
@@ -294,6 +293,9 @@ struct mrl_cache {
 	uint64_t closed_hot[MRL_TCNT_COUNT];	/* freed domains' counters */
 	atomic_uint refs;		/* creator + alive domains */
 	struct mrl_btnode *spare[2];	/* index node reserves: inner, leaf */
+	/* Installs filter keys and nodes (never with cache->lock held; never
+	 * taken by invalidate); may take cache->lock inside it. */
+	pthread_mutex_t flt_lock;
 	unsigned nspare[2];
 	struct mrl_slow_stats stats;
 };
@@ -465,7 +467,7 @@ static void pool_release_domain(struct mrl_cache_domain *dom)
  */
 #define MRL_BT_FAN 16
 #define MRL_BT_MAX_DEPTH 12	/* 16^12 entries: unreachable */
-#define MRL_BT_RESERVE (MRL_BT_MAX_DEPTH + 2)
+#define MRL_BT_KEEP 4		/* reserve nodes kept after a domain closes */
 
 /* Line-aligned allocations: keys in two lines, pointers in the next two
  * (all a predecessor search reads), the header after them (writers and the
@@ -954,24 +956,34 @@ static struct mrl_registration *bt_successor(const struct mrl_btnode *n, uintptr
  * Per-page occupancy counts of every live entry of the cache, so that an
  * invalidate of pages no entry touches returns after a few loads without
  * entering a read section or walking an index (allocators purge far more
- * pages than were ever registered). A radix table over address bits 46..12:
- * the root in the cache covers 512 GiB per slot, a top node counts entries
- * covering whole GiBs and points to mid nodes, a mid node counts entries
- * covering whole 2 MiB blocks and points to leaves of 512 page counts. An
- * entry adds one at the coarsest level that it fully covers, so a 1 GiB
- * arena costs one count. Counts saturate at 255 and then stick (a false
- * "maybe", never a false "no"). Nodes are allocated before a write section
- * (installed with CAS, never freed before the cache), counts change only
- * inside write sections, so invalidate never allocates. Addresses above
- * 2^47 (beyond user space on 4-level x86-64 and arm64 48-bit) and entries
- * the filter could not be extended for make it answer "maybe".
+ * pages than were ever registered). Three levels over address bits 46..12:
+ * a directory of the GiBs some entry touches (an open-addressing hash table
+ * keyed by the GiB number, grown by doubling, at least half empty), each
+ * slot counting entries covering the whole GiB and pointing to a mid node;
+ * a mid node counts entries covering whole 2 MiB blocks and points to
+ * leaves of 512 page counts. An entry adds one at the coarsest level that it
+ * fully covers, so a 1 GiB arena costs one count. Its size follows the
+ * cache's: a slot per GiB touched, a mid node (4.6 KB) per GiB holding a
+ * partial entry, a leaf (512 B) per 2 MiB block holding one; a cache of a
+ * few entries pays about 5 KB, none before its first entry. A lookup is as
+ * deep as a radix table's: the directory pointer, a slot, a mid node, a leaf.
+ *
+ * Counts saturate at 255 and then stick (a false "maybe", never a false
+ * "no"). Keys and nodes are installed before the write section that counts
+ * an entry (under cache->flt_lock, allocating with no cache lock held; never
+ * freed before the cache), counts change only inside write sections (a
+ * directory growth copies them inside one too), so invalidate never
+ * allocates and never takes flt_lock. Replaced directories stay readable
+ * until the cache goes. Addresses above 2^47 (beyond user space on 4-level
+ * x86-64 and arm64 48-bit) and entries the filter could not be extended for
+ * make it answer "maybe".
  */
 #define MRL_FLT_PAGE 12
 #define MRL_FLT_MID 21
 #define MRL_FLT_TOP 30
-#define MRL_FLT_ROOT 39
 #define MRL_FLT_LIMIT ((uintptr_t)1 << 47)
 #define MRL_FLT_SCAN 256	/* pages checked before answering "maybe" */
+#define MRL_FLT_DIR_MIN 8	/* directory slots at first */
 
 struct mrl_flt_leaf {
 	atomic_uchar page[MRL_FLT_FAN];
@@ -982,10 +994,21 @@ struct mrl_flt_mid {
 	atomic_uchar full[MRL_FLT_FAN];		/* entries covering a 2 MiB block */
 };
 
-struct mrl_flt_top {
-	_Atomic(struct mrl_flt_mid *) mid[MRL_FLT_FAN];
-	atomic_uchar full[MRL_FLT_FAN];		/* entries covering a GiB */
+struct mrl_flt_slot {
+	atomic_uintptr_t key;			/* GiB number + 1; 0: empty */
+	_Atomic(struct mrl_flt_mid *) mid;	/* NULL until a partial entry */
+	atomic_uchar full;			/* entries covering the GiB */
 };
+
+struct mrl_flt_dir {
+	uintptr_t mask;				/* slots - 1 */
+	size_t used;				/* keys (under flt_lock) */
+	struct mrl_flt_dir *older;		/* replaced, freed with the cache */
+	struct mrl_flt_slot slot[];
+};
+
+static void write_enter(struct mrl_cache *cache);
+static void write_exit(struct mrl_cache *cache);
 
 static inline unsigned flt_idx(uintptr_t a, int shift)
 {
@@ -1012,15 +1035,129 @@ static inline void flt_count(atomic_uchar *c, int delta)
 		atomic_store_explicit(c, (unsigned char)(v + delta), memory_order_relaxed);
 }
 
-/* The node at *slot, installed first when `install` (a zeroed one of `size`
- * bytes, by CAS, no lock held); NULL if missing or out of memory. */
-static void *flt_node(void *_Atomic *slot, bool install, size_t size)
+/* The slot of GiB `gib` in `dir`, or NULL. Linear probing; the table is at
+ * most half full, so an empty slot ends every probe. */
+static inline struct mrl_flt_slot *flt_dir_find(struct mrl_flt_dir *dir, uintptr_t gib)
 {
-	void *expected = NULL, *n = atomic_load_explicit(slot, memory_order_acquire);
+	uintptr_t k;
+
+	for (uintptr_t i = gib & dir->mask;; i = (i + 1) & dir->mask) {
+		k = atomic_load_explicit(&dir->slot[i].key, memory_order_acquire);
+		if (k == gib + 1)
+			return &dir->slot[i];
+		if (!k)
+			return NULL;
+	}
+}
+
+/* A new key (flt_lock held): its fields first, the key last (release). */
+static struct mrl_flt_slot *flt_dir_put(struct mrl_flt_dir *dir, uintptr_t gib,
+					struct mrl_flt_mid *mid, unsigned full)
+{
+	uintptr_t i = gib & dir->mask;
+
+	while (atomic_load_explicit(&dir->slot[i].key, memory_order_relaxed))
+		i = (i + 1) & dir->mask;
+	atomic_store_explicit(&dir->slot[i].mid, mid, memory_order_relaxed);
+	atomic_store_explicit(&dir->slot[i].full, (unsigned char)full, memory_order_relaxed);
+	atomic_store_explicit(&dir->slot[i].key, gib + 1, memory_order_release);
+	dir->used++;
+	return &dir->slot[i];
+}
+
+/*
+ * Install GiB `gib` (and its mid node when `want_mid`), no cache lock held.
+ * Allocations happen with flt_lock released; a full directory is replaced by
+ * one twice its size inside a write section (the counts it copies change
+ * only in write sections). NULL if out of memory.
+ */
+static struct mrl_flt_slot *flt_install(struct mrl_cache *cache, uintptr_t gib,
+					bool want_mid)
+{
+	struct mrl_flt_dir *dir, *grown = NULL;
+	struct mrl_flt_mid *mid = NULL;
+	struct mrl_flt_slot *slot;
+	uintptr_t want = 0;
+	bool room;
+
+	for (;;) {
+		pthread_mutex_lock(&cache->flt_lock);
+		dir = atomic_load_explicit(&cache->flt_dir, memory_order_relaxed);
+		slot = dir ? flt_dir_find(dir, gib) : NULL;
+		room = dir && 2 * (dir->used + 1) <= dir->mask + 1;
+		if (slot && (!want_mid || atomic_load_explicit(&slot->mid, memory_order_relaxed)))
+			break;
+		if (slot && mid) {	/* the key is there, its mid node was not */
+			atomic_store_explicit(&slot->mid, mid, memory_order_release);
+			mid = NULL;
+			break;
+		}
+		if (!slot && room && (!want_mid || mid)) {
+			slot = flt_dir_put(dir, gib, mid, 0);
+			mid = NULL;
+			break;
+		}
+		want = slot || room ? 0 : dir ? 2 * (dir->mask + 1) : MRL_FLT_DIR_MIN;
+		if (want && grown && grown->mask + 1 >= want) {
+			/* Full: the copy in a write section, then publish. */
+			write_enter(cache);
+			for (uintptr_t i = 0; dir && i <= dir->mask; i++) {
+				uintptr_t k = atomic_load_explicit(&dir->slot[i].key,
+								   memory_order_relaxed);
+
+				if (k)
+					flt_dir_put(grown, k - 1,
+						    atomic_load_explicit(&dir->slot[i].mid,
+									 memory_order_relaxed),
+						    atomic_load_explicit(&dir->slot[i].full,
+									 memory_order_relaxed));
+			}
+			grown->older = dir;
+			atomic_store_explicit(&cache->flt_dir, grown, memory_order_release);
+			write_exit(cache);
+			grown = NULL;
+			pthread_mutex_unlock(&cache->flt_lock);
+			continue;
+		}
+		pthread_mutex_unlock(&cache->flt_lock);
+		if (want_mid && !mid && !(mid = calloc(1, sizeof(*mid))))
+			goto err;
+		if (want && (!grown || grown->mask + 1 < want)) {
+			free(grown);
+			grown = calloc(1, sizeof(*grown) + want * sizeof(grown->slot[0]));
+			if (!grown)
+				goto err;
+			grown->mask = want - 1;
+		}
+	}
+	pthread_mutex_unlock(&cache->flt_lock);
+	free(mid);
+	free(grown);
+	return slot;
+err:
+	free(mid);
+	free(grown);
+	return NULL;
+}
+
+/* The slot of GiB `gib`, or NULL (lock-free). */
+static inline struct mrl_flt_slot *flt_slot(struct mrl_cache *cache, uintptr_t gib)
+{
+	struct mrl_flt_dir *dir = atomic_load_explicit(&cache->flt_dir, memory_order_acquire);
+
+	return dir ? flt_dir_find(dir, gib) : NULL;
+}
+
+/* The leaf at *slot, installed first when `install` (a zeroed one, by CAS, no
+ * lock held); NULL if missing or out of memory. */
+static struct mrl_flt_leaf *flt_leaf(_Atomic(struct mrl_flt_leaf *) *slot, bool install)
+{
+	struct mrl_flt_leaf *expected = NULL,
+			    *n = atomic_load_explicit(slot, memory_order_acquire);
 
 	if (n || !install)
 		return n;
-	n = calloc(1, size);
+	n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
 	if (!atomic_compare_exchange_strong_explicit(slot, &expected, n,
@@ -1034,20 +1171,20 @@ static void *flt_node(void *_Atomic *slot, bool install, size_t size)
 
 /*
  * Walk the decomposition of an entry's [lo, hi): the coarsest level each
- * part fully covers. delta 0 installs the nodes the entry will count in
- * (before the write section, no lock held); +1/-1 counts it in or out
+ * part fully covers. delta 0 installs the keys and nodes the entry will count
+ * in (before the write section, no lock held); +1/-1 counts it in or out
  * (inside a write section, nodes already there). A missing node leaves the
  * filter broken, i.e. always "maybe".
  */
 static void flt_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi, int delta)
 {
 	bool install = delta == 0;
-	struct mrl_flt_top *top;
+	struct mrl_flt_slot *slot;
 	struct mrl_flt_mid *mid;
 	struct mrl_flt_leaf *leaf;
 	uintptr_t a;
 
-	if (hi > MRL_FLT_LIMIT || hi - lo >= ((uintptr_t)1 << MRL_FLT_ROOT)) {
+	if (hi > MRL_FLT_LIMIT) {
 		if (delta)
 			atomic_store_explicit(&cache->flt_unfiltered,
 					      atomic_load_explicit(&cache->flt_unfiltered,
@@ -1056,18 +1193,21 @@ static void flt_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi, int 
 		return;
 	}
 	for (a = lo & ~(((uintptr_t)1 << MRL_FLT_PAGE) - 1); a < hi;) {
-		top = flt_node((void *_Atomic *)&cache->flt_root[flt_idx(a, MRL_FLT_ROOT)],
-			       install, sizeof(*top));
-		if (!top)
+		bool whole = flt_covers(a, hi, MRL_FLT_TOP);
+
+		slot = flt_slot(cache, a >> MRL_FLT_TOP);
+		if (install && (!slot || (!whole && !atomic_load_explicit(&slot->mid,
+									   memory_order_acquire))))
+			slot = flt_install(cache, a >> MRL_FLT_TOP, !whole);
+		if (!slot)
 			goto broken;
-		if (flt_covers(a, hi, MRL_FLT_TOP)) {
+		if (whole) {
 			if (delta)
-				flt_count(&top->full[flt_idx(a, MRL_FLT_TOP)], delta);
+				flt_count(&slot->full, delta);
 			a = flt_next(a, MRL_FLT_TOP);
 			continue;
 		}
-		mid = flt_node((void *_Atomic *)&top->mid[flt_idx(a, MRL_FLT_TOP)],
-			       install, sizeof(*mid));
+		mid = atomic_load_explicit(&slot->mid, memory_order_acquire);
 		if (!mid)
 			goto broken;
 		if (flt_covers(a, hi, MRL_FLT_MID)) {
@@ -1076,8 +1216,7 @@ static void flt_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi, int 
 			a = flt_next(a, MRL_FLT_MID);
 			continue;
 		}
-		leaf = flt_node((void *_Atomic *)&mid->leaf[flt_idx(a, MRL_FLT_MID)],
-				install, sizeof(*leaf));
+		leaf = flt_leaf(&mid->leaf[flt_idx(a, MRL_FLT_MID)], install);
 		if (!leaf)
 			goto broken;
 		if (!delta) {
@@ -1095,7 +1234,8 @@ broken:
 /* False only if no live entry of the cache touches a page of [lo, hi). */
 static bool flt_maybe(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
 {
-	struct mrl_flt_top *top;
+	struct mrl_flt_dir *dir;
+	struct mrl_flt_slot *slot;
 	struct mrl_flt_mid *mid;
 	struct mrl_flt_leaf *leaf;
 	unsigned scanned = 0;
@@ -1105,18 +1245,18 @@ static bool flt_maybe(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
 	    atomic_load_explicit(&cache->flt_unfiltered, memory_order_relaxed) ||
 	    atomic_load_explicit(&cache->flt_broken, memory_order_relaxed))
 		return true;
+	dir = atomic_load_explicit(&cache->flt_dir, memory_order_acquire);
+	if (!dir)
+		return false;
 	for (a = lo & ~(((uintptr_t)1 << MRL_FLT_PAGE) - 1); a < hi && a;) {
-		top = atomic_load_explicit(&cache->flt_root[flt_idx(a, MRL_FLT_ROOT)],
-					   memory_order_acquire);
-		if (!top) {
-			a = flt_next(a, MRL_FLT_ROOT);
+		slot = flt_dir_find(dir, a >> MRL_FLT_TOP);
+		if (!slot) {
+			a = flt_next(a, MRL_FLT_TOP);
 			continue;
 		}
-		if (atomic_load_explicit(&top->full[flt_idx(a, MRL_FLT_TOP)],
-					 memory_order_relaxed))
+		if (atomic_load_explicit(&slot->full, memory_order_relaxed))
 			return true;
-		mid = atomic_load_explicit(&top->mid[flt_idx(a, MRL_FLT_TOP)],
-					   memory_order_acquire);
+		mid = atomic_load_explicit(&slot->mid, memory_order_acquire);
 		if (!mid) {
 			a = flt_next(a, MRL_FLT_TOP);
 			continue;
@@ -1141,22 +1281,20 @@ static bool flt_maybe(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
 
 static void flt_free(struct mrl_cache *cache)
 {
-	struct mrl_flt_top *top;
+	struct mrl_flt_dir *dir = atomic_load(&cache->flt_dir), *older;
 	struct mrl_flt_mid *mid;
 
-	for (unsigned i = 0; i < MRL_FLT_ROOT_FAN; i++) {
-		top = atomic_load(&cache->flt_root[i]);
-		if (!top)
+	for (uintptr_t i = 0; dir && i <= dir->mask; i++) {
+		mid = atomic_load(&dir->slot[i].mid);
+		if (!mid)
 			continue;
-		for (unsigned j = 0; j < MRL_FLT_FAN; j++) {
-			mid = atomic_load(&top->mid[j]);
-			if (!mid)
-				continue;
-			for (unsigned k = 0; k < MRL_FLT_FAN; k++)
-				free(atomic_load(&mid->leaf[k]));
-			free(mid);
-		}
-		free(top);
+		for (unsigned k = 0; k < MRL_FLT_FAN; k++)
+			free(atomic_load(&mid->leaf[k]));
+		free(mid);
+	}
+	for (; dir; dir = older) {
+		older = dir->older;
+		free(dir);
 	}
 }
 
@@ -1212,27 +1350,71 @@ static void write_exit(struct mrl_cache *cache)
 }
 
 /*
- * A write section that may insert: the node reserve holds enough nodes for a
- * split up a full-height path, allocated beforehand with no lock held.
- * Returns -FI_ENOMEM (no lock held) if the reserve cannot be filled.
+ * Nodes an insert at `base` takes from the reserve (need[0] inner, need[1]
+ * leaves): none when its leaf has room; else a leaf, an inner node per full
+ * level above it, and a new root when every level is full. When an entry at
+ * `base` is there, its replacement first removes it, which may unlink the
+ * leaf and send the insert elsewhere: then the whole height (the bound for
+ * any insert).
  */
-static int write_enter_reserved(struct mrl_cache *cache, struct mrl_cache_domain *dom)
+static void bt_need(const struct mrl_btnode *root, unsigned height, uintptr_t base,
+		    unsigned need[2])
+{
+	const struct mrl_btnode *path[MRL_BT_MAX_DEPTH], *n = root;
+	int d = 0;
+
+	need[0] = need[1] = 0;
+	if (!n) {
+		need[1] = 1;
+		return;
+	}
+	while (!n->leaf) {
+		path[d++] = n;
+		n = n->ptr[bt_child(n, base)];
+	}
+	for (int i = 0; i < n->count; i++) {
+		if (n->key[i] == base) {
+			need[0] = height;
+			need[1] = 1;
+			return;
+		}
+	}
+	if (n->count < MRL_BT_FAN)
+		return;
+	need[1] = 1;
+	while (d && path[d - 1]->count == MRL_BT_FAN) {
+		need[0]++;
+		d--;
+	}
+	if (!d)
+		need[0]++;	/* the root splits: a new root */
+}
+
+/*
+ * A write section that may insert an entry at `base` into dom's index: the
+ * node reserve holds what that insert can take (bt_need, computed inside the
+ * section on the index as it is), allocated beforehand with no lock held, so
+ * the insert never runs short halfway and the reserve stays as small as the
+ * inserts need (usually empty: a split's nodes are allocated just before
+ * it). Returns -FI_ENOMEM (no lock held) if the reserve cannot be filled.
+ */
+static int write_enter_reserved(struct mrl_cache *cache, struct mrl_cache_domain *dom,
+				uintptr_t base)
 {
 	struct mrl_btnode *chain = NULL, *n;
-	unsigned want[2];
+	unsigned need[2], want[2];
 
 	for (;;) {
 		write_enter(cache);
-		/* One insert into dom's index splits at most a leaf and one inner
-		 * node per level above it, and adds a root: height inner nodes. */
-		if (cache->nspare[false] >= dom->height && cache->nspare[true] >= 1)
+		bt_need(dom->root, dom->height, base, need);
+		if (cache->nspare[false] >= need[false] && cache->nspare[true] >= need[true])
 			return 0;
-		want[false] = cache->nspare[false] < dom->height + 1 ?
-				      dom->height + 1 - cache->nspare[false] : 0;
-		want[true] = !cache->nspare[true];
+		for (int leaf = 0; leaf < 2; leaf++)
+			want[leaf] = cache->nspare[leaf] < need[leaf] ?
+					     need[leaf] - cache->nspare[leaf] : 0;
 		write_exit(cache);
 		for (int leaf = 0; leaf < 2; leaf++) {
-			for (unsigned i = 0; i < want[leaf] && i < 64; i++) {
+			for (unsigned i = 0; i < want[leaf]; i++) {
 				if (posix_memalign((void **)&n, MRL_CACHELINE, bt_size(leaf)))
 					break;
 				n->leaf = leaf;
@@ -1461,6 +1643,11 @@ int mrl_cache_create(const struct mrl_cache_config *config,
 		ret = -ret;
 		goto err_free;
 	}
+	ret = pthread_mutex_init(&cache->flt_lock, NULL);
+	if (ret) {
+		ret = -ret;
+		goto err_lock;
+	}
 	page = sysconf(_SC_PAGESIZE);
 	cache->page_size = page > 0 ? (size_t)page : 4096;
 	cache->max_count = config && config->max_count ? config->max_count :
@@ -1475,6 +1662,8 @@ int mrl_cache_create(const struct mrl_cache_config *config,
 	*cache_out = cache;
 	return 0;
 
+err_lock:
+	pthread_mutex_destroy(&cache->lock);
 err_free:
 	free(cache);
 	return ret;
@@ -1487,6 +1676,7 @@ static void cache_unref(struct mrl_cache *cache)
 	reserve_trim(cache, 0);
 	flt_free(cache);
 	slot_free(cache->slot);
+	pthread_mutex_destroy(&cache->flt_lock);
 	pthread_mutex_destroy(&cache->lock);
 	free(cache);
 }
@@ -1575,7 +1765,7 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 			p->stale = true;
 	write_exit(cache);
 	drop_chain(chain);
-	reserve_trim(cache, 4 * MRL_BT_RESERVE);
+	reserve_trim(cache, MRL_BT_KEEP);
 	domain_unref(dom);
 }
 
@@ -1896,7 +2086,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	if (!ret)
 		flt_update(cache, lo, hi, 0);
 
-	rret = ret ? 0 : write_enter_reserved(cache, dom);
+	rret = ret ? 0 : write_enter_reserved(cache, dom, lo);
 	if (ret || rret)
 		write_enter(cache);
 	if (ret || (rret && !pending.stale)) {
@@ -2017,7 +2207,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	atomic_store_explicit(&reg->refs, 2 | MRL_REF_USED, memory_order_release);
 
 	flt_update(cache, start, end, 0);
-	if (write_enter_reserved(cache, dom)) {
+	if (write_enter_reserved(cache, dom, start)) {
 		pool_free(reg);
 		return -FI_ENOMEM;
 	}
