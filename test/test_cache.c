@@ -898,6 +898,174 @@ static void test_domains_beyond_the_stat_slots_share_one_and_still_work(void)
 	fixture_close();
 }
 
+/* Entries live in per-domain slabs of several sizes and find their cold part
+ * (the registrar's handle) by index arithmetic: an off-by-one there would
+ * close another entry's handle or read a neighbour's. */
+static void test_entries_in_every_slab_keep_their_own_handles(void)
+{
+	enum { N = 700 };	/* slabs of 32, 32, 64, 128, 256 and 256 */
+	static struct mrl_registration *regs[N];
+	struct fi_mrlease_stats st;
+
+	CHECK_FI(fixture_open(0, 0));
+	for (int i = 0; i < N; i++) {
+		CHECK_FI(mrl_cache_acquire(dom, P(2 * i) + 8, P(2 * i) + 16, &regs[i]));
+		/* The counting registrar hands out its record as both. */
+		CHECK(mrl_registration_mr(regs[i]) == mrl_registration_desc(regs[i]));
+		CHECK(regs[i]->base == P(2 * i) && regs[i]->end == P(2 * i + 1));
+	}
+	for (int i = 0; i < N; i++) {
+		CHECK(!creg_is_closed(mrl_registration_mr(regs[i])));
+		for (int j = i + 1; j < N && j < i + 40; j++)
+			CHECK(mrl_registration_mr(regs[i]) != mrl_registration_mr(regs[j]));
+	}
+	mrl_cache_domain_stats(dom, &st);
+	CHECK_EQ(N, st.entries);
+	/* Retire every other one: each closes its own handle, and only that. */
+	for (int i = 0; i < N; i += 2) {
+		CHECK_FI(mrl_cache_invalidate(cache, P(2 * i), P(2 * i) + 1));
+		CHECK(!creg_is_closed(mrl_registration_mr(regs[i])));	/* leased */
+		mrl_lease_release(regs[i]);
+	}
+	CHECK_EQ(N / 2, atomic_load(&creg.closed));
+	for (int i = 1; i < N; i += 2) {
+		CHECK(!creg_is_closed(mrl_registration_mr(regs[i])));
+		mrl_lease_release(regs[i]);
+	}
+	fixture_close();
+	CHECK_EQ(N, atomic_load(&creg.closed));
+	CHECK_EQ(0, atomic_load(&creg.double_closed));
+}
+
+/* A closed domain's entry slabs are kept (the lock-free hit path may still
+ * touch them) and must be reused by the next domain, not leaked per domain. */
+static void test_closed_domain_slabs_are_adopted_by_the_next_domain(void)
+{
+	struct mrl_registration *r;
+	size_t idle0, idle1, idle2;
+
+	CHECK_FI(fixture_open(0, 0));
+	for (int i = 0; i < 40; i++) {
+		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &r));
+		mrl_lease_release(r);
+	}
+	idle0 = mrl_cache_pool_idle_bytes();
+	fixture_close();
+	idle1 = mrl_cache_pool_idle_bytes();
+	CHECK(idle1 >= idle0 + 40 * (sizeof(struct mrl_registration) +
+				     sizeof(struct mrl_reg_cold)));
+	CHECK_FI(fixture_open(0, 0));
+	CHECK_FI(mrl_cache_acquire(dom, P(3), P(3) + 8, &r));
+	idle2 = mrl_cache_pool_idle_bytes();
+	CHECK(idle2 < idle1);
+	CHECK(mrl_registration_mr(r) == mrl_registration_desc(r));
+	CHECK_EQ(0, atomic_load(&creg.closed));
+	mrl_lease_release(r);
+	fixture_close();
+	CHECK_EQ(1, atomic_load(&creg.closed));
+}
+
+/* The filter's directory of GiBs starts at 8 slots and doubles as entries
+ * spread out; a key lost in a growth would make invalidate skip an entry. */
+static void test_filter_directory_grows_and_finds_every_gib(void)
+{
+	enum { G = 40 };
+	const uintptr_t gib = 1ull << 30, g0 = 256 * gib, whole = g0 + 100 * gib;
+	struct mrl_registration *r, *big, *inside;
+	struct fi_mrlease_stats st;
+
+	CHECK_FI(fixture_open(0, 0));
+	for (uintptr_t k = 0; k < G; k++) {
+		/* Every third GiB skipped: the probes below cross empty ones. */
+		r = track(dom, &creg, g0 + 3 * k * gib + k * page_size,
+			  g0 + 3 * k * gib + (k + 1) * page_size);
+		CHECK(r);
+		mrl_lease_release(r);
+	}
+	big = track(dom, &creg, whole, whole + gib);	/* counted per GiB */
+	inside = track(dom, &creg, whole + 5 * page_size, whole + 6 * page_size);
+	CHECK(big && inside);
+	mrl_lease_release(big);
+	mrl_lease_release(inside);
+	/* Misses in every touched GiB and across the empty ones retire nothing. */
+	for (uintptr_t k = 0; k < G; k++)
+		CHECK_FI(mrl_cache_invalidate(cache, g0 + 3 * k * gib + (k + 2) * page_size,
+					      g0 + 3 * k * gib + gib));
+	CHECK_FI(mrl_cache_invalidate(cache, g0 + gib, g0 + 3 * gib));
+	mrl_cache_domain_stats(dom, &st);
+	CHECK_EQ(G + 2, st.entries);
+	CHECK_EQ(0, atomic_load(&creg.closed));
+	/* A byte inside each retires exactly that one. */
+	for (uintptr_t k = 0; k < G; k++) {
+		uintptr_t a = g0 + 3 * k * gib + k * page_size + 17;
+
+		CHECK_FI(mrl_cache_invalidate(cache, a, a + 1));
+		CHECK(mrl_cache_lookup(dom, a, a + 1) == NULL);
+		CHECK_EQ(k + 1, atomic_load(&creg.closed));
+	}
+	/* Inside the whole GiB, away from the small entry: only the big one. */
+	CHECK_FI(mrl_cache_invalidate(cache, whole + gib / 2, whole + gib / 2 + 1));
+	CHECK_EQ(G + 1, atomic_load(&creg.closed));
+	r = mrl_cache_lookup(dom, whole + 5 * page_size, whole + 5 * page_size + 1);
+	CHECK(r == inside);
+	if (r)
+		mrl_lease_release(r);
+	fixture_close();
+	CHECK_EQ(G + 2, atomic_load(&creg.closed));
+}
+
+/* The index node reserve is filled to what the next insert can take, counted
+ * on its path; a shortfall would crash a write section halfway. Ascending and
+ * descending runs, replacements at the base of a lone entry (whose removal
+ * sends the insert to a full neighbour) and holes, checked by lookups. */
+static void test_index_reserve_covers_every_insert_shape(void)
+{
+	enum { N = 6000 };
+	static bool live[2 * N];
+	struct mrl_registration *r;
+	int n = 0;
+
+	CHECK_FI(fixture_open(1u << 20, 0));
+	for (int i = 0; i < N; i++) {		/* ascending: appends split */
+		r = track(dom, &creg, P(2 * i), P(2 * i + 1));
+		CHECK(r);
+		mrl_lease_release(r);
+		live[2 * i] = true;
+	}
+	for (int i = 2 * N - 1; i > 0; i -= 2) {	/* descending, between */
+		r = track(dom, &creg, P(i), P(i + 1));
+		CHECK(r);
+		mrl_lease_release(r);
+		live[i] = true;
+	}
+	/* Leaves with a lone entry: holes of 15 around every 16th. */
+	for (int i = 0; i < 2 * N; i++) {
+		if (i % 64 < 32 && i % 16) {
+			CHECK_FI(mrl_cache_invalidate(cache, P(i), P(i) + 1));
+			live[i] = false;
+		}
+	}
+	for (int i = 0; i < 2 * N; i += 16) {	/* replace the lone ones */
+		r = track(dom, &creg, P(i), P(i + 1));
+		CHECK(r);
+		mrl_lease_release(r);
+		CHECK_FI(mrl_cache_acquire_based(dom, P(i) + 8, P(i) + 24, &r));
+		mrl_lease_release(r);
+	}
+	for (int i = 0; i < 2 * N; i++) {
+		r = mrl_cache_lookup(dom, P(i) + 1, P(i) + 2);
+		CHECK_MSG(live[i] == (r != NULL), "page %d", i);
+		if (r) {
+			CHECK(r->base == P(i) && r->end == P(i + 1));
+			mrl_lease_release(r);
+		}
+		n += live[i];
+	}
+	fixture_close();
+	CHECK_EQ(atomic_load(&creg.registered), atomic_load(&creg.closed));
+	CHECK(n > N);
+}
+
 int main(void)
 {
 	page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -925,6 +1093,10 @@ int main(void)
 	MRL_RUN(test_alternating_two_entries_on_one_thread_hits_both_hot_ways);
 	MRL_RUN(test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entries);
 	MRL_RUN(test_domains_beyond_the_stat_slots_share_one_and_still_work);
+	MRL_RUN(test_entries_in_every_slab_keep_their_own_handles);
+	MRL_RUN(test_closed_domain_slabs_are_adopted_by_the_next_domain);
+	MRL_RUN(test_filter_directory_grows_and_finds_every_gib);
+	MRL_RUN(test_index_reserve_covers_every_insert_shape);
 	MRL_RUN(test_every_registration_closed_exactly_once);
 	return mrl_test_done();
 }

@@ -1352,13 +1352,14 @@ static void write_exit(struct mrl_cache *cache)
 /*
  * Nodes an insert at `base` takes from the reserve (need[0] inner, need[1]
  * leaves): none when its leaf has room; else a leaf, an inner node per full
- * level above it, and a new root when every level is full. When an entry at
- * `base` is there, its replacement first removes it, which may unlink the
- * leaf and send the insert elsewhere: then the whole height (the bound for
- * any insert).
+ * level above it, and a new root when every level is full. A replacement at
+ * the same base removes the old entry first; that removal gives back every
+ * node it unlinks (an emptied leaf, each emptied ancestor, a collapsed
+ * root), and the first ancestor it leaves non-empty lost a child, so an
+ * insert sent elsewhere by it splits at most the levels that were given
+ * back: the estimate on the index before the removal is enough.
  */
-static void bt_need(const struct mrl_btnode *root, unsigned height, uintptr_t base,
-		    unsigned need[2])
+static void bt_need(const struct mrl_btnode *root, uintptr_t base, unsigned need[2])
 {
 	const struct mrl_btnode *path[MRL_BT_MAX_DEPTH], *n = root;
 	int d = 0;
@@ -1371,13 +1372,6 @@ static void bt_need(const struct mrl_btnode *root, unsigned height, uintptr_t ba
 	while (!n->leaf) {
 		path[d++] = n;
 		n = n->ptr[bt_child(n, base)];
-	}
-	for (int i = 0; i < n->count; i++) {
-		if (n->key[i] == base) {
-			need[0] = height;
-			need[1] = 1;
-			return;
-		}
 	}
 	if (n->count < MRL_BT_FAN)
 		return;
@@ -1406,7 +1400,7 @@ static int write_enter_reserved(struct mrl_cache *cache, struct mrl_cache_domain
 
 	for (;;) {
 		write_enter(cache);
-		bt_need(dom->root, dom->height, base, need);
+		bt_need(dom->root, base, need);
 		if (cache->nspare[false] >= need[false] && cache->nspare[true] >= need[true])
 			return 0;
 		for (int leaf = 0; leaf < 2; leaf++)
