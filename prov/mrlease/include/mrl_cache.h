@@ -33,7 +33,9 @@
  * back into the application (span resolver). Retired entries are chained
  * intrusively and their references dropped after the lock is released, so
  * invalidate never allocates memory. A small separate pool lock guards the
- * entry allocator.
+ * entry slabs; the filter's lock (installing its directory keys and nodes
+ * before a write section) is never taken under cache->lock nor by
+ * invalidate.
  *
  * Hit path. Each thread keeps, per domain, its last two entries (a 2-way hot
  * slot, so a thread alternating a send and a receive buffer hits on both) and
@@ -44,8 +46,9 @@
  * tried first, then way 1; a way-1 hit stays in way 1 (no swap). A lookup
  * that walks the index fills the slot: the found entry refreshes its own way
  * if it is in one, else way 0 moves to way 1 and the entry takes way 0.
- * Entries are pool memory that is never unmapped, so a stale way costs a
- * wasted increment, never a fault. The hit path therefore writes the leased
+ * Entries live in slabs that are never unmapped (a closed domain's slabs
+ * serve the next domain), so a stale way costs a wasted increment, never a
+ * fault. The hit path therefore writes the leased
  * entry's reference count and the thread's own counters, nothing shared; two
  * threads on distinct entries do not slow each other. It and
  * mrl_lease_release are inline (below), about 40 instructions for the pair.
@@ -55,8 +58,14 @@
  *
  * Invalidate. A range outside the cache's bounds, or whose pages a
  * lock-free page-occupancy filter (counts per page, 2 MiB block and GiB,
- * updated in write sections) shows empty, returns after a few loads; then a
+ * updated in write sections; its size follows the GiBs and 2 MiB blocks the
+ * entries touch) shows empty, returns after a few loads; then a
  * read-section index walk; only a real overlap takes the write section.
+ *
+ * Memory. An entry is 48 bytes (a 32-byte hot part and a 16-byte cold part
+ * in its domain's slab), plus 16.5 bytes of index leaf; fixed costs grow
+ * with the cache (slabs of 32 entries first, the filter per GiB and 2 MiB
+ * block touched, an index node reserve of what the next insert can take).
  *
  * Misses. A miss resolves the extent (span resolver, else the operand's
  * page-aligned pages), registers it with no lock held, then inserts under the
@@ -384,7 +393,7 @@ void mrl_registration_last(struct mrl_registration *reg);
 
 /*
  * The hit path: the entry of the first hot way covering the operand (way 0,
- * else way 1), leased by increment-if-not-zero (pool memory is never
+ * else way 1), leased by increment-if-not-zero (slab memory is never
  * unmapped, so a stale way costs a wasted increment), kept only if the
  * domain's generation is unchanged after the increment (no retire since that
  * way was filled: the reference is on that live entry). Anything else goes

@@ -3,9 +3,11 @@
  * The lease cache (see mrl_cache.h for the invariants).
  *
  * Layout of this file: per-thread reader records (read sections and hit
- * counters), statistic slots, the entry pool, the interval index (an AVL tree
- * keyed by base, augmented with the max end of each subtree), the write
- * section, then the cache operations.
+ * counters), statistic slots, the entry slabs (hot and cold parts of each
+ * entry, per domain), the interval index (a B+tree keyed by base, each inner
+ * slot carrying the max end of its subtree), the overlap filter (a directory
+ * of touched GiBs over page-count tables), read and write sections with the
+ * node reserve, then the cache operations.
  */
 #include "config.h"
 
@@ -1779,7 +1781,7 @@ void mrl_cache_set_span(struct mrl_cache_domain *dom, fi_mrlease_span_fn fn,
  * domain (one hot way), leased without a read section. The way is trusted
  * only while the domain's generation is the one seen when it was filled
  * (every retire changes it).
- * Entries are pool memory that is never unmapped, so the reference is taken
+ * Entries are slab memory that is never unmapped, so the reference is taken
  * first (increment if not zero) and the generation checked again: unchanged
  * means no retire happened since the fill, so the reference is on that very
  * entry, which a retire could not have freed. Otherwise it is given back.
