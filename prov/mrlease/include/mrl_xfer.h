@@ -174,6 +174,7 @@ enum mrl_op_flags {
 	MRL_OP_MULTI_RECV = 1 << 1, /* ends at a completion with FI_MULTI_RECV */
 	MRL_OP_EXTRA = 1 << 2,	    /* lease overflow of another op, not posted */
 	MRL_OP_CHAINED = 1 << 3,    /* has extra ops (next) */
+	MRL_OP_OWNED = 1 << 4,	    /* posted by its shared pool's owner */
 };
 
 struct mrl_op_pool;
@@ -221,6 +222,8 @@ struct mrl_op_chunk;
 
 struct mrl_op_pool {
 	const struct mrl_domain *domain;
+	/* Its endpoint's cache domain (mrl_xep.cache), for the hit path. */
+	struct mrl_cache_domain *cache;
 	/* Posts, completions and endpoint close never run at the same time
 	 * (FI_THREAD_DOMAIN, FI_THREAD_COMPLETION: the application
 	 * serialises every object sharing a completion structure): the free
@@ -229,6 +232,15 @@ struct mrl_op_pool {
 	 * posters pop and completions push from any thread. */
 	bool serial;
 	struct mrl_op *free;		 /* serial: the free list */
+	/* The thread that created the pool, its "owner" (usually the one
+	 * that posts), keeps the ops it posted (MRL_OP_OWNED) and completed
+	 * itself on a list of its own, linked by next: plain pops and a
+	 * release store per push, no read-modify-write. Only the owner
+	 * changes it; endpoint close counts it (mrl_op_pool_settled). An op
+	 * another thread completes goes to the free list or shared stack, so
+	 * the list holds at most what the owner had in flight. */
+	const void *owner;		 /* mrl_thread_self() of the creator */
+	_Atomic(struct mrl_op *) owned;
 	/* shared: top of the free stack, (ABA tag << 32) | mrl_op_code of
 	 * the top op; code 0 (a chunk header, never an op) is empty. */
 	_Atomic uint64_t shared;
@@ -278,6 +290,21 @@ static inline struct mrl_op *mrl_op_of_context(void *ctx,
 	return op;
 }
 
+/* The calling thread's identity for pool ownership, unique among live
+ * threads: its thread pointer (one load on x86-64). A thread that reuses a
+ * dead owner's pointer becomes the owner, which is safe (the dead one no
+ * longer touches the list). */
+static inline const void *mrl_thread_self(void)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+	return __builtin_thread_pointer();
+#else
+	static __thread char self;
+
+	return &self;
+#endif
+}
+
 /* A pool for endpoints of `threading`: locked poster side unless the
  * application serialises calls on the endpoint, serial (see above) under
  * FI_THREAD_DOMAIN and FI_THREAD_COMPLETION. */
@@ -317,19 +344,22 @@ static inline struct mrl_op *mrl_op_at(const struct mrl_op_pool *pool,
  * clears it in shared pools, mrl_op_get in serial ones): mrl_op_set_live
  * initialises the rest of what a live op needs.
  */
-static inline struct mrl_op *mrl_op_get(struct mrl_op_pool *pool)
+static inline struct mrl_op *mrl_op_get_serial(struct mrl_op_pool *pool)
+{
+	struct mrl_op *op = pool->free;
+
+	if (op) {
+		pool->free = op->next;
+		op->next = NULL;
+	}
+	return op;
+}
+
+static inline struct mrl_op *mrl_op_get_shared(struct mrl_op_pool *pool)
 {
 	struct mrl_op *op;
 	uint64_t head, top;
 
-	if (pool->serial) {
-		op = pool->free;
-		if (op) {
-			pool->free = op->next;
-			op->next = NULL;
-		}
-		return op;
-	}
 	head = atomic_load_explicit(&pool->shared, memory_order_acquire);
 	do {
 		if (!(uint32_t)head)
@@ -346,8 +376,28 @@ static inline struct mrl_op *mrl_op_get(struct mrl_op_pool *pool)
 	return op;
 }
 
+static inline struct mrl_op *mrl_op_get(struct mrl_op_pool *pool)
+{
+	return pool->serial ? mrl_op_get_serial(pool) :
+			      mrl_op_get_shared(pool);
+}
+
+/* The owner's pop (owner thread only): its own list first. */
+static inline struct mrl_op *mrl_op_get_owned(struct mrl_op_pool *pool)
+{
+	struct mrl_op *op = atomic_load_explicit(&pool->owned,
+						 memory_order_relaxed);
+
+	if (!op)
+		return mrl_op_get(pool);
+	atomic_store_explicit(&pool->owned, op->next, memory_order_relaxed);
+	op->next = NULL;
+	return op;
+}
+
 /* Push the chain first .. last (linked by next; last->next ignored) onto
- * the pool's free list; any thread. */
+ * the pool's free list (the owner's own list when the owner returns an op
+ * it posted); any thread. */
 void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 		      struct mrl_op *last);
 
@@ -369,7 +419,16 @@ static inline void mrl_op_put_shared(struct mrl_op_pool *pool,
 		memory_order_relaxed));
 }
 
-/* Push one op whose next is NULL (no extras); any thread. */
+/* The owner's push of an op it posted (shared pools, owner thread only). */
+static inline void mrl_op_put_owned(struct mrl_op_pool *pool,
+				    struct mrl_op *op)
+{
+	op->next = atomic_load_explicit(&pool->owned, memory_order_relaxed);
+	atomic_store_explicit(&pool->owned, op, memory_order_release);
+}
+
+/* Push one op whose next is NULL (no extras) onto the serial list or the
+ * shared stack; any thread. */
 static inline void mrl_op_put(struct mrl_op_pool *pool, struct mrl_op *op)
 {
 	if (pool->serial) {
@@ -414,8 +473,8 @@ bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 
 /*
  * mrl_op_complete for a successful completion, with the common case inline:
- * a LIVE op with one lease and no flag (no extras, visible, not
- * multi-recv): the state change (a CAS in a shared pool: completion and
+ * a LIVE op with one lease and no flag but MRL_OP_OWNED (no extras,
+ * visible, not multi-recv): the state change (a CAS in a shared pool: completion and
  * endpoint close release the leases once; in a serial pool they never run
  * at the same time), the application's context, the op back on its free
  * list, then the lease released from a copy: after the push the op may be
@@ -429,8 +488,24 @@ mrl_op_complete_ok(struct mrl_op *op, uint64_t flags, void **app_ctx)
 	struct mrl_op_pool *pool = op->pool;
 	struct mrl_registration *reg;
 	unsigned int state = MRL_OP_LIVE;
+	uint32_t shape = op->shape;
 
-	if (op->shape != mrl_op_shape(0, 1))
+	if (shape == mrl_op_shape(MRL_OP_OWNED, 1)) {
+		/* Posted by its pool's owner (a CAS in serial pools too). */
+		if (!atomic_compare_exchange_strong_explicit(
+			    &op->state, &state, MRL_OP_FREE,
+			    memory_order_acq_rel, memory_order_acquire))
+			return mrl_op_complete(op, flags, false, app_ctx);
+		*app_ctx = op->app_ctx;
+		reg = op->leases[0];
+		if (pool->owner == mrl_thread_self())
+			mrl_op_put_owned(pool, op);
+		else
+			mrl_op_put(pool, op);
+		mrl_lease_release(reg);
+		return true;
+	}
+	if (shape != mrl_op_shape(0, 1))
 		return mrl_op_complete(op, flags, false, app_ctx);
 	if (pool->serial) {
 		if (atomic_load_explicit(&op->state, memory_order_relaxed) !=
@@ -479,6 +554,9 @@ struct mrl_xdir {
 	uint16_t live_flags;	/* op flags of a leased non-converted non-msg
 				 * post (MRL_OP_MULTI_RECV from op_flags) */
 	uint64_t op_flags;	/* default op flags, for converted calls */
+	/* The endpoint's pool when single-buffer non-msg calls may take the
+	 * hit path (mrl_post_single: leasing, not converted), else NULL. */
+	struct mrl_op_pool *single;
 };
 
 struct mrl_xcntr;
@@ -660,36 +738,104 @@ static inline ssize_t mrl_post_end(struct mrl_post *p, ssize_t ret)
 }
 
 /*
- * The hit path of a single-buffer non-msg post that needs a lease: an op
- * straight off the poster's free list, LIVE with `flags` and one lease of
- * [buf, buf + len), whose descriptor goes to *desc. NULL when the post must
- * take its slow path: *err 0 (no buffer, a converted call, an empty free
- * list) or the lease failed (*err, the op is back on the list). A call that
- * is not converted needs no other op flag: the route reports it.
+ * The single-buffer hit path. A single-buffer call (fi_read, fi_write,
+ * fi_writedata, fi_send, fi_senddata, fi_recv and the tagged ones) whose
+ * operand needs a lease runs in two halves, so that no register is saved
+ * around the lease cache's out-of-line paths:
+ * 1. the application's call, with no stack frame: its checks, an op (the
+ *    pool's owner thread takes it off its own list inline: mrl_post_owned,
+ *    mrl_post_owned_take; other threads in the call's out-of-line pop:
+ *    mrl_post_pop), the call's operands and context stored in the op;
+ * 2. the call's leased half (noinline, four arguments: cache, buffer,
+ *    length, op): the lease into op->leases[0], the op LIVE, the inner call
+ *    with the operands read back from the op and the op as its context. A
+ *    failed lease returns the op and takes the slow path.
+ * The route of a call that is not converted reports it with no other op
+ * flag.
  */
-static inline __attribute__((always_inline)) struct mrl_op *
-mrl_post_single(struct mrl_xep *x, const struct mrl_xdir *d, const void *buf,
-		size_t len, void *context, uint16_t flags, void **desc,
-		int *err)
-{
-	struct mrl_op_pool *pool = x->pool;
-	struct mrl_registration *reg;
-	struct mrl_op *op;
-	int ret;
 
-	if (!buf || !pool || d->convert || !(op = mrl_op_get(pool)))
+/* The operands of a single-buffer call, kept in its op between the two
+ * halves: the provider's scratch space is ours until the inner call. */
+struct mrl_op_args {
+	struct fid_ep *fep;	/* the hook endpoint */
+	void *buf;
+	size_t len;
+	fi_addr_t peer;
+	uint64_t a, b, c;	/* rma: addr, key, data; msg: tag, ignore, data */
+};
+
+_Static_assert(sizeof(struct mrl_op_args) <= sizeof(struct fi_context2),
+	       "single-buffer operands do not fit in the provider context");
+
+static inline struct mrl_op_args *mrl_op_args(struct mrl_op *op)
+{
+	return (struct mrl_op_args *)(void *)&op->prov_ctx;
+}
+
+/* Store the operands every single-buffer call has (the family stores a, b,
+ * c as its call has them). */
+static inline void mrl_op_args_set(struct mrl_op *op, struct fid_ep *fep,
+				   const void *buf, size_t len, fi_addr_t peer,
+				   void *context)
+{
+	struct mrl_op_args *a = mrl_op_args(op);
+
+	a->peer = peer;
+	op->app_ctx = context;
+	a->fep = fep;
+	a->buf = (void *)buf;
+	a->len = len;
+}
+
+/*
+ * The first half's op when the calling thread owns the pool (`single` of
+ * the call's direction): the top of its own list, not yet taken; NULL (no
+ * buffer, no pool, another thread, an empty list) sends the call to its
+ * out-of-line pop. The caller stores the operands, then takes the op with
+ * mrl_post_owned_take: fewer values live at once, no register to save.
+ */
+static inline struct mrl_op *mrl_post_owned(struct mrl_op_pool *pool,
+					    const void *buf)
+{
+	if (!buf || !pool || pool->owner != mrl_thread_self())
 		return NULL;
-	ret = mrl_cache_acquire(x->cache, (uintptr_t)buf, (uintptr_t)buf + len,
-				&reg);
-	if (ret) {
-		mrl_op_put(pool, op);
-		*err = ret;
+	return atomic_load_explicit(&pool->owned, memory_order_relaxed);
+}
+
+static inline void mrl_post_owned_take(struct mrl_op_pool *pool,
+				       struct mrl_op *op, uint16_t flags)
+{
+	atomic_store_explicit(&pool->owned, op->next, memory_order_relaxed);
+	op->next = NULL;
+	op->shape = mrl_op_shape(flags | MRL_OP_OWNED, 1);
+}
+
+/* The out-of-line pop: an op for a single-buffer call with `flags` (and
+ * MRL_OP_OWNED for the owner), or NULL (no buffer, no pool, the region is
+ * exhausted: the slow path). */
+static inline struct mrl_op *mrl_post_pop(struct mrl_op_pool *pool,
+					  const void *buf, uint16_t flags)
+{
+	struct mrl_op *op;
+
+	if (!buf || !pool)
 		return NULL;
+	if (pool->owner == mrl_thread_self()) {
+		op = mrl_op_get_owned(pool);
+		flags |= MRL_OP_OWNED;
+	} else {
+		op = mrl_op_get(pool);
 	}
-	mrl_op_set_live(op, context, flags, reg);
-	*desc = mrl_registration_desc(reg);
+	if (op)
+		op->shape = mrl_op_shape(flags, 1);
 	return op;
 }
+
+/* A single-buffer call whose lease failed (err): with FI_MR_LOCAL the post
+ * fails (err, warned), else 0: it goes out as the application made it
+ * (desc NULL). */
+int mrl_post_single_failed(const struct mrl_xep *x, const void *buf,
+			   size_t len, int err);
 
 /* Size in bytes of one element of an atomic datatype (0: unknown). */
 size_t mrl_datatype_size(enum fi_datatype datatype);
@@ -772,52 +918,71 @@ mrl_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind, void *buf,
 		    size_t len, fi_addr_t addr, uint64_t tag, uint64_t ignore,
 		    uint64_t data, void *context, int err);
 
+/* The operands of a msg or tagged call into its op (mrl_op_args: a = tag,
+ * b = ignore, c = data). */
+static inline __attribute__((always_inline)) void
+mrl_msg_args_set(enum mrl_msg_kind kind, struct mrl_op *op,
+		 struct fid_ep *fep, const void *buf, size_t len,
+		 fi_addr_t addr, uint64_t tag, uint64_t ignore, uint64_t data,
+		 void *context)
+{
+	struct mrl_op_args *a = mrl_op_args(op);
+
+	if (mrl_msg_tagged(kind))
+		a->a = tag;
+	if (kind == MRL_TRECV)
+		a->b = ignore;
+	if (kind == MRL_SENDDATA || kind == MRL_TSENDDATA)
+		a->c = data;
+	mrl_op_args_set(op, fep, buf, len, addr, context);
+}
+
+/* The lease failed in the leased half: the op goes back, the call takes
+ * mrl_msg_single_slow with the operands it left in the op. */
+ssize_t __attribute__((cold))
+mrl_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err);
+
 /*
- * The hit path of a leased send, senddata or recv (tagged too): the RMA
- * calls' pattern (mrl_post_single, the inner call in the same shape with
- * the op as its context). Sends that need a registration starting at the
- * iov take the slow path.
+ * The leased half of a send, senddata or recv (tagged too; the second half
+ * of the single-buffer hit path): the lease into the op, the op LIVE, the
+ * inner call in the application's shape with the operands the first half
+ * stored in the op.
  */
 static inline __attribute__((always_inline)) ssize_t
-mrl_msg_leased(enum mrl_msg_kind kind, struct fid_ep *fep, void *buf,
-	       size_t len, fi_addr_t addr, uint64_t tag, uint64_t ignore,
-	       uint64_t data, void *context)
+mrl_msg_op(enum mrl_msg_kind kind, struct mrl_cache_domain *cache,
+	   uintptr_t buf, size_t len, struct mrl_op *op)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
-	struct mrl_xep *x = ep->ext;
-	enum mrl_dir dir = mrl_msg_dir(kind);
-	const struct mrl_xdir *d = &x->dir[dir];
-	struct mrl_op *op = NULL;
+	struct mrl_op_args *a = mrl_op_args(op);
+	struct fid_ep *in;
 	void *desc;
-	int err = 0;
 	ssize_t ret;
+	int err;
 
-	if (dir == MRL_RX || len <= x->based_after)
-		op = mrl_post_single(x, d, buf, len, context,
-				     dir == MRL_RX ? d->live_flags : 0, &desc,
-				     &err);
-	if (!op)
-		return mrl_msg_single_slow(ep, kind, buf, len, addr, tag,
-					   ignore, data, context, err);
+	err = mrl_cache_acquire(cache, buf, buf + len, &op->leases[0]);
+	if (__builtin_expect(err != 0, 0))
+		return mrl_msg_op_failed(kind, op, err);
+	atomic_store_explicit(&op->state, MRL_OP_LIVE, memory_order_relaxed);
+	in = mrl_ep_of(a->fep)->inner;
+	desc = mrl_registration_desc(op->leases[0]);
 	switch (kind) {
 	case MRL_SEND:
-		ret = fi_send(ep->inner, buf, len, desc, addr, op);
+		ret = fi_send(in, a->buf, a->len, desc, a->peer, op);
 		break;
 	case MRL_SENDDATA:
-		ret = fi_senddata(ep->inner, buf, len, desc, data, addr, op);
+		ret = fi_senddata(in, a->buf, a->len, desc, a->c, a->peer, op);
 		break;
 	case MRL_RECV:
-		ret = fi_recv(ep->inner, buf, len, desc, addr, op);
+		ret = fi_recv(in, a->buf, a->len, desc, a->peer, op);
 		break;
 	case MRL_TSEND:
-		ret = fi_tsend(ep->inner, buf, len, desc, addr, tag, op);
+		ret = fi_tsend(in, a->buf, a->len, desc, a->peer, a->a, op);
 		break;
 	case MRL_TSENDDATA:
-		ret = fi_tsenddata(ep->inner, buf, len, desc, data, addr, tag,
-				   op);
+		ret = fi_tsenddata(in, a->buf, a->len, desc, a->c, a->peer,
+				   a->a, op);
 		break;
 	default:
-		ret = fi_trecv(ep->inner, buf, len, desc, addr, tag, ignore,
+		ret = fi_trecv(in, a->buf, a->len, desc, a->peer, a->a, a->b,
 			       op);
 		break;
 	}
@@ -825,6 +990,77 @@ mrl_msg_leased(enum mrl_msg_kind kind, struct fid_ep *fep, void *buf,
 		mrl_op_free_poster(op);
 	return ret;
 }
+
+/* Sends whose operand needs a registration starting at it (mrl_xfer_msg.c)
+ * take the slow path. */
+static inline bool mrl_msg_single_ok(enum mrl_msg_kind kind,
+				     const struct mrl_xep *x, size_t len)
+{
+	return mrl_msg_dir(kind) == MRL_RX || len <= x->based_after;
+}
+
+/*
+ * The first half of a msg or tagged call for a thread that is not its
+ * pool's owner, or an owner whose list is empty (out of line): an op off
+ * the pool, the operands into it, the leased half; anything else goes to
+ * mrl_msg_single_slow.
+ */
+static inline __attribute__((always_inline)) ssize_t
+mrl_msg_pop(enum mrl_msg_kind kind, struct fid_ep *fep, const void *buf,
+	    size_t len, fi_addr_t addr, uint64_t tag, uint64_t ignore,
+	    uint64_t data, void *context,
+	    ssize_t (*leased)(struct mrl_cache_domain *, uintptr_t, size_t,
+			      struct mrl_op *))
+{
+	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_xep *x = ep->ext;
+	const struct mrl_xdir *d = &x->dir[mrl_msg_dir(kind)];
+	struct mrl_op *op = NULL;
+
+	if (mrl_msg_single_ok(kind, x, len))
+		op = mrl_post_pop(d->single, buf,
+				  mrl_msg_dir(kind) == MRL_RX ? d->live_flags :
+								0);
+	if (!op)
+		return mrl_msg_single_slow(ep, kind, (void *)buf, len, addr,
+					   tag, ignore, data, context, 0);
+	mrl_msg_args_set(kind, op, fep, buf, len, addr, tag, ignore, data,
+			 context);
+	return leased(x->cache, (uintptr_t)buf, len, op);
+}
+
+/*
+ * The first half of a msg or tagged call that needs a lease, for its
+ * pool's owner (no stack frame): the op off its own list, the operands into
+ * it, the leased half; `pop_call` (the out-of-line pop) otherwise. Uses
+ * the call's x, fep, buf, len, addr, tag, ignore, data, context.
+ */
+#define MRL_MSG_OWNED(kind, leased, pop_call)                                \
+	do {                                                                 \
+		const struct mrl_xdir *d_ = &x->dir[mrl_msg_dir(kind)];      \
+		struct mrl_op_pool *pool_ = d_->single;                      \
+		struct mrl_op *op_;                                          \
+                                                                             \
+		if (!mrl_msg_single_ok(kind, x, len) ||                      \
+		    !(op_ = mrl_post_owned(pool_, buf)))                     \
+			return pop_call;                                     \
+		mrl_msg_args_set(kind, op_, fep, buf, len, addr, tag,        \
+				 ignore, data, context);                     \
+		mrl_post_owned_take(pool_, op_,                              \
+				    mrl_msg_dir(kind) == MRL_RX ?            \
+					    d_->live_flags : 0);             \
+		return leased(pool_->cache, (uintptr_t)buf, len, op_);       \
+	} while (0)
+
+/* The leased half of each kind, with the signature the first halves jump
+ * to. */
+#define MRL_MSG_OP(name, kind)                                               \
+	ssize_t __attribute__((noinline))                                    \
+	name(struct mrl_cache_domain *cache, uintptr_t buf, size_t len,      \
+	     struct mrl_op *op)                                              \
+	{                                                                    \
+		return mrl_msg_op(kind, cache, buf, len, op);                \
+	}
 
 /* Op tables (mrl_xfer_*.c): the passthrough's, with every post that can
  * carry a local operand replaced; filled once by mrl_xfer_tables_init. */

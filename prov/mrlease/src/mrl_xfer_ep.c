@@ -155,6 +155,15 @@ static void mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
 		d->min = SIZE_MAX;
 }
 
+/* After a decision: whether the direction's single-buffer calls may take
+ * the hit path (mrl_post_single). */
+static void mrl_xdir_single(struct mrl_xep *x, enum mrl_dir dir)
+{
+	struct mrl_xdir *d = &x->dir[dir];
+
+	d->single = d->route != MRL_ROUTE_NONE && !d->convert ? x->pool : NULL;
+}
+
 /* Open the inner CQ that reports leased ops of counters-only directions. */
 static int mrl_xep_internal_cq(struct mrl_xep *x, uint64_t bind_flags)
 {
@@ -217,6 +226,7 @@ static void mrl_xep_disable(struct mrl_xep *x)
 	for (int dir = 0; dir < MRL_NDIR; dir++) {
 		x->dir[dir].min = x->dir[dir].min_msg = SIZE_MAX;
 		x->dir[dir].route = MRL_ROUTE_NONE;
+		x->dir[dir].single = NULL;
 	}
 }
 
@@ -284,6 +294,7 @@ static int mrl_xep_enable(struct mrl_xep *x)
 	ret = mrl_op_pool_create(dom, threading, &x->pool);
 	if (ret)
 		goto err_disable;
+	x->pool->cache = x->cache;
 
 	if (x->dir[MRL_TX].route == MRL_ROUTE_INTERNAL)
 		internal |= FI_TRANSMIT;
@@ -303,6 +314,8 @@ static int mrl_xep_enable(struct mrl_xep *x)
 				}
 		}
 	}
+	mrl_xdir_single(x, MRL_TX);
+	mrl_xdir_single(x, MRL_RX);
 	return 0;
 
 err_disable:
@@ -346,8 +359,10 @@ static int mrl_xfer_ep_control(struct fid *fid, int command, void *arg)
 		size_t min = x->dir[dir].min_msg;
 
 		x->op_flags[dir] = *(uint64_t *)arg;
-		if (x->dir[dir].route != MRL_ROUTE_NONE)
+		if (x->dir[dir].route != MRL_ROUTE_NONE) {
 			mrl_xdir_set(x, dir, min);
+			mrl_xdir_single(x, dir);
+		}
 	}
 	return ret;
 }

@@ -189,45 +189,57 @@ ssize_t mrl_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind,
 		.context = context,
 	};
 
+	int ret;
+
 	if (!err)
 		return mrl_msg_slow(ep, &c);
-	/* The lease failed: without FI_MR_LOCAL the call goes out as the
-	 * application made it (desc NULL), with it the post fails. */
-	if (((struct mrl_xep *)ep->ext)->mr_local) {
-		mrl_post_lease_failed(buf, len, err);
-		return err;
-	}
+	ret = mrl_post_single_failed(ep->ext, buf, len, err);
+	if (ret)
+		return ret;
 	return mrl_msg_issue(ep->inner, &c, &desc, context, 0, false);
 }
 
-/* The leased calls (noclone: the check in front reaches them by a plain
- * jump). */
+ssize_t mrl_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err)
+{
+	struct mrl_op_args a = *mrl_op_args(op);
+	void *context = op->app_ctx;
+
+	mrl_op_put(op->pool, op);
+	return mrl_msg_single_slow(mrl_ep_of(a.fep), kind, a.buf, a.len,
+				   a.peer, a.a, a.b, a.c, context, err);
+}
+
+/* The single-buffer hit path's out-of-line halves (mrl_xfer.h). */
+static MRL_MSG_OP(mrl_msg_recv_op, MRL_RECV)
+static MRL_MSG_OP(mrl_msg_send_op, MRL_SEND)
+static MRL_MSG_OP(mrl_msg_senddata_op, MRL_SENDDATA)
+
 static ssize_t __attribute__((noinline, noclone))
-mrl_msg_recv_leased(struct fid_ep *fep, void *buf, size_t len, void *desc,
-		    fi_addr_t src_addr, void *context)
+mrl_msg_recv_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
+		 fi_addr_t src_addr, void *context)
 {
 	(void)desc;
-	return mrl_msg_leased(MRL_RECV, fep, buf, len, src_addr, 0, 0, 0,
-			      context);
+	return mrl_msg_pop(MRL_RECV, fep, buf, len, src_addr, 0, 0, 0, context,
+			   mrl_msg_recv_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_msg_send_leased(struct fid_ep *fep, const void *buf, size_t len,
-		    void *desc, fi_addr_t dest_addr, void *context)
+mrl_msg_send_pop(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+		 fi_addr_t dest_addr, void *context)
 {
 	(void)desc;
-	return mrl_msg_leased(MRL_SEND, fep, (void *)buf, len, dest_addr, 0, 0,
-			      0, context);
+	return mrl_msg_pop(MRL_SEND, fep, buf, len, dest_addr, 0, 0, 0, context,
+			   mrl_msg_send_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_msg_senddata_leased(struct fid_ep *fep, const void *buf, size_t len,
-			void *desc, uint64_t data, fi_addr_t dest_addr,
-			void *context)
+mrl_msg_senddata_pop(struct fid_ep *fep, const void *buf, size_t len,
+		     void *desc, uint64_t data, fi_addr_t dest_addr,
+		     void *context)
 {
 	(void)desc;
-	return mrl_msg_leased(MRL_SENDDATA, fep, (void *)buf, len, dest_addr,
-			      0, 0, data, context);
+	return mrl_msg_pop(MRL_SENDDATA, fep, buf, len, dest_addr, 0, 0, data,
+			   context, mrl_msg_senddata_op);
 }
 
 /* The slow path of the iov calls. */
@@ -261,10 +273,13 @@ static ssize_t mrl_msg_recv(struct fid_ep *fep, void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
+	fi_addr_t addr = src_addr;
+	uint64_t tag = 0, ignore = 0, data = 0;
 
 	if (desc || len < x->dir[MRL_RX].min)
 		return fi_recv(ep->inner, buf, len, desc, src_addr, context);
-	return mrl_msg_recv_leased(fep, buf, len, desc, src_addr, context);
+	MRL_MSG_OWNED(MRL_RECV, mrl_msg_recv_op,
+		      mrl_msg_recv_pop(fep, buf, len, desc, src_addr, context));
 }
 
 static ssize_t mrl_msg_recvv(struct fid_ep *fep, const struct iovec *iov,
@@ -300,10 +315,13 @@ static ssize_t mrl_msg_send(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
+	fi_addr_t addr = dest_addr;
+	uint64_t tag = 0, ignore = 0, data = 0;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_send(ep->inner, buf, len, desc, dest_addr, context);
-	return mrl_msg_send_leased(fep, buf, len, desc, dest_addr, context);
+	MRL_MSG_OWNED(MRL_SEND, mrl_msg_send_op,
+		      mrl_msg_send_pop(fep, buf, len, desc, dest_addr, context));
 }
 
 static ssize_t mrl_msg_sendv(struct fid_ep *fep, const struct iovec *iov,
@@ -338,12 +356,15 @@ static ssize_t mrl_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
+	fi_addr_t addr = dest_addr;
+	uint64_t tag = 0, ignore = 0;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_senddata(ep->inner, buf, len, desc, data, dest_addr,
 				   context);
-	return mrl_msg_senddata_leased(fep, buf, len, desc, data, dest_addr,
-				       context);
+	MRL_MSG_OWNED(MRL_SENDDATA, mrl_msg_senddata_op,
+		      mrl_msg_senddata_pop(fep, buf, len, desc, data, dest_addr,
+					   context));
 }
 
 void mrl_xfer_msg_init(void)

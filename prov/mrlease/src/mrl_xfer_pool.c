@@ -134,6 +134,13 @@ void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 		pool->free = first;
 		return;
 	}
+	if ((first->flags & MRL_OP_OWNED) && pool->owner == mrl_thread_self()) {
+		last->next = atomic_load_explicit(&pool->owned,
+						  memory_order_relaxed);
+		atomic_store_explicit(&pool->owned, first,
+				      memory_order_release);
+		return;
+	}
 	/* Shared free lists link by free_next; next stays NULL in free ops
 	 * (mrl_op_get). */
 	for (struct mrl_op *op = first, *next; op != last; op = next) {
@@ -194,6 +201,8 @@ int mrl_op_pool_create(const struct mrl_domain *domain,
 		    threading == FI_THREAD_COMPLETION;
 	p->base = atomic_load_explicit(&mrl_op_region.base,
 				       memory_order_relaxed);
+	p->owner = mrl_thread_self();
+	atomic_init(&p->owned, NULL);
 	atomic_init(&p->shared, 0);
 	atomic_init(&p->refs, 1);
 	atomic_init(&p->test_completing, NULL);
@@ -232,6 +241,7 @@ void mrl_op_pool_unref(struct mrl_op_pool *pool)
 bool mrl_op_pool_settled(struct mrl_op_pool *pool, size_t out)
 {
 	size_t total = 0, n = 0;
+	struct mrl_op *op;
 	uint32_t code;
 
 	if (pool->serial)
@@ -249,6 +259,11 @@ bool mrl_op_pool_settled(struct mrl_op_pool *pool, size_t out)
 		code = atomic_load_explicit(&mrl_op_at(pool, code)->free_next,
 					    memory_order_relaxed);
 	}
+	/* The owner's list: only its pushes change it now (the same
+	 * argument, by its release stores). */
+	for (op = atomic_load_explicit(&pool->owned, memory_order_acquire);
+	     op && n <= total; op = op->next)
+		n++;
 	return n + out == total;
 }
 

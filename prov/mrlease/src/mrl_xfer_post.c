@@ -55,6 +55,15 @@ void mrl_post_lease_failed(const void *buf, size_t len, int ret)
 		fi_strerror(-ret));
 }
 
+int mrl_post_single_failed(const struct mrl_xep *x, const void *buf,
+			   size_t len, int err)
+{
+	if (!x->mr_local)
+		return 0;
+	mrl_post_lease_failed(buf, len, err);
+	return err;
+}
+
 int mrl_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
 		 size_t count, size_t min, void **out)
 {

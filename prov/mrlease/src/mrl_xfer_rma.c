@@ -124,8 +124,7 @@ static ssize_t mrl_rma_slowmsg(struct mrl_ep *ep, enum mrl_rma_kind kind,
 }
 
 /* A single-buffer call off the hit path: the slow path (err 0), or its
- * lease failed (err): without FI_MR_LOCAL the call goes out as the
- * application made it (desc NULL), with it the post fails. */
+ * lease failed (err: mrl_post_single_failed). */
 static ssize_t __attribute__((noinline, cold))
 mrl_rma_single_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf,
 		    size_t len, fi_addr_t peer, uint64_t addr, uint64_t key,
@@ -133,14 +132,14 @@ mrl_rma_single_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf,
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 	void *desc = NULL;
+	int ret;
 
 	if (!err)
 		return mrl_rma_slow(ep, kind, &iov, &desc, 1, peer, addr, key,
 				    data, context);
-	if (((struct mrl_xep *)ep->ext)->mr_local) {
-		mrl_post_lease_failed(buf, len, err);
-		return err;
-	}
+	ret = mrl_post_single_failed(ep->ext, buf, len, err);
+	if (ret)
+		return ret;
 	switch (kind) {
 	case MRL_RMA_READ:
 		return fi_read(ep->inner, buf, len, NULL, peer, addr, key,
@@ -154,38 +153,69 @@ mrl_rma_single_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf,
 	}
 }
 
+/* The operands of an RMA call into its op (mrl_op_args: a = addr,
+ * b = key, c = data). */
+static inline __attribute__((always_inline)) void
+mrl_rma_args_set(enum mrl_rma_kind kind, struct mrl_op *op,
+		 struct fid_ep *fep, const void *buf, size_t len,
+		 fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data,
+		 void *context)
+{
+	struct mrl_op_args *a = mrl_op_args(op);
+
+	a->a = addr;
+	a->b = key;
+	if (kind == MRL_RMA_WRITEDATA)
+		a->c = data;
+	mrl_op_args_set(op, fep, buf, len, peer, context);
+}
+
+/* The lease failed in the leased half: the op goes back, the call takes
+ * mrl_rma_single_slow with the operands it left in the op. */
+static ssize_t __attribute__((noinline, cold))
+mrl_rma_op_failed(enum mrl_rma_kind kind, struct mrl_op *op, int err)
+{
+	struct mrl_op_args a = *mrl_op_args(op);
+	void *context = op->app_ctx;
+
+	mrl_op_put(op->pool, op);
+	return mrl_rma_single_slow(mrl_ep_of(a.fep), kind, a.buf, a.len,
+				   a.peer, a.a, a.b, a.c, context, err);
+}
+
 /*
- * The hit path of a leased read, write or writedata: an op straight off the
- * poster's free list holding one lease (mrl_post_single), the inner call
- * with the op as its context. Anything else goes to mrl_rma_single_slow.
+ * The leased half of a read, write or writedata (the second half of the
+ * single-buffer hit path, see mrl_xfer.h): the lease into the op, the op
+ * LIVE, the inner call with the operands the first half stored in the op.
  */
 static inline __attribute__((always_inline)) ssize_t
-mrl_rma_leased(enum mrl_rma_kind kind, struct fid_ep *fep, void *buf,
-	       size_t len, fi_addr_t peer, uint64_t addr, uint64_t key,
-	       uint64_t data, void *context)
+mrl_rma_op(enum mrl_rma_kind kind, struct mrl_cache_domain *cache,
+	   uintptr_t buf, size_t len, struct mrl_op *op)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
-	struct mrl_xep *x = ep->ext;
-	struct mrl_op *op;
+	struct mrl_op_args *a = mrl_op_args(op);
+	struct fid_ep *in;
 	void *desc;
-	int err = 0;
 	ssize_t ret;
+	int err;
 
-	op = mrl_post_single(x, &x->dir[MRL_TX], buf, len, context, 0, &desc,
-			     &err);
-	if (!op)
-		return mrl_rma_single_slow(ep, kind, buf, len, peer, addr, key,
-					   data, context, err);
+	err = mrl_cache_acquire(cache, buf, buf + len, &op->leases[0]);
+	if (__builtin_expect(err != 0, 0))
+		return mrl_rma_op_failed(kind, op, err);
+	atomic_store_explicit(&op->state, MRL_OP_LIVE, memory_order_relaxed);
+	in = mrl_ep_of(a->fep)->inner;
+	desc = mrl_registration_desc(op->leases[0]);
 	switch (kind) {
 	case MRL_RMA_READ:
-		ret = fi_read(ep->inner, buf, len, desc, peer, addr, key, op);
+		ret = fi_read(in, a->buf, a->len, desc, a->peer, a->a, a->b,
+			      op);
 		break;
 	case MRL_RMA_WRITE:
-		ret = fi_write(ep->inner, buf, len, desc, peer, addr, key, op);
+		ret = fi_write(in, a->buf, a->len, desc, a->peer, a->a, a->b,
+			       op);
 		break;
 	default:
-		ret = fi_writedata(ep->inner, buf, len, desc, data, peer, addr,
-				   key, op);
+		ret = fi_writedata(in, a->buf, a->len, desc, a->c, a->peer,
+				   a->a, a->b, op);
 		break;
 	}
 	if (__builtin_expect(ret != 0, 0))
@@ -193,37 +223,91 @@ mrl_rma_leased(enum mrl_rma_kind kind, struct fid_ep *fep, void *buf,
 	return ret;
 }
 
-/* The leased calls, with the op's signature (noclone: no argument dropped)
- * so the check in front of them reaches them by a plain jump. */
-static ssize_t __attribute__((noinline, noclone))
-mrl_rma_read_leased(struct fid_ep *fep, void *buf, size_t len, void *desc,
-		    fi_addr_t src_addr, uint64_t addr, uint64_t key,
-		    void *context)
+#define MRL_RMA_OP(name, kind)                                               \
+	static ssize_t __attribute__((noinline))                            \
+	name(struct mrl_cache_domain *cache, uintptr_t buf, size_t len,      \
+	     struct mrl_op *op)                                              \
+	{                                                                    \
+		return mrl_rma_op(kind, cache, buf, len, op);                \
+	}
+MRL_RMA_OP(mrl_rma_read_op, MRL_RMA_READ)
+MRL_RMA_OP(mrl_rma_write_op, MRL_RMA_WRITE)
+MRL_RMA_OP(mrl_rma_writedata_op, MRL_RMA_WRITEDATA)
+
+/*
+ * The first half for a thread that is not its pool's owner, or an owner
+ * whose list is empty (out of line: the shared stack's CAS loop needs more
+ * registers than a frameless call has): an op off the pool, the operands
+ * into it, the leased half. Anything else goes to mrl_rma_single_slow.
+ */
+static inline __attribute__((always_inline)) ssize_t
+mrl_rma_pop(enum mrl_rma_kind kind, struct fid_ep *fep, const void *buf,
+	    size_t len, fi_addr_t peer, uint64_t addr, uint64_t key,
+	    uint64_t data, void *context,
+	    ssize_t (*leased)(struct mrl_cache_domain *, uintptr_t, size_t,
+			      struct mrl_op *))
 {
-	(void)desc;
-	return mrl_rma_leased(MRL_RMA_READ, fep, buf, len, src_addr, addr, key,
-			      0, context);
+	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_xep *x = ep->ext;
+	struct mrl_op *op;
+
+	op = mrl_post_pop(x->dir[MRL_TX].single, buf, 0);
+	if (!op)
+		return mrl_rma_single_slow(ep, kind, (void *)buf, len, peer,
+					   addr, key, data, context, 0);
+	mrl_rma_args_set(kind, op, fep, buf, len, peer, addr, key, data,
+			 context);
+	return leased(x->cache, (uintptr_t)buf, len, op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_rma_write_leased(struct fid_ep *fep, const void *buf, size_t len,
-		     void *desc, fi_addr_t dest_addr, uint64_t addr,
-		     uint64_t key, void *context)
+mrl_rma_read_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
+		 fi_addr_t src_addr, uint64_t addr, uint64_t key,
+		 void *context)
 {
 	(void)desc;
-	return mrl_rma_leased(MRL_RMA_WRITE, fep, (void *)buf, len, dest_addr,
-			      addr, key, 0, context);
+	return mrl_rma_pop(MRL_RMA_READ, fep, buf, len, src_addr, addr, key,
+			   0, context, mrl_rma_read_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_rma_writedata_leased(struct fid_ep *fep, const void *buf, size_t len,
-			 void *desc, uint64_t data, fi_addr_t dest_addr,
-			 uint64_t addr, uint64_t key, void *context)
+mrl_rma_write_pop(struct fid_ep *fep, const void *buf, size_t len,
+		  void *desc, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+		  void *context)
 {
 	(void)desc;
-	return mrl_rma_leased(MRL_RMA_WRITEDATA, fep, (void *)buf, len,
-			      dest_addr, addr, key, data, context);
+	return mrl_rma_pop(MRL_RMA_WRITE, fep, buf, len, dest_addr, addr, key,
+			   0, context, mrl_rma_write_op);
 }
+
+static ssize_t __attribute__((noinline, noclone))
+mrl_rma_writedata_pop(struct fid_ep *fep, const void *buf, size_t len,
+		      void *desc, uint64_t data, fi_addr_t dest_addr,
+		      uint64_t addr, uint64_t key, void *context)
+{
+	(void)desc;
+	return mrl_rma_pop(MRL_RMA_WRITEDATA, fep, buf, len, dest_addr, addr,
+			   key, data, context, mrl_rma_writedata_op);
+}
+
+/*
+ * A single-buffer RMA call: forwarded when it needs no lease; else the
+ * first half of the hit path (mrl_xfer.h) for the pool's owner, with no
+ * stack frame: the op off its own list, the operands into it, the leased
+ * half. Returns NULL ... (see the callers)
+ */
+#define MRL_RMA_OWNED(kind, leased, pop_call)                                \
+	do {                                                                 \
+		struct mrl_op_pool *pool = x->dir[MRL_TX].single;            \
+		struct mrl_op *op = mrl_post_owned(pool, buf);               \
+                                                                             \
+		if (!op)                                                     \
+			return pop_call;                                     \
+		mrl_rma_args_set(kind, op, fep, buf, len, peer, addr, key,   \
+				 data, context);                             \
+		mrl_post_owned_take(pool, op, 0);                            \
+		return leased(pool->cache, (uintptr_t)buf, len, op);         \
+	} while (0)
 
 static ssize_t mrl_rma_read(struct fid_ep *fep, void *buf, size_t len,
 			    void *desc, fi_addr_t src_addr, uint64_t addr,
@@ -231,12 +315,15 @@ static ssize_t mrl_rma_read(struct fid_ep *fep, void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
+	fi_addr_t peer = src_addr;
+	uint64_t data = 0;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_read(ep->inner, buf, len, desc, src_addr, addr, key,
 			       context);
-	return mrl_rma_read_leased(fep, buf, len, desc, src_addr, addr, key,
-				   context);
+	MRL_RMA_OWNED(MRL_RMA_READ, mrl_rma_read_op,
+		      mrl_rma_read_pop(fep, buf, len, desc, src_addr, addr,
+				       key, context));
 }
 
 static ssize_t mrl_rma_readv(struct fid_ep *fep, const struct iovec *iov,
@@ -271,12 +358,15 @@ static ssize_t mrl_rma_write(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
+	fi_addr_t peer = dest_addr;
+	uint64_t data = 0;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_write(ep->inner, buf, len, desc, dest_addr, addr, key,
 				context);
-	return mrl_rma_write_leased(fep, buf, len, desc, dest_addr, addr, key,
-				    context);
+	MRL_RMA_OWNED(MRL_RMA_WRITE, mrl_rma_write_op,
+		      mrl_rma_write_pop(fep, buf, len, desc, dest_addr, addr,
+					key, context));
 }
 
 static ssize_t mrl_rma_writev(struct fid_ep *fep, const struct iovec *iov,
@@ -313,12 +403,14 @@ static ssize_t mrl_rma_writedata(struct fid_ep *fep, const void *buf,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
+	fi_addr_t peer = dest_addr;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_writedata(ep->inner, buf, len, desc, data, dest_addr,
 				    addr, key, context);
-	return mrl_rma_writedata_leased(fep, buf, len, desc, data, dest_addr,
-					addr, key, context);
+	MRL_RMA_OWNED(MRL_RMA_WRITEDATA, mrl_rma_writedata_op,
+		      mrl_rma_writedata_pop(fep, buf, len, desc, data,
+					    dest_addr, addr, key, context));
 }
 
 /* ---- endpoints of domains that never lease ------------------------- */

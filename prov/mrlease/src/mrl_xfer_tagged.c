@@ -15,36 +15,39 @@ struct fi_ops_tagged mrl_xfer_tagged_ops;
 
 #define MRL_TAGGED_NO_SWAP (FI_PEEK | FI_CLAIM | FI_DISCARD)
 
-/* The leased calls (noclone: the check in front reaches them by a plain
- * jump). */
+/* The single-buffer hit path's out-of-line halves (mrl_xfer.h). */
+static MRL_MSG_OP(mrl_tagged_recv_op, MRL_TRECV)
+static MRL_MSG_OP(mrl_tagged_send_op, MRL_TSEND)
+static MRL_MSG_OP(mrl_tagged_senddata_op, MRL_TSENDDATA)
+
 static ssize_t __attribute__((noinline, noclone))
-mrl_tagged_recv_leased(struct fid_ep *fep, void *buf, size_t len, void *desc,
-		       fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
-		       void *context)
+mrl_tagged_recv_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
+		    fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+		    void *context)
 {
 	(void)desc;
-	return mrl_msg_leased(MRL_TRECV, fep, buf, len, src_addr, tag, ignore,
-			      0, context);
+	return mrl_msg_pop(MRL_TRECV, fep, buf, len, src_addr, tag, ignore, 0,
+			   context, mrl_tagged_recv_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_tagged_send_leased(struct fid_ep *fep, const void *buf, size_t len,
-		       void *desc, fi_addr_t dest_addr, uint64_t tag,
-		       void *context)
+mrl_tagged_send_pop(struct fid_ep *fep, const void *buf, size_t len,
+		    void *desc, fi_addr_t dest_addr, uint64_t tag,
+		    void *context)
 {
 	(void)desc;
-	return mrl_msg_leased(MRL_TSEND, fep, (void *)buf, len, dest_addr, tag,
-			      0, 0, context);
+	return mrl_msg_pop(MRL_TSEND, fep, buf, len, dest_addr, tag, 0, 0,
+			   context, mrl_tagged_send_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_tagged_senddata_leased(struct fid_ep *fep, const void *buf, size_t len,
-			   void *desc, uint64_t data, fi_addr_t dest_addr,
-			   uint64_t tag, void *context)
+mrl_tagged_senddata_pop(struct fid_ep *fep, const void *buf, size_t len,
+			void *desc, uint64_t data, fi_addr_t dest_addr,
+			uint64_t tag, void *context)
 {
 	(void)desc;
-	return mrl_msg_leased(MRL_TSENDDATA, fep, (void *)buf, len, dest_addr,
-			      tag, 0, data, context);
+	return mrl_msg_pop(MRL_TSENDDATA, fep, buf, len, dest_addr, tag, 0,
+			   data, context, mrl_tagged_senddata_op);
 }
 
 /* The slow path of the iov calls. */
@@ -82,12 +85,15 @@ static ssize_t mrl_tagged_recv(struct fid_ep *fep, void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
+	fi_addr_t addr = src_addr;
+	uint64_t data = 0;
 
 	if (desc || len < x->dir[MRL_RX].min)
 		return fi_trecv(ep->inner, buf, len, desc, src_addr, tag,
 				ignore, context);
-	return mrl_tagged_recv_leased(fep, buf, len, desc, src_addr, tag,
-				      ignore, context);
+	MRL_MSG_OWNED(MRL_TRECV, mrl_tagged_recv_op,
+		      mrl_tagged_recv_pop(fep, buf, len, desc, src_addr, tag,
+					  ignore, context));
 }
 
 static ssize_t mrl_tagged_recvv(struct fid_ep *fep, const struct iovec *iov,
@@ -125,12 +131,15 @@ static ssize_t mrl_tagged_send(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
+	fi_addr_t addr = dest_addr;
+	uint64_t ignore = 0, data = 0;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_tsend(ep->inner, buf, len, desc, dest_addr, tag,
 				context);
-	return mrl_tagged_send_leased(fep, buf, len, desc, dest_addr, tag,
-				      context);
+	MRL_MSG_OWNED(MRL_TSEND, mrl_tagged_send_op,
+		      mrl_tagged_send_pop(fep, buf, len, desc, dest_addr, tag,
+					  context));
 }
 
 static ssize_t mrl_tagged_sendv(struct fid_ep *fep, const struct iovec *iov,
@@ -168,12 +177,15 @@ static ssize_t mrl_tagged_senddata(struct fid_ep *fep, const void *buf,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
+	fi_addr_t addr = dest_addr;
+	uint64_t ignore = 0;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_tsenddata(ep->inner, buf, len, desc, data, dest_addr,
 				    tag, context);
-	return mrl_tagged_senddata_leased(fep, buf, len, desc, data, dest_addr,
-					  tag, context);
+	MRL_MSG_OWNED(MRL_TSENDDATA, mrl_tagged_senddata_op,
+		      mrl_tagged_senddata_pop(fep, buf, len, desc, data,
+					      dest_addr, tag, context));
 }
 
 void mrl_xfer_tagged_init(void)
