@@ -21,7 +21,7 @@
  *   reach it. A read whose entries were all consumed returns -FI_EAGAIN.
  *
  * How an operation context is recognised. Every struct mrl_op lives in one
- * process-wide reserved address range (mrl_op_region), so a completion's
+ * process-wide reserved address range (mrl_op_region_base), so a completion's
  * op_context is ours exactly when it falls inside that range (one subtraction
  * and compare per entry), and the op's pool names the hook domain that
  * posted it (the other instance of a stacked pair never mistakes it for its
@@ -187,6 +187,8 @@ struct mrl_op {
 					  * one load for mrl_op_of_context */
 	struct mrl_op *next;		/* when live: extra leases; free in a
 					 * serial pool: the next free op */
+	/* Free on its pool's owner list: the next op there. */
+	struct mrl_op *owned_next;
 	/* Free in a shared pool: the next free op (mrl_op_code). */
 	_Atomic uint32_t free_next;
 	uint32_t code;			/* mrl_op_code of this op */
@@ -234,7 +236,7 @@ struct mrl_op_pool {
 	struct mrl_op *free;		 /* serial: the free list */
 	/* The thread that created the pool, its "owner" (usually the one
 	 * that posts), keeps the ops it posted (MRL_OP_OWNED) and completed
-	 * itself on a list of its own, linked by next: plain pops and a
+	 * itself on a list of its own, linked by owned_next: plain pops and a
 	 * release store per push, no read-modify-write. Only the owner
 	 * changes it; endpoint close counts it (mrl_op_pool_settled). An op
 	 * another thread completes goes to the free list or shared stack, so
@@ -244,7 +246,7 @@ struct mrl_op_pool {
 	/* shared: top of the free stack, (ABA tag << 32) | mrl_op_code of
 	 * the top op; code 0 (a chunk header, never an op) is empty. */
 	_Atomic uint64_t shared;
-	uintptr_t base;			 /* mrl_op_region.base, for codes */
+	uintptr_t base;			 /* mrl_op_region_base, for codes */
 	pthread_mutex_t lock;		 /* shared pools: guards chunks (growth,
 					  * scans); nothing else under it */
 	struct mrl_op_chunk *chunks;
@@ -256,23 +258,29 @@ struct mrl_op_pool {
 	void *test_arg;
 };
 
-/* The reserved range every op lives in; size 0 until first used. */
-struct mrl_op_region {
-	_Atomic uintptr_t base;
-	_Atomic size_t size;
-};
-extern struct mrl_op_region mrl_op_region;
+/* The pool of no endpoint: owned by no thread, never has an op; the
+ * single-buffer hit path of a direction that cannot take it
+ * (mrl_xdir.single) sends every call to its slow path. */
+extern struct mrl_op_pool mrl_op_pool_none __attribute__((visibility("hidden")));
+
+/*
+ * The reserved range every op lives in: [mrl_op_region_base, + size), size
+ * 0 if it could not be reserved. Written once, by mrl_op_region_init, which
+ * every pool and every CQ that translates contexts calls when it is
+ * created; a completion reaches an op or a CQ only after that (through
+ * pthread_once, then the application's own hand-over of the CQ or the
+ * endpoint's lock-protected counter links), so the reads are plain loads,
+ * which a CQ read folds into its compare.
+ */
+extern uintptr_t mrl_op_region_base __attribute__((visibility("hidden")));
+extern size_t mrl_op_region_size __attribute__((visibility("hidden")));
+void mrl_op_region_init(void);
 
 /* Whether ctx points into the op region (an application context never
  * does; it is never dereferenced). */
 static inline bool mrl_op_in_region(const void *ctx)
 {
-	size_t size = atomic_load_explicit(&mrl_op_region.size,
-					   memory_order_acquire);
-
-	return (uintptr_t)ctx - atomic_load_explicit(&mrl_op_region.base,
-						     memory_order_relaxed) <
-	       size;
+	return (uintptr_t)ctx - mrl_op_region_base < mrl_op_region_size;
 }
 
 /*
@@ -390,8 +398,8 @@ static inline struct mrl_op *mrl_op_get_owned(struct mrl_op_pool *pool)
 
 	if (!op)
 		return mrl_op_get(pool);
-	atomic_store_explicit(&pool->owned, op->next, memory_order_relaxed);
-	op->next = NULL;
+	atomic_store_explicit(&pool->owned, op->owned_next,
+			      memory_order_relaxed);
 	return op;
 }
 
@@ -423,7 +431,8 @@ static inline void mrl_op_put_shared(struct mrl_op_pool *pool,
 static inline void mrl_op_put_owned(struct mrl_op_pool *pool,
 				    struct mrl_op *op)
 {
-	op->next = atomic_load_explicit(&pool->owned, memory_order_relaxed);
+	op->owned_next = atomic_load_explicit(&pool->owned,
+					      memory_order_relaxed);
 	atomic_store_explicit(&pool->owned, op, memory_order_release);
 }
 
@@ -472,18 +481,18 @@ bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 		     void **app_ctx);
 
 /*
- * mrl_op_complete for a successful completion, with the common case inline:
- * a LIVE op with one lease and no flag but MRL_OP_OWNED (no extras,
- * visible, not multi-recv): the state change (a CAS in a shared pool: completion and
- * endpoint close release the leases once; in a serial pool they never run
- * at the same time), the application's context, the op back on its free
+ * mrl_op_complete for a successful completion (the entry's flags at flagsp,
+ * NULL: none), with the common case inline: a LIVE op with one lease and no
+ * flag but MRL_OP_OWNED (no extras, visible, not multi-recv): the state
+ * change (a CAS in a shared pool: completion and endpoint close release the
+ * leases once; in a serial pool they never run at the same time), the application's context, the op back on its free
  * list, then the lease released from a copy: after the push the op may be
  * reused, and nothing touches the op or its pool (which a close may free
  * once every op is back) after it. The lease is the completer's own
  * reference; the CQ being read keeps the domain open.
  */
 static inline __attribute__((always_inline)) bool
-mrl_op_complete_ok(struct mrl_op *op, uint64_t flags, void **app_ctx)
+mrl_op_complete_ok(struct mrl_op *op, const uint64_t *flagsp, void **app_ctx)
 {
 	struct mrl_op_pool *pool = op->pool;
 	struct mrl_registration *reg;
@@ -495,7 +504,8 @@ mrl_op_complete_ok(struct mrl_op *op, uint64_t flags, void **app_ctx)
 		if (!atomic_compare_exchange_strong_explicit(
 			    &op->state, &state, MRL_OP_FREE,
 			    memory_order_acq_rel, memory_order_acquire))
-			return mrl_op_complete(op, flags, false, app_ctx);
+			return mrl_op_complete(op, flagsp ? *flagsp : 0, false,
+					       app_ctx);
 		*app_ctx = op->app_ctx;
 		reg = op->leases[0];
 		if (pool->owner == mrl_thread_self())
@@ -506,11 +516,13 @@ mrl_op_complete_ok(struct mrl_op *op, uint64_t flags, void **app_ctx)
 		return true;
 	}
 	if (shape != mrl_op_shape(0, 1))
-		return mrl_op_complete(op, flags, false, app_ctx);
+		return mrl_op_complete(op, flagsp ? *flagsp : 0, false,
+				       app_ctx);
 	if (pool->serial) {
 		if (atomic_load_explicit(&op->state, memory_order_relaxed) !=
 		    MRL_OP_LIVE)
-			return mrl_op_complete(op, flags, false, app_ctx);
+			return mrl_op_complete(op, flagsp ? *flagsp : 0, false,
+					       app_ctx);
 		atomic_store_explicit(&op->state, MRL_OP_FREE,
 				      memory_order_relaxed);
 		*app_ctx = op->app_ctx;
@@ -521,7 +533,8 @@ mrl_op_complete_ok(struct mrl_op *op, uint64_t flags, void **app_ctx)
 		if (!atomic_compare_exchange_strong_explicit(
 			    &op->state, &state, MRL_OP_FREE,
 			    memory_order_acq_rel, memory_order_acquire))
-			return mrl_op_complete(op, flags, false, app_ctx);
+			return mrl_op_complete(op, flagsp ? *flagsp : 0, false,
+					       app_ctx);
 		*app_ctx = op->app_ctx;
 		reg = op->leases[0];
 		mrl_op_put_shared(pool, op);
@@ -555,7 +568,7 @@ struct mrl_xdir {
 				 * post (MRL_OP_MULTI_RECV from op_flags) */
 	uint64_t op_flags;	/* default op flags, for converted calls */
 	/* The endpoint's pool when single-buffer non-msg calls may take the
-	 * hit path (mrl_post_single: leasing, not converted), else NULL. */
+	 * hit path (leasing, not converted), else &mrl_op_pool_none. */
 	struct mrl_op_pool *single;
 };
 
@@ -790,14 +803,14 @@ static inline void mrl_op_args_set(struct mrl_op *op, struct fid_ep *fep,
 /*
  * The first half's op when the calling thread owns the pool (`single` of
  * the call's direction): the top of its own list, not yet taken; NULL (no
- * buffer, no pool, another thread, an empty list) sends the call to its
- * out-of-line pop. The caller stores the operands, then takes the op with
+ * buffer, mrl_op_pool_none, another thread, an empty list) sends the call
+ * to its out-of-line pop. The caller stores the operands, then takes the op with
  * mrl_post_owned_take: fewer values live at once, no register to save.
  */
 static inline struct mrl_op *mrl_post_owned(struct mrl_op_pool *pool,
 					    const void *buf)
 {
-	if (!buf || !pool || pool->owner != mrl_thread_self())
+	if (!buf || pool->owner != mrl_thread_self())
 		return NULL;
 	return atomic_load_explicit(&pool->owned, memory_order_relaxed);
 }
@@ -805,20 +818,20 @@ static inline struct mrl_op *mrl_post_owned(struct mrl_op_pool *pool,
 static inline void mrl_post_owned_take(struct mrl_op_pool *pool,
 				       struct mrl_op *op, uint16_t flags)
 {
-	atomic_store_explicit(&pool->owned, op->next, memory_order_relaxed);
-	op->next = NULL;
+	atomic_store_explicit(&pool->owned, op->owned_next,
+			      memory_order_relaxed);
 	op->shape = mrl_op_shape(flags | MRL_OP_OWNED, 1);
 }
 
 /* The out-of-line pop: an op for a single-buffer call with `flags` (and
- * MRL_OP_OWNED for the owner), or NULL (no buffer, no pool, the region is
- * exhausted: the slow path). */
+ * MRL_OP_OWNED for the owner), or NULL (no buffer, mrl_op_pool_none, the
+ * region is exhausted: the slow path). */
 static inline struct mrl_op *mrl_post_pop(struct mrl_op_pool *pool,
 					  const void *buf, uint16_t flags)
 {
 	struct mrl_op *op;
 
-	if (!buf || !pool)
+	if (!buf || !pool->owner) /* mrl_op_pool_none */
 		return NULL;
 	if (pool->owner == mrl_thread_self()) {
 		op = mrl_op_get_owned(pool);
@@ -953,17 +966,21 @@ mrl_msg_op(enum mrl_msg_kind kind, struct mrl_cache_domain *cache,
 	   uintptr_t buf, size_t len, struct mrl_op *op)
 {
 	struct mrl_op_args *a = mrl_op_args(op);
+	struct mrl_registration *reg;
 	struct fid_ep *in;
 	void *desc;
 	ssize_t ret;
 	int err;
 
-	err = mrl_cache_acquire(cache, buf, buf + len, &op->leases[0]);
+	/* Into a local, not op->leases[0]: one register fewer around the
+	 * cache's inline path (no register saved for it). */
+	err = mrl_cache_acquire(cache, buf, buf + len, &reg);
 	if (__builtin_expect(err != 0, 0))
 		return mrl_msg_op_failed(kind, op, err);
+	op->leases[0] = reg;
 	atomic_store_explicit(&op->state, MRL_OP_LIVE, memory_order_relaxed);
 	in = mrl_ep_of(a->fep)->inner;
-	desc = mrl_registration_desc(op->leases[0]);
+	desc = mrl_registration_desc(reg);
 	switch (kind) {
 	case MRL_SEND:
 		ret = fi_send(in, a->buf, a->len, desc, a->peer, op);

@@ -41,13 +41,14 @@ static inline size_t mrl_cq_entry_size(enum fi_cq_format format)
 	}
 }
 
-/* An entry's flags, 0 for formats without them (FI_CQ_FORMAT_CONTEXT). */
-static inline uint64_t mrl_cq_entry_flags(const struct fi_cq_entry *e,
-					  size_t size)
+/* Where an entry's flags are, NULL for formats without them
+ * (FI_CQ_FORMAT_CONTEXT). */
+static inline const uint64_t *mrl_cq_entry_flags(const struct fi_cq_entry *e,
+						 size_t size)
 {
 	return size > sizeof(struct fi_cq_entry) ?
-		       ((const struct fi_cq_msg_entry *)e)->flags :
-		       0;
+		       &((const struct fi_cq_msg_entry *)e)->flags :
+		       NULL;
 }
 
 /*
@@ -89,16 +90,12 @@ mrl_cq_deliver_from(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i,
 		    fi_addr_t *src_addr, size_t size)
 {
 	const struct mrl_domain *domain = cq->domain;
-	uintptr_t base;
-	size_t span;
 
-	span = atomic_load_explicit(&mrl_op_region.size, memory_order_acquire);
-	base = atomic_load_explicit(&mrl_op_region.base, memory_order_relaxed);
 	for (; i < n; i++) {
 		struct fi_cq_entry *e = (void *)(entries + (size_t)i * size);
-		struct mrl_op *op = e->op_context;
+		struct mrl_op *op = mrl_op_of_context(e->op_context, domain);
 
-		if ((uintptr_t)op - base >= span || op->domain != domain)
+		if (!op)
 			continue;
 		if (!mrl_op_complete_ok(op, mrl_cq_entry_flags(e, size),
 					&e->op_context))
@@ -124,12 +121,8 @@ mrl_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n, fi_addr_t *src_addr,
 		return n;
 	if (n != 1)
 		return mrl_cq_deliver_from(cq, buf, n, 0, src_addr, size);
-	op = e->op_context;
-	if ((uintptr_t)op - atomic_load_explicit(&mrl_op_region.base,
-						 memory_order_relaxed) >=
-		    atomic_load_explicit(&mrl_op_region.size,
-					 memory_order_acquire) ||
-	    op->domain != cq->domain)
+	op = mrl_op_of_context(e->op_context, cq->domain);
+	if (!op)
 		return 1;
 	return mrl_op_complete_ok(op, mrl_cq_entry_flags(e, size),
 				  &e->op_context) ?
@@ -278,6 +271,8 @@ int mrl_xfer_cq_open(struct mrl_cq *cq)
 			cq->cq.ops = &mrl_plain_cq_ops;
 		return 0;
 	}
+	/* Before the CQ can be read (mrl_op_in_region's plain loads). */
+	mrl_op_region_init();
 	xcq = calloc(1, sizeof(*xcq));
 	if (!xcq)
 		return -FI_ENOMEM;

@@ -156,12 +156,13 @@ static void mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
 }
 
 /* After a decision: whether the direction's single-buffer calls may take
- * the hit path (mrl_post_single). */
+ * the hit path (mrl_xfer.h). */
 static void mrl_xdir_single(struct mrl_xep *x, enum mrl_dir dir)
 {
 	struct mrl_xdir *d = &x->dir[dir];
 
-	d->single = d->route != MRL_ROUTE_NONE && !d->convert ? x->pool : NULL;
+	d->single = x->pool && d->route != MRL_ROUTE_NONE && !d->convert ?
+		x->pool : &mrl_op_pool_none;
 }
 
 /* Open the inner CQ that reports leased ops of counters-only directions. */
@@ -226,7 +227,7 @@ static void mrl_xep_disable(struct mrl_xep *x)
 	for (int dir = 0; dir < MRL_NDIR; dir++) {
 		x->dir[dir].min = x->dir[dir].min_msg = SIZE_MAX;
 		x->dir[dir].route = MRL_ROUTE_NONE;
-		x->dir[dir].single = NULL;
+		x->dir[dir].single = &mrl_op_pool_none;
 	}
 }
 

@@ -33,7 +33,9 @@ struct mrl_op_chunk {
 #define MRL_CHUNK_HDR 64u
 #define MRL_CHUNK_OPS ((MRL_CHUNK_SIZE - MRL_CHUNK_HDR) / sizeof(struct mrl_op))
 
-struct mrl_op_region mrl_op_region;
+struct mrl_op_pool mrl_op_pool_none;
+uintptr_t mrl_op_region_base;
+size_t mrl_op_region_size;
 
 /* Ops of returned chunks point here, so a stale context naming them is
  * seen as nobody's. */
@@ -66,9 +68,13 @@ static void mrl_region_reserve(void)
 		return;
 	}
 	region_next = (uintptr_t)base;
-	atomic_store_explicit(&mrl_op_region.base, (uintptr_t)base,
-			      memory_order_relaxed);
-	atomic_store_explicit(&mrl_op_region.size, size, memory_order_release);
+	mrl_op_region_base = (uintptr_t)base;
+	mrl_op_region_size = size;
+}
+
+void mrl_op_region_init(void)
+{
+	pthread_once(&region_once, mrl_region_reserve);
 }
 
 static struct mrl_op_chunk *mrl_chunk_get(void)
@@ -76,9 +82,8 @@ static struct mrl_op_chunk *mrl_chunk_get(void)
 	struct mrl_op_chunk *chunk = NULL;
 	uintptr_t end;
 
-	pthread_once(&region_once, mrl_region_reserve);
-	end = atomic_load_explicit(&mrl_op_region.base, memory_order_relaxed) +
-	      atomic_load_explicit(&mrl_op_region.size, memory_order_acquire);
+	mrl_op_region_init();
+	end = mrl_op_region_base + mrl_op_region_size;
 
 	pthread_mutex_lock(&region_lock);
 	if (free_chunks) {
@@ -135,8 +140,17 @@ void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 		return;
 	}
 	if ((first->flags & MRL_OP_OWNED) && pool->owner == mrl_thread_self()) {
-		last->next = atomic_load_explicit(&pool->owned,
-						  memory_order_relaxed);
+		/* The owner's list links by owned_next; next stays NULL. */
+		struct mrl_op *head = atomic_load_explicit(
+			&pool->owned, memory_order_relaxed);
+
+		for (struct mrl_op *op = first, *next; op != last; op = next) {
+			next = op->next;
+			op->owned_next = next;
+			op->next = NULL;
+		}
+		last->next = NULL;
+		last->owned_next = head;
 		atomic_store_explicit(&pool->owned, first,
 				      memory_order_release);
 		return;
@@ -192,15 +206,14 @@ int mrl_op_pool_create(const struct mrl_domain *domain,
 	struct mrl_op_pool *p;
 	int ret;
 
-	pthread_once(&region_once, mrl_region_reserve);
+	mrl_op_region_init();
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -FI_ENOMEM;
 	p->domain = domain;
 	p->serial = threading == FI_THREAD_DOMAIN ||
 		    threading == FI_THREAD_COMPLETION;
-	p->base = atomic_load_explicit(&mrl_op_region.base,
-				       memory_order_relaxed);
+	p->base = mrl_op_region_base;
 	p->owner = mrl_thread_self();
 	atomic_init(&p->owned, NULL);
 	atomic_init(&p->shared, 0);
@@ -262,7 +275,7 @@ bool mrl_op_pool_settled(struct mrl_op_pool *pool, size_t out)
 	/* The owner's list: only its pushes change it now (the same
 	 * argument, by its release stores). */
 	for (op = atomic_load_explicit(&pool->owned, memory_order_acquire);
-	     op && n <= total; op = op->next)
+	     op && n <= total; op = op->owned_next)
 		n++;
 	return n + out == total;
 }

@@ -193,17 +193,21 @@ mrl_rma_op(enum mrl_rma_kind kind, struct mrl_cache_domain *cache,
 	   uintptr_t buf, size_t len, struct mrl_op *op)
 {
 	struct mrl_op_args *a = mrl_op_args(op);
+	struct mrl_registration *reg;
 	struct fid_ep *in;
 	void *desc;
 	ssize_t ret;
 	int err;
 
-	err = mrl_cache_acquire(cache, buf, buf + len, &op->leases[0]);
+	/* Into a local, not op->leases[0]: one register fewer around the
+	 * cache's inline path (no register saved for it). */
+	err = mrl_cache_acquire(cache, buf, buf + len, &reg);
 	if (__builtin_expect(err != 0, 0))
 		return mrl_rma_op_failed(kind, op, err);
+	op->leases[0] = reg;
 	atomic_store_explicit(&op->state, MRL_OP_LIVE, memory_order_relaxed);
 	in = mrl_ep_of(a->fep)->inner;
-	desc = mrl_registration_desc(op->leases[0]);
+	desc = mrl_registration_desc(reg);
 	switch (kind) {
 	case MRL_RMA_READ:
 		ret = fi_read(in, a->buf, a->len, desc, a->peer, a->a, a->b,
