@@ -1066,6 +1066,89 @@ static void test_index_reserve_covers_every_insert_shape(void)
 	CHECK(n > N);
 }
 
+/* Out of memory for an entry slab or index nodes must fail the acquire
+ * before the index changes (its registration closed, nothing half-inserted),
+ * and out of memory for the filter must leave it answering "maybe": a stale
+ * "no" would skip an invalidate. The cache works normally afterwards. */
+static void test_allocation_failures_leave_nothing_behind(void)
+{
+	enum { N = 300 };
+	const uintptr_t base = (uintptr_t)512 << 30, mib2 = 2ull << 20;
+	struct fi_mrlease_stats st;
+	struct mrl_registration *r;
+	int enomem = 0, ret;
+	size_t entries = 0;
+
+	CHECK_FI(fixture_open(0, 0));
+	/* Pages of one 2 MiB block, its filter nodes made by the first: each
+	 * acquire has its first slab or index node allocation fail once. */
+	for (int i = 0; i < N; i++) {
+		uintptr_t s = base + (uintptr_t)i * page_size;
+
+		mrl_cache_fail_allocs(i ? 1 : 0);
+		ret = mrl_cache_acquire(dom, s, s + 8, &r);
+		mrl_cache_fail_allocs(0);
+		if (ret) {
+			CHECK_EQ(-FI_ENOMEM, ret);
+			enomem++;
+			CHECK(mrl_cache_lookup(dom, s, s + 8) == NULL);
+			CHECK_EQ(entries, atomic_load(&creg.live));
+			CHECK_FI(mrl_cache_acquire(dom, s, s + 8, &r));	/* recovers */
+		}
+		mrl_lease_release(r);
+		entries++;
+		mrl_cache_domain_stats(dom, &st);
+		CHECK_EQ(entries, st.entries);
+		CHECK_EQ(entries, atomic_load(&creg.live));
+	}
+	/* Every leaf split taking a single node failed (entry slabs too, when
+	 * no closed domain left idle ones): ascending inserts split every 16. */
+	CHECK_MSG(enomem >= N / 16 - 3, "%d acquires failed", enomem);
+	/* Free entries ready (so no slab is needed below): retired ones. */
+	for (int i = 0; i < 8; i++) {
+		uintptr_t s = base + (uintptr_t)(N + i) * page_size;
+
+		CHECK_FI(mrl_cache_acquire(dom, s, s + 8, &r));
+		mrl_lease_release(r);
+	}
+	CHECK_FI(mrl_cache_invalidate(cache, base + N * page_size, base + (N + 8) * page_size));
+	/* An entry in a new 2 MiB block needs a filter leaf first: that
+	 * failing leaves the acquire intact and the filter answering "maybe"
+	 * from then on (the next entries are not counted in it at all). */
+	for (int i = 0; i < 8; i++) {
+		uintptr_t s = base + (uintptr_t)(i + 1) * mib2 + 5 * page_size;
+
+		mrl_cache_fail_allocs(i ? 0 : 1);
+		ret = mrl_cache_acquire(dom, s, s + 8, &r);
+		mrl_cache_fail_allocs(0);
+		CHECK_FI(ret);
+		mrl_lease_release(r);
+		entries++;
+	}
+	for (int i = 0; i < N; i++) {
+		uintptr_t s = base + (uintptr_t)i * page_size;
+
+		r = mrl_cache_lookup(dom, s, s + 1);
+		CHECK(r && r->base == s && r->end == s + page_size);
+		if (r)
+			mrl_lease_release(r);
+	}
+	/* Invalidate finds every entry, filtered or not. */
+	for (int i = 0; i < 8; i++) {
+		uintptr_t s = base + (uintptr_t)(i + 1) * mib2 + 5 * page_size;
+
+		CHECK_FI(mrl_cache_invalidate(cache, s + 100, s + 101));
+		CHECK(mrl_cache_lookup(dom, s, s + 1) == NULL);
+	}
+	CHECK_FI(mrl_cache_invalidate(cache, base, base + N * page_size));
+	mrl_cache_domain_stats(dom, &st);
+	CHECK_EQ(0, st.entries);
+	CHECK_EQ(0, atomic_load(&creg.live));
+	fixture_close();
+	CHECK_EQ(atomic_load(&creg.registered), atomic_load(&creg.closed));
+	CHECK_EQ(0, atomic_load(&creg.double_closed));
+}
+
 int main(void)
 {
 	page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -1097,6 +1180,7 @@ int main(void)
 	MRL_RUN(test_closed_domain_slabs_are_adopted_by_the_next_domain);
 	MRL_RUN(test_filter_directory_grows_and_finds_every_gib);
 	MRL_RUN(test_index_reserve_covers_every_insert_shape);
+	MRL_RUN(test_allocation_failures_leave_nothing_behind);
 	MRL_RUN(test_every_registration_closed_exactly_once);
 	return mrl_test_done();
 }

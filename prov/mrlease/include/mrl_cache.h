@@ -520,6 +520,11 @@ void mrl_cache_domain_stats(struct mrl_cache_domain *domain,
 /* Counters of the whole cache (every domain, closed ones included). */
 void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats);
 
+/* Fault injection for tests: the next n allocations the caches make (entry
+ * slabs, index nodes, filter nodes; not caches or domains) fail as if out of
+ * memory; 0 turns it off. Process-wide. */
+void mrl_cache_fail_allocs(unsigned n);
+
 /* Bytes of entry slabs idle in the process-wide list (left by closed
  * domains; the next domains adopt them; never given back): for
  * measurements. */

@@ -71,6 +71,44 @@ static inline void reg_set_state(struct mrl_registration *reg, unsigned state)
 	reg->state = (uint8_t)((reg->state & MRL_REG_PINNED) | state);
 }
 
+/* ---- allocations -------------------------------------------------------- */
+
+/* mrl_cache_fail_allocs(): the next n allocations below fail (tests). */
+static atomic_uint mrl_fail_allocs;
+
+void mrl_cache_fail_allocs(unsigned n)
+{
+	atomic_store_explicit(&mrl_fail_allocs, n, memory_order_relaxed);
+}
+
+static inline bool alloc_injected_failure(void)
+{
+	unsigned v = atomic_load_explicit(&mrl_fail_allocs, memory_order_relaxed);
+
+	while (MRL_UNLIKELY(v))
+		if (atomic_compare_exchange_weak_explicit(&mrl_fail_allocs, &v, v - 1,
+							  memory_order_relaxed,
+							  memory_order_relaxed))
+			return true;
+	return false;
+}
+
+/* Every allocation of entry slabs, index nodes and filter nodes: zeroed,
+ * line-aligned when `aligned`. Never called under cache->lock or flt_lock. */
+static void *cache_alloc(size_t size, bool aligned)
+{
+	void *p;
+
+	if (alloc_injected_failure())
+		return NULL;
+	if (!aligned)
+		return calloc(1, size);
+	if (posix_memalign(&p, MRL_CACHELINE, size))
+		return NULL;
+	memset(p, 0, size);
+	return p;
+}
+
 /* Counters off the hit path: shared atomics, touched on misses/retires. */
 struct mrl_slow_stats {
 	atomic_uint_least64_t misses, registrations, deregistrations;
@@ -385,10 +423,9 @@ static struct mrl_registration *pool_alloc(struct mrl_cache_domain *dom)
 	    dom->slab_entries > MRL_SLAB_MAX ? MRL_SLAB_MAX : (uint32_t)dom->slab_entries;
 	while (!dom->free) {
 		pthread_mutex_unlock(&mrl_pool_lock);
-		slab = aligned_alloc(MRL_CACHELINE, slab_bytes(n));
+		slab = cache_alloc(slab_bytes(n), true);
 		if (!slab)
 			return NULL;
-		memset(slab, 0, slab_bytes(n));
 		slab->n = n;
 		for (uint32_t i = 0; i < n; i++) {
 			atomic_init(&slab->reg[i].refs, 0);
@@ -1122,11 +1159,12 @@ static struct mrl_flt_slot *flt_install(struct mrl_cache *cache, uintptr_t gib,
 			continue;
 		}
 		pthread_mutex_unlock(&cache->flt_lock);
-		if (want_mid && !mid && !(mid = calloc(1, sizeof(*mid))))
+		if (want_mid && !mid && !(mid = cache_alloc(sizeof(*mid), false)))
 			goto err;
 		if (want && (!grown || grown->mask + 1 < want)) {
 			free(grown);
-			grown = calloc(1, sizeof(*grown) + want * sizeof(grown->slot[0]));
+			grown = cache_alloc(sizeof(*grown) + want * sizeof(grown->slot[0]),
+					    false);
 			if (!grown)
 				goto err;
 			grown->mask = want - 1;
@@ -1159,7 +1197,7 @@ static struct mrl_flt_leaf *flt_leaf(_Atomic(struct mrl_flt_leaf *) *slot, bool 
 
 	if (n || !install)
 		return n;
-	n = calloc(1, sizeof(*n));
+	n = cache_alloc(sizeof(*n), false);
 	if (!n)
 		return NULL;
 	if (!atomic_compare_exchange_strong_explicit(slot, &expected, n,
@@ -1186,6 +1224,9 @@ static void flt_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi, int 
 	struct mrl_flt_leaf *leaf;
 	uintptr_t a;
 
+	/* Given up (always "maybe"): no more nodes to install or count in. */
+	if (atomic_load_explicit(&cache->flt_broken, memory_order_relaxed))
+		return;
 	if (hi > MRL_FLT_LIMIT) {
 		if (delta)
 			atomic_store_explicit(&cache->flt_unfiltered,
@@ -1411,7 +1452,7 @@ static int write_enter_reserved(struct mrl_cache *cache, struct mrl_cache_domain
 		write_exit(cache);
 		for (int leaf = 0; leaf < 2; leaf++) {
 			for (unsigned i = 0; i < want[leaf]; i++) {
-				if (posix_memalign((void **)&n, MRL_CACHELINE, bt_size(leaf)))
+				if (!(n = cache_alloc(bt_size(leaf), true)))
 					break;
 				n->leaf = leaf;
 				n->ptr[0] = chain;
