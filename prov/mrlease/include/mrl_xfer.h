@@ -167,7 +167,17 @@ enum mrl_op_state {
 	MRL_OP_FREE,	/* in a free list */
 	MRL_OP_LIVE,	/* posted, holds leases */
 	MRL_OP_ORPHAN,	/* its endpoint closed; leases already released */
+	/* LIVE too, with one lease and no flag but MRL_OP_OWNED: the
+	 * inline completion finds its case with the state's CAS alone. */
+	MRL_OP_LIVE_OWNED,
+	MRL_OP_LIVE_ONE, /* LIVE, one lease, no flag */
 };
+
+/* Whether an op in state s is posted and holds its leases. */
+static inline bool mrl_op_live(unsigned int s)
+{
+	return s == MRL_OP_LIVE || s >= MRL_OP_LIVE_OWNED;
+}
 
 enum mrl_op_flags {
 	MRL_OP_HIDDEN = 1 << 0,	    /* the app asked no completion: consume it */
@@ -349,7 +359,7 @@ static inline struct mrl_op *mrl_op_at(const struct mrl_op_pool *pool,
  * A free op off the pool's free list (poster side), or NULL when the list
  * is empty (then mrl_op_alloc, which grows the pool). The op's fields are
  * stale except next, NULL in every free op off its list (mrl_op_put_chain
- * clears it in shared pools, mrl_op_get in serial ones): mrl_op_set_live
+ * clears it in shared pools, mrl_op_get in serial ones); the poster
  * initialises the rest of what a live op needs.
  */
 static inline struct mrl_op *mrl_op_get_serial(struct mrl_op_pool *pool)
@@ -448,18 +458,6 @@ static inline void mrl_op_put(struct mrl_op_pool *pool, struct mrl_op *op)
 	mrl_op_put_shared(pool, op);
 }
 
-/* Make an op from mrl_op_get LIVE, holding `reg` (not NULL); its next is
- * NULL already (mrl_op_get). */
-static inline void mrl_op_set_live(struct mrl_op *op, void *app_ctx,
-				   uint16_t flags,
-				   struct mrl_registration *reg)
-{
-	op->app_ctx = app_ctx;
-	op->shape = mrl_op_shape(flags, 1);
-	op->leases[0] = reg;
-	atomic_store_explicit(&op->state, MRL_OP_LIVE, memory_order_relaxed);
-}
-
 /* Add a lease to op (chaining an extra op when full); 0 or -FI_ENOMEM. */
 int mrl_op_add_lease(struct mrl_op *op, struct mrl_registration *reg);
 /* Release op's leases (and extra ops); the op keeps its state. */
@@ -482,10 +480,11 @@ bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 
 /*
  * mrl_op_complete for a successful completion (the entry's flags at flagsp,
- * NULL: none), with the common case inline: a LIVE op with one lease and no
- * flag but MRL_OP_OWNED (no extras, visible, not multi-recv): the state
- * change (a CAS in a shared pool: completion and endpoint close release the
- * leases once; in a serial pool they never run at the same time), the application's context, the op back on its free
+ * NULL: none), with the common cases inline: an op with one lease and no
+ * flag but MRL_OP_OWNED (no extras, visible, not multi-recv), which its
+ * poster marked MRL_OP_LIVE_OWNED or MRL_OP_LIVE_ONE: the state change (a
+ * CAS, serial pools included: completion and endpoint close release the
+ * leases once; the first CAS also tells the owner's case), the application's context, the op back on its free
  * list, then the lease released from a copy: after the push the op may be
  * reused, and nothing touches the op or its pool (which a close may free
  * once every op is back) after it. The lease is the completer's own
@@ -496,49 +495,34 @@ mrl_op_complete_ok(struct mrl_op *op, const uint64_t *flagsp, void **app_ctx)
 {
 	struct mrl_op_pool *pool = op->pool;
 	struct mrl_registration *reg;
-	unsigned int state = MRL_OP_LIVE;
-	uint32_t shape = op->shape;
+	unsigned int state = MRL_OP_LIVE_OWNED;
 
-	if (shape == mrl_op_shape(MRL_OP_OWNED, 1)) {
-		/* Posted by its pool's owner (a CAS in serial pools too). */
-		if (!atomic_compare_exchange_strong_explicit(
-			    &op->state, &state, MRL_OP_FREE,
-			    memory_order_acq_rel, memory_order_acquire))
-			return mrl_op_complete(op, flagsp ? *flagsp : 0, false,
-					       app_ctx);
+	/* Tested through the state it leaves (not its result: one
+	 * instruction less on x86-64). */
+	atomic_compare_exchange_strong_explicit(&op->state, &state, MRL_OP_FREE,
+						memory_order_acq_rel,
+						memory_order_acquire);
+	if (state == MRL_OP_LIVE_OWNED) {
+		/* Posted by its pool's owner. */
 		*app_ctx = op->app_ctx;
 		reg = op->leases[0];
-		if (pool->owner == mrl_thread_self())
+		if (__builtin_expect(pool->owner == mrl_thread_self(), 1))
 			mrl_op_put_owned(pool, op);
 		else
 			mrl_op_put(pool, op);
 		mrl_lease_release(reg);
 		return true;
 	}
-	if (shape != mrl_op_shape(0, 1))
+	if (state == MRL_OP_LIVE_ONE)
+		atomic_compare_exchange_strong_explicit(
+			&op->state, &state, MRL_OP_FREE, memory_order_acq_rel,
+			memory_order_acquire);
+	if (state != MRL_OP_LIVE_ONE)
 		return mrl_op_complete(op, flagsp ? *flagsp : 0, false,
 				       app_ctx);
-	if (pool->serial) {
-		if (atomic_load_explicit(&op->state, memory_order_relaxed) !=
-		    MRL_OP_LIVE)
-			return mrl_op_complete(op, flagsp ? *flagsp : 0, false,
-					       app_ctx);
-		atomic_store_explicit(&op->state, MRL_OP_FREE,
-				      memory_order_relaxed);
-		*app_ctx = op->app_ctx;
-		reg = op->leases[0];
-		op->next = pool->free;
-		pool->free = op;
-	} else {
-		if (!atomic_compare_exchange_strong_explicit(
-			    &op->state, &state, MRL_OP_FREE,
-			    memory_order_acq_rel, memory_order_acquire))
-			return mrl_op_complete(op, flagsp ? *flagsp : 0, false,
-					       app_ctx);
-		*app_ctx = op->app_ctx;
-		reg = op->leases[0];
-		mrl_op_put_shared(pool, op);
-	}
+	*app_ctx = op->app_ctx;
+	reg = op->leases[0];
+	mrl_op_put(pool, op);
 	mrl_lease_release(reg);
 	return true;
 }
@@ -739,6 +723,9 @@ static inline void *mrl_post_context(struct mrl_post *p, void *app_ctx,
 			*flags |= FI_COMPLETION;
 		}
 	}
+	if (op->shape == mrl_op_shape(0, 1))
+		atomic_store_explicit(&op->state, MRL_OP_LIVE_ONE,
+				      memory_order_relaxed);
 	return op;
 }
 
@@ -761,8 +748,9 @@ static inline ssize_t mrl_post_end(struct mrl_post *p, ssize_t ret)
  *    mrl_post_pop), the call's operands and context stored in the op;
  * 2. the call's leased half (noinline, four arguments: cache, buffer,
  *    length, op): the lease into op->leases[0], the op LIVE, the inner call
- *    with the operands read back from the op and the op as its context. A
- *    failed lease returns the op and takes the slow path.
+ *    with the operands read back from the op and the op as its context (the
+ *    first half made the op LIVE: mrl_post_op_live). A failed lease
+ *    returns the op and takes the slow path.
  * The route of a call that is not converted reports it with no other op
  * flag.
  */
@@ -815,12 +803,26 @@ static inline struct mrl_op *mrl_post_owned(struct mrl_op_pool *pool,
 	return atomic_load_explicit(&pool->owned, memory_order_relaxed);
 }
 
+/* The op's shape and state for a single-buffer call: LIVE before its lease
+ * is taken (nothing looks at it in between but a concurrent fi_cancel,
+ * which finds a context the provider does not know yet); a failed lease
+ * sets it FREE again. */
+static inline void mrl_post_op_live(struct mrl_op *op, uint16_t flags)
+{
+	op->shape = mrl_op_shape(flags, 1);
+	atomic_store_explicit(&op->state,
+			      flags == MRL_OP_OWNED ? MRL_OP_LIVE_OWNED :
+			      !flags		    ? MRL_OP_LIVE_ONE :
+						      MRL_OP_LIVE,
+			      memory_order_relaxed);
+}
+
 static inline void mrl_post_owned_take(struct mrl_op_pool *pool,
 				       struct mrl_op *op, uint16_t flags)
 {
 	atomic_store_explicit(&pool->owned, op->owned_next,
 			      memory_order_relaxed);
-	op->shape = mrl_op_shape(flags | MRL_OP_OWNED, 1);
+	mrl_post_op_live(op, flags | MRL_OP_OWNED);
 }
 
 /* The out-of-line pop: an op for a single-buffer call with `flags` (and
@@ -840,7 +842,7 @@ static inline struct mrl_op *mrl_post_pop(struct mrl_op_pool *pool,
 		op = mrl_op_get(pool);
 	}
 	if (op)
-		op->shape = mrl_op_shape(flags, 1);
+		mrl_post_op_live(op, flags);
 	return op;
 }
 
@@ -978,7 +980,6 @@ mrl_msg_op(enum mrl_msg_kind kind, struct mrl_cache_domain *cache,
 	if (__builtin_expect(err != 0, 0))
 		return mrl_msg_op_failed(kind, op, err);
 	op->leases[0] = reg;
-	atomic_store_explicit(&op->state, MRL_OP_LIVE, memory_order_relaxed);
 	in = mrl_ep_of(a->fep)->inner;
 	desc = mrl_registration_desc(reg);
 	switch (kind) {

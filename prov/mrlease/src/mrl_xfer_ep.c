@@ -482,11 +482,16 @@ struct mrl_orphan_count {
 static bool mrl_xep_orphan(struct mrl_op *op, void *arg)
 {
 	struct mrl_orphan_count *c = arg;
-	unsigned int state = MRL_OP_LIVE;
+	unsigned int state = atomic_load_explicit(&op->state,
+						  memory_order_acquire);
 
-	if (atomic_compare_exchange_strong_explicit(
-		    &op->state, &state, MRL_OP_ORPHAN, memory_order_acq_rel,
-		    memory_order_acquire)) {
+	/* Any live state (a completer may take it first). */
+	while (mrl_op_live(state) &&
+	       !atomic_compare_exchange_weak_explicit(
+		       &op->state, &state, MRL_OP_ORPHAN, memory_order_acq_rel,
+		       memory_order_acquire))
+		;
+	if (mrl_op_live(state)) {
 		mrl_op_release_leases(op);
 		c->n++;
 		for (; op; op = op->next)

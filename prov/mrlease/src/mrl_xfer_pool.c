@@ -366,9 +366,8 @@ void mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
 
 		for (size_t i = 0; i < c->nops; i++) {
 			if (ops[i].flags & MRL_OP_EXTRA ||
-			    atomic_load_explicit(&ops[i].state,
-						 memory_order_acquire) !=
-				    MRL_OP_LIVE)
+			    !mrl_op_live(atomic_load_explicit(
+				    &ops[i].state, memory_order_acquire)))
 				continue;
 			if (!fn(&ops[i], arg))
 				return;
@@ -380,7 +379,7 @@ bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 		     void **app_ctx)
 {
 	struct mrl_op_pool *pool = op->pool;
-	unsigned int state = MRL_OP_LIVE;
+	unsigned int state;
 	bool visible = error || !(op->flags & MRL_OP_HIDDEN);
 	bool ours;
 
@@ -392,14 +391,19 @@ bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 	if (pool->serial) {
 		/* Nothing runs concurrently: plain state changes. */
 		state = atomic_load_explicit(&op->state, memory_order_relaxed);
-		ours = state == MRL_OP_LIVE;
+		ours = mrl_op_live(state);
 		if (ours)
 			atomic_store_explicit(&op->state, MRL_OP_FREE,
 					      memory_order_relaxed);
 	} else {
-		ours = atomic_compare_exchange_strong_explicit(
-			&op->state, &state, MRL_OP_FREE, memory_order_acq_rel,
-			memory_order_acquire);
+		/* Any live state to FREE (close makes it ORPHAN instead). */
+		state = atomic_load_explicit(&op->state, memory_order_acquire);
+		while (mrl_op_live(state) &&
+		       !atomic_compare_exchange_weak_explicit(
+			       &op->state, &state, MRL_OP_FREE,
+			       memory_order_acq_rel, memory_order_acquire))
+			;
+		ours = mrl_op_live(state);
 	}
 	if (ours) {
 		/* One pass over the op and its extras: release, free, push. */

@@ -178,6 +178,7 @@ mrl_rma_op_failed(enum mrl_rma_kind kind, struct mrl_op *op, int err)
 	struct mrl_op_args a = *mrl_op_args(op);
 	void *context = op->app_ctx;
 
+	atomic_store_explicit(&op->state, MRL_OP_FREE, memory_order_relaxed);
 	mrl_op_put(op->pool, op);
 	return mrl_rma_single_slow(mrl_ep_of(a.fep), kind, a.buf, a.len,
 				   a.peer, a.a, a.b, a.c, context, err);
@@ -205,7 +206,6 @@ mrl_rma_op(enum mrl_rma_kind kind, struct mrl_cache_domain *cache,
 	if (__builtin_expect(err != 0, 0))
 		return mrl_rma_op_failed(kind, op, err);
 	op->leases[0] = reg;
-	atomic_store_explicit(&op->state, MRL_OP_LIVE, memory_order_relaxed);
 	in = mrl_ep_of(a->fep)->inner;
 	desc = mrl_registration_desc(reg);
 	switch (kind) {
