@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -320,6 +321,108 @@ static void test_churn_on_all_threads_closes_every_registration_once(void)
 	CHECK_EQ(0, atomic_load(&f.creg.double_closed));
 }
 
+/* ---- the overlap filter growing under invalidates ----------------------- */
+
+enum { GROW_THREADS = 2, GROW_GIBS = 96 };
+
+struct grow_race {
+	struct fixture f;
+	pthread_barrier_t go;
+	atomic_int done[GROW_THREADS];	/* entries inserted and published */
+	atomic_int bad;
+};
+
+struct grow_arg {
+	struct grow_race *r;
+	int t;
+};
+
+/* Entry k of thread t: one page in its own GiB (every GiB a new directory
+ * key, so the directory doubles several times while invalidates read it).
+ * Inserted by track(), so no pending miss makes invalidate look anyway. */
+static uintptr_t grow_base(int t, int k)
+{
+	return ((uintptr_t)1024 << 30) + (((uintptr_t)k * GROW_THREADS + t) << 30) +
+	       (uintptr_t)k * page_size;
+}
+
+static void *grow_inserter(void *p)
+{
+	struct grow_arg *a = p;
+	struct mrl_registration *lease;
+
+	void *mr, *desc;
+
+	pthread_barrier_wait(&a->r->go);
+	for (int k = 0; k < GROW_GIBS; k++) {
+		uintptr_t s = grow_base(a->t, k);
+
+		/* track(): no pending miss for invalidate to see, only the
+		 * filter and the index. */
+		if (creg_registrar.reg(&a->r->f.creg, (void *)s, page_size, MRL_CACHE_ACCESS,
+				       0, &mr, &desc)) {
+			atomic_fetch_add(&a->r->bad, 1);
+			continue;
+		}
+		if (mrl_cache_track(a->r->f.dom, s, s + page_size, mr, desc, &lease)) {
+			creg_registrar.close(&a->r->f.creg, mr);
+			atomic_fetch_add(&a->r->bad, 1);
+			continue;
+		}
+		mrl_lease_release(lease);
+		atomic_store_explicit(&a->r->done[a->t], k + 1, memory_order_release);
+	}
+	return NULL;
+}
+
+/* An invalidate that starts after an entry was inserted must retire it, also
+ * while another thread grows the filter's directory (a key lost in the copy,
+ * or a stale directory read as "nothing here", would leave it cached). */
+static void test_filter_growth_never_hides_an_inserted_entry(void)
+{
+	static struct grow_race r;
+	struct grow_arg a[GROW_THREADS];
+	pthread_t th[GROW_THREADS];
+	struct mrl_registration *lease;
+	int next[GROW_THREADS] = { 0 }, left = GROW_THREADS * GROW_GIBS;
+
+	memset(&r, 0, sizeof(r));
+	CHECK_FI(fixture_open(&r.f, NULL, 0));
+	CHECK(!pthread_barrier_init(&r.go, NULL, GROW_THREADS + 1));
+	for (int t = 0; t < GROW_THREADS; t++) {
+		a[t] = (struct grow_arg){ &r, t };
+		CHECK(!pthread_create(&th[t], NULL, grow_inserter, &a[t]));
+	}
+	pthread_barrier_wait(&r.go);
+	while (left && !atomic_load(&r.bad)) {
+		for (int t = 0; t < GROW_THREADS; t++) {
+			int done = atomic_load_explicit(&r.done[t], memory_order_acquire);
+
+			for (; next[t] < done; next[t]++, left--) {
+				uintptr_t s = grow_base(t, next[t]);
+
+				if (mrl_cache_invalidate(r.f.cache, s + 100, s + 101))
+					atomic_fetch_add(&r.bad, 1);
+				lease = mrl_cache_lookup(r.f.dom, s, s + 8);
+				if (lease) {
+					atomic_fetch_add(&r.bad, 1);
+					mrl_lease_release(lease);
+				}
+			}
+		}
+		if (atomic_load(&r.done[0]) + atomic_load(&r.done[1]) < GROW_THREADS * GROW_GIBS)
+			sched_yield();
+	}
+	for (int t = 0; t < GROW_THREADS; t++)
+		pthread_join(th[t], NULL);
+	pthread_barrier_destroy(&r.go);
+	CHECK_EQ(0, atomic_load(&r.bad));
+	CHECK_EQ(0, left);
+	CHECK_EQ(GROW_THREADS * GROW_GIBS, atomic_load(&r.f.creg.closed));
+	mrl_cache_destroy(r.f.cache);
+	CHECK_EQ(atomic_load(&r.f.creg.registered), atomic_load(&r.f.creg.closed));
+}
+
 /* ---- hot slots against retire and reuse --------------------------------- */
 
 struct hot_race {
@@ -482,6 +585,7 @@ int main(void)
 	MRL_RUN(test_concurrent_based_misses_on_same_base_do_not_leak);
 	MRL_RUN(test_churn_on_all_threads_closes_every_registration_once);
 	MRL_RUN(test_hot_slot_never_leases_a_retired_or_recycled_entry);
+	MRL_RUN(test_filter_growth_never_hides_an_inserted_entry);
 	MRL_RUN(test_pin_release_racing_invalidate_and_domain_close_closes_once);
 	MRL_RUN(test_every_registration_closed_exactly_once);
 	if (have_tcp) {
