@@ -502,7 +502,7 @@ mrl_op_complete_ok(struct mrl_op *op, const uint64_t *flagsp, void **app_ctx)
 	atomic_compare_exchange_strong_explicit(&op->state, &state, MRL_OP_FREE,
 						memory_order_acq_rel,
 						memory_order_acquire);
-	if (state == MRL_OP_LIVE_OWNED) {
+	if (__builtin_expect(state == MRL_OP_LIVE_OWNED, 1)) {
 		/* Posted by its pool's owner. */
 		*app_ctx = op->app_ctx;
 		reg = op->leases[0];
@@ -554,6 +554,10 @@ struct mrl_xdir {
 	/* The endpoint's pool when single-buffer non-msg calls may take the
 	 * hit path (leasing, not converted), else &mrl_op_pool_none. */
 	struct mrl_op_pool *single;
+	/* The owner's op shape and state for single-buffer calls (live_flags
+	 * | MRL_OP_OWNED, one lease: mrl_post_op_live), so a receive's first
+	 * half stores them without computing them. */
+	uint32_t owned_shape, owned_state;
 };
 
 struct mrl_xcntr;
@@ -803,6 +807,14 @@ static inline struct mrl_op *mrl_post_owned(struct mrl_op_pool *pool,
 	return atomic_load_explicit(&pool->owned, memory_order_relaxed);
 }
 
+/* The state of a live single-buffer op with these flags. */
+static inline unsigned int mrl_post_op_state(uint16_t flags)
+{
+	return flags == MRL_OP_OWNED ? MRL_OP_LIVE_OWNED :
+	       !flags		     ? MRL_OP_LIVE_ONE :
+					MRL_OP_LIVE;
+}
+
 /* The op's shape and state for a single-buffer call: LIVE before its lease
  * is taken (nothing looks at it in between but a concurrent fi_cancel,
  * which finds a context the provider does not know yet); a failed lease
@@ -810,19 +822,21 @@ static inline struct mrl_op *mrl_post_owned(struct mrl_op_pool *pool,
 static inline void mrl_post_op_live(struct mrl_op *op, uint16_t flags)
 {
 	op->shape = mrl_op_shape(flags, 1);
-	atomic_store_explicit(&op->state,
-			      flags == MRL_OP_OWNED ? MRL_OP_LIVE_OWNED :
-			      !flags		    ? MRL_OP_LIVE_ONE :
-						      MRL_OP_LIVE,
+	atomic_store_explicit(&op->state, mrl_post_op_state(flags),
 			      memory_order_relaxed);
 }
 
+/* Take the op mrl_post_owned returned, with the direction's owned shape
+ * and state (mrl_xdir.owned_shape, owned_state) or the constant ones of
+ * flags 0 (tx). */
 static inline void mrl_post_owned_take(struct mrl_op_pool *pool,
-				       struct mrl_op *op, uint16_t flags)
+				       struct mrl_op *op, uint32_t shape,
+				       unsigned int state)
 {
 	atomic_store_explicit(&pool->owned, op->owned_next,
 			      memory_order_relaxed);
-	mrl_post_op_live(op, flags | MRL_OP_OWNED);
+	op->shape = shape;
+	atomic_store_explicit(&op->state, state, memory_order_relaxed);
 }
 
 /* The out-of-line pop: an op for a single-buffer call with `flags` (and
@@ -1064,9 +1078,13 @@ mrl_msg_pop(enum mrl_msg_kind kind, struct fid_ep *fep, const void *buf,
 			return pop_call;                                     \
 		mrl_msg_args_set(kind, op_, fep, buf, len, addr, tag,        \
 				 ignore, data, context);                     \
-		mrl_post_owned_take(pool_, op_,                              \
-				    mrl_msg_dir(kind) == MRL_RX ?            \
-					    d_->live_flags : 0);             \
+		if (mrl_msg_dir(kind) == MRL_RX)                             \
+			mrl_post_owned_take(pool_, op_, d_->owned_shape,     \
+					    d_->owned_state);                \
+		else                                                         \
+			mrl_post_owned_take(                                 \
+				pool_, op_, mrl_op_shape(MRL_OP_OWNED, 1),   \
+				MRL_OP_LIVE_OWNED);                          \
 		return leased(pool_->cache, (uintptr_t)buf, len, op_);       \
 	} while (0)
 

@@ -117,9 +117,9 @@ mrl_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n, fi_addr_t *src_addr,
 	struct fi_cq_entry *e = buf;
 	struct mrl_op *op;
 
-	if (n <= 0)
+	if (n < 1)
 		return n;
-	if (n != 1)
+	if (n > 1)
 		return mrl_cq_deliver_from(cq, buf, n, 0, src_addr, size);
 	op = mrl_op_of_context(e->op_context, cq->domain);
 	if (!op)

@@ -163,6 +163,8 @@ static void mrl_xdir_single(struct mrl_xep *x, enum mrl_dir dir)
 
 	d->single = x->pool && d->route != MRL_ROUTE_NONE && !d->convert ?
 		x->pool : &mrl_op_pool_none;
+	d->owned_shape = mrl_op_shape(d->live_flags | MRL_OP_OWNED, 1);
+	d->owned_state = mrl_post_op_state(d->live_flags | MRL_OP_OWNED);
 }
 
 /* Open the inner CQ that reports leased ops of counters-only directions. */

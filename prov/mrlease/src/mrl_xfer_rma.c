@@ -309,7 +309,8 @@ mrl_rma_writedata_pop(struct fid_ep *fep, const void *buf, size_t len,
 			return pop_call;                                     \
 		mrl_rma_args_set(kind, op, fep, buf, len, peer, addr, key,   \
 				 data, context);                             \
-		mrl_post_owned_take(pool, op, 0);                            \
+		mrl_post_owned_take(pool, op, mrl_op_shape(MRL_OP_OWNED, 1), \
+				    MRL_OP_LIVE_OWNED);                      \
 		return leased(pool->cache, (uintptr_t)buf, len, op);         \
 	} while (0)
 
