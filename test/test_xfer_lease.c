@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -753,6 +754,113 @@ out:
 	free(tgt);
 }
 
+/* Posting and reaping phases of the thread-swap test, each on one thread. */
+enum { SWAP_N = 64, SWAP_SLOT = 256 };
+
+struct swap_phase {
+	struct xfer_pair *p;
+	char *src;
+	uint64_t raddr, key;
+	struct fi_context2 *ctx;
+	bool post, reap;
+	int ret;	/* 0, or the first failure */
+};
+
+static void *swap_phase_run(void *arg)
+{
+	struct swap_phase *ph = arg;
+	static struct xfer_comp c[SWAP_N];
+	char seen[SWAP_N] = { 0 };
+
+	for (int i = 0; ph->post && i < SWAP_N && !ph->ret; i++)
+		ph->ret = XFER_POST(ph->p, fi_write(ph->p->ep[0],
+						    ph->src + i * SWAP_SLOT,
+						    SWAP_SLOT, NULL,
+						    ph->p->addr[1],
+						    ph->raddr + i * SWAP_SLOT,
+						    ph->key, &ph->ctx[i]));
+	if (!ph->reap || ph->ret)
+		return NULL;
+	if (xfer_reap(ph->p, c, SWAP_N) != SWAP_N) {
+		ph->ret = -FI_EOTHER;
+		return NULL;
+	}
+	for (int i = 0; i < SWAP_N; i++) {
+		long k = (struct fi_context2 *)c[i].ctx - ph->ctx;
+
+		if (c[i].err || k < 0 || k >= SWAP_N || seen[k]) {
+			ph->ret = -FI_EOTHER;
+			return NULL;
+		}
+		seen[k] = 1;
+	}
+	return NULL;
+}
+
+/* Run phase on a new thread (other) or this one. */
+static int swap_phase(struct swap_phase *ph, bool other)
+{
+	pthread_t t;
+
+	ph->ret = 0;
+	if (!other) {
+		swap_phase_run(ph);
+		return ph->ret;
+	}
+	if (pthread_create(&t, NULL, swap_phase_run, ph))
+		return -FI_EOTHER;
+	pthread_join(t, NULL);
+	return ph->ret;
+}
+
+/* Leased writes posted and completed on threads other than the one that
+ * enabled the endpoint (which owns its op pool's private list), in every
+ * mix: each completes once with its own context, data intact, no lease
+ * left. Prevents an op lost or handed out twice between the owner's list
+ * and the shared stack (the owner's ops completed elsewhere, another
+ * thread's ops completed by the owner). */
+static void test_leased_writes_swap_posting_and_reaping_threads(void)
+{
+	static const bool plan[][2] = {
+		/* post on another thread, reap on another thread */
+		{ true, true }, { false, true }, { true, false },
+		{ false, false },
+	};
+	struct xfer_pair p;
+	static struct fi_context2 ctx[SWAP_N];
+	char *src = buffer(SWAP_N * SWAP_SLOT, 23);
+	char *tgt = buffer(SWAP_N * SWAP_SLOT, 0);
+	struct fid_mr *mr = NULL;
+	struct swap_phase ph = { .p = &p, .src = src, .ctx = ctx };
+
+	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+		goto out;
+	CHECK_FI(xfer_mr_reg(&p, tgt, SWAP_N * SWAP_SLOT, FI_REMOTE_WRITE,
+			     &mr));
+	ph.raddr = xfer_rma_addr(&p, tgt, tgt);
+	ph.key = mr ? fi_mr_key(mr) : 0;
+	for (size_t i = 0; i < sizeof(plan) / sizeof(plan[0]) &&
+			   !mrl_test_failed(); i++) {
+		memset(tgt, 0, SWAP_N * SWAP_SLOT);
+		ph.post = true;
+		ph.reap = false;
+		CHECK_MSG(!swap_phase(&ph, plan[i][0]), "plan %zu: posts: %d",
+			  i, ph.ret);
+		ph.post = false;
+		ph.reap = true;
+		CHECK_MSG(!swap_phase(&ph, plan[i][1]), "plan %zu: reaps: %d",
+			  i, ph.ret);
+		CHECK_EQ(-1, xfer_verify(tgt, SWAP_N * SWAP_SLOT, 23));
+		CHECK_EQ(0, xfer_live_leases(&p));
+	}
+	if (mr)
+		CHECK_EQ(0, fi_close(&mr->fid));
+	CHECK_EQ(0, xfer_pair_close(&p));
+out:
+	free(src);
+	free(tgt);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const env[] = { "FI_MRLEASE_MIN_SIZE=64", NULL };
@@ -779,6 +887,7 @@ int main(int argc, char **argv)
 		MRL_RUN(test_readfrom_keeps_src_addr_in_step_with_hidden_entries);
 		MRL_RUN(test_remote_cq_data_entry_passes_untouched);
 		MRL_RUN(test_leased_writes_past_one_chunk_complete_once_each);
+		MRL_RUN(test_leased_writes_swap_posting_and_reaping_threads);
 	}
 	return mrl_test_done();
 }
