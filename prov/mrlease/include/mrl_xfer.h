@@ -33,12 +33,16 @@
  * reads the CQ or counter. Under FI_THREAD_DOMAIN and FI_THREAD_COMPLETION
  * the application serialises every object sharing a completion structure,
  * so posts, completions and endpoint close never overlap: such "serial"
- * pools keep a plain free list and change op states with plain stores.
- * Otherwise the free list is a lock-free stack (ABA tag in the head word,
- * ops named by 32-bit offsets in the region) that posters pop and
- * completions push from any thread, and an op's state changes by CAS so
- * that completion and endpoint close release its leases once. A mutex is
- * taken only to grow a shared pool or scan it (fi_cancel).
+ * pools keep a plain free list and the out-of-line completion changes op
+ * states with plain stores. Otherwise the free list is a lock-free stack
+ * (ABA tag in the head word, ops named by 32-bit offsets in the region)
+ * that posters pop and completions push from any thread, and an op's state
+ * changes by CAS so that completion and endpoint close release its leases
+ * once (the inline completion CASes in every pool: the CAS is also how it
+ * tells its case). In front of either, the thread that created the pool
+ * (its owner, usually the one posting) keeps the ops it posted and
+ * completed itself on a list of its own: plain pop, release-store push. A
+ * mutex is taken only to grow a shared pool or scan it (fi_cancel).
  *
  * Stacked pairs. Endpoints, CQs and counters of a domain that can never
  * lease (mrl_xfer_domain_leases: the inner instance of tcp;ofi_rxm without
@@ -50,28 +54,34 @@
  * Cost. A post that needs no lease pays one load of the endpoint's
  * threshold and a compare (or a loop over the iovs) before the inner call;
  * a CQ read with no op entry pays a range check per entry. The leased hit
- * path of a 4 KiB fi_write over tcp;ofi_rxm (FI_THREAD_SAFE, as rxm returns
- * it: a shared pool), hook self cost per write + completion, both instances:
- *	mrl_rma_write 13, mrl_rma_write_leased 70 (+ 27 cache acquire),
- *	mrl_xcq_read_tagged 79 (+ 11 cache release), inner instance 13
- *	(writemsg 7, CQ reads 6): 178 Ir of data path, 216 with the cache
- *	(was 359 + 108 = 467 before the serial/shared split, the inline
- *	completion and the plain inner tables). A serial pool saves about 20
- *	(158). Most of what is left is two prologues/epilogues (about 45), the
- *	inner call set-ups and the range, domain and state checks.
- *	At 16 KiB (xfer_ir.sh now; FI_MRLEASE_MIN_SIZE 16384): 211 Ir, 173
- *	of data path (mrl_rma_write_leased 96, mrl_xcq_read_tagged 90).
+ * path of a 16 KiB fi_write over tcp;ofi_rxm (FI_THREAD_SAFE, as rxm
+ * returns it: a shared pool; bench/xfer_ir.sh, FI_MRLEASE_MIN_SIZE 16384),
+ * hook self cost per write + completion, both instances, instructions on
+ * the path (callgrind -dump-instr):
+ *	mrl_rma_write 29 (the first half: checks, the owner's op, the
+ *	operands into it; no stack frame), mrl_rma_write_op 51 (the leased
+ *	half: 28 of it the cache's inline acquire), mrl_xcq_read_tagged 53
+ *	(12 of it the cache's inline release), inner instance 11 (writemsg 5,
+ *	two CQ reads 3 each): 144, 104 of data path. xfer_ir.sh reports 2-4
+ *	more per write: posts the provider refuses with -FI_EAGAIN (a few per
+ *	hundred writes) run both halves and give the op back. It was 211 (173
+ *	of data path) before the owner list, the two halves, the inline
+ *	single-entry read and the state-told completion.
+ *	What is left on the data path: the passthrough-equivalent calls and
+ *	their argument set-up (the inner fi_write's 8 arguments, 2 on the
+ *	stack, read back from the op: 16), the operands stored in the op (9),
+ *	the CQ read's frame and inner call (13), the range and domain checks
+ *	(8), the state CAS (4), the owner checks (6), the list pop and push
+ *	(5), the rest branches.
  * Single-buffer sends and receives (fi_send, fi_senddata, fi_recv and the
- * tagged ones) take the same hit path (mrl_post_single, mrl_msg_leased).
+ * tagged ones) take the same two halves (mrl_msg_op, MRL_MSG_OWNED);
  * XFER_IR_OP=send (a 16 KiB fi_send to the other endpoint plus a fi_recv
- * posted before it, both leased, two completions): 358 Ir of data path per
- * pair (mrl_msg_recv_leased 93, mrl_msg_send_leased 87, CQ read 150, entry
- * checks and the inner instance 28), was 675 through the generic slow path;
- * 608 with the cache (was 919), of which 186 is mrl_cache_acquire_slow:
- * the send's and the receive's acquires (two buffers, one thread) both miss
- * the cache's per-thread hot slot every time (callgrind callers:
- * mrl_msg_send_leased and mrl_msg_recv_leased, 2201x each); 46 is the
- * inner instance's dynamic-rbuf trampoline.
+ * posted before it, both leased, two completions read by one fi_cq_read):
+ * 292 Ir of data path per pair before the receive's precomputed shape
+ * (mrl_msg_send 27 + mrl_msg_send_op 53, mrl_msg_recv 44 + mrl_msg_recv_op
+ * 47, the two-entry read out of line in mrl_cq_deliver_from 124, the
+ * inner instance's dynamic-rbuf trampoline 46), was 358; 376 with the
+ * cache.
  * Measure with bench/xfer_ir.sh [BUILDDIR] (make bench runs it): the
  * callgrind runs of bench/xfer_bench --child 2 --sizes 16384 --window 1 for
  * 2000 and 6000 writes, the self cost of every function in libmrlease-fi.so
@@ -102,10 +112,12 @@
  * entries naming them: such CQs keep a reference until they close.
  * A shared pool is also kept by those CQs when a thread reading one of them
  * may still be inside a completion of one of its ops: the completer changes
- * the op's state (LIVE -> FREE) and then pushes it back onto the pool, and
- * a close in between sees no orphan. Close tells by counting the free
- * stack (only completers push while it runs, nobody pops): every op that
- * is not an orphan must be on it; a few sched_yield retries cover the
+ * the op's state (live -> FREE) and then pushes it back onto the pool (the
+ * shared stack or its owner's list; the lease it copied is released after
+ * the push, from the copy), and a close in between sees no orphan. Close
+ * tells by counting the free stack and the owner's list (only completers
+ * push while it runs, nobody pops): every op that is not an orphan must be
+ * on one of them; a few sched_yield retries cover the
  * usual few-instruction window, a descheduled completer costs the pool's
  * memory until the CQs close. The hit path pays nothing for it (no
  * per-read or per-entry counter); a completer touches the pool only while

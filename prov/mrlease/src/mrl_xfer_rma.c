@@ -450,20 +450,26 @@ static ssize_t mrl_plain_write(struct fid_ep *fep, const void *buf,
 static ssize_t mrl_plain_readmsg(struct fid_ep *fep,
 				 const struct fi_msg_rma *msg, uint64_t flags)
 {
-	struct fid_ep *in = mrl_ep_of(fep)->inner;
+	struct fid_ep *in;
 
+	/* The flag first: the inner endpoint's load can then replace fep
+	 * in its register (no copy). */
 	if (flags & FI_TRIGGER)
 		return mrl_ep_rma_ops.readmsg(fep, msg, flags);
+	in = mrl_ep_of(fep)->inner;
 	return in->rma->readmsg(in, msg, flags);
 }
 
 static ssize_t mrl_plain_writemsg(struct fid_ep *fep,
 				  const struct fi_msg_rma *msg, uint64_t flags)
 {
-	struct fid_ep *in = mrl_ep_of(fep)->inner;
+	struct fid_ep *in;
 
+	/* The flag first: the inner endpoint's load can then replace fep
+	 * in its register (no copy). */
 	if (flags & FI_TRIGGER)
 		return mrl_ep_rma_ops.writemsg(fep, msg, flags);
+	in = mrl_ep_of(fep)->inner;
 	return in->rma->writemsg(in, msg, flags);
 }
 
