@@ -29,7 +29,9 @@
 #   instances' wrappers).
 # noop_added_ir / lease_added_ir: whole-program totals per op of modes 4 and
 #   2 minus mode 1 (libfabric is stripped here, so the noop hook's own
-#   functions cannot be told apart; these are the noisy figures).
+#   functions cannot be told apart; these are the noisy figures: a mode's
+#   whole-program figure moves by tens of instructions from one pair of runs
+#   to the next, so each is the median over XFER_IR_REPEAT pairs, default 3).
 # polls_per_op: fi_cq_read calls per write of the N2 run, mode 2 (window 1:
 #   1.0 means no empty polls).
 #
@@ -37,8 +39,8 @@
 #   mode 2) with their two completions per op instead of fi_write
 #   (xfer_bench --op send); the RESULT line then says op=send.
 #
-# Needs valgrind; prints "RESULT skipped=1" without it. Takes about a
-# minute (six callgrind runs).
+# Needs valgrind; prints "RESULT skipped=1" without it. Takes about two
+# minutes (six callgrind runs per repetition).
 set -u
 
 self_dir=$(cd "$(dirname "$0")" && pwd)
@@ -65,6 +67,7 @@ if ! valgrind --version >/dev/null 2>&1; then
 fi
 
 op=${XFER_IR_OP:-write}
+repeat=${XFER_IR_REPEAT:-3}
 n1=${XFER_IR_N1:-2000}
 n2=${XFER_IR_N2:-6000}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/xfer_ir.XXXXXX") || exit 1
@@ -110,18 +113,19 @@ self_cost() {
 	' "$1"
 }
 
-# run MODE N: callgrind output in $tmp/cg.MODE.N, child report in .out
+# run MODE N [REP]: callgrind output in $tmp/cg.MODE.N[.REP], child report
+# in .out
 run() {
-	local mode=$1 n=$2 hook=
+	local mode=$1 n=$2 rep=${3:+.$3} hook=
 	case $mode in
 	2) hook=mrlease ;;
 	4) hook=noop ;;
 	esac
 	if ! env ${hook:+FI_HOOK=$hook} \
 		valgrind --tool=callgrind --quiet \
-		--callgrind-out-file="$tmp/cg.$mode.$n" "$bench" --child "$mode" \
+		--callgrind-out-file="$tmp/cg.$mode.$n$rep" "$bench" --child "$mode" \
 		--sizes 16384 --iters "$n" --window 1 --op "$op" \
-		>"$tmp/out.$mode.$n"; then
+		>"$tmp/out.$mode.$n$rep"; then
 		echo "# xfer_bench --child $mode under callgrind failed" >&2
 		return 1
 	fi
@@ -135,6 +139,9 @@ modes=${XFER_IR_MODES:-2 4 1}
 for mode in $modes; do
 	for n in "$n1" "$n2"; do
 		run "$mode" "$n" || { echo "RESULT skipped=1"; exit 1; }
+		for r in $(seq 2 "$repeat"); do
+			run "$mode" "$n" "$r" || { echo "RESULT skipped=1"; exit 1; }
+		done
 	done
 done
 
@@ -165,19 +172,41 @@ join -t '	' -a1 -a2 -e 0 -o 0,1.2,1.3,2.2,2.3 "$tmp/fn.$n1" "$tmp/fn.$n2" |
 	sort -rn | sed 's/^/# /'
 read -r _ hook cache <"$tmp/hook"
 
-# Whole-program Ir per op of a mode, "na" if it did not run.
+# Whole-program Ir per op of a mode, "na" if it did not run: the median
+# over the repetitions (the first is the unsuffixed pair).
+pair_per_op() {
+	local mode=$1 rep=${2:+.$2}
+	awk -v a="$(awk '/^(summary|totals):/ { t = $2 } END { print t }' "$tmp/cg.$mode.$n1$rep")" \
+		-v b="$(awk '/^(summary|totals):/ { t = $2 } END { print t }' "$tmp/cg.$mode.$n2$rep")" \
+		-v d="$(( $(awk '/^totals polls/ { print $5 }' "$tmp/out.$mode.$n2$rep") - \
+			  $(awk '/^totals polls/ { print $5 }' "$tmp/out.$mode.$n1$rep") ))" \
+		'BEGIN { printf "%.1f\n", (b - a) / d }'
+}
 per_op() {
 	has "$1" || { echo na; return; }
-	awk -v a="$(total "$1" "$n1")" -v b="$(total "$1" "$n2")" \
-		-v d="$(( $(ops "$1" "$n2") - $(ops "$1" "$n1") ))" \
-		'BEGIN { printf "%.1f", (b - a) / d }'
+	{
+		pair_per_op "$1"
+		for r in $(seq 2 "$repeat"); do
+			pair_per_op "$1" "$r"
+		done
+	} | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
 app=$(per_op 1)
 noop=$(per_op 4)
 lease=$(per_op 2)
 ppo=$(awk -v p="$(polls 2 "$n2")" -v o="$(ops 2 "$n2")" 'BEGIN { printf "%.2f", p / o }')
 load1=$(cut -d' ' -f1 /proc/loadavg)
-echo "# whole program per fi_write + completion: no hook $app, noop $noop, mrlease $lease (Ir)"
+all_per_op() {
+	has "$1" || { echo na; return; }
+	{
+		pair_per_op "$1"
+		for r in $(seq 2 "$repeat"); do
+			pair_per_op "$1" "$r"
+		done
+	} | tr '\n' ' ' | sed 's/ $//'
+}
+echo "# whole program per fi_write + completion (median of $repeat pairs): no hook $app, noop $noop, mrlease $lease (Ir)"
+echo "# each pair: no hook $(all_per_op 1); noop $(all_per_op 4); mrlease $(all_per_op 2)"
 echo "# ops per run: $(ops 2 "$n1") / $(ops 2 "$n2"); load average $load1"
 awk -v op="$op" -v h="$hook" -v c="$cache" -v a="$app" -v n="$noop" -v l="$lease" -v p="$ppo" \
 	-v load="$load1" 'function diff(x, y) { return x == "na" || y == "na" ? "na" : sprintf("%.1f", x - y) }

@@ -87,8 +87,9 @@
  * 2000 and 6000 writes, the self cost of every function in libmrlease-fi.so
  * (the cache's part by source file), per function, divided by the
  * difference in writes; also no hook and FI_HOOK=noop whole-program
- * figures. Program totals alone are too noisy for a hundred instructions
- * (tcp progress polls a variable number of times).
+ * figures (medians of XFER_IR_REPEAT pairs, 3). Program totals alone are
+ * too noisy for a hundred instructions (tcp progress polls a variable
+ * number of times: a mode moves by tens from one pair to the next).
  *
  * Not leased (forwarded as is): posts with more than MRL_XFER_IOV_MAX local
  * iovs; tagged receives with FI_PEEK/FI_CLAIM/FI_DISCARD; FI_MULTI_RECV
