@@ -77,11 +77,10 @@
  * tagged ones) take the same two halves (mrl_msg_op, MRL_MSG_OWNED);
  * XFER_IR_OP=send (a 16 KiB fi_send to the other endpoint plus a fi_recv
  * posted before it, both leased, two completions read by one fi_cq_read):
- * 292 Ir of data path per pair before the receive's precomputed shape
- * (mrl_msg_send 27 + mrl_msg_send_op 53, mrl_msg_recv 44 + mrl_msg_recv_op
- * 47, the two-entry read out of line in mrl_cq_deliver_from 124, the
- * inner instance's dynamic-rbuf trampoline 46), was 358; 376 with the
- * cache.
+ * 281 Ir of data path per pair, 365 with the cache (mrl_msg_send 27 +
+ * mrl_msg_send_op 53, mrl_msg_recv 37 + mrl_msg_recv_op 47, the two-entry
+ * read out of line in mrl_cq_deliver_from 115 + mrl_xcq_read_tagged 22,
+ * the inner instance's dynamic-rbuf trampoline 46); was 358 and 608.
  * Measure with bench/xfer_ir.sh [BUILDDIR] (make bench runs it): the
  * callgrind runs of bench/xfer_bench --child 2 --sizes 16384 --window 1 for
  * 2000 and 6000 writes, the self cost of every function in libmrlease-fi.so
