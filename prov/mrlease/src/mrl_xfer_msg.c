@@ -4,7 +4,8 @@
  * (mrl_xfer_tagged.c) share. Each call checks first whether an operand
  * needs a lease; if none does it is forwarded as is (the fast path). A
  * single-buffer call that needs one takes the hit path the RMA calls take
- * (mrl_msg_leased: an op off the free list, one lease, the inner call in the
+ * (the two halves of mrl_xfer.h: MRL_MSG_OWNED, mrl_msg_pop, mrl_msg_op: an
+ * op off the owner's list or the pool, one lease, the inner call in the
  * same shape). Everything else goes through mrl_msg_post, one body for msg
  * and tagged calls of any shape: leased non-msg calls keep their shape
  * unless the route needs FI_COMPLETION added, in which case they go out as

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_tsend/fi_trecv and friends: the entry points, with the posting code of
- * mrl_xfer_msg.c (mrl_msg_leased, mrl_msg_post). A tagged receive with
+ * mrl_xfer_msg.c and mrl_xfer.h (MRL_MSG_OWNED, mrl_msg_op, mrl_msg_post). A tagged receive with
  * FI_PEEK, FI_CLAIM or FI_DISCARD is never swapped: the provider ties a
  * claim to the context given at the peek.
  */
