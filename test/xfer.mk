@@ -64,3 +64,13 @@ test_test_xfer_close_race_SOURCES = test/test_xfer_close_race.c $(XFER_TEST_SOUR
 test_test_xfer_close_race_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/test_xfer_close_race
 SUITE_CONCURRENCY += test/test_xfer_close_race
+
+# FI_MULTI_RECV with two CQ readers on a shared pool: a reader held on a
+# non-final entry while another reads the final one and posts again (the
+# guarded CQ's deferral, mrl_completion_cq.c); also endpoint close with the
+# op deferred. Also under ThreadSanitizer.
+check_PROGRAMS += test/test_xfer_multi_recv_race
+test_test_xfer_multi_recv_race_SOURCES = test/test_xfer_multi_recv_race.c $(XFER_TEST_SOURCES)
+test_test_xfer_multi_recv_race_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/test_xfer_multi_recv_race
+SUITE_CONCURRENCY += test/test_xfer_multi_recv_race

@@ -129,6 +129,7 @@
  */
 #ifndef MRL_XFER_CTL_H
 #define MRL_XFER_CTL_H
+#include <sys/types.h>
 /*
  * TEST-ONLY: fi_control(&ep->fid, MRL_XFER_CTL_TEST_COMPLETING, &hook) on an
  * enabled endpoint that leases (-FI_EINVAL otherwise) makes every
@@ -143,6 +144,21 @@
 #define MRL_XFER_CTL_TEST_COMPLETING 0x6d726c01
 struct mrl_xfer_test_completing {
 	void (*fn)(void *arg);
+	void *arg;
+};
+/*
+ * TEST-ONLY: fi_control(&ep->fid, MRL_XFER_CTL_TEST_READING, &hook) on an
+ * enabled endpoint whose receive CQ is guarded (it leased an FI_MULTI_RECV
+ * buffer on a shared pool; -FI_EINVAL otherwise) makes every guarded read of
+ * that CQ (read, readfrom, sread, sreadfrom) call hook.fn(hook.arg, entries,
+ * n) on the reading thread after the inner read returned n > 0 entries (in
+ * the CQ's format, contexts not yet translated) and before they are
+ * translated (hook.fn NULL: off). test_xfer_multi_recv_race stalls a
+ * reader there. Only guarded reads test it: other CQs pay nothing.
+ */
+#define MRL_XFER_CTL_TEST_READING 0x6d726c02
+struct mrl_xfer_test_reading {
+	void (*fn)(void *arg, const void *entries, ssize_t n);
 	void *arg;
 };
 
@@ -273,6 +289,12 @@ struct mrl_op_pool {
 					  * scans); nothing else under it */
 	struct mrl_op_chunk *chunks;
 	atomic_uint refs;		 /* endpoint + CQs holding orphans */
+	/* The guard of the CQ its FI_MULTI_RECV ops complete on, set before
+	 * the first leased one is posted (mrl_xep_guard_rx), NULL when
+	 * nothing needs it (serial pool, internal route); `deferred`: how
+	 * many of its ops wait on a guard's list (mrl_cq_guard_defer). */
+	struct mrl_cq_guard *_Atomic defer;
+	atomic_uint deferred;
 	/* TEST-ONLY (MRL_XFER_CTL_TEST_COMPLETING): called by the out-of-line
 	 * mrl_op_complete between an op's state change and its return to
 	 * the free list; NULL otherwise. */
@@ -559,6 +581,10 @@ struct mrl_xdir {
 	bool convert;		/* leased non-msg calls go out as msg calls
 				 * with FI_COMPLETION (route needs it) */
 	bool flags_visible;	/* completions carry flags (multi-recv) */
+	/* rx: FI_MULTI_RECV buffers may lease (flags visible, the endpoint's
+	 * rx caps have FI_MULTI_RECV, a pool); on a shared pool reading an
+	 * app CQ that CQ is guarded first (mrl_xep_multi_recv_ok). */
+	bool multi_recv;
 	uint8_t route;		/* enum mrl_route */
 	uint16_t live_flags;	/* op flags of a leased non-converted non-msg
 				 * post (MRL_OP_MULTI_RECV from op_flags) */
@@ -605,7 +631,24 @@ struct mrl_xep {
 	struct fid_cq *internal_cq;	/* inner CQ for MRL_ROUTE_INTERNAL */
 	struct mrl_xcntr *progress[4];	/* counters that drain internal_cq */
 	pthread_mutex_t drain_lock;	/* serialises internal_cq reads */
+	uint64_t rx_caps;		/* rx caps from the open (0: unknown) */
+	/* Leased FI_MULTI_RECV buffers may be posted: the rx CQ is guarded
+	 * and pool->defer set, or nothing needs it (mrl_xep_guard_rx). */
+	atomic_bool rx_guarded;
 };
+
+/* Make leased FI_MULTI_RECV posts safe on x (guard its rx CQ when its pool
+ * is shared: mrl_completion_cq.c); 0, or the post goes out unleased. */
+int mrl_xep_guard_rx(struct mrl_xep *x);
+
+/* Whether an FI_MULTI_RECV post on x may lease (guarding its rx CQ on the
+ * first one); false: forward it unleased. */
+static inline bool mrl_xep_multi_recv_ok(struct mrl_xep *x)
+{
+	return x->dir[MRL_RX].multi_recv &&
+	       (atomic_load_explicit(&x->rx_guarded, memory_order_acquire) ||
+		!mrl_xep_guard_rx(x));
+}
 
 /*
  * Whether endpoints of domain can ever lease: it has a cache domain, and
@@ -1126,9 +1169,32 @@ void mrl_xfer_rma_plain_install(struct mrl_ep *ep);
 
 /* ---- completion side (mrl_completion_*.c) ------------------------------ */
 
+/*
+ * A guarded CQ's readers in flight and deferred ops (mrl_completion_cq.c):
+ * word = (readers << 32) | mrl_op_code of the first deferred op (0: none;
+ * the ops linked by free_next). The list is emptied, by the reader whose
+ * exit takes the count to 0, in the same atomic step.
+ */
+#define MRL_CQ_GUARD_READER ((uint64_t)1 << 32)
+struct mrl_cq_guard {
+	_Atomic uint64_t word;
+	/* TEST-ONLY (MRL_XFER_CTL_TEST_READING). */
+	void (*_Atomic test_reading)(void *arg, const void *entries, ssize_t n);
+	void *test_arg;
+};
+
+/* The final completion of a multi-recv op of a guarded CQ (its leases
+ * released, state FREE): keep it off its pool while other readers may hold
+ * entries naming it. False when no reader is counted (then the caller
+ * pushes it back now). */
+bool mrl_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op);
+
 /* The data path's state of a CQ (mrl_cq.ext). */
 struct mrl_xcq {
 	size_t entry_size;
+	/* Reads go through the guarded table (mrl_xcq_guard): set once. */
+	atomic_bool guarded;
+	struct mrl_cq_guard guard;
 	/* Pools of endpoints closed with orphans, kept until the CQ closes. */
 	pthread_mutex_t lock;		/* guards pools; nothing else under it */
 	struct mrl_op_pool **pools;
@@ -1137,6 +1203,9 @@ struct mrl_xcq {
 
 /* Keep pool alive until cq closes (an endpoint closed with orphans). */
 int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool);
+/* Switch cq's reads to the guarded ones (idempotent); its guard, or NULL
+ * when cq does not translate (no ext). */
+struct mrl_cq_guard *mrl_xcq_guard(struct mrl_cq *cq);
 
 /* Counters drive internal CQs of counters-only endpoints (mrl_cntr.ext). */
 struct mrl_xcntr {

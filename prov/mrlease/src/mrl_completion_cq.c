@@ -20,6 +20,8 @@
 
 /* One table per entry format (they differ in read only). */
 static struct fi_ops_cq mrl_xfer_cq_ops[4];
+/* Guarded CQs (any format): every read counted (see below). */
+static struct fi_ops_cq mrl_guard_cq_ops;
 /* CQs of domains that never lease: the passthrough's, with the reads an
  * inner instance makes on every progress call forwarded without checks
  * (read and readfrom are in every fi_ops_cq). */
@@ -160,22 +162,216 @@ static ssize_t mrl_xcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			      src_addr, mrl_xcq_entry_size(cq));
 }
 
+/*
+ * Guarded CQs: FI_MULTI_RECV with two readers.
+ *
+ * A leased FI_MULTI_RECV buffer is one op with many completions; the one
+ * carrying FI_MULTI_RECV (or an error) releases its leases and frees it. On
+ * a shared pool, reader A's inner read may return a non-final entry naming
+ * op X; before A translates it, reader B's read returns X's final entry,
+ * completes X and pushes it back; a poster reuses X for another operation;
+ * A then reads that operation's context, and may even complete it (its
+ * state CAS succeeds): a wrong context, and a lease released under a
+ * transfer in flight. Every other op has one completion, so an entry
+ * naming it is the only one and is read once: only multi-recv ops can be
+ * named by an entry some other reader has not translated yet.
+ *
+ * So the reads of a CQ that may complete leased multi-recv ops of a shared
+ * pool are counted ("guarded"): a reader enters (readers + 1) before its
+ * inner read and exits after translating. A multi-recv op's final
+ * completion releases its leases at once (as every completion does), but
+ * its return to the pool is deferred onto the CQ's list while readers are
+ * in flight (mrl_cq_guard_defer). The count and the list's head share one
+ * 64-bit word (struct mrl_cq_guard): the exit that takes the count from 1
+ * to 0 also takes the whole list in the same CAS and pushes its ops back
+ * to their pools (mrl_cq_guard_free); other exits only decrement. Why that
+ * is safe: reader A dequeued X's non-final entry before B dequeued X's
+ * final one (the provider writes a buffer's completions in order, the
+ * final one last, and a CQ is FIFO), and A entered before its dequeue, so
+ * A was counted when B deferred X. X leaves the list only at an exit that
+ * took the count to 0 after X went on it, i.e. after every reader counted
+ * at that time (A included) exited, so after A translated. A reader that
+ * enters later cannot be handed an entry naming X (its final entry was
+ * already read; the provider writes none after it). Ops go on the list
+ * only while a reader is counted (the finaliser itself is one), and the
+ * list is emptied whenever the count reaches 0, so nothing stays on it
+ * when reads stop (mrl_xfer_cq_close checks anyway). No lock, one word;
+ * several CQs' lists never mix (each op goes on its pool's guard).
+ *
+ * What gets guarded, and when. The translation costs every read one
+ * atomic add and one CAS, so only CQs that need it pay: a CQ is guarded
+ * when an endpoint bound to it for receives, with a shared pool and an
+ * app CQ route, is about to lease its first FI_MULTI_RECV buffer
+ * (mrl_xep_guard_rx: at fi_enable or FI_SETOPSFLAG when the default rx
+ * flags make every receive one, else at the first fi_recvmsg or
+ * fi_trecvmsg with FI_MULTI_RECV), before that post goes to the provider;
+ * its reads switch to this file's guarded table, for good. Not at bind or
+ * by caps: tcp;ofi_rxm, shm, sockets and udp;ofi_rxd report FI_MULTI_RECV
+ * as a secondary capability whatever the hints ask, so a caps rule would
+ * put the count on every FI_THREAD_SAFE CQ (the leased fi_write hit path
+ * of bench/xfer_ir.sh included). An endpoint whose rx caps (as opened)
+ * lack FI_MULTI_RECV, or whose completions carry no flags, forwards
+ * FI_MULTI_RECV buffers unleased. Serial pools (FI_THREAD_DOMAIN,
+ * FI_THREAD_COMPLETION: one reader at a time) and counters-only receive
+ * directions (their internal CQ is read under the endpoint's drain_lock)
+ * need no guard.
+ *
+ * Residual window: a read call that loaded the CQ's table before the
+ * switch (a reader inside fi_cq_read, or blocked in fi_cq_sread, while
+ * the first leased multi-recv buffer is posted) is not counted; if it
+ * returns a non-final entry of that buffer and then stays descheduled until
+ * the buffer's final completion was read by another thread and its op
+ * reused, it sees the race above. Every read that starts after the switch
+ * is counted. A blocking sread counts for as long as it waits, so multi-
+ * recv ops finalised meanwhile stay off their pool until it returns (the
+ * pool grows instead of reusing them: memory, not correctness).
+ *
+ * Endpoint close: a deferred op is FREE but on no free list, so the pool
+ * is not settled; mrl_xep_pool_needed sees pool->deferred and lets the CQs
+ * keep the pool (as for a completer inside its window); the op goes back
+ * to it when the last reader exits, and the pool goes when the CQs close.
+ */
+static inline void mrl_cq_guard_enter(struct mrl_cq_guard *g)
+{
+	atomic_fetch_add_explicit(&g->word, MRL_CQ_GUARD_READER,
+				  memory_order_seq_cst);
+}
+
+static inline struct mrl_op *mrl_cq_guard_op(uint32_t code)
+{
+	return (struct mrl_op *)(mrl_op_region_base + ((uintptr_t)code << 3));
+}
+
+/* Push the deferred ops from code on back to their pools. Nothing touches
+ * an op or its pool after its push (close may free the pool then). */
+static void __attribute__((noinline)) mrl_cq_guard_free(uint32_t code)
+{
+	while (code) {
+		struct mrl_op *op = mrl_cq_guard_op(code), *last = op;
+		struct mrl_op_pool *pool = op->pool;
+
+		code = atomic_load_explicit(&op->free_next,
+					    memory_order_relaxed);
+		while (last->next)
+			last = last->next;
+		atomic_fetch_sub_explicit(&pool->deferred, 1,
+					  memory_order_release);
+		mrl_op_put_chain(pool, op, last);
+	}
+}
+
+static inline void mrl_cq_guard_exit(struct mrl_cq_guard *g)
+{
+	uint64_t old = atomic_load_explicit(&g->word, memory_order_relaxed);
+	uint64_t new;
+
+	do {
+		/* The last reader out takes the list with it. */
+		new = old >> 32 == 1 ? 0 : old - MRL_CQ_GUARD_READER;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&g->word, &old, new, memory_order_acq_rel,
+		memory_order_relaxed));
+	if (__builtin_expect(!new && (uint32_t)old, 0))
+		mrl_cq_guard_free((uint32_t)old);
+}
+
+bool mrl_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op)
+{
+	struct mrl_op_pool *pool = op->pool;
+	uint64_t old = atomic_load_explicit(&g->word, memory_order_relaxed);
+
+	/* Before the op leaves every list: endpoint close must not see the
+	 * pool settled without seeing this. */
+	atomic_fetch_add_explicit(&pool->deferred, 1, memory_order_seq_cst);
+	do {
+		if (!(old >> 32)) {
+			/* No reader counted (the finaliser read through
+			 * the table of before the guard): nobody to wait
+			 * for; the caller pushes it back. */
+			atomic_fetch_sub_explicit(&pool->deferred, 1,
+						  memory_order_relaxed);
+			return false;
+		}
+		atomic_store_explicit(&op->free_next, (uint32_t)old,
+				      memory_order_relaxed);
+	} while (!atomic_compare_exchange_weak_explicit(
+		&g->word, &old, (old & ~(uint64_t)UINT32_MAX) | op->code,
+		memory_order_acq_rel, memory_order_relaxed));
+	return true;
+}
+
+/* TEST-ONLY hook of guarded reads (MRL_XFER_CTL_TEST_READING). */
+static inline void mrl_cq_guard_test(struct mrl_cq_guard *g, const void *buf,
+				     ssize_t n)
+{
+	void (*fn)(void *, const void *, ssize_t) = atomic_load_explicit(
+		&g->test_reading, memory_order_acquire);
+
+	if (fn && n > 0)
+		fn(g->test_arg, buf, n);
+}
+
+static inline struct mrl_cq_guard *mrl_cq_guard_of(struct mrl_cq *cq)
+{
+	return &((struct mrl_xcq *)cq->ext)->guard;
+}
+
+static ssize_t mrl_gcq_readfrom(struct fid_cq *cq_fid, void *buf,
+				size_t count, fi_addr_t *src_addr)
+{
+	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq_guard *g = mrl_cq_guard_of(cq);
+	ssize_t n;
+
+	mrl_cq_guard_enter(g);
+	n = src_addr ? mrl_cq_ops.readfrom(cq_fid, buf, count, src_addr) :
+		       fi_cq_read(cq->inner, buf, count);
+	mrl_cq_guard_test(g, buf, n);
+	n = mrl_cq_deliver(cq, buf, n, src_addr, mrl_xcq_entry_size(cq));
+	mrl_cq_guard_exit(g);
+	return n;
+}
+
+static ssize_t mrl_gcq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+{
+	return mrl_gcq_readfrom(cq_fid, buf, count, NULL);
+}
+
 /* Errors always reach the application, also for ops it asked no
  * completion for (the provider reports those too). Only the fields every
  * api_version has (op_context, flags) are touched. */
+static inline __attribute__((always_inline)) ssize_t
+mrl_xcq_readerr_in(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+		   uint64_t flags, bool guarded)
+{
+	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_op *op;
+	ssize_t n;
+
+	if (guarded)
+		mrl_cq_guard_enter(mrl_cq_guard_of(cq));
+	n = mrl_cq_ops.readerr(cq_fid, buf, flags);
+	if (n > 0) {
+		op = mrl_op_of_context(buf->op_context, cq->domain);
+		if (op)
+			mrl_op_complete(op, buf->flags, true,
+					&buf->op_context);
+	}
+	if (guarded)
+		mrl_cq_guard_exit(mrl_cq_guard_of(cq));
+	return n;
+}
+
 static ssize_t mrl_xcq_readerr(struct fid_cq *cq_fid,
 			       struct fi_cq_err_entry *buf, uint64_t flags)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
-	ssize_t n = mrl_cq_ops.readerr(cq_fid, buf, flags);
-	struct mrl_op *op;
+	return mrl_xcq_readerr_in(cq_fid, buf, flags, false);
+}
 
-	if (n <= 0)
-		return n;
-	op = mrl_op_of_context(buf->op_context, cq->domain);
-	if (op)
-		mrl_op_complete(op, buf->flags, true, &buf->op_context);
-	return n;
+static ssize_t mrl_gcq_readerr(struct fid_cq *cq_fid,
+			       struct fi_cq_err_entry *buf, uint64_t flags)
+{
+	return mrl_xcq_readerr_in(cq_fid, buf, flags, true);
 }
 
 static int64_t mrl_now_ms(void)
@@ -187,22 +383,30 @@ static int64_t mrl_now_ms(void)
 }
 
 /* Blocking reads: a batch that was all hidden is not an answer, so wait
- * again for what is left of the timeout. */
-static ssize_t mrl_xcq_sreadfrom(struct fid_cq *cq_fid, void *buf,
-				 size_t count, fi_addr_t *src_addr,
-				 const void *cond, int timeout)
+ * again for what is left of the timeout. Guarded: each inner read (with
+ * its wait) and its translation counted. */
+static inline __attribute__((always_inline)) ssize_t
+mrl_xcq_sreadfrom_in(struct fid_cq *cq_fid, void *buf, size_t count,
+		     fi_addr_t *src_addr, const void *cond, int timeout,
+		     bool guarded)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 	int64_t deadline = timeout >= 0 ? mrl_now_ms() + timeout : 0;
 	ssize_t n;
 
 	for (;;) {
+		if (guarded)
+			mrl_cq_guard_enter(mrl_cq_guard_of(cq));
 		n = src_addr ? mrl_cq_ops.sreadfrom(cq_fid, buf, count,
 						    src_addr, cond, timeout) :
 			       mrl_cq_ops.sread(cq_fid, buf, count, cond,
 						timeout);
+		if (guarded)
+			mrl_cq_guard_test(mrl_cq_guard_of(cq), buf, n);
 		n = mrl_cq_deliver(cq, buf, n, src_addr,
 				   mrl_xcq_entry_size(cq));
+		if (guarded)
+			mrl_cq_guard_exit(mrl_cq_guard_of(cq));
 		if (n != -FI_EAGAIN)
 			return n;
 		if (timeout >= 0) {
@@ -215,10 +419,34 @@ static ssize_t mrl_xcq_sreadfrom(struct fid_cq *cq_fid, void *buf,
 	}
 }
 
+static ssize_t mrl_xcq_sreadfrom(struct fid_cq *cq_fid, void *buf,
+				 size_t count, fi_addr_t *src_addr,
+				 const void *cond, int timeout)
+{
+	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, src_addr, cond,
+				    timeout, false);
+}
+
 static ssize_t mrl_xcq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
 			     const void *cond, int timeout)
 {
-	return mrl_xcq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
+	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, NULL, cond, timeout,
+				    false);
+}
+
+static ssize_t mrl_gcq_sreadfrom(struct fid_cq *cq_fid, void *buf,
+				 size_t count, fi_addr_t *src_addr,
+				 const void *cond, int timeout)
+{
+	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, src_addr, cond,
+				    timeout, true);
+}
+
+static ssize_t mrl_gcq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
+			     const void *cond, int timeout)
+{
+	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, NULL, cond, timeout,
+				    true);
 }
 
 static ssize_t mrl_plain_cq_read(struct fid_cq *cq_fid, void *buf,
@@ -252,6 +480,12 @@ static void mrl_xfer_cq_init(void)
 		mrl_xfer_cq_ops[i].sread = mrl_xcq_sread;
 		mrl_xfer_cq_ops[i].sreadfrom = mrl_xcq_sreadfrom;
 	}
+	mrl_guard_cq_ops = mrl_cq_ops;
+	mrl_guard_cq_ops.read = mrl_gcq_read;
+	mrl_guard_cq_ops.readfrom = mrl_gcq_readfrom;
+	mrl_guard_cq_ops.readerr = mrl_gcq_readerr;
+	mrl_guard_cq_ops.sread = mrl_gcq_sread;
+	mrl_guard_cq_ops.sreadfrom = mrl_gcq_sreadfrom;
 	mrl_plain_cq_ops = mrl_cq_ops;
 	mrl_plain_cq_ops.read = mrl_plain_cq_read;
 	mrl_plain_cq_ops.readfrom = mrl_plain_cq_readfrom;
@@ -282,6 +516,9 @@ int mrl_xfer_cq_open(struct mrl_cq *cq)
 		return -ret;
 	}
 	xcq->entry_size = mrl_cq_entry_size(cq->format);
+	atomic_init(&xcq->guarded, false);
+	atomic_init(&xcq->guard.word, 0);
+	atomic_init(&xcq->guard.test_reading, NULL);
 	cq->ext = xcq;
 	switch (xcq->entry_size) {
 	case sizeof(struct fi_cq_msg_entry):
@@ -307,6 +544,11 @@ void mrl_xfer_cq_close(struct mrl_cq *cq)
 	if (!xcq)
 		return;
 	cq->ext = NULL;
+	/* No reader is inside at close, so the list is empty (it is emptied
+	 * whenever the count reaches 0); give back anything left before the
+	 * pools go. */
+	mrl_cq_guard_free((uint32_t)atomic_exchange_explicit(
+		&xcq->guard.word, 0, memory_order_acq_rel));
 	for (size_t i = 0; i < xcq->npools; i++)
 		mrl_op_pool_unref(xcq->pools[i]);
 	free(xcq->pools);
@@ -339,4 +581,23 @@ int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool)
 out:
 	pthread_mutex_unlock(&xcq->lock);
 	return ret;
+}
+
+struct mrl_cq_guard *mrl_xcq_guard(struct mrl_cq *cq)
+{
+	struct mrl_xcq *xcq = cq->ext;
+
+	if (!xcq)
+		return NULL;
+	pthread_mutex_lock(&xcq->lock);
+	if (!atomic_load_explicit(&xcq->guarded, memory_order_relaxed)) {
+		/* Reads that load the table from now on are counted; one
+		 * inside its call already is not (the residual window). */
+		__atomic_store_n(&cq->cq.ops, &mrl_guard_cq_ops,
+				 __ATOMIC_RELEASE);
+		atomic_store_explicit(&xcq->guarded, true,
+				      memory_order_release);
+	}
+	pthread_mutex_unlock(&xcq->lock);
+	return &xcq->guard;
 }

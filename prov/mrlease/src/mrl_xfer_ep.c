@@ -43,6 +43,7 @@ static bool mrl_format_has_flags(enum fi_cq_format format)
 struct mrl_open_flags {
 	bool known;
 	uint64_t flags[MRL_NDIR];
+	uint64_t rx_caps;	/* rx_attr->caps (info->caps if 0) */
 };
 static _Thread_local struct mrl_open_flags mrl_opening;
 
@@ -59,6 +60,8 @@ static int mrl_xfer_endpoint(struct fid_domain *domain, struct fi_info *info,
 		info->tx_attr->op_flags : 0;
 	mrl_opening.flags[MRL_RX] = info && info->rx_attr ?
 		info->rx_attr->op_flags : 0;
+	mrl_opening.rx_caps = info && info->rx_attr && info->rx_attr->caps ?
+		info->rx_attr->caps : info ? info->caps : 0;
 	ret = mrl_domain_ops.endpoint(domain, info, ep, context);
 	mrl_opening = saved;
 	return ret;
@@ -74,6 +77,7 @@ static int mrl_xfer_tx_ctx(struct fid_ep *sep, int index,
 	mrl_opening.known = true;
 	mrl_opening.flags[MRL_TX] = attr ? attr->op_flags : 0;
 	mrl_opening.flags[MRL_RX] = 0;
+	mrl_opening.rx_caps = 0;
 	ret = mrl_ep_ops.tx_ctx(sep, index, attr, tx_ep, context);
 	mrl_opening = saved;
 	return ret;
@@ -89,6 +93,7 @@ static int mrl_xfer_rx_ctx(struct fid_ep *sep, int index,
 	mrl_opening.known = true;
 	mrl_opening.flags[MRL_TX] = 0;
 	mrl_opening.flags[MRL_RX] = attr ? attr->op_flags : 0;
+	mrl_opening.rx_caps = attr ? attr->caps : 0;
 	ret = mrl_ep_ops.rx_ctx(sep, index, attr, rx_ep, context);
 	mrl_opening = saved;
 	return ret;
@@ -155,11 +160,36 @@ static void mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
 		d->min = SIZE_MAX;
 }
 
+/*
+ * Whether rx may lease FI_MULTI_RECV buffers (mrl_xdir.multi_recv): its
+ * completions carry flags, a pool, and the rx caps the endpoint was opened
+ * with have FI_MULTI_RECV (unknown caps: allowed). When the default rx
+ * flags make every receive a multi-recv one, the rx CQ is guarded now
+ * (mrl_xep_guard_rx), else receives do not lease.
+ */
+static void mrl_xdir_multi_recv(struct mrl_xep *x)
+{
+	struct mrl_xdir *d = &x->dir[MRL_RX];
+
+	d->multi_recv = x->pool && d->route != MRL_ROUTE_NONE &&
+			d->flags_visible &&
+			(!x->rx_caps || (x->rx_caps & FI_MULTI_RECV));
+	if (!(d->op_flags & FI_MULTI_RECV))
+		return;
+	if (!d->multi_recv || mrl_xep_guard_rx(x)) {
+		d->multi_recv = false;
+		d->min = SIZE_MAX;
+	}
+}
+
 /* After a decision: whether the direction's single-buffer calls may take
  * the hit path (mrl_xfer.h). */
 static void mrl_xdir_single(struct mrl_xep *x, enum mrl_dir dir)
 {
 	struct mrl_xdir *d = &x->dir[dir];
+
+	if (dir == MRL_RX)
+		mrl_xdir_multi_recv(x);
 
 	d->single = x->pool && d->route != MRL_ROUTE_NONE && !d->convert ?
 		x->pool : &mrl_op_pool_none;
@@ -230,7 +260,40 @@ static void mrl_xep_disable(struct mrl_xep *x)
 		x->dir[dir].min = x->dir[dir].min_msg = SIZE_MAX;
 		x->dir[dir].route = MRL_ROUTE_NONE;
 		x->dir[dir].single = &mrl_op_pool_none;
+		x->dir[dir].multi_recv = false;
 	}
+}
+
+/*
+ * Before x's first leased FI_MULTI_RECV buffer goes to the provider: on a
+ * shared pool whose receives complete on an application CQ, guard that CQ
+ * (its reads counted, multi-recv ops' returns to the pool deferred while
+ * other readers may hold their entries: mrl_completion_cq.c) and point the
+ * pool at its guard. Serial pools and the internal CQ (read under
+ * drain_lock) have one reader at a time and need nothing.
+ */
+int mrl_xep_guard_rx(struct mrl_xep *x)
+{
+	struct mrl_op_pool *pool = x->pool;
+	struct mrl_cq_guard *guard;
+
+	if (!pool)
+		return -FI_EINVAL;
+	if (pool->serial || x->dir[MRL_RX].route == MRL_ROUTE_INTERNAL) {
+		atomic_store_explicit(&x->rx_guarded, true,
+				      memory_order_release);
+		return 0;
+	}
+	guard = x->ep->bound.rx_cq ? mrl_xcq_guard(x->ep->bound.rx_cq) : NULL;
+	if (!guard) {
+		FI_WARN(mrl_prov, FI_LOG_EP_DATA,
+			"FI_MULTI_RECV buffers of this endpoint go unleased: "
+			"its receive CQ cannot be guarded\n");
+		return -FI_EINVAL;
+	}
+	atomic_store_explicit(&pool->defer, guard, memory_order_release);
+	atomic_store_explicit(&x->rx_guarded, true, memory_order_release);
+	return 0;
 }
 
 bool mrl_xfer_domain_leases(struct mrl_domain *dom)
@@ -341,6 +404,18 @@ static int mrl_xfer_ep_control(struct fid *fid, int command, void *arg)
 			return -FI_EINVAL;
 		x->pool->test_arg = hook->arg;
 		atomic_store_explicit(&x->pool->test_completing, hook->fn,
+				      memory_order_release);
+		return 0;
+	}
+	if (command == MRL_XFER_CTL_TEST_READING) {
+		const struct mrl_xfer_test_reading *hook = arg;
+		struct mrl_cq_guard *g = x && x->pool ?
+			atomic_load(&x->pool->defer) : NULL;
+
+		if (!g || !hook)
+			return -FI_EINVAL;
+		g->test_arg = hook->arg;
+		atomic_store_explicit(&g->test_reading, hook->fn,
 				      memory_order_release);
 		return 0;
 	}
@@ -459,6 +534,8 @@ int mrl_xfer_ep_open(struct mrl_ep *ep)
 	x->op_flags_known = mrl_opening.known;
 	x->op_flags[MRL_TX] = mrl_opening.flags[MRL_TX];
 	x->op_flags[MRL_RX] = mrl_opening.flags[MRL_RX];
+	x->rx_caps = mrl_opening.known ? mrl_opening.rx_caps : 0;
+	atomic_init(&x->rx_guarded, false);
 	mrl_xep_disable(x);
 	ep->ext = x;
 
@@ -518,6 +595,11 @@ static bool mrl_xep_pool_needed(struct mrl_op_pool *pool,
 	if (orphans->n)
 		return true;
 	for (int i = 0; i < MRL_SETTLE_TRIES; i++) {
+		/* A multi-recv op waiting for a guarded CQ's readers to
+		 * exit goes back to the pool later (mrl_cq_guard_free). */
+		if (atomic_load_explicit(&pool->deferred,
+					 memory_order_seq_cst))
+			return true;
 		if (mrl_op_pool_settled(pool, orphans->ops))
 			return false;
 		sched_yield();

@@ -304,10 +304,11 @@ static ssize_t mrl_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
 	struct mrl_xep *x = ep->ext;
 
 	/* A multi-recv buffer ends at a completion flag: leased only where
-	 * completions carry flags. */
-	if (((flags & FI_MULTI_RECV) && !x->dir[MRL_RX].flags_visible) ||
-	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 x->dir[MRL_RX].min_msg))
+	 * completions carry flags, the rx caps have FI_MULTI_RECV, and on a
+	 * shared pool once the rx CQ is guarded (mrl_completion_cq.c). */
+	if (!mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+				 x->dir[MRL_RX].min_msg) ||
+	    ((flags & FI_MULTI_RECV) && !mrl_xep_multi_recv_ok(x)))
 		return fi_recvmsg(ep->inner, msg, flags);
 	return mrl_msg_slowmsg(ep, MRL_RECV, msg, flags);
 }

@@ -219,6 +219,8 @@ int mrl_op_pool_create(const struct mrl_domain *domain,
 	atomic_init(&p->shared, 0);
 	atomic_init(&p->refs, 1);
 	atomic_init(&p->test_completing, NULL);
+	atomic_init(&p->defer, NULL);
+	atomic_init(&p->deferred, 0);
 	ret = pthread_mutex_init(&p->lock, NULL);
 	if (ret) {
 		free(p);
@@ -406,8 +408,10 @@ bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 		ours = mrl_op_live(state);
 	}
 	if (ours) {
-		/* One pass over the op and its extras: release, free, push. */
+		/* One pass over the op and its extras: release, free, push
+		 * (a multi-recv op of a guarded CQ: defer the push). */
 		struct mrl_op *last = op;
+		struct mrl_cq_guard *guard;
 		void (*completing)(void *) = atomic_load_explicit(
 			&pool->test_completing, memory_order_acquire);
 
@@ -424,7 +428,15 @@ bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 			atomic_store_explicit(&last->state, MRL_OP_FREE,
 					      memory_order_relaxed);
 		}
-		mrl_op_put_chain(pool, op, last);
+		/* Another reader of the CQ may hold an earlier entry of this
+		 * op and not have translated it yet: the op must not be
+		 * reused before it did (mrl_completion_cq.c). */
+		guard = op->flags & MRL_OP_MULTI_RECV ?
+			atomic_load_explicit(&pool->defer,
+					     memory_order_acquire) :
+			NULL;
+		if (!guard || !mrl_cq_guard_defer(guard, op))
+			mrl_op_put_chain(pool, op, last);
 	} else if (state == MRL_OP_ORPHAN) {
 		/* Its endpoint closed and released the leases; the pool is
 		 * held by this CQ and never hands the op out again. */

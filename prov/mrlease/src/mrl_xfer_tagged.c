@@ -117,10 +117,11 @@ static ssize_t mrl_tagged_recvmsg(struct fid_ep *fep,
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
+	/* Multi-recv buffers as in mrl_msg_recvmsg. */
 	if ((flags & MRL_TAGGED_NO_SWAP) ||
-	    ((flags & FI_MULTI_RECV) && !x->dir[MRL_RX].flags_visible) ||
 	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 x->dir[MRL_RX].min_msg))
+				 x->dir[MRL_RX].min_msg) ||
+	    ((flags & FI_MULTI_RECV) && !mrl_xep_multi_recv_ok(x)))
 		return fi_trecvmsg(ep->inner, msg, flags);
 	return mrl_tagged_slowmsg(ep, MRL_TRECV, msg, flags);
 }

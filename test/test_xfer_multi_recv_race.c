@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * FI_MULTI_RECV with two CQ readers on a shared (FI_THREAD_SAFE) pool: a
+ * leased multi-recv buffer is one op with many completions. Reader A's
+ * inner read returns a non-final entry naming the buffer's op X and A is
+ * held (MRL_XFER_CTL_TEST_READING, mrl_xfer.h) before translating it; the
+ * main thread (reader B) reads X's final entry (FI_MULTI_RECV), which
+ * releases X's lease, and posts another leased receive, which would take X
+ * off the pool if X had gone back. Then A translates: it must report the
+ * multi-recv buffer's own context and leave the new receive alone (still
+ * leased, later completed with its own context, data intact). Without the
+ * guarded CQ's deferral A reads the new receive's context and completes it
+ * (its lease released under a receive still posted).
+ *
+ * Deterministic: the hand-overs are spins on atomics (bounded, no sleeps);
+ * the provider's ordering (a buffer's completions in order, the final one
+ * last) makes A's held entry a non-final one of X.
+ *
+ * Runs itself again with FI_HOOK=mrlease and FI_MRLEASE_MIN_SIZE=64.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mrl_test.h"
+#define MRL_XFER_CTL_ONLY
+#include "mrl_xfer.h"
+#include "xfer_util.h"
+
+#define MSG 4096
+/* The buffer holds three messages; it is released (FI_MULTI_RECV) once
+ * less than two fit, i.e. at the second. */
+#define BUF (3 * MSG)
+#define MIN_MULTI_RECV (2 * MSG)
+#define MAX_SENDS 4
+#define SPIN_MAX 100000000L
+
+static const char *prov;
+
+enum phase {
+	PHASE_ARMED,	/* A reads; the hook holds its first non-final recv */
+	PHASE_HELD,	/* A is held after its inner read */
+	PHASE_RELEASED, /* A may translate */
+	PHASE_DONE,	/* A returned its entry */
+};
+
+struct race {
+	struct xfer_pair *p;
+	atomic_int phase;
+	atomic_long holds;
+	/* What A's read returned for its recv entry (after translation). */
+	void *a_ctx;
+	uint64_t a_flags;
+	size_t a_len;
+	int a_err;
+	/* Send completions A read before it was held. */
+	void *a_sends[MAX_SENDS];
+	int a_nsends;
+	pthread_t th;
+	bool started;
+};
+
+static _Thread_local bool is_reader_a;
+
+/* The test hook (guarded reads only), on every reading thread. */
+static void hold_reader_a(void *arg, const void *entries, ssize_t n)
+{
+	struct race *r = arg;
+	const struct fi_cq_tagged_entry *e = entries;
+	long spins = 0;
+
+	if (!is_reader_a || atomic_load(&r->phase) != PHASE_ARMED || n != 1 ||
+	    !(e->flags & FI_RECV) || (e->flags & FI_MULTI_RECV))
+		return;
+	atomic_fetch_add(&r->holds, 1);
+	atomic_store(&r->phase, PHASE_HELD);
+	while (atomic_load(&r->phase) != PHASE_RELEASED && ++spins < SPIN_MAX)
+		sched_yield();
+}
+
+/* Reader A: one entry per read until it has a receive's completion. */
+static void *reader_a(void *arg)
+{
+	struct race *r = arg;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	long polls = 0;
+
+	is_reader_a = true;
+	while (++polls < XFER_MAX_POLLS) {
+		ssize_t n = fi_cq_read(r->p->cq, &e, 1);
+
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			if (fi_cq_readerr(r->p->cq, &err, 0) > 0) {
+				r->a_ctx = err.op_context;
+				r->a_err = err.err ? err.err : FI_EOTHER;
+				break;
+			}
+			continue;
+		}
+		if (n != 1)
+			continue;
+		if (e.flags & FI_RECV) {
+			r->a_ctx = e.op_context;
+			r->a_flags = e.flags;
+			r->a_len = e.len;
+			break;
+		}
+		if (r->a_nsends < MAX_SENDS)
+			r->a_sends[r->a_nsends++] = e.op_context;
+	}
+	atomic_store(&r->phase, PHASE_DONE);
+	return NULL;
+}
+
+static bool wait_phase(struct race *r, int phase)
+{
+	long spins = 0;
+
+	while (atomic_load(&r->phase) != phase && ++spins < SPIN_MAX)
+		sched_yield();
+	return atomic_load(&r->phase) == phase;
+}
+
+static bool pair_open(struct xfer_pair *p)
+{
+	struct xfer_opts opts = {
+		.prov = prov, .thread_safe = true,
+		.caps = FI_MSG | FI_MULTI_RECV,
+		.min_multi_recv = MIN_MULTI_RECV,
+	};
+
+	if (!xfer_pair_open_hooked(&opts, p))
+		return false;
+	if (p->info->domain_attr->threading != FI_THREAD_SAFE) {
+		mrl_test_skip_current("%s: threading %d, not FI_THREAD_SAFE",
+				      prov, (int)p->info->domain_attr->threading);
+		xfer_pair_close(p);
+		return false;
+	}
+	return true;
+}
+
+struct sends {
+	struct fi_context2 ctx[MAX_SENDS];
+	bool done[MAX_SENDS];
+	int n;
+};
+
+static bool sends_done(const struct sends *s)
+{
+	for (int i = 0; i < s->n; i++)
+		if (!s->done[i])
+			return false;
+	return true;
+}
+
+static void sends_mark(struct sends *s, void *ctx)
+{
+	for (int i = 0; i < s->n; i++)
+		if (ctx == &s->ctx[i])
+			s->done[i] = true;
+}
+
+/* Send message i (pattern seed i + 1) from ep[0] to ep[1]. */
+static void send_one(struct xfer_pair *p, struct sends *s, char *src)
+{
+	int i = s->n++;
+
+	CHECK_FI(XFER_POST(p, fi_send(p->ep[0], src + (size_t)i * MSG, MSG,
+				      NULL, p->addr[1], &s->ctx[i])));
+}
+
+/*
+ * The common part: X posted and leased, A held on X's first (non-final)
+ * entry, the main thread has read X's final entry and every send's
+ * completion (leases 0). A failed check returns early: the caller releases
+ * and joins A (r->started) whatever happened.
+ */
+static void race_to_final(struct race *r, struct sends *s, char *src,
+			  char *xbuf, struct fi_context2 *xctx)
+{
+	struct xfer_pair *p = r->p;
+	struct iovec riov = { xbuf, BUF };
+	struct fi_msg rmsg = { .msg_iov = &riov, .iov_count = 1,
+			       .addr = FI_ADDR_UNSPEC, .context = xctx };
+	struct mrl_xfer_test_reading hook = { .fn = hold_reader_a, .arg = r };
+	bool final = false;
+	long polls = 0;
+
+	CHECK_FI(XFER_POST(p, fi_recvmsg(p->ep[1], &rmsg, FI_MULTI_RECV)));
+	/* Leased (its CQ guarded first), or there is nothing to test. */
+	CHECK_EQ(1, xfer_live_leases(p));
+	CHECK_FI(fi_control(&p->ep[1]->fid, MRL_XFER_CTL_TEST_READING, &hook));
+	CHECK_EQ(0, pthread_create(&r->th, NULL, reader_a, r));
+	r->started = true;
+	send_one(p, s, src);
+	CHECK(wait_phase(r, PHASE_HELD));
+	/* Reader B: X's final entry, and every send's completion. */
+	send_one(p, s, src);
+	for (int i = 0; i < r->a_nsends; i++)
+		sends_mark(s, r->a_sends[i]);
+	while ((!final || !sends_done(s)) && ++polls < XFER_MAX_POLLS) {
+		struct fi_cq_tagged_entry e;
+		ssize_t n = fi_cq_read(p->cq, &e, 1);
+
+		CHECK(n == 1 || n == -FI_EAGAIN);
+		if (n != 1)
+			continue;
+		sends_mark(s, e.op_context);
+		if (e.op_context != xctx)
+			continue;
+		CHECK_EQ(MSG, e.len);
+		if (e.flags & FI_MULTI_RECV)
+			final = true;
+		else if (s->n < MAX_SENDS - 1)
+			send_one(p, s, src); /* not released yet */
+	}
+	CHECK(final);
+	CHECK(sends_done(s));
+	/* X's lease went with its final completion. */
+	CHECK_EQ(0, xfer_live_leases(p));
+}
+
+/* Let A translate its entry and wait for it. */
+static void release_a(struct race *r)
+{
+	atomic_store(&r->phase, PHASE_RELEASED);
+	if (r->started && pthread_join(r->th, NULL))
+		mrl_test_fail(__FILE__, __LINE__, "pthread_join");
+	r->started = false;
+}
+
+/* What A reported: the first message of the multi-recv buffer. */
+static void check_a_saw_x(struct race *r, struct fi_context2 *xctx)
+{
+	CHECK_EQ(1, atomic_load(&r->holds));
+	CHECK_PTR(xctx, r->a_ctx);
+	CHECK_EQ(0, r->a_err);
+	CHECK(r->a_flags & FI_RECV);
+	CHECK(!(r->a_flags & FI_MULTI_RECV));
+	CHECK_EQ(MSG, r->a_len);
+}
+
+/* The receive posted after X's release completes now, with its own
+ * context and data. */
+static void finish_y(struct xfer_pair *p, struct sends *s, char *src,
+		     char *xbuf, char *ybuf, struct fi_context2 *yctx)
+{
+	bool got_y = false;
+	long polls = 0;
+
+	/* Still posted and leased. */
+	CHECK_EQ(1, xfer_live_leases(p));
+	send_one(p, s, src);
+	while ((!got_y || !sends_done(s)) && ++polls < XFER_MAX_POLLS) {
+		struct fi_cq_tagged_entry e;
+		ssize_t n = fi_cq_read(p->cq, &e, 1);
+
+		CHECK(n == 1 || n == -FI_EAGAIN);
+		if (n != 1)
+			continue;
+		sends_mark(s, e.op_context);
+		if (e.op_context == yctx) {
+			CHECK(e.flags & FI_RECV);
+			CHECK_EQ(MSG, e.len);
+			got_y = true;
+		} else {
+			/* Nothing else of ep[1] may complete. */
+			CHECK(!(e.flags & FI_RECV));
+		}
+	}
+	CHECK(got_y);
+	CHECK_EQ(-1, xfer_verify(xbuf, MSG, 1));
+	CHECK_EQ(-1, xfer_verify(xbuf + MSG, MSG, 2));
+	CHECK_EQ(-1, xfer_verify(ybuf, MSG, (uint64_t)s->n));
+	CHECK_EQ(0, xfer_live_leases(p));
+}
+
+static void post_y(struct xfer_pair *p, char *ybuf, struct fi_context2 *yctx)
+{
+	/* Without the deferral this takes X off the pool. */
+	CHECK_FI(XFER_POST(p, fi_recv(p->ep[1], ybuf, MSG, NULL,
+				      FI_ADDR_UNSPEC, yctx)));
+	CHECK_EQ(1, xfer_live_leases(p));
+}
+
+static void close_ep1(struct xfer_pair *p)
+{
+	/* X is off its pool, waiting for A: close its endpoint. */
+	CHECK_EQ(0, fi_close(&p->ep[1]->fid));
+	p->ep[1] = NULL;
+}
+
+static char *buffer(size_t len)
+{
+	char *b = NULL;
+
+	if (posix_memalign((void **)&b, 4096, len))
+		abort();
+	memset(b, 0, len);
+	return b;
+}
+
+/* A reader holding a non-final entry of a leased multi-recv buffer while
+ * another thread reads its final one and posts again: the op went back to
+ * the pool and was reused, so the held entry reported the new receive's
+ * context and completed it, releasing its lease under the posted receive. */
+static void test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reuse(void)
+{
+	struct xfer_pair p;
+	struct race r = { .p = &p };
+	struct sends s = { .n = 0 };
+	struct fi_context2 xctx, yctx;
+	char *src = buffer(MAX_SENDS * MSG), *xbuf = buffer(BUF);
+	char *ybuf = buffer(MSG);
+
+	atomic_init(&r.phase, PHASE_ARMED);
+	atomic_init(&r.holds, 0);
+	for (int i = 0; i < MAX_SENDS; i++)
+		xfer_fill(src + (size_t)i * MSG, MSG, (uint64_t)i + 1);
+	if (pair_open(&p)) {
+		race_to_final(&r, &s, src, xbuf, &xctx);
+		if (!mrl_test_failed())
+			post_y(&p, ybuf, &yctx);
+		release_a(&r);
+		if (!mrl_test_failed())
+			check_a_saw_x(&r, &xctx);
+		if (!mrl_test_failed())
+			finish_y(&p, &s, src, xbuf, ybuf, &yctx);
+		if (xfer_pair_close(&p))
+			mrl_test_fail(__FILE__, __LINE__, "xfer_pair_close");
+	}
+	free(src);
+	free(xbuf);
+	free(ybuf);
+}
+
+/* Endpoint close while the multi-recv op waits on the CQ for reader A:
+ * freeing its pool then left A translating an op of a freed pool (the
+ * wrong context) and pushing it onto freed memory (use after free, ASan). */
+static void test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early(void)
+{
+	struct xfer_pair p;
+	struct race r = { .p = &p };
+	struct sends s = { .n = 0 };
+	struct fi_context2 xctx;
+	char *src = buffer(MAX_SENDS * MSG), *xbuf = buffer(BUF);
+
+	atomic_init(&r.phase, PHASE_ARMED);
+	atomic_init(&r.holds, 0);
+	for (int i = 0; i < MAX_SENDS; i++)
+		xfer_fill(src + (size_t)i * MSG, MSG, (uint64_t)i + 1);
+	if (pair_open(&p)) {
+		race_to_final(&r, &s, src, xbuf, &xctx);
+		if (!mrl_test_failed())
+			close_ep1(&p);
+		release_a(&r);
+		if (!mrl_test_failed())
+			check_a_saw_x(&r, &xctx);
+		if (!mrl_test_failed() && xfer_verify(xbuf, MSG, 1) != -1)
+			mrl_test_fail(__FILE__, __LINE__, "X's first message");
+		if (!mrl_test_failed() && xfer_live_leases(&p) != 0)
+			mrl_test_fail(__FILE__, __LINE__, "leases left");
+		if (xfer_pair_close(&p))
+			mrl_test_fail(__FILE__, __LINE__, "xfer_pair_close");
+	}
+	free(src);
+	free(xbuf);
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const env[] = { "FI_MRLEASE_MIN_SIZE=64", NULL };
+	static const char *const provs[] = { "tcp;ofi_rxm", "sockets" };
+	char prefix[128];
+
+	(void)argc;
+	xfer_reexec(argv, "mrlease", env);
+	for (size_t i = 0; i < sizeof(provs) / sizeof(provs[0]); i++) {
+		prov = provs[i];
+		snprintf(prefix, sizeof(prefix), "%s: ", prov);
+		mrl_test_set_prefix(prefix);
+		MRL_RUN(test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reuse);
+		MRL_RUN(test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early);
+	}
+	return mrl_test_done();
+}
