@@ -16,6 +16,8 @@
  * A child run with --op send measures fi_send to the other endpoint with a
  * fi_recv posted first (both with desc NULL in modes 2 and 5), one
  * operation = both completions (bench/xfer_ir.sh XFER_IR_OP=send).
+ * A child times each size in five equal slices and reports the fastest
+ * slice's rate (interference on a shared machine only slows a slice).
  * Modes alternate within each repetition (rotated order), and the report
  * gives medians over repetitions and the ratios (2)/(1), (2)/(4), (2)/(3)
  * per size, plus the provider registrations each mode made (mode 2: the
@@ -92,6 +94,9 @@ struct child_opts {
 	long empty_polls;
 	bool send;       /* --op send: fi_send/fi_recv pairs, not fi_write */
 };
+
+/* Timed slices per size (the rate reported is the fastest slice's). */
+#define BLOCKS 5
 
 static long default_iters(size_t size)
 {
@@ -291,7 +296,7 @@ static int child_main(const struct child_opts *o)
 		size_t size = o->sizes[i];
 		long iters = o->iters ? o->iters : default_iters(size);
 		uint64_t regs0;
-		double t0, t1;
+		double t0, t1, best;
 
 		/* Warm-up: connection set-up, first registrations. */
 		ret = run_size(&r, size, iters / 10 + 1, o->window);
@@ -299,12 +304,21 @@ static int child_main(const struct child_opts *o)
 			break;
 		regs0 = r.regs + lease_registrations(&pair);
 		r.polls = 0;
-		t0 = now_s();
-		ret = run_size(&r, size, iters, o->window);
-		t1 = now_s();
+		/* The rate of the fastest of BLOCKS equal slices: a neighbour
+		 * on a shared core only ever slows a slice down. */
+		best = 0;
+		for (long b = 0, done = 0; b < BLOCKS && !ret; b++) {
+			long n = (iters - done) / (BLOCKS - b);
+
+			t0 = now_s();
+			ret = run_size(&r, size, n, o->window);
+			t1 = now_s();
+			if (n / (t1 - t0) > best)
+				best = n / (t1 - t0);
+			done += n;
+		}
 		printf("size %zu rate %.1f regs %" PRIu64 " polls %ld ops %ld\n", size,
-		       (double)iters / (t1 - t0),
-		       r.regs + lease_registrations(&pair) - regs0, r.polls, iters);
+		       best, r.regs + lease_registrations(&pair) - regs0, r.polls, iters);
 	}
 	for (long i = 0; i < o->empty_polls && !ret; i++) {
 		(void)fi_cq_read(pair.cq, NULL, 0);
