@@ -43,6 +43,13 @@
  * (its owner, usually the one posting) keeps the ops it posted and
  * completed itself on a list of its own: plain pop, release-store push. A
  * mutex is taken only to grow a shared pool or scan it (fi_cancel).
+ * FI_MULTI_RECV ops, the only ones with several completions, are the
+ * exception to "an entry naming an op is read once": on a shared pool
+ * another reader may hold an earlier entry of one while its final
+ * completion frees it, so the CQ they complete on is "guarded" before the
+ * first is posted (reads counted, the op's return to the pool deferred
+ * until the readers in flight at its final completion exited:
+ * mrl_completion_cq.c, which also argues why it is safe and what is left).
  *
  * Stacked pairs. Endpoints, CQs and counters of a domain that can never
  * lease (mrl_xfer_domain_leases: the inner instance of tcp;ofi_rxm without
@@ -92,7 +99,8 @@
  *
  * Not leased (forwarded as is): posts with more than MRL_XFER_IOV_MAX local
  * iovs; tagged receives with FI_PEEK/FI_CLAIM/FI_DISCARD; FI_MULTI_RECV
- * buffers where completions carry no flags (FI_CQ_FORMAT_CONTEXT);
+ * buffers where completions carry no flags (FI_CQ_FORMAT_CONTEXT) or the
+ * endpoint's rx caps (as opened) lack FI_MULTI_RECV;
  * aliases, shared receive contexts and scalable endpoints themselves (their
  * tx/rx contexts lease). On a selective endpoint, an operation the
  * application asked no completion for has its completion consumed here
