@@ -183,7 +183,7 @@ static void send_one(struct xfer_pair *p, struct sends *s, char *src)
  * and joins A (r->started) whatever happened.
  */
 static void race_to_final(struct race *r, struct sends *s, char *src,
-			  char *xbuf, struct fi_context2 *xctx)
+			  char *xbuf, struct fi_context2 *xctx, bool cancel)
 {
 	struct xfer_pair *p = r->p;
 	struct iovec riov = { xbuf, BUF };
@@ -201,14 +201,29 @@ static void race_to_final(struct race *r, struct sends *s, char *src,
 	r->started = true;
 	send_one(p, s, src);
 	CHECK(wait_phase(r, PHASE_HELD));
-	/* Reader B: X's final entry, and every send's completion. */
-	send_one(p, s, src);
+	/* Reader B: X's final entry (the one with FI_MULTI_RECV after a
+	 * second message, or the cancel's error entry), and every send's
+	 * completion. */
+	if (cancel)
+		CHECK_FI(fi_cancel(&p->ep[1]->fid, xctx));
+	else
+		send_one(p, s, src);
 	for (int i = 0; i < r->a_nsends; i++)
 		sends_mark(s, r->a_sends[i]);
 	while ((!final || !sends_done(s)) && ++polls < XFER_MAX_POLLS) {
 		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
 		ssize_t n = fi_cq_read(p->cq, &e, 1);
 
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			CHECK_EQ(1, fi_cq_readerr(p->cq, &err, 0));
+			CHECK_PTR(xctx, err.op_context);
+			CHECK_EQ(FI_ECANCELED, err.err);
+			CHECK(cancel);
+			final = true;
+			continue;
+		}
 		CHECK(n == 1 || n == -FI_EAGAIN);
 		if (n != 1)
 			continue;
@@ -216,6 +231,7 @@ static void race_to_final(struct race *r, struct sends *s, char *src,
 		if (e.op_context != xctx)
 			continue;
 		CHECK_EQ(MSG, e.len);
+		CHECK(!cancel);
 		if (e.flags & FI_MULTI_RECV)
 			final = true;
 		else if (s->n < MAX_SENDS - 1)
@@ -276,8 +292,10 @@ static void finish_y(struct xfer_pair *p, struct sends *s, char *src,
 		}
 	}
 	CHECK(got_y);
-	CHECK_EQ(-1, xfer_verify(xbuf, MSG, 1));
-	CHECK_EQ(-1, xfer_verify(xbuf + MSG, MSG, 2));
+	/* X's messages (one before a cancel). */
+	for (int i = 0; i < s->n - 1; i++)
+		CHECK_EQ(-1, xfer_verify(xbuf + (size_t)i * MSG, MSG,
+					 (uint64_t)i + 1));
 	CHECK_EQ(-1, xfer_verify(ybuf, MSG, (uint64_t)s->n));
 	CHECK_EQ(0, xfer_live_leases(p));
 }
@@ -307,11 +325,7 @@ static char *buffer(size_t len)
 	return b;
 }
 
-/* A reader holding a non-final entry of a leased multi-recv buffer while
- * another thread reads its final one and posts again: the op went back to
- * the pool and was reused, so the held entry reported the new receive's
- * context and completed it, releasing its lease under the posted receive. */
-static void test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reuse(void)
+static void held_entry_across_reuse(bool cancel)
 {
 	struct xfer_pair p;
 	struct race r = { .p = &p };
@@ -325,7 +339,7 @@ static void test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reus
 	for (int i = 0; i < MAX_SENDS; i++)
 		xfer_fill(src + (size_t)i * MSG, MSG, (uint64_t)i + 1);
 	if (pair_open(&p)) {
-		race_to_final(&r, &s, src, xbuf, &xctx);
+		race_to_final(&r, &s, src, xbuf, &xctx, cancel);
 		if (!mrl_test_failed())
 			post_y(&p, ybuf, &yctx);
 		release_a(&r);
@@ -339,6 +353,23 @@ static void test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reus
 	free(src);
 	free(xbuf);
 	free(ybuf);
+}
+
+/* A reader holding a non-final entry of a leased multi-recv buffer while
+ * another thread reads its final one and posts again: the op went back to
+ * the pool and was reused, so the held entry reported the new receive's
+ * context and completed it, releasing its lease under the posted receive. */
+static void test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reuse(void)
+{
+	held_entry_across_reuse(false);
+}
+
+/* The same with the buffer's end an error entry (fi_cancel, read by
+ * fi_cq_readerr): the error path frees the op as the final completion
+ * does, and must defer it the same way. */
+static void test_multi_recv_cancel_while_a_reader_holds_an_entry_keeps_its_context(void)
+{
+	held_entry_across_reuse(true);
 }
 
 /* Endpoint close while the multi-recv op waits on the CQ for reader A:
@@ -357,7 +388,7 @@ static void test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early(void
 	for (int i = 0; i < MAX_SENDS; i++)
 		xfer_fill(src + (size_t)i * MSG, MSG, (uint64_t)i + 1);
 	if (pair_open(&p)) {
-		race_to_final(&r, &s, src, xbuf, &xctx);
+		race_to_final(&r, &s, src, xbuf, &xctx, false);
 		if (!mrl_test_failed())
 			close_ep1(&p);
 		release_a(&r);
@@ -387,6 +418,7 @@ int main(int argc, char **argv)
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
 		mrl_test_set_prefix(prefix);
 		MRL_RUN(test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reuse);
+		MRL_RUN(test_multi_recv_cancel_while_a_reader_holds_an_entry_keeps_its_context);
 		MRL_RUN(test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early);
 	}
 	return mrl_test_done();

@@ -224,7 +224,12 @@ static ssize_t mrl_xcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
  * reused, it sees the race above. Every read that starts after the switch
  * is counted. A blocking sread counts for as long as it waits, so multi-
  * recv ops finalised meanwhile stay off their pool until it returns (the
- * pool grows instead of reusing them: memory, not correctness).
+ * pool grows instead of reusing them: memory, not correctness). Likewise
+ * the list waits for a moment when no reader of the CQ is inside: threads
+ * polling it back to back with no gap keep finished multi-recv ops (one of
+ * about 120 bytes per buffer) off their pools until they leave a gap. A
+ * per-epoch count (freeing what the readers of an epoch held once they
+ * exited, whatever later readers do) would bound that; not needed yet.
  *
  * Endpoint close: a deferred op is FREE but on no free list, so the pool
  * is not settled; mrl_xep_pool_needed sees pool->deferred and lets the CQs
