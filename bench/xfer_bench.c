@@ -18,7 +18,8 @@
  * operation = both completions (bench/xfer_ir.sh XFER_IR_OP=send).
  * A child times each size in five equal slices and reports the fastest
  * slice's rate (interference on a shared machine only slows a slice).
- * Modes alternate within each repetition (rotated order), and the report
+ * Modes alternate within each repetition (a different pseudo-random order
+ * each time), and the report
  * gives medians over repetitions and the ratios (2)/(1), (2)/(4), (2)/(3)
  * per size, plus the provider registrations each mode made (mode 2: the
  * cache's registrations from query_stats, process-wide so the instance under
@@ -680,6 +681,26 @@ static double callgrind_per_op(void)
 	       (double)(s[1].all_ops - s[0].all_ops);
 }
 
+/* Repetition r's order of the modes: a fixed pseudo-random permutation, so
+ * no mode always runs right after the same other one (a child can leave the
+ * machine slower or faster for the next: sockets closing, memory returned). */
+static void shuffle_modes(int order[NMODES], int r)
+{
+	uint32_t x = 2654435761u * (uint32_t)(r + 1);
+
+	for (int k = 0; k < NMODES; k++)
+		order[k] = k + 1;
+	for (int k = NMODES - 1; k > 0; k--) {
+		int j, t;
+
+		x = x * 1664525u + 1013904223u;
+		j = (int)((x >> 16) % (uint32_t)(k + 1));
+		t = order[k];
+		order[k] = order[j];
+		order[j] = t;
+	}
+}
+
 static int parent_main(void)
 {
 	const char *env = getenv("XFER_BENCH_REPS");
@@ -708,8 +729,11 @@ static int parent_main(void)
 	       "modes alternating\n", getenv("XFER_BENCH_PROV") ?
 	       getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm", reps);
 	for (int r = 0; r < reps; r++) {
+		int order[NMODES];
+
+		shuffle_modes(order, r);
 		for (int k = 0; k < NMODES; k++) {
-			int mode = 1 + (r + k) % NMODES;
+			int mode = order[k];
 
 			snprintf(mode_s, sizeof(mode_s), "%d", mode);
 			args[1] = mode_s;
@@ -744,6 +768,14 @@ static int parent_main(void)
 		       bench_sizes[i], med[1][i], med[2][i], med[3][i], med[4][i],
 		       med[5][i], r21, r24, r23, med[5][i] / med[1][i]);
 	}
+	printf("# every repetition's rate (ops/s), in run order:\n");
+	for (size_t i = 0; i < NSIZES; i++)
+		for (int m = 1; m <= NMODES; m++) {
+			printf("#   %zu %s:", bench_sizes[i], mode_names[m]);
+			for (int r = 0; r < reps; r++)
+				printf(" %.0f", samples[m][r].rate[i]);
+			printf("\n");
+		}
 	printf("# provider registrations per child run (all sizes, warm-up "
 	       "included), last repetition:");
 	for (int m = 1; m <= NMODES; m++)
