@@ -51,7 +51,9 @@
  * exactly that and prints the figure per function, with the lease cache's
  * share (its inline hit path) apart.
  *
- * Environment: XFER_BENCH_REPS (default 5), XFER_BENCH_CALLGRIND=0 to skip
+ * Environment: XFER_BENCH_REPS (default 5), XFER_BENCH_CPU (the one CPU
+ * every child runs on; default the highest-numbered allowed, -1 unpinned),
+ * XFER_BENCH_CALLGRIND=0 to skip
  * valgrind (=only: just the callgrind figure), XFER_BENCH_PROV (default
  * tcp;ofi_rxm).
  * Last line: RESULT key=value ...
@@ -61,6 +63,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,11 +102,16 @@ struct child_opts {
 /* Timed slices per size (the rate reported is the fastest slice's). */
 #define BLOCKS 5
 
+/* 30000 writes below 16 KiB (rates within 1% run to run when pinned), 1 GiB
+ * of data from 16 KiB up (their runs move by several percent: memory
+ * bandwidth is the host's). */
 static long default_iters(size_t size)
 {
-	long n = (long)((256UL << 20) / size);
+	long n = (long)((1UL << 30) / size);
 
-	return n > 30000 ? 30000 : n < 4000 ? 4000 : n;
+	if (size < 16384 && n > 30000)
+		n = 30000;
+	return n < 4000 ? 4000 : n;
 }
 
 static double now_s(void)
@@ -701,6 +709,37 @@ static void shuffle_modes(int order[NMODES], int r)
 	}
 }
 
+/*
+ * Pin this process, and so every child, to one CPU: XFER_BENCH_CPU, else the
+ * highest-numbered one allowed (-1: no pinning). Unpinned on a 2-core
+ * machine, a child's threads and the loopback's kernel work land on one or
+ * on both cores from run to run, and its rate moves by 30% with that alone.
+ * Returns the CPU, or -1.
+ */
+static int pin_one_cpu(void)
+{
+	const char *env = getenv("XFER_BENCH_CPU");
+	cpu_set_t set;
+	int cpu = -1;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	if (env) {
+		cpu = atoi(env);
+		if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set))
+			return -1;
+	} else {
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				cpu = c;
+	}
+	if (cpu < 0)
+		return -1;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -1 : cpu;
+}
+
 static int parent_main(void)
 {
 	const char *env = getenv("XFER_BENCH_REPS");
@@ -711,7 +750,7 @@ static int parent_main(void)
 	double med[NMODES + 1][NSIZES], v[MAX_REPS];
 	double worst21 = 1e9, worst24 = 1e9, ir = -1;
 	double lease_added = -1, noop_added = -1;
-	int ret;
+	int ret, cpu;
 
 	env = getenv("XFER_BENCH_CALLGRIND");
 	if (env && !strcmp(env, "only")) {
@@ -725,9 +764,11 @@ static int parent_main(void)
 		reps = 1;
 	if (reps > MAX_REPS)
 		reps = MAX_REPS;
+	cpu = pin_one_cpu();
 	printf("# xfer_bench: fi_write message rate over %s, %d repetitions, "
-	       "modes alternating\n", getenv("XFER_BENCH_PROV") ?
-	       getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm", reps);
+	       "modes alternating, children on CPU %d (-1: not pinned)\n",
+	       getenv("XFER_BENCH_PROV") ? getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm",
+	       reps, cpu);
 	for (int r = 0; r < reps; r++) {
 		int order[NMODES];
 
@@ -806,8 +847,8 @@ static int parent_main(void)
 	if (getloadavg(load, 1) == 1)
 		printf("# load average (1 min) at the end: %.2f on %ld cpus\n", load[0],
 		       sysconf(_SC_NPROCESSORS_ONLN));
-	printf("RESULT prov=%s reps=%d load1=%.2f", getenv("XFER_BENCH_PROV") ?
-	       getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm", reps, load[0]);
+	printf("RESULT prov=%s reps=%d cpu=%d load1=%.2f", getenv("XFER_BENCH_PROV") ?
+	       getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm", reps, cpu, load[0]);
 	for (size_t i = 0; i < NSIZES; i++)
 		printf(" r21_%zu=%.3f r24_%zu=%.3f r23_%zu=%.3f r51_%zu=%.3f",
 		       bench_sizes[i], med[2][i] / med[1][i], bench_sizes[i],
