@@ -65,6 +65,8 @@ struct race {
 };
 
 static _Thread_local bool is_reader_a;
+/* Reader A reads with fi_cq_readfrom instead of fi_cq_read. */
+static bool a_readfrom;
 
 /* The test hook (guarded reads only), on every reading thread. */
 static void hold_reader_a(void *arg, const void *entries, ssize_t n)
@@ -88,11 +90,13 @@ static void *reader_a(void *arg)
 	struct race *r = arg;
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
+	fi_addr_t src;
 	long polls = 0;
 
 	is_reader_a = true;
 	while (++polls < XFER_MAX_POLLS) {
-		ssize_t n = fi_cq_read(r->p->cq, &e, 1);
+		ssize_t n = a_readfrom ? fi_cq_readfrom(r->p->cq, &e, 1, &src) :
+					 fi_cq_read(r->p->cq, &e, 1);
 
 		if (n == -FI_EAVAIL) {
 			memset(&err, 0, sizeof(err));
@@ -364,6 +368,15 @@ static void test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reus
 	held_entry_across_reuse(false);
 }
 
+/* The same with reader A in fi_cq_readfrom: a guarded CQ's readfrom must
+ * count its reader like read does, or the op it holds is reused under it. */
+static void test_multi_recv_entry_held_in_readfrom_keeps_its_context_across_reuse(void)
+{
+	a_readfrom = true;
+	held_entry_across_reuse(false);
+	a_readfrom = false;
+}
+
 /* The same with the buffer's end an error entry (fi_cancel, read by
  * fi_cq_readerr): the error path frees the op as the final completion
  * does, and must defer it the same way. */
@@ -418,6 +431,7 @@ int main(int argc, char **argv)
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
 		mrl_test_set_prefix(prefix);
 		MRL_RUN(test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reuse);
+		MRL_RUN(test_multi_recv_entry_held_in_readfrom_keeps_its_context_across_reuse);
 		MRL_RUN(test_multi_recv_cancel_while_a_reader_holds_an_entry_keeps_its_context);
 		MRL_RUN(test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early);
 	}
