@@ -1029,6 +1029,39 @@ mrl_msg_args_set(enum mrl_msg_kind kind, struct mrl_op *op,
 	mrl_op_args_set(op, fep, buf, len, addr, context);
 }
 
+/*
+ * The lease of a leased half (single-buffer hit path): into a local first,
+ * not op->leases[0], so no register is saved around the cache's inline
+ * path; then into the op, with the descriptor the inner call takes.
+ * Returns 0, or the cache's error with the op untouched.
+ */
+static inline __attribute__((always_inline)) int
+mrl_op_lease_one(struct mrl_cache_domain *cache, uintptr_t buf, size_t len,
+		 struct mrl_op *op, void **desc)
+{
+	struct mrl_registration *reg;
+	int err = mrl_cache_acquire(cache, buf, buf + len, &reg);
+
+	if (__builtin_expect(err != 0, 0))
+		return err;
+	op->leases[0] = reg;
+	*desc = mrl_registration_desc(reg);
+	return 0;
+}
+
+/* A leased half whose lease failed gives its op back (never made LIVE to
+ * the provider) and keeps the operands the first half stored in it, for
+ * the slow path; returns the application's context. */
+static inline void *mrl_op_give_back(struct mrl_op *op, struct mrl_op_args *a)
+{
+	void *context = op->app_ctx;
+
+	*a = *mrl_op_args(op);
+	atomic_store_explicit(&op->state, MRL_OP_FREE, memory_order_relaxed);
+	mrl_op_put(op->pool, op);
+	return context;
+}
+
 /* The lease failed in the leased half: the op goes back, the call takes
  * mrl_msg_single_slow with the operands it left in the op. */
 ssize_t __attribute__((cold))
@@ -1045,20 +1078,15 @@ mrl_msg_op(enum mrl_msg_kind kind, struct mrl_cache_domain *cache,
 	   uintptr_t buf, size_t len, struct mrl_op *op)
 {
 	struct mrl_op_args *a = mrl_op_args(op);
-	struct mrl_registration *reg;
 	struct fid_ep *in;
 	void *desc;
 	ssize_t ret;
 	int err;
 
-	/* Into a local, not op->leases[0]: one register fewer around the
-	 * cache's inline path (no register saved for it). */
-	err = mrl_cache_acquire(cache, buf, buf + len, &reg);
+	err = mrl_op_lease_one(cache, buf, len, op, &desc);
 	if (__builtin_expect(err != 0, 0))
 		return mrl_msg_op_failed(kind, op, err);
-	op->leases[0] = reg;
 	in = mrl_ep_of(a->fep)->inner;
-	desc = mrl_registration_desc(reg);
 	switch (kind) {
 	case MRL_SEND:
 		ret = fi_send(in, a->buf, a->len, desc, a->peer, op);

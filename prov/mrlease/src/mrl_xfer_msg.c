@@ -202,11 +202,9 @@ ssize_t mrl_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind,
 
 ssize_t mrl_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err)
 {
-	struct mrl_op_args a = *mrl_op_args(op);
-	void *context = op->app_ctx;
+	struct mrl_op_args a;
+	void *context = mrl_op_give_back(op, &a);
 
-	atomic_store_explicit(&op->state, MRL_OP_FREE, memory_order_relaxed);
-	mrl_op_put(op->pool, op);
 	return mrl_msg_single_slow(mrl_ep_of(a.fep), kind, a.buf, a.len,
 				   a.peer, a.a, a.b, a.c, context, err);
 }

@@ -175,11 +175,9 @@ mrl_rma_args_set(enum mrl_rma_kind kind, struct mrl_op *op,
 static ssize_t __attribute__((noinline, cold))
 mrl_rma_op_failed(enum mrl_rma_kind kind, struct mrl_op *op, int err)
 {
-	struct mrl_op_args a = *mrl_op_args(op);
-	void *context = op->app_ctx;
+	struct mrl_op_args a;
+	void *context = mrl_op_give_back(op, &a);
 
-	atomic_store_explicit(&op->state, MRL_OP_FREE, memory_order_relaxed);
-	mrl_op_put(op->pool, op);
 	return mrl_rma_single_slow(mrl_ep_of(a.fep), kind, a.buf, a.len,
 				   a.peer, a.a, a.b, a.c, context, err);
 }
@@ -194,20 +192,15 @@ mrl_rma_op(enum mrl_rma_kind kind, struct mrl_cache_domain *cache,
 	   uintptr_t buf, size_t len, struct mrl_op *op)
 {
 	struct mrl_op_args *a = mrl_op_args(op);
-	struct mrl_registration *reg;
 	struct fid_ep *in;
 	void *desc;
 	ssize_t ret;
 	int err;
 
-	/* Into a local, not op->leases[0]: one register fewer around the
-	 * cache's inline path (no register saved for it). */
-	err = mrl_cache_acquire(cache, buf, buf + len, &reg);
+	err = mrl_op_lease_one(cache, buf, len, op, &desc);
 	if (__builtin_expect(err != 0, 0))
 		return mrl_rma_op_failed(kind, op, err);
-	op->leases[0] = reg;
 	in = mrl_ep_of(a->fep)->inner;
-	desc = mrl_registration_desc(reg);
 	switch (kind) {
 	case MRL_RMA_READ:
 		ret = fi_read(in, a->buf, a->len, desc, a->peer, a->a, a->b,
