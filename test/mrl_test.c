@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "config.h"
 
+#include <sched.h>
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +272,16 @@ bool mrl_wait_over(struct mrl_wait *w)
 		return true;
 	/* Reading the clock every poll would dominate a fast spin. */
 	return (w->spins & 1023) == 0 && now_seconds() > w->deadline;
+}
+
+bool mrl_wait_until_int(atomic_int *v, int want)
+{
+	struct mrl_wait w;
+
+	mrl_wait_init(&w);
+	while (atomic_load(v) != want && !mrl_wait_over(&w))
+		sched_yield();
+	return atomic_load(v) == want;
 }
 
 /* ------------------------------------------------------------------------

@@ -22,6 +22,7 @@
 #ifndef MRL_TEST_H
 #define MRL_TEST_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -152,6 +153,9 @@ void mrl_wait_init(struct mrl_wait *w);
  * for a look at something a provider may never do, before skipping it. */
 void mrl_wait_init_for(struct mrl_wait *w, double seconds);
 bool mrl_wait_over(struct mrl_wait *w);
+/* Wait, yielding the CPU, until another thread stores `want` in *v; bounded
+ * like mrl_wait_over. Returns whether *v reached it. */
+bool mrl_wait_until_int(atomic_int *v, int want);
 
 /*
  * Hints for provider `prov` (exact fabric_attr->prov_name such as

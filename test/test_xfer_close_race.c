@@ -32,9 +32,6 @@
 #include "xfer_util.h"
 
 #define LEN 4096
-/* Spin budget (sched_yield rounds) for one hand-over between the threads:
- * a hang fails instead. */
-#define SPIN_MAX 100000000L
 
 static const char *prov;
 
@@ -56,12 +53,10 @@ struct race {
 static void hold_completer(void *arg)
 {
 	struct race *r = arg;
-	long spins = 0;
 
 	atomic_fetch_add(&r->stalls, 1);
 	atomic_store(&r->phase, PHASE_STALLED);
-	while (atomic_load(&r->phase) != PHASE_CLOSED && ++spins < SPIN_MAX)
-		sched_yield();
+	(void)mrl_wait_until_int(&r->phase, PHASE_CLOSED);
 }
 
 static void *reader(void *arg)
@@ -124,7 +119,6 @@ static void close_during_completion(bool stall, int rounds)
 			.fn = hold_completer, .arg = &r,
 		};
 		pthread_t th;
-		long spins = 0;
 
 		if (!pair_open(&p))
 			break;
@@ -143,9 +137,7 @@ static void close_during_completion(bool stall, int rounds)
 						fi_mr_key(mr), &ctx)));
 		CHECK_EQ(0, pthread_create(&th, NULL, reader, &r));
 		if (stall)
-			while (atomic_load(&r.phase) != PHASE_STALLED &&
-			       ++spins < SPIN_MAX)
-				sched_yield();
+			(void)mrl_wait_until_int(&r.phase, PHASE_STALLED);
 		CHECK_EQ(0, fi_close(&p.ep[0]->fid));
 		p.ep[0] = NULL;
 		atomic_store(&r.phase, PHASE_CLOSED);

@@ -37,7 +37,6 @@
 #define BUF (3 * MSG)
 #define MIN_MULTI_RECV (2 * MSG)
 #define MAX_SENDS 4
-#define SPIN_MAX 100000000L
 
 static const char *prov;
 
@@ -73,15 +72,13 @@ static void hold_reader_a(void *arg, const void *entries, ssize_t n)
 {
 	struct race *r = arg;
 	const struct fi_cq_tagged_entry *e = entries;
-	long spins = 0;
 
 	if (!is_reader_a || atomic_load(&r->phase) != PHASE_ARMED || n != 1 ||
 	    !(e->flags & FI_RECV) || (e->flags & FI_MULTI_RECV))
 		return;
 	atomic_fetch_add(&r->holds, 1);
 	atomic_store(&r->phase, PHASE_HELD);
-	while (atomic_load(&r->phase) != PHASE_RELEASED && ++spins < SPIN_MAX)
-		sched_yield();
+	(void)mrl_wait_until_int(&r->phase, PHASE_RELEASED);
 }
 
 /* Reader A: one entry per read until it has a receive's completion. */
@@ -124,11 +121,7 @@ static void *reader_a(void *arg)
 
 static bool wait_phase(struct race *r, int phase)
 {
-	long spins = 0;
-
-	while (atomic_load(&r->phase) != phase && ++spins < SPIN_MAX)
-		sched_yield();
-	return atomic_load(&r->phase) == phase;
+	return mrl_wait_until_int(&r->phase, phase);
 }
 
 static bool pair_open(struct xfer_pair *p)
