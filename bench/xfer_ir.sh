@@ -182,14 +182,16 @@ pair_per_op() {
 			  $(awk '/^totals polls/ { print $5 }' "$tmp/out.$mode.$n1$rep") ))" \
 		'BEGIN { printf "%.1f\n", (b - a) / d }'
 }
+# Every repetition's pair figure of a mode, one per line.
+pairs_per_op() {
+	pair_per_op "$1"
+	for r in $(seq 2 "$repeat"); do
+		pair_per_op "$1" "$r"
+	done
+}
 per_op() {
 	has "$1" || { echo na; return; }
-	{
-		pair_per_op "$1"
-		for r in $(seq 2 "$repeat"); do
-			pair_per_op "$1" "$r"
-		done
-	} | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+	pairs_per_op "$1" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
 app=$(per_op 1)
 noop=$(per_op 4)
@@ -198,12 +200,7 @@ ppo=$(awk -v p="$(polls 2 "$n2")" -v o="$(ops 2 "$n2")" 'BEGIN { printf "%.2f", 
 load1=$(cut -d' ' -f1 /proc/loadavg)
 all_per_op() {
 	has "$1" || { echo na; return; }
-	{
-		pair_per_op "$1"
-		for r in $(seq 2 "$repeat"); do
-			pair_per_op "$1" "$r"
-		done
-	} | tr '\n' ' ' | sed 's/ $//'
+	pairs_per_op "$1" | tr '\n' ' ' | sed 's/ $//'
 }
 echo "# whole program per fi_write + completion (median of $repeat pairs): no hook $app, noop $noop, mrlease $lease (Ir)"
 echo "# each pair: no hook $(all_per_op 1); noop $(all_per_op 4); mrlease $(all_per_op 2)"
