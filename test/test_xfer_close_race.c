@@ -85,15 +85,7 @@ static bool pair_open(struct xfer_pair *p)
 		.prov = prov, .selective = true, .thread_safe = true,
 	};
 
-	if (!xfer_pair_open_hooked(&opts, p))
-		return false;
-	if (p->info->domain_attr->threading != FI_THREAD_SAFE) {
-		mrl_test_skip_current("%s: threading %d, not FI_THREAD_SAFE",
-				      prov, (int)p->info->domain_attr->threading);
-		xfer_pair_close(p);
-		return false;
-	}
-	return true;
+	return xfer_pair_open_hooked_safe(&opts, p);
 }
 
 /*

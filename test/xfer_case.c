@@ -31,3 +31,16 @@ bool xfer_pair_open_hooked(const struct xfer_opts *opts, struct xfer_pair *pair)
 	}
 	return true;
 }
+
+bool xfer_pair_open_hooked_safe(const struct xfer_opts *opts, struct xfer_pair *pair)
+{
+	if (!xfer_pair_open_hooked(opts, pair))
+		return false;
+	if (pair->info->domain_attr->threading != FI_THREAD_SAFE) {
+		mrl_test_skip_current("%s: threading %d, not FI_THREAD_SAFE", opts->prov,
+				      (int)pair->info->domain_attr->threading);
+		xfer_pair_close(pair);
+		return false;
+	}
+	return true;
+}

@@ -70,6 +70,9 @@ int xfer_pair_open(const struct xfer_opts *opts, struct xfer_pair *pair);
  * active) fails it. True when the pair is open with the hook on.
  */
 bool xfer_pair_open_hooked(const struct xfer_opts *opts, struct xfer_pair *pair);
+/* The same for a case that needs FI_THREAD_SAFE endpoints (opts->thread_safe):
+ * a provider that grants less makes the case a skip. */
+bool xfer_pair_open_hooked_safe(const struct xfer_opts *opts, struct xfer_pair *pair);
 /* Close everything; returns the first non-zero fi_close result. */
 int xfer_pair_close(struct xfer_pair *pair);
 
