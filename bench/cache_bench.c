@@ -28,7 +28,8 @@
  *   scale2      2-thread / 1-thread hit throughput, distinct hot entries
  *   bpe         bytes per entry (malloc'd bytes delta, in-use heap plus
  *               mmap'd blocks, / entries; for mrlease plus the idle entry
- *               slabs it adopted from earlier sizes' closed domains)
+ *               slabs it adopted from earlier sizes' closed domains and
+ *               every huge-page chunk it mapped, whole)
  * Entries are one page each, two pages apart, at synthetic addresses.
  *
  * Usage: cache_bench [--quick]   (--quick: fewer repetitions and ops)
@@ -49,6 +50,7 @@
 #include <rdma/fi_errno.h>
 
 #include "cache_registrar.h"
+#include "mrl_arena.h"
 #include "mrl_cache.h"
 
 #ifdef HAVE_UCS
@@ -829,6 +831,7 @@ static void measure_size(int si)
 	fill_idx(n);
 	for (size_t k = 0; k < NIMPL; k++) {
 		size_t idle = k ? 0 : mrl_cache_pool_idle_bytes(), reused = 0;
+		size_t chunks = mrl_arena_mapped_bytes();
 
 		before = heap_bytes();
 		c[k] = impls[k].create(n);
@@ -837,7 +840,10 @@ static void measure_size(int si)
 		 * malloc'd before `before`; charge them here. */
 		if (!k && idle > mrl_cache_pool_idle_bytes())
 			reused = idle - mrl_cache_pool_idle_bytes();
-		result[k][si][BPE] = (double)(heap_bytes() - before + reused) / n;
+		/* Huge-page chunks (mrlease past FI_MRLEASE_HUGEPAGE_AFTER) are
+		 * mapped, not malloc'd: charged whole, used or not. */
+		chunks = mrl_arena_mapped_bytes() - chunks;
+		result[k][si][BPE] = (double)(heap_bytes() - before + reused + chunks) / n;
 		for (int f = 0; f < NFIG; f++)
 			if (f != BPE)
 				result[k][si][f] = -1;

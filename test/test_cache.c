@@ -13,6 +13,7 @@
 #include <rdma/fi_domain.h>
 
 #include "cache_registrar.h"
+#include "mrl_arena.h"
 #include "mrl_cache.h"
 #include "mrl_test.h"
 
@@ -23,18 +24,24 @@ static struct mrl_cache *cache;
 static struct creg creg;
 static struct mrl_cache_domain *dom;
 
-static int fixture_open(size_t max_count, size_t max_size)
+static int fixture_open_config(const struct mrl_cache_config *config)
 {
-	struct mrl_cache_config config = { .max_count = max_count, .max_size = max_size };
 	struct mrl_domain_config dconf;
 	int ret;
 
 	creg_init(&creg, NULL, 0);
 	dconf = creg_domain_config(&creg);
-	ret = mrl_cache_create(&config, &cache);
+	ret = mrl_cache_create(config, &cache);
 	if (ret)
 		return ret;
 	return mrl_cache_domain_open(cache, &dconf, &dom);
+}
+
+static int fixture_open(size_t max_count, size_t max_size)
+{
+	struct mrl_cache_config config = { .max_count = max_count, .max_size = max_size };
+
+	return fixture_open_config(&config);
 }
 
 static void fixture_close(void)
@@ -1066,6 +1073,58 @@ static void test_index_reserve_covers_every_insert_shape(void)
 	CHECK(n > N);
 }
 
+/* Acquire N one-page entries two pages apart, then find each again by a
+ * lookup inside it; false at the first that misses or is wrong. */
+static bool fill_and_find(int n)
+{
+	struct mrl_registration *r;
+
+	for (int i = 0; i < n; i++) {
+		if (mrl_cache_acquire(dom, P(2 * i) + 8, P(2 * i) + 16, &r))
+			return false;
+		mrl_lease_release(r);
+	}
+	for (int i = 0; i < n; i++) {
+		r = mrl_cache_lookup(dom, P(2 * i) + 1, P(2 * i) + 2);
+		if (!r)
+			return false;
+		mrl_lease_release(r);
+		if (r->base != P(2 * i) || r->end != P(2 * i + 1))
+			return false;
+	}
+	return true;
+}
+
+/* Past FI_MRLEASE_HUGEPAGE_AFTER the cache's slabs and index nodes come from
+ * huge-page chunks: entries there must resolve like any other, and a domain
+ * closed and refilled must reuse the chunks rather than map more each time. */
+static void test_huge_page_chunks_serve_a_large_cache_and_are_reused(void)
+{
+	struct mrl_cache_config huge = { .huge_after = 1 }, never = { .huge_after = SIZE_MAX };
+	size_t mapped0 = mrl_arena_mapped_bytes(), mapped1;
+
+	CHECK_FI(fixture_open_config(&never));
+	CHECK(fill_and_find(3000));
+	fixture_close();
+	CHECK_EQ(mapped0, mrl_arena_mapped_bytes());
+
+	CHECK_FI(fixture_open_config(&huge));
+	CHECK(fill_and_find(3000));
+	mapped1 = mrl_arena_mapped_bytes();
+	CHECK(mapped1 > mapped0);
+	fixture_close();
+	/* Each round frees ~200 nodes (~64 KB) into the arena: without reuse,
+	 * 100 rounds would map more chunks. */
+	for (int round = 0; round < 100; round++) {
+		CHECK_FI(fixture_open_config(&huge));
+		CHECK(fill_and_find(3000));
+		fixture_close();
+	}
+	CHECK_EQ(mapped1, mrl_arena_mapped_bytes());
+	CHECK_EQ(atomic_load(&creg.registered), atomic_load(&creg.closed));
+	CHECK_EQ(0, atomic_load(&creg.double_closed));
+}
+
 /* Out of memory for an entry slab or index nodes must fail the acquire
  * before the index changes (its registration closed, nothing half-inserted),
  * and out of memory for the filter must leave it answering "maybe": a stale
@@ -1181,6 +1240,7 @@ int main(void)
 	MRL_RUN(test_filter_directory_grows_and_finds_every_gib);
 	MRL_RUN(test_index_reserve_covers_every_insert_shape);
 	MRL_RUN(test_allocation_failures_leave_nothing_behind);
+	MRL_RUN(test_huge_page_chunks_serve_a_large_cache_and_are_reused);
 	MRL_RUN(test_every_registration_closed_exactly_once);
 	return mrl_test_done();
 }

@@ -26,6 +26,7 @@ static struct fi_provider test_prov = {
 static const char *const variables[] = {
 	"FI_MRLPTEST_MAX_COUNT", "FI_MRLPTEST_MAX_SIZE",
 	"FI_MRLPTEST_MIN_SIZE", "FI_MRLPTEST_STATS",
+	"FI_MRLPTEST_HUGEPAGE_AFTER",
 };
 
 static void clear_environment(void)
@@ -76,6 +77,7 @@ static void test_defaults_hold_without_environment(void)
 	CHECK_EQ(MRL_PARAMS_DEFAULT_MAX_SIZE, mrl_params.max_size);
 	CHECK_EQ(MRL_PARAMS_DEFAULT_MIN_SIZE, mrl_params.min_size);
 	CHECK_EQ(MRL_PARAMS_DEFAULT_STATS, mrl_params.stats);
+	CHECK_EQ(MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER, mrl_params.hugepage_after);
 }
 
 /* Every documented spelling is accepted: decimal, hex, binary suffixes and
@@ -104,14 +106,16 @@ static void test_valid_values_are_accepted(void)
 		setenv("FI_MRLPTEST_MAX_COUNT", sizes[i].value, 1);
 		setenv("FI_MRLPTEST_MAX_SIZE", sizes[i].value, 1);
 		setenv("FI_MRLPTEST_MIN_SIZE", sizes[i].value, 1);
+		setenv("FI_MRLPTEST_HUGEPAGE_AFTER", sizes[i].value, 1);
 		CHECK_MSG(load_counting_warnings("FI_MRLPTEST") == 0,
 			  "%s warned", sizes[i].value);
 		CHECK_MSG(mrl_params.max_count == sizes[i].expected &&
 			  mrl_params.max_size == sizes[i].expected &&
-			  mrl_params.min_size == sizes[i].expected,
-			  "%s parsed as %zu/%zu/%zu", sizes[i].value,
+			  mrl_params.min_size == sizes[i].expected &&
+			  mrl_params.hugepage_after == sizes[i].expected,
+			  "%s parsed as %zu/%zu/%zu/%zu", sizes[i].value,
 			  mrl_params.max_count, mrl_params.max_size,
-			  mrl_params.min_size);
+			  mrl_params.min_size, mrl_params.hugepage_after);
 	}
 	for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++) {
 		setenv("FI_MRLPTEST_STATS", bools[i].value, 1);
@@ -177,6 +181,7 @@ static void test_every_parameter_is_defined_with_default_and_meaning(void)
 		{ "FI_MRLPTEST_MAX_SIZE", FI_PARAM_SIZE_T },
 		{ "FI_MRLPTEST_MIN_SIZE", FI_PARAM_SIZE_T },
 		{ "FI_MRLPTEST_STATS", FI_PARAM_BOOL },
+		{ "FI_MRLPTEST_HUGEPAGE_AFTER", FI_PARAM_SIZE_T },
 	};
 	struct fi_param *params;
 	int count;

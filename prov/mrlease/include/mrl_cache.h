@@ -132,6 +132,12 @@ extern "C" {
 #define MRL_CACHE_DEFAULT_MAX_COUNT 16384u
 #define MRL_CACHE_DEFAULT_MAX_SIZE (64ull << 30)
 
+/* Default for FI_MRLEASE_HUGEPAGE_AFTER: 8 MiB of slabs and index nodes is
+ * about 100k entries, where the index stops fitting a core's share of L3
+ * and a random hit starts paying page walks; a default-capped domain
+ * (16384 entries, ~1.1 MB) never gets there. */
+#define MRL_CACHE_DEFAULT_HUGE_AFTER ((size_t)8 << 20)
+
 /* Access of every cache registration: local only. */
 #define MRL_CACHE_ACCESS (FI_SEND | FI_RECV | FI_READ | FI_WRITE)
 
@@ -145,6 +151,10 @@ extern "C" {
 struct mrl_cache_config {
 	size_t max_count;		/* entries per domain; 0: default */
 	size_t max_size;		/* registered bytes per domain; 0: default */
+	size_t huge_after;		/* slab and node bytes (all caches) after
+					 * which they come from huge-page chunks
+					 * (mrl_arena.h); 0: default, SIZE_MAX:
+					 * never */
 	const struct fi_provider *prov;	/* for FI_WARN; may be NULL */
 };
 

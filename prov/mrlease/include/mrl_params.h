@@ -41,12 +41,16 @@
  */
 #define MRL_PARAMS_DEFAULT_MIN_SIZE ((size_t)16384)
 #define MRL_PARAMS_DEFAULT_STATS false
+/* The cache's own (mrl_cache.h): only caches far beyond the default caps
+ * reach it. */
+#define MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER ((size_t)MRL_CACHE_DEFAULT_HUGE_AFTER)
 
 struct mrl_params {
 	size_t max_count; /* FI_MRLEASE_MAX_COUNT: cached entries per domain, 0 = no cap */
 	size_t max_size;  /* FI_MRLEASE_MAX_SIZE: cached bytes per domain, 0 = no cap */
 	size_t min_size;  /* FI_MRLEASE_MIN_SIZE: smallest operand resolved without FI_MR_LOCAL */
 	bool stats;       /* FI_MRLEASE_STATS: print a domain's statistics when it closes */
+	size_t hugepage_after; /* FI_MRLEASE_HUGEPAGE_AFTER: cache memory before huge pages, 0 = never */
 };
 
 /* The values in force; the defaults until mrl_params_load() runs. */

@@ -21,6 +21,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
+#include "mrl_arena.h"
 #include "mrl_cache.h"
 
 #define MRL_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -93,20 +94,23 @@ static inline bool alloc_injected_failure(void)
 	return false;
 }
 
-/* Every allocation of entry slabs, index nodes and filter nodes: zeroed,
- * line-aligned when `aligned`. Never called under cache->lock or flt_lock. */
-static void *cache_alloc(size_t size, bool aligned)
+/* Every allocation of filter nodes: zeroed. Never called under cache->lock
+ * or flt_lock. */
+static void *cache_alloc(size_t size)
 {
-	void *p;
-
 	if (alloc_injected_failure())
 		return NULL;
-	if (!aligned)
-		return calloc(1, size);
-	if (posix_memalign(&p, MRL_CACHELINE, size))
+	return calloc(1, size);
+}
+
+/* Entry slabs and index nodes: zeroed and line-aligned, from huge-page
+ * chunks once the caches are large (mrl_arena.h). Never called under
+ * cache->lock. */
+static void *cache_alloc_lines(size_t size, size_t huge_after)
+{
+	if (alloc_injected_failure())
 		return NULL;
-	memset(p, 0, size);
-	return p;
+	return mrl_arena_alloc(size, huge_after);
 }
 
 /* Counters off the hit path: shared atomics, touched on misses/retires. */
@@ -326,6 +330,7 @@ struct mrl_cache {
 	_Alignas(MRL_CACHELINE) pthread_mutex_t lock;
 	struct mrl_pending *pending;
 	size_t max_count, max_size;
+	size_t huge_after;		/* see mrl_arena.h; SIZE_MAX: never */
 	size_t page_size;
 	const struct fi_provider *prov;
 	unsigned slot;
@@ -423,7 +428,7 @@ static struct mrl_registration *pool_alloc(struct mrl_cache_domain *dom)
 	    dom->slab_entries > MRL_SLAB_MAX ? MRL_SLAB_MAX : (uint32_t)dom->slab_entries;
 	while (!dom->free) {
 		pthread_mutex_unlock(&mrl_pool_lock);
-		slab = cache_alloc(slab_bytes(n), true);
+		slab = cache_alloc_lines(slab_bytes(n), dom->cache->huge_after);
 		if (!slab)
 			return NULL;
 		slab->n = n;
@@ -1159,12 +1164,11 @@ static struct mrl_flt_slot *flt_install(struct mrl_cache *cache, uintptr_t gib,
 			continue;
 		}
 		pthread_mutex_unlock(&cache->flt_lock);
-		if (want_mid && !mid && !(mid = cache_alloc(sizeof(*mid), false)))
+		if (want_mid && !mid && !(mid = cache_alloc(sizeof(*mid))))
 			goto err;
 		if (want && (!grown || grown->mask + 1 < want)) {
 			free(grown);
-			grown = cache_alloc(sizeof(*grown) + want * sizeof(grown->slot[0]),
-					    false);
+			grown = cache_alloc(sizeof(*grown) + want * sizeof(grown->slot[0]));
 			if (!grown)
 				goto err;
 			grown->mask = want - 1;
@@ -1197,7 +1201,7 @@ static struct mrl_flt_leaf *flt_leaf(_Atomic(struct mrl_flt_leaf *) *slot, bool 
 
 	if (n || !install)
 		return n;
-	n = cache_alloc(sizeof(*n), false);
+	n = cache_alloc(sizeof(*n));
 	if (!n)
 		return NULL;
 	if (!atomic_compare_exchange_strong_explicit(slot, &expected, n,
@@ -1452,7 +1456,7 @@ static int write_enter_reserved(struct mrl_cache *cache, struct mrl_cache_domain
 		write_exit(cache);
 		for (int leaf = 0; leaf < 2; leaf++) {
 			for (unsigned i = 0; i < want[leaf]; i++) {
-				if (!(n = cache_alloc(bt_size(leaf), true)))
+				if (!(n = cache_alloc_lines(bt_size(leaf), cache->huge_after)))
 					break;
 				n->leaf = leaf;
 				n->ptr[0] = chain;
@@ -1491,7 +1495,7 @@ static void reserve_trim(struct mrl_cache *cache, unsigned keep)
 	while (chain) {
 		n = chain;
 		chain = n->ptr[0];
-		free(n);
+		mrl_arena_free(n, bt_size(n->leaf));
 	}
 }
 
@@ -1691,6 +1695,8 @@ int mrl_cache_create(const struct mrl_cache_config *config,
 							 MRL_CACHE_DEFAULT_MAX_COUNT;
 	cache->max_size = config && config->max_size ? config->max_size :
 						       MRL_CACHE_DEFAULT_MAX_SIZE;
+	cache->huge_after = config && config->huge_after ? config->huge_after :
+							   MRL_CACHE_DEFAULT_HUGE_AFTER;
 	cache->prov = config ? config->prov : NULL;
 	atomic_init(&cache->lo, UINTPTR_MAX);
 	atomic_init(&cache->hi, 0);

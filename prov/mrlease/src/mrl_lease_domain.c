@@ -60,7 +60,8 @@ void mrl_lease_keep_loaded(void)
 	pthread_once(&once, mrl_lease_pin_image);
 }
 
-/* FI_MRLEASE_MAX_* = 0 means no cap; the cache reads 0 as its default. */
+/* FI_MRLEASE_MAX_* = 0 means no cap, FI_MRLEASE_HUGEPAGE_AFTER = 0 never;
+ * the cache reads 0 as its default and SIZE_MAX as "never". */
 static size_t mrl_lease_cap(size_t param)
 {
 	return param ? param : SIZE_MAX;
@@ -71,6 +72,7 @@ static int mrl_lease_cache_get(struct mrl_cache **cache)
 	struct mrl_cache_config config = {
 		.max_count = mrl_lease_cap(mrl_params.max_count),
 		.max_size = mrl_lease_cap(mrl_params.max_size),
+		.huge_after = mrl_lease_cap(mrl_params.hugepage_after),
 		.prov = mrl_prov,
 	};
 	int ret = 0;

@@ -22,6 +22,7 @@ struct mrl_params mrl_params = {
 	.max_size = MRL_PARAMS_DEFAULT_MAX_SIZE,
 	.min_size = MRL_PARAMS_DEFAULT_MIN_SIZE,
 	.stats = MRL_PARAMS_DEFAULT_STATS,
+	.hugepage_after = MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER,
 };
 
 static const struct mrl_params mrl_params_defaults = {
@@ -29,6 +30,7 @@ static const struct mrl_params mrl_params_defaults = {
 	.max_size = MRL_PARAMS_DEFAULT_MAX_SIZE,
 	.min_size = MRL_PARAMS_DEFAULT_MIN_SIZE,
 	.stats = MRL_PARAMS_DEFAULT_STATS,
+	.hugepage_after = MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER,
 };
 
 /* One knob: its name after FI_MRLEASE_, its type, where it lives, its meaning. */
@@ -56,6 +58,12 @@ static const struct mrl_param_desc mrl_param_descs[] = {
 	{ "STATS", FI_PARAM_BOOL, offsetof(struct mrl_params, stats),
 	  "Print a table of the lease cache's statistics to stderr when each "
 	  "domain closes" },
+	{ "HUGEPAGE_AFTER", FI_PARAM_SIZE_T, offsetof(struct mrl_params, hugepage_after),
+	  "Bytes of cache entries and index (all domains) kept on ordinary "
+	  "pages; beyond them the cache takes its memory in 2 MiB chunks "
+	  "advised for transparent huge pages, which saves a page walk per "
+	  "miss in caches of ~100k entries and more. 0 means never. K/M/G/T "
+	  "suffixes accepted" },
 };
 
 #define MRL_PARAM_COUNT (sizeof(mrl_param_descs) / sizeof(mrl_param_descs[0]))

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Line-aligned blocks for the lease cache, from huge-page chunks once the
+ * cache is large (see mrl_arena.h). */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "mrl_arena.h"
+
+#define MRL_LINE 64
+#define MRL_ARENA_SIZES 8	/* distinct block sizes with a free list */
+
+/* The first line of every chunk: the chunk list, for mrl_arena_free to tell
+ * arena blocks from malloc'd ones. */
+struct mrl_chunk {
+	struct mrl_chunk *next;
+};
+
+struct mrl_free_block {
+	struct mrl_free_block *next;
+};
+
+/* arena_lock protects everything below; nothing else is taken under it. */
+static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mrl_chunk *arena_chunks;
+static char *arena_cur, *arena_end;	/* the current chunk's free tail */
+static struct {
+	size_t size;
+	struct mrl_free_block *head;
+} arena_free[MRL_ARENA_SIZES];
+static atomic_size_t arena_mapped;
+/* Line-aligned bytes held by every cache, malloc'd or from the arena. */
+static atomic_size_t lines_held;
+
+static inline size_t line_round(size_t size)
+{
+	return (size + MRL_LINE - 1) & ~(size_t)(MRL_LINE - 1);
+}
+
+/* A 2 MiB-aligned chunk (the kernel backs only aligned ranges with huge
+ * pages): map twice the size, trim both ends. */
+static struct mrl_chunk *chunk_map(void)
+{
+	size_t len = 2 * MRL_ARENA_CHUNK, head;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	head = (MRL_ARENA_CHUNK - (uintptr_t)p % MRL_ARENA_CHUNK) % MRL_ARENA_CHUNK;
+	if (head)
+		munmap(p, head);
+	munmap(p + head + MRL_ARENA_CHUNK, len - head - MRL_ARENA_CHUNK);
+	p += head;
+	/* Advice only: without THP the chunk still serves, on small pages. */
+	(void)madvise(p, MRL_ARENA_CHUNK, MADV_HUGEPAGE);
+	atomic_fetch_add_explicit(&arena_mapped, MRL_ARENA_CHUNK, memory_order_relaxed);
+	return (struct mrl_chunk *)(void *)p;
+}
+
+static struct mrl_free_block **free_list(size_t size)
+{
+	for (int i = 0; i < MRL_ARENA_SIZES; i++) {
+		if (arena_free[i].size == size)
+			return &arena_free[i].head;
+		if (!arena_free[i].size) {
+			arena_free[i].size = size;
+			return &arena_free[i].head;
+		}
+	}
+	return NULL;
+}
+
+/* A block of `size` (a line multiple): a freed one, else the current chunk's
+ * tail, else a new chunk (the old tail is left unused). */
+static void *arena_take(size_t size)
+{
+	struct mrl_free_block **list, *b;
+	struct mrl_chunk *c;
+	void *p = NULL;
+
+	if (size > MRL_ARENA_CHUNK - MRL_LINE)
+		return NULL;
+	pthread_mutex_lock(&arena_lock);
+	list = free_list(size);
+	if (list && (b = *list)) {
+		*list = b->next;
+		p = b;
+		goto out;
+	}
+	if ((size_t)(arena_end - arena_cur) < size) {
+		if (!(c = chunk_map()))
+			goto out;
+		c->next = arena_chunks;
+		arena_chunks = c;
+		arena_cur = (char *)c + MRL_LINE;
+		arena_end = (char *)c + MRL_ARENA_CHUNK;
+	}
+	p = arena_cur;
+	arena_cur += size;
+out:
+	pthread_mutex_unlock(&arena_lock);
+	return p;
+}
+
+static bool in_arena(const void *block)
+{
+	for (struct mrl_chunk *c = arena_chunks; c; c = c->next)
+		if ((const char *)block >= (const char *)c &&
+		    (const char *)block < (const char *)c + MRL_ARENA_CHUNK)
+			return true;
+	return false;
+}
+
+void *mrl_arena_alloc(size_t size, size_t huge_after)
+{
+	size_t held = atomic_load_explicit(&lines_held, memory_order_relaxed);
+	void *p = NULL;
+
+	size = line_round(size);
+	if (huge_after != SIZE_MAX && held >= huge_after)
+		p = arena_take(size);
+	/* Below the threshold, or no chunk to be had: plain pages. */
+	if (!p && posix_memalign(&p, MRL_LINE, size))
+		return NULL;
+	memset(p, 0, size);
+	atomic_fetch_add_explicit(&lines_held, size, memory_order_relaxed);
+	return p;
+}
+
+void mrl_arena_free(void *block, size_t size)
+{
+	struct mrl_free_block **list;
+	bool ours;
+
+	if (!block)
+		return;
+	size = line_round(size);
+	atomic_fetch_sub_explicit(&lines_held, size, memory_order_relaxed);
+	pthread_mutex_lock(&arena_lock);
+	ours = in_arena(block);
+	/* More sizes than lists: the block stays mapped, unused. */
+	if (ours && (list = free_list(size))) {
+		((struct mrl_free_block *)block)->next = *list;
+		*list = block;
+	}
+	pthread_mutex_unlock(&arena_lock);
+	if (!ours)
+		free(block);
+}
+
+size_t mrl_arena_mapped_bytes(void)
+{
+	return atomic_load_explicit(&arena_mapped, memory_order_relaxed);
+}

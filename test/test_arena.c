@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The lease cache's line-aligned block source (mrl_arena.h): below the
+ * threshold plain malloc'd blocks, beyond it blocks cut from 2 MiB-aligned
+ * chunks, freed blocks reused by size, nothing ever handed out twice.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mrl_arena.h"
+#include "mrl_test.h"
+
+#define SLAB 12352	/* an entry slab of 256 */
+#define LEAF 264	/* an index leaf, rounded up to 320 in the arena */
+
+static bool all_zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* Below the threshold a small cache must not hold a 2 MiB chunk: blocks come
+ * from malloc and the arena maps nothing. */
+static void test_blocks_below_the_threshold_map_no_chunk(void)
+{
+	size_t mapped = mrl_arena_mapped_bytes();
+	void *b[16];
+
+	for (int i = 0; i < 16; i++) {
+		b[i] = mrl_arena_alloc(LEAF, SIZE_MAX);
+		CHECK(b[i] && (uintptr_t)b[i] % 64 == 0 && all_zero(b[i], LEAF));
+		memset(b[i], 0xa5, LEAF);
+	}
+	for (int i = 0; i < 16; i++)
+		mrl_arena_free(b[i], LEAF);
+	CHECK_EQ(mapped, mrl_arena_mapped_bytes());
+}
+
+/* Beyond the threshold blocks are cut from chunks aligned to 2 MiB (the
+ * kernel only backs aligned ranges with huge pages), zeroed, line-aligned,
+ * never overlapping, across several chunks. */
+static void test_blocks_beyond_the_threshold_come_from_aligned_chunks(void)
+{
+	enum { N = 400 };	/* ~170 slabs per chunk: three chunks */
+	static unsigned char *b[N];
+	size_t mapped = mrl_arena_mapped_bytes();
+
+	for (int i = 0; i < N; i++) {
+		b[i] = mrl_arena_alloc(SLAB, 0);
+		CHECK(b[i] && (uintptr_t)b[i] % 64 == 0 && all_zero(b[i], SLAB));
+		if (!b[i])
+			return;
+		memset(b[i], i & 0xff, SLAB);
+	}
+	/* The first block of the first chunk sits one line past a 2 MiB
+	 * boundary (the line holds the chunk list). */
+	CHECK_EQ(64, (uintptr_t)b[0] % MRL_ARENA_CHUNK);
+	CHECK(mrl_arena_mapped_bytes() - mapped >= 3 * MRL_ARENA_CHUNK);
+	CHECK(mrl_arena_mapped_bytes() - mapped <= 3 * MRL_ARENA_CHUNK);
+	for (int i = 0; i < N; i++) {
+		/* A block overlapping the next would have been overwritten. */
+		CHECK_MSG(b[i][0] == (i & 0xff) && b[i][SLAB - 1] == (i & 0xff),
+			  "block %d overwritten", i);
+		/* No block crosses its chunk's end. */
+		CHECK((uintptr_t)b[i] / MRL_ARENA_CHUNK ==
+		      ((uintptr_t)b[i] + SLAB - 1) / MRL_ARENA_CHUNK);
+	}
+	for (int i = 0; i < N; i++)
+		mrl_arena_free(b[i], SLAB);
+}
+
+/* A freed block serves the next block of its size, zeroed again, so a cache
+ * that closes and reopens domains does not map chunk after chunk. */
+static void test_freed_blocks_are_reused_by_size_and_zeroed(void)
+{
+	unsigned char *a, *b, *c;
+	size_t mapped;
+
+	a = mrl_arena_alloc(LEAF, 0);
+	CHECK(a != NULL);
+	if (!a)
+		return;
+	memset(a, 0xff, LEAF);
+	mapped = mrl_arena_mapped_bytes();
+	mrl_arena_free(a, LEAF);
+	c = mrl_arena_alloc(448, 0);	/* another size: not a's block */
+	b = mrl_arena_alloc(LEAF, 0);
+	CHECK(b == a && c != a);
+	CHECK(all_zero(b, LEAF));
+	CHECK_EQ(mapped, mrl_arena_mapped_bytes());
+	mrl_arena_free(b, LEAF);
+	mrl_arena_free(c, 448);
+}
+
+/* What the arena cannot serve (larger than a chunk, more sizes than it keeps
+ * lists for) still works: from malloc, or left mapped when freed. */
+static void test_blocks_the_arena_cannot_serve_still_work(void)
+{
+	unsigned char *big = mrl_arena_alloc(3 * MRL_ARENA_CHUNK, 0), *odd[12];
+
+	CHECK(big && (uintptr_t)big % 64 == 0 && all_zero(big, 3 * MRL_ARENA_CHUNK));
+	mrl_arena_free(big, 3 * MRL_ARENA_CHUNK);
+	for (int i = 0; i < 12; i++) {
+		odd[i] = mrl_arena_alloc(64 * (20 + (size_t)i), 0);
+		CHECK(odd[i] != NULL);
+	}
+	for (int i = 0; i < 12; i++)
+		mrl_arena_free(odd[i], 64 * (20 + (size_t)i));
+	mrl_arena_free(NULL, 64);
+}
+
+int main(void)
+{
+	MRL_RUN(test_blocks_below_the_threshold_map_no_chunk);
+	MRL_RUN(test_blocks_beyond_the_threshold_come_from_aligned_chunks);
+	MRL_RUN(test_freed_blocks_are_reused_by_size_and_zeroed);
+	MRL_RUN(test_blocks_the_arena_cannot_serve_still_work);
+	return mrl_test_done();
+}
