@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/xfer_bench: fi_write message rate over loopback tcp;ofi_rxm, 8 B to
- * 64 KiB, in four modes, in one run:
+ * 64 KiB, in five modes, in one run:
  *
  *   1 "app"    no hook, the application registers its buffer once
  *   2 "lease"  FI_HOOK=mrlease, desc NULL (the cache resolves operands of at
@@ -11,19 +11,46 @@
  *   5 "lease0" as 2 with FI_MRLEASE_MIN_SIZE=0: every operand resolved, what
  *              the default minimum size saves (informs its choice)
  *
- * libfabric reads FI_HOOK once per process, so every measurement runs in a
- * child (this program re-executed with --child MODE and its environment).
- * A child run with --op send measures fi_send to the other endpoint with a
- * fi_recv posted first (both with desc NULL in modes 2 and 5), one
- * operation = both completions (bench/xfer_ir.sh XFER_IR_OP=send).
- * A child times each size in five equal slices and reports the fastest
- * slice's rate (interference on a shared machine only slows a slice).
- * Modes alternate within each repetition (a different pseudo-random order
- * each time), and the report
- * gives medians over repetitions and the ratios (2)/(1), (2)/(4), (2)/(3)
- * per size, plus the provider registrations each mode made (mode 2: the
+ * libfabric reads FI_HOOK once per process, so every mode runs in a child
+ * (this program re-executed with --child MODE and its environment).
+ *
+ * Method: the modes are interleaved slice by slice, so that they share the
+ * host's noise. On a shared VM the machine's speed drifts over seconds to
+ * minutes; modes measured a few seconds apart saw different machines (modes
+ * 2 and 5, identical code at 16 KiB and up, differed by 3%). The parent
+ * starts one --serve child per mode at once, all on the one CPU
+ * pin_one_cpu() picks. Each child opens its endpoint pair, registers, warms
+ * up every size, says "ready" and then runs one timed slice per command on
+ * its stdin ("slice SIZE N": N writes of SIZE, window 32; it answers with
+ * the elapsed seconds). The parent commands one child at a time, so the
+ * others wait in read() and the slice has the CPU to itself. Per size: one
+ * calibration round (every mode one short slice; N is then chosen so a
+ * slice takes about SLICE_SECONDS at the modes' median rate), then
+ * XFER_BENCH_REPS rounds in which every mode runs one slice of N writes, in
+ * a different pseudo-random mode order per round. A round lasts well under
+ * a second, so the two slices of a pair see nearly the same machine.
+ *
+ * Figures per size: each mode's median slice rate, and for the pairs
+ * (2)/(1), (2)/(4), (2)/(3), (5)/(1) the MEDIAN OVER ROUNDS OF THE ROUND'S
+ * PAIRED RATIO (host drift cancels within a round) with its interquartile
+ * range, which is the measurement's resolution. The RESULT keys r21_SIZE,
+ * r24_SIZE, r23_SIZE, r51_SIZE, min_r21, min_r24 are these paired medians;
+ * min_r21x and min_r24x are the smallest ratio of the medians over the sizes
+ * (printed per size on a '#' line). Every round's (2)/(1) and (2)/(4) are
+ * printed on '#' lines. Registrations: each mode's provider registrations
+ * in the timed slices per size, and its child's total over the whole run
+ * (warm-up, calibration and every round: regs_MODE in RESULT). Mode 2/5: the
  * cache's registrations from query_stats, process-wide so the instance under
- * rxm counts too; modes 1 and 3: the application's own fi_mr_reg calls).
+ * rxm counts too; modes 1, 3, 4: the application's own fi_mr_reg calls.
+ *
+ * A child run without --serve (--child MODE [--sizes S] [--iters N]
+ * [--window W] [--empty-polls P] [--op write|send]) is the single run the
+ * callgrind recipe uses: per size a warm-up and BLOCKS timed slices,
+ * "size S rate R regs G polls P ops O" lines (the fastest slice's rate),
+ * then "total_regs T" and "totals polls P ops O" over the whole child.
+ * With --op send it measures fi_send to the other endpoint with a fi_recv
+ * posted first (both with desc NULL in modes 2 and 5), one operation = both
+ * completions (bench/xfer_ir.sh XFER_IR_OP=send).
  *
  * Hook instructions per operation (hit path) with valgrind, if installed:
  * callgrind runs mode 2 at 16 KiB (>= the default FI_MRLEASE_MIN_SIZE, so
@@ -51,9 +78,9 @@
  * exactly that and prints the figure per function, with the lease cache's
  * share (its inline hit path) apart.
  *
- * Environment: XFER_BENCH_REPS (default 5), XFER_BENCH_CPU (the one CPU
- * every child runs on; default the highest-numbered allowed, -1 unpinned),
- * XFER_BENCH_CALLGRIND=0 to skip
+ * Environment: XFER_BENCH_REPS (rounds per size, default 15, at most
+ * MAX_REPS), XFER_BENCH_CPU (the one CPU every child runs on; default the
+ * highest-numbered allowed, -1 unpinned), XFER_BENCH_CALLGRIND=0 to skip
  * valgrind (=only: just the callgrind figure), XFER_BENCH_PROV (default
  * tcp;ofi_rxm).
  * Last line: RESULT key=value ...
@@ -61,6 +88,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
@@ -85,9 +113,16 @@ static const size_t bench_sizes[] = { 8, 64, 512, 4096, 16384, 65536 };
 #define NSIZES (sizeof(bench_sizes) / sizeof(bench_sizes[0]))
 #define MAX_BUF 65536
 #define MAX_WINDOW 64
-#define MAX_REPS 15
+#define MAX_REPS 41
 
-/* ---- child: one mode, all sizes ------------------------------------- */
+static const char *bench_prov(void)
+{
+	const char *prov = getenv("XFER_BENCH_PROV");
+
+	return prov ? prov : "tcp;ofi_rxm";
+}
+
+/* ---- child: one mode ------------------------------------------------ */
 
 struct child_opts {
 	int mode;
@@ -97,9 +132,10 @@ struct child_opts {
 	int window;
 	long empty_polls;
 	bool send;       /* --op send: fi_send/fi_recv pairs, not fi_write */
+	bool serve;      /* --serve: timed slices on the parent's command */
 };
 
-/* Timed slices per size (the rate reported is the fastest slice's). */
+/* Timed slices per size of a single run (the fastest slice's rate). */
 #define BLOCKS 5
 
 /* 30000 writes below 16 KiB (rates within 1% run to run when pinned), 1 GiB
@@ -260,55 +296,116 @@ static uint64_t lease_registrations(struct xfer_pair *pair)
 	return st.registrations;
 }
 
-static int child_main(const struct child_opts *o)
+
+static bool mode_leases(int mode)
 {
-	struct xfer_opts xo = { .prov = getenv("XFER_BENCH_PROV") ?
-					getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm",
-				.caps = FI_MSG | FI_RMA };
-	struct xfer_pair pair;
-	struct run r = { .pair = &pair, .mode = o->mode, .send = o->send };
+	return mode == MODE_LEASE || mode == MODE_LEASE_ALL;
+}
+
+/* Close what child_open built (any part of it). Returns 0, or 1 if a close
+ * failed. */
+static int child_close(struct run *r)
+{
+	int ret = 0;
+
+	if (r->src_mr)
+		fi_close(&r->src_mr->fid);
+	if (r->rdst_mr)
+		fi_close(&r->rdst_mr->fid);
+	if (r->dst_mr)
+		fi_close(&r->dst_mr->fid);
+	if (xfer_pair_close(r->pair))
+		ret = 1;
+	free(r->src);
+	free(r->dst);
+	return ret;
+}
+
+/*
+ * Open a child's endpoint pair and buffers, and register what its mode
+ * registers up front (the target buffer always; the source in modes 1 and
+ * 4). Returns 0, 77 when the provider is unavailable (the parent reports a
+ * skip) or 1.
+ */
+static int child_open(const struct child_opts *o, struct xfer_pair *pair,
+		      struct run *r)
+{
+	struct xfer_opts xo = { .prov = bench_prov(), .caps = FI_MSG | FI_RMA };
 	int ret;
 
-	ret = xfer_pair_open(&xo, &pair);
+	memset(r, 0, sizeof(*r));
+	r->pair = pair;
+	r->mode = o->mode;
+	r->send = o->send;
+	ret = xfer_pair_open(&xo, pair);
 	if (ret) {
 		fprintf(stderr, "xfer_bench child: %s\n", fi_strerror(-ret));
 		return ret == -FI_ENODATA ? 77 : 1;
 	}
-	if ((o->mode == MODE_LEASE || o->mode == MODE_LEASE_ALL) && !pair.mrl)
+	if (mode_leases(o->mode) && !pair->mrl)
 		fprintf(stderr, "xfer_bench: FI_HOOK=mrlease but no %s on the domain\n",
 			FI_MRLEASE_OPS_1);
-	r.src = aligned_alloc(4096, MAX_BUF);
-	r.dst = aligned_alloc(4096, MAX_BUF);
-	if (!r.src || !r.dst)
-		return 1;
-	memset(r.src, 0x5a, MAX_BUF);
-	memset(r.dst, 0, MAX_BUF);
-	ret = xfer_mr_reg(&pair, r.dst, MAX_BUF, FI_REMOTE_WRITE, &r.dst_mr);
+	r->src = aligned_alloc(4096, MAX_BUF);
+	r->dst = aligned_alloc(4096, MAX_BUF);
+	if (!r->src || !r->dst)
+		goto err_close;
+	memset(r->src, 0x5a, MAX_BUF);
+	memset(r->dst, 0, MAX_BUF);
+	ret = xfer_mr_reg(pair, r->dst, MAX_BUF, FI_REMOTE_WRITE, &r->dst_mr);
 	if (!ret && (o->mode == MODE_APP || o->mode == MODE_NOOP)) {
-		ret = xfer_mr_reg(&pair, r.src, MAX_BUF,
-				  o->send ? FI_SEND : FI_WRITE, &r.src_mr);
-		r.regs++;
+		ret = xfer_mr_reg(pair, r->src, MAX_BUF,
+				  o->send ? FI_SEND : FI_WRITE, &r->src_mr);
+		r->regs++;
 		if (!ret && o->send) {
-			ret = xfer_mr_reg(&pair, r.dst, MAX_BUF, FI_RECV,
-					  &r.rdst_mr);
-			r.regs++;
+			ret = xfer_mr_reg(pair, r->dst, MAX_BUF, FI_RECV,
+					  &r->rdst_mr);
+			r->regs++;
 		}
 	}
 	if (ret) {
 		fprintf(stderr, "xfer_bench: fi_mr_reg: %s\n", fi_strerror(-ret));
-		return 1;
+		goto err_close;
 	}
 	for (int i = 0; i < o->window; i++)
-		r.free_slots[r.nfree++] = i;
+		r->free_slots[r->nfree++] = i;
+	return 0;
 
+err_close:
+	child_close(r);
+	return 1;
+}
+
+/* Connection set-up and first registrations of a size, untimed. */
+static int warm_up(struct run *r, size_t size, long iters, int window)
+{
+	return run_size(r, size, iters / 10 + 1, window);
+}
+
+static void print_totals(struct run *r)
+{
+	printf("total_regs %" PRIu64 "\n", r->regs + lease_registrations(r->pair));
+	printf("totals polls %ld ops %ld\n", r->all_polls, r->all_ops);
+	fflush(stdout);
+}
+
+/* A single run: every size of o, each warmed up and then timed in BLOCKS
+ * slices (the report is the fastest slice's rate), then o->empty_polls
+ * empty CQ reads (the callgrind recipe prices one with them). */
+static int child_main(const struct child_opts *o)
+{
+	struct xfer_pair pair;
+	struct run r;
+	int ret = child_open(o, &pair, &r);
+
+	if (ret)
+		return ret;
 	for (size_t i = 0; i < o->nsizes && !ret; i++) {
 		size_t size = o->sizes[i];
 		long iters = o->iters ? o->iters : default_iters(size);
 		uint64_t regs0;
 		double t0, t1, best;
 
-		/* Warm-up: connection set-up, first registrations. */
-		ret = run_size(&r, size, iters / 10 + 1, o->window);
+		ret = warm_up(&r, size, iters, o->window);
 		if (ret)
 			break;
 		regs0 = r.regs + lease_registrations(&pair);
@@ -333,18 +430,74 @@ static int child_main(const struct child_opts *o)
 		(void)fi_cq_read(pair.cq, NULL, 0);
 		r.all_polls++;
 	}
-	printf("total_regs %" PRIu64 "\n", r.regs + lease_registrations(&pair));
-	printf("totals polls %ld ops %ld\n", r.all_polls, r.all_ops);
-	fflush(stdout);
-	if (r.src_mr)
-		fi_close(&r.src_mr->fid);
-	if (r.rdst_mr)
-		fi_close(&r.rdst_mr->fid);
-	fi_close(&r.dst_mr->fid);
-	if (xfer_pair_close(&pair))
+	print_totals(&r);
+	if (child_close(&r))
 		ret = 1;
-	free(r.src);
-	free(r.dst);
+	return ret ? 1 : 0;
+}
+
+/*
+ * --serve: warm up every size, say "ready", then run one timed slice per
+ * command on stdin until "quit":
+ *     "slice SIZE N"  ->  "slice secs S regs G polls P"
+ *     "quit"          ->  the totals lines of a single run, then exit
+ * The parent commands one child at a time: the others wait in read() and
+ * never compete with a slice for the CPU. End of input without "quit"
+ * means the parent is gone: exit 1.
+ */
+static int serve_main(const struct child_opts *o)
+{
+	struct xfer_pair pair;
+	struct run r;
+	char line[128];
+	bool quit = false;
+	int ret = child_open(o, &pair, &r);
+
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < NSIZES && !ret; i++)
+		ret = warm_up(&r, bench_sizes[i], default_iters(bench_sizes[i]),
+			      o->window);
+	if (!ret) {
+		printf("ready\n");
+		fflush(stdout);
+	}
+	while (!ret && !quit && fgets(line, sizeof(line), stdin)) {
+		size_t size;
+		long n;
+		uint64_t regs0;
+		double t0, secs;
+
+		if (!strcmp(line, "quit\n")) {
+			quit = true;
+			break;
+		}
+		if (sscanf(line, "slice %zu %ld", &size, &n) != 2 || size < 1 ||
+		    size > MAX_BUF || n < 1) {
+			fprintf(stderr, "xfer_bench child: bad command: %s", line);
+			ret = 1;
+			break;
+		}
+		regs0 = r.regs + lease_registrations(&pair);
+		r.polls = 0;
+		t0 = now_s();
+		ret = run_size(&r, size, n, o->window);
+		secs = now_s() - t0;
+		if (ret)
+			break;
+		printf("slice secs %.9f regs %" PRIu64 " polls %ld\n", secs,
+		       r.regs + lease_registrations(&pair) - regs0, r.polls);
+		fflush(stdout);
+	}
+	if (!ret && !quit) {
+		fprintf(stderr, "xfer_bench child %d: commands ended without quit\n",
+			o->mode);
+		ret = 1;
+	}
+	if (quit)
+		print_totals(&r);
+	if (child_close(&r))
+		ret = 1;
 	return ret ? 1 : 0;
 }
 
@@ -395,20 +548,19 @@ static void child_env(int mode)
 }
 
 /*
- * Run this program as a child (optionally under valgrind) and parse its
- * report. argv_extra: the child arguments after the program name.
+ * Start this program as a child of mode (under the prefix command, e.g.
+ * valgrind, if any) with args after the program name. Its stdout goes to
+ * *out_fd; with cmd_fd, its stdin comes from *cmd_fd. Every pipe end is
+ * close-on-exec, so no child holds another's pipe open (a child would then
+ * never see the end of its commands). Returns the pid or -errno.
  */
-static int spawn(int mode, char *const *prefix, char *const *args,
-		 struct sample *out)
+static pid_t launch(int mode, char *const *prefix, char *const *args,
+		    int *cmd_fd, int *out_fd)
 {
-	char *argv[32];
-	int pipefd[2], status, argc = 0;
-	pid_t pid;
-	FILE *in;
-	char line[256];
-	size_t idx = 0;
-
 	static char self[PATH_MAX];
+	char *argv[32];
+	int out[2], cmd[2] = { -1, -1 }, argc = 0, err;
+	pid_t pid;
 
 	/* The real path: under valgrind /proc/self/exe is valgrind. */
 	if (!self[0]) {
@@ -424,22 +576,66 @@ static int spawn(int mode, char *const *prefix, char *const *args,
 	for (; *args; args++)
 		argv[argc++] = *args;
 	argv[argc] = NULL;
-	if (pipe(pipefd))
+	if (pipe2(out, O_CLOEXEC))
 		return -errno;
+	if (cmd_fd && pipe2(cmd, O_CLOEXEC)) {
+		err = -errno;
+		goto err_out;
+	}
 	fflush(NULL);
 	pid = fork();
-	if (pid < 0)
-		return -errno;
+	if (pid < 0) {
+		err = -errno;
+		goto err_cmd;
+	}
 	if (pid == 0) {
-		close(pipefd[0]);
-		dup2(pipefd[1], STDOUT_FILENO);
-		close(pipefd[1]);
+		dup2(out[1], STDOUT_FILENO);
+		if (cmd_fd)
+			dup2(cmd[0], STDIN_FILENO);
+		signal(SIGPIPE, SIG_DFL);
 		child_env(mode);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
-	close(pipefd[1]);
-	in = fdopen(pipefd[0], "r");
+	close(out[1]);
+	*out_fd = out[0];
+	if (cmd_fd) {
+		close(cmd[0]);
+		*cmd_fd = cmd[1];
+	}
+	return pid;
+
+err_cmd:
+	if (cmd_fd) {
+		close(cmd[0]);
+		close(cmd[1]);
+	}
+err_out:
+	close(out[0]);
+	close(out[1]);
+	return err;
+}
+
+/*
+ * Run this program as a single-run child (optionally under valgrind) and
+ * parse its report. args: the child arguments after the program name.
+ * Returns the number of sizes reported, -FI_ENODATA if the provider is
+ * unavailable, or another negative code.
+ */
+static int spawn(int mode, char *const *prefix, char *const *args,
+		 struct sample *out)
+{
+	int out_fd, status;
+	pid_t pid = launch(mode, prefix, args, NULL, &out_fd);
+	FILE *in;
+	char line[256];
+	size_t idx = 0;
+
+	if (pid < 0)
+		return pid;
+	in = fdopen(out_fd, "r");
+	if (!in)
+		close(out_fd);
 	memset(out, 0, sizeof(*out));
 	while (in && fgets(line, sizeof(line), in)) {
 		size_t size;
@@ -463,8 +659,9 @@ static int spawn(int mode, char *const *prefix, char *const *args,
 	}
 	if (in)
 		fclose(in);
-	if (waitpid(pid, &status, 0) < 0)
-		return -errno;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		return WIFEXITED(status) && WEXITSTATUS(status) == 77 ? -FI_ENODATA
 								       : -FI_EOTHER;
@@ -478,10 +675,21 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The p-quantile (0..1) of v, linear between order statistics; sorts v. */
+static double quantile(double *v, int n, double p)
+{
+	double pos = p * (n - 1);
+	int lo = (int)pos;
+
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	if (lo >= n - 1)
+		return v[n - 1];
+	return v[lo] + (v[lo + 1] - v[lo]) * (pos - lo);
+}
+
 static double median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return quantile(v, n, 0.5);
 }
 
 /*
@@ -689,9 +897,166 @@ static double callgrind_per_op(void)
 	       (double)(s[1].all_ops - s[0].all_ops);
 }
 
+/* ---- parent: interleaved slices ------------------------------------- */
+
+/* Target length of one timed slice: long against the timer and the switch
+ * between children, short against the host's drift within a round. */
+#define SLICE_SECONDS 0.08
+/* Writes per calibration slice: default_iters / CALIB_DIV (at most a few
+ * tens of ms at every size). */
+#define CALIB_DIV 20
+
+/* A --serve child: one mode, commanded through its stdin. */
+struct server {
+	int mode;
+	pid_t pid;          /* 0: not running (never started or reaped) */
+	FILE *cmd;          /* its stdin */
+	FILE *out;          /* its stdout */
+	uint64_t total_regs; /* its registrations over the whole run, at quit */
+};
+
+/* Every round's slice rate per size and mode, and the provider
+ * registrations of all timed slices. */
+struct rounds {
+	int n;
+	long iters[NSIZES];  /* writes per slice */
+	double rate[NSIZES][NMODES + 1][MAX_REPS];
+	uint64_t regs[NSIZES][NMODES + 1];
+};
+
+/* Close a server's pipes and wait for it (killed first if kill_it).
+ * Returns its wait status, or -1 if it was not running. */
+static int server_reap(struct server *s, bool kill_it)
+{
+	int status = -1;
+
+	if (!s->pid)
+		return -1;
+	if (kill_it)
+		kill(s->pid, SIGKILL);
+	if (s->cmd)
+		fclose(s->cmd);
+	if (s->out)
+		fclose(s->out);
+	s->cmd = s->out = NULL;
+	while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	s->pid = 0;
+	return status;
+}
+
+static void servers_kill(struct server sv[NMODES + 1])
+{
+	for (int m = 1; m <= NMODES; m++)
+		server_reap(&sv[m], true);
+}
+
+/* A server that stopped answering: reap it and say why it ended. Returns
+ * -FI_ENODATA if it found the provider unavailable, else -FI_EOTHER. */
+static int server_failed(struct server *s, const char *doing)
+{
+	bool eof = s->out && feof(s->out);
+	int status = server_reap(s, !eof);
+
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		return -FI_ENODATA;
+	if (!eof)
+		fprintf(stderr, "xfer_bench: mode %s child: unexpected answer %s; killed\n",
+			mode_names[s->mode], doing);
+	else if (WIFEXITED(status))
+		fprintf(stderr, "xfer_bench: mode %s child exited with status %d %s\n",
+			mode_names[s->mode], WEXITSTATUS(status), doing);
+	else if (WIFSIGNALED(status))
+		fprintf(stderr, "xfer_bench: mode %s child killed by signal %d %s\n",
+			mode_names[s->mode], WTERMSIG(status), doing);
+	return -FI_EOTHER;
+}
+
+/* Start one --serve child per mode, all at once, and wait until every one
+ * has warmed up. On failure every child is gone. */
+static int servers_start(struct server sv[NMODES + 1])
+{
+	char line[128];
+	int ret;
+
+	for (int m = 1; m <= NMODES; m++) {
+		char mode_s[8];
+		char *args[] = { "--child", mode_s, "--serve", NULL };
+		struct server *s = &sv[m];
+		int cmd_fd, out_fd;
+
+		snprintf(mode_s, sizeof(mode_s), "%d", m);
+		*s = (struct server){ .mode = m };
+		s->pid = launch(m, NULL, args, &cmd_fd, &out_fd);
+		if (s->pid < 0) {
+			fprintf(stderr, "xfer_bench: starting mode %s: %s\n",
+				mode_names[m], strerror((int)-s->pid));
+			s->pid = 0;
+			ret = -FI_EOTHER;
+			goto err_kill;
+		}
+		s->cmd = fdopen(cmd_fd, "w");
+		if (!s->cmd)
+			close(cmd_fd);
+		s->out = fdopen(out_fd, "r");
+		if (!s->out)
+			close(out_fd);
+		if (!s->cmd || !s->out) {
+			ret = -FI_ENOMEM;
+			goto err_kill;
+		}
+	}
+	for (int m = 1; m <= NMODES; m++) {
+		if (!fgets(line, sizeof(line), sv[m].out) || strcmp(line, "ready\n")) {
+			ret = server_failed(&sv[m], "while warming up");
+			goto err_kill;
+		}
+	}
+	return 0;
+
+err_kill:
+	servers_kill(sv);
+	return ret;
+}
+
+/* One timed slice of n writes of size in a server; *secs its time, *regs
+ * the provider registrations it made. */
+static int server_slice(struct server *s, size_t size, long n, double *secs,
+			uint64_t *regs)
+{
+	char line[128];
+	long polls;
+
+	if (fprintf(s->cmd, "slice %zu %ld\n", size, n) < 0 || fflush(s->cmd) ||
+	    !fgets(line, sizeof(line), s->out) ||
+	    sscanf(line, "slice secs %lf regs %" SCNu64 " polls %ld", secs, regs,
+		   &polls) != 3 || *secs <= 0)
+		return server_failed(s, "in a slice");
+	return 0;
+}
+
+/* Tell a server to quit, read its totals and reap it. */
+static int server_quit(struct server *s)
+{
+	char line[128];
+	int status;
+
+	if (fprintf(s->cmd, "quit\n") < 0 || fflush(s->cmd))
+		return server_failed(s, "at quit");
+	while (fgets(line, sizeof(line), s->out))
+		sscanf(line, "total_regs %" SCNu64, &s->total_regs);
+	status = server_reap(s, false);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "xfer_bench: mode %s child failed at quit (status %d)\n",
+			mode_names[s->mode], status);
+		return -FI_EOTHER;
+	}
+	return 0;
+}
+
 /* Repetition r's order of the modes: a fixed pseudo-random permutation, so
- * no mode always runs right after the same other one (a child can leave the
- * machine slower or faster for the next: sockets closing, memory returned). */
+ * no mode always runs right after the same other one (a slice can leave the
+ * machine slower or faster for the next: caches, memory returned). */
 static void shuffle_modes(int order[NMODES], int r)
 {
 	uint32_t x = 2654435761u * (uint32_t)(r + 1);
@@ -707,6 +1072,160 @@ static void shuffle_modes(int order[NMODES], int r)
 		order[k] = order[j];
 		order[j] = t;
 	}
+}
+
+/*
+ * Per size: a calibration round (each mode one slice of default_iters /
+ * CALIB_DIV writes; the slice length N follows from the modes' median rate),
+ * then ro->n rounds of one N-write slice per mode in a shuffled order.
+ */
+static int measure_sizes(struct server sv[NMODES + 1], struct rounds *ro)
+{
+	double secs, calib[NMODES];
+	uint64_t regs;
+	int order[NMODES], ret;
+
+	for (size_t i = 0; i < NSIZES; i++) {
+		size_t size = bench_sizes[i];
+		long n0 = default_iters(size) / CALIB_DIV;
+
+		for (int m = 1; m <= NMODES; m++) {
+			ret = server_slice(&sv[m], size, n0, &secs, &regs);
+			if (ret)
+				return ret;
+			calib[m - 1] = n0 / secs;
+		}
+		ro->iters[i] = (long)(SLICE_SECONDS * median(calib, NMODES));
+		if (ro->iters[i] < 100)
+			ro->iters[i] = 100;
+		for (int r = 0; r < ro->n; r++) {
+			shuffle_modes(order, (int)i * ro->n + r);
+			for (int k = 0; k < NMODES; k++) {
+				int m = order[k];
+
+				ret = server_slice(&sv[m], size, ro->iters[i], &secs, &regs);
+				if (ret)
+					return ret;
+				ro->rate[i][m][r] = ro->iters[i] / secs;
+				ro->regs[i][m] += regs;
+			}
+		}
+	}
+	return 0;
+}
+
+/* All of the interleaved measurement; every child is gone on return.
+ * -FI_ENODATA: the provider is unavailable. */
+static int measure(struct server sv[NMODES + 1], struct rounds *ro)
+{
+	int ret = servers_start(sv);
+
+	if (ret)
+		return ret;
+	ret = measure_sizes(sv, ro);
+	if (ret) {
+		servers_kill(sv);
+		return ret;
+	}
+	for (int m = 1; m <= NMODES; m++)
+		if (server_quit(&sv[m]))
+			ret = -FI_EOTHER;
+	servers_kill(sv); /* only those a failed quit left */
+	return ret;
+}
+
+/* ---- parent: figures ------------------------------------------------- */
+
+/* The ratios reported, as (numerator mode, denominator mode). */
+enum { NPAIRS = 4 };
+static const int pairs[NPAIRS][2] = { { 2, 1 }, { 2, 4 }, { 2, 3 }, { 5, 1 } };
+
+struct size_figures {
+	double med[NMODES + 1];       /* median slice rate per mode */
+	double paired[NPAIRS];        /* median of the per-round ratios */
+	double q1[NPAIRS], q3[NPAIRS]; /* their quartiles */
+	double of_medians[NPAIRS];    /* ratio of the medians */
+};
+
+/* Round r's ratio of pair p at size i. */
+static double round_ratio(const struct rounds *ro, size_t i, int p, int r)
+{
+	return ro->rate[i][pairs[p][0]][r] / ro->rate[i][pairs[p][1]][r];
+}
+
+static void size_figures(const struct rounds *ro, size_t i, struct size_figures *f)
+{
+	double v[MAX_REPS];
+
+	for (int m = 1; m <= NMODES; m++) {
+		memcpy(v, ro->rate[i][m], sizeof(double) * (size_t)ro->n);
+		f->med[m] = median(v, ro->n);
+	}
+	for (int p = 0; p < NPAIRS; p++) {
+		for (int r = 0; r < ro->n; r++)
+			v[r] = round_ratio(ro, i, p, r);
+		f->q1[p] = quantile(v, ro->n, 0.25);
+		f->paired[p] = quantile(v, ro->n, 0.5);
+		f->q3[p] = quantile(v, ro->n, 0.75);
+		f->of_medians[p] = f->med[pairs[p][0]] / f->med[pairs[p][1]];
+	}
+}
+
+static double min_d(double a, double b)
+{
+	return a < b ? a : b;
+}
+
+static void print_figures(const struct rounds *ro,
+			  const struct size_figures fig[NSIZES])
+{
+	printf("# median slice rate per mode (ops/s); ratios: median over rounds of "
+	       "the round's paired ratio\n");
+	printf("# %8s %10s %10s %10s %10s %10s %8s %8s %8s %8s\n", "size", "app/s",
+	       "lease/s", "perop/s", "noop/s", "lease0/s", "(2)/(1)", "(2)/(4)",
+	       "(2)/(3)", "(5)/(1)");
+	for (size_t i = 0; i < NSIZES; i++) {
+		const struct size_figures *f = &fig[i];
+
+		printf("  %8zu %10.0f %10.0f %10.0f %10.0f %10.0f %8.3f %8.3f %8.3f %8.3f\n",
+		       bench_sizes[i], f->med[1], f->med[2], f->med[3], f->med[4],
+		       f->med[5], f->paired[0], f->paired[1], f->paired[2], f->paired[3]);
+	}
+	printf("# ratio of the medians, and the quartiles of the paired ratios "
+	       "(their spread is the resolution):\n");
+	printf("# %8s %7s %8s %8s %8s %8s %15s %15s\n", "size", "writes", "(2)/(1)",
+	       "(2)/(4)", "(2)/(3)", "(5)/(1)", "(2)/(1) q1-q3", "(2)/(4) q1-q3");
+	for (size_t i = 0; i < NSIZES; i++) {
+		const struct size_figures *f = &fig[i];
+
+		printf("# %8zu %7ld %8.3f %8.3f %8.3f %8.3f     %.3f-%.3f     %.3f-%.3f\n",
+		       bench_sizes[i], ro->iters[i], f->of_medians[0], f->of_medians[1],
+		       f->of_medians[2], f->of_medians[3], f->q1[0], f->q3[0], f->q1[1],
+		       f->q3[1]);
+	}
+	printf("# every round's paired ratio, in round order:\n");
+	for (size_t i = 0; i < NSIZES; i++)
+		for (int p = 0; p < 2; p++) {
+			printf("#   %5zu (%d)/(%d):", bench_sizes[i], pairs[p][0], pairs[p][1]);
+			for (int r = 0; r < ro->n; r++)
+				printf(" %.3f", round_ratio(ro, i, p, r));
+			printf("\n");
+		}
+}
+
+static void print_registrations(const struct rounds *ro,
+				const struct server sv[NMODES + 1])
+{
+	printf("# provider registrations per child, whole run (warm-up, calibration, "
+	       "every round):");
+	for (int m = 1; m <= NMODES; m++)
+		printf(" %s=%" PRIu64, mode_names[m], sv[m].total_regs);
+	printf("\n# per size, all timed slices (app/lease/perop/noop/lease0):");
+	for (size_t i = 0; i < NSIZES; i++)
+		printf(" %zu:%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64,
+		       bench_sizes[i], ro->regs[i][1], ro->regs[i][2], ro->regs[i][3],
+		       ro->regs[i][4], ro->regs[i][5]);
+	printf("\n");
 }
 
 /*
@@ -743,15 +1262,16 @@ static int pin_one_cpu(void)
 static int parent_main(void)
 {
 	const char *env = getenv("XFER_BENCH_REPS");
-	int reps = env ? atoi(env) : 5;
-	static struct sample samples[NMODES + 1][MAX_REPS];
-	char *args[4] = { "--child", NULL, NULL, NULL };
-	char mode_s[8];
-	double med[NMODES + 1][NSIZES], v[MAX_REPS];
-	double worst21 = 1e9, worst24 = 1e9, ir = -1;
-	double lease_added = -1, noop_added = -1;
+	int reps = env ? atoi(env) : 15;
+	static struct rounds ro;
+	struct server sv[NMODES + 1];
+	struct size_figures fig[NSIZES];
+	double worst21 = 1e9, worst24 = 1e9, worst21x = 1e9, worst24x = 1e9;
+	double ir = -1, lease_added = -1, noop_added = -1;
 	int ret, cpu;
 
+	/* A child that died leaves a broken pipe: a write error, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
 	env = getenv("XFER_BENCH_CALLGRIND");
 	if (env && !strcmp(env, "only")) {
 		ir = callgrind_per_op();
@@ -764,70 +1284,31 @@ static int parent_main(void)
 		reps = 1;
 	if (reps > MAX_REPS)
 		reps = MAX_REPS;
+	ro.n = reps;
 	cpu = pin_one_cpu();
-	printf("# xfer_bench: fi_write message rate over %s, %d repetitions, "
-	       "modes alternating, children on CPU %d (-1: not pinned)\n",
-	       getenv("XFER_BENCH_PROV") ? getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm",
-	       reps, cpu);
-	for (int r = 0; r < reps; r++) {
-		int order[NMODES];
-
-		shuffle_modes(order, r);
-		for (int k = 0; k < NMODES; k++) {
-			int mode = order[k];
-
-			snprintf(mode_s, sizeof(mode_s), "%d", mode);
-			args[1] = mode_s;
-			ret = spawn(mode, NULL, args, &samples[mode][r]);
-			if (ret == -FI_ENODATA) {
-				printf("# provider unavailable: skipped\nRESULT skipped=1\n");
-				return 0;
-			}
-			if (ret != (int)NSIZES) {
-				fprintf(stderr, "xfer_bench: mode %s child failed (%d)\n",
-					mode_names[mode], ret);
-				return 1;
-			}
-		}
+	printf("# xfer_bench: fi_write message rate over %s, modes interleaved slice "
+	       "by slice: %d rounds per size, ~%.0f ms per slice, children on CPU %d "
+	       "(-1: not pinned)\n", bench_prov(), reps, SLICE_SECONDS * 1e3, cpu);
+	fflush(stdout);
+	ret = measure(sv, &ro);
+	if (ret == -FI_ENODATA) {
+		printf("# provider unavailable: skipped\nRESULT skipped=1\n");
+		return 0;
+	}
+	if (ret) {
+		fprintf(stderr, "xfer_bench: measurement failed\n");
+		return 1;
 	}
 
-	printf("# %8s %10s %10s %10s %10s %10s %8s %8s %8s %8s\n", "size", "app/s",
-	       "lease/s", "perop/s", "noop/s", "lease0/s", "(2)/(1)", "(2)/(4)",
-	       "(2)/(3)", "(5)/(1)");
 	for (size_t i = 0; i < NSIZES; i++) {
-		for (int m = 1; m <= NMODES; m++) {
-			for (int r = 0; r < reps; r++)
-				v[r] = samples[m][r].rate[i];
-			med[m][i] = median(v, reps);
-		}
-		double r21 = med[2][i] / med[1][i], r24 = med[2][i] / med[4][i];
-		double r23 = med[2][i] / med[3][i];
-
-		worst21 = r21 < worst21 ? r21 : worst21;
-		worst24 = r24 < worst24 ? r24 : worst24;
-		printf("  %8zu %10.0f %10.0f %10.0f %10.0f %10.0f %8.3f %8.3f %8.3f %8.3f\n",
-		       bench_sizes[i], med[1][i], med[2][i], med[3][i], med[4][i],
-		       med[5][i], r21, r24, r23, med[5][i] / med[1][i]);
+		size_figures(&ro, i, &fig[i]);
+		worst21 = min_d(worst21, fig[i].paired[0]);
+		worst24 = min_d(worst24, fig[i].paired[1]);
+		worst21x = min_d(worst21x, fig[i].of_medians[0]);
+		worst24x = min_d(worst24x, fig[i].of_medians[1]);
 	}
-	printf("# every repetition's rate (ops/s), in run order:\n");
-	for (size_t i = 0; i < NSIZES; i++)
-		for (int m = 1; m <= NMODES; m++) {
-			printf("#   %zu %s:", bench_sizes[i], mode_names[m]);
-			for (int r = 0; r < reps; r++)
-				printf(" %.0f", samples[m][r].rate[i]);
-			printf("\n");
-		}
-	printf("# provider registrations per child run (all sizes, warm-up "
-	       "included), last repetition:");
-	for (int m = 1; m <= NMODES; m++)
-		printf(" %s=%" PRIu64, mode_names[m], samples[m][reps - 1].total_regs);
-	printf("\n# per size, timed part (app/lease/perop/noop/lease0):");
-	for (size_t i = 0; i < NSIZES; i++)
-		printf(" %zu:%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64,
-		       bench_sizes[i], samples[1][reps - 1].regs[i],
-		       samples[2][reps - 1].regs[i], samples[3][reps - 1].regs[i],
-		       samples[4][reps - 1].regs[i], samples[5][reps - 1].regs[i]);
-	printf("\n");
+	print_figures(&ro, fig);
+	print_registrations(&ro, sv);
 
 	env = getenv("XFER_BENCH_CALLGRIND");
 	if (!env || strcmp(env, "0")) {
@@ -847,16 +1328,16 @@ static int parent_main(void)
 	if (getloadavg(load, 1) == 1)
 		printf("# load average (1 min) at the end: %.2f on %ld cpus\n", load[0],
 		       sysconf(_SC_NPROCESSORS_ONLN));
-	printf("RESULT prov=%s reps=%d cpu=%d load1=%.2f", getenv("XFER_BENCH_PROV") ?
-	       getenv("XFER_BENCH_PROV") : "tcp;ofi_rxm", reps, cpu, load[0]);
+	printf("RESULT prov=%s reps=%d cpu=%d load1=%.2f", bench_prov(), reps, cpu,
+	       load[0]);
 	for (size_t i = 0; i < NSIZES; i++)
 		printf(" r21_%zu=%.3f r24_%zu=%.3f r23_%zu=%.3f r51_%zu=%.3f",
-		       bench_sizes[i], med[2][i] / med[1][i], bench_sizes[i],
-		       med[2][i] / med[4][i], bench_sizes[i], med[2][i] / med[3][i],
-		       bench_sizes[i], med[5][i] / med[1][i]);
-	printf(" min_r21=%.3f min_r24=%.3f", worst21, worst24);
+		       bench_sizes[i], fig[i].paired[0], bench_sizes[i], fig[i].paired[1],
+		       bench_sizes[i], fig[i].paired[2], bench_sizes[i], fig[i].paired[3]);
+	printf(" min_r21=%.3f min_r24=%.3f min_r21x=%.3f min_r24x=%.3f", worst21,
+	       worst24, worst21x, worst24x);
 	for (int m = 1; m <= NMODES; m++)
-		printf(" regs_%s=%" PRIu64, mode_names[m], samples[m][reps - 1].total_regs);
+		printf(" regs_%s=%" PRIu64, mode_names[m], sv[m].total_regs);
 	if (ir >= 0)
 		printf(" hook_ir_per_op=%.1f", ir);
 	else
@@ -873,11 +1354,15 @@ static int parse_child(int argc, char **argv, struct child_opts *o)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (!strcmp(a, "--serve")) {
+			o->serve = true;
+			continue;
+		}
 		if (!v)
 			return -1;
 		if (!strcmp(a, "--child"))
 			o->mode = atoi(v);
-		else if (!strcmp(a, "--sizes"))
+		else if (!strcmp(a, "--sizes") && o->nsizes < NSIZES)
 			o->sizes[o->nsizes++] = strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--iters"))
 			o->iters = atol(v);
@@ -908,12 +1393,12 @@ int main(int argc, char **argv)
 
 	if (argc > 1) {
 		if (parse_child(argc, argv, &o)) {
-			fprintf(stderr, "usage: %s [--child MODE [--sizes N] [--iters N] "
-				"[--window N] [--empty-polls N] [--op write|send]]\n",
-				argv[0]);
+			fprintf(stderr, "usage: %s [--child MODE [--serve] [--sizes N] "
+				"[--iters N] [--window N] [--empty-polls N] "
+				"[--op write|send]]\n", argv[0]);
 			return 2;
 		}
-		return child_main(&o);
+		return o.serve ? serve_main(&o) : child_main(&o);
 	}
 	return parent_main();
 }
