@@ -122,14 +122,14 @@ void *mrl_arena_alloc(size_t size, size_t huge_after)
 	size_t held = atomic_load_explicit(&lines_held, memory_order_relaxed);
 	void *p = NULL;
 
-	size = line_round(size);
 	if (huge_after != SIZE_MAX && held >= huge_after)
-		p = arena_take(size);
-	/* Below the threshold, or no chunk to be had: plain pages. */
+		p = arena_take(line_round(size));
+	/* Below the threshold, or no chunk to be had: plain pages (malloc
+	 * packs a 264-byte leaf tighter than whole lines). */
 	if (!p && posix_memalign(&p, MRL_LINE, size))
 		return NULL;
 	memset(p, 0, size);
-	atomic_fetch_add_explicit(&lines_held, size, memory_order_relaxed);
+	atomic_fetch_add_explicit(&lines_held, line_round(size), memory_order_relaxed);
 	return p;
 }
 
@@ -140,12 +140,11 @@ void mrl_arena_free(void *block, size_t size)
 
 	if (!block)
 		return;
-	size = line_round(size);
-	atomic_fetch_sub_explicit(&lines_held, size, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&lines_held, line_round(size), memory_order_relaxed);
 	pthread_mutex_lock(&arena_lock);
 	ours = in_arena(block);
 	/* More sizes than lists: the block stays mapped, unused. */
-	if (ours && (list = free_list(size))) {
+	if (ours && (list = free_list(line_round(size)))) {
 		((struct mrl_free_block *)block)->next = *list;
 		*list = block;
 	}
