@@ -66,6 +66,9 @@
  * in its domain's slab), plus 16.5 bytes of index leaf; fixed costs grow
  * with the cache (slabs of 32 entries first, the filter per GiB and 2 MiB
  * block touched, an index node reserve of what the next insert can take).
+ * Past FI_MRLEASE_HUGEPAGE_AFTER bytes (all caches), slabs and index nodes
+ * come from 2 MiB chunks advised for huge pages (mrl_arena.h), so the two
+ * misses of a random hit in a very large cache need no page walk.
  *
  * Misses. A miss resolves the extent (span resolver, else the operand's
  * page-aligned pages), registers it with no lock held, then inserts under the
