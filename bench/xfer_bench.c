@@ -951,16 +951,20 @@ static void servers_kill(struct server sv[NMODES + 1])
 		server_reap(&sv[m], true);
 }
 
-/* A server that stopped answering: reap it and say why it ended. Returns
- * -FI_ENODATA if it found the provider unavailable, else -FI_EOTHER. */
+/*
+ * A server that did not answer as it should: reap it and say why. If its
+ * stdout ended or its stdin is broken it has exited, and its status says
+ * how; if it answered nonsense it is killed. Returns -FI_ENODATA if it found
+ * the provider unavailable, else -FI_EOTHER.
+ */
 static int server_failed(struct server *s, const char *doing)
 {
-	bool eof = s->out && feof(s->out);
-	int status = server_reap(s, !eof);
+	bool exited = feof(s->out) || ferror(s->cmd);
+	int status = server_reap(s, !exited);
 
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
 		return -FI_ENODATA;
-	if (!eof)
+	if (!exited)
 		fprintf(stderr, "xfer_bench: mode %s child: unexpected answer %s; killed\n",
 			mode_names[s->mode], doing);
 	else if (WIFEXITED(status))
@@ -979,6 +983,8 @@ static int servers_start(struct server sv[NMODES + 1])
 	char line[128];
 	int ret;
 
+	for (int m = 1; m <= NMODES; m++)
+		sv[m] = (struct server){ .mode = m };
 	for (int m = 1; m <= NMODES; m++) {
 		char mode_s[8];
 		char *args[] = { "--child", mode_s, "--serve", NULL };
@@ -986,7 +992,6 @@ static int servers_start(struct server sv[NMODES + 1])
 		int cmd_fd, out_fd;
 
 		snprintf(mode_s, sizeof(mode_s), "%d", m);
-		*s = (struct server){ .mode = m };
 		s->pid = launch(m, NULL, args, &cmd_fd, &out_fd);
 		if (s->pid < 0) {
 			fprintf(stderr, "xfer_bench: starting mode %s: %s\n",
@@ -1035,7 +1040,7 @@ static int server_slice(struct server *s, size_t size, long n, double *secs,
 	return 0;
 }
 
-/* Tell a server to quit, read its totals and reap it. */
+/* Tell a server to quit, read its totals and reap it (on every path). */
 static int server_quit(struct server *s)
 {
 	char line[128];
@@ -1130,7 +1135,6 @@ static int measure(struct server sv[NMODES + 1], struct rounds *ro)
 	for (int m = 1; m <= NMODES; m++)
 		if (server_quit(&sv[m]))
 			ret = -FI_EOTHER;
-	servers_kill(sv); /* only those a failed quit left */
 	return ret;
 }
 
