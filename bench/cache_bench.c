@@ -26,6 +26,9 @@
  *   inv_miss    invalidate of a range overlapping nothing (a gap between
  *               entries, random) at 1e6 entries; inv_miss_out: outside all
  *   scale2      2-thread / 1-thread hit throughput, distinct hot entries
+ *   mem_lat     (reference, not a figure of any cache) ns of one dependent
+ *               random load over 64 MiB: the machine's memory latency when
+ *               the 1e6 figures ran, taken in the same repetitions
  *   bpe         bytes per entry (malloc'd bytes delta, in-use heap plus
  *               mmap'd blocks, / entries; for mrlease plus the idle entry
  *               slabs it adopted from earlier sizes' closed domains and
@@ -724,6 +727,50 @@ static double run_rand(const struct impl *im, void *c, size_t ops)
 	return batches_median(nb);
 }
 
+/*
+ * The machine's own memory latency, for reading the random figures: one
+ * dependent load per step of a random cycle over 64 MiB of lines on
+ * ordinary pages (a DRAM access and, mostly, a page walk). A random hit at
+ * 1e6 entries cannot beat two of these (an index leaf, then the entry).
+ */
+#define CHASE_LINES ((size_t)1 << 20)
+static uint64_t *chase;
+
+static int chase_init(void)
+{
+	chase = aligned_alloc(64, CHASE_LINES * 64);
+	if (!chase)
+		return -1;
+	for (size_t i = 0; i < CHASE_LINES; i++)
+		chase[i * 8] = i;
+	for (size_t i = CHASE_LINES - 1; i > 0; i--) {	/* Sattolo: one cycle */
+		size_t j = rng() % i;
+		uint64_t t = chase[i * 8];
+
+		chase[i * 8] = chase[j * 8];
+		chase[j * 8] = t;
+	}
+	return 0;
+}
+
+static double run_mem_lat(size_t ops)
+{
+	size_t batch = 256, nb = ops / batch;
+	uint64_t at = 0;
+	double t0;
+
+	if (nb > MAX_BATCHES)
+		nb = MAX_BATCHES;
+	for (size_t b = 0; b < nb; b++) {
+		t0 = now_ns();
+		for (size_t i = 0; i < batch; i++)
+			at = chase[at * 8];
+		batch_ns[b] = (now_ns() - t0) / batch;
+	}
+	misses += at == UINT64_MAX;	/* keeps the chase */
+	return batches_median(nb);
+}
+
 /* A gap between two entries, random (outside: below every entry). */
 static double run_inv(const struct impl *im, void *c, size_t ops, bool outside)
 {
@@ -818,6 +865,7 @@ static const size_t sizes[] = { 1000, 100000, 1000000 };
 #define NSIZE 3
 /* result[impl][size][figure]; negative: not measured */
 static double result[NIMPL][NSIZE][NFIG];
+static double mem_lat = -1;	/* median of run_mem_lat, taken with 1e6 */
 
 static void measure_size(int si)
 {
@@ -825,7 +873,7 @@ static void measure_size(int si)
 	       rand_ops = (size_t)((n >= 1000000 ? 1e6 : 2e6) * op_scale),
 	       inv_ops = (size_t)(1e6 * op_scale), thr_ops = (size_t)(4e6 * op_scale);
 	void *c[NIMPL];
-	double v[NIMPL][NFIG][16];
+	double v[NIMPL][NFIG][16], lat[16];
 	size_t before;
 
 	fill_idx(n);
@@ -849,6 +897,8 @@ static void measure_size(int si)
 				result[k][si][f] = -1;
 	}
 	for (int r = 0; r < reps; r++) {
+		if (n == 1000000)
+			lat[r] = run_mem_lat(rand_ops);
 		for (size_t k = 0; k < NIMPL; k++) {
 			const struct impl *im = &impls[k];
 
@@ -869,6 +919,8 @@ static void measure_size(int si)
 			}
 		}
 	}
+	if (n == 1000000)
+		mem_lat = median(lat, reps);
 	for (size_t k = 0; k < NIMPL; k++) {
 		result[k][si][HOT] = median(v[k][HOT], reps);
 		result[k][si][RAND] = median(v[k][RAND], reps);
@@ -962,6 +1014,8 @@ int main(int argc, char **argv)
 		return 1;
 	if (argc > 1 && !strcmp(argv[1], "--drive"))
 		return drive(argc, argv);
+	if (chase_init())
+		return 1;
 	printf("# cache_bench: median of %d alternating repetitions, ns/op unless noted; "
 	       "load average %.2f at start\n", reps, load1());
 	for (int si = 0; si < NSIZE; si++)
@@ -1005,7 +1059,13 @@ int main(int argc, char **argv)
 		}
 	}
 
-	len += snprintf(line + len, sizeof(line) - len, "RESULT load1=%.2f", load1());
+	printf("# memory latency (dependent random load over 64 MiB, 4 KiB pages): %.1f ns;\n"
+	       "# a random hit at 1e6 costs that many of them:", mem_lat);
+	for (size_t k = 0; k < NIMPL; k++)
+		printf(" %s %.2f", impls[k].name, result[k][NSIZE - 1][RAND] / mem_lat);
+	printf("\n");
+	len += snprintf(line + len, sizeof(line) - len, "RESULT load1=%.2f mem_lat=%.1f",
+			load1(), mem_lat);
 	for (int si = 0; si < NSIZE; si++) {
 		for (int f = 0; f < NFIG; f++) {
 			if (result[0][si][f] < 0)
@@ -1030,6 +1090,7 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("%s\n", line);
+	free(chase);
 	free(idx);
 	return 0;
 }
