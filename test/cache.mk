@@ -13,11 +13,13 @@ test_test_cache_LDADD = test/libmrltest.la test/libcachereg.la \
 	prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
 SUITE += test/test_cache
 
-# The slab and node block source (huge-page chunks beyond a threshold).
+# The slab and node block source (huge-page chunks beyond a threshold);
+# threads share it, so also under TSan.
 check_PROGRAMS += test/test_arena
 test_test_arena_SOURCES = test/test_arena.c
 test_test_arena_LDADD = test/libmrltest.la prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
 SUITE += test/test_arena
+SUITE_CONCURRENCY += test/test_arena
 
 # The seed's scenarios on a real tcp domain (fi_mr_reg / fi_close).
 check_PROGRAMS += test/test_cache_tcp

@@ -6,6 +6,8 @@
  */
 #include "config.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,11 +116,58 @@ static void test_blocks_the_arena_cannot_serve_still_work(void)
 	mrl_arena_free(NULL, 64);
 }
 
+enum { THREADS = 4, HELD = 64, ROUNDS = 3000 };
+
+static atomic_int bad;
+
+/* Allocate and free blocks of two sizes, each stamped with its owner and
+ * checked before it goes back: a block handed to two threads at once would
+ * show the other's stamp. */
+static void *churn(void *arg)
+{
+	uint32_t stamp = (uint32_t)(uintptr_t)arg, *held[HELD] = { 0 };
+	size_t size[HELD] = { 0 };
+
+	for (int i = 0; i < ROUNDS; i++) {
+		int k = i % HELD;
+
+		if (held[k]) {
+			if (held[k][0] != stamp || held[k][size[k] / 4 - 1] != stamp)
+				atomic_fetch_add(&bad, 1);
+			mrl_arena_free(held[k], size[k]);
+		}
+		size[k] = (i & 1) ? LEAF : 448;
+		held[k] = mrl_arena_alloc(size[k], 0);
+		if (!held[k] || !all_zero((unsigned char *)held[k], size[k])) {
+			atomic_fetch_add(&bad, 1);
+			return NULL;
+		}
+		held[k][0] = held[k][size[k] / 4 - 1] = stamp;
+	}
+	for (int k = 0; k < HELD; k++)
+		mrl_arena_free(held[k], size[k]);
+	return NULL;
+}
+
+/* Several caches' threads take and give back blocks at once (misses on
+ * every thread): the arena's lists must never hand a block out twice. */
+static void test_threads_never_share_a_block(void)
+{
+	pthread_t th[THREADS];
+
+	for (uintptr_t t = 0; t < THREADS; t++)
+		CHECK(!pthread_create(&th[t], NULL, churn, (void *)(t + 1)));
+	for (int t = 0; t < THREADS; t++)
+		pthread_join(th[t], NULL);
+	CHECK_EQ(0, atomic_load(&bad));
+}
+
 int main(void)
 {
 	MRL_RUN(test_blocks_below_the_threshold_map_no_chunk);
 	MRL_RUN(test_blocks_beyond_the_threshold_come_from_aligned_chunks);
 	MRL_RUN(test_freed_blocks_are_reused_by_size_and_zeroed);
 	MRL_RUN(test_blocks_the_arena_cannot_serve_still_work);
+	MRL_RUN(test_threads_never_share_a_block);
 	return mrl_test_done();
 }
