@@ -373,16 +373,15 @@ static void held_entry_across_reuse(enum a_call call, bool cancel)
 	struct race r = { .p = &p, .call = call };
 	struct sends s = { .n = 0 };
 	struct fi_context2 xctx, yctx;
-	char *src = buffer(MAX_SENDS * MSG), *xbuf = buffer(BUF);
-	char *ybuf;
+	char *src, *xbuf, *ybuf;
 
 	if (!a_call_possible(call)) {
 		mrl_test_skip_current("the pair's CQ has no wait object: "
 				      "%s cannot block on it", prov);
-		free(src);
-		free(xbuf);
 		return;
 	}
+	src = buffer(MAX_SENDS * MSG);
+	xbuf = buffer(BUF);
 	ybuf = buffer(MSG);
 	atomic_init(&r.phase, PHASE_ARMED);
 	atomic_init(&r.holds, 0);
@@ -421,8 +420,8 @@ static void test_multi_recv_entry_held_in_readfrom_keeps_its_context_across_reus
 	held_entry_across_reuse(A_READFROM, false);
 }
 
-/* The same with reader A blocked in fi_cq_sread until the first message:
- * an uncounted sread let the final entry's reader recycle X under it. */
+/* The same with reader A waiting in fi_cq_sread (a blocking read): an
+ * uncounted sread let the final entry's reader recycle X under it. */
 static void test_multi_recv_entry_held_in_sread_keeps_its_context_across_reuse(void)
 {
 	held_entry_across_reuse(A_SREAD, false);
