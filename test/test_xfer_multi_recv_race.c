@@ -19,12 +19,9 @@
  * Reader A reads with each of the guarded CQ's read calls (enum a_call):
  * fi_cq_read, readfrom, sread, sreadfrom (readerr for error entries).
  * The blocking ones are given a timeout per call and a bounded number of
- * calls, so a bug fails the case instead of hanging it. The pair's CQ has
- * no wait object (xfer_opts has no field for one), on which fi_cq(3)
- * forbids the blocking calls: tcp;ofi_rxm's util CQ dereferences its NULL
- * wait set there (a crash, not -FI_ENOSYS), while sockets blocks on its
- * own ring's fd and honours the timeout. So the sread cases run on
- * sockets and skip on tcp;ofi_rxm (see a_call_possible).
+ * calls, so a bug fails the case instead of hanging it. Their CQ has a
+ * wait object (FI_WAIT_UNSPEC): fi_cq(3) forbids the blocking calls on one
+ * without (tcp;ofi_rxm's util CQ then dereferences its NULL wait set).
  *
  * Runs itself again with FI_HOOK=mrlease and FI_MRLEASE_MIN_SIZE=64.
  */
@@ -108,13 +105,6 @@ static bool a_call_blocks(enum a_call call)
 	return call == A_SREAD || call == A_SREADFROM;
 }
 
-/* Whether reader A can make this call on the pair's CQ (FI_WAIT_NONE, see
- * the top of the file). */
-static bool a_call_possible(enum a_call call)
-{
-	return !a_call_blocks(call) || !strcmp(prov, "sockets");
-}
-
 /* One read of one entry by reader A, with the call of the case. */
 static ssize_t a_read(struct race *r, struct fi_cq_tagged_entry *e)
 {
@@ -177,12 +167,13 @@ static bool wait_phase(struct race *r, int phase)
 	return mrl_wait_until_int(&r->phase, phase);
 }
 
-static bool pair_open(struct xfer_pair *p)
+static bool pair_open(struct xfer_pair *p, enum a_call call)
 {
 	struct xfer_opts opts = {
 		.prov = prov, .thread_safe = true,
 		.caps = FI_MSG | FI_MULTI_RECV,
 		.min_multi_recv = MIN_MULTI_RECV,
+		.cq_wait = a_call_blocks(call) ? FI_WAIT_UNSPEC : FI_WAIT_NONE,
 	};
 
 	return xfer_pair_open_hooked_safe(&opts, p);
@@ -375,11 +366,6 @@ static void held_entry_across_reuse(enum a_call call, bool cancel)
 	struct fi_context2 xctx, yctx;
 	char *src, *xbuf, *ybuf;
 
-	if (!a_call_possible(call)) {
-		mrl_test_skip_current("the pair's CQ has no wait object: "
-				      "%s cannot block on it", prov);
-		return;
-	}
 	src = buffer(MAX_SENDS * MSG);
 	xbuf = buffer(BUF);
 	ybuf = buffer(MSG);
@@ -387,7 +373,7 @@ static void held_entry_across_reuse(enum a_call call, bool cancel)
 	atomic_init(&r.holds, 0);
 	for (int i = 0; i < MAX_SENDS; i++)
 		xfer_fill(src + (size_t)i * MSG, MSG, (uint64_t)i + 1);
-	if (pair_open(&p)) {
+	if (pair_open(&p, call)) {
 		race_to_final(&r, &s, src, xbuf, &xctx, cancel);
 		if (!mrl_test_failed())
 			post_y(&p, ybuf, &yctx);
@@ -457,7 +443,7 @@ static void test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early(void
 	atomic_init(&r.holds, 0);
 	for (int i = 0; i < MAX_SENDS; i++)
 		xfer_fill(src + (size_t)i * MSG, MSG, (uint64_t)i + 1);
-	if (pair_open(&p)) {
+	if (pair_open(&p, r.call)) {
 		race_to_final(&r, &s, src, xbuf, &xctx, false);
 		if (!mrl_test_failed())
 			close_ep1(&p);

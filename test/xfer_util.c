@@ -113,7 +113,7 @@ int xfer_pair_open(const struct xfer_opts *opts, struct xfer_pair *pair)
 {
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED,
-				      .size = 1024 };
+				      .size = 1024, .wait_obj = opts->cq_wait };
 	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
 	char name[2][256];
 	size_t len;

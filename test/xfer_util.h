@@ -36,6 +36,7 @@ struct xfer_opts {
 	bool thread_safe;      /* ask for FI_THREAD_SAFE */
 	uint64_t rx_op_flags;  /* e.g. FI_MULTI_RECV */
 	size_t min_multi_recv; /* FI_OPT_MIN_MULTI_RECV when non-zero */
+	enum fi_wait_obj cq_wait; /* the CQ's wait object (0: FI_WAIT_NONE) */
 };
 
 struct xfer_pair {
