@@ -16,19 +16,16 @@
 #define MRL_LINE 64
 #define MRL_ARENA_SIZES 8	/* distinct block sizes with a free list */
 
-/* The first line of every chunk: the chunk list, for mrl_arena_free to tell
- * arena blocks from malloc'd ones. */
-struct mrl_chunk {
-	struct mrl_chunk *next;
-};
-
 struct mrl_free_block {
 	struct mrl_free_block *next;
 };
 
 /* arena_lock protects everything below; nothing else is taken under it. */
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mrl_chunk *arena_chunks;
+/* Chunk addresses, for mrl_arena_free to tell arena blocks from malloc'd
+ * ones in a few lines of one array (not a miss per chunk). */
+static uintptr_t *arena_chunks;
+static size_t arena_nchunks, arena_chunks_cap;
 static char *arena_cur, *arena_end;	/* the current chunk's free tail */
 static struct {
 	size_t size;
@@ -45,11 +42,20 @@ static inline size_t line_round(size_t size)
 
 /* A 2 MiB-aligned chunk (the kernel backs only aligned ranges with huge
  * pages): map twice the size, trim both ends. */
-static struct mrl_chunk *chunk_map(void)
+static char *chunk_map(void)
 {
 	size_t len = 2 * MRL_ARENA_CHUNK, head;
-	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t *grown;
+	char *p;
 
+	if (arena_nchunks == arena_chunks_cap) {
+		grown = realloc(arena_chunks, (arena_chunks_cap * 2 + 8) * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		arena_chunks = grown;
+		arena_chunks_cap = arena_chunks_cap * 2 + 8;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	head = (MRL_ARENA_CHUNK - (uintptr_t)p % MRL_ARENA_CHUNK) % MRL_ARENA_CHUNK;
@@ -60,7 +66,8 @@ static struct mrl_chunk *chunk_map(void)
 	/* Advice only: without THP the chunk still serves, on small pages. */
 	(void)madvise(p, MRL_ARENA_CHUNK, MADV_HUGEPAGE);
 	atomic_fetch_add_explicit(&arena_mapped, MRL_ARENA_CHUNK, memory_order_relaxed);
-	return (struct mrl_chunk *)(void *)p;
+	arena_chunks[arena_nchunks++] = (uintptr_t)p;
+	return p;
 }
 
 static struct mrl_free_block **free_list(size_t size)
@@ -81,10 +88,10 @@ static struct mrl_free_block **free_list(size_t size)
 static void *arena_take(size_t size)
 {
 	struct mrl_free_block **list, *b;
-	struct mrl_chunk *c;
+	char *c;
 	void *p = NULL;
 
-	if (size > MRL_ARENA_CHUNK - MRL_LINE)
+	if (size > MRL_ARENA_CHUNK)
 		return NULL;
 	pthread_mutex_lock(&arena_lock);
 	list = free_list(size);
@@ -96,10 +103,8 @@ static void *arena_take(size_t size)
 	if ((size_t)(arena_end - arena_cur) < size) {
 		if (!(c = chunk_map()))
 			goto out;
-		c->next = arena_chunks;
-		arena_chunks = c;
-		arena_cur = (char *)c + MRL_LINE;
-		arena_end = (char *)c + MRL_ARENA_CHUNK;
+		arena_cur = c;
+		arena_end = c + MRL_ARENA_CHUNK;
 	}
 	p = arena_cur;
 	arena_cur += size;
@@ -110,9 +115,10 @@ out:
 
 static bool in_arena(const void *block)
 {
-	for (struct mrl_chunk *c = arena_chunks; c; c = c->next)
-		if ((const char *)block >= (const char *)c &&
-		    (const char *)block < (const char *)c + MRL_ARENA_CHUNK)
+	uintptr_t chunk = (uintptr_t)block & ~(uintptr_t)(MRL_ARENA_CHUNK - 1);
+
+	for (size_t i = 0; i < arena_nchunks; i++)
+		if (arena_chunks[i] == chunk)
 			return true;
 	return false;
 }
