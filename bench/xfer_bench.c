@@ -28,7 +28,13 @@
  * slice takes about SLICE_SECONDS at the modes' median rate), then
  * XFER_BENCH_REPS rounds in which every mode runs one slice of N writes, in
  * a different pseudo-random mode order per round. A round lasts well under
- * a second, so the two slices of a pair see nearly the same machine.
+ * a second, so the two slices of a pair see nearly the same machine. What
+ * pairing does not remove is interference shorter than a round (another
+ * process on the CPU, or memory traffic from the other CPU at 16 KiB and
+ * up, during one slice): it hits one side of a pair and only slows it. The
+ * median over rounds drops those rounds while they are a minority; the
+ * quartiles printed show how often they were not (on this 2-vCPU VM about
+ * +-1% quiet, +-5-10% with a compiler running on the other CPU).
  *
  * Figures per size: each mode's median slice rate, and for the pairs
  * (2)/(1), (2)/(4), (2)/(3), (5)/(1) the MEDIAN OVER ROUNDS OF THE ROUND'S
