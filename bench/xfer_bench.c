@@ -27,7 +27,11 @@
  * calibration round (every mode one short slice; N is then chosen so a
  * slice takes about SLICE_SECONDS at the modes' median rate), then
  * XFER_BENCH_REPS rounds in which every mode runs one slice of N writes, in
- * a different pseudo-random mode order per round. A round lasts well under
+ * a different pseudo-random mode order per round. The rounds are shared by
+ * XFER_BENCH_GENERATIONS sets of fresh children (see measure(): a process
+ * keeps its own bias, which pairing cannot cancel; modes 2 and 5 run the
+ * same code at 16 KiB and up, yet one pair of processes measured 0.960
+ * and 0.986 against mode 1). A round lasts well under
  * a second, so the two slices of a pair see nearly the same machine. What
  * pairing does not remove is interference shorter than a round (another
  * process on the CPU, or memory traffic from the other CPU at 16 KiB and
@@ -37,10 +41,14 @@
  * +-1% quiet, +-5-10% with a compiler running on the other CPU).
  *
  * Figures per size: each mode's median slice rate, and for the pairs
- * (2)/(1), (2)/(4), (2)/(3), (5)/(1) the MEDIAN OVER ROUNDS OF THE ROUND'S
- * PAIRED RATIO (host drift cancels within a round) with its interquartile
- * range, which is the measurement's resolution. The RESULT keys r21_SIZE,
- * r24_SIZE, r23_SIZE, r51_SIZE, min_r21, min_r24 are these paired medians;
+ * (2)/(1), (2)/(4), (2)/(3), (5)/(1), (4)/(1) the MEDIAN OVER ROUNDS OF THE
+ * ROUND'S PAIRED RATIO (host drift cancels within a round) with its
+ * interquartile range, which is the measurement's resolution. (4)/(1) is
+ * libfabric's noop hook against no hook: what being hooked costs at all
+ * (with tcp;ofi_rxm the hook is installed twice, over rxm and over tcp),
+ * the floor under (2)/(1) where mrlease passes an operation through. The
+ * RESULT keys r21_SIZE, r24_SIZE, r23_SIZE, r51_SIZE, r41_SIZE, min_r21,
+ * min_r24 are these paired medians;
  * min_r21x and min_r24x are the smallest ratio of the medians over the sizes
  * (printed per size on a '#' line). Every round's (2)/(1) and (2)/(4) are
  * printed on '#' lines. Registrations: each mode's provider registrations
@@ -85,7 +93,8 @@
  * share (its inline hit path) apart.
  *
  * Environment: XFER_BENCH_REPS (rounds per size, default 15, at most
- * MAX_REPS), XFER_BENCH_CPU (the one CPU every child runs on; default the
+ * MAX_REPS), XFER_BENCH_GENERATIONS (sets of fresh children sharing the
+ * rounds, default 5), XFER_BENCH_CPU (the one CPU every child runs on; default the
  * highest-numbered allowed, -1 unpinned), XFER_BENCH_CALLGRIND=0 to skip
  * valgrind (=only: just the callgrind figure), XFER_BENCH_PROV (default
  * tcp;ofi_rxm).
@@ -1090,7 +1099,8 @@ static void shuffle_modes(int order[NMODES], int r)
  * CALIB_DIV writes; the slice length N follows from the modes' median rate),
  * then ro->n rounds of one N-write slice per mode in a shuffled order.
  */
-static int measure_sizes(struct server sv[NMODES + 1], struct rounds *ro)
+/* Rounds [r0, r1) of every size; the first generation calibrates N. */
+static int measure_sizes(struct server sv[NMODES + 1], struct rounds *ro, int r0, int r1)
 {
 	double secs, calib[NMODES];
 	uint64_t regs;
@@ -1100,16 +1110,17 @@ static int measure_sizes(struct server sv[NMODES + 1], struct rounds *ro)
 		size_t size = bench_sizes[i];
 		long n0 = default_iters(size) / CALIB_DIV;
 
-		for (int m = 1; m <= NMODES; m++) {
+		for (int m = 1; m <= NMODES && !r0; m++) {
 			ret = server_slice(&sv[m], size, n0, &secs, &regs);
 			if (ret)
 				return ret;
 			calib[m - 1] = n0 / secs;
 		}
-		ro->iters[i] = (long)(SLICE_SECONDS * median(calib, NMODES));
+		if (!r0)
+			ro->iters[i] = (long)(SLICE_SECONDS * median(calib, NMODES));
 		if (ro->iters[i] < 100)
 			ro->iters[i] = 100;
-		for (int r = 0; r < ro->n; r++) {
+		for (int r = r0; r < r1; r++) {
 			shuffle_modes(order, (int)i * ro->n + r);
 			for (int k = 0; k < NMODES; k++) {
 				int m = order[k];
@@ -1125,30 +1136,43 @@ static int measure_sizes(struct server sv[NMODES + 1], struct rounds *ro)
 	return 0;
 }
 
-/* All of the interleaved measurement; every child is gone on return.
- * -FI_ENODATA: the provider is unavailable. */
-static int measure(struct server sv[NMODES + 1], struct rounds *ro)
+/*
+ * All of the interleaved measurement, in `generations` sets of fresh
+ * children, each running its share of the rounds: a process keeps its own
+ * bias for its whole life (where its buffers and the loopback's socket
+ * buffers landed in physical memory, so which cache sets they share), which
+ * pairing cannot cancel; the median over rounds then spans several
+ * processes per mode. Every child is gone on return. -FI_ENODATA: the
+ * provider is unavailable.
+ */
+static int measure(struct server sv[NMODES + 1], struct rounds *ro, int generations)
 {
-	int ret = servers_start(sv);
+	int ret = 0;
 
-	if (ret)
-		return ret;
-	ret = measure_sizes(sv, ro);
-	if (ret) {
-		servers_kill(sv);
-		return ret;
+	for (int g = 0; g < generations && !ret; g++) {
+		ret = servers_start(sv);
+		if (ret)
+			return ret;
+		ret = measure_sizes(sv, ro, g * ro->n / generations,
+				    (g + 1) * ro->n / generations);
+		if (ret) {
+			servers_kill(sv);
+			return ret;
+		}
+		for (int m = 1; m <= NMODES; m++)
+			if (server_quit(&sv[m]))
+				ret = -FI_EOTHER;
 	}
-	for (int m = 1; m <= NMODES; m++)
-		if (server_quit(&sv[m]))
-			ret = -FI_EOTHER;
 	return ret;
 }
 
 /* ---- parent: figures ------------------------------------------------- */
 
 /* The ratios reported, as (numerator mode, denominator mode). */
-enum { NPAIRS = 4 };
-static const int pairs[NPAIRS][2] = { { 2, 1 }, { 2, 4 }, { 2, 3 }, { 5, 1 } };
+/* (4)/(1) is libfabric's noop hook against no hook: what any hook costs
+ * here, the floor under (2)/(1) for operations mrlease passes through. */
+enum { NPAIRS = 5 };
+static const int pairs[NPAIRS][2] = { { 2, 1 }, { 2, 4 }, { 2, 3 }, { 5, 1 }, { 4, 1 } };
 
 struct size_figures {
 	double med[NMODES + 1];       /* median slice rate per mode */
@@ -1191,15 +1215,16 @@ static void print_figures(const struct rounds *ro,
 {
 	printf("# median slice rate per mode (ops/s); ratios: median over rounds of "
 	       "the round's paired ratio\n");
-	printf("# %8s %10s %10s %10s %10s %10s %8s %8s %8s %8s\n", "size", "app/s",
+	printf("# %8s %10s %10s %10s %10s %10s %8s %8s %8s %8s %8s\n", "size", "app/s",
 	       "lease/s", "perop/s", "noop/s", "lease0/s", "(2)/(1)", "(2)/(4)",
-	       "(2)/(3)", "(5)/(1)");
+	       "(2)/(3)", "(5)/(1)", "(4)/(1)");
 	for (size_t i = 0; i < NSIZES; i++) {
 		const struct size_figures *f = &fig[i];
 
-		printf("  %8zu %10.0f %10.0f %10.0f %10.0f %10.0f %8.3f %8.3f %8.3f %8.3f\n",
+		printf("  %8zu %10.0f %10.0f %10.0f %10.0f %10.0f %8.3f %8.3f %8.3f %8.3f %8.3f\n",
 		       bench_sizes[i], f->med[1], f->med[2], f->med[3], f->med[4],
-		       f->med[5], f->paired[0], f->paired[1], f->paired[2], f->paired[3]);
+		       f->med[5], f->paired[0], f->paired[1], f->paired[2], f->paired[3],
+		       f->paired[4]);
 	}
 	printf("# ratio of the medians, and the quartiles of the paired ratios "
 	       "(their spread is the resolution):\n");
@@ -1226,8 +1251,8 @@ static void print_figures(const struct rounds *ro,
 static void print_registrations(const struct rounds *ro,
 				const struct server sv[NMODES + 1])
 {
-	printf("# provider registrations per child, whole run (warm-up, calibration, "
-	       "every round):");
+	printf("# provider registrations per child of the last generation, its whole "
+	       "run (warm-up, calibration, its rounds):");
 	for (int m = 1; m <= NMODES; m++)
 		printf(" %s=%" PRIu64, mode_names[m], sv[m].total_regs);
 	printf("\n# per size, all timed slices (app/lease/perop/noop/lease0):");
@@ -1273,6 +1298,8 @@ static int parent_main(void)
 {
 	const char *env = getenv("XFER_BENCH_REPS");
 	int reps = env ? atoi(env) : 15;
+	int generations = getenv("XFER_BENCH_GENERATIONS") ?
+				  atoi(getenv("XFER_BENCH_GENERATIONS")) : 5;
 	static struct rounds ro;
 	struct server sv[NMODES + 1];
 	struct size_figures fig[NSIZES];
@@ -1294,13 +1321,18 @@ static int parent_main(void)
 		reps = 1;
 	if (reps > MAX_REPS)
 		reps = MAX_REPS;
+	if (generations < 1)
+		generations = 1;
+	if (generations > reps)
+		generations = reps;
 	ro.n = reps;
 	cpu = pin_one_cpu();
 	printf("# xfer_bench: fi_write message rate over %s, modes interleaved slice "
-	       "by slice: %d rounds per size, ~%.0f ms per slice, children on CPU %d "
-	       "(-1: not pinned)\n", bench_prov(), reps, SLICE_SECONDS * 1e3, cpu);
+	       "by slice: %d rounds per size by %d generations of children, ~%.0f ms "
+	       "per slice, children on CPU %d (-1: not pinned)\n", bench_prov(), reps,
+	       generations, SLICE_SECONDS * 1e3, cpu);
 	fflush(stdout);
-	ret = measure(sv, &ro);
+	ret = measure(sv, &ro, generations);
 	if (ret == -FI_ENODATA) {
 		printf("# provider unavailable: skipped\nRESULT skipped=1\n");
 		return 0;
@@ -1341,9 +1373,10 @@ static int parent_main(void)
 	printf("RESULT prov=%s reps=%d cpu=%d load1=%.2f", bench_prov(), reps, cpu,
 	       load[0]);
 	for (size_t i = 0; i < NSIZES; i++)
-		printf(" r21_%zu=%.3f r24_%zu=%.3f r23_%zu=%.3f r51_%zu=%.3f",
+		printf(" r21_%zu=%.3f r24_%zu=%.3f r23_%zu=%.3f r51_%zu=%.3f r41_%zu=%.3f",
 		       bench_sizes[i], fig[i].paired[0], bench_sizes[i], fig[i].paired[1],
-		       bench_sizes[i], fig[i].paired[2], bench_sizes[i], fig[i].paired[3]);
+		       bench_sizes[i], fig[i].paired[2], bench_sizes[i], fig[i].paired[3],
+		       bench_sizes[i], fig[i].paired[4]);
 	printf(" min_r21=%.3f min_r24=%.3f min_r21x=%.3f min_r24x=%.3f", worst21,
 	       worst24, worst21x, worst24x);
 	for (int m = 1; m <= NMODES; m++)
