@@ -691,14 +691,18 @@ static double batch_ns[MAX_BATCHES];
 
 static double batches_median(size_t nb);
 
+/* Batches of `batch` in `ops`, at most MAX_BATCHES. */
+static size_t batch_count(size_t ops, size_t batch)
+{
+	return ops / batch < MAX_BATCHES ? ops / batch : MAX_BATCHES;
+}
+
 static double run_hot(const struct impl *im, void *c, size_t ops, size_t which)
 {
 	uintptr_t s = entry_base(which) + 64, e = s + 256;
-	size_t batch = 1000, nb = ops / batch;
+	size_t batch = 1000, nb = batch_count(ops, batch);
 	double t0;
 
-	if (nb > MAX_BATCHES)
-		nb = MAX_BATCHES;
 	for (size_t b = 0; b < nb; b++) {
 		t0 = now_ns();
 		for (size_t i = 0; i < batch; i++)
@@ -710,11 +714,9 @@ static double run_hot(const struct impl *im, void *c, size_t ops, size_t which)
 
 static double run_rand(const struct impl *im, void *c, size_t ops)
 {
-	size_t batch = 256, nb = ops / batch, k = 0;
+	size_t batch = 256, nb = batch_count(ops, batch), k = 0;
 	double t0;
 
-	if (nb > MAX_BATCHES)
-		nb = MAX_BATCHES;
 	for (size_t b = 0; b < nb; b++) {
 		t0 = now_ns();
 		for (size_t i = 0; i < batch; i++, k++) {
@@ -731,7 +733,8 @@ static double run_rand(const struct impl *im, void *c, size_t ops)
  * The machine's own memory latency, for reading the random figures: one
  * dependent load per step of a random cycle over 64 MiB of lines on
  * ordinary pages (a DRAM access and, mostly, a page walk). A random hit at
- * 1e6 entries cannot beat two of these (an index leaf, then the entry).
+ * 1e6 entries makes two such misses (an index leaf, then the entry), less
+ * what huge pages spare (the walks) and what L3 still holds (some leaves).
  */
 #define CHASE_LINES ((size_t)1 << 20)
 static uint64_t *chase;
@@ -755,12 +758,10 @@ static int chase_init(void)
 
 static double run_mem_lat(size_t ops)
 {
-	size_t batch = 256, nb = ops / batch;
+	size_t batch = 256, nb = batch_count(ops, batch);
 	uint64_t at = 0;
 	double t0;
 
-	if (nb > MAX_BATCHES)
-		nb = MAX_BATCHES;
 	for (size_t b = 0; b < nb; b++) {
 		t0 = now_ns();
 		for (size_t i = 0; i < batch; i++)
@@ -774,11 +775,9 @@ static double run_mem_lat(size_t ops)
 /* A gap between two entries, random (outside: below every entry). */
 static double run_inv(const struct impl *im, void *c, size_t ops, bool outside)
 {
-	size_t batch = ops >= 256 * 16 ? 256 : 1, nb = ops / batch, k = 0;
+	size_t batch = ops >= 256 * 16 ? 256 : 1, nb = batch_count(ops, batch), k = 0;
 	double t0;
 
-	if (nb > MAX_BATCHES)
-		nb = MAX_BATCHES;
 	for (size_t b = 0; b < nb; b++) {
 		t0 = now_ns();
 		for (size_t i = 0; i < batch; i++, k++) {
