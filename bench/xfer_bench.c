@@ -94,7 +94,8 @@
  *
  * Environment: XFER_BENCH_REPS (rounds per size, default 15, at most
  * MAX_REPS), XFER_BENCH_GENERATIONS (sets of fresh children sharing the
- * rounds, default 5), XFER_BENCH_CPU (the one CPU every child runs on; default the
+ * rounds, default 5), XFER_BENCH_TIMEOUT (seconds a child may take to
+ * answer before it is killed, default 120), XFER_BENCH_CPU (the one CPU every child runs on; default the
  * highest-numbered allowed, -1 unpinned), XFER_BENCH_CALLGRIND=0 to skip
  * valgrind (=only: just the callgrind figure), XFER_BENCH_PROV (default
  * tcp;ofi_rxm).
@@ -106,6 +107,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -972,6 +974,25 @@ static void servers_kill(struct server sv[NMODES + 1])
  * how; if it answered nonsense it is killed. Returns -FI_ENODATA if it found
  * the provider unavailable, else -FI_EOTHER.
  */
+/* Seconds a server may take to answer (XFER_BENCH_TIMEOUT, default 120):
+ * a hung child is killed rather than blocking the run. */
+static int answer_timeout_ms(void)
+{
+	const char *env = getenv("XFER_BENCH_TIMEOUT");
+	int secs = env ? atoi(env) : 120;
+
+	return (secs > 0 ? secs : 120) * 1000;
+}
+
+/* One line of a server's answer, within the timeout (its stream is
+ * unbuffered, so poll() sees everything not yet read). */
+static bool server_gets(struct server *s, char *line, int len)
+{
+	struct pollfd p = { .fd = fileno(s->out), .events = POLLIN };
+
+	return poll(&p, 1, answer_timeout_ms()) > 0 && fgets(line, len, s->out);
+}
+
 static int server_failed(struct server *s, const char *doing)
 {
 	bool exited = feof(s->out) || ferror(s->cmd);
@@ -980,8 +1001,8 @@ static int server_failed(struct server *s, const char *doing)
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
 		return -FI_ENODATA;
 	if (!exited)
-		fprintf(stderr, "xfer_bench: mode %s child: unexpected answer %s; killed\n",
-			mode_names[s->mode], doing);
+		fprintf(stderr, "xfer_bench: mode %s child: no answer within the timeout, "
+			"or an unexpected one, %s; killed\n", mode_names[s->mode], doing);
 	else if (WIFEXITED(status))
 		fprintf(stderr, "xfer_bench: mode %s child exited with status %d %s\n",
 			mode_names[s->mode], WEXITSTATUS(status), doing);
@@ -1021,13 +1042,15 @@ static int servers_start(struct server sv[NMODES + 1])
 		s->out = fdopen(out_fd, "r");
 		if (!s->out)
 			close(out_fd);
+		else
+			setvbuf(s->out, NULL, _IONBF, 0);
 		if (!s->cmd || !s->out) {
 			ret = -FI_ENOMEM;
 			goto err_kill;
 		}
 	}
 	for (int m = 1; m <= NMODES; m++) {
-		if (!fgets(line, sizeof(line), sv[m].out) || strcmp(line, "ready\n")) {
+		if (!server_gets(&sv[m], line, sizeof(line)) || strcmp(line, "ready\n")) {
 			ret = server_failed(&sv[m], "while warming up");
 			goto err_kill;
 		}
@@ -1048,7 +1071,7 @@ static int server_slice(struct server *s, size_t size, long n, double *secs,
 	long polls;
 
 	if (fprintf(s->cmd, "slice %zu %ld\n", size, n) < 0 || fflush(s->cmd) ||
-	    !fgets(line, sizeof(line), s->out) ||
+	    !server_gets(s, line, sizeof(line)) ||
 	    sscanf(line, "slice secs %lf regs %" SCNu64 " polls %ld", secs, regs,
 		   &polls) != 3 || *secs <= 0)
 		return server_failed(s, "in a slice");
@@ -1063,7 +1086,7 @@ static int server_quit(struct server *s)
 
 	if (fprintf(s->cmd, "quit\n") < 0 || fflush(s->cmd))
 		return server_failed(s, "at quit");
-	while (fgets(line, sizeof(line), s->out))
+	while (server_gets(s, line, sizeof(line)))
 		sscanf(line, "total_regs %" SCNu64, &s->total_regs);
 	status = server_reap(s, false);
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
