@@ -978,10 +978,14 @@ static void servers_kill(struct server sv[NMODES + 1])
  * a hung child is killed rather than blocking the run. */
 static int answer_timeout_ms(void)
 {
-	const char *env = getenv("XFER_BENCH_TIMEOUT");
-	int secs = env ? atoi(env) : 120;
+	static int ms;	/* read once: the parent is one thread */
+	const char *env;
 
-	return (secs > 0 ? secs : 120) * 1000;
+	if (!ms) {
+		env = getenv("XFER_BENCH_TIMEOUT");
+		ms = (env && atoi(env) > 0 ? atoi(env) : 120) * 1000;
+	}
+	return ms;
 }
 
 /* One line of a server's answer, within the timeout (its stream is
@@ -1133,16 +1137,17 @@ static int measure_sizes(struct server sv[NMODES + 1], struct rounds *ro, int r0
 		size_t size = bench_sizes[i];
 		long n0 = default_iters(size) / CALIB_DIV;
 
-		for (int m = 1; m <= NMODES && !r0; m++) {
-			ret = server_slice(&sv[m], size, n0, &secs, &regs);
-			if (ret)
-				return ret;
-			calib[m - 1] = n0 / secs;
-		}
-		if (!r0)
+		if (!r0) {
+			for (int m = 1; m <= NMODES; m++) {
+				ret = server_slice(&sv[m], size, n0, &secs, &regs);
+				if (ret)
+					return ret;
+				calib[m - 1] = n0 / secs;
+			}
 			ro->iters[i] = (long)(SLICE_SECONDS * median(calib, NMODES));
-		if (ro->iters[i] < 100)
-			ro->iters[i] = 100;
+			if (ro->iters[i] < 100)
+				ro->iters[i] = 100;
+		}
 		for (int r = r0; r < r1; r++) {
 			shuffle_modes(order, (int)i * ro->n + r);
 			for (int k = 0; k < NMODES; k++) {
@@ -1321,8 +1326,7 @@ static int parent_main(void)
 {
 	const char *env = getenv("XFER_BENCH_REPS");
 	int reps = env ? atoi(env) : 15;
-	int generations = getenv("XFER_BENCH_GENERATIONS") ?
-				  atoi(getenv("XFER_BENCH_GENERATIONS")) : 5;
+	int generations = (env = getenv("XFER_BENCH_GENERATIONS")) ? atoi(env) : 5;
 	static struct rounds ro;
 	struct server sv[NMODES + 1];
 	struct size_figures fig[NSIZES];

@@ -31,7 +31,6 @@ static struct {
 	size_t size;
 	struct mrl_free_block *head;
 } arena_free[MRL_ARENA_SIZES];
-static atomic_size_t arena_mapped;
 /* Line-aligned bytes held by every cache, malloc'd or from the arena. */
 static atomic_size_t lines_held;
 
@@ -65,7 +64,6 @@ static char *chunk_map(void)
 	p += head;
 	/* Advice only: without THP the chunk still serves, on small pages. */
 	(void)madvise(p, MRL_ARENA_CHUNK, MADV_HUGEPAGE);
-	atomic_fetch_add_explicit(&arena_mapped, MRL_ARENA_CHUNK, memory_order_relaxed);
 	arena_chunks[arena_nchunks++] = (uintptr_t)p;
 	return p;
 }
@@ -161,5 +159,10 @@ void mrl_arena_free(void *block, size_t size)
 
 size_t mrl_arena_mapped_bytes(void)
 {
-	return atomic_load_explicit(&arena_mapped, memory_order_relaxed);
+	size_t n;
+
+	pthread_mutex_lock(&arena_lock);
+	n = arena_nchunks;
+	pthread_mutex_unlock(&arena_lock);
+	return n * MRL_ARENA_CHUNK;
 }
