@@ -82,6 +82,12 @@ if [[ " $parts " == *" rdm "* ]]; then
 		base=$(probes)
 		echo "# $p control run (no FI_HOOK) probes: $base"
 		run 1 "$p" rdm FI_HOOK=mrlease MRL_PT_BASELINE="$base"
+		# The inner instance steps aside by default; keep its
+		# wrappers covered too.
+		case "$p" in
+		*";"*) run 1 "$p" rdm FI_HOOK=mrlease FI_MRLEASE_HOOK_INNER=1 \
+			MRL_PT_BASELINE="$base" ;;
+		esac
 	done
 fi
 

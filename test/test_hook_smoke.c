@@ -245,9 +245,13 @@ static void test_unknown_open_ops_names_are_refused(void)
 
 int main(void)
 {
-	/* libfabric reads FI_HOOK at its first call. */
+	/* libfabric reads FI_HOOK at its first call. The inner instance,
+	 * which resolves nothing over tcp and udp, steps aside unless
+	 * FI_MRLEASE_HOOK_INNER keeps it: this test is of both instances
+	 * (test_passthrough checks the default). */
 	if (!getenv("FI_HOOK"))
 		setenv("FI_HOOK", "mrlease", 1);
+	setenv("FI_MRLEASE_HOOK_INNER", "1", 0);
 
 	MRL_RUN(test_tcp_rxm_traffic_runs_through_both_hook_instances);
 	MRL_RUN(test_udp_rxd_traffic_runs_through_both_hook_instances);

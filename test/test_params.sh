@@ -4,7 +4,9 @@
 # FI_MRLEASE_* as users meet them: `fi_info -e` lists every parameter with
 # its type, meaning and default when libmrlease-fi.so is on
 # FI_PROVIDER_PATH; a bad value costs exactly one warning; FI_MRLEASE_STATS
-# prints a table for each domain (outermost and inner) when it closes.
+# prints a table for each domain when it closes: the outermost one, and the
+# inner one (tcp under ofi_rxm) only where FI_MRLEASE_HOOK_INNER keeps the
+# hook there.
 set -u
 # shellcheck source=test/ext_tap.sh
 . "$(dirname "$0")/ext_tap.sh"
@@ -14,6 +16,7 @@ export FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
 tests="fi_info_e_lists_every_parameter_with_type_meaning_and_default
 a_bad_value_warns_once_and_leaves_the_default
 stats_prints_a_table_for_each_domain_at_close
+stats_table_of_the_inner_domain_only_with_hook_inner
 no_table_without_stats"
 if ! command -v fi_info >/dev/null 2>&1; then
 	for t in $tests; do skip "$t" "fi_info (libfabric-bin) is not installed"; done
@@ -26,7 +29,8 @@ fi
 listing=$(LD_PRELOAD=$(sanitizer_preload) ASAN_OPTIONS=detect_leaks=0 \
 	fi_info -e 2>&1 | tr -d '\0')
 status=0 detail=""
-for spec in MAX_COUNT:size_t MAX_SIZE:size_t MIN_SIZE:size_t STATS:Boolean; do
+for spec in MAX_COUNT:size_t MAX_SIZE:size_t MIN_SIZE:size_t STATS:Boolean \
+	HUGEPAGE_AFTER:size_t HOOK_INNER:Boolean; do
 	var=FI_MRLEASE_${spec%%:*} type=${spec#*:}
 	block=$(printf '%s\n' "$listing" | grep -A1 "^# $var: ")
 	if ! printf '%s\n' "$block" | head -n1 | grep -q "^# $var: $type" ||
@@ -48,13 +52,24 @@ tables=$(printf '%s\n' "$log" | grep -c 'lease cache statistics')
 check a_bad_value_warns_once_and_leaves_the_default $? \
 	"warnings: STATS $warn_stats, MIN_SIZE $warn_min (want 1 each); tables: $tables (want 0)"
 
-# The table: one per domain, outermost (tcp;ofi_rxm) and inner (tcp).
-log=$(FI_HOOK=mrlease FI_MRLEASE_STATS=1 "$builddir/examples/mrl_demo" 2>&1 >/dev/null)
-outer=$(printf '%s\n' "$log" | grep -c 'lease cache statistics, domain .* over tcp;ofi_rxm (outermost)')
-inner=$(printf '%s\n' "$log" | grep -c 'lease cache statistics, domain .* over tcp (inner)')
-rows=$(printf '%s\n' "$log" | grep -cE '^  (lookups|registrations|invalidate calls|live leases) +[0-9]+$')
-[ "$outer" -ge 1 ] && [ "$inner" -ge 1 ] && [ "$rows" -eq $((4 * (outer + inner))) ]
+# The tables of one run: outermost (tcp;ofi_rxm), inner (tcp), rows.
+stats_tables() {
+	log=$(env "$@" FI_HOOK=mrlease FI_MRLEASE_STATS=1 "$builddir/examples/mrl_demo" 2>&1 >/dev/null)
+	outer=$(printf '%s\n' "$log" | grep -c 'lease cache statistics, domain .* over tcp;ofi_rxm (outermost)')
+	inner=$(printf '%s\n' "$log" | grep -c 'lease cache statistics, domain .* over tcp (inner)')
+	rows=$(printf '%s\n' "$log" | grep -cE '^  (lookups|registrations|invalidate calls|live leases) +[0-9]+$')
+}
+
+# By default the inner instance steps aside (tcp needs no FI_MR_LOCAL):
+# one table, the outermost domain's.
+stats_tables FI_MRLEASE_HOOK_INNER=0
+[ "$outer" -ge 1 ] && [ "$inner" -eq 0 ] && [ "$rows" -eq $((4 * outer)) ]
 check stats_prints_a_table_for_each_domain_at_close $? \
+	"outermost tables $outer, inner tables $inner (want 0), rows $rows" "$log"
+
+stats_tables FI_MRLEASE_HOOK_INNER=1
+[ "$outer" -ge 1 ] && [ "$inner" -ge 1 ] && [ "$rows" -eq $((4 * (outer + inner))) ]
+check stats_table_of_the_inner_domain_only_with_hook_inner $? \
 	"outermost tables $outer, inner tables $inner, rows $rows" "$log"
 
 log=$(FI_HOOK=mrlease "$builddir/examples/mrl_demo" 2>&1 >/dev/null)

@@ -328,7 +328,10 @@ static void test_hook_wraps_every_object_class_and_closes_every_wrapper(void)
  * Under a utility provider libfabric installs the hook over the utility
  * fabric and again over the core fabric it opens inside; each instance's
  * domain must know which it is, because operands are resolved at the
- * outermost one only. A core provider gets one, outermost, instance.
+ * outermost one only. A core provider gets one, outermost, instance. The
+ * inner one resolves nothing without FI_MR_LOCAL (no provider here needs
+ * it), so it hands the utility provider the core domain unwrapped, unless
+ * FI_MRLEASE_HOOK_INNER=1 (passthrough.sh runs both).
  */
 static void test_domain_knows_whether_it_is_the_outermost_instance(void)
 {
@@ -336,7 +339,9 @@ static void test_domain_knows_whether_it_is_the_outermost_instance(void)
 	struct mrl_debug_ops *ops;
 	struct mrl_debug_counts c0, c1;
 	bool utility = strchr(prov, ';') != NULL;
-	uint64_t outer, inner;
+	const char *hook_inner_env = getenv("FI_MRLEASE_HOOK_INNER");
+	bool hook_inner = hook_inner_env && !strcmp(hook_inner_env, "1");
+	uint64_t outer, inner, bypassed;
 	int ret;
 
 	if (!expect_hook) {
@@ -357,16 +362,27 @@ static void test_domain_knows_whether_it_is_the_outermost_instance(void)
 		c0.counter[MRL_DEBUG_OUTERMOST_DOMAINS];
 	inner = c1.counter[MRL_DEBUG_INNER_DOMAINS] -
 		c0.counter[MRL_DEBUG_INNER_DOMAINS];
+	bypassed = c1.counter[MRL_DEBUG_INNER_BYPASSED] -
+		   c0.counter[MRL_DEBUG_INNER_BYPASSED];
 	CHECK_MSG(outer == 1, "opening one %s domain counted %llu outermost "
 		  "domains", prov, (unsigned long long)outer);
-	if (utility)
-		CHECK_MSG(inner >= 1, "%s: the core domain the utility provider "
-			  "opens inside was not hooked as an inner instance",
-			  prov);
+	if (utility && hook_inner)
+		CHECK_MSG(inner >= 1 && bypassed == 0,
+			  "%s, FI_MRLEASE_HOOK_INNER=1: the core domain the "
+			  "utility provider opens inside was hooked %llu times, "
+			  "left unhooked %llu times", prov,
+			  (unsigned long long)inner, (unsigned long long)bypassed);
+	else if (utility)
+		CHECK_MSG(inner == 0 && bypassed >= 1,
+			  "%s: the core domain the utility provider opens "
+			  "inside (no FI_MR_LOCAL) was hooked %llu times, left "
+			  "unhooked %llu times", prov, (unsigned long long)inner,
+			  (unsigned long long)bypassed);
 	else
-		CHECK_MSG(inner == 0, "%s is a core provider, yet %llu inner "
-			  "domains were counted", prov,
-			  (unsigned long long)inner);
+		CHECK_MSG(inner == 0 && bypassed == 0,
+			  "%s is a core provider, yet %llu inner domains were "
+			  "counted (%llu unhooked)", prov,
+			  (unsigned long long)inner, (unsigned long long)bypassed);
 }
 
 /*
@@ -1944,10 +1960,12 @@ int main(int argc, char **argv)
 	env = getenv("MRL_PT_EXPECT_HOOK");
 	expect_hook = env ? atoi(env) != 0 : hook_named(getenv("FI_HOOK"));
 	baseline = getenv("MRL_PT_BASELINE");
-	snprintf(prefix, sizeof(prefix), "%s FI_HOOK=%s%s%s: ", prov,
+	snprintf(prefix, sizeof(prefix), "%s FI_HOOK=%s%s%s%s%s: ", prov,
 		 getenv("FI_HOOK") ? getenv("FI_HOOK") : "(unset)",
 		 getenv("FI_PROVIDER") ? " FI_PROVIDER=" : "",
-		 getenv("FI_PROVIDER") ? getenv("FI_PROVIDER") : "");
+		 getenv("FI_PROVIDER") ? getenv("FI_PROVIDER") : "",
+		 getenv("FI_MRLEASE_HOOK_INNER") ? " FI_MRLEASE_HOOK_INNER=" : "",
+		 getenv("FI_MRLEASE_HOOK_INNER") ? getenv("FI_MRLEASE_HOOK_INNER") : "");
 	mrl_test_set_prefix(prefix);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 

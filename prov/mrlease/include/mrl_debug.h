@@ -44,6 +44,7 @@ enum mrl_class {
 enum mrl_debug_counter {
 	MRL_DEBUG_OUTERMOST_DOMAINS, /* domains opened as the outermost instance */
 	MRL_DEBUG_INNER_DOMAINS,     /* domains opened inside a utility provider */
+	MRL_DEBUG_INNER_BYPASSED,    /* such domains handed over unwrapped */
 	MRL_DEBUG_EQ_EVENTS_MAPPED,  /* EQ events whose fid was mapped back */
 	MRL_DEBUG_POLL_MAPPED,       /* poll results mapped back */
 	MRL_DEBUG_FLOW_CTRL_OPENED,  /* OFI_OPS_FLOW_CTRL translated */

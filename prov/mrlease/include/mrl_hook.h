@@ -43,6 +43,7 @@
 #ifndef MRL_HOOK_H
 #define MRL_HOOK_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,13 +62,39 @@
 /* Wrappers                                                            */
 /* ------------------------------------------------------------------ */
 
+/* Whether a fabric's objects are wrapped (see mrl_fabric_bypass_domain). */
+enum mrl_fabric_state {
+	MRL_FABRIC_UNDECIDED,	/* nothing opened on it yet */
+	MRL_FABRIC_HOOKED,	/* its objects are wrapped */
+	MRL_FABRIC_BYPASSED,	/* its objects are the provider's own */
+};
+
 struct mrl_fabric {
 	struct fid_fabric fabric;
 	struct fid_fabric *inner;
 	struct fi_provider *inner_prov; /* the provider hooked (context of fabric()) */
 	bool over_utility;              /* inner_prov is a utility provider (ofi_*) */
+	_Atomic int state;              /* enum mrl_fabric_state */
 	void *ext;
 };
+
+/*
+ * Stepping aside. An inner domain (opened by a utility provider inside the
+ * outer instance's fi_domain) for which the personality's bypass_inner
+ * says so is handed to the utility provider unwrapped, as the provider
+ * opened it: the hook then costs its operations nothing. Every object the
+ * domain's fabric opens afterwards (domains, EQs, wait sets, passive
+ * endpoints) is unwrapped too, since the provider's objects bind only to
+ * its own; the first object opened on a fabric decides, once, and a
+ * fabric that wrapped something keeps wrapping.
+ */
+/* For a domain about to open on fab: whether to open it unwrapped (the
+ * fabric is bypassed, or undecided and this domain may bypass it: then it
+ * is bypassed from now on). */
+bool mrl_fabric_bypass_domain(struct mrl_fabric *fab, const struct fi_info *info);
+/* For any other object about to open on fab: whether the fabric is
+ * bypassed (an undecided one is hooked from now on). */
+bool mrl_fabric_bypassed(struct mrl_fabric *fab);
 
 /* Provider-private ops translated for utility providers (hook_domain.c). */
 struct mrl_util_ops;
@@ -242,6 +269,9 @@ struct mrl_mc {
  */
 struct mrl_personality {
 	const char *name;
+	/* An inner domain of this info needs no wrapper (NULL: always wrap):
+	 * see mrl_fabric_bypass_domain. */
+	bool (*bypass_inner)(const struct fi_info *info);
 	int (*domain_open)(struct mrl_domain *domain);
 	void (*domain_close)(struct mrl_domain *domain);
 	int (*ep_open)(struct mrl_ep *ep);

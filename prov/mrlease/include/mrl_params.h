@@ -44,6 +44,11 @@
 /* The cache's own (mrl_cache.h): only caches far beyond the default caps
  * reach it. */
 #define MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER ((size_t)MRL_CACHE_DEFAULT_HUGE_AFTER)
+/* Off: an inner instance that cannot resolve anything (a utility provider's
+ * core domain without FI_MR_LOCAL) steps aside; every operation then
+ * crosses one hook layer, not two (about 1% of a small tcp;ofi_rxm
+ * write's rate in bench/xfer_bench). */
+#define MRL_PARAMS_DEFAULT_HOOK_INNER false
 
 struct mrl_params {
 	size_t max_count; /* FI_MRLEASE_MAX_COUNT: cached entries per domain, 0 = no cap */
@@ -51,6 +56,7 @@ struct mrl_params {
 	size_t min_size;  /* FI_MRLEASE_MIN_SIZE: smallest operand resolved without FI_MR_LOCAL */
 	bool stats;       /* FI_MRLEASE_STATS: print a domain's statistics when it closes */
 	size_t hugepage_after; /* FI_MRLEASE_HUGEPAGE_AFTER: cache memory before huge pages, 0 = never */
+	bool hook_inner;  /* FI_MRLEASE_HOOK_INNER: wrap inner domains with nothing to do */
 };
 
 /* The values in force; the defaults until mrl_params_load() runs. */

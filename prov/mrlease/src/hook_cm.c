@@ -191,6 +191,9 @@ int mrl_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 
 	if (!FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, passive_ep))
 		return -FI_ENOSYS;
+	if (mrl_fabric_bypassed(fab))
+		return fab->inner->ops->passive_ep(fab->inner, info, pep_fid,
+						   context);
 
 	pep = calloc(1, sizeof(*pep));
 	if (!pep)

@@ -338,6 +338,31 @@ static void mrl_domain_record_info(struct mrl_domain *dom,
 	dom->api_version = dom->fabric->fabric.api_version;
 }
 
+/* A domain of a bypassed fabric (mrl_fabric_bypass_domain): the
+ * provider's own, with the caller's context. */
+static int mrl_domain_open_bypassed(struct mrl_fabric *fab, struct fi_info *info,
+				    struct fid_domain **domain, uint64_t flags,
+				    bool v2, void *context)
+{
+	int ret = v2 ? fab->inner->ops->domain2(fab->inner, info, domain, flags,
+						 context) :
+		       fab->inner->ops->domain(fab->inner, info, domain, context);
+
+	if (ret)
+		return ret;
+	mrl_count(MRL_DEBUG_INNER_BYPASSED);
+	FI_INFO(mrl_prov, FI_LOG_DOMAIN,
+		"%s left domain %s over %s unhooked (inner instance with "
+		"nothing to do: its fabric's objects are the provider's own)\n",
+		mrl_personality && mrl_personality->name ?
+			mrl_personality->name : mrl_prov->name,
+		info->domain_attr && info->domain_attr->name ?
+			info->domain_attr->name : "?",
+		fab->inner_prov && fab->inner_prov->name ?
+			fab->inner_prov->name : "?");
+	return 0;
+}
+
 static int mrl_domain_open_common(struct fid_fabric *fabric, struct fi_info *info,
 				  struct fid_domain **domain, uint64_t flags,
 				  bool v2, void *context)
@@ -354,6 +379,9 @@ static int mrl_domain_open_common(struct fid_fabric *fabric, struct fi_info *inf
 	if (v2 ? !FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, domain2)
 	       : !FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, domain))
 		return -FI_ENOSYS;
+	if (mrl_fabric_bypass_domain(fab, info))
+		return mrl_domain_open_bypassed(fab, info, domain, flags, v2,
+						context);
 
 	dom = calloc(1, sizeof(*dom));
 	if (!dom)

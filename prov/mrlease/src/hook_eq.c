@@ -134,6 +134,8 @@ int mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 
 	if (!FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, eq_open))
 		return -FI_ENOSYS;
+	if (mrl_fabric_bypassed(fab))
+		return fab->inner->ops->eq_open(fab->inner, attr, eq_fid, context);
 
 	eq = calloc(1, sizeof(*eq));
 	if (!eq)

@@ -68,6 +68,36 @@ int mrl_hook_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 	return 0;
 }
 
+bool mrl_fabric_bypass_domain(struct mrl_fabric *fab, const struct fi_info *info)
+{
+	int state = atomic_load_explicit(&fab->state, memory_order_acquire);
+	int want;
+
+	if (state == MRL_FABRIC_UNDECIDED) {
+		want = mrl_nesting > 0 && mrl_personality &&
+		       mrl_personality->bypass_inner &&
+		       mrl_personality->bypass_inner(info) ?
+			       MRL_FABRIC_BYPASSED : MRL_FABRIC_HOOKED;
+		/* On failure state holds what another opener decided. */
+		if (atomic_compare_exchange_strong_explicit(
+			    &fab->state, &state, want, memory_order_acq_rel,
+			    memory_order_acquire))
+			state = want;
+	}
+	return state == MRL_FABRIC_BYPASSED;
+}
+
+bool mrl_fabric_bypassed(struct mrl_fabric *fab)
+{
+	int state = MRL_FABRIC_UNDECIDED;
+
+	atomic_compare_exchange_strong_explicit(&fab->state, &state,
+						MRL_FABRIC_HOOKED,
+						memory_order_acq_rel,
+						memory_order_acquire);
+	return state == MRL_FABRIC_BYPASSED;
+}
+
 void mrl_hook_cleanup(void)
 {
 	if (mrl_personality && mrl_personality->cleanup)

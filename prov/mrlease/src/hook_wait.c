@@ -39,6 +39,8 @@ int mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 
 	if (!FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, wait_open))
 		return -FI_ENOSYS;
+	if (mrl_fabric_bypassed(fab))
+		return fab->inner->ops->wait_open(fab->inner, attr, waitset);
 
 	wait = calloc(1, sizeof(*wait));
 	if (!wait)

@@ -23,6 +23,7 @@ struct mrl_params mrl_params = {
 	.min_size = MRL_PARAMS_DEFAULT_MIN_SIZE,
 	.stats = MRL_PARAMS_DEFAULT_STATS,
 	.hugepage_after = MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER,
+	.hook_inner = MRL_PARAMS_DEFAULT_HOOK_INNER,
 };
 
 static const struct mrl_params mrl_params_defaults = {
@@ -31,6 +32,7 @@ static const struct mrl_params mrl_params_defaults = {
 	.min_size = MRL_PARAMS_DEFAULT_MIN_SIZE,
 	.stats = MRL_PARAMS_DEFAULT_STATS,
 	.hugepage_after = MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER,
+	.hook_inner = MRL_PARAMS_DEFAULT_HOOK_INNER,
 };
 
 /* One knob: its name after FI_MRLEASE_, its type, where it lives, its meaning. */
@@ -64,6 +66,11 @@ static const struct mrl_param_desc mrl_param_descs[] = {
 	  "advised for transparent huge pages, which saves a page walk per "
 	  "miss in caches of ~100k entries and more. 0 means never. K/M/G/T "
 	  "suffixes accepted" },
+	{ "HOOK_INNER", FI_PARAM_BOOL, offsetof(struct mrl_params, hook_inner),
+	  "Keep the hook over the core domain a utility provider (ofi_rxm, "
+	  "ofi_rxd) opens when mrlease resolves nothing there (no FI_MR_LOCAL). "
+	  "Off by default: the utility provider gets the core provider's own "
+	  "objects and its operations cross one hook layer instead of two" },
 };
 
 #define MRL_PARAM_COUNT (sizeof(mrl_param_descs) / sizeof(mrl_param_descs[0]))

@@ -9,8 +9,18 @@
 #include "mrl_lease.h"
 #include "mrl_xfer.h"
 
+/* An inner domain without FI_MR_LOCAL never resolves an operand
+ * (mrl_xfer_domain_leases): the utility provider gets its core domain
+ * unwrapped, unless FI_MRLEASE_HOOK_INNER keeps the hook there. */
+static bool mrl_lease_bypass_inner(const struct fi_info *info)
+{
+	return !mrl_params.hook_inner && !(info->mode & FI_LOCAL_MR) &&
+	       !(info->domain_attr && (info->domain_attr->mr_mode & FI_MR_LOCAL));
+}
+
 const struct mrl_personality mrl_lease_personality = {
 	.name = "mrlease",
+	.bypass_inner = mrl_lease_bypass_inner,
 	/* Lease cache domain per hook domain (mrl_lease_domain.c), then the
 	 * MR interception on it (mrl_mr.c calls mrl_lease_domain_open). */
 	.domain_open = mrl_xfer_domain_open,
