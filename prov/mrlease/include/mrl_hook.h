@@ -38,7 +38,9 @@
  * core fabric the utility provider opens inside. The outer instance opens
  * its inner domain with a thread-local nesting depth raised, so a domain
  * opened by the utility provider inside that call sees depth > 0 and is
- * marked !outermost.
+ * marked !outermost. The personality may have such a domain handed over
+ * unwrapped (bypass_inner; mrlease does when it would resolve nothing
+ * there): see "Stepping aside" below.
  */
 #ifndef MRL_HOOK_H
 #define MRL_HOOK_H

@@ -51,8 +51,10 @@
  * until the readers in flight at its final completion exited:
  * mrl_completion_cq.c, which also argues why it is safe and what is left).
  *
- * Stacked pairs. Endpoints, CQs and counters of a domain that can never
- * lease (mrl_xfer_domain_leases: the inner instance of tcp;ofi_rxm without
+ * Stacked pairs. Such an inner domain is by default not wrapped at all
+ * (mrl_fabric_bypass_domain, FI_MRLEASE_HOOK_INNER). When it is, its
+ * endpoints, CQs and counters (a domain that can never lease:
+ * mrl_xfer_domain_leases, the inner instance of tcp;ofi_rxm without
  * FI_MR_LOCAL) keep the passthrough's tables, with the CQ reads and RMA
  * calls a utility provider makes per operation forwarded without the
  * passthrough's per-call checks: they pay what the passthrough pays, or
