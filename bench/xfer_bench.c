@@ -45,8 +45,9 @@
  * ROUND'S PAIRED RATIO (host drift cancels within a round) with its
  * interquartile range, which is the measurement's resolution. (4)/(1) is
  * libfabric's noop hook against no hook: what being hooked costs at all
- * (with tcp;ofi_rxm the hook is installed twice, over rxm and over tcp),
- * the floor under (2)/(1) where mrlease passes an operation through. The
+ * (with tcp;ofi_rxm the noop hook is installed twice, over rxm and over
+ * tcp; mrlease's inner instance steps aside there unless
+ * FI_MRLEASE_HOOK_INNER=1, so mode 2 crosses one layer). The
  * RESULT keys r21_SIZE, r24_SIZE, r23_SIZE, r51_SIZE, r41_SIZE, min_r21,
  * min_r24 are these paired medians;
  * min_r21x and min_r24x are the smallest ratio of the medians over the sizes
@@ -92,10 +93,13 @@
  * exactly that and prints the figure per function, with the lease cache's
  * share (its inline hit path) apart.
  *
- * Environment: XFER_BENCH_REPS (rounds per size, default 15, at most
+ * Environment: XFER_BENCH_REPS (rounds per size, default 40, at most
  * MAX_REPS), XFER_BENCH_GENERATIONS (sets of fresh children sharing the
- * rounds, default 5), XFER_BENCH_TIMEOUT (seconds a child may take to
- * answer before it is killed, default 120), XFER_BENCH_CPU (the one CPU every child runs on; default the
+ * rounds, default 20: a process's own bias, about +-2% at 8 B to 4 KiB and
+ * +-3-5% at 16 KiB from one set of children to the next, is what limits
+ * the resolution; about 4 minutes in all), XFER_BENCH_TIMEOUT (seconds a child may take to
+ * answer before it is killed, default 120), XFER_BENCH_WINDOW (writes in
+ * flight per child, default 32), XFER_BENCH_CPU (the one CPU every child runs on; default the
  * highest-numbered allowed, -1 unpinned), XFER_BENCH_CALLGRIND=0 to skip
  * valgrind (=only: just the callgrind figure), XFER_BENCH_PROV (default
  * tcp;ofi_rxm).
@@ -130,7 +134,7 @@ static const size_t bench_sizes[] = { 8, 64, 512, 4096, 16384, 65536 };
 #define NSIZES (sizeof(bench_sizes) / sizeof(bench_sizes[0]))
 #define MAX_BUF 65536
 #define MAX_WINDOW 64
-#define MAX_REPS 41
+#define MAX_REPS 160
 
 static const char *bench_prov(void)
 {
@@ -1325,8 +1329,8 @@ static int pin_one_cpu(void)
 static int parent_main(void)
 {
 	const char *env = getenv("XFER_BENCH_REPS");
-	int reps = env ? atoi(env) : 15;
-	int generations = (env = getenv("XFER_BENCH_GENERATIONS")) ? atoi(env) : 5;
+	int reps = env ? atoi(env) : 40;
+	int generations = (env = getenv("XFER_BENCH_GENERATIONS")) ? atoi(env) : 20;
 	static struct rounds ro;
 	struct server sv[NMODES + 1];
 	struct size_figures fig[NSIZES];
@@ -1420,7 +1424,8 @@ static int parent_main(void)
 
 static int parse_child(int argc, char **argv, struct child_opts *o)
 {
-	o->window = 32;
+	/* XFER_BENCH_WINDOW: writes in flight (default 32). */
+	o->window = getenv("XFER_BENCH_WINDOW") ? atoi(getenv("XFER_BENCH_WINDOW")) : 32;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 

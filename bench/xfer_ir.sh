@@ -16,9 +16,10 @@
 # ops counts every write the child made (warm-up included), which removes
 # set-up and teardown.
 #
-# hook_ir_per_op: the SELF cost of every function in libmrlease-fi.so (both
-#   instances over tcp;ofi_rxm: the outer one over rxm and the inner one over
-#   the tcp domain rxm opens), from the callgrind output itself (the same
+# hook_ir_per_op: the SELF cost of every function in libmrlease-fi.so (over
+#   tcp;ofi_rxm the outer instance over rxm; the inner one over the tcp
+#   domain rxm opens too when FI_MRLEASE_HOOK_INNER=1 keeps it, which the
+#   environment passes through), from the callgrind output itself (the same
 #   numbers as `callgrind_annotate --inclusive=no` filtered on the object,
 #   with a function's inlined parts from other files folded into it).
 #   Program totals are not used for it: tcp progress polling spins a

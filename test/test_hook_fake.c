@@ -505,6 +505,94 @@ static void test_eq_events_map_inner_fids_and_keep_app_written_ones(void)
 	CHECK_EQ(0, fi_close(&eq->fid));
 }
 
+/* ---- stepping aside (mrl_fabric_bypass_domain) ------------------- */
+
+static bool bypass_always(const struct fi_info *i)
+{
+	(void)i;
+	return true;
+}
+
+static const struct mrl_personality bypass_personality = {
+	.name = "bypass-test",
+	.bypass_inner = bypass_always,
+};
+
+/* A fresh outer/core pair whose outer domain opens the core one inside,
+ * under a personality that lets inner domains step aside. */
+struct pair {
+	struct fid_fabric *outer, *core;
+	struct fid_domain *domain;
+	/* The set-up's nested pair, which main() closes: put back after. */
+	struct fid_fabric *saved_fabric;
+	struct fid_domain *saved_domain;
+};
+
+static void pair_open(struct pair *p, bool eq_first)
+{
+	struct fid_eq *eq = NULL;
+
+	*p = (struct pair){ hooked_fabric("outer"), hooked_fabric("core"), NULL,
+			    fake.nested_fabric, fake.nested_domain };
+	CHECK(p->outer && p->core);
+	if (eq_first) {
+		CHECK_FI(fi_eq_open(p->core, NULL, &eq, NULL));
+		CHECK(mrl_is_hook_fid(&eq->fid));
+		CHECK_EQ(0, fi_close(&eq->fid));
+	}
+	fake.nested_fabric = p->core;
+	fake.nested_domain = NULL;
+	mrl_personality = &bypass_personality;
+	CHECK_FI(fi_domain(p->outer, info, &p->domain, (void *)"app-domain"));
+	mrl_personality = NULL;
+}
+
+static void pair_close(struct pair *p)
+{
+	CHECK_EQ(0, fi_close(&fake.nested_domain->fid));
+	CHECK_EQ(0, fi_close(&p->domain->fid));
+	CHECK_EQ(0, fi_close(&p->outer->fid));
+	CHECK_EQ(0, fi_close(&p->core->fid));
+	fake.nested_fabric = p->saved_fabric;
+	fake.nested_domain = p->saved_domain;
+}
+
+/* The core domain a utility provider opens inside the outer instance is
+ * handed over as the provider made it (its context the caller's), while
+ * the outermost one stays wrapped; every later fabric-level object of the
+ * core fabric is the provider's own too, or the provider would be given a
+ * wrapper to bind its objects to. */
+static void test_an_inner_domain_that_may_step_aside_is_the_providers_own(void)
+{
+	struct pair p;
+	struct fid_eq *eq = NULL;
+
+	pair_open(&p, false);
+	CHECK(mrl_is_hook_fid(&p.domain->fid));
+	CHECK(mrl_domain_of(p.domain)->outermost);
+	CHECK(fake.nested_domain && !mrl_is_hook_fid(&fake.nested_domain->fid));
+	CHECK_PTR(&fake_domain_fi_ops, fake.nested_domain->fid.ops);
+	CHECK_PTR(NULL, fake.nested_domain->fid.context);
+	CHECK_FI(fi_eq_open(p.core, NULL, &eq, (void *)"core-eq"));
+	CHECK(!mrl_is_hook_fid(&eq->fid));
+	CHECK_PTR(&fake_eq_ops, eq->ops);
+	CHECK_PTR((void *)"core-eq", eq->fid.context);
+	CHECK_EQ(0, fi_close(&eq->fid));
+	pair_close(&p);
+}
+
+/* The first object opened on a fabric decides: one that wrapped an EQ
+ * keeps wrapping, so the EQ never meets an unwrapped domain's objects. */
+static void test_a_fabric_that_wrapped_an_object_keeps_wrapping(void)
+{
+	struct pair p;
+
+	pair_open(&p, true);
+	CHECK(fake.nested_domain && mrl_is_hook_fid(&fake.nested_domain->fid));
+	CHECK(!mrl_domain_of(fake.nested_domain)->outermost);
+	pair_close(&p);
+}
+
 int main(void)
 {
 	struct fid_fabric *core;
@@ -531,6 +619,8 @@ int main(void)
 	MRL_RUN(test_alias_is_a_wrapped_endpoint);
 	MRL_RUN(test_cq_readerr_passes_the_applications_buffer);
 	MRL_RUN(test_eq_events_map_inner_fids_and_keep_app_written_ones);
+	MRL_RUN(test_an_inner_domain_that_may_step_aside_is_the_providers_own);
+	MRL_RUN(test_a_fabric_that_wrapped_an_object_keeps_wrapping);
 
 	if (fi_close(&ep->fid) || fi_close(&fake.nested_domain->fid) ||
 	    fi_close(&domain->fid) || fi_close(&fabric->fid) ||
