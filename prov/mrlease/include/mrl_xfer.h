@@ -65,13 +65,16 @@
  * a CQ read with no op entry pays a range check per entry. The leased hit
  * path of a 16 KiB fi_write over tcp;ofi_rxm (FI_THREAD_SAFE, as rxm
  * returns it: a shared pool; bench/xfer_ir.sh, FI_MRLEASE_MIN_SIZE 16384),
- * hook self cost per write + completion, both instances, instructions on
- * the path (callgrind -dump-instr):
+ * hook self cost per write + completion, instructions on the path
+ * (callgrind -dump-instr):
  *	mrl_rma_write 29 (the first half: checks, the owner's op, the
  *	operands into it; no stack frame), mrl_rma_write_op 51 (the leased
  *	half: 28 of it the cache's inline acquire), mrl_xcq_read_tagged 53
- *	(12 of it the cache's inline release), inner instance 11 (writemsg 5,
- *	two CQ reads 3 each): 144, 104 of data path. xfer_ir.sh reports 2-4
+ *	(12 of it the cache's inline release): 133, 92 of data path (131 in
+ *	xfer_ir.sh). The inner instance, which steps aside by default, cost
+ *	11 more when hooked (FI_MRLEASE_HOOK_INNER=1: writemsg 5, two CQ
+ *	reads 3 each), and its layer about 1% of a small write's rate
+ *	(bench/xfer_bench, before and after). xfer_ir.sh reports 2-4
  *	more per write: posts the provider refuses with -FI_EAGAIN (a few per
  *	hundred writes) run both halves and give the op back. It was 211 (173
  *	of data path) before the owner list, the two halves, the inline
