@@ -566,6 +566,7 @@ static void test_an_inner_domain_that_may_step_aside_is_the_providers_own(void)
 {
 	struct pair p;
 	struct fid_eq *eq = NULL;
+	struct fid_domain *later = NULL;
 
 	pair_open(&p, false);
 	CHECK(mrl_is_hook_fid(&p.domain->fid));
@@ -578,6 +579,13 @@ static void test_an_inner_domain_that_may_step_aside_is_the_providers_own(void)
 	CHECK_PTR(&fake_eq_ops, eq->ops);
 	CHECK_PTR((void *)"core-eq", eq->fid.context);
 	CHECK_EQ(0, fi_close(&eq->fid));
+	/* A later domain of that fabric follows it, even the outermost kind
+	 * (warned): its objects must bind to the EQ's kind. */
+	mrl_personality = &bypass_personality;
+	CHECK_FI(fi_domain(p.core, info, &later, NULL));
+	mrl_personality = NULL;
+	CHECK(!mrl_is_hook_fid(&later->fid));
+	CHECK_EQ(0, fi_close(&later->fid));
 	pair_close(&p);
 }
 

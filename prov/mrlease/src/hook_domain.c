@@ -351,6 +351,17 @@ static int mrl_domain_open_bypassed(struct mrl_fabric *fab, struct fi_info *info
 	if (ret)
 		return ret;
 	mrl_count(MRL_DEBUG_INNER_BYPASSED);
+	/* Only the fabric's first domain decided; a later one that would
+	 * have been hooked is not, since its objects bind to the others. */
+	if (mrl_nesting == 0 || !mrl_personality->bypass_inner(info))
+		FI_WARN(mrl_prov, FI_LOG_DOMAIN,
+			"domain %s over %s is not hooked: an earlier domain of "
+			"its fabric stepped aside (set FI_MRLEASE_HOOK_INNER=1 "
+			"to hook them all)\n",
+			info->domain_attr && info->domain_attr->name ?
+				info->domain_attr->name : "?",
+			fab->inner_prov && fab->inner_prov->name ?
+				fab->inner_prov->name : "?");
 	FI_INFO(mrl_prov, FI_LOG_DOMAIN,
 		"%s left domain %s over %s unhooked (inner instance with "
 		"nothing to do: its fabric's objects are the provider's own)\n",
