@@ -15,6 +15,10 @@
 #include "mrl_arena.h"
 #include "mrl_test.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #define SLAB 12352	/* an entry slab of 256 */
 #define LEAF 264	/* an index leaf, rounded up to 320 in the arena */
 
@@ -161,6 +165,34 @@ static void test_threads_never_share_a_block(void)
 	CHECK_EQ(0, atomic_load(&bad));
 }
 
+/* Under AddressSanitizer a freed arena block is poisoned until it is handed
+ * out again, so a use after free of an index node or slab is reported as it
+ * would be for a malloc'd one; the unused rest of a chunk is poisoned too. */
+static void test_freed_arena_blocks_are_poisoned_under_asan(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	unsigned char *b = mrl_arena_alloc(LEAF, 0), *again, *next;
+
+	CHECK(b && !__asan_region_is_poisoned(b, LEAF));
+	if (!b)
+		return;
+	next = mrl_arena_alloc(LEAF, 0);
+	CHECK(next);
+	mrl_arena_free(b, LEAF);
+	CHECK(__asan_address_is_poisoned(b));
+	CHECK(__asan_address_is_poisoned(b + LEAF - 1));
+	/* The free list is per size and LIFO: the same block comes back,
+	 * whole and usable. */
+	again = mrl_arena_alloc(LEAF, 0);
+	CHECK_PTR(b, again);
+	CHECK(!__asan_region_is_poisoned(again, LEAF) && all_zero(again, LEAF));
+	mrl_arena_free(again, LEAF);
+	mrl_arena_free(next, LEAF);
+#else
+	mrl_test_skip_current("not an AddressSanitizer build");
+#endif
+}
+
 int main(void)
 {
 	MRL_RUN(test_blocks_below_the_threshold_map_no_chunk);
@@ -168,5 +200,6 @@ int main(void)
 	MRL_RUN(test_freed_blocks_are_reused_by_size_and_zeroed);
 	MRL_RUN(test_blocks_the_arena_cannot_serve_still_work);
 	MRL_RUN(test_threads_never_share_a_block);
+	MRL_RUN(test_freed_arena_blocks_are_poisoned_under_asan);
 	return mrl_test_done();
 }

@@ -15,7 +15,9 @@
  *
  * Chunks are never unmapped (entry slabs are type-stable memory the
  * lock-free hit path relies on); a freed block goes on a free list of its
- * size and serves the next block of that size. One mutex guards the arena;
+ * size and serves the next block of that size (under AddressSanitizer the
+ * arena poisons what it has not handed out, free blocks included, so a use
+ * after free is reported as for malloc'd blocks). One mutex guards the arena;
  * it is a leaf lock (nothing else is taken under it) and never held while
  * calling into libfabric.
  */

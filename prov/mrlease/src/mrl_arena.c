@@ -13,6 +13,18 @@
 
 #include "mrl_arena.h"
 
+/* Under AddressSanitizer every arena byte not handed out is poisoned (the
+ * unused tail of a chunk, blocks on a free list), so a use after free of an
+ * index node or slab is reported as it is for malloc'd ones. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define arena_poison(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define arena_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define arena_poison(p, n) ((void)(p), (void)(n))
+#define arena_unpoison(p, n) ((void)(p), (void)(n))
+#endif
+
 #define MRL_LINE 64
 #define MRL_ARENA_SIZES 8	/* distinct block sizes with a free list */
 
@@ -64,6 +76,7 @@ static char *chunk_map(void)
 	p += head;
 	/* Advice only: without THP the chunk still serves, on small pages. */
 	(void)madvise(p, MRL_ARENA_CHUNK, MADV_HUGEPAGE);
+	arena_poison(p, MRL_ARENA_CHUNK);
 	arena_chunks[arena_nchunks++] = (uintptr_t)p;
 	return p;
 }
@@ -94,6 +107,7 @@ static void *arena_take(size_t size)
 	pthread_mutex_lock(&arena_lock);
 	list = free_list(size);
 	if (list && (b = *list)) {
+		arena_unpoison(b, size);
 		*list = b->next;
 		p = b;
 		goto out;
@@ -106,6 +120,7 @@ static void *arena_take(size_t size)
 	}
 	p = arena_cur;
 	arena_cur += size;
+	arena_unpoison(p, size);
 out:
 	pthread_mutex_unlock(&arena_lock);
 	return p;
@@ -152,6 +167,8 @@ void mrl_arena_free(void *block, size_t size)
 		((struct mrl_free_block *)block)->next = *list;
 		*list = block;
 	}
+	if (ours)
+		arena_poison(block, line_round(size));
 	pthread_mutex_unlock(&arena_lock);
 	if (!ours)
 		free(block);
