@@ -21,8 +21,8 @@
  * starts one --serve child per mode at once, all on the one CPU
  * pin_one_cpu() picks. Each child opens its endpoint pair, registers, warms
  * up every size, says "ready" and then runs one timed slice per command on
- * its stdin ("slice SIZE N": N writes of SIZE, window 32; it answers with
- * the elapsed seconds). The parent commands one child at a time, so the
+ * its stdin ("slice SIZE N": N writes of SIZE, XFER_BENCH_WINDOW of them in
+ * flight; it answers with the elapsed seconds). The parent commands one child at a time, so the
  * others wait in read() and the slice has the CPU to itself. Per size: one
  * calibration round (every mode one short slice; N is then chosen so a
  * slice takes about SLICE_SECONDS at the modes' median rate), then
@@ -97,9 +97,10 @@
  * MAX_REPS), XFER_BENCH_GENERATIONS (sets of fresh children sharing the
  * rounds, default 20: a process's own bias, about +-2% at 8 B to 4 KiB and
  * +-3-5% at 16 KiB from one set of children to the next, is what limits
- * the resolution; about 4 minutes in all), XFER_BENCH_TIMEOUT (seconds a child may take to
- * answer before it is killed, default 120), XFER_BENCH_WINDOW (writes in
- * flight per child, default 32), XFER_BENCH_CPU (the one CPU every child runs on; default the
+ * the resolution; about 6 minutes in all with callgrind),
+ * XFER_BENCH_TIMEOUT (seconds a child may take to answer before it is
+ * killed, default 120), XFER_BENCH_WINDOW (writes in flight per child,
+ * default 32), XFER_BENCH_CPU (the one CPU every child runs on; default the
  * highest-numbered allowed, -1 unpinned), XFER_BENCH_CALLGRIND=0 to skip
  * valgrind (=only: just the callgrind figure), XFER_BENCH_PROV (default
  * tcp;ofi_rxm).
@@ -127,6 +128,13 @@
 
 enum { MODE_APP = 1, MODE_LEASE = 2, MODE_PEROP = 3, MODE_NOOP = 4,
        MODE_LEASE_ALL = 5, NMODES = 5 };
+
+/* Modes in which mrlease resolves the operands (desc NULL). */
+static bool mode_leases(int mode)
+{
+	return mode == MODE_LEASE || mode == MODE_LEASE_ALL;
+}
+
 static const char *const mode_names[] = { "", "app", "lease", "perop", "noop",
 					  "lease0" };
 
@@ -224,7 +232,7 @@ static int post_write(struct run *r, size_t size)
 			return (int)ret;
 		r->regs++;
 		desc = fi_mr_desc(s->mr);
-	} else if (r->mode != MODE_LEASE && r->mode != MODE_LEASE_ALL) {
+	} else if (!mode_leases(r->mode)) {
 		desc = fi_mr_desc(r->src_mr);
 	}
 	s->pending = 1;
@@ -315,12 +323,6 @@ static uint64_t lease_registrations(struct xfer_pair *pair)
 	if (!pair->mrl || pair->mrl->query_stats(NULL, &st, sizeof(st)))
 		return 0;
 	return st.registrations;
-}
-
-
-static bool mode_leases(int mode)
-{
-	return mode == MODE_LEASE || mode == MODE_LEASE_ALL;
 }
 
 /* Close what child_open built (any part of it). Returns 0, or 1 if a close
@@ -560,7 +562,7 @@ static void child_env(int mode)
 	unsetenv("FI_MRLEASE_MIN_SIZE");
 	if (mode == MODE_LEASE_ALL)
 		setenv("FI_MRLEASE_MIN_SIZE", "0", 1);
-	if (mode == MODE_LEASE || mode == MODE_LEASE_ALL)
+	if (mode_leases(mode))
 		setenv("FI_HOOK", "mrlease", 1);
 	else if (mode == MODE_NOOP)
 		setenv("FI_HOOK", "noop", 1);
@@ -972,12 +974,6 @@ static void servers_kill(struct server sv[NMODES + 1])
 		server_reap(&sv[m], true);
 }
 
-/*
- * A server that did not answer as it should: reap it and say why. If its
- * stdout ended or its stdin is broken it has exited, and its status says
- * how; if it answered nonsense it is killed. Returns -FI_ENODATA if it found
- * the provider unavailable, else -FI_EOTHER.
- */
 /* Seconds a server may take to answer (XFER_BENCH_TIMEOUT, default 120):
  * a hung child is killed rather than blocking the run. */
 static int answer_timeout_ms(void)
@@ -1001,6 +997,12 @@ static bool server_gets(struct server *s, char *line, int len)
 	return poll(&p, 1, answer_timeout_ms()) > 0 && fgets(line, len, s->out);
 }
 
+/*
+ * A server that did not answer as it should: reap it and say why. If its
+ * stdout ended or its stdin is broken it has exited, and its status says
+ * how; if it answered nonsense it is killed. Returns -FI_ENODATA if it found
+ * the provider unavailable, else -FI_EOTHER.
+ */
 static int server_failed(struct server *s, const char *doing)
 {
 	bool exited = feof(s->out) || ferror(s->cmd);
@@ -1126,11 +1128,11 @@ static void shuffle_modes(int order[NMODES], int r)
 }
 
 /*
- * Per size: a calibration round (each mode one slice of default_iters /
- * CALIB_DIV writes; the slice length N follows from the modes' median rate),
- * then ro->n rounds of one N-write slice per mode in a shuffled order.
+ * Rounds [r0, r1) of every size: one N-write slice per mode per round, in a
+ * shuffled order. The first generation (r0 == 0) calibrates N per size
+ * first: each mode one slice of default_iters / CALIB_DIV writes, N from the
+ * modes' median rate.
  */
-/* Rounds [r0, r1) of every size; the first generation calibrates N. */
 static int measure_sizes(struct server sv[NMODES + 1], struct rounds *ro, int r0, int r1)
 {
 	double secs, calib[NMODES];
@@ -1200,9 +1202,8 @@ static int measure(struct server sv[NMODES + 1], struct rounds *ro, int generati
 
 /* ---- parent: figures ------------------------------------------------- */
 
-/* The ratios reported, as (numerator mode, denominator mode). */
-/* (4)/(1) is libfabric's noop hook against no hook: what any hook costs
- * here, the floor under (2)/(1) for operations mrlease passes through. */
+/* The ratios reported, as (numerator mode, denominator mode). (4)/(1) is
+ * libfabric's noop hook against no hook: what any hook costs here. */
 enum { NPAIRS = 5 };
 static const int pairs[NPAIRS][2] = { { 2, 1 }, { 2, 4 }, { 2, 3 }, { 5, 1 }, { 4, 1 } };
 
@@ -1424,8 +1425,10 @@ static int parent_main(void)
 
 static int parse_child(int argc, char **argv, struct child_opts *o)
 {
-	/* XFER_BENCH_WINDOW: writes in flight (default 32). */
-	o->window = getenv("XFER_BENCH_WINDOW") ? atoi(getenv("XFER_BENCH_WINDOW")) : 32;
+	/* Writes in flight (default 32). */
+	const char *window = getenv("XFER_BENCH_WINDOW");
+
+	o->window = window ? atoi(window) : 32;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 

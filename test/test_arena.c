@@ -167,7 +167,7 @@ static void test_threads_never_share_a_block(void)
 
 /* Under AddressSanitizer a freed arena block is poisoned until it is handed
  * out again, so a use after free of an index node or slab is reported as it
- * would be for a malloc'd one; the unused rest of a chunk is poisoned too. */
+ * would be for a malloc'd one. */
 static void test_freed_arena_blocks_are_poisoned_under_asan(void)
 {
 #if defined(__SANITIZE_ADDRESS__)

@@ -364,11 +364,9 @@ static void held_entry_across_reuse(enum a_call call, bool cancel)
 	struct race r = { .p = &p, .call = call };
 	struct sends s = { .n = 0 };
 	struct fi_context2 xctx, yctx;
-	char *src, *xbuf, *ybuf;
+	char *src = buffer(MAX_SENDS * MSG), *xbuf = buffer(BUF);
+	char *ybuf = buffer(MSG);
 
-	src = buffer(MAX_SENDS * MSG);
-	xbuf = buffer(BUF);
-	ybuf = buffer(MSG);
 	atomic_init(&r.phase, PHASE_ARMED);
 	atomic_init(&r.holds, 0);
 	for (int i = 0; i < MAX_SENDS; i++)

@@ -162,13 +162,14 @@ void mrl_arena_free(void *block, size_t size)
 	atomic_fetch_sub_explicit(&lines_held, line_round(size), memory_order_relaxed);
 	pthread_mutex_lock(&arena_lock);
 	ours = in_arena(block);
-	/* More sizes than lists: the block stays mapped, unused. */
-	if (ours && (list = free_list(line_round(size)))) {
-		((struct mrl_free_block *)block)->next = *list;
-		*list = block;
-	}
-	if (ours)
+	if (ours) {
+		/* More sizes than lists: the block stays mapped, unused. */
+		if ((list = free_list(line_round(size)))) {
+			((struct mrl_free_block *)block)->next = *list;
+			*list = block;
+		}
 		arena_poison(block, line_round(size));
+	}
 	pthread_mutex_unlock(&arena_lock);
 	if (!ours)
 		free(block);
