@@ -35,6 +35,14 @@ struct fi_mrlease_stats {
 	uint64_t entries;           /* live cache entries */
 	uint64_t leases;            /* live leases */
 	uint64_t registered_bytes;  /* bytes covered by live registrations */
+	/* Memory monitor (appended: a caller passing the older, smaller size
+	 * gets the prefix it knows). */
+	uint64_t monitor_events;        /* unmap/remove/remap events read (process-wide) */
+	uint64_t monitor_invalidations; /* monitor events that retired entries */
+	uint64_t not_retained;          /* registrations kept only while leased:
+					 * their range was not watched */
+	uint64_t deferred_closes;       /* registrations a monitor invalidation
+					 * left to another thread to close */
 };
 
 /*

@@ -78,6 +78,34 @@
  * registering marks it stale: that registration is handed to the caller as a
  * lease but never enters the index. A failed registration leaves nothing.
  *
+ * Deferred closes. A memory monitor (mrl_monitor.h) invalidates from a thread
+ * that must never close a registration itself: a provider's close may free
+ * and unmap memory inside a monitored range, and would then wait for the
+ * monitor thread, i.e. for itself. mrl_cache_invalidate_deferred therefore
+ * chains the registrations whose last reference it dropped on the cache's
+ * deferred list (intrusively, lock-free: it allocates nothing) instead of
+ * closing them. The list is drained, closing each, by the next miss, explicit
+ * invalidate, domain close or cache destroy on any other thread.
+ *
+ * Barrier. Between the monitor reading a kernel event (which lets the
+ * unmapping thread return from munmap) and its invalidation taking effect, no
+ * lookup may return an entry of the range going away. The monitor raises the
+ * process-wide barrier (mrl_cache_barrier) before each read and lowers it
+ * after the invalidations; the hit path tests it with one load and goes out
+ * of line while it is up, and every out-of-line lookup waits, outside any
+ * lock and read section, until it is down.
+ *
+ * Retention. A registrar may say, per miss, that the range is not watched
+ * (struct mrl_registrar.watch): such a registration is handed to the caller
+ * as a lease but never enters the index, so it closes at its last release
+ * (counted as not retained). Pins are always indexed: the pin holds a lease.
+ *
+ * Fork. A child never closes a registration it inherited (its provider
+ * objects are the parent's, whose locks may be held by threads that do not
+ * exist in the child): registrations of a domain opened before the fork are
+ * forgotten, not closed, when the child drops them; the child's own domains
+ * (in a cache it creates) behave normally. The barrier is down in a child.
+ *
  * Ranges: end is exclusive. A zero-length range is a no-op for invalidate
  * (returns 0) and -FI_EINVAL for acquire/lookup/pin; a range whose end wraps
  * past the address space (start + len overflows, or end < start) is
@@ -174,6 +202,12 @@ struct mrl_registrar {
 	int (*reg)(void *ctx, const void *addr, size_t len, uint64_t access,
 		   uint64_t key, void **mr, void **desc);
 	int (*close)(void *ctx, void *mr);
+	/* Optional: before a miss registers [lo, hi), whether an entry for it
+	 * may stay indexed past its last lease (true) or must live only while
+	 * leased (false: nothing watches the range for unmapping). NULL: always
+	 * retained. Called with no cache lock held, after the miss is visible
+	 * to invalidate. */
+	bool (*watch)(void *ctx, uintptr_t lo, uintptr_t hi);
 };
 
 struct mrl_domain_config {
@@ -308,6 +342,15 @@ static inline void mrl_count_own(atomic_uint_least64_t *c)
 #endif
 }
 
+/* Non-zero while a memory monitor has read unmap events whose ranges are not
+ * invalidated yet (see "Barrier" above): lookups then wait out of line. */
+extern atomic_uint mrl_cache_barrier;
+
+/* Raise and lower the barrier around reading and applying monitor events;
+ * they nest (a count). Neither allocates nor blocks. */
+void mrl_cache_barrier_raise(void);
+void mrl_cache_barrier_lower(void);
+
 /* The first line of every cache domain: what the inline hit path reads. */
 struct mrl_cache_domain_hot {
 	atomic_uint_least64_t gen;	/* changes on every retire */
@@ -421,7 +464,9 @@ static inline int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t s
 	struct mrl_hot *hot;
 	unsigned refs, slot;
 
-	if (__builtin_expect(end <= start, 0))
+	if (__builtin_expect(end <= start, 0) ||
+	    __builtin_expect(atomic_load_explicit(&mrl_cache_barrier,
+						  memory_order_acquire) != 0, 0))
 		goto slow;
 	slot = dh->slot;
 	hot = &t->hot[slot][0];
@@ -504,6 +549,25 @@ int mrl_cache_track(struct mrl_cache_domain *domain, uintptr_t start,
  */
 int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start,
 			 uintptr_t end);
+
+/*
+ * invalidate for a memory monitor's thread: the same retirement, but a
+ * registration whose last reference it drops is put on the cache's deferred
+ * list instead of being closed here (see "Deferred closes"); counted as a
+ * monitor invalidation when it retires anything. Allocates nothing, takes
+ * only cache->lock and the writer section (never held across a registrar
+ * call or an allocation, so never by a thread blocked in munmap).
+ */
+int mrl_cache_invalidate_deferred(struct mrl_cache *cache, uintptr_t start,
+				  uintptr_t end);
+
+/* Give the calling thread its reader record now (the first cache call on a
+ * thread claims one, which may allocate), e.g. on a monitor's thread. */
+void mrl_cache_thread_attach(void);
+
+/* Close the registrations on the deferred list (on the calling thread, no
+ * cache lock held). Cheap when the list is empty (one load). */
+void mrl_cache_drain(struct mrl_cache *cache);
 
 /*
  * Register [base, base + len) now as a pinned entry (never evicted) and

@@ -74,6 +74,10 @@ mrl_lease_domain_of(struct mrl_domain *domain)
  */
 struct mrl_lease_domain *mrl_lease_domain_from_fid(struct fid_domain *domain);
 
+/* Whether registrations of this provider ("verbs;ofi_rxm": the core
+ * provider, first) pin pages, per FI_MRLEASE_PINNING. */
+bool mrl_lease_provider_pins(const char *prov_name);
+
 /* The personality's domain callbacks (wired in mrl_personality.c). */
 int mrl_lease_domain_open(struct mrl_domain *domain);
 void mrl_lease_domain_close(struct mrl_domain *domain);

@@ -50,6 +50,20 @@
  * write's rate in bench/xfer_bench). */
 #define MRL_PARAMS_DEFAULT_HOOK_INNER false
 
+/* FI_MRLEASE_MONITOR: when the memory monitor (mrl_monitor.h) runs. */
+enum mrl_monitor_mode {
+	MRL_MONITOR_AUTO,	/* for domains whose provider pins pages */
+	MRL_MONITOR_UFFD,	/* for every domain (tests, benchmarks) */
+	MRL_MONITOR_NONE,
+};
+
+/* FI_MRLEASE_PINNING: which providers' registrations pin pages. */
+enum mrl_pinning_mode {
+	MRL_PINNING_AUTO,	/* decided from the core provider's name */
+	MRL_PINNING_YES,	/* every provider */
+	MRL_PINNING_NO,		/* none */
+};
+
 struct mrl_params {
 	size_t max_count; /* FI_MRLEASE_MAX_COUNT: cached entries per domain, 0 = no cap */
 	size_t max_size;  /* FI_MRLEASE_MAX_SIZE: cached bytes per domain, 0 = no cap */
@@ -57,6 +71,8 @@ struct mrl_params {
 	bool stats;       /* FI_MRLEASE_STATS: print a domain's statistics when it closes */
 	size_t hugepage_after; /* FI_MRLEASE_HUGEPAGE_AFTER: cache memory before huge pages, 0 = never */
 	bool hook_inner;  /* FI_MRLEASE_HOOK_INNER: wrap inner domains with nothing to do */
+	int monitor;      /* FI_MRLEASE_MONITOR: enum mrl_monitor_mode */
+	int pinning;      /* FI_MRLEASE_PINNING: enum mrl_pinning_mode */
 };
 
 /* The values in force; the defaults until mrl_params_load() runs. */

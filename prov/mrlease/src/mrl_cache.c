@@ -118,6 +118,7 @@ struct mrl_slow_stats {
 	atomic_uint_least64_t misses, registrations, deregistrations;
 	atomic_uint_least64_t invalidations, retired_leased, evictions;
 	atomic_uint_least64_t entries, registered_bytes;
+	atomic_uint_least64_t monitor_invalidations, not_retained, deferred_closes;
 };
 
 /* ---- per-thread reader records ------------------------------------------ */
@@ -224,6 +225,11 @@ static inline struct mrl_reader *reader_self(void)
 	return MRL_LIKELY(rec != NULL) ? rec : reader_attach();
 }
 
+void mrl_cache_thread_attach(void)
+{
+	(void)reader_self();
+}
+
 static inline void tcnt_add(struct mrl_reader *rec, unsigned slot,
 			    enum mrl_tcnt which, uint64_t n)
 {
@@ -293,6 +299,52 @@ static inline uint64_t next_gen(void)
 	return atomic_fetch_add_explicit(&mrl_gen_source, 1, memory_order_relaxed) + 1;
 }
 
+/* ---- barrier and fork ---------------------------------------------------- */
+
+atomic_uint mrl_cache_barrier;
+
+void mrl_cache_barrier_raise(void)
+{
+	atomic_fetch_add_explicit(&mrl_cache_barrier, 1, memory_order_seq_cst);
+}
+
+void mrl_cache_barrier_lower(void)
+{
+	atomic_fetch_sub_explicit(&mrl_cache_barrier, 1, memory_order_release);
+}
+
+/* Out-of-line lookups wait here while a monitor applies events it read: with
+ * no lock held and outside any read section, so the monitor's write section
+ * never waits for a waiter. */
+static void barrier_wait(void)
+{
+	for (unsigned spins = 0;
+	     MRL_UNLIKELY(atomic_load_explicit(&mrl_cache_barrier, memory_order_acquire));
+	     spins++) {
+		if (spins < 128)
+			MRL_CPU_RELAX();
+		else
+			sched_yield();
+	}
+}
+
+/* Bumped in every child after fork: a domain opened under an older value is
+ * the parent's, and its registrations are never closed by this process. */
+static atomic_uint mrl_fork_gen;
+static pthread_once_t mrl_fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_child(void)
+{
+	atomic_fetch_add_explicit(&mrl_fork_gen, 1, memory_order_relaxed);
+	/* The monitor that raised it does not exist here. */
+	atomic_store_explicit(&mrl_cache_barrier, 0, memory_order_relaxed);
+}
+
+static void fork_handler_install(void)
+{
+	pthread_atfork(NULL, NULL, fork_child);
+}
+
 /* ---- structures --------------------------------------------------------- */
 
 /* A miss between its registration and its insertion: an invalidate
@@ -337,6 +389,9 @@ struct mrl_cache {
 	uint64_t slot_base[MRL_TCNT_COUNT];
 	uint64_t closed_hot[MRL_TCNT_COUNT];	/* freed domains' counters */
 	atomic_uint refs;		/* creator + alive domains */
+	/* Registrations a monitor invalidation dropped last, to be closed by
+	 * another thread (a lock-free stack through their cold `next`). */
+	_Atomic(struct mrl_registration *) deferred;
 	struct mrl_btnode *spare[2];	/* index node reserves: inner, leaf */
 	/* Installs filter keys and nodes (never with cache->lock held; never
 	 * taken by invalidate); may take cache->lock inside it. */
@@ -366,6 +421,7 @@ struct mrl_cache_domain {
 	atomic_uint_least64_t next_key;
 	uint64_t slot_base[MRL_TCNT_COUNT];
 	atomic_uint refs;		/* open handle + registrations alive */
+	unsigned fork_gen;		/* mrl_fork_gen when opened */
 	struct mrl_slow_stats stats;
 	/* Entry slabs and their free entries (under mrl_pool_lock). */
 	struct mrl_slab *slabs;
@@ -1540,9 +1596,12 @@ static void domain_unref(struct mrl_cache_domain *dom)
 static void registration_destroy(struct mrl_registration *reg)
 {
 	struct mrl_cache_domain *dom = reg_domain(reg);
-	int ret;
+	int ret = 0;
 
-	ret = dom->cfg.registrar->close(dom->cfg.ctx, reg_cold(reg)->mr);
+	/* Inherited across fork: the parent's to close, not ours. */
+	if (MRL_LIKELY(dom->fork_gen ==
+		       atomic_load_explicit(&mrl_fork_gen, memory_order_relaxed)))
+		ret = dom->cfg.registrar->close(dom->cfg.ctx, reg_cold(reg)->mr);
 	if (ret)
 		MRL_CWARN(dom->cache, "closing a cached registration: %s\n",
 			  fi_strerror(-ret));
@@ -1559,9 +1618,42 @@ static inline void ref_put(struct mrl_registration *reg)
 		registration_destroy(reg);
 }
 
+/* A monitor's drop of a last reference: onto the deferred list (the
+ * registration's cold `next` is free once it left its retire chain). */
+static void ref_put_deferred(struct mrl_registration *reg)
+{
+	struct mrl_cache_domain *dom = reg_domain(reg);
+	struct mrl_cache *cache = dom->cache;
+	struct mrl_registration *head;
+
+	if ((atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel) &
+	     MRL_REF_COUNT) != 1)
+		return;
+	STAT_ADD(dom, deferred_closes, 1);
+	head = atomic_load_explicit(&cache->deferred, memory_order_relaxed);
+	do
+		reg_cold(reg)->next = head;
+	while (!atomic_compare_exchange_weak_explicit(&cache->deferred, &head, reg,
+						       memory_order_release,
+						       memory_order_relaxed));
+}
+
+void mrl_cache_drain(struct mrl_cache *cache)
+{
+	struct mrl_registration *reg, *next;
+
+	if (MRL_LIKELY(!atomic_load_explicit(&cache->deferred, memory_order_relaxed)))
+		return;
+	reg = atomic_exchange_explicit(&cache->deferred, NULL, memory_order_acquire);
+	for (; reg; reg = next) {
+		next = reg_cold(reg)->next;
+		registration_destroy(reg);
+	}
+}
+
 /* Drop the index's references of entries retired under the lock, after it
- * was released. */
-static void drop_chain(struct mrl_registration *chain)
+ * was released; `defer`: from a monitor, which never closes. */
+static void drop_chain_as(struct mrl_registration *chain, bool defer)
 {
 	struct mrl_registration *next;
 
@@ -1570,8 +1662,16 @@ static void drop_chain(struct mrl_registration *chain)
 		if ((atomic_load_explicit(&chain->refs, memory_order_relaxed) &
 		     MRL_REF_COUNT) > 1)
 			STAT_ADD(reg_domain(chain), retired_leased, 1);
-		ref_put(chain);
+		if (defer)
+			ref_put_deferred(chain);
+		else
+			ref_put(chain);
 	}
+}
+
+static void drop_chain(struct mrl_registration *chain)
+{
+	drop_chain_as(chain, false);
 }
 
 /* ---- index maintenance (under write_enter) ------------------------------ */
@@ -1702,6 +1802,7 @@ int mrl_cache_create(const struct mrl_cache_config *config,
 	atomic_init(&cache->hi, 0);
 	atomic_init(&cache->refs, 1);
 	cache->slot = slot_alloc(cache->slot_base);
+	pthread_once(&mrl_fork_once, fork_handler_install);
 	*cache_out = cache;
 	return 0;
 
@@ -1730,6 +1831,7 @@ void mrl_cache_destroy(struct mrl_cache *cache)
 
 	if (!cache)
 		return;
+	mrl_cache_drain(cache);
 	for (;;) {
 		pthread_mutex_lock(&cache->lock);
 		for (dom = cache->domains; dom && dom->closed; dom = dom->next)
@@ -1767,6 +1869,7 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
 	dom->key_half = 1ull << (key_bits - 1);
 	atomic_init(&dom->next_key, dom->key_top);
 	atomic_init(&dom->refs, 1);
+	dom->fork_gen = atomic_load_explicit(&mrl_fork_gen, memory_order_relaxed);
 	dom->hot.slot = slot_alloc(dom->slot_base);
 	atomic_fetch_add(&cache->refs, 1);
 
@@ -1808,6 +1911,8 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 			p->stale = true;
 	write_exit(cache);
 	drop_chain(chain);
+	/* The provider refuses to close a domain with MRs open. */
+	mrl_cache_drain(cache);
 	reserve_trim(cache, MRL_BT_KEEP);
 	domain_unref(dom);
 }
@@ -1957,6 +2062,7 @@ struct mrl_registration *mrl_cache_lookup(struct mrl_cache_domain *dom,
 {
 	if (end <= start)
 		return NULL;
+	barrier_wait();
 	return lookup_lease(dom, reader_self(), MRL_FIND_COVER, start, end, true);
 }
 
@@ -2092,6 +2198,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *reg, *won = NULL, *chain = NULL;
 	struct mrl_pending pending = { .base = lo, .end = hi, .domain = dom };
+	bool transient = false;
 	int ret, rret;
 
 	reg = pool_alloc(dom);
@@ -2125,6 +2232,12 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	bounds_extend(cache, lo, hi);
 	pthread_mutex_unlock(&cache->lock);
 
+	/* Watched from here on, or an unmap before the watch leaves the range
+	 * unregistered (verbs) or is the application's race; pins are leased
+	 * for as long as they are indexed. */
+	if (mode != MRL_FIND_NONE && dom->cfg.registrar->watch &&
+	    !dom->cfg.registrar->watch(dom->cfg.ctx, lo, hi))
+		transient = true;
 	ret = registration_open(dom, reg);
 	if (!ret)
 		flt_update(cache, lo, hi, 0);
@@ -2142,9 +2255,12 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 		ref_put(reg);
 		return rret;
 	}
-	if (pending.stale) {
+	if (pending.stale || transient) {
+		/* A lease that never enters the index. */
 		reg_set_state(reg, MRL_REG_RETIRED);
 		atomic_store_explicit(&reg->refs, 1, memory_order_release);
+		if (transient)
+			STAT_ADD(dom, not_retained, 1);
 	} else if ((won = find_entry(dom, mode, start, end))) {
 		lease_take_found(won);
 	} else {
@@ -2181,6 +2297,8 @@ int mrl_cache_acquire_slow(struct mrl_cache_domain *dom, uintptr_t start, uintpt
 
 	if (MRL_UNLIKELY(end <= start))
 		return -FI_EINVAL;
+	barrier_wait();
+	mrl_cache_drain(dom->cache);
 	rec = reader_self();
 	reg = lookup_lease(dom, rec, MRL_FIND_COVER, start, end, false);
 	if (MRL_LIKELY(reg != NULL)) {
@@ -2216,6 +2334,8 @@ int mrl_cache_acquire_based(struct mrl_cache_domain *dom, uintptr_t start,
 
 	if (MRL_UNLIKELY(end <= start))
 		return -FI_EINVAL;
+	barrier_wait();
+	mrl_cache_drain(dom->cache);
 	reg = lookup_lease(dom, reader_self(), MRL_FIND_BASED, start, end, true);
 	if (MRL_LIKELY(reg != NULL)) {
 		*out = reg;
@@ -2313,7 +2433,10 @@ static bool may_overlap(struct mrl_cache *cache, struct mrl_reader *rec,
 	return found;
 }
 
-int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start, uintptr_t end)
+/* Retire every entry overlapping [start, end) and mark overlapping misses
+ * stale; a monitor's (`defer`) leaves closes to other threads. */
+static int invalidate_range(struct mrl_cache *cache, uintptr_t start, uintptr_t end,
+			    bool defer)
 {
 	struct mrl_reader *rec;
 	struct mrl_registration *chain = NULL, *e;
@@ -2340,6 +2463,8 @@ int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start, uintptr_t end
 		}
 		if (any)
 			STAT_ADD(dom, invalidations, 1);
+		if (any && defer)
+			STAT_ADD(dom, monitor_invalidations, 1);
 		nonempty |= dom->root != NULL;
 	}
 	if (!nonempty && !cache->pending) {
@@ -2347,8 +2472,22 @@ int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start, uintptr_t end
 		atomic_store_explicit(&cache->hi, 0, memory_order_relaxed);
 	}
 	write_exit(cache);
-	drop_chain(chain);
+	drop_chain_as(chain, defer);
 	return 0;
+}
+
+int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start, uintptr_t end)
+{
+	int ret = invalidate_range(cache, start, end, false);
+
+	mrl_cache_drain(cache);
+	return ret;
+}
+
+int mrl_cache_invalidate_deferred(struct mrl_cache *cache, uintptr_t start,
+				  uintptr_t end)
+{
+	return invalidate_range(cache, start, end, true);
 }
 
 int mrl_cache_pin(struct mrl_cache_domain *dom, uintptr_t base, size_t len,
@@ -2396,6 +2535,9 @@ static void slow_copy(const struct mrl_slow_stats *s, struct fi_mrlease_stats *o
 	out->evictions = atomic_load(&s->evictions);
 	out->entries = atomic_load(&s->entries);
 	out->registered_bytes = atomic_load(&s->registered_bytes);
+	out->monitor_invalidations = atomic_load(&s->monitor_invalidations);
+	out->not_retained = atomic_load(&s->not_retained);
+	out->deferred_closes = atomic_load(&s->deferred_closes);
 }
 
 static void domain_hot(struct mrl_cache_domain *dom, uint64_t hot[MRL_TCNT_COUNT])

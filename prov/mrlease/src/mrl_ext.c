@@ -19,6 +19,7 @@
 #include <rdma/fi_ext_mrlease.h>
 
 #include "mrl_lease.h"
+#include "mrl_monitor.h"
 
 /* [addr, addr + len) as [*start, *end); false when addr + len wraps the
  * address space. */
@@ -115,6 +116,8 @@ static int mrl_ext_query_stats(struct fid_domain *domain,
 		if (cache)
 			mrl_cache_stats(cache, &counts);
 	}
+	/* The monitor is the process's: the same figure for every domain. */
+	counts.monitor_events = mrl_monitor_events();
 
 	if (size <= sizeof(counts)) {
 		memcpy(stats, &counts, size);

@@ -13,11 +13,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
 #include "mrl_lease.h"
+#include "mrl_monitor.h"
 
 /*
  * The process-wide cache. Published once under lease_cache_lock with release
@@ -102,6 +104,8 @@ void mrl_lease_fini(void)
 {
 	struct mrl_cache *cache;
 
+	/* First: the monitor's thread invalidates in the cache. */
+	mrl_monitor_stop();
 	cache = atomic_exchange_explicit(&lease_cache, NULL,
 					 memory_order_acq_rel);
 	if (cache)
@@ -152,6 +156,134 @@ static const struct mrl_registrar mrl_lease_registrar = {
 	.close = mrl_lease_dereg,
 };
 
+/* ---- retention and the memory monitor ------------------------------- */
+
+/*
+ * A provider that pins registered pages (verbs, efa...) keeps reading the
+ * pages it pinned: an entry outliving the mapping would move wrong bytes.
+ * Such a domain keeps an entry past its last lease only while the monitor
+ * watches its range. Providers that read memory by address at transfer
+ * time cannot go stale that way and keep every entry.
+ */
+static bool mrl_lease_watched(void *ctx, uintptr_t lo, uintptr_t hi)
+{
+	(void)ctx;
+	return mrl_monitor_watch(lo, hi);
+}
+
+static bool mrl_lease_unwatched(void *ctx, uintptr_t lo, uintptr_t hi)
+{
+	(void)ctx, (void)lo, (void)hi;
+	return false;
+}
+
+/* FI_MRLEASE_MONITOR=userfaultfd on a provider that does not pin: watched
+ * for the monitor's sake (tests, benchmarks), retained either way. */
+static bool mrl_lease_observed(void *ctx, uintptr_t lo, uintptr_t hi)
+{
+	(void)ctx;
+	mrl_monitor_watch(lo, hi);
+	return true;
+}
+
+static const struct mrl_registrar mrl_lease_registrar_watched = {
+	.reg = mrl_lease_reg,
+	.close = mrl_lease_dereg,
+	.watch = mrl_lease_watched,
+};
+
+static const struct mrl_registrar mrl_lease_registrar_unwatched = {
+	.reg = mrl_lease_reg,
+	.close = mrl_lease_dereg,
+	.watch = mrl_lease_unwatched,
+};
+
+static const struct mrl_registrar mrl_lease_registrar_observed = {
+	.reg = mrl_lease_reg,
+	.close = mrl_lease_dereg,
+	.watch = mrl_lease_observed,
+};
+
+/* Core providers that read registered memory by address at transfer time. */
+static const char *const mrl_lease_unpinned[] = {
+	"tcp", "udp", "shm", "sockets", "net",
+};
+
+bool mrl_lease_provider_pins(const char *prov_name)
+{
+	size_t len = strcspn(prov_name, ";");
+
+	switch (mrl_params.pinning) {
+	case MRL_PINNING_YES:
+		return true;
+	case MRL_PINNING_NO:
+		return false;
+	}
+	/* "verbs;ofi_rxm": the core provider comes first. */
+	for (size_t i = 0; i < sizeof(mrl_lease_unpinned) / sizeof(mrl_lease_unpinned[0]); i++)
+		if (strlen(mrl_lease_unpinned[i]) == len &&
+		    !strncmp(prov_name, mrl_lease_unpinned[i], len))
+			return false;
+	return true;
+}
+
+static void mrl_lease_monitor_init(void *arg)
+{
+	(void)arg;
+	mrl_cache_thread_attach();
+}
+
+static void mrl_lease_monitor_hold(void *arg)
+{
+	(void)arg;
+	mrl_cache_barrier_raise();
+}
+
+static void mrl_lease_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end)
+{
+	struct mrl_cache *cache = mrl_lease_cache();
+
+	(void)arg;
+	if (cache)
+		mrl_cache_invalidate_deferred(cache, start, end);
+}
+
+static void mrl_lease_monitor_release(void *arg)
+{
+	(void)arg;
+	mrl_cache_barrier_lower();
+}
+
+static const struct mrl_monitor_client mrl_lease_monitor_client = {
+	.thread_init = mrl_lease_monitor_init,
+	.hold = mrl_lease_monitor_hold,
+	.invalidate = mrl_lease_monitor_invalidate,
+	.release = mrl_lease_monitor_release,
+};
+
+/* The registrar of a domain: whether it pins, and whether the monitor runs
+ * (started here on first need). */
+static const struct mrl_registrar *mrl_lease_registrar_for(struct mrl_domain *domain)
+{
+	bool pins = mrl_lease_provider_pins(domain->prov_name);
+	bool want = mrl_params.monitor == MRL_MONITOR_UFFD ||
+		    (mrl_params.monitor == MRL_MONITOR_AUTO && pins);
+	bool running = want && !mrl_monitor_start(mrl_prov, &mrl_lease_monitor_client);
+
+	if (pins && !running)
+		FI_WARN_ONCE(mrl_prov, FI_LOG_DOMAIN,
+			     "%s pins registered pages and no memory monitor "
+			     "runs (FI_MRLEASE_MONITOR=%s): its cached "
+			     "registrations are kept only while in use\n",
+			     domain->prov_name,
+			     mrl_params.monitor == MRL_MONITOR_NONE ? "none" :
+								       "unavailable");
+	if (pins)
+		return running ? &mrl_lease_registrar_watched :
+				 &mrl_lease_registrar_unwatched;
+	return running ? &mrl_lease_registrar_observed : &mrl_lease_registrar;
+}
+
 /*
  * FI_MR_ENDPOINT domains: an MR is usable only once bound to an endpoint and
  * enabled, so one registration cannot be shared by every endpoint of the
@@ -194,6 +326,10 @@ static const struct {
 	MRL_STATS_ROW("live entries", entries),
 	MRL_STATS_ROW("live leases", leases),
 	MRL_STATS_ROW("registered bytes", registered_bytes),
+	MRL_STATS_ROW("monitor events", monitor_events),
+	MRL_STATS_ROW("monitor invalidations", monitor_invalidations),
+	MRL_STATS_ROW("not retained", not_retained),
+	MRL_STATS_ROW("deferred closes", deferred_closes),
 #undef MRL_STATS_ROW
 };
 
@@ -235,7 +371,7 @@ int mrl_lease_domain_open(struct mrl_domain *domain)
 	struct mrl_domain_config config = {
 		.registrar = (domain->mr_mode & FI_MR_ENDPOINT) ?
 				     &mrl_lease_registrar_refused :
-				     &mrl_lease_registrar,
+				     mrl_lease_registrar_for(domain),
 		.ctx = domain->inner,
 		.prov_key = mrl_lease_prov_key(domain->mr_mode),
 		.mr_key_size = domain->mr_key_size,
@@ -278,6 +414,7 @@ void mrl_lease_domain_close(struct mrl_domain *domain)
 
 	if (mrl_params.stats) {
 		mrl_cache_domain_stats(lease_domain->cache_domain, &stats);
+		stats.monitor_events = mrl_monitor_events();
 		snprintf(title, sizeof(title), "domain %p over %s (%s)",
 			 (void *)&domain->domain, domain->prov_name,
 			 domain->outermost ? "outermost" : "inner");

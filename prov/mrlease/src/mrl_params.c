@@ -24,6 +24,8 @@ struct mrl_params mrl_params = {
 	.stats = MRL_PARAMS_DEFAULT_STATS,
 	.hugepage_after = MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER,
 	.hook_inner = MRL_PARAMS_DEFAULT_HOOK_INNER,
+	.monitor = MRL_MONITOR_AUTO,
+	.pinning = MRL_PINNING_AUTO,
 };
 
 static const struct mrl_params mrl_params_defaults = {
@@ -33,44 +35,64 @@ static const struct mrl_params mrl_params_defaults = {
 	.stats = MRL_PARAMS_DEFAULT_STATS,
 	.hugepage_after = MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER,
 	.hook_inner = MRL_PARAMS_DEFAULT_HOOK_INNER,
+	.monitor = MRL_MONITOR_AUTO,
+	.pinning = MRL_PINNING_AUTO,
 };
+
+/* The spellings of the choice parameters, indexed by their enum. */
+static const char *const mrl_monitor_names[] = { "auto", "userfaultfd", "none", NULL };
+static const char *const mrl_pinning_names[] = { "auto", "yes", "no", NULL };
 
 /* One knob: its name after FI_MRLEASE_, its type, where it lives, its meaning. */
 struct mrl_param_desc {
 	const char *name;
-	enum fi_param_type type; /* FI_PARAM_SIZE_T or FI_PARAM_BOOL */
+	enum fi_param_type type; /* FI_PARAM_SIZE_T, FI_PARAM_BOOL, or
+				  * FI_PARAM_STRING for a choice */
 	size_t offset;
 	const char *help;
+	const char *const *choices; /* FI_PARAM_STRING: an int, their index */
 };
 
 static const struct mrl_param_desc mrl_param_descs[] = {
 	{ "MAX_COUNT", FI_PARAM_SIZE_T, offsetof(struct mrl_params, max_count),
 	  "Most cached registrations per domain; beyond it, entries no lease "
 	  "holds are evicted least recently used first. 0 means no cap. "
-	  "K/M/G/T suffixes accepted" },
+	  "K/M/G/T suffixes accepted", NULL },
 	{ "MAX_SIZE", FI_PARAM_SIZE_T, offsetof(struct mrl_params, max_size),
 	  "Most bytes covered by cached registrations per domain; beyond it, "
 	  "entries no lease holds are evicted. 0 means no cap. K/M/G/T "
-	  "suffixes accepted" },
+	  "suffixes accepted", NULL },
 	{ "MIN_SIZE", FI_PARAM_SIZE_T, offsetof(struct mrl_params, min_size),
 	  "Smallest operand with a NULL descriptor that the outermost mrlease "
 	  "instance resolves through the cache when the provider does not "
 	  "require FI_MR_LOCAL (with FI_MR_LOCAL every operand is resolved). "
-	  "K/M/G/T suffixes accepted" },
+	  "K/M/G/T suffixes accepted", NULL },
 	{ "STATS", FI_PARAM_BOOL, offsetof(struct mrl_params, stats),
 	  "Print a table of the lease cache's statistics to stderr when each "
-	  "domain closes" },
+	  "domain closes", NULL },
 	{ "HUGEPAGE_AFTER", FI_PARAM_SIZE_T, offsetof(struct mrl_params, hugepage_after),
 	  "Bytes of cache entries and index (all domains) kept on ordinary "
 	  "pages; beyond them the cache takes its memory in 2 MiB chunks "
 	  "advised for transparent huge pages, which saves a page walk per "
 	  "miss in caches of ~100k entries and more. 0 means never. K/M/G/T "
-	  "suffixes accepted" },
+	  "suffixes accepted", NULL },
 	{ "HOOK_INNER", FI_PARAM_BOOL, offsetof(struct mrl_params, hook_inner),
 	  "Keep the hook over the core domain a utility provider (ofi_rxm, "
 	  "ofi_rxd) opens when mrlease resolves nothing there (no FI_MR_LOCAL). "
 	  "Off by default: the utility provider gets the core provider's own "
-	  "objects and its operations cross one hook layer instead of two" },
+	  "objects and its operations cross one hook layer instead of two", NULL },
+	{ "MONITOR", FI_PARAM_STRING, offsetof(struct mrl_params, monitor),
+	  "Memory monitor that invalidates cached registrations whose pages "
+	  "leave the process (munmap, madvise, mremap, heap trim): auto (on "
+	  "for providers whose registrations pin pages), userfaultfd (always), "
+	  "none. Without one, a pinning provider's registrations are kept only "
+	  "while a transfer or MR handle uses them",
+	  mrl_monitor_names },
+	{ "PINNING", FI_PARAM_STRING, offsetof(struct mrl_params, pinning),
+	  "Whether the provider's registrations pin pages (a stale one would "
+	  "move wrong bytes): auto (decided from the core provider: tcp, udp, "
+	  "shm, sockets and net do not pin, every other does), yes, no",
+	  mrl_pinning_names },
 };
 
 #define MRL_PARAM_COUNT (sizeof(mrl_param_descs) / sizeof(mrl_param_descs[0]))
@@ -85,6 +107,24 @@ static bool *mrl_param_bool(struct mrl_params *params,
 			    const struct mrl_param_desc *desc)
 {
 	return (bool *)((char *)params + desc->offset);
+}
+
+static int *mrl_param_choice(struct mrl_params *params,
+			     const struct mrl_param_desc *desc)
+{
+	return (int *)((char *)params + desc->offset);
+}
+
+static int mrl_parse_choice(const char *str, const char *const *choices,
+			    int *value)
+{
+	for (int i = 0; choices[i]; i++) {
+		if (!strcasecmp(str, choices[i])) {
+			*value = i;
+			return 0;
+		}
+	}
+	return -FI_EINVAL;
 }
 
 /* "64G" rather than 68719476736 for large whole binary units; small
@@ -176,6 +216,9 @@ int mrl_params_define(const struct fi_provider *prov)
 		if (desc->type == FI_PARAM_BOOL)
 			snprintf(def, sizeof(def), "%d",
 				 *mrl_param_bool(&defaults, desc));
+		else if (desc->type == FI_PARAM_STRING)
+			snprintf(def, sizeof(def), "%s",
+				 desc->choices[*mrl_param_choice(&defaults, desc)]);
 		else
 			mrl_format_size(def, sizeof(def),
 					*mrl_param_size(&defaults, desc));
@@ -214,6 +257,9 @@ void mrl_params_load(const struct fi_provider *prov)
 
 		if (desc->type == FI_PARAM_BOOL)
 			ret = mrl_parse_bool(str, mrl_param_bool(&mrl_params, desc));
+		else if (desc->type == FI_PARAM_STRING)
+			ret = mrl_parse_choice(str, desc->choices,
+					       mrl_param_choice(&mrl_params, desc));
 		else
 			ret = mrl_parse_size(str, mrl_param_size(&mrl_params, desc));
 
@@ -221,7 +267,8 @@ void mrl_params_load(const struct fi_provider *prov)
 			FI_WARN(prov, FI_LOG_CORE,
 				"%s=\"%s\" is not a valid %s; using the default\n",
 				env_name, str,
-				desc->type == FI_PARAM_BOOL ? "boolean" : "size");
+				desc->type == FI_PARAM_BOOL ? "boolean" :
+				desc->type == FI_PARAM_STRING ? "choice" : "size");
 		else
 			FI_INFO(prov, FI_LOG_CORE, "%s=%s\n", env_name, str);
 	}

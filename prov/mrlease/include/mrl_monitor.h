@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The memory monitor: tells the lease cache, without the application's help,
+ * about every range whose pages leave the process or are replaced, before
+ * any later lookup can see it.
+ *
+ * What it reports. munmap (also glibc's free() of an mmapped chunk, heap
+ * trim, brk/sbrk shrinking the heap, a raw syscall), mremap moving or
+ * shrinking a mapping, madvise MADV_DONTNEED / MADV_FREE / MADV_REMOVE
+ * (allocator purges), mmap(MAP_FIXED) over a mapping: each as the range that
+ * went away, handed to the client's invalidate. Not reported: shmdt (the
+ * kernel sends no event), ranges it could not watch (below).
+ *
+ * Backend. One Linux userfaultfd with the non-cooperative events UNMAP,
+ * REMOVE and REMAP (not FORK: a child inherits no watch). Ranges are
+ * registered in write-protect mode with nothing write-protected, so no page
+ * fault is ever delivered to the monitor. Created with UFFD_USER_MODE_ONLY
+ * when the process lacks the privilege (vm.unprivileged_userfaultfd=0).
+ *
+ * Watching. mrl_monitor_watch(lo, hi) registers the 2 MiB-aligned blocks
+ * around [lo, hi) (adjacent registered blocks merge into one VMA, so the VMA
+ * count stays bounded by the blocks touched, not the entries), falling back
+ * to the exact range when a block holds memory userfaultfd refuses (a
+ * file-backed mapping). A range that cannot be watched (file-backed, another
+ * userfaultfd owns it: -EBUSY, not fully mapped) answers false: the caller
+ * must not keep it past its leases. Registrations are never removed: the
+ * kernel drops them with the mapping.
+ *
+ * The monitor thread, its rules (each is what keeps a thread blocked in
+ * munmap, which waits for the monitor to *read* its event, from deadlocking
+ * with it):
+ *  - it never unmaps memory, never closes a registration, never allocates
+ *    after start (its event buffer is on its stack, its signals blocked);
+ *  - before each read it raises the client's barrier (hold) and lowers it
+ *    (release) only after every range read was invalidated: once munmap has
+ *    returned in any thread, no lookup in any thread returns an entry of the
+ *    range (lookups wait for the barrier outside every lock);
+ *  - the client's invalidate must take no lock a thread may hold across
+ *    munmap, and must not close registrations (mrl_cache_invalidate_deferred).
+ *
+ * Life cycle. Started once per process on demand (mrl_monitor_start, thread
+ * safe); stopped at provider cleanup (mrl_monitor_stop: the thread closes the
+ * userfaultfd, which releases every watch and wakes any thread waiting on
+ * it). After fork the child has no monitor thread: it closes the inherited
+ * descriptor, forgets the parent's state, and starts its own when asked.
+ */
+#ifndef MRL_MONITOR_H
+#define MRL_MONITOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rdma/providers/fi_prov.h>
+
+/* What the monitor calls, from its own thread. */
+struct mrl_monitor_client {
+	void (*thread_init)(void *arg);	/* once, first, on the monitor thread:
+					 * set up what invalidate needs so it
+					 * never allocates later */
+	void (*hold)(void *arg);	/* before reading events */
+	void (*invalidate)(void *arg, uintptr_t start, uintptr_t end);
+	void (*release)(void *arg);	/* after invalidating what was read */
+	void *arg;
+};
+
+/* Start the monitor (idempotent). 0 when it runs; a -FI_E* code, with one
+ * FI_WARN saying why, when userfaultfd is unavailable (kernel, privilege,
+ * seccomp). A failed start is not retried. */
+int mrl_monitor_start(const struct fi_provider *prov,
+		      const struct mrl_monitor_client *client);
+
+/* Whether the monitor runs in this process. */
+bool mrl_monitor_running(void);
+
+/* Watch [lo, hi) (page-aligned) for unmapping; see "Watching". */
+bool mrl_monitor_watch(uintptr_t lo, uintptr_t hi);
+
+/* Events read since start (process-wide). */
+uint64_t mrl_monitor_events(void);
+
+/* Stop the thread and release every watch; for provider cleanup. */
+void mrl_monitor_stop(void);
+
+#endif /* MRL_MONITOR_H */
