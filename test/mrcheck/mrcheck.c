@@ -5,11 +5,14 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <search.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <rdma/fi_errno.h>
@@ -37,6 +40,15 @@ static char chk_last[512];
 static bool chk_abort;
 static bool chk_all_strict;
 static bool chk_off;
+/* MRCHECK_FRAMES: set once in fi_prov_ini; the fd stays open while frames
+ * are compared (pread keeps no shared offset, so threads share it). */
+static bool chk_frames_enabled;
+static int chk_pagemap_fd = -1;
+static uintptr_t chk_page_size = 4096;
+/* Stale-frame violations come once per post in a broken loop: the first
+ * ones are printed, all are counted. */
+#define CHK_STALE_PRINTED 16
+static uint64_t chk_stale_seen;
 
 void chk_add(uint64_t *a, uint64_t *b, uint64_t n)
 {
@@ -59,8 +71,10 @@ void chk_violation(struct chk_domain *dom, enum mrcheck_violation kind,
 		[MRCHECK_CLOSED_DESC] = "desc of a closed MR",
 		[MRCHECK_NOT_COVERED] = "iov outside its MR",
 		[MRCHECK_CLOSE_IN_FLIGHT] = "MR closed under an operation in flight",
+		[MRCHECK_STALE_FRAME] = "registration of pages no longer under the operand",
 	};
 	char msg[sizeof(chk_last)];
+	uint64_t seen = 0;
 	va_list args;
 	int n;
 
@@ -72,8 +86,15 @@ void chk_violation(struct chk_domain *dom, enum mrcheck_violation kind,
 	pthread_mutex_lock(&chk_global_lock);
 	memcpy(chk_last, msg, sizeof(chk_last));
 	pthread_mutex_unlock(&chk_global_lock);
-	fprintf(stderr, "%s\n", msg);
-	FI_WARN(&mrcheck_prov, FI_LOG_DOMAIN, "%s\n", msg);
+	if (kind == MRCHECK_STALE_FRAME)
+		seen = __atomic_fetch_add(&chk_stale_seen, 1, __ATOMIC_RELAXED);
+	if (seen < CHK_STALE_PRINTED) {
+		fprintf(stderr, "%s\n", msg);
+		FI_WARN(&mrcheck_prov, FI_LOG_DOMAIN, "%s\n", msg);
+	} else if (seen == CHK_STALE_PRINTED) {
+		fprintf(stderr, "mrcheck: further stale-frame violations are "
+			"counted, not printed\n");
+	}
 	if (chk_abort)
 		abort();
 }
@@ -93,6 +114,10 @@ static void chk_fill_stats(const struct chk_counts *c, struct mrcheck_stats *st)
 	st->ops_in_flight = st->ops_tracked - st->ops_completed;
 	st->acknowledged = chk_load(&chk_acknowledged);
 	st->strict_domains = chk_load(&chk_strict_domains);
+	st->frames_enabled = chk_frames_enabled;
+	st->frames_supported = chk_frames_on();
+	st->frames_recorded = chk_load(&c->frames_recorded);
+	st->frames_checked = chk_load(&c->frames_checked);
 }
 
 static uint64_t chk_unacknowledged(void)
@@ -153,6 +178,182 @@ static struct mrcheck_ops chk_global_api = {
 	.last_violation = chk_last_violation,
 };
 
+/* ---- frames (MRCHECK_FRAMES=1) ------------------------------------- */
+
+#define CHK_PM_PRESENT (1ULL << 63)
+#define CHK_PM_PFN ((1ULL << 55) - 1)
+
+bool chk_frames_on(void)
+{
+	return chk_pagemap_fd >= 0;
+}
+
+static uintptr_t chk_page_down(const void *addr)
+{
+	return (uintptr_t)addr & ~(chk_page_size - 1);
+}
+
+size_t chk_pages_of(const void *addr, size_t len)
+{
+	if (!len)
+		return 0;
+	return ((uintptr_t)addr + len - 1 - chk_page_down(addr)) / chk_page_size + 1;
+}
+
+/* Frame numbers of n pages from page address first (0: not present). */
+static void chk_pagemap_read(int fd, uintptr_t first, size_t n, uint64_t *frames)
+{
+	off_t at = (off_t)(first / chk_page_size * sizeof(uint64_t));
+	size_t want = n * sizeof(uint64_t), got = 0;
+
+	while (got < want) {
+		ssize_t r = pread(fd, (char *)frames + got, want - got,
+				  at + (off_t)got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	memset((char *)frames + got, 0, want - got);
+	for (size_t i = 0; i < n; i++)
+		frames[i] = (frames[i] & CHK_PM_PRESENT) ? frames[i] & CHK_PM_PFN : 0;
+}
+
+void chk_frames_read(const void *addr, size_t len, uint64_t *frames)
+{
+	chk_pagemap_read(chk_pagemap_fd, chk_page_down(addr),
+			 chk_pages_of(addr, len), frames);
+}
+
+/*
+ * Give the pages frames of their own without changing a byte, as a
+ * pinning registration does: a page never written would otherwise show the
+ * shared zero page and move at its first write. Read-only memory can only
+ * be populated for reading; a page that cannot be populated at all (not
+ * mapped) stays unknown.
+ */
+static void chk_populate(uintptr_t first, size_t n)
+{
+	if (!madvise((void *)first, n * chk_page_size, MADV_POPULATE_WRITE) ||
+	    !madvise((void *)first, n * chk_page_size, MADV_POPULATE_READ))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		void *page = (void *)(first + i * chk_page_size);
+
+		if (madvise(page, chk_page_size, MADV_POPULATE_WRITE))
+			(void)madvise(page, chk_page_size, MADV_POPULATE_READ);
+	}
+}
+
+/* The frames of every page the iovs span, in turn (NULL when frames are
+ * off, nothing is spanned or memory is short: then nothing is compared). */
+static uint64_t *chk_frames_record(struct chk_domain *dom,
+				   const struct iovec *iov, size_t count)
+{
+	uint64_t *frames, *at;
+	size_t total = 0;
+
+	if (!chk_frames_on())
+		return NULL;
+	for (size_t i = 0; i < count; i++)
+		total += chk_pages_of(iov[i].iov_base, iov[i].iov_len);
+	if (!total || !(frames = malloc(total * sizeof(*frames))))
+		return NULL;
+	at = frames;
+	for (size_t i = 0; i < count; i++) {
+		size_t n = chk_pages_of(iov[i].iov_base, iov[i].iov_len);
+
+		if (!n)
+			continue;
+		chk_populate(chk_page_down(iov[i].iov_base), n);
+		chk_frames_read(iov[i].iov_base, iov[i].iov_len, at);
+		at += n;
+	}
+	chk_count(dom, frames_recorded, total);
+	return frames;
+}
+
+/* The recorded frame of the page holding addr, in the first of mr's iovs
+ * covering [addr, +len) (NULL if none does). */
+static const uint64_t *chk_frames_at(const struct chk_mr *mr, const void *addr,
+				     size_t len)
+{
+	const uint64_t *frames = mr->frames;
+	uintptr_t a = (uintptr_t)addr;
+
+	for (size_t i = 0; i < mr->iov_count; i++) {
+		uintptr_t b = (uintptr_t)mr->iov[i].iov_base;
+		size_t l = mr->iov[i].iov_len;
+
+		if (a >= b && a - b <= l && len <= l - (a - b))
+			return frames + (chk_page_down(addr) -
+					 chk_page_down(mr->iov[i].iov_base)) /
+					chk_page_size;
+		frames += chk_pages_of(mr->iov[i].iov_base, l);
+	}
+	return NULL;
+}
+
+bool chk_frames_compare(struct chk_domain *dom, const struct chk_mr *mr,
+			const char *what, size_t i, const void *addr, size_t len,
+			const uint64_t *now)
+{
+	size_t n = chk_pages_of(addr, len), compared = 0;
+	const uint64_t *then;
+
+	if (!mr->frames || !(then = chk_frames_at(mr, addr, len)))
+		return false;
+	for (size_t p = 0; p < n; p++) {
+		if (!then[p])
+			continue;
+		compared++;
+		if (now[p] == then[p])
+			continue;
+		chk_count(dom, frames_checked, compared);
+		chk_violation(dom, MRCHECK_STALE_FRAME,
+			      "%s: operand %zu [%p, +%zu) page %zu is on frame "
+			      "%#llx (0: not present), its registration [%p, +%zu) "
+			      "on frame %#llx", what, i, addr, len, p,
+			      (unsigned long long)now[p], mr->iov[0].iov_base,
+			      mr->iov[0].iov_len, (unsigned long long)then[p]);
+		return true;
+	}
+	chk_count(dom, frames_checked, compared);
+	return false;
+}
+
+/* MRCHECK_FRAMES=1: frames are compared only if pagemap gives frame
+ * numbers (0 without CAP_SYS_ADMIN); say why not otherwise. */
+static void chk_frames_init(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	volatile char probe = 1; /* on a page in use: present */
+	uint64_t frame = 0;
+	int fd;
+
+	if (ps > 0)
+		chk_page_size = (uintptr_t)ps;
+	chk_frames_enabled = true;
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "mrcheck: MRCHECK_FRAMES=1 but /proc/self/pagemap: "
+			"%s; frames not compared\n", strerror(errno));
+		return;
+	}
+	chk_pagemap_read(fd, chk_page_down((const void *)&probe), 1, &frame);
+	(void)probe;
+	if (!frame) {
+		fprintf(stderr, "mrcheck: MRCHECK_FRAMES=1 but /proc/self/pagemap "
+			"gives no frame numbers (needs CAP_SYS_ADMIN); frames "
+			"not compared\n");
+		close(fd);
+		return;
+	}
+	chk_pagemap_fd = fd;
+}
+
 /* ---- MRs ----------------------------------------------------------- */
 
 static int chk_ptr_cmp(const void *a, const void *b)
@@ -167,7 +368,7 @@ static int chk_mr_release(struct mrl_mr *hook)
 {
 	struct chk_mr *rec = hook->ext;
 	struct chk_domain *dom = rec->dom;
-	uint64_t in_flight;
+	uint64_t in_flight, *frames = NULL;
 	int ret;
 
 	pthread_mutex_lock(&dom->lock);
@@ -184,19 +385,25 @@ static int chk_mr_release(struct mrl_mr *hook)
 
 	ret = fi_close(&hook->inner->fid);
 	pthread_mutex_lock(&dom->lock);
-	if (ret)
+	if (ret) {
 		rec->closed = false;
-	else
+	} else {
 		rec->hook = NULL;
+		frames = rec->frames;
+		rec->frames = NULL;
+	}
 	pthread_mutex_unlock(&dom->lock);
+	free(frames);
 	if (!ret)
 		chk_add(&chk_global.mr_closed, &dom->counts.mr_closed, 1);
 	return ret;
 }
 
-/* Make the new hook MR hand out its record as desc. */
+/* Make the new hook MR hand out its record as desc. host: the iovs are
+ * host memory (their frames can be recorded). */
 static int chk_mr_track(struct chk_domain *dom, struct fid_mr *mr,
-			const struct iovec *iov, size_t count, uint64_t access)
+			const struct iovec *iov, size_t count, uint64_t access,
+			bool host)
 {
 	struct mrl_mr *hook = mrl_mr_of(mr);
 	struct chk_mr *rec;
@@ -211,10 +418,14 @@ static int chk_mr_track(struct chk_domain *dom, struct fid_mr *mr,
 	rec->iov_count = count;
 	if (count)
 		memcpy(rec->iov, iov, count * sizeof(*iov));
+	/* Read before the record is published: no lock across pagemap. */
+	if (host)
+		rec->frames = chk_frames_record(dom, iov, count);
 
 	pthread_mutex_lock(&dom->lock);
 	if (!tsearch(rec, &dom->mrs, chk_ptr_cmp)) {
 		pthread_mutex_unlock(&dom->lock);
+		free(rec->frames);
 		free(rec);
 		return -FI_ENOMEM;
 	}
@@ -230,11 +441,12 @@ static int chk_mr_track(struct chk_domain *dom, struct fid_mr *mr,
 }
 
 static int chk_mr_done(struct chk_domain *dom, int ret, struct fid_mr **mr,
-		       const struct iovec *iov, size_t count, uint64_t access)
+		       const struct iovec *iov, size_t count, uint64_t access,
+		       bool host)
 {
 	if (ret)
 		return ret;
-	ret = chk_mr_track(dom, *mr, iov, count, access);
+	ret = chk_mr_track(dom, *mr, iov, count, access, host);
 	if (ret) {
 		fi_close(&(*mr)->fid);
 		*mr = NULL;
@@ -256,7 +468,7 @@ static int chk_mr_reg(struct fid *fid, const void *buf, size_t len,
 
 	ret = mrl_domain_mr_ops.reg(fid, buf, len, access, offset,
 				    requested_key, flags, mr, context);
-	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, &iov, 1, access);
+	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, &iov, 1, access, true);
 }
 
 static int chk_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
@@ -267,7 +479,7 @@ static int chk_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 
 	ret = mrl_domain_mr_ops.regv(fid, iov, count, access, offset,
 				     requested_key, flags, mr, context);
-	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, iov, count, access);
+	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, iov, count, access, true);
 }
 
 static int chk_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
@@ -277,7 +489,8 @@ static int chk_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 
 	ret = mrl_domain_mr_ops.regattr(fid, attr, flags, mr);
 	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, attr->mr_iov,
-			   attr->iov_count, attr->access);
+			   attr->iov_count, attr->access,
+			   attr->iface == FI_HMEM_SYSTEM);
 }
 
 /* ---- domains ------------------------------------------------------- */
@@ -354,6 +567,7 @@ static void chk_domain_close(struct mrl_domain *hook)
 	tdestroy(dom->mrs, chk_no_free);
 	for (rec = dom->all_mrs; rec; rec = next) {
 		next = rec->next;
+		free(rec->frames);
 		free(rec);
 	}
 	pthread_mutex_destroy(&dom->lock);
@@ -427,6 +641,9 @@ __attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
 		 * effects from mrcheck's. */
 		env = getenv("MRCHECK_OFF");
 		chk_off = env && *env == '1';
+		env = getenv("MRCHECK_FRAMES");
+		if (env && *env == '1')
+			chk_frames_init();
 		atexit(chk_at_exit);
 	}
 	return &mrcheck_prov;

@@ -47,6 +47,29 @@
  * FI_MULTI_RECV buffer read through a CONTEXT-format CQ stays in flight
  * until its endpoint closes (no flags to see the release).
  *
+ * Stale registrations (MRCHECK_FRAMES=1): a provider whose registrations
+ * pin pages (verbs, efa...) keeps transferring to and from the physical
+ * frames it pinned, whatever the address maps to later. mrcheck emulates
+ * that, so a registration that outlived its memory shows even on tcp: at
+ * each registration on a strict domain it populates every registered page
+ * without changing its content (MADV_POPULATE_WRITE, or MADV_POPULATE_READ
+ * for read-only memory) and records the page's frame number from
+ * /proc/self/pagemap; at each post, for each local operand with a desc, it
+ * reads the frames now under the operand's pages and compares them with
+ * those the desc's registration recorded at the same offset. A page now
+ * absent or on another frame is MRCHECK_STALE_FRAME (one per operand). The
+ * post still goes ahead: a pinning provider would move the old pages'
+ * bytes without an error, and providers that read memory by address move
+ * the right ones, so only the checker can see it. The frames are read
+ * before the domain's lock is taken. Frame numbers read as 0 without
+ * CAP_SYS_ADMIN: then frames_supported is 0 and nothing is compared (tests
+ * skip, naming the reason). Limits: mrcheck pins nothing, so a page the
+ * kernel moves on its own (compaction, NUMA balancing, khugepaged in a
+ * MADV_HUGEPAGE range, copy on write in the parent after fork()) is
+ * reported where verbs would have kept the old page; a page that could not
+ * be populated at registration (not mapped) is not compared; only the
+ * first stale-frame violations are printed (all are counted).
+ *
  * Reporting: every violation is counted (per domain and process-wide) and
  * printed to stderr with its reason. fi_close() of a fabric returns
  * -FI_EOTHER while unacknowledged violations exist, so a test that closes
@@ -69,6 +92,8 @@ enum mrcheck_violation {
 	MRCHECK_CLOSED_DESC,     /* the desc of an MR already closed */
 	MRCHECK_NOT_COVERED,     /* the iov is not inside the desc's MR */
 	MRCHECK_CLOSE_IN_FLIGHT, /* an MR closed while an op that used it is in flight */
+	MRCHECK_STALE_FRAME,     /* an operand's page is not the frame its desc's
+				  * registration recorded (MRCHECK_FRAMES=1) */
 	MRCHECK_VIOLATION_KINDS
 };
 
@@ -81,6 +106,11 @@ struct mrcheck_stats {
 	uint64_t ops_tracked, ops_completed;       /* ops tracked / retired */
 	uint64_t ops_in_flight;                    /* tracked and not yet retired */
 	uint64_t strict_domains;                   /* domains checked (process-wide) */
+	/* MRCHECK_FRAMES=1 (process-wide flags; counts as above) */
+	uint64_t frames_enabled;                   /* MRCHECK_FRAMES=1 is set */
+	uint64_t frames_supported;                 /* and frame numbers are readable */
+	uint64_t frames_recorded;                  /* pages recorded at registration */
+	uint64_t frames_checked;                   /* operand pages compared at posts */
 };
 
 /*

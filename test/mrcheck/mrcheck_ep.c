@@ -170,6 +170,29 @@ static struct chk_mr *chk_resolve(struct chk_post *p, size_t i, bool need_desc,
 	return mr;
 }
 
+/* MRCHECK_FRAMES: the frames now under each operand that has a desc, read
+ * before dom->lock is taken; operand i's start at now + at[i]. NULL when
+ * frames are off or no operand needs them. */
+static uint64_t *chk_frames_now(const struct chk_post *p, size_t *at)
+{
+	uint64_t *now;
+	size_t total = 0;
+
+	if (!chk_frames_on())
+		return NULL;
+	for (size_t i = 0; i < p->n; i++) {
+		at[i] = total;
+		if (p->desc[i])
+			total += chk_pages_of(p->addr[i], p->len[i]);
+	}
+	if (!total || !(now = malloc(total * sizeof(*now))))
+		return NULL;
+	for (size_t i = 0; i < p->n; i++)
+		if (p->desc[i] && p->len[i])
+			chk_frames_read(p->addr[i], p->len[i], now + at[i]);
+	return now;
+}
+
 /*
  * Check and translate p's operands; when tracked, create the op record that
  * is posted as context. need_desc is false for FI_INJECT (the provider
@@ -181,7 +204,8 @@ static int chk_begin(struct chk_post *p, bool need_desc, bool tracked,
 {
 	struct chk_domain *dom = p->ep->dom;
 	struct chk_mr *used[CHK_MAX_OPERANDS];
-	size_t nused = 0;
+	size_t nused = 0, now_at[CHK_MAX_OPERANDS];
+	uint64_t *now = NULL;
 	bool bad = false;
 	struct chk_op *op = NULL;
 
@@ -198,6 +222,8 @@ static int chk_begin(struct chk_post *p, bool need_desc, bool tracked,
 		if (!op)
 			return -FI_ENOMEM;
 	}
+	if (need_desc)
+		now = chk_frames_now(p, now_at);
 
 	pthread_mutex_lock(&dom->lock);
 	for (size_t i = 0; i < p->n; i++) {
@@ -207,7 +233,12 @@ static int chk_begin(struct chk_post *p, bool need_desc, bool tracked,
 		mr = chk_resolve(p, i, need_desc, &bad);
 		if (mr && need_desc)
 			used[nused++] = mr;
+		/* Stale pages are reported; the post goes ahead. */
+		if (mr && now && p->len[i])
+			chk_frames_compare(dom, mr, p->what, i, p->addr[i],
+					   p->len[i], now + now_at[i]);
 	}
+	free(now);
 	if (!bad && op) {
 		if (!tsearch(op, &dom->ops, chk_ptr_cmp)) {
 			pthread_mutex_unlock(&dom->lock);

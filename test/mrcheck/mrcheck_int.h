@@ -14,6 +14,10 @@
  * on each MR its local operands used until the completion is read through
  * mrcheck's CQ or the endpoint closes.
  *
+ * With MRCHECK_FRAMES=1 a record also holds the frame of every page its
+ * iovs span, read before the record is published and never changed after;
+ * freed when the MR closes (a closed record's desc is refused anyway).
+ *
  * Lock: chk_domain.lock protects the two pointer sets, every record of the
  * domain and the endpoint op lists. It is never held across a call into
  * the provider (a provider may complete an operation inline and re-enter
@@ -40,6 +44,8 @@ struct chk_mr {
 	uint64_t access;
 	bool closed;
 	uint64_t in_flight;         /* tracked ops whose operands use it */
+	uint64_t *frames;           /* MRCHECK_FRAMES: each iov's pages in turn,
+				     * 0 where unknown; NULL when not recorded */
 	struct chk_mr *next;        /* all records of the domain */
 	size_t iov_count;
 	struct iovec iov[];
@@ -59,6 +65,7 @@ struct chk_op {
 struct chk_counts {
 	uint64_t by_kind[MRCHECK_VIOLATION_KINDS];
 	uint64_t mr_opened, mr_closed, posts_checked, ops_tracked, ops_completed;
+	uint64_t frames_recorded, frames_checked;
 };
 
 struct chk_domain {
@@ -93,6 +100,21 @@ static inline struct chk_domain *chk_domain_of(struct mrl_domain *d)
 {
 	return d->ext;
 }
+
+/* mrcheck.c, frames (MRCHECK_FRAMES=1; see mrcheck.h) */
+/* Whether registrations record frames and posts compare them. */
+bool chk_frames_on(void);
+/* Pages spanned by [addr, addr + len) (0 when len is 0). */
+size_t chk_pages_of(const void *addr, size_t len);
+/* The frames now under those pages (0 where not present); no lock held. */
+void chk_frames_read(const void *addr, size_t len, uint64_t *frames);
+/* Compare the frames read under operand i of a post ([addr, +len), which
+ * mr covers) with those mr recorded, count the pages compared and record
+ * a MRCHECK_STALE_FRAME violation at the first mismatch (dom->lock held).
+ * Returns whether the operand is stale. */
+bool chk_frames_compare(struct chk_domain *dom, const struct chk_mr *mr,
+			const char *what, size_t i, const void *addr, size_t len,
+			const uint64_t *now);
 
 /* mrcheck_ep.c */
 int chk_ep_open(struct mrl_ep *ep);
