@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# Runs test/test_monitor_unmap once per retention setting (mrlease reads
+# FI_MRLEASE_PINNING and FI_MRLEASE_MONITOR once per process) with the
+# verdict the setting must give, and prints one TAP line per run:
+#   stale: entries retained past their last lease with nothing watching
+#          memory; mrcheck's frame checker must see the stale registrations
+#          (otherwise the other runs' zero proves nothing);
+#   clean: no post may use a registration whose pages were unmapped.
+set -u
+# shellcheck source=test/ext_tap.sh
+. "$(dirname "$0")/ext_tap.sh"
+prog="$builddir/test/test_monitor_unmap"
+
+# run EXPECT PINNING MONITOR
+run() {
+	local out rc line name
+	out=$(FI_MRLEASE_PINNING=$2 FI_MRLEASE_MONITOR=$3 "$prog" "$1" 2>&1)
+	rc=$?
+	line=$(grep -E '^(not )?ok ' <<<"$out" | head -n 1)
+	name=$(sed -E 's/^(not )?ok [0-9]+ - //; s/ # SKIP .*//' <<<"$line")
+	name=${name:-"test_monitor_unmap $1 (PINNING=$2 MONITOR=$3)"}
+	grep -E '^# (FI_MRLEASE_|mrcheck:|mrlease:)' <<<"$out"
+	case "$line" in
+	"ok "*"# SKIP "*) skip "$name" "${line##*# SKIP }" ;;
+	"ok "*) check "$name" "$rc" "exited with status $rc" "$(tail -n 30 <<<"$out")" ;;
+	*) not_ok "$name" "exited with status $rc" "$(tail -n 40 <<<"$out")" ;;
+	esac
+}
+
+run stale no none
+run clean yes auto
+run clean yes none
+run clean no userfaultfd
+finish
