@@ -31,3 +31,21 @@ bench/xfer_ir: $(top_srcdir)/bench/xfer_ir.sh
 	cp $(top_srcdir)/bench/xfer_ir.sh $@ && chmod +x $@
 bench: bench/xfer_ir
 BENCHES += bench/xfer_ir
+
+# What the memory monitor costs: munmap with and without it, the unmap loop
+# against registering per operation, the reuse loop, and the hit path's
+# instructions under callgrind (issue 12). Run: make bench, or
+# bench/monitor_bench. The preload library lets valgrind, which lacks the
+# userfaultfd system call, run the monitor (its callgrind part only).
+noinst_PROGRAMS += bench/monitor_bench
+bench_monitor_bench_SOURCES = bench/monitor_bench.c test/xfer_util.c test/xfer_util.h
+bench_monitor_bench_CPPFLAGS = $(AM_CPPFLAGS) -DMONITOR_BENCH_SRCDIR='"$(abs_top_srcdir)"'
+bench_monitor_bench_LDADD = -ldl $(FABRIC_LIBS)
+EXTRA_bench_monitor_bench_DEPENDENCIES = bench/libmonitor_bench_uffd.la
+noinst_LTLIBRARIES += bench/libmonitor_bench_uffd.la
+bench_libmonitor_bench_uffd_la_SOURCES = bench/monitor_bench_uffd.c
+# Loaded into valgrind's client only: no sanitizer runtime.
+bench_libmonitor_bench_uffd_la_CFLAGS = -std=gnu11 -Wall -Wextra $(WERROR_CFLAGS)
+bench_libmonitor_bench_uffd_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir)/bench
+bench_libmonitor_bench_uffd_la_LIBADD = -ldl
+BENCHES += bench/monitor_bench

@@ -40,6 +40,10 @@
 #   mode 2) with their two completions per op instead of fi_write
 #   (xfer_bench --op send); the RESULT line then says op=send.
 #
+# XFER_IR_LEASE_ENV: space-separated NAME=value settings added to mode 2's
+#   environment only (bench/monitor_bench compares hook_ir_per_op with
+#   FI_MRLEASE_MONITOR=userfaultfd against FI_MRLEASE_MONITOR=none this way).
+#
 # Needs valgrind; prints "RESULT skipped=1" without it. Takes about two
 # minutes (six callgrind runs per repetition).
 set -u
@@ -117,12 +121,13 @@ self_cost() {
 # run MODE N [REP]: callgrind output in $tmp/cg.MODE.N[.REP], child report
 # in .out
 run() {
-	local mode=$1 n=$2 rep=${3:+.$3} hook=
+	local mode=$1 n=$2 rep=${3:+.$3} hook= extra=
 	case $mode in
-	2) hook=mrlease ;;
+	2) hook=mrlease extra=${XFER_IR_LEASE_ENV:-} ;;
 	4) hook=noop ;;
 	esac
-	if ! env ${hook:+FI_HOOK=$hook} \
+	# $extra unquoted: one word per setting.
+	if ! env ${hook:+FI_HOOK=$hook} $extra \
 		valgrind --tool=callgrind --quiet \
 		--callgrind-out-file="$tmp/cg.$mode.$n$rep" "$bench" --child "$mode" \
 		--sizes 16384 --iters "$n" --window 1 --op "$op" \
