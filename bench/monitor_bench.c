@@ -6,10 +6,10 @@
  * Everything goes through libfabric: FI_HOOK=mrlease over loopback
  * tcp;ofi_rxm (MONITOR_BENCH_PROV), FI_MRLEASE_MIN_SIZE=0 so every operand
  * is leased, fi_write with desc NULL into a target buffer the application
- * registered. The monitor is the provider's own (started by the domain,
- * invalidating through the cache's deferred path), so what is measured is
- * what an application pays. Three configurations, each in processes of its
- * own (the parameters are read once per process):
+ * registered, each write waited for. The monitor is the provider's own
+ * (started by the domain, invalidating through the cache's deferred path),
+ * so what is measured is what an application pays. Three configurations,
+ * each in processes of its own (the parameters are read once per process):
  *
  *   mon    FI_MRLEASE_PINNING=yes FI_MRLEASE_MONITOR=userfaultfd: the
  *          provider treated as pinning, entries kept while watched
@@ -17,71 +17,77 @@
  *          every operand registered and closed at its completion
  *          ("registering per operation", the only safe alternative)
  *   off    FI_MRLEASE_PINNING=no FI_MRLEASE_MONITOR=none: entries kept,
- *          nothing watched (the cache as it was before the monitor)
+ *          nothing watched (the cache without a monitor)
  *
- * Tests, each a pair of configurations:
+ * Tests, each comparing two configurations:
  *
  *   munmap   mon vs off. Per iteration a 2 MiB block is mapped at a fixed
- *            2 MiB-aligned address, its first page written with desc NULL
- *            (in mon its entry is cached and the block watched), then three
- *            timed munmap calls of one touched page each:
+ *            2 MiB-aligned address, its first page written (in mon its
+ *            entry is cached and the block watched), then munmap of one
+ *            touched page, timed, of the kinds
+ *              out     a page of another 2 MiB block, never watched: no
+ *                      event (every iteration, first)
  *              in      a page in the middle of that block, overlapping no
  *                      entry: the kernel queues an event and the caller
  *                      waits until the monitor thread has read it
  *              cached  the first page, overlapping the cached entry: the
  *                      same, and the monitor retires the entry
- *              out     a page of another 2 MiB block, never watched: no
- *                      event
- *            The rest of the block is unmapped untimed. Figure: the median
- *            ns of each kind in a process; mon/off ratio and mon - off ns.
- *   unmap    mon vs perop, per size. Per iteration: mmap the region at a
- *            fixed address, fill it, fi_write it, wait for the completion,
- *            munmap it (the loop of fabtests' fi_unmap_mem). Figure: the
- *            rate; target mon/perop >= 0.9.
+ *            in and cached in alternate iterations, each the first watched
+ *            munmap since the write (see munmap_once); the rest of the
+ *            block is unmapped untimed. Figure: a slice's median ns per
+ *            kind; mon/off ratio and mon - off ns.
+ *   unmap    mon vs perop, per size: per iteration mmap the region at a
+ *            fixed address, fill it, fi_write it, wait, munmap it (the loop
+ *            of fabtests' fi_unmap_mem). Figure: the rate (target mon/perop
+ *            >= 0.9), and unmap_added_us, what mon adds per iteration. Over
+ *            tcp a registration costs little, so the ratio is a floor: on a
+ *            provider whose registration plus close costs more than
+ *            unmap_added_us, mon is the faster of the two.
  *   reuse    mon vs off, per size: fi_write of the same four buffers in
- *            turn, each waited for, nothing unmapped (every write a hit).
- *            Figure: the rate; target mon/off >= 0.99.
+ *            turn, nothing unmapped, every write a hit. Figure: the rate;
+ *            target mon/off >= 0.99.
  *
- * Method. The machine is small and noisy, and its speed drifts over
- * seconds. Per round, every test runs its two configurations in fresh
- * processes one right after the other, the order alternating from round to
- * round; a round's figure is the paired ratio (or difference), and the
- * result is the median over MONITOR_BENCH_ROUNDS rounds with its quartiles
- * (the measurement's resolution). Fresh processes also spread each process's
- * own bias (layout, CPU placement) over the rounds. The raw medians over
- * rounds are printed too. Children run pinned to one CPU like xfer_bench's
- * (MONITOR_BENCH_CPU), so the monitor thread shares the unmapping thread's
- * CPU, as in an MPI rank bound to a core; MONITOR_BENCH_CPU=-1 leaves them
- * unpinned (the monitor then wakes on the other CPU).
+ * Method (xfer_bench's). The machine's speed drifts over seconds and other
+ * work lands on its two CPUs. One server child per configuration stays up
+ * for a generation, pinned with the others to one CPU (MONITOR_BENCH_CPU,
+ * default the highest allowed; -1 unpinned), and runs a timed slice per
+ * command; the idle ones wait in read(). A round runs, for every test, the
+ * two configurations' slices back to back, the order alternating from round
+ * to round and test to test. A round's figure is the paired ratio (or
+ * difference) of its two slices; the result is the median over rounds, its
+ * quartiles the resolution. MONITOR_BENCH_GENERATIONS sets of fresh children
+ * share the rounds, since a process keeps a bias of its own that pairing
+ * cannot cancel. Pinned, the monitor thread shares the unmapping thread's
+ * CPU, as in an MPI rank bound to one core; unpinned, it wakes on the other.
  *
- * Each child checks, from the cache's statistics, that its configuration
- * did what it is meant to (mon: one monitor invalidation and one
- * registration per unmap iteration, events only where a watched range went
- * away; perop: every write a registration not retained; reuse: no
- * registration in the timed loop) and prints those counts per iteration;
- * the parent prints them and fails the run if they are wrong.
+ * Each slice also reports, from the cache's statistics, what its
+ * configuration did per iteration (registrations, monitor events,
+ * invalidations, registrations not retained, deferred closes); the parent
+ * prints the first of each and fails the run when one is not what the
+ * configuration must do (for example mon's unmap loop without one monitor
+ * invalidation per iteration).
  *
  * Callgrind part: the hit path's instructions with the monitor on and off,
- * by bench/xfer_ir.sh (mode 2 only, 16 KiB, window 1) run twice with
- * XFER_IR_LEASE_ENV = the mon and the off settings. valgrind has no
- * userfaultfd system call, so both runs preload bench/monitor_bench_uffd.c,
- * which opens the descriptor through /dev/userfaultfd instead; the mon run
- * is checked to have its monitor (with PINNING=yes and no monitor every
- * write would be a miss). ir_added = hook_ir_per_op(mon) - (off): exact
- * instruction counts, no noise. MONITOR_BENCH_CALLGRIND=0 skips it.
+ * by bench/xfer_ir.sh (leased mode only, 16 KiB, window 1) with
+ * XFER_IR_LEASE_ENV = mon's and off's settings, alternately,
+ * MONITOR_BENCH_IR_RUNS times each. valgrind has no userfaultfd system
+ * call, so every run preloads bench/monitor_bench_uffd.c, which opens the
+ * descriptor through /dev/userfaultfd; a mon run whose monitor did not start
+ * (the provider warns) voids the figure. A run's count per write moves with
+ * the posts retried on -FI_EAGAIN, which only add: each configuration's
+ * figure is its smallest. ir_added = ir_on - ir_off.
+ * MONITOR_BENCH_CALLGRIND=0 skips it.
  *
- * Environment: MONITOR_BENCH_ROUNDS (default 15), MONITOR_BENCH_SECS (timed
- * seconds per loop process, default 0.3), MONITOR_BENCH_MUNMAPS (iterations
- * per munmap process, default 2000), MONITOR_BENCH_CPU, MONITOR_BENCH_PROV,
- * MONITOR_BENCH_TIMEOUT (seconds per child, default 120; 600 for each
- * callgrind script run), MONITOR_BENCH_CALLGRIND. About five minutes by
- * default.
+ * Environment: MONITOR_BENCH_ROUNDS (default 40), MONITOR_BENCH_GENERATIONS
+ * (default 5), MONITOR_BENCH_SECS (seconds per loop slice, default 0.1),
+ * MONITOR_BENCH_MUNMAPS (iterations per munmap slice, default 300),
+ * MONITOR_BENCH_IR_RUNS (default 2), MONITOR_BENCH_CPU, MONITOR_BENCH_PROV,
+ * MONITOR_BENCH_TIMEOUT (seconds a child may take to answer, default 120),
+ * MONITOR_BENCH_CALLGRIND. About four minutes by default.
  *
- * Usage: monitor_bench                  the whole run
- *        monitor_bench --child MODE munmap ITERS
- *        monitor_bench --child MODE unmap|reuse SIZE SECS
- *            (one process of one configuration, MODE mon|perop|off; it
- *            sets its own FI_* environment, see child_env)
+ * A server by hand: printf 'unmap 4096 0.3\nquit\n' | monitor_bench --serve
+ * mon (commands "munmap N", "unmap SIZE SECS", "reuse SIZE SECS", "quit";
+ * it sets its own FI_* environment, see child_env).
  * Last line: RESULT key=value ...
  */
 #include "config.h"
@@ -118,11 +124,13 @@ static const char *const mode_monitor[NMODES] = { "userfaultfd", "none", "none" 
 
 /* The monitor's watch granularity (mrl_monitor.h, "Watching"). */
 #define BLOCK ((size_t)2 << 20)
-#define MAX_LOOP (1UL << 20)
+#define MAX_LOOP ((size_t)1 << 20)
 #define REUSE_BUFS 4
-#define MAX_ROUNDS 200
+#define MAX_ROUNDS 400
+/* Untimed iterations before a slice: the first misses of its buffers. */
+#define WARM_ITERS (2 * REUSE_BUFS)
 
-static const size_t loop_sizes[] = { 4096, 65536, 1 << 20 };
+static const size_t loop_sizes[] = { 4096, 65536, MAX_LOOP };
 #define NSIZES (sizeof(loop_sizes) / sizeof(loop_sizes[0]))
 
 static size_t page;
@@ -149,7 +157,68 @@ static long env_long(const char *name, long def)
 	return v && *v ? strtol(v, NULL, 10) : def;
 }
 
-/* ---- child: one configuration, one test ---------------------------- */
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The p-quantile (0..1) of v, linear between order statistics; sorts v. */
+static double quantile(double *v, int n, double p)
+{
+	double pos = p * (n - 1);
+	int lo = (int)pos;
+
+	if (n < 1)
+		return 0;
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	if (lo >= n - 1)
+		return v[n - 1];
+	return v[lo] + (v[lo + 1] - v[lo]) * (pos - lo);
+}
+
+static double median(double *v, int n)
+{
+	return quantile(v, n, 0.5);
+}
+
+/* The build directory: up two levels from this program (bench/.libs aside). */
+static void builddir_of_self(char *buf, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	exe[n > 0 ? n : 0] = '\0';
+	for (int up = 0; up < 2; up++) {
+		slash = strrchr(exe, '/');
+		if (slash)
+			*slash = '\0';
+		if (up == 0 && (slash = strrchr(exe, '/')) && !strcmp(slash, "/.libs"))
+			*slash = '\0';
+	}
+	snprintf(buf, len, "%s", exe);
+}
+
+/* ---- child: one configuration's server ---------------------------------- */
+
+/* The environment of a configuration, set by its child itself before
+ * libfabric's first call reads it. */
+static void child_env(int mode)
+{
+	char builddir[PATH_MAX], path[PATH_MAX + 32];
+
+	builddir_of_self(builddir, sizeof(builddir));
+	snprintf(path, sizeof(path), "%s/prov/mrlease/.libs", builddir);
+	setenv("FI_PROVIDER_PATH", path, 1);
+	setenv("FI_TCP_IFACE", getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
+	setenv("FI_HOOK", "mrlease", 1);
+	setenv("FI_MRLEASE_MIN_SIZE", "0", 1);
+	setenv("FI_MRLEASE_PINNING", mode_pinning[mode], 1);
+	setenv("FI_MRLEASE_MONITOR", mode_monitor[mode], 1);
+	unsetenv("FI_MRLEASE_STATS");
+}
 
 struct child {
 	struct xfer_pair pair;
@@ -249,7 +318,8 @@ static void query(struct child *c, struct fi_mrlease_stats *st)
 	c->pair.mrl->query_stats(NULL, st, sizeof(*st));
 }
 
-/* What one configuration did per iteration, from the cache's counters. */
+/* What the configuration did per timed iteration, from the cache's
+ * counters (the end of an answer line). */
 static void print_counts(const struct fi_mrlease_stats *a,
 			 const struct fi_mrlease_stats *b, long iters)
 {
@@ -286,8 +356,8 @@ static uintptr_t reserve(size_t len)
 	return a;
 }
 
-/* Map read-write at addr: over our own reservation (MAP_FIXED), or into a
- * hole we made (MAP_FIXED_NOREPLACE: fails if anything else took it). */
+/* Map at addr: over our own reservation (MAP_FIXED), or into a hole we
+ * made (MAP_FIXED_NOREPLACE: fails if anything else took it meanwhile). */
 static void *map_at(uintptr_t addr, size_t len, int prot, bool over_own)
 {
 	void *p = mmap((void *)addr, len, prot,
@@ -303,32 +373,6 @@ static void *map_at(uintptr_t addr, size_t len, int prot, bool over_own)
 	return p;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The p-quantile (0..1) of v, linear between order statistics; sorts v. */
-static double quantile(double *v, int n, double p)
-{
-	double pos = p * (n - 1);
-	int lo = (int)pos;
-
-	if (n < 1)
-		return 0;
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	if (lo >= n - 1)
-		return v[n - 1];
-	return v[lo] + (v[lo + 1] - v[lo]) * (pos - lo);
-}
-
-static double median(double *v, int n)
-{
-	return quantile(v, n, 0.5);
-}
-
 static double munmap_ns(void *p, size_t len)
 {
 	double t0 = now_s();
@@ -338,64 +382,76 @@ static double munmap_ns(void *p, size_t len)
 	return (now_s() - t0) * 1e9;
 }
 
-/* Iterations before the timed ones: connection set-up, first misses. */
-#define WARM_ITERS 20
-
 /*
- * The munmap test (see the header): prints
- * "munmap in NS cached NS out NS" and the counts per timed iteration.
+ * One munmap iteration (see the header) at block a and page b. The
+ * monitor's thread sleeps until an event comes, and waking it costs more
+ * than the next event right after (which finds it just gone back to wait):
+ * the first munmap after the write is the one an application pays, so
+ * `which` (0: in, 1: cached) is timed first and the other is not timed;
+ * out, which wakes nobody, is timed before both. Sets t[which] and t[2].
  */
+static int munmap_once(struct child *c, uintptr_t a, uintptr_t b, char v, int which,
+		       double t[3])
+{
+	char *blk = map_at(a, BLOCK, PROT_READ | PROT_WRITE, true);
+	char *out = map_at(b, page, PROT_READ | PROT_WRITE, true);
+	char *pages[2];
+
+	if (!blk || !out)
+		return -1;
+	/* No transparent huge page: unmapping one page of it would split
+	 * it, a cost of its own. */
+	madvise(blk, BLOCK, MADV_NOHUGEPAGE);
+	pages[0] = blk + BLOCK / 2;
+	pages[1] = blk;
+	blk[0] = blk[BLOCK / 2] = out[0] = v;
+	if (write_wait(c, blk, page))
+		return -1;
+	t[2] = munmap_ns(out, page);
+	t[which] = munmap_ns(pages[which], page);
+	if (t[2] < 0 || t[which] < 0 || munmap(pages[!which], page)) {
+		fprintf(stderr, "monitor_bench child: munmap: %s\n", strerror(errno));
+		return -1;
+	}
+	/* The rest, untimed (mon: one more event); then the holes are
+	 * reserved again. */
+	if (munmap(blk, BLOCK) || !map_at(a, BLOCK, PROT_NONE, false) ||
+	    !map_at(b, page, PROT_NONE, false))
+		return -1;
+	return 0;
+}
+
+/* "munmap N": answers "munmap in NS cached NS out NS" (medians; in and
+ * cached from alternate iterations) and the counts per timed iteration. */
 static int child_munmap(struct child *c, long iters)
 {
 	struct fi_mrlease_stats st0, st1;
-	uintptr_t a, b;
-	double *ns[3];
-	char *blk, *out;
-	int ret = 1;
+	uintptr_t a = reserve(2 * BLOCK);
+	double *ns[3] = { NULL }, t[3];
+	long got[3] = { 0 };
+	int ret = -1;
 
-	a = reserve(2 * BLOCK);
-	if (!a)
-		return 1;
-	b = a + BLOCK;	/* a block of its own: never watched */
+	if (!a || iters < 2)
+		return -1;
 	for (int k = 0; k < 3; k++)
-		ns[k] = calloc((size_t)iters, sizeof(double));
-	if (!ns[0] || !ns[1] || !ns[2])
-		goto out;
-	for (long i = -WARM_ITERS; i < iters; i++) {
-		if (i == 0)
-			query(c, &st0);
-		blk = map_at(a, BLOCK, PROT_READ | PROT_WRITE, true);
-		out = map_at(b, page, PROT_READ | PROT_WRITE, true);
-		if (!blk || !out)
+		if (!(ns[k] = calloc((size_t)iters, sizeof(double))))
 			goto out;
-		/* No transparent huge page: unmapping one page of it would
-		 * split it, a cost of its own. */
-		madvise(blk, BLOCK, MADV_NOHUGEPAGE);
-		blk[0] = blk[BLOCK / 2] = out[0] = (char)i;
-		if (write_wait(c, blk, page))
+	/* a + BLOCK: a block of its own, never watched. */
+	for (long i = 0; i < WARM_ITERS; i++)
+		if (munmap_once(c, a, a + BLOCK, (char)i, (int)(i & 1), t))
 			goto out;
-		double t_in = munmap_ns(blk + BLOCK / 2, page);
-		double t_cached = munmap_ns(blk, page);
-		double t_out = munmap_ns(out, page);
+	query(c, &st0);
+	for (long i = 0; i < iters; i++) {
+		int which = (int)(i & 1);
 
-		if (t_in < 0 || t_cached < 0 || t_out < 0) {
-			fprintf(stderr, "monitor_bench child: munmap: %s\n", strerror(errno));
+		if (munmap_once(c, a, a + BLOCK, (char)i, which, t))
 			goto out;
-		}
-		if (i >= 0) {
-			ns[0][i] = t_in;
-			ns[1][i] = t_cached;
-			ns[2][i] = t_out;
-		}
-		/* The rest, untimed (mon: one more event), then the holes are
-		 * reserved again. */
-		if (munmap(blk, BLOCK) || !map_at(a, BLOCK, PROT_NONE, false) ||
-		    !map_at(b, page, PROT_NONE, false))
-			goto out;
+		ns[which][got[which]++] = t[which];
+		ns[2][got[2]++] = t[2];
 	}
 	query(c, &st1);
-	printf("munmap in %.1f cached %.1f out %.1f", median(ns[0], (int)iters),
-	       median(ns[1], (int)iters), median(ns[2], (int)iters));
+	printf("munmap in %.1f cached %.1f out %.1f", median(ns[0], (int)got[0]),
+	       median(ns[1], (int)got[1]), median(ns[2], (int)got[2]));
 	print_counts(&st0, &st1, iters);
 	ret = 0;
 out:
@@ -422,52 +478,54 @@ static int unmap_once(struct child *c, uintptr_t addr, size_t size, unsigned cha
 	return 0;
 }
 
-/*
- * The unmap loop for secs seconds after WARM_ITERS untimed iterations:
- * prints "loop rate R" (iterations per second) and the counts.
- */
+/* "unmap SIZE SECS": answers "loop rate R" (iterations per second) and the
+ * counts. */
 static int child_unmap(struct child *c, size_t size, double secs)
 {
 	struct fi_mrlease_stats st0, st1;
 	uintptr_t addr = reserve(BLOCK);
 	double t0, t;
 	long n = 0;
+	int ret = -1;
 
 	if (!addr)
-		return 1;
-	/* A hole of our own: each iteration maps into it (NOREPLACE). */
+		return -1;
+	/* A hole of our own, which each iteration maps into. */
 	munmap((void *)addr, BLOCK);
 	for (long i = 0; i < WARM_ITERS; i++)
 		if (unmap_once(c, addr, size, (unsigned char)(i | 1)))
-			return 1;
+			return -1;
 	query(c, &st0);
 	t0 = now_s();
 	do {
 		if (unmap_once(c, addr, size, (unsigned char)(++n | 1)))
-			return 1;
+			return -1;
 	} while ((t = now_s() - t0) < secs);
 	query(c, &st1);
-	if (wait_landed(c, size, (unsigned char)(n | 1)))
-		return 1;
-	printf("loop rate %.1f", (double)n / t);
-	print_counts(&st0, &st1, n);
-	return 0;
+	if (!wait_landed(c, size, (unsigned char)(n | 1))) {
+		printf("loop rate %.1f", (double)n / t);
+		print_counts(&st0, &st1, n);
+		ret = 0;
+	}
+	return ret;
 }
 
-/* The reuse loop: the same REUSE_BUFS buffers written in turn. */
+/* "reuse SIZE SECS": the same REUSE_BUFS buffers written in turn. */
 static int child_reuse(struct child *c, size_t size, double secs)
 {
 	struct fi_mrlease_stats st0, st1;
-	char *buf[REUSE_BUFS];
+	char *buf[REUSE_BUFS] = { NULL };
 	double t0, t;
 	long n = 0;
-	int ret = 1;
+	int ret = -1;
 
 	for (int i = 0; i < REUSE_BUFS; i++) {
 		buf[i] = mmap(NULL, size, PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (buf[i] == MAP_FAILED)
-			return 1;
+		if (buf[i] == MAP_FAILED) {
+			buf[i] = NULL;
+			goto out;
+		}
 		memset(buf[i], 0x40 + i, size);
 	}
 	for (long i = 0; i < WARM_ITERS; i++)
@@ -487,59 +545,83 @@ static int child_reuse(struct child *c, size_t size, double secs)
 	ret = 0;
 out:
 	for (int i = 0; i < REUSE_BUFS; i++)
-		munmap(buf[i], size);
+		if (buf[i])
+			munmap(buf[i], size);
 	return ret;
 }
 
-static void child_env(int mode);
-
-static int child_main(int argc, char **argv)
+/*
+ * --serve MODE: open the pair, say "ready", then answer one command per
+ * line on stdin until "quit" (see the header). End of input without
+ * "quit" means the parent is gone: exit 1. A command that takes longer
+ * than MONITOR_BENCH_TIMEOUT (a monitor that never reads, a lost
+ * completion) ends the child by SIGALRM rather than blocking the run.
+ */
+static int serve_main(const char *mode_name)
 {
+	unsigned timeout = (unsigned)env_long("MONITOR_BENCH_TIMEOUT", 120);
 	struct child c;
-	const char *test;
+	char line[128];
 	int mode = -1, ret;
 
-	if (argc < 5)
-		return 2;
 	for (int m = 0; m < NMODES; m++)
-		if (!strcmp(argv[2], mode_names[m]))
+		if (!strcmp(mode_name, mode_names[m]))
 			mode = m;
 	if (mode < 0)
 		return 2;
-	test = argv[3];
-	/* Before libfabric's first call, which reads them. */
 	child_env(mode);
-	/* A hang (a monitor that never reads, a lost completion) fails the
-	 * run instead of blocking it. */
-	alarm((unsigned)env_long("MONITOR_BENCH_TIMEOUT", 120));
+	alarm(timeout);
 	ret = child_open(&c);
 	if (ret)
 		return ret;
-	if (!strcmp(test, "munmap"))
-		ret = child_munmap(&c, strtol(argv[4], NULL, 10));
-	else if (!strcmp(test, "unmap") && argc >= 6)
-		ret = child_unmap(&c, strtoul(argv[4], NULL, 10), strtod(argv[5], NULL));
-	else if (!strcmp(test, "reuse") && argc >= 6)
-		ret = child_reuse(&c, strtoul(argv[4], NULL, 10), strtod(argv[5], NULL));
-	else
-		ret = 2;
+	printf("ready\n");
 	fflush(stdout);
-	if (child_close(&c) && !ret)
+	ret = 1;
+	while (fgets(line, sizeof(line), stdin)) {
+		size_t size;
+		double secs;
+		long n;
+		int r;
+
+		if (!strcmp(line, "quit\n")) {
+			ret = 0;
+			break;
+		}
+		alarm(timeout);
+		if (sscanf(line, "munmap %ld", &n) == 1)
+			r = child_munmap(&c, n);
+		else if (sscanf(line, "unmap %zu %lf", &size, &secs) == 2 &&
+			 size >= 1 && size <= MAX_LOOP)
+			r = child_unmap(&c, size, secs);
+		else if (sscanf(line, "reuse %zu %lf", &size, &secs) == 2 &&
+			 size >= 1 && size <= MAX_LOOP)
+			r = child_reuse(&c, size, secs);
+		else
+			r = -1;
+		if (r) {
+			fprintf(stderr, "monitor_bench %s: failed: %s", mode_name, line);
+			break;
+		}
+		fflush(stdout);
+	}
+	alarm(0);
+	if (child_close(&c))
 		ret = 1;
 	return ret;
 }
 
-/* ---- parent: rounds of paired children ----------------------------- */
+/* ---- parent: servers, rounds, figures ------------------------------------ */
 
-/* What one child reported. */
+/* What one slice answered. */
 struct sample {
-	double v[3];		/* munmap: in, cached, out ns; loops: v[0] rate */
+	double v[3];	/* munmap: in, cached, out ns; loops: v[0] the rate */
 	double regs, events, invalidations, not_retained, deferred;
 };
 
 enum { TEST_MUNMAP, TEST_UNMAP, TEST_REUSE };
+static const char *const test_names[] = { "munmap", "unmap", "reuse" };
 
-/* A test and the two configurations it compares: a against b. */
+/* A test and the configurations it compares: a against b. */
 struct pairing {
 	int test;
 	size_t size;
@@ -548,197 +630,226 @@ struct pairing {
 
 #define NPAIRINGS (1 + 2 * NSIZES)
 static struct pairing pairings[NPAIRINGS];
-static const char *const test_names[] = { "munmap", "unmap", "reuse" };
-
+/* [pairing][round][0: a, 1: b] */
 static struct sample samples[NPAIRINGS][MAX_ROUNDS][2];
 
-static void self_dir(char *buf, size_t len, int up)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
-
-	exe[n > 0 ? n : 0] = '\0';
-	for (int i = 0; i < up; i++) {
-		slash = strrchr(exe, '/');
-		if (slash)
-			*slash = '\0';
-		if (i == 0 && (slash = strrchr(exe, '/')) && !strcmp(slash, "/.libs"))
-			*slash = '\0';
-	}
-	snprintf(buf, len, "%s", exe);
-}
-
-/* The environment of a child of mode, set by the child itself before it
- * opens libfabric (so a child run by hand measures the same thing). */
-static void child_env(int mode)
-{
-	char builddir[PATH_MAX], path[PATH_MAX + 32];
-
-	self_dir(builddir, sizeof(builddir), 2);
-	snprintf(path, sizeof(path), "%s/prov/mrlease/.libs", builddir);
-	setenv("FI_PROVIDER_PATH", path, 1);
-	setenv("FI_TCP_IFACE", getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
-	setenv("FI_HOOK", "mrlease", 1);
-	setenv("FI_MRLEASE_MIN_SIZE", "0", 1);
-	setenv("FI_MRLEASE_PINNING", mode_pinning[mode], 1);
-	setenv("FI_MRLEASE_MONITOR", mode_monitor[mode], 1);
-	unsetenv("FI_MRLEASE_STATS");
-}
-
-/*
- * Run argv (argv[0] a path) with stdout (and stderr too when `both`) into a
- * pipe, in a process group of its own, killed with its group after
- * timeout seconds; each output line goes to on_line. Returns the exit
- * status (as waitpid's), or -1.
- */
-static int run_capture(char *const *argv, bool both, int timeout,
-		       void (*on_line)(const char *line, void *arg), void *arg)
-{
-	int fd[2], status = -1;
-	double deadline = now_s() + timeout;
-	char buf[4096], line[1024];
-	size_t ll = 0;
+struct server {
 	pid_t pid;
+	int cmd_fd, out_fd;
+};
 
-	if (pipe2(fd, O_CLOEXEC))
+/* Start this program as --serve mode, stdin and stdout on pipes (all
+ * close-on-exec, so no child holds another's pipe open). */
+static int server_start(struct server *s, int mode)
+{
+	char self[PATH_MAX], *argv[] = { self, "--serve", (char *)mode_names[mode], NULL };
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int cmd[2], out[2];
+
+	if (n <= 0)
 		return -1;
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		close(fd[0]);
-		close(fd[1]);
+	self[n] = '\0';
+	if (pipe2(cmd, O_CLOEXEC))
+		return -1;
+	if (pipe2(out, O_CLOEXEC)) {
+		close(cmd[0]);
+		close(cmd[1]);
 		return -1;
 	}
-	if (pid == 0) {
-		setpgid(0, 0);
-		dup2(fd[1], STDOUT_FILENO);
-		if (both)
-			dup2(fd[1], STDERR_FILENO);
+	fflush(NULL);
+	s->pid = fork();
+	if (s->pid == 0) {
+		dup2(cmd[0], STDIN_FILENO);
+		dup2(out[1], STDOUT_FILENO);
 		signal(SIGPIPE, SIG_DFL);
-		execv(argv[0], argv);
+		execv(self, argv);
 		_exit(127);
 	}
-	close(fd[1]);
-	for (;;) {
-		struct pollfd pfd = { .fd = fd[0], .events = POLLIN };
-		int left = (int)((deadline - now_s()) * 1e3);
-		ssize_t n;
-
-		if (left <= 0 || poll(&pfd, 1, left) == 0) {
-			fprintf(stderr, "monitor_bench: %s %s timed out\n", argv[0],
-				argv[1] ? argv[1] : "");
-			kill(-pid, SIGKILL);
-			break;
-		}
-		n = read(fd[0], buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		for (ssize_t i = 0; i < n; i++) {
-			if (buf[i] != '\n' && ll < sizeof(line) - 1) {
-				line[ll++] = buf[i];
-				continue;
-			}
-			if (buf[i] != '\n')
-				continue;
-			line[ll] = '\0';
-			ll = 0;
-			on_line(line, arg);
-		}
+	close(cmd[0]);
+	close(out[1]);
+	s->cmd_fd = cmd[1];
+	s->out_fd = out[0];
+	if (s->pid < 0) {
+		close(cmd[1]);
+		close(out[0]);
+		return -1;
 	}
-	close(fd[0]);
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return status;
+	return 0;
 }
 
-static void parse_sample(const char *line, void *arg)
+/* One answer line, read unbuffered so poll() sees what is left; false on
+ * end of file or after MONITOR_BENCH_TIMEOUT seconds. */
+static bool server_gets(struct server *s, char *line, size_t len)
 {
-	struct sample *s = arg;
+	int timeout_ms = (int)env_long("MONITOR_BENCH_TIMEOUT", 120) * 1000 + 10000;
+	size_t n = 0;
+
+	while (n < len - 1) {
+		struct pollfd pfd = { .fd = s->out_fd, .events = POLLIN };
+		ssize_t r;
+
+		if (poll(&pfd, 1, timeout_ms) <= 0)
+			return false;
+		r = read(s->out_fd, &line[n], 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		if (line[n++] == '\n')
+			break;
+	}
+	line[n] = '\0';
+	return true;
+}
+
+/* Exit status of a server that ended (waited for); 77: provider missing. */
+static int server_wait(struct server *s)
+{
+	int status = 0;
+
+	close(s->cmd_fd);
+	close(s->out_fd);
+	while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	s->pid = 0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+static void servers_stop(struct server sv[NMODES], bool kill_them)
+{
+	for (int m = 0; m < NMODES; m++) {
+		if (sv[m].pid <= 0)
+			continue;
+		if (kill_them)
+			kill(sv[m].pid, SIGKILL);
+		else if (write(sv[m].cmd_fd, "quit\n", 5) != 5)
+			kill(sv[m].pid, SIGKILL);
+		server_wait(&sv[m]);
+	}
+}
+
+/* Start one server per configuration and wait for each to be ready. 0,
+ * -FI_ENODATA (provider missing) or -FI_EOTHER. */
+static int servers_start(struct server sv[NMODES])
+{
+	char line[256];
+
+	memset(sv, 0, NMODES * sizeof(*sv));
+	for (int m = 0; m < NMODES; m++) {
+		if (server_start(&sv[m], m))
+			goto err;
+		if (!server_gets(&sv[m], line, sizeof(line)) || strcmp(line, "ready\n")) {
+			int status = server_wait(&sv[m]);
+
+			servers_stop(sv, true);
+			return status == 77 ? -FI_ENODATA : -FI_EOTHER;
+		}
+	}
+	return 0;
+err:
+	fprintf(stderr, "monitor_bench: cannot start a child: %s\n", strerror(errno));
+	servers_stop(sv, true);
+	return -FI_EOTHER;
+}
+
+static bool parse_sample(const char *line, struct sample *s)
+{
 	const char *counts = strstr(line, " regs ");
 
-	if (!strncmp(line, "munmap ", 7))
-		sscanf(line, "munmap in %lf cached %lf out %lf", &s->v[0], &s->v[1],
-		       &s->v[2]);
-	else if (!strncmp(line, "loop ", 5))
-		sscanf(line, "loop rate %lf", &s->v[0]);
-	else
-		return;
-	if (counts)
-		sscanf(counts, " regs %lf events %lf invalidations %lf not_retained %lf "
-		       "deferred %lf", &s->regs, &s->events, &s->invalidations,
-		       &s->not_retained, &s->deferred);
+	memset(s, 0, sizeof(*s));
+	if (!(sscanf(line, "munmap in %lf cached %lf out %lf", &s->v[0], &s->v[1],
+		     &s->v[2]) == 3 ||
+	      sscanf(line, "loop rate %lf", &s->v[0]) == 1) || !counts)
+		return false;
+	return sscanf(counts, " regs %lf events %lf invalidations %lf not_retained %lf "
+		      "deferred %lf", &s->regs, &s->events, &s->invalidations,
+		      &s->not_retained, &s->deferred) == 5 && s->v[0] > 0;
 }
 
-/* One child of mode for pairing p; 0, -FI_ENODATA (provider missing) or
- * -FI_EOTHER. */
-static int run_child(const struct pairing *p, int mode, struct sample *s)
+/* One slice of pairing p on mode's server. */
+static int slice(struct server *s, const struct pairing *p, int mode, struct sample *out)
 {
-	char self[PATH_MAX], arg_mode[16], arg_n[32], arg_secs[32];
-	char *argv[] = { self, "--child", arg_mode, (char *)test_names[p->test],
-			 arg_n, arg_secs, NULL };
-	int status;
+	char cmd[128], line[256];
+	int len;
 
-	self_dir(self, sizeof(self), 0);
-	snprintf(arg_mode, sizeof(arg_mode), "%s", mode_names[mode]);
-	if (p->test == TEST_MUNMAP) {
-		snprintf(arg_n, sizeof(arg_n), "%ld", env_long("MONITOR_BENCH_MUNMAPS", 2000));
-		argv[5] = NULL;
-	} else {
-		snprintf(arg_n, sizeof(arg_n), "%zu", p->size);
-		snprintf(arg_secs, sizeof(arg_secs), "%s",
-			 getenv("MONITOR_BENCH_SECS") ? getenv("MONITOR_BENCH_SECS") : "0.3");
-	}
-	memset(s, 0, sizeof(*s));
-	status = run_capture(argv, false,
-			     (int)env_long("MONITOR_BENCH_TIMEOUT", 120) + 10,
-			     parse_sample, s);
-	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 77)
-		return -FI_ENODATA;
-	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) || s->v[0] <= 0) {
-		fprintf(stderr, "monitor_bench: child %s %s %zu failed\n",
-			mode_names[mode], test_names[p->test], p->size);
-		return -FI_EOTHER;
+	if (p->test == TEST_MUNMAP)
+		len = snprintf(cmd, sizeof(cmd), "munmap %ld\n",
+			       env_long("MONITOR_BENCH_MUNMAPS", 300));
+	else
+		len = snprintf(cmd, sizeof(cmd), "%s %zu %s\n", test_names[p->test],
+			       p->size, getenv("MONITOR_BENCH_SECS") ?
+			       getenv("MONITOR_BENCH_SECS") : "0.1");
+	if (write(s->cmd_fd, cmd, (size_t)len) != len ||
+	    !server_gets(s, line, sizeof(line)) || !parse_sample(line, out)) {
+		fprintf(stderr, "monitor_bench: %s child: no answer to %s", mode_names[mode],
+			cmd);
+		return -1;
 	}
 	return 0;
 }
 
 /*
- * Whether a child's counts are those of its configuration. A wrong count
- * means the monitor (or the retention policy) did not do its job, which
- * would make every figure meaningless.
+ * Whether a slice's counts are its configuration's. A wrong count means the
+ * monitor or the retention policy did not do its job, and the figures would
+ * measure something else. Bounds leave room for the last iteration's event,
+ * which the monitor may apply after the slice read its counters.
  */
 static bool counts_sane(const struct pairing *p, int mode, const struct sample *s,
 			char *why, size_t len)
 {
 	bool ok = true;
 
-	if (p->test == TEST_MUNMAP && mode == MODE_MON) {
-		/* in, cached, rest: three events; only cached retires. */
-		if (s->events < 2.99 || s->invalidations < 0.99 || s->regs < 0.99)
-			ok = false;
-	} else if (p->test == TEST_UNMAP && mode == MODE_MON) {
-		if (s->invalidations < 0.99 || s->regs < 0.99 || s->not_retained > 0.01)
-			ok = false;
-	} else if (p->test == TEST_UNMAP && mode == MODE_PEROP) {
-		if (s->not_retained < 0.99)
-			ok = false;
-	} else if (p->test == TEST_REUSE) {
-		if (s->regs > 0 || s->invalidations > 0)
-			ok = false;
-	}
+	if (p->test == TEST_MUNMAP && mode == MODE_MON)
+		/* in, cached and the rest: three events; only cached retires
+		 * an entry, which the next iteration registers again. */
+		ok = s->events > 2.9 && s->invalidations > 0.9 && s->regs > 0.9;
+	else if (p->test == TEST_UNMAP && mode == MODE_MON)
+		ok = s->invalidations > 0.9 && s->regs > 0.9 && s->not_retained == 0;
+	else if (p->test == TEST_UNMAP && mode == MODE_PEROP)
+		ok = s->not_retained > 0.99;
+	else if (p->test == TEST_REUSE)
+		ok = s->regs == 0 && s->invalidations == 0;
 	if (mode != MODE_MON && s->events > 0)
 		ok = false;
-	snprintf(why, len, "%s %s %zu: regs %.3f events %.3f invalidations %.3f "
+	snprintf(why, len, "%-5s %s %zu: regs %.3f events %.3f invalidations %.3f "
 		 "not_retained %.3f deferred %.3f per iteration", mode_names[mode],
 		 test_names[p->test], p->size, s->regs, s->events, s->invalidations,
 		 s->not_retained, s->deferred);
 	return ok;
 }
 
+/* Rounds r0..r1-1 on one generation of servers. 0, or a negative code. */
+static int run_rounds(struct server sv[NMODES], int np, int r0, int r1, bool *sane)
+{
+	char why[256];
+
+	for (int r = r0; r < r1; r++) {
+		for (int p = 0; p < np; p++) {
+			int first = (r + p) & 1;
+
+			for (int k = 0; k < 2; k++) {
+				int side = k ^ first;
+				int mode = side ? pairings[p].b : pairings[p].a;
+				struct sample *s = &samples[p][r][side];
+
+				if (slice(&sv[mode], &pairings[p], mode, s))
+					return -FI_EOTHER;
+				if (!counts_sane(&pairings[p], mode, s, why, sizeof(why))) {
+					printf("# WRONG COUNTS (round %d) %s\n", r, why);
+					*sane = false;
+				} else if (r == 0) {
+					printf("# counts %s\n", why);
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Pin this process, and so every child, to one CPU: MONITOR_BENCH_CPU, else
+ * the highest-numbered one allowed (-1: no pinning). Returns the CPU, or -1.
+ */
 static int pin_one_cpu(void)
 {
 	const char *env = getenv("MONITOR_BENCH_CPU");
@@ -763,13 +874,12 @@ static int pin_one_cpu(void)
 	return sched_setaffinity(0, sizeof(set), &set) ? -1 : cpu;
 }
 
-/* Median and quartiles of the rounds' figure f(a, b) of pairing p. */
+/* Median and quartiles over rounds of f(a's figure k, b's figure k). */
 struct figure {
 	double med, q1, q3;
 };
 
-static struct figure figure_of(int p, int rounds, int k,
-			       double (*f)(double a, double b))
+static struct figure figure_of(int p, int rounds, int k, double (*f)(double a, double b))
 {
 	double v[MAX_ROUNDS];
 	struct figure fig;
@@ -792,6 +902,12 @@ static double diff(double a, double b)
 	return a - b;
 }
 
+/* Rates to the time per iteration a adds over b, in µs. */
+static double added_us(double a, double b)
+{
+	return a > 0 && b > 0 ? (1 / a - 1 / b) * 1e6 : 0;
+}
+
 static double raw_median(int p, int rounds, int side, int k)
 {
 	double v[MAX_ROUNDS];
@@ -801,40 +917,42 @@ static double raw_median(int p, int rounds, int side, int k)
 	return median(v, rounds);
 }
 
-/* ---- callgrind part --------------------------------------------------- */
+/* ---- callgrind part ------------------------------------------------------ */
 
 struct ir_run {
 	double hook, cache;
-	bool result, skipped, no_monitor;
+	bool result, no_monitor;
 };
 
-static void parse_ir(const char *line, void *arg)
+static void parse_ir(const char *line, struct ir_run *ir)
 {
-	struct ir_run *ir = arg;
 	const char *h = strstr(line, "hook_ir_per_op="), *c = strstr(line, "cache_ir_per_op=");
 
 	/* The provider's warning when a pinning domain gets no monitor. */
 	if (strstr(line, "no memory monitor"))
 		ir->no_monitor = true;
-	if (strncmp(line, "RESULT ", 7))
-		return;
-	if (strstr(line, "skipped=1"))
-		ir->skipped = true;
-	if (h && c) {
+	if (!strncmp(line, "RESULT ", 7) && h && c) {
 		ir->hook = strtod(h + strlen("hook_ir_per_op="), NULL);
 		ir->cache = strtod(c + strlen("cache_ir_per_op="), NULL);
 		ir->result = true;
 	}
 }
 
-/* bench/xfer_ir.sh in the leased mode only, with mode's settings. */
+/*
+ * bench/xfer_ir.sh in the leased mode only, with mode's settings; its
+ * stdout and stderr (where the provider warns) parsed line by line; killed
+ * with its valgrind children after 600 s. 0 when it gave a figure.
+ */
 static int xfer_ir(int mode, struct ir_run *ir)
 {
-	char builddir[PATH_MAX], script[PATH_MAX + 32], env[3 * PATH_MAX];
+	char builddir[PATH_MAX], script[PATH_MAX + 32], env[3 * PATH_MAX], line[1024];
 	char *argv[] = { "/bin/bash", script, builddir, NULL };
-	int status;
+	double deadline = now_s() + 600;
+	int fd[2], status = 1;
+	size_t n = 0;
+	pid_t pid;
 
-	self_dir(builddir, sizeof(builddir), 2);
+	builddir_of_self(builddir, sizeof(builddir));
 	snprintf(script, sizeof(script), "%s/bench/xfer_ir.sh", MONITOR_BENCH_SRCDIR);
 	if (access(script, R_OK))
 		snprintf(script, sizeof(script), "%s/bench/xfer_ir", builddir);
@@ -842,105 +960,102 @@ static int xfer_ir(int mode, struct ir_run *ir)
 		 "FI_MRLEASE_MIN_SIZE=0 FI_MRLEASE_PINNING=%s FI_MRLEASE_MONITOR=%s "
 		 "FI_LOG_LEVEL=warn LD_PRELOAD=%s/bench/.libs/libmonitor_bench_uffd.so",
 		 mode_pinning[mode], mode_monitor[mode], builddir);
-	setenv("XFER_IR_LEASE_ENV", env, 1);
-	setenv("XFER_IR_MODES", "2", 1);
-	setenv("XFER_IR_REPEAT", "1", 1);
 	memset(ir, 0, sizeof(*ir));
-	status = run_capture(argv, true, 600, parse_ir, ir);
-	unsetenv("XFER_IR_LEASE_ENV");
-	unsetenv("XFER_IR_MODES");
-	unsetenv("XFER_IR_REPEAT");
-	return status != -1 && WIFEXITED(status) && !WEXITSTATUS(status) &&
-	       ir->result && !ir->skipped ? 0 : -1;
-}
-
-/* ---- parent ------------------------------------------------------------ */
-
-static int parent_main(void)
-{
-	int rounds = (int)env_long("MONITOR_BENCH_ROUNDS", 15);
-	const char *cg = getenv("MONITOR_BENCH_CALLGRIND");
-	struct ir_run ir_on = { 0 }, ir_off = { 0 };
-	bool ir_ok = false, sane = true;
-	double t0 = now_s(), load[1] = { -1 };
-	int cpu, np = 0;
-	time_t now = time(NULL);
-	char when[64];
-
-	signal(SIGPIPE, SIG_IGN);
-	if (rounds < 1)
-		rounds = 1;
-	if (rounds > MAX_ROUNDS)
-		rounds = MAX_ROUNDS;
-	pairings[np++] = (struct pairing){ TEST_MUNMAP, 0, MODE_MON, MODE_OFF };
-	for (size_t i = 0; i < NSIZES; i++)
-		pairings[np++] = (struct pairing){ TEST_UNMAP, loop_sizes[i], MODE_MON,
-						   MODE_PEROP };
-	for (size_t i = 0; i < NSIZES; i++)
-		pairings[np++] = (struct pairing){ TEST_REUSE, loop_sizes[i], MODE_MON,
-						   MODE_OFF };
-
-	/* Callgrind first: the pinned rounds need not wait for valgrind. */
-	if (!cg || strcmp(cg, "0")) {
-		if (!xfer_ir(MODE_MON, &ir_on) && !xfer_ir(MODE_OFF, &ir_off) &&
-		    !ir_on.no_monitor)
-			ir_ok = true;
-		if (ir_ok)
-			printf("# callgrind, hook instructions per leased fi_write (16 KiB, "
-			       "hit path): monitor on %.1f (cache %.1f), off %.1f (cache "
-			       "%.1f)\n", ir_on.hook, ir_on.cache, ir_off.hook, ir_off.cache);
-		else
-			printf("# callgrind: %s\n",
-			       ir_on.no_monitor ? "the monitor did not start under valgrind" :
-						  "valgrind unavailable or failed");
+	if (pipe2(fd, O_CLOEXEC))
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		dup2(fd[1], STDOUT_FILENO);
+		dup2(fd[1], STDERR_FILENO);
+		setenv("XFER_IR_LEASE_ENV", env, 1);
+		setenv("XFER_IR_MODES", "2", 1);
+		setenv("XFER_IR_REPEAT", "1", 1);
+		execv(argv[0], argv);
+		_exit(127);
 	}
+	close(fd[1]);
+	while (pid > 0) {
+		struct pollfd pfd = { .fd = fd[0], .events = POLLIN };
+		int left = (int)((deadline - now_s()) * 1e3);
+		ssize_t r;
 
-	cpu = pin_one_cpu();
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M %Z", localtime(&now));
-	printf("# monitor_bench %s over %s: %d rounds, each test's two configurations "
-	       "in fresh processes back to back, order alternating; CPU %d (-1: not "
-	       "pinned)\n", when, bench_prov(), rounds, cpu);
-	fflush(stdout);
-	for (int r = 0; r < rounds; r++) {
-		for (int p = 0; p < np; p++) {
-			/* a first in even rounds of even pairings, and so on. */
-			int first = (r + p) & 1;
-
-			for (int k = 0; k < 2; k++) {
-				int side = k ^ first;
-				int mode = side ? pairings[p].b : pairings[p].a;
-				struct sample *s = &samples[p][r][side];
-				char why[256];
-				int ret = run_child(&pairings[p], mode, s);
-
-				if (ret == -FI_ENODATA) {
-					printf("# provider %s unavailable: skipped\n"
-					       "RESULT skipped=1\n", bench_prov());
-					return 0;
-				}
-				if (ret)
-					return 1;
-				if (!counts_sane(&pairings[p], mode, s, why, sizeof(why))) {
-					printf("# WRONG COUNTS (round %d) %s\n", r, why);
-					sane = false;
-				} else if (r == 0) {
-					printf("# counts %s\n", why);
-				}
-			}
+		if (left <= 0 || poll(&pfd, 1, left) == 0) {
+			fprintf(stderr, "monitor_bench: %s timed out\n", script);
+			kill(-pid, SIGKILL);
+			break;
+		}
+		r = read(fd[0], &line[n], 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (line[n] == '\n' || n == sizeof(line) - 2) {
+			line[n + 1] = '\0';
+			parse_ir(line, ir);
+			n = 0;
+		} else {
+			n++;
 		}
 	}
+	close(fd[0]);
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return pid > 0 && WIFEXITED(status) && !WEXITSTATUS(status) && ir->result ? 0 : -1;
+}
 
-	struct figure mu[3], ma[3], fu[NPAIRINGS];
+/*
+ * Hook instructions per leased write, the smallest of runs alternating
+ * mon and off (see the header). False when valgrind is missing or failed,
+ * or the monitor did not start under it.
+ */
+static bool callgrind_part(double ir[2], double cache[2])
+{
+	int runs = (int)env_long("MONITOR_BENCH_IR_RUNS", 2);
+	const int modes[2] = { MODE_MON, MODE_OFF };
+	struct ir_run one;
+
+	ir[0] = ir[1] = cache[0] = cache[1] = 1e30;
+	for (int i = 0; i < 2 * (runs < 1 ? 1 : runs); i++) {
+		/* mon, off, off, mon, ... */
+		int k = (i ^ (i >> 1)) & 1;
+
+		if (xfer_ir(modes[k], &one)) {
+			printf("# callgrind: valgrind unavailable or bench/xfer_ir.sh failed\n");
+			return false;
+		}
+		if (one.no_monitor) {
+			printf("# callgrind: the monitor did not start under valgrind\n");
+			return false;
+		}
+		printf("# callgrind run %d, %-3s: %.1f hook Ir per write (cache %.1f)\n", i,
+		       mode_names[modes[k]], one.hook, one.cache);
+		fflush(stdout);
+		if (one.hook < ir[k])
+			ir[k] = one.hook;
+		if (one.cache < cache[k])
+			cache[k] = one.cache;
+	}
+	return true;
+}
+
+/* ---- parent ---------------------------------------------------------------- */
+
+static void print_figures(int np, int rounds, bool ir_ok, const double ir[2],
+			  const double cache[2], int cpu, bool sane)
+{
 	static const char *const kinds[] = { "in", "cached", "out" };
-	double min_unmap = 1e9, min_reuse = 1e9;
+	struct figure mu[3], ma[3], fu[NPAIRINGS], fa[NPAIRINGS];
+	double min_unmap = 1e9, min_reuse = 1e9, load[1] = { -1 };
 
-	printf("# munmap of one page, ns per call (median over rounds of each "
-	       "process's median; ratio and added ns paired per round, [q1 q3]):\n");
+	printf("# munmap of one page, ns per call (median over rounds of each slice's "
+	       "median; paired ratio and added ns [q1 q3]):\n");
 	for (int k = 0; k < 3; k++) {
 		mu[k] = figure_of(0, rounds, k, ratio);
 		ma[k] = figure_of(0, rounds, k, diff);
-		printf("#   %-6s  on %8.0f  off %8.0f  ratio %6.2f [%.2f %.2f]  "
-		       "added %7.0f ns [%.0f %.0f]\n", kinds[k], raw_median(0, rounds, 0, k),
+		printf("#   %-6s  on %7.0f  off %7.0f  ratio %5.2f [%.2f %.2f]  "
+		       "added %6.0f ns [%.0f %.0f]\n", kinds[k], raw_median(0, rounds, 0, k),
 		       raw_median(0, rounds, 1, k), mu[k].med, mu[k].q1, mu[k].q3,
 		       ma[k].med, ma[k].q1, ma[k].q3);
 	}
@@ -950,10 +1065,14 @@ static int parent_main(void)
 		const struct pairing *pp = &pairings[p];
 
 		fu[p] = figure_of(p, rounds, 0, ratio);
-		printf("#   %-5s %7zu  %s %9.0f  %s %9.0f  ratio %.3f [%.3f %.3f]\n",
+		fa[p] = figure_of(p, rounds, 0, added_us);
+		printf("#   %-5s %7zu  %-5s %7.0f  %-5s %7.0f  ratio %.3f [%.3f %.3f]",
 		       test_names[pp->test], pp->size, mode_names[pp->a],
 		       raw_median(p, rounds, 0, 0), mode_names[pp->b],
 		       raw_median(p, rounds, 1, 0), fu[p].med, fu[p].q1, fu[p].q3);
+		if (pp->test == TEST_UNMAP)
+			printf("  added %.1f us [%.1f %.1f]", fa[p].med, fa[p].q1, fa[p].q3);
+		printf("\n");
 		if (pp->test == TEST_UNMAP && fu[p].med < min_unmap)
 			min_unmap = fu[p].med;
 		if (pp->test == TEST_REUSE && fu[p].med < min_reuse)
@@ -961,17 +1080,16 @@ static int parent_main(void)
 	}
 	if (getloadavg(load, 1) != 1)
 		load[0] = -1;
-	printf("# %.0f s in all; load average (1 min) at the end %.2f on %ld cpus\n",
-	       now_s() - t0, load[0], sysconf(_SC_NPROCESSORS_ONLN));
+	printf("# load average (1 min) at the end %.2f on %ld cpus\n", load[0],
+	       sysconf(_SC_NPROCESSORS_ONLN));
 	if (!sane)
-		printf("# some configuration did not behave as configured: figures "
-		       "invalid\n");
+		printf("# a configuration did not do what it is meant to: figures invalid\n");
 
 	printf("RESULT prov=%s rounds=%d cpu=%d load1=%.2f sane=%d", bench_prov(),
 	       rounds, cpu, load[0], sane);
 	if (ir_ok)
-		printf(" ir_on=%.1f ir_off=%.1f ir_added=%.1f", ir_on.hook, ir_off.hook,
-		       ir_on.hook - ir_off.hook);
+		printf(" ir_on=%.1f ir_off=%.1f ir_added=%.1f ir_cache_added=%.1f", ir[0],
+		       ir[1], ir[0] - ir[1], cache[0] - cache[1]);
 	else
 		printf(" ir_added=na");
 	for (int k = 0; k < 3; k++)
@@ -981,32 +1099,90 @@ static int parent_main(void)
 		       raw_median(0, rounds, 1, k));
 	for (int p = 1; p < np; p++) {
 		const struct pairing *pp = &pairings[p];
+		const char *t = test_names[pp->test];
 
-		printf(" %s_%zu=%.3f %s_%s_%zu=%.0f %s_%s_%zu=%.0f", test_names[pp->test],
-		       pp->size, fu[p].med, test_names[pp->test], mode_names[pp->a],
-		       pp->size, raw_median(p, rounds, 0, 0), test_names[pp->test],
-		       mode_names[pp->b], pp->size, raw_median(p, rounds, 1, 0));
+		printf(" %s_%zu=%.3f", t, pp->size, fu[p].med);
+		if (pp->test == TEST_UNMAP)
+			printf(" %s_added_us_%zu=%.1f", t, pp->size, fa[p].med);
+		printf(" %s_%s_%zu=%.0f %s_%s_%zu=%.0f", t, mode_names[pp->a], pp->size,
+		       raw_median(p, rounds, 0, 0), t, mode_names[pp->b], pp->size,
+		       raw_median(p, rounds, 1, 0));
 	}
 	printf(" min_unmap=%.3f min_reuse=%.3f\n", min_unmap, min_reuse);
-	return sane ? 0 : 1;
 }
 
-static int usage(const char *prog)
+static int parent_main(void)
 {
-	fprintf(stderr, "usage: %s [--child mon|perop|off munmap ITERS | "
-		"--child mon|perop|off unmap|reuse SIZE SECS]\n", prog);
-	return 2;
+	int rounds = (int)env_long("MONITOR_BENCH_ROUNDS", 40);
+	int generations = (int)env_long("MONITOR_BENCH_GENERATIONS", 5);
+	const char *cg = getenv("MONITOR_BENCH_CALLGRIND");
+	double ir[2] = { 0 }, cache[2] = { 0 }, t0 = now_s();
+	bool ir_ok = false, sane = true;
+	struct server sv[NMODES];
+	time_t now = time(NULL);
+	char when[64];
+	int cpu, np = 0, ret;
+
+	/* A child that died leaves a broken pipe: a write error, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+	rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
+	generations = generations < 1 ? 1 : generations > rounds ? rounds : generations;
+	pairings[np++] = (struct pairing){ TEST_MUNMAP, 0, MODE_MON, MODE_OFF };
+	for (size_t i = 0; i < NSIZES; i++)
+		pairings[np++] = (struct pairing){ TEST_UNMAP, loop_sizes[i], MODE_MON,
+						   MODE_PEROP };
+	for (size_t i = 0; i < NSIZES; i++)
+		pairings[np++] = (struct pairing){ TEST_REUSE, loop_sizes[i], MODE_MON,
+						   MODE_OFF };
+
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M %Z", localtime(&now));
+	printf("# monitor_bench %s over %s\n", when, bench_prov());
+	fflush(stdout);
+	/* Before pinning: valgrind's runs use both CPUs. */
+	if (!cg || strcmp(cg, "0"))
+		ir_ok = callgrind_part(ir, cache);
+	if (ir_ok)
+		printf("# callgrind, hook instructions per leased fi_write (16 KiB, hit "
+		       "path), smallest of the runs: monitor on %.1f (cache %.1f), off "
+		       "%.1f (cache %.1f)\n", ir[0], cache[0], ir[1], cache[1]);
+
+	cpu = pin_one_cpu();
+	printf("# %d rounds by %d generations of children, slices back to back, "
+	       "order alternating; children on CPU %d (-1: not pinned)\n", rounds,
+	       generations, cpu);
+	fflush(stdout);
+	for (int g = 0; g < generations; g++) {
+		ret = servers_start(sv);
+		if (ret == -FI_ENODATA) {
+			printf("# provider %s unavailable: skipped\nRESULT skipped=1\n",
+			       bench_prov());
+			return 0;
+		}
+		if (!ret)
+			ret = run_rounds(sv, np, rounds * g / generations,
+					 rounds * (g + 1) / generations, &sane);
+		servers_stop(sv, ret != 0);
+		if (ret) {
+			fprintf(stderr, "monitor_bench: measurement failed\n");
+			return 1;
+		}
+	}
+	printf("# %.0f s in all\n", now_s() - t0);
+	print_figures(np, rounds, ir_ok, ir, cache, cpu, sane);
+	return sane ? 0 : 1;
 }
 
 int main(int argc, char **argv)
 {
-	int ret;
-
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	if (argc == 1)
 		return parent_main();
-	if (strcmp(argv[1], "--child"))
-		return usage(argv[0]);
-	ret = child_main(argc, argv);
-	return ret == 2 ? usage(argv[0]) : ret;
+	if (argc == 3 && !strcmp(argv[1], "--serve")) {
+		int ret = serve_main(argv[2]);
+
+		if (ret != 2)
+			return ret;
+	}
+	fprintf(stderr, "usage: %s [--serve mon|perop|off]\n", argv[0]);
+	return 2;
 }
