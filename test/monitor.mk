@@ -10,3 +10,14 @@ test_test_monitor_unmap_LDADD = $(XFER_TEST_LDADD)
 SUITE += $(top_srcdir)/test/monitor_unmap.sh
 SUITE_CONCURRENCY += $(top_srcdir)/test/monitor_unmap.sh
 EXTRA_DIST += test/monitor_unmap.sh
+
+# The monitor with the lease cache over the real kernel and the counting
+# registrar: every way pages leave, no window after munmap returns, the VMA
+# count, and the rules that keep the monitor from deadlocking; also under
+# ThreadSanitizer.
+check_PROGRAMS += test/test_monitor
+test_test_monitor_SOURCES = test/test_monitor.c
+test_test_monitor_LDADD = test/libmrltest.la test/libcachereg.la \
+	prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
+SUITE += test/test_monitor
+SUITE_CONCURRENCY += test/test_monitor

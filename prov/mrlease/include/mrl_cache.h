@@ -351,6 +351,9 @@ extern atomic_uint mrl_cache_barrier;
 void mrl_cache_barrier_raise(void);
 void mrl_cache_barrier_lower(void);
 
+/* Lookups that found the barrier up and waited (process-wide, for tests). */
+uint64_t mrl_cache_barrier_waits(void);
+
 /* The first line of every cache domain: what the inline hit path reads. */
 struct mrl_cache_domain_hot {
 	atomic_uint_least64_t gen;	/* changes on every retire */

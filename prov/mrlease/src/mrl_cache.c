@@ -316,10 +316,20 @@ void mrl_cache_barrier_lower(void)
 /* Out-of-line lookups wait here while a monitor applies events it read: with
  * no lock held and outside any read section, so the monitor's write section
  * never waits for a waiter. */
+static atomic_uint_least64_t mrl_barrier_waits;
+
+uint64_t mrl_cache_barrier_waits(void)
+{
+	return atomic_load_explicit(&mrl_barrier_waits, memory_order_relaxed);
+}
+
 static void barrier_wait(void)
 {
+	if (MRL_LIKELY(!atomic_load_explicit(&mrl_cache_barrier, memory_order_acquire)))
+		return;
+	atomic_fetch_add_explicit(&mrl_barrier_waits, 1, memory_order_relaxed);
 	for (unsigned spins = 0;
-	     MRL_UNLIKELY(atomic_load_explicit(&mrl_cache_barrier, memory_order_acquire));
+	     atomic_load_explicit(&mrl_cache_barrier, memory_order_acquire);
 	     spins++) {
 		if (spins < 128)
 			MRL_CPU_RELAX();

@@ -298,15 +298,21 @@ static bool mon_register(int fd, uintptr_t lo, uintptr_t hi)
 bool mrl_monitor_watch(uintptr_t lo, uintptr_t hi)
 {
 	int fd = atomic_load_explicit(&mon_fd, memory_order_acquire);
-	uintptr_t blo = lo & ~(MRL_MONITOR_BLOCK - 1);
-	uintptr_t bhi = (hi + MRL_MONITOR_BLOCK - 1) & ~(MRL_MONITOR_BLOCK - 1);
+	uintptr_t align, blo, bhi;
+	bool ok = false;
 
 	if (fd < 0 || hi <= lo)
 		return false;
-	if (bhi < hi)
-		bhi = hi;
-	if (!mon_register(fd, blo, bhi) &&
-	    ((blo == lo && bhi == hi) || !mon_register(fd, lo, hi)))
+	/* The largest aligned block that userfaultfd accepts: halving it
+	 * near a mapping it refuses keeps the registered pieces of a region
+	 * few and mergeable instead of one per entry. */
+	for (align = MRL_MONITOR_BLOCK; !ok && align > (hi - lo) / 2 && align >= 4096;
+	     align >>= 1) {
+		blo = lo & ~(align - 1);
+		bhi = (hi + align - 1) & ~(align - 1);
+		ok = bhi >= hi && mon_register(fd, blo, bhi);
+	}
+	if (!ok && !mon_register(fd, lo, hi))
 		return false;
 	/* A hole is accepted by the registration and watched by nothing:
 	 * msync(MS_ASYNC) fails with ENOMEM unless every page is mapped. */

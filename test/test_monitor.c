@@ -1,0 +1,716 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The memory monitor with the lease cache, over real memory and the real
+ * kernel, registering through the counting fake registrar: every way pages
+ * leave the process is caught, no lookup sees a range once munmap returned,
+ * the VMA count stays bounded, and each rule that keeps a thread blocked in
+ * munmap from deadlocking with the monitor holds (mrl_monitor.h).
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache_registrar.h"
+#include "mrl_cache.h"
+#include "mrl_monitor.h"
+#include "mrl_test.h"
+
+/* mrl_lease.h clashes with mrl_test.h (its struct mrl_domain). */
+bool mrl_lease_provider_pins(const char *prov_name);
+
+static struct mrl_cache *cache;
+static struct creg creg;
+static struct mrl_cache_domain *dom;
+static size_t page;
+static bool monitor_ok;
+
+/* ---- the monitor's client, with test gates ------------------------------ */
+
+static __thread bool on_monitor;
+static pid_t monitor_tid;
+static atomic_int gate_closed;		/* invalidate waits while set */
+static atomic_int gate_waiting;		/* the monitor is at the gate */
+
+static void client_init(void *arg)
+{
+	(void)arg;
+	on_monitor = true;
+	monitor_tid = (pid_t)syscall(SYS_gettid);
+	mrl_cache_thread_attach();
+}
+
+static void client_hold(void *arg)
+{
+	(void)arg;
+	mrl_cache_barrier_raise();
+}
+
+static void client_invalidate(void *arg, uintptr_t start, uintptr_t end)
+{
+	(void)arg;
+	if (atomic_load(&gate_closed)) {
+		atomic_store(&gate_waiting, 1);
+		while (atomic_load(&gate_closed))
+			sched_yield();
+		atomic_store(&gate_waiting, 0);
+	}
+	mrl_cache_invalidate_deferred(cache, start, end);
+}
+
+static void client_release(void *arg)
+{
+	(void)arg;
+	mrl_cache_barrier_lower();
+}
+
+static const struct mrl_monitor_client client = {
+	.thread_init = client_init,
+	.hold = client_hold,
+	.invalidate = client_invalidate,
+	.release = client_release,
+};
+
+/* ---- a registrar that watches, with hooks into reg and close ------------ */
+
+static void (*reg_hook)(void);		/* run inside the next reg() */
+static void *close_hook_mr;		/* close of this handle runs close_hook */
+static void (*close_hook)(void);
+static atomic_int close_hook_tid;
+
+static int watch_reg(void *ctx, const void *addr, size_t len, uint64_t access,
+		     uint64_t key, void **mr, void **desc)
+{
+	void (*hook)(void) = reg_hook;
+
+	reg_hook = NULL;
+	if (hook)
+		hook();
+	return creg_registrar.reg(ctx, addr, len, access, key, mr, desc);
+}
+
+static int watch_close(void *ctx, void *mr)
+{
+	if (mr == close_hook_mr && close_hook) {
+		atomic_store(&close_hook_tid, (int)syscall(SYS_gettid));
+		close_hook();
+	}
+	return creg_registrar.close(ctx, mr);
+}
+
+static bool watch_range(void *ctx, uintptr_t lo, uintptr_t hi)
+{
+	(void)ctx;
+	return mrl_monitor_watch(lo, hi);
+}
+
+static const struct mrl_registrar watch_registrar = {
+	.reg = watch_reg,
+	.close = watch_close,
+	.watch = watch_range,
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void stats(struct fi_mrlease_stats *st)
+{
+	mrl_cache_domain_stats(dom, st);
+}
+
+/* Lease [p, p + len) (registering on a miss) and give it back: the entry
+ * stays cached when its range is watched. */
+static struct mrl_registration *touch(const void *p, size_t len)
+{
+	struct mrl_registration *reg;
+
+	if (mrl_cache_acquire(dom, (uintptr_t)p, (uintptr_t)p + len, &reg))
+		return NULL;
+	mrl_lease_release(reg);
+	return reg;
+}
+
+/* Whether a live entry covers [p, p + len), without registering. */
+static bool cached(const void *p, size_t len)
+{
+	struct mrl_registration *reg;
+
+	reg = mrl_cache_lookup(dom, (uintptr_t)p, (uintptr_t)p + len);
+	if (reg)
+		mrl_lease_release(reg);
+	return reg != NULL;
+}
+
+static void *map(size_t len, int flags)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memset(p, 0x5a, len);
+	return p;
+}
+
+static bool wait_for(atomic_int *v, int want)
+{
+	for (long i = 0; i < 20000000; i++) {
+		if (atomic_load(v) == want)
+			return true;
+		sched_yield();
+	}
+	return false;
+}
+
+#define NEED_MONITOR()                                                         \
+	do {                                                                   \
+		if (!monitor_ok) {                                             \
+			mrl_test_skip_current("userfaultfd unavailable here"); \
+			return;                                                \
+		}                                                              \
+	} while (0)
+
+/* ---- every way pages leave ---------------------------------------------- */
+
+enum leave {
+	LEAVE_MUNMAP,
+	LEAVE_RAW_SYSCALL,
+	LEAVE_DONTNEED,
+	LEAVE_FREE,
+	LEAVE_REMOVE,
+	LEAVE_MREMAP_SHRINK,
+	LEAVE_MREMAP_MOVE,
+	LEAVE_MAP_FIXED,
+	LEAVE_GLIBC_FREE,
+	LEAVE_BRK,
+	LEAVE_KINDS
+};
+
+static const char *const leave_names[] = {
+	"munmap", "syscall(SYS_munmap)", "madvise(MADV_DONTNEED)",
+	"madvise(MADV_FREE)", "madvise(MADV_REMOVE)", "mremap shrinking",
+	"mremap moving", "mmap(MAP_FIXED) over it", "free() of an mmapped chunk",
+	"sbrk shrinking the heap",
+};
+
+/* Set up memory for `how`, cache an entry over [*p, *p + *len) inside it,
+ * make its pages leave, and say whether the entry is gone. */
+static int leave_once(enum leave how, char *why, size_t whylen)
+{
+	size_t len = 16 * page;
+	char *p, *q;
+	int ret = -1;
+
+	switch (how) {
+	case LEAVE_REMOVE:
+		p = map(len, MAP_SHARED | MAP_ANONYMOUS);
+		break;
+	case LEAVE_GLIBC_FREE:
+		p = malloc(4 << 20);	/* above the mmap threshold */
+		if (p)
+			memset(p, 1, 4 << 20);
+		break;
+	case LEAVE_BRK:
+		p = sbrk(0);
+		p = (char *)(((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1));
+		if (brk(p + len))
+			p = NULL;
+		else
+			memset(p, 1, len);
+		break;
+	default:
+		p = map(len, MAP_PRIVATE | MAP_ANONYMOUS);
+	}
+	if (!p) {
+		snprintf(why, whylen, "%s: no memory", leave_names[how]);
+		return -1;
+	}
+	/* The last 4 pages: what shrinking takes away. */
+	q = p + 12 * page;
+	if (!touch(q, 4 * page) || !cached(q, 4 * page)) {
+		snprintf(why, whylen, "%s: entry not retained before", leave_names[how]);
+		goto out;
+	}
+	switch (how) {
+	case LEAVE_MUNMAP:
+		munmap(p, len);
+		break;
+	case LEAVE_RAW_SYSCALL:
+		syscall(SYS_munmap, p, len);
+		break;
+	case LEAVE_DONTNEED:
+		madvise(q, 4 * page, MADV_DONTNEED);
+		break;
+	case LEAVE_FREE:
+		madvise(q, 4 * page, MADV_FREE);
+		break;
+	case LEAVE_REMOVE:
+		madvise(q, 4 * page, MADV_REMOVE);
+		break;
+	case LEAVE_MREMAP_SHRINK:
+		mremap(p, len, 12 * page, 0);
+		break;
+	case LEAVE_MREMAP_MOVE:
+		p = mremap(p, len, 64 * len, MREMAP_MAYMOVE);
+		if (p == q - 12 * page) {
+			snprintf(why, whylen, "%s: did not move", leave_names[how]);
+			goto out;
+		}
+		len *= 64;
+		break;
+	case LEAVE_MAP_FIXED:
+		mmap(q, 4 * page, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		break;
+	case LEAVE_GLIBC_FREE:
+		free(p);
+		p = NULL;
+		break;
+	case LEAVE_BRK:
+		brk(p);
+		p = NULL;
+		break;
+	default:
+		break;
+	}
+	if (cached(q, 4 * page))
+		snprintf(why, whylen, "%s: entry still cached after", leave_names[how]);
+	else
+		ret = 0;
+out:
+	if (how != LEAVE_GLIBC_FREE && how != LEAVE_BRK && p &&
+	    how != LEAVE_MUNMAP && how != LEAVE_RAW_SYSCALL)
+		munmap(p, len);
+	return ret;
+}
+
+/* Allocators purge with madvise, glibc frees big chunks with munmap and
+ * trims with brk, realloc moves with mremap: each one, unseen, would leave a
+ * registration of pages the process no longer has. */
+static void test_every_way_pages_leave_is_caught(void)
+{
+	struct fi_mrlease_stats before, after;
+	char why[160];
+
+	NEED_MONITOR();
+	for (int how = 0; how < LEAVE_KINDS; how++) {
+		stats(&before);
+		if (leave_once(how, why, sizeof(why))) {
+			mrl_test_fail(__FILE__, __LINE__, "%s", why);
+			return;
+		}
+		stats(&after);
+		CHECK(after.monitor_invalidations > before.monitor_invalidations);
+	}
+	mrl_cache_drain(cache);
+}
+
+/* shmdt sends no event and userfaultfd refuses SysV segments: a cached
+ * entry there would go stale unseen, so it lives only while leased. */
+static void test_sysv_shm_is_not_retained(void)
+{
+	struct fi_mrlease_stats before, after;
+	int id;
+	char *p;
+
+	NEED_MONITOR();
+	id = shmget(IPC_PRIVATE, 16 * page, IPC_CREAT | 0600);
+	CHECK(id >= 0);
+	p = shmat(id, NULL, 0);
+	shmctl(id, IPC_RMID, NULL);
+	CHECK(p != (void *)-1);
+	stats(&before);
+	CHECK(touch(p, 4 * page) != NULL);
+	stats(&after);
+	CHECK(!cached(p, 4 * page));
+	CHECK_EQ(before.not_retained + 1, after.not_retained);
+	shmdt(p);
+}
+
+/* A private file mapping cannot be watched (userfaultfd refuses it): keeping
+ * its registration past the transfer would risk a stale one. */
+static void test_file_backed_memory_is_not_retained(void)
+{
+	struct fi_mrlease_stats before, after;
+	char path[] = "/tmp/mrl_monitor_XXXXXX";
+	long closed;
+	int fd;
+	void *p;
+
+	NEED_MONITOR();
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	unlink(path);
+	CHECK_EQ(0, ftruncate(fd, (off_t)(16 * page)));
+	p = mmap(NULL, 16 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	close(fd);
+	CHECK(p != MAP_FAILED);
+	stats(&before);
+	closed = atomic_load(&creg.closed);
+	CHECK(touch(p, page) != NULL);
+	stats(&after);
+	CHECK(!cached(p, page));
+	CHECK_EQ(before.not_retained + 1, after.not_retained);
+	/* Closed at its last release, not kept. */
+	CHECK_EQ(closed + 1, atomic_load(&creg.closed));
+	munmap(p, 16 * page);
+}
+
+/* ---- VMA count ----------------------------------------------------------- */
+
+static long vma_count(void)
+{
+	char buf[4096];
+	long lines = 0;
+	ssize_t n;
+	int fd = open("/proc/self/maps", O_RDONLY);
+
+	if (fd < 0)
+		return -1;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			lines += buf[i] == '\n';
+	close(fd);
+	return lines;
+}
+
+/* Watching each entry's own pages splits a VMA per entry: 100 000 entries
+ * would pass vm.max_map_count (65530) and make mmap fail process-wide. */
+static void test_vma_count_stays_bounded_with_100000_entries(void)
+{
+	const size_t n = 100000;
+	struct fi_mrlease_stats st;
+	long before, after;
+	char *p;
+
+	NEED_MONITOR();
+	p = mmap(NULL, 2 * n * page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(p != MAP_FAILED);
+	before = vma_count();
+	for (size_t i = 0; i < n; i++)
+		CHECK(touch(p + 2 * i * page, page) != NULL);
+	after = vma_count();
+	stats(&st);
+	CHECK(st.entries >= n);
+	printf("# %zu entries every other page: %ld VMAs before, %ld after\n",
+	       n, before, after);
+	CHECK(after - before < 64);
+	munmap(p, 2 * n * page);
+	stats(&st);
+	CHECK(st.entries < n);
+	mrl_cache_drain(cache);
+}
+
+/* ---- no window ----------------------------------------------------------- */
+
+struct window {
+	char *p;
+	size_t len;
+	void *old, *got;	/* registrar handles (never reused) */
+	atomic_int primed, go, done;
+};
+
+/* The hot slot of this thread names the entry: the inline hit path would
+ * lease it without a lookup if it ignored the barrier. */
+static void *window_reader(void *arg)
+{
+	struct window *w = arg;
+
+	struct mrl_registration *reg;
+
+	reg = touch(w->p, w->len);
+	w->old = reg ? mrl_registration_mr(reg) : NULL;
+	atomic_store(&w->primed, 1);
+	wait_for(&w->go, 1);
+	if (!mrl_cache_acquire(dom, (uintptr_t)w->p, (uintptr_t)w->p + w->len, &reg)) {
+		w->got = mrl_registration_mr(reg);
+		mrl_lease_release(reg);
+	}
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+static void *window_unmapper(void *arg)
+{
+	struct window *w = arg;
+
+	munmap(w->p, w->len);
+	return NULL;
+}
+
+/* munmap returns as soon as the monitor *reads* its event: a lookup between
+ * that read and the invalidation would hand out a registration of pages that
+ * are gone (fabtests' fi_unmap_mem loop). */
+static void test_no_lookup_sees_a_range_once_munmap_returned(void)
+{
+	struct window w = { .len = 4 * page };
+	pthread_t reader, unmapper;
+	uint64_t waits;
+	int done_early;
+	bool held;
+
+	NEED_MONITOR();
+	w.p = map(w.len, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(w.p != NULL);
+	CHECK_EQ(0, pthread_create(&reader, NULL, window_reader, &w));
+	CHECK(wait_for(&w.primed, 1));
+	CHECK(w.old != NULL);
+	/* The monitor will stop between reading the event and invalidating. */
+	atomic_store(&gate_closed, 1);
+	waits = mrl_cache_barrier_waits();
+	if (pthread_create(&unmapper, NULL, window_unmapper, &w)) {
+		atomic_store(&gate_closed, 0);
+		CHECK(!"pthread_create");
+	}
+	pthread_join(unmapper, NULL);
+	/* munmap returned: the event was read, its range not invalidated. */
+	held = wait_for(&gate_waiting, 1);
+	atomic_store(&w.go, 1);
+	/* The reader is held by the barrier, not by luck. */
+	while (held && mrl_cache_barrier_waits() == waits && !atomic_load(&w.done))
+		sched_yield();
+	done_early = atomic_load(&w.done);
+	atomic_store(&gate_closed, 0);
+	pthread_join(reader, NULL);
+	CHECK(held);
+	CHECK_EQ(0, done_early);
+	CHECK(w.got != w.old);
+	mrl_cache_drain(cache);
+}
+
+/* ---- deadlock rules ------------------------------------------------------ */
+
+static char *scratch;		/* a watched page the hooks unmap */
+
+static void unmap_scratch(void)
+{
+	munmap(scratch, page);
+}
+
+static bool watched_scratch(void)
+{
+	scratch = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
+	return scratch && touch(scratch, page) && cached(scratch, page);
+}
+
+/* A provider's fi_close may free memory inside a watched range: on the
+ * monitor thread it would wait for the monitor to read, i.e. for itself. */
+static void test_the_monitor_never_closes_a_registration(void)
+{
+	struct fi_mrlease_stats before, after;
+	struct mrl_registration *reg;
+	char *p;
+
+	NEED_MONITOR();
+	CHECK(watched_scratch());
+	p = map(4 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(p != NULL);
+	reg = touch(p, 4 * page);
+	CHECK(reg != NULL);
+	close_hook_mr = mrl_registration_mr(reg);
+	close_hook = unmap_scratch;
+	atomic_store(&close_hook_tid, 0);
+	stats(&before);
+	munmap(p, 4 * page);
+	stats(&after);
+	/* Retired by the monitor, closed by nobody yet. */
+	CHECK_EQ(before.deferred_closes + 1, after.deferred_closes);
+	CHECK_EQ(0, atomic_load(&close_hook_tid));
+	mrl_cache_drain(cache);
+	CHECK_EQ((int)syscall(SYS_gettid), atomic_load(&close_hook_tid));
+	CHECK(atomic_load(&close_hook_tid) != monitor_tid);
+	CHECK(!cached(scratch, page));
+	close_hook = NULL;
+	close_hook_mr = NULL;
+}
+
+struct miss_arg {
+	char *p;
+	atomic_int done;
+};
+
+static void *miss_thread(void *arg)
+{
+	struct miss_arg *m = arg;
+
+	touch(m->p, page);
+	atomic_store(&m->done, 1);
+	return NULL;
+}
+
+/* A miss in progress (a provider's reg freeing memory) may block in munmap
+ * until the monitor reads; the monitor's invalidation must not wait for a
+ * lock that miss holds. */
+static void test_a_miss_unmapping_memory_does_not_deadlock(void)
+{
+	struct miss_arg m = { 0 };
+	pthread_t t;
+
+	NEED_MONITOR();
+	CHECK(watched_scratch());
+	m.p = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(m.p != NULL);
+	reg_hook = unmap_scratch;
+	CHECK_EQ(0, pthread_create(&t, NULL, miss_thread, &m));
+	if (!wait_for(&m.done, 1)) {
+		mrl_test_fail(__FILE__, __LINE__, "the miss never returned");
+		return;	/* leave the thread: it is stuck */
+	}
+	pthread_join(t, NULL);
+	CHECK(!cached(scratch, page));
+	CHECK(cached(m.p, page));
+	munmap(m.p, page);
+	mrl_cache_drain(cache);
+}
+
+/* ---- the monitor allocates nothing --------------------------------------- */
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define MRL_COUNT_MALLOC 1
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+static atomic_long monitor_allocs;
+
+void *malloc(size_t n)
+{
+	if (on_monitor)
+		atomic_fetch_add(&monitor_allocs, 1);
+	return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t m)
+{
+	if (on_monitor)
+		atomic_fetch_add(&monitor_allocs, 1);
+	return __libc_calloc(n, m);
+}
+
+void *realloc(void *p, size_t n)
+{
+	if (on_monitor)
+		atomic_fetch_add(&monitor_allocs, 1);
+	return __libc_realloc(p, n);
+}
+
+void *aligned_alloc(size_t a, size_t n)
+{
+	if (on_monitor)
+		atomic_fetch_add(&monitor_allocs, 1);
+	return __libc_memalign(a, n);
+}
+#endif
+
+/* The monitor runs while another thread is inside munmap, possibly inside
+ * the allocator holding its lock: an allocation there could deadlock. */
+static void test_monitor_invalidation_allocates_nothing(void)
+{
+#ifdef MRL_COUNT_MALLOC
+	struct fi_mrlease_stats before, after;
+	long allocs = atomic_load(&monitor_allocs);
+	char *p;
+
+	NEED_MONITOR();
+	stats(&before);
+	for (int i = 0; i < 200; i++) {
+		p = map(8 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+		CHECK(p != NULL);
+		CHECK(touch(p + (size_t)(i % 8) * page, page) != NULL);
+		munmap(p, 8 * page);
+	}
+	stats(&after);
+	CHECK(after.monitor_invalidations >= before.monitor_invalidations + 200);
+	CHECK_EQ(allocs, atomic_load(&monitor_allocs));
+	mrl_cache_drain(cache);
+#else
+	mrl_test_skip_current("malloc cannot be counted under a sanitizer");
+#endif
+}
+
+/* ---- policy -------------------------------------------------------------- */
+
+/* An application calling invalidate before it unmaps (an allocator hook)
+ * loses nothing with the monitor on: one close, no double close. */
+static void test_explicit_invalidate_composes_with_the_monitor(void)
+{
+	struct fi_mrlease_stats before, after;
+	long closed, doubles;
+	char *p;
+
+	NEED_MONITOR();
+	p = map(4 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(p != NULL);
+	CHECK(touch(p, 4 * page) != NULL);
+	closed = atomic_load(&creg.closed);
+	doubles = atomic_load(&creg.double_closed);
+	CHECK_EQ(0, mrl_cache_invalidate(cache, (uintptr_t)p, (uintptr_t)p + 4 * page));
+	CHECK_EQ(closed + 1, atomic_load(&creg.closed));
+	stats(&before);
+	munmap(p, 4 * page);
+	stats(&after);
+	CHECK_EQ(before.monitor_invalidations, after.monitor_invalidations);
+	CHECK_EQ(before.deferred_closes, after.deferred_closes);
+	CHECK_EQ(closed + 1, atomic_load(&creg.closed));
+	CHECK_EQ(doubles, atomic_load(&creg.double_closed));
+}
+
+/* verbs;ofi_rxm pins, tcp;ofi_rxm does not: the core provider decides, and
+ * a provider nobody listed is taken to pin (the safe side). */
+static void test_pinning_is_decided_by_the_core_provider(void)
+{
+	CHECK(mrl_lease_provider_pins("verbs;ofi_rxm"));
+	CHECK(mrl_lease_provider_pins("efa"));
+	CHECK(mrl_lease_provider_pins("some_new_nic"));
+	CHECK(!mrl_lease_provider_pins("tcp;ofi_rxm"));
+	CHECK(!mrl_lease_provider_pins("tcp"));
+	CHECK(!mrl_lease_provider_pins("udp;ofi_rxd"));
+	CHECK(!mrl_lease_provider_pins("shm"));
+	CHECK(!mrl_lease_provider_pins("sockets"));
+	CHECK(!mrl_lease_provider_pins("net"));
+	CHECK(mrl_lease_provider_pins("tcpx"));
+}
+
+int main(void)
+{
+	struct mrl_cache_config config = { .max_count = 400000 };
+	struct mrl_domain_config dc;
+
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	creg_init(&creg, NULL, 0);
+	if (mrl_cache_create(&config, &cache))
+		return 1;
+	dc = creg_domain_config(&creg);
+	dc.registrar = &watch_registrar;
+	if (mrl_cache_domain_open(cache, &dc, &dom))
+		return 1;
+	monitor_ok = mrl_monitor_start(NULL, &client) == 0;
+
+	MRL_RUN(test_every_way_pages_leave_is_caught);
+	MRL_RUN(test_sysv_shm_is_not_retained);
+	MRL_RUN(test_file_backed_memory_is_not_retained);
+	MRL_RUN(test_vma_count_stays_bounded_with_100000_entries);
+	MRL_RUN(test_no_lookup_sees_a_range_once_munmap_returned);
+	MRL_RUN(test_the_monitor_never_closes_a_registration);
+	MRL_RUN(test_a_miss_unmapping_memory_does_not_deadlock);
+	MRL_RUN(test_monitor_invalidation_allocates_nothing);
+	MRL_RUN(test_explicit_invalidate_composes_with_the_monitor);
+	MRL_RUN(test_pinning_is_decided_by_the_core_provider);
+
+	mrl_cache_domain_close(dom);
+	mrl_monitor_stop();
+	mrl_cache_destroy(cache);
+	MRL_RUN(test_every_registration_closed_exactly_once);
+	return mrl_test_done();
+}
