@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -139,17 +140,131 @@ struct fid *mrl_inner_fid(struct fid *fid)
 	return fid;
 }
 
+/*
+ * The way up: every inner object a wrapper adopted (mrl_adopt_inner),
+ * keyed by its address. A fid found in an event is looked up by value and
+ * never dereferenced: an event the application wrote itself (fi_eq_write)
+ * may carry anything, its own hook fids, NULL or a pointer to memory that
+ * is no fid, and must come back untouched.
+ *
+ * Open addressing, linear probing, deletion by backward shift; the table
+ * doubles at half load and is freed when the last entry goes (so nothing
+ * outlives the objects, not even past dlclose). mrl_adopted_lock guards
+ * the table; nothing but malloc/free of the table is called under it.
+ */
+struct mrl_adopted {
+	const struct fid *inner;
+	struct fid *hook;
+};
+
+static pthread_mutex_t mrl_adopted_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mrl_adopted *mrl_adopted;
+static size_t mrl_adopted_cap, mrl_adopted_count;
+
+static size_t mrl_adopted_slot(const struct fid *inner, size_t cap)
+{
+	uint64_t h = (uint64_t)(uintptr_t)inner * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(h >> 32) & (cap - 1);
+}
+
+/* Insert or replace (the address of a closed inner object may come back
+ * for a new one before its wrapper's close removed it). */
+static void mrl_adopted_put(struct mrl_adopted *table, size_t cap,
+			    const struct fid *inner, struct fid *hook)
+{
+	size_t i = mrl_adopted_slot(inner, cap);
+
+	while (table[i].inner && table[i].inner != inner)
+		i = (i + 1) & (cap - 1);
+	if (!table[i].inner)
+		mrl_adopted_count++;
+	table[i] = (struct mrl_adopted){ .inner = inner, .hook = hook };
+}
+
+static int mrl_adopted_add(const struct fid *inner, struct fid *hook)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&mrl_adopted_lock);
+	if (2 * (mrl_adopted_count + 1) > mrl_adopted_cap) {
+		size_t cap = mrl_adopted_cap ? 2 * mrl_adopted_cap : 64;
+		struct mrl_adopted *table = calloc(cap, sizeof(*table));
+
+		if (!table) {
+			ret = -FI_ENOMEM;
+			goto out;
+		}
+		mrl_adopted_count = 0;
+		for (size_t i = 0; i < mrl_adopted_cap; i++)
+			if (mrl_adopted[i].inner)
+				mrl_adopted_put(table, cap, mrl_adopted[i].inner,
+						mrl_adopted[i].hook);
+		free(mrl_adopted);
+		mrl_adopted = table;
+		mrl_adopted_cap = cap;
+	}
+	mrl_adopted_put(mrl_adopted, mrl_adopted_cap, inner, hook);
+out:
+	pthread_mutex_unlock(&mrl_adopted_lock);
+	return ret;
+}
+
+/* Forget inner if it still leads to hook (a newer object at the same
+ * address keeps its entry). */
+static void mrl_adopted_del(const struct fid *inner, const struct fid *hook)
+{
+	size_t i, j, cap;
+
+	pthread_mutex_lock(&mrl_adopted_lock);
+	cap = mrl_adopted_cap;
+	if (!cap)
+		goto out;
+	for (i = mrl_adopted_slot(inner, cap); mrl_adopted[i].inner;
+	     i = (i + 1) & (cap - 1))
+		if (mrl_adopted[i].inner == inner)
+			break;
+	if (mrl_adopted[i].inner != inner || mrl_adopted[i].hook != hook)
+		goto out;
+	/* Backward shift: move up every later entry of the run that may
+	 * sit at i, so no probe stops early at the hole. */
+	for (j = (i + 1) & (cap - 1); mrl_adopted[j].inner;
+	     j = (j + 1) & (cap - 1)) {
+		size_t home = mrl_adopted_slot(mrl_adopted[j].inner, cap);
+
+		if (((j - home) & (cap - 1)) >= ((j - i) & (cap - 1))) {
+			mrl_adopted[i] = mrl_adopted[j];
+			i = j;
+		}
+	}
+	mrl_adopted[i] = (struct mrl_adopted){ 0 };
+	if (!--mrl_adopted_count) {
+		free(mrl_adopted);
+		mrl_adopted = NULL;
+		mrl_adopted_cap = 0;
+	}
+out:
+	pthread_mutex_unlock(&mrl_adopted_lock);
+}
+
 struct fid *mrl_hook_of_inner(struct fid *inner)
 {
-	struct fid *hook;
+	struct fid *hook = inner;
+	size_t i, cap;
 
-	/* Already ours: an event the application wrote with its own fid. */
-	if (!inner || mrl_is_hook_fid(inner))
+	if (!inner)
 		return inner;
-	hook = inner->context;
-	if (hook && mrl_is_hook_fid(hook) && mrl_inner_fid(hook) == inner)
-		return hook;
-	return inner;
+	pthread_mutex_lock(&mrl_adopted_lock);
+	cap = mrl_adopted_cap;
+	for (i = cap ? mrl_adopted_slot(inner, cap) : 0;
+	     cap && mrl_adopted[i].inner; i = (i + 1) & (cap - 1)) {
+		if (mrl_adopted[i].inner == inner) {
+			hook = mrl_adopted[i].hook;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mrl_adopted_lock);
+	return hook;
 }
 
 void mrl_adopt_inner(struct fid *inner, struct fid *hook)
@@ -160,6 +275,12 @@ void mrl_adopt_inner(struct fid *inner, struct fid *hook)
 		FI_DBG(mrl_prov, FI_LOG_CORE,
 		       "inner fid %p (fclass %zu) keeps its own context\n",
 		       (void *)inner, inner->fclass);
+	/* Without the entry, events naming inner reach the application
+	 * with the provider's fid: logged, not fatal. */
+	if (mrl_adopted_add(inner, hook))
+		FI_WARN(mrl_prov, FI_LOG_CORE,
+			"no memory to record inner fid %p: its events will "
+			"not be translated\n", (void *)inner);
 }
 
 static bool mrl_class_is_ep(enum mrl_class cls)
@@ -199,6 +320,7 @@ int mrl_fid_close(struct fid *fid)
 {
 	const struct mrl_personality *p = mrl_personality;
 	enum mrl_class cls = mrl_class_of(fid);
+	struct fid *inner = mrl_inner_fid(fid);
 	struct mrl_mr *mr = NULL;
 	int ret;
 
@@ -212,9 +334,10 @@ int mrl_fid_close(struct fid *fid)
 	if (mr && mr->release)
 		ret = mr->release(mr);
 	else
-		ret = fi_close(mrl_inner_fid(fid));
+		ret = fi_close(inner);
 	if (ret)
 		return ret;
+	mrl_adopted_del(inner, fid);
 
 	switch (cls) {
 	case MRL_CLASS_DOMAIN:
