@@ -41,6 +41,14 @@ static const char *prov;
 /* Whether this process runs with FI_HOOK set (the hooked run of a case). */
 static bool hooked;
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 /* ------------------------------------------------------------------------
  * Set-up shared by the cases.
  */
@@ -81,6 +89,39 @@ static bool open_domain(struct mrl_domain *d)
 	if (ret || mrl_domain_open(info, d))
 		return false;
 	return hook_matches(d->domain);
+}
+
+/* An xfer pair with or without the hook, as this run is; false with the
+ * case skipped (the provider cannot) or failed. */
+static bool pair_open(struct xfer_opts opts, struct xfer_pair *p)
+{
+	int ret;
+
+	opts.prov = prov;
+	ret = xfer_pair_open(&opts, p);
+	if (ret == -FI_ENODATA || ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP) {
+		mrl_test_skip_current("%s cannot: %s", prov, fi_strerror(-ret));
+		return false;
+	}
+	if (ret) {
+		mrl_test_fail(__FILE__, __LINE__, "xfer_pair_open: %s",
+			      fi_strerror(-ret));
+		return false;
+	}
+	if (!p->mrl != !hooked) {
+		mrl_test_fail(__FILE__, __LINE__, "FI_MRLEASE_OPS_1 %s, but "
+			      "FI_HOOK is %s", p->mrl ? "answers" : "refused",
+			      hooked ? "mrlease" : "unset");
+		xfer_pair_close(p);
+		return false;
+	}
+	if (opts.thread_safe &&
+	    p->info->domain_attr->threading != FI_THREAD_SAFE) {
+		mrl_test_skip_current("%s: not FI_THREAD_SAFE", prov);
+		xfer_pair_close(p);
+		return false;
+	}
+	return true;
 }
 
 /* ------------------------------------------------------------------------
@@ -149,12 +190,273 @@ static void test_eq_read_returns_application_written_events_untouched(void)
 }
 
 /* ------------------------------------------------------------------------
+ * fi_cq_signal (item 2 of issue 13).
+ */
+
+/* Every blocking read below is given this timeout; a signal must end it
+ * well before (a read that ran into it was not woken by the signal). */
+#define SREAD_TIMEOUT_MS 2000
+/* How long the main thread waits for a blocked reader to return. */
+#define READER_GUARD_S 10.0
+
+/* fi_cq(3): a signalled sread returns -FI_EAGAIN (libfabric before 1.18's
+ * util CQ said -FI_ECANCELED). */
+static bool signalled_read_rc(ssize_t rc)
+{
+	return rc == -FI_EAGAIN || rc == -FI_ECANCELED;
+}
+
+/*
+ * fi_cq(3): fi_cq_signal unblocks fi_cq_sread. A signal given before the
+ * read made the bare provider's sread return at once; through the hook the
+ * read waited out its whole timeout (the hook retried the -FI_EAGAIN).
+ */
+static void test_cq_sread_after_signal_returns_before_its_timeout(void)
+{
+	struct mrl_domain d;
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_TAGGED,
+				   .wait_obj = FI_WAIT_UNSPEC, .size = 64 };
+	struct fi_cq_tagged_entry e;
+	struct fid_cq *cq;
+	double t0, elapsed;
+	ssize_t rc;
+	int ret;
+
+	if (!open_domain(&d))
+		return;
+	ret = fi_cq_open(d.domain, &attr, &cq, NULL);
+	if (ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP || ret == -FI_EINVAL) {
+		mrl_test_skip_current("%s: no CQ with FI_WAIT_UNSPEC: %s", prov,
+				      fi_strerror(-ret));
+		return;
+	}
+	CHECK_FI(ret);
+	mrl_track_fid(&cq->fid);
+	CHECK_FI(fi_cq_signal(cq));
+	t0 = now_ms();
+	rc = fi_cq_sread(cq, &e, 1, NULL, SREAD_TIMEOUT_MS);
+	elapsed = now_ms() - t0;
+	CHECK_MSG(signalled_read_rc(rc), "fi_cq_sread after fi_cq_signal: %zd",
+		  rc);
+	CHECK_MSG(elapsed < SREAD_TIMEOUT_MS / 2,
+		  "fi_cq_sread after fi_cq_signal took %.0f ms of its %d ms "
+		  "timeout: the signal was lost", elapsed, SREAD_TIMEOUT_MS);
+}
+
+/* A reader blocked in fi_cq_sread or fi_cq_sreadfrom on another thread. */
+struct blocked_reader {
+	struct fid_cq *cq;
+	bool from;              /* fi_cq_sreadfrom */
+	atomic_int started;
+	atomic_int done;
+	ssize_t rc;
+	double elapsed_ms;
+};
+
+static void *blocked_reader_main(void *arg)
+{
+	struct blocked_reader *r = arg;
+	struct fi_cq_tagged_entry e[4];
+	fi_addr_t src[4];
+	double t0;
+
+	atomic_store(&r->started, 1);
+	t0 = now_ms();
+	r->rc = r->from ? fi_cq_sreadfrom(r->cq, e, 4, src, NULL,
+					  SREAD_TIMEOUT_MS) :
+			  fi_cq_sread(r->cq, e, 4, NULL, SREAD_TIMEOUT_MS);
+	r->elapsed_ms = now_ms() - t0;
+	atomic_store(&r->done, 1);
+	return NULL;
+}
+
+static int blocked_reader_start(struct blocked_reader *r, pthread_t *thread)
+{
+	atomic_init(&r->started, 0);
+	atomic_init(&r->done, 0);
+	return pthread_create(thread, NULL, blocked_reader_main, r);
+}
+
+/* Wait (READER_GUARD_S at most, yielding) for the reader to return, join
+ * it (it returns by its own timeout anyway) and check it was woken. */
+static void blocked_reader_check(struct blocked_reader *r, pthread_t thread)
+{
+	struct mrl_wait w;
+	bool done;
+
+	mrl_wait_init_for(&w, READER_GUARD_S);
+	while (!(done = atomic_load(&r->done)) && !mrl_wait_over(&w))
+		sched_yield();
+	pthread_join(thread, NULL);
+	CHECK_MSG(done, "the blocked reader did not return within %.0f s",
+		  READER_GUARD_S);
+	CHECK_MSG(signalled_read_rc(r->rc), "signalled %s returned %zd",
+		  r->from ? "fi_cq_sreadfrom" : "fi_cq_sread", r->rc);
+	CHECK_MSG(r->elapsed_ms < SREAD_TIMEOUT_MS,
+		  "%s returned after %.0f ms, its whole %d ms timeout: the "
+		  "signal did not wake it", r->from ? "fi_cq_sreadfrom" :
+		  "fi_cq_sread", r->elapsed_ms, SREAD_TIMEOUT_MS);
+}
+
+/*
+ * fi_cq(3): fi_cq_signal wakes a thread blocked in fi_cq_sread or
+ * fi_cq_sreadfrom. Through the hook the woken read went back to wait for
+ * the rest of its timeout, so a reader told to stop kept waiting.
+ */
+static void cq_signal_wakes_a_blocked_reader(bool from)
+{
+	struct xfer_pair p;
+	struct blocked_reader r = { .from = from };
+	pthread_t thread;
+
+	if (!pair_open((struct xfer_opts){ .cq_wait = FI_WAIT_UNSPEC,
+					   .thread_safe = true }, &p))
+		return;
+	r.cq = p.cq;
+	CHECK_EQ(0, blocked_reader_start(&r, &thread));
+	/* Signalled once the reader runs; whether it is inside the wait yet
+	 * or not, the signal must end that read. */
+	if (!mrl_wait_until_int(&r.started, 1))
+		mrl_test_fail(__FILE__, __LINE__, "reader never started");
+	else
+		CHECK_FI(fi_cq_signal(p.cq));
+	blocked_reader_check(&r, thread);
+	CHECK_EQ(0, xfer_pair_close(&p));
+}
+
+static void test_cq_signal_wakes_a_thread_blocked_in_sread(void)
+{
+	cq_signal_wakes_a_blocked_reader(false);
+}
+
+static void test_cq_signal_wakes_a_thread_blocked_in_sreadfrom(void)
+{
+	cq_signal_wakes_a_blocked_reader(true);
+}
+
+#define HIDDEN_WRITES 8
+#define HIDDEN_LEN 4096
+
+/*
+ * A blocked reader whose read returned only completions the hook hides
+ * (leased writes posted without FI_COMPLETION under FI_SELECTIVE_
+ * COMPLETION) waits again; a signal given then must still end the read.
+ * The hook's retry took the signalled -FI_EAGAIN for another empty batch.
+ */
+static void test_cq_signal_is_not_swallowed_by_hidden_completions(void)
+{
+	struct xfer_pair p;
+	struct blocked_reader r = { .from = false };
+	struct fi_context2 ctx[HIDDEN_WRITES];
+	char *src = NULL, *dst = NULL;
+	struct fid_mr *mr = NULL;
+	struct mrl_wait w;
+	pthread_t thread;
+	bool running = false;
+	long long leases;
+
+	if (!hooked) {
+		/* Without the hook nothing is hidden: the bare provider's
+		 * half of this is test_cq_signal_wakes_a_thread_blocked_in_
+		 * sread. */
+		mrl_test_skip_current("only the hook hides completions");
+		return;
+	}
+	if (!pair_open((struct xfer_opts){ .cq_wait = FI_WAIT_UNSPEC,
+					   .selective = true,
+					   .thread_safe = true }, &p))
+		return;
+	src = malloc(HIDDEN_LEN);
+	dst = calloc(1, HIDDEN_LEN);
+	if (!src || !dst) {
+		mrl_test_fail(__FILE__, __LINE__, "out of memory");
+		goto out;
+	}
+	xfer_fill(src, HIDDEN_LEN, 5);
+	if (xfer_mr_reg(&p, dst, HIDDEN_LEN, FI_REMOTE_WRITE, &mr)) {
+		mrl_test_fail(__FILE__, __LINE__, "xfer_mr_reg failed");
+		goto out;
+	}
+	r.cq = p.cq;
+	if (blocked_reader_start(&r, &thread)) {
+		mrl_test_fail(__FILE__, __LINE__, "pthread_create failed");
+		goto out;
+	}
+	running = true;
+	if (!mrl_wait_until_int(&r.started, 1)) {
+		mrl_test_fail(__FILE__, __LINE__, "reader never started");
+		goto out;
+	}
+	/* Leased (FI_MRLEASE_MIN_SIZE=0), no completion asked: the hook
+	 * asks the provider for one to release the lease, and hides it. */
+	for (int i = 0; i < HIDDEN_WRITES; i++) {
+		struct iovec iov = { .iov_base = src, .iov_len = HIDDEN_LEN };
+		struct fi_rma_iov rma = {
+			.addr = xfer_rma_addr(&p, dst, dst),
+			.len = HIDDEN_LEN,
+			.key = fi_mr_key(mr),
+		};
+		struct fi_msg_rma msg = {
+			.msg_iov = &iov, .iov_count = 1, .addr = p.addr[1],
+			.rma_iov = &rma, .rma_iov_count = 1, .context = &ctx[i],
+		};
+		ssize_t rc;
+		struct mrl_wait pw;
+
+		mrl_wait_init(&pw);
+		while ((rc = fi_writemsg(p.ep[0], &msg, 0)) == -FI_EAGAIN &&
+		       !mrl_wait_over(&pw))
+			sched_yield();
+		if (rc) {
+			mrl_test_fail(__FILE__, __LINE__, "fi_writemsg: %zd", rc);
+			goto out;
+		}
+	}
+	/* The blocked reader read (and the hook dropped) every hidden
+	 * completion: their leases are gone, and the read goes on. */
+	mrl_wait_init(&w);
+	while ((leases = xfer_live_leases(&p)) > 0 && !atomic_load(&r.done) &&
+	       !mrl_wait_over(&w))
+		sched_yield();
+	if (atomic_load(&r.done)) {
+		mrl_test_fail(__FILE__, __LINE__, "the reader returned %zd "
+			      "before the signal (hidden completions shown?)",
+			      r.rc);
+		goto out;
+	}
+	if (leases) {
+		mrl_test_fail(__FILE__, __LINE__, "%lld leases still held: the "
+			      "blocked reader never read the hidden "
+			      "completions", leases);
+		goto out;
+	}
+	if (fi_cq_signal(p.cq))
+		mrl_test_fail(__FILE__, __LINE__, "fi_cq_signal failed");
+out:
+	if (running)
+		blocked_reader_check(&r, thread);
+	if (!mrl_test_failed() && xfer_wait_pattern(&p, dst, HIDDEN_LEN, 5) >= 0)
+		mrl_test_fail(__FILE__, __LINE__, "hidden writes lost data");
+	if (mr)
+		fi_close(&mr->fid);
+	if (xfer_pair_close(&p))
+		mrl_test_fail(__FILE__, __LINE__, "xfer_pair_close failed");
+	free(src);
+	free(dst);
+}
+
+/* ------------------------------------------------------------------------
  * The cases, and how each runs.
  */
 
 static const char *const fabric_providers[] = {
 	"tcp", "tcp;ofi_rxm", "shm", "sockets", NULL
 };
+static const char *const rdm_providers[] = {
+	"tcp;ofi_rxm", "shm", "sockets", NULL
+};
+
+static const char *const min_size_0[] = { "FI_MRLEASE_MIN_SIZE=0", NULL };
 
 struct conf_case {
 	const char *name;
@@ -169,6 +471,14 @@ struct conf_case {
 static const struct conf_case cases[] = {
 	CASE(test_eq_read_returns_application_written_events_untouched,
 	     fabric_providers, NULL),
+	CASE(test_cq_sread_after_signal_returns_before_its_timeout,
+	     fabric_providers, NULL),
+	CASE(test_cq_signal_wakes_a_thread_blocked_in_sread, rdm_providers,
+	     NULL),
+	CASE(test_cq_signal_wakes_a_thread_blocked_in_sreadfrom,
+	     rdm_providers, NULL),
+	CASE(test_cq_signal_is_not_swallowed_by_hidden_completions,
+	     rdm_providers, min_size_0),
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 

@@ -1236,6 +1236,9 @@ struct mrl_xcq {
 	/* Reads go through the guarded table (mrl_xcq_guard): set once. */
 	atomic_bool guarded;
 	struct mrl_cq_guard guard;
+	/* fi_cq_signal calls: a blocking read the hook would retry after a
+	 * hidden batch returns instead when one came (mrl_completion_cq.c). */
+	atomic_uint signals;
 	/* Pools of endpoints closed with orphans, kept until the CQ closes. */
 	pthread_mutex_t lock;		/* guards pools; nothing else under it */
 	struct mrl_op_pool **pools;

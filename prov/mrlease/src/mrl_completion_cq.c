@@ -387,34 +387,48 @@ static int64_t mrl_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Blocking reads: a batch that was all hidden is not an answer, so wait
- * again for what is left of the timeout. Guarded: each inner read (with
- * its wait) and its translation counted. */
+/*
+ * Blocking reads: a batch that was all hidden is not an answer, so wait
+ * again for what is left of the timeout. Nothing else is retried: the
+ * provider's own -FI_EAGAIN (its timeout, or fi_cq_signal) is the answer,
+ * and a signal given during the call (counted by mrl_xcq_signal) turns the
+ * retry into a last look that does not wait, for providers whose signal
+ * only wakes a waiter without marking the CQ. Guarded: each inner read
+ * (with its wait) and its translation counted.
+ */
 static inline __attribute__((always_inline)) ssize_t
 mrl_xcq_sreadfrom_in(struct fid_cq *cq_fid, void *buf, size_t count,
 		     fi_addr_t *src_addr, const void *cond, int timeout,
 		     bool guarded)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_xcq *xcq = cq->ext;
+	unsigned int signals = atomic_load_explicit(&xcq->signals,
+						    memory_order_acquire);
 	int64_t deadline = timeout >= 0 ? mrl_now_ms() + timeout : 0;
-	ssize_t n;
+	ssize_t got, n;
 
 	for (;;) {
 		if (guarded)
 			mrl_cq_guard_enter(mrl_cq_guard_of(cq));
-		n = src_addr ? mrl_cq_ops.sreadfrom(cq_fid, buf, count,
-						    src_addr, cond, timeout) :
-			       mrl_cq_ops.sread(cq_fid, buf, count, cond,
-						timeout);
+		got = src_addr ? mrl_cq_ops.sreadfrom(cq_fid, buf, count,
+						      src_addr, cond, timeout) :
+				 mrl_cq_ops.sread(cq_fid, buf, count, cond,
+						  timeout);
 		if (guarded)
-			mrl_cq_guard_test(mrl_cq_guard_of(cq), buf, n);
-		n = mrl_cq_deliver(cq, buf, n, src_addr,
+			mrl_cq_guard_test(mrl_cq_guard_of(cq), buf, got);
+		n = mrl_cq_deliver(cq, buf, got, src_addr,
 				   mrl_xcq_entry_size(cq));
 		if (guarded)
 			mrl_cq_guard_exit(mrl_cq_guard_of(cq));
-		if (n != -FI_EAGAIN)
+		if (got <= 0 || n != -FI_EAGAIN || !timeout)
 			return n;
-		if (timeout >= 0) {
+		if (atomic_load_explicit(&xcq->signals, memory_order_acquire) !=
+		    signals) {
+			timeout = 0;
+			continue;
+		}
+		if (timeout > 0) {
 			int64_t left = deadline - mrl_now_ms();
 
 			if (left <= 0)
@@ -422,6 +436,17 @@ mrl_xcq_sreadfrom_in(struct fid_cq *cq_fid, void *buf, size_t count,
 			timeout = (int)left;
 		}
 	}
+}
+
+/* fi_cq_signal: counted before the provider wakes its waiters, so a read
+ * the hook retries after a hidden batch sees it (mrl_xcq_sreadfrom_in). */
+static int mrl_xcq_signal(struct fid_cq *cq_fid)
+{
+	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_xcq *xcq = cq->ext;
+
+	atomic_fetch_add_explicit(&xcq->signals, 1, memory_order_release);
+	return mrl_cq_ops.signal(cq_fid);
 }
 
 static ssize_t mrl_xcq_sreadfrom(struct fid_cq *cq_fid, void *buf,
@@ -484,6 +509,7 @@ static void mrl_xfer_cq_init(void)
 		mrl_xfer_cq_ops[i].readerr = mrl_xcq_readerr;
 		mrl_xfer_cq_ops[i].sread = mrl_xcq_sread;
 		mrl_xfer_cq_ops[i].sreadfrom = mrl_xcq_sreadfrom;
+		mrl_xfer_cq_ops[i].signal = mrl_xcq_signal;
 	}
 	mrl_guard_cq_ops = mrl_cq_ops;
 	mrl_guard_cq_ops.read = mrl_gcq_read;
@@ -491,6 +517,7 @@ static void mrl_xfer_cq_init(void)
 	mrl_guard_cq_ops.readerr = mrl_gcq_readerr;
 	mrl_guard_cq_ops.sread = mrl_gcq_sread;
 	mrl_guard_cq_ops.sreadfrom = mrl_gcq_sreadfrom;
+	mrl_guard_cq_ops.signal = mrl_xcq_signal;
 	mrl_plain_cq_ops = mrl_cq_ops;
 	mrl_plain_cq_ops.read = mrl_plain_cq_read;
 	mrl_plain_cq_ops.readfrom = mrl_plain_cq_readfrom;
@@ -522,6 +549,7 @@ int mrl_xfer_cq_open(struct mrl_cq *cq)
 	}
 	xcq->entry_size = mrl_cq_entry_size(cq->format);
 	atomic_init(&xcq->guarded, false);
+	atomic_init(&xcq->signals, 0);
 	atomic_init(&xcq->guard.word, 0);
 	atomic_init(&xcq->guard.test_reading, NULL);
 	cq->ext = xcq;
