@@ -449,12 +449,22 @@ out:
  * The cases, and how each runs.
  */
 
+/* Loads the plugin (FI_PROVIDER's check at load, item 6 of issue 13). */
+static void test_getinfo_loads_the_plugin(void)
+{
+	struct fi_info *info = NULL;
+
+	if (!fi_getinfo(MRL_FI_VERSION, NULL, NULL, 0, NULL, &info))
+		fi_freeinfo(info);
+}
+
 static const char *const fabric_providers[] = {
 	"tcp", "tcp;ofi_rxm", "shm", "sockets", NULL
 };
 static const char *const rdm_providers[] = {
 	"tcp;ofi_rxm", "shm", "sockets", NULL
 };
+static const char *const no_provider[] = { "any", NULL };
 
 static const char *const min_size_0[] = { "FI_MRLEASE_MIN_SIZE=0", NULL };
 
@@ -479,6 +489,8 @@ static const struct conf_case cases[] = {
 	     rdm_providers, NULL),
 	CASE(test_cq_signal_is_not_swallowed_by_hidden_completions,
 	     rdm_providers, min_size_0),
+	{ "test_getinfo_loads_the_plugin", test_getinfo_loads_the_plugin,
+	  no_provider, NULL, true },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -650,6 +662,78 @@ out:
 	free(run.output);
 }
 
+/* ------------------------------------------------------------------------
+ * FI_PROVIDER naming the hook (item 6 of issue 13).
+ */
+
+/* Lines of out that are mrlease's warning about FI_PROVIDER. */
+static int provider_warnings(const char *out)
+{
+	int count = 0;
+
+	for (const char *line = out; line && *line;) {
+		size_t n = strcspn(line, "\n");
+		char buf[1024];
+
+		snprintf(buf, sizeof(buf), "%.*s", (int)n, line);
+		if (strstr(buf, ":mrlease:") && strstr(buf, "FI_PROVIDER") &&
+		    strstr(buf, "FI_HOOK=mrlease"))
+			count++;
+		line += n;
+		if (*line)
+			line++;
+	}
+	return count;
+}
+
+/*
+ * FI_PROVIDER never selects a hook, and 'ofi_rxm;mrlease' leaves no core
+ * provider: fi_getinfo said -FI_ENODATA and nothing told the user why.
+ * Loading the plugin with FI_PROVIDER naming mrlease warns once with the
+ * setting that works; other FI_PROVIDER values stay quiet.
+ */
+static void test_fi_provider_naming_mrlease_warns_once_with_the_fix(void)
+{
+	static const struct {
+		const char *value;      /* NULL: unset */
+		int warnings;
+	} settings[] = {
+		{ "ofi_rxm;mrlease", 1 },
+		{ "tcp;ofi_rxm;mrlease", 1 },
+		{ "mrlease", 1 },
+		{ "^mrlease", 1 },
+		{ "tcp,mrlease", 1 },
+		{ "tcp;ofi_rxm", 0 },
+		{ "mrleased", 0 },
+		{ NULL, 0 },
+	};
+	const struct conf_case *load = &cases[NCASES - 1];
+
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+		char provider[128];
+		const char *env[] = { "FI_LOG_LEVEL=warn", provider, NULL };
+		struct child_run run;
+		int got;
+
+		snprintf(provider, sizeof(provider), "FI_PROVIDER=%s",
+			 settings[i].value ? settings[i].value : "");
+		if (!settings[i].value)
+			env[1] = NULL;
+		if (child_run(load, "any", true, env, &run)) {
+			free(run.output);
+			CHECK_MSG(false, "cannot run a child");
+		}
+		got = provider_warnings(run.output);
+		if (got != settings[i].warnings || run.verdict != CHILD_PASS)
+			child_echo(provider, &run);
+		free(run.output);
+		CHECK_MSG(got == settings[i].warnings,
+			  "FI_PROVIDER=%s: %d warnings naming FI_HOOK=mrlease, "
+			  "want %d", settings[i].value ? settings[i].value :
+			  "(unset)", got, settings[i].warnings);
+	}
+}
+
 /* ------------------------------------------------------------------------ */
 
 static int run_one_case(const char *name, const char *p)
@@ -695,5 +779,7 @@ int main(int argc, char **argv)
 			mrl_test_run(cases[i].name, run_case_in_children);
 		}
 	}
+	mrl_test_set_prefix(NULL);
+	MRL_RUN(test_fi_provider_naming_mrlease_warns_once_with_the_fix);
 	return mrl_test_done();
 }

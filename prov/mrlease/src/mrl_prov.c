@@ -6,7 +6,11 @@
  */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
@@ -36,6 +40,59 @@ static uint32_t mrl_package_version(void)
 	return FI_VERSION(major, minor);
 }
 
+/* Whether FI_PROVIDER's list names mrlease (names separated by ',' and
+ * layers by ';', the list optionally negated by a leading '^'). */
+static bool mrl_provider_filter_names_us(const char *filter)
+{
+	char name[64];
+
+	while (*filter) {
+		size_t n = strcspn(filter, ",;");
+
+		if (*filter == '^') {
+			filter++;
+			continue;
+		}
+		snprintf(name, sizeof(name), "%.*s", (int)n, filter);
+		if (!strcasecmp(name, "mrlease") ||
+		    !strcasecmp(name, "ofi_hook_mrlease"))
+			return true;
+		filter += n;
+		if (*filter)
+			filter++;
+	}
+	return false;
+}
+
+/*
+ * FI_PROVIDER filters providers and never selects or excludes a hook;
+ * 'ofi_rxm;mrlease' even filters out every core provider, so fi_getinfo
+ * fails -FI_ENODATA with no word of why. Say what works instead, once,
+ * when the plugin loads.
+ */
+static void mrl_check_provider_filter(void)
+{
+	const char *filter = getenv("FI_PROVIDER");
+
+	if (!filter || !mrl_provider_filter_names_us(filter))
+		return;
+	if (*filter == '^')
+		FI_WARN(&mrl_mrlease_prov, FI_LOG_CORE,
+			"FI_PROVIDER=%s does not turn the mrlease hook off: "
+			"FI_PROVIDER never selects or excludes a hook; mrlease "
+			"is on exactly when FI_HOOK names it (FI_HOOK=mrlease)\n",
+			filter);
+	else
+		FI_WARN(&mrl_mrlease_prov, FI_LOG_CORE,
+			"FI_PROVIDER=%s names mrlease, which is a hook, not a "
+			"provider: FI_PROVIDER never selects a hook, and this "
+			"filter may leave no core provider (fi_getinfo "
+			"-FI_ENODATA). Use FI_HOOK=mrlease with FI_PROVIDER "
+			"naming providers only, e.g. FI_HOOK=mrlease "
+			"FI_PROVIDER='tcp;ofi_rxm' (or 'verbs;ofi_rxm')\n",
+			filter);
+}
+
 __attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
 {
 	mrl_mrlease_prov.version = mrl_package_version();
@@ -48,5 +105,6 @@ __attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
 		FI_WARN(&mrl_mrlease_prov, FI_LOG_CORE,
 			"defining FI_MRLEASE_* parameters failed; defaults apply\n");
 	mrl_params_load(&mrl_mrlease_prov);
+	mrl_check_provider_filter();
 	return &mrl_mrlease_prov;
 }
