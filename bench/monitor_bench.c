@@ -42,7 +42,10 @@
  *            >= 0.9), and unmap_added_us, what mon adds per iteration. Over
  *            tcp a registration costs little, so the ratio is a floor: on a
  *            provider whose registration plus close costs more than
- *            unmap_added_us, mon is the faster of the two.
+ *            unmap_added_us, mon is the faster of the two. The time of each
+ *            phase is printed too; the kernel may move cost between them
+ *            (pages freed by munmap, faulted in by the next fill), so the
+ *            rate is the figure.
  *   reuse    mon vs off, per size: fi_write of the same four buffers in
  *            turn, nothing unmapped, every write a hit. Figure: the rate;
  *            target mon/off >= 0.99.
@@ -75,13 +78,14 @@
  * descriptor through /dev/userfaultfd; a mon run whose monitor did not start
  * (the provider warns) voids the figure. A run's count per write moves with
  * the posts retried on -FI_EAGAIN, which only add: each configuration's
- * figure is its smallest. ir_added = ir_on - ir_off.
+ * figure is its smallest, ir_added = ir_on - ir_off, and ir_spread (how far
+ * one configuration's runs fell apart) is its resolution.
  * MONITOR_BENCH_CALLGRIND=0 skips it.
  *
  * Environment: MONITOR_BENCH_ROUNDS (default 40), MONITOR_BENCH_GENERATIONS
  * (default 5), MONITOR_BENCH_SECS (seconds per loop slice, default 0.1),
  * MONITOR_BENCH_MUNMAPS (iterations per munmap slice, default 300),
- * MONITOR_BENCH_IR_RUNS (default 2), MONITOR_BENCH_CPU, MONITOR_BENCH_PROV,
+ * MONITOR_BENCH_IR_RUNS (default 3), MONITOR_BENCH_CPU, MONITOR_BENCH_PROV,
  * MONITOR_BENCH_TIMEOUT (seconds a child may take to answer, default 120),
  * MONITOR_BENCH_CALLGRIND. About four minutes by default.
  *
@@ -461,30 +465,39 @@ out:
 	return ret;
 }
 
-/* One iteration of the unmap loop at addr. */
-static int unmap_once(struct child *c, uintptr_t addr, size_t size, unsigned char v)
+/* One iteration of the unmap loop at addr; adds the seconds spent mapping
+ * and filling, writing, unmapping to phase[0..2]. */
+static int unmap_once(struct child *c, uintptr_t addr, size_t size, unsigned char v,
+		      double phase[3])
 {
+	double t0 = now_s(), t1, t2;
 	char *p = map_at(addr, size, PROT_READ | PROT_WRITE, false);
 
 	if (!p)
 		return -1;
 	memset(p, v, size);
+	t1 = now_s();
 	if (write_wait(c, p, size))
 		return -1;
+	t2 = now_s();
 	if (munmap(p, size)) {
 		fprintf(stderr, "monitor_bench child: munmap: %s\n", strerror(errno));
 		return -1;
 	}
+	phase[0] += t1 - t0;
+	phase[1] += t2 - t1;
+	phase[2] += now_s() - t2;
 	return 0;
 }
 
-/* "unmap SIZE SECS": answers "loop rate R" (iterations per second) and the
- * counts. */
+/* "unmap SIZE SECS": answers "loop rate R" (iterations per second), the µs
+ * per iteration of its phases ("map_us M write_us W munmap_us U": where
+ * the monitor's cost lands) and the counts. */
 static int child_unmap(struct child *c, size_t size, double secs)
 {
 	struct fi_mrlease_stats st0, st1;
 	uintptr_t addr = reserve(BLOCK);
-	double t0, t;
+	double t0, t, phase[3] = { 0 };
 	long n = 0;
 	int ret = -1;
 
@@ -493,17 +506,20 @@ static int child_unmap(struct child *c, size_t size, double secs)
 	/* A hole of our own, which each iteration maps into. */
 	munmap((void *)addr, BLOCK);
 	for (long i = 0; i < WARM_ITERS; i++)
-		if (unmap_once(c, addr, size, (unsigned char)(i | 1)))
+		if (unmap_once(c, addr, size, (unsigned char)(i | 1), phase))
 			return -1;
+	memset(phase, 0, sizeof(phase));
 	query(c, &st0);
 	t0 = now_s();
 	do {
-		if (unmap_once(c, addr, size, (unsigned char)(++n | 1)))
+		if (unmap_once(c, addr, size, (unsigned char)(++n | 1), phase))
 			return -1;
 	} while ((t = now_s() - t0) < secs);
 	query(c, &st1);
 	if (!wait_landed(c, size, (unsigned char)(n | 1))) {
-		printf("loop rate %.1f", (double)n / t);
+		printf("loop rate %.1f map_us %.2f write_us %.2f munmap_us %.2f",
+		       (double)n / t, phase[0] / n * 1e6, phase[1] / n * 1e6,
+		       phase[2] / n * 1e6);
 		print_counts(&st0, &st1, n);
 		ret = 0;
 	}
@@ -615,6 +631,7 @@ static int serve_main(const char *mode_name)
 /* What one slice answered. */
 struct sample {
 	double v[3];	/* munmap: in, cached, out ns; loops: v[0] the rate */
+	double phase[3];	/* unmap: µs per iteration mapping, writing, unmapping */
 	double regs, events, invalidations, not_retained, deferred;
 };
 
@@ -754,13 +771,16 @@ err:
 
 static bool parse_sample(const char *line, struct sample *s)
 {
-	const char *counts = strstr(line, " regs ");
+	const char *counts = strstr(line, " regs "), *phases = strstr(line, " map_us ");
 
 	memset(s, 0, sizeof(*s));
 	if (!(sscanf(line, "munmap in %lf cached %lf out %lf", &s->v[0], &s->v[1],
 		     &s->v[2]) == 3 ||
 	      sscanf(line, "loop rate %lf", &s->v[0]) == 1) || !counts)
 		return false;
+	if (phases)
+		sscanf(phases, " map_us %lf write_us %lf munmap_us %lf", &s->phase[0],
+		       &s->phase[1], &s->phase[2]);
 	return sscanf(counts, " regs %lf events %lf invalidations %lf not_retained %lf "
 		      "deferred %lf", &s->regs, &s->events, &s->invalidations,
 		      &s->not_retained, &s->deferred) == 5 && s->v[0] > 0;
@@ -917,6 +937,15 @@ static double raw_median(int p, int rounds, int side, int k)
 	return median(v, rounds);
 }
 
+static double phase_median(int p, int rounds, int side, int k)
+{
+	double v[MAX_ROUNDS];
+
+	for (int r = 0; r < rounds; r++)
+		v[r] = samples[p][r][side].phase[k];
+	return median(v, rounds);
+}
+
 /* ---- callgrind part ------------------------------------------------------ */
 
 struct ir_run {
@@ -1007,13 +1036,15 @@ static int xfer_ir(int mode, struct ir_run *ir)
 
 /*
  * Hook instructions per leased write, the smallest of runs alternating
- * mon and off (see the header). False when valgrind is missing or failed,
- * or the monitor did not start under it.
+ * mon and off (see the header), and the larger of the two configurations'
+ * spreads (largest - smallest run). False when valgrind is missing or
+ * failed, or the monitor did not start under it.
  */
-static bool callgrind_part(double ir[2], double cache[2])
+static bool callgrind_part(double ir[2], double cache[2], double *spread)
 {
-	int runs = (int)env_long("MONITOR_BENCH_IR_RUNS", 2);
+	int runs = (int)env_long("MONITOR_BENCH_IR_RUNS", 3);
 	const int modes[2] = { MODE_MON, MODE_OFF };
+	double hi[2] = { 0, 0 };
 	struct ir_run one;
 
 	ir[0] = ir[1] = cache[0] = cache[1] = 1e30;
@@ -1034,16 +1065,20 @@ static bool callgrind_part(double ir[2], double cache[2])
 		fflush(stdout);
 		if (one.hook < ir[k])
 			ir[k] = one.hook;
+		if (one.hook > hi[k])
+			hi[k] = one.hook;
 		if (one.cache < cache[k])
 			cache[k] = one.cache;
 	}
+	/* How far runs of one configuration fell apart: the resolution. */
+	*spread = hi[0] - ir[0] > hi[1] - ir[1] ? hi[0] - ir[0] : hi[1] - ir[1];
 	return true;
 }
 
 /* ---- parent ---------------------------------------------------------------- */
 
 static void print_figures(int np, int rounds, bool ir_ok, const double ir[2],
-			  const double cache[2], int cpu, bool sane)
+			  const double cache[2], double ir_spread, int cpu, bool sane)
 {
 	static const char *const kinds[] = { "in", "cached", "out" };
 	struct figure mu[3], ma[3], fu[NPAIRINGS], fa[NPAIRINGS];
@@ -1071,7 +1106,13 @@ static void print_figures(int np, int rounds, bool ir_ok, const double ir[2],
 		       raw_median(p, rounds, 0, 0), mode_names[pp->b],
 		       raw_median(p, rounds, 1, 0), fu[p].med, fu[p].q1, fu[p].q3);
 		if (pp->test == TEST_UNMAP)
-			printf("  added %.1f us [%.1f %.1f]", fa[p].med, fa[p].q1, fa[p].q3);
+			printf("  added %.1f us [%.1f %.1f]\n#     us per iteration "
+			       "mapping+filling / writing / unmapping: %s %.1f / %.1f / %.1f, "
+			       "%s %.1f / %.1f / %.1f", fa[p].med, fa[p].q1, fa[p].q3,
+			       mode_names[pp->a], phase_median(p, rounds, 0, 0),
+			       phase_median(p, rounds, 0, 1), phase_median(p, rounds, 0, 2),
+			       mode_names[pp->b], phase_median(p, rounds, 1, 0),
+			       phase_median(p, rounds, 1, 1), phase_median(p, rounds, 1, 2));
 		printf("\n");
 		if (pp->test == TEST_UNMAP && fu[p].med < min_unmap)
 			min_unmap = fu[p].med;
@@ -1088,8 +1129,9 @@ static void print_figures(int np, int rounds, bool ir_ok, const double ir[2],
 	printf("RESULT prov=%s rounds=%d cpu=%d load1=%.2f sane=%d", bench_prov(),
 	       rounds, cpu, load[0], sane);
 	if (ir_ok)
-		printf(" ir_on=%.1f ir_off=%.1f ir_added=%.1f ir_cache_added=%.1f", ir[0],
-		       ir[1], ir[0] - ir[1], cache[0] - cache[1]);
+		printf(" ir_on=%.1f ir_off=%.1f ir_added=%.1f ir_cache_added=%.1f "
+		       "ir_spread=%.1f", ir[0], ir[1], ir[0] - ir[1], cache[0] - cache[1],
+		       ir_spread);
 	else
 		printf(" ir_added=na");
 	for (int k = 0; k < 3; k++)
@@ -1116,7 +1158,7 @@ static int parent_main(void)
 	int rounds = (int)env_long("MONITOR_BENCH_ROUNDS", 40);
 	int generations = (int)env_long("MONITOR_BENCH_GENERATIONS", 5);
 	const char *cg = getenv("MONITOR_BENCH_CALLGRIND");
-	double ir[2] = { 0 }, cache[2] = { 0 }, t0 = now_s();
+	double ir[2] = { 0 }, cache[2] = { 0 }, ir_spread = 0, t0 = now_s();
 	bool ir_ok = false, sane = true;
 	struct server sv[NMODES];
 	time_t now = time(NULL);
@@ -1140,11 +1182,12 @@ static int parent_main(void)
 	fflush(stdout);
 	/* Before pinning: valgrind's runs use both CPUs. */
 	if (!cg || strcmp(cg, "0"))
-		ir_ok = callgrind_part(ir, cache);
+		ir_ok = callgrind_part(ir, cache, &ir_spread);
 	if (ir_ok)
 		printf("# callgrind, hook instructions per leased fi_write (16 KiB, hit "
 		       "path), smallest of the runs: monitor on %.1f (cache %.1f), off "
-		       "%.1f (cache %.1f)\n", ir[0], cache[0], ir[1], cache[1]);
+		       "%.1f (cache %.1f); runs of one configuration %.1f apart\n", ir[0],
+		       cache[0], ir[1], cache[1], ir_spread);
 
 	cpu = pin_one_cpu();
 	printf("# %d rounds by %d generations of children, slices back to back, "
@@ -1168,7 +1211,7 @@ static int parent_main(void)
 		}
 	}
 	printf("# %.0f s in all\n", now_s() - t0);
-	print_figures(np, rounds, ir_ok, ir, cache, cpu, sane);
+	print_figures(np, rounds, ir_ok, ir, cache, ir_spread, cpu, sane);
 	return sane ? 0 : 1;
 }
 
