@@ -312,6 +312,12 @@ static void test_every_way_pages_leave_is_caught(void)
 
 	NEED_MONITOR();
 	for (int how = 0; how < LEAVE_KINDS; how++) {
+#ifdef __SANITIZE_ADDRESS__
+		/* ASan's allocator keeps freed chunks mapped (quarantine):
+		 * nothing leaves, nothing to catch. */
+		if (how == LEAVE_GLIBC_FREE)
+			continue;
+#endif
 		stats(&before);
 		if (leave_once(how, why, sizeof(why))) {
 			mrl_test_fail(__FILE__, __LINE__, "%s", why);
