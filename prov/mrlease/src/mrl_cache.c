@@ -1921,7 +1921,10 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 			p->stale = true;
 	write_exit(cache);
 	drop_chain(chain);
-	/* The provider refuses to close a domain with MRs open. */
+	/* The provider refuses to close a domain with MRs open: a monitor
+	 * batch that retired some of its entries before us defers their
+	 * closes until it lowers the barrier. */
+	barrier_wait();
 	mrl_cache_drain(cache);
 	reserve_trim(cache, MRL_BT_KEEP);
 	domain_unref(dom);

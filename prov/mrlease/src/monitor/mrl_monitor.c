@@ -298,15 +298,22 @@ static bool mon_register(int fd, uintptr_t lo, uintptr_t hi)
 bool mrl_monitor_watch(uintptr_t lo, uintptr_t hi)
 {
 	int fd = atomic_load_explicit(&mon_fd, memory_order_acquire);
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t align, blo, bhi;
 	bool ok = false;
 
 	if (fd < 0 || hi <= lo)
 		return false;
+	/* Registrations and msync take whole pages (a based entry need not
+	 * start on one). */
+	lo &= ~(page - 1);
+	hi = (hi + page - 1) & ~(page - 1);
+	if (!hi)
+		return false;
 	/* The largest aligned block that userfaultfd accepts: halving it
 	 * near a mapping it refuses keeps the registered pieces of a region
 	 * few and mergeable instead of one per entry. */
-	for (align = MRL_MONITOR_BLOCK; !ok && align > (hi - lo) / 2 && align >= 4096;
+	for (align = MRL_MONITOR_BLOCK; !ok && align > (hi - lo) / 2 && align >= page;
 	     align >>= 1) {
 		blo = lo & ~(align - 1);
 		bhi = (hi + align - 1) & ~(align - 1);
