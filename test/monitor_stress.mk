@@ -11,3 +11,14 @@ test_test_monitor_alloc_SOURCES = test/test_monitor_alloc.c $(XFER_TEST_SOURCES)
 test_test_monitor_alloc_LDADD = $(XFER_TEST_LDADD)
 SUITE += $(top_srcdir)/test/monitor_alloc.sh
 EXTRA_DIST += test/monitor_alloc.sh
+
+# fork() while the monitor runs and threads are inside leased transfers and
+# invalidations: children exit, or open libfabric afresh and transfer; the
+# parent carries on. Not under ThreadSanitizer: it kills a child of a
+# multi-threaded process that starts a thread (die_after_fork; the child's
+# own monitor is one) and documents going on with die_after_fork=0 as
+# unsupported.
+check_PROGRAMS += test/test_monitor_fork
+test_test_monitor_fork_SOURCES = test/test_monitor_fork.c $(XFER_TEST_SOURCES)
+test_test_monitor_fork_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/test_monitor_fork
