@@ -3,7 +3,7 @@
 
 # NULL-descriptor transfers over malloc/free churn while glibc, jemalloc and
 # mimalloc purge at once, the monitor forced over tcp;ofi_rxm treated as
-# pinning. The script runs the program once per allocator (LD_PRELOAD); the
+# pinning, mrcheck's frame checker under mrlease. The script runs the program once per allocator (LD_PRELOAD); the
 # preloaded ones are skipped under AddressSanitizer, whose allocator they
 # would replace.
 check_PROGRAMS += test/test_monitor_alloc

@@ -7,6 +7,10 @@
  * the monitor forced, so every cached registration lives only while the
  * monitor watches it and every purge (madvise, munmap, heap trim) reaches
  * the monitor while other threads are inside misses and leased transfers.
+ * mrcheck sits under mrlease with its frame checker on (MRCHECK_FRAMES=1,
+ * mrcheck.h): a post given a registration whose pages were purged and
+ * faulted in again elsewhere, which over verbs would move the old pages'
+ * bytes, is a violation even though tcp moves the right ones.
  *
  * Run once per allocator by monitor_alloc.sh, which names it as the first
  * argument and sets its purge options: glibc (trim threshold and top pad
@@ -330,6 +334,9 @@ static void test_transfers_stay_exact_while_allocator_purges(void)
 {
 	struct fi_mrlease_ops *mrl;
 	struct fi_mrlease_stats all;
+	struct mrcheck_ops *chk;
+	struct mrcheck_stats chk0, chk1;
+	char last[256] = "";
 	pthread_t th[WORKERS];
 	int started = 0;
 
@@ -338,6 +345,11 @@ static void test_transfers_stay_exact_while_allocator_purges(void)
 		return;
 	}
 	mrl = workers[0].pair.mrl;
+	chk = workers[0].pair.chk_all;
+	if (!chk || chk->query(chk, &chk0, sizeof(chk0))) {
+		workers_close();
+		CHECK_MSG(false, "mrcheck not stacked");
+	}
 	for (; started < WORKERS; started++)
 		if (pthread_create(&th[started], NULL, worker_main, &workers[started]))
 			break;
@@ -354,6 +366,22 @@ static void test_transfers_stay_exact_while_allocator_purges(void)
 	for (int t = 0; t < WORKERS; t++)
 		CHECK_EQ(0, xfer_live_leases(&workers[t].pair));
 	printf("# %d workers x %d operations\n", WORKERS, ITERS);
+	/* No post used a registration of pages that had left (the fabric
+	 * would not close with the violation unacknowledged anyway). */
+	CHECK_FI(chk->query(chk, &chk1, sizeof(chk1)));
+	printf("# mrcheck: %llu posts checked, %llu frames compared, %llu "
+	       "violations\n",
+	       (unsigned long long)(chk1.posts_checked - chk0.posts_checked),
+	       (unsigned long long)(chk1.frames_checked - chk0.frames_checked),
+	       (unsigned long long)(chk1.violations - chk0.violations));
+	if (chk1.violations != chk0.violations)
+		chk->last_violation(chk, last, sizeof(last));
+	CHECK_MSG(chk1.violations == chk0.violations, "last: %s", last);
+	if (chk1.frames_supported)
+		CHECK(chk1.frames_checked > chk0.frames_checked);
+	else
+		printf("# frames not compared: /proc/self/pagemap gives no frame "
+		       "numbers (needs CAP_SYS_ADMIN)\n");
 	CHECK_EQ(0, workers_close());
 
 	/* Nothing leaked: every registration (deferred ones included) closed
@@ -392,12 +420,12 @@ int main(int argc, char **argv)
 {
 	static const char *const env[] = {
 		"FI_MRLEASE_MIN_SIZE=0", "FI_MRLEASE_PINNING=yes",
-		"FI_MRLEASE_MONITOR=userfaultfd", NULL
+		"FI_MRLEASE_MONITOR=userfaultfd", "MRCHECK_FRAMES=1", NULL
 	};
 	char prefix[64];
 	int status;
 
-	xfer_reexec(argv, "mrlease", env);
+	xfer_reexec(argv, "mrcheck;mrlease", env);
 	if (argc > 1)
 		alloc_name = argv[1];
 	snprintf(prefix, sizeof(prefix), "%s: ", alloc_name);
