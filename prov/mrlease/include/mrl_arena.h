@@ -24,6 +24,7 @@
 #ifndef MRL_ARENA_H
 #define MRL_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define MRL_ARENA_CHUNK ((size_t)2 << 20)
@@ -39,5 +40,9 @@ void mrl_arena_free(void *block, size_t size);
 /* Bytes of chunks mapped so far (never shrinks): memory the caches hold
  * beyond what malloc reports. */
 size_t mrl_arena_mapped_bytes(void);
+
+/* Hold (true) or release the arena's lock around fork, so a child never
+ * inherits it held (the cache's fork handlers call it). */
+void mrl_arena_fork_lock(bool lock);
 
 #endif /* MRL_ARENA_H */

@@ -34,6 +34,14 @@ struct mrl_free_block {
 
 /* arena_lock protects everything below; nothing else is taken under it. */
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void mrl_arena_fork_lock(bool lock)
+{
+	if (lock)
+		pthread_mutex_lock(&arena_lock);
+	else
+		pthread_mutex_unlock(&arena_lock);
+}
 /* Chunk addresses, for mrl_arena_free to tell arena blocks from malloc'd
  * ones in a few lines of one array (not a miss per chunk). */
 static uintptr_t *arena_chunks;

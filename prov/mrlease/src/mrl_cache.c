@@ -225,6 +225,18 @@ static inline struct mrl_reader *reader_self(void)
 	return MRL_LIKELY(rec != NULL) ? rec : reader_attach();
 }
 
+/* After fork: records of threads that are gone neither read nor count as
+ * readers a writer must wait for. */
+static void readers_forget_others(void)
+{
+	for (unsigned i = 0; i < MRL_CACHE_MAX_THREADS; i++) {
+		if (&mrl_readers[i] == mrl_self)
+			continue;
+		atomic_store_explicit(&mrl_readers[i].active, NULL, memory_order_relaxed);
+		atomic_store_explicit(&mrl_readers[i].in_use, false, memory_order_relaxed);
+	}
+}
+
 void mrl_cache_thread_attach(void)
 {
 	(void)reader_self();
@@ -343,8 +355,33 @@ static void barrier_wait(void)
 static atomic_uint mrl_fork_gen;
 static pthread_once_t mrl_fork_once = PTHREAD_ONCE_INIT;
 
+/*
+ * Every cache of the process, so fork can hold their locks: a child must not
+ * inherit a lock another thread held (the monitor's write section, a miss
+ * inserting), or its first domain open or invalidate would wait forever.
+ */
+static pthread_mutex_t mrl_caches_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mrl_cache *mrl_caches;
+
+static void fork_locks(bool lock);
+
+static void fork_prepare(void)
+{
+	fork_locks(true);
+}
+
+static void fork_parent(void)
+{
+	fork_locks(false);
+}
+
+static void readers_forget_others(void);
+
 static void fork_child(void)
 {
+	fork_locks(false);
+	/* Threads other than this one do not exist here. */
+	readers_forget_others();
 	atomic_fetch_add_explicit(&mrl_fork_gen, 1, memory_order_relaxed);
 	/* The monitor that raised it does not exist here. */
 	atomic_store_explicit(&mrl_cache_barrier, 0, memory_order_relaxed);
@@ -352,7 +389,7 @@ static void fork_child(void)
 
 static void fork_handler_install(void)
 {
-	pthread_atfork(NULL, NULL, fork_child);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /* ---- structures --------------------------------------------------------- */
@@ -402,6 +439,7 @@ struct mrl_cache {
 	/* Registrations a monitor invalidation dropped last, to be closed by
 	 * another thread (a lock-free stack through their cold `next`). */
 	_Atomic(struct mrl_registration *) deferred;
+	struct mrl_cache *next;		/* mrl_caches (under mrl_caches_lock) */
 	struct mrl_btnode *spare[2];	/* index node reserves: inner, leaf */
 	/* Installs filter keys and nodes (never with cache->lock held; never
 	 * taken by invalidate); may take cache->lock inside it. */
@@ -438,6 +476,38 @@ struct mrl_cache_domain {
 	struct mrl_registration *free;
 	size_t slab_entries;
 };
+
+/* ---- fork ---------------------------------------------------------------- */
+
+static pthread_mutex_t mrl_pool_lock;	/* (entry slabs, below) */
+
+/* Every cache lock in the order the code takes them (a cache's flt_lock
+ * before its lock; the pool, slot and arena locks are leaves), released in
+ * reverse. */
+static void fork_locks(bool lock)
+{
+	struct mrl_cache *cache;
+
+	if (lock) {
+		pthread_mutex_lock(&mrl_caches_lock);
+		for (cache = mrl_caches; cache; cache = cache->next) {
+			pthread_mutex_lock(&cache->flt_lock);
+			pthread_mutex_lock(&cache->lock);
+		}
+		pthread_mutex_lock(&mrl_pool_lock);
+		pthread_mutex_lock(&mrl_slot_lock);
+		mrl_arena_fork_lock(true);
+		return;
+	}
+	mrl_arena_fork_lock(false);
+	pthread_mutex_unlock(&mrl_slot_lock);
+	pthread_mutex_unlock(&mrl_pool_lock);
+	for (cache = mrl_caches; cache; cache = cache->next) {
+		pthread_mutex_unlock(&cache->lock);
+		pthread_mutex_unlock(&cache->flt_lock);
+	}
+	pthread_mutex_unlock(&mrl_caches_lock);
+}
 
 /* ---- entry slabs -------------------------------------------------------- */
 
@@ -1813,6 +1883,10 @@ int mrl_cache_create(const struct mrl_cache_config *config,
 	atomic_init(&cache->refs, 1);
 	cache->slot = slot_alloc(cache->slot_base);
 	pthread_once(&mrl_fork_once, fork_handler_install);
+	pthread_mutex_lock(&mrl_caches_lock);
+	cache->next = mrl_caches;
+	mrl_caches = cache;
+	pthread_mutex_unlock(&mrl_caches_lock);
 	*cache_out = cache;
 	return 0;
 
@@ -1825,8 +1899,15 @@ err_free:
 
 static void cache_unref(struct mrl_cache *cache)
 {
+	struct mrl_cache **p;
+
 	if (atomic_fetch_sub_explicit(&cache->refs, 1, memory_order_acq_rel) != 1)
 		return;
+	pthread_mutex_lock(&mrl_caches_lock);
+	for (p = &mrl_caches; *p != cache; p = &(*p)->next)
+		;
+	*p = cache->next;
+	pthread_mutex_unlock(&mrl_caches_lock);
 	reserve_trim(cache, 0);
 	flt_free(cache);
 	slot_free(cache->slot);
