@@ -590,6 +590,51 @@ static void test_a_miss_unmapping_memory_does_not_deadlock(void)
 	mrl_cache_drain(cache);
 }
 
+static int unmapping_span(void *arg, const void *addr, size_t len, void **base,
+			  size_t *slen)
+{
+	(void)arg;
+	unmap_scratch();
+	*base = (void *)addr;
+	*slen = len;
+	return 0;
+}
+
+static void *span_miss_thread(void *arg)
+{
+	struct miss_arg *m = arg;
+
+	mrl_cache_set_span(dom, unmapping_span, NULL);
+	touch(m->p, page);
+	mrl_cache_set_span(dom, NULL, NULL);
+	atomic_store(&m->done, 1);
+	return NULL;
+}
+
+/* An application's span resolver (its allocator's extent lookup) may purge
+ * memory: called under the cache's lock, its munmap would wait for a
+ * monitor waiting for that lock. */
+static void test_a_span_resolver_unmapping_memory_does_not_deadlock(void)
+{
+	struct miss_arg m = { 0 };
+	pthread_t t;
+
+	NEED_MONITOR();
+	CHECK(watched_scratch());
+	m.p = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(m.p != NULL);
+	CHECK_EQ(0, pthread_create(&t, NULL, span_miss_thread, &m));
+	if (!wait_for(&m.done, 1)) {
+		mrl_test_fail(__FILE__, __LINE__, "the miss never returned");
+		return;	/* leave the thread: it is stuck */
+	}
+	pthread_join(t, NULL);
+	CHECK(!cached(scratch, page));
+	CHECK(cached(m.p, page));
+	munmap(m.p, page);
+	mrl_cache_drain(cache);
+}
+
 /* ---- the monitor allocates nothing --------------------------------------- */
 
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -722,6 +767,7 @@ int main(void)
 	MRL_RUN(test_no_lookup_sees_a_range_once_munmap_returned);
 	MRL_RUN(test_the_monitor_never_closes_a_registration);
 	MRL_RUN(test_a_miss_unmapping_memory_does_not_deadlock);
+	MRL_RUN(test_a_span_resolver_unmapping_memory_does_not_deadlock);
 	MRL_RUN(test_monitor_invalidation_allocates_nothing);
 	MRL_RUN(test_explicit_invalidate_composes_with_the_monitor);
 	MRL_RUN(test_pinning_is_decided_by_the_core_provider);
