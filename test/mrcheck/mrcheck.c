@@ -118,6 +118,13 @@ static void chk_fill_stats(const struct chk_counts *c, struct mrcheck_stats *st)
 	st->frames_supported = chk_frames_on();
 	st->frames_recorded = chk_load(&c->frames_recorded);
 	st->frames_checked = chk_load(&c->frames_checked);
+	st->faults_reg = chk_load(&c->faults_reg);
+	for (int k = 0; k < MRCHECK_FAULT_CODES; k++)
+		st->faults_reg_by_code[k] = chk_load(&c->faults_reg_by_code[k]);
+	st->faults_post = chk_load(&c->faults_post);
+	st->faults_cq_err = chk_load(&c->faults_cq_err);
+	st->faults_cq_err_read = chk_load(&c->faults_cq_err_read);
+	st->faults_close = chk_load(&c->faults_close);
 }
 
 static uint64_t chk_unacknowledged(void)
@@ -371,6 +378,9 @@ static int chk_mr_release(struct mrl_mr *hook)
 	uint64_t in_flight, *frames = NULL;
 	int ret;
 
+	/* A provider refusing the close changes nothing. */
+	if (chk_fault_close_mr(dom, rec))
+		return -FI_EBUSY;
 	pthread_mutex_lock(&dom->lock);
 	in_flight = rec->in_flight;
 	rec->closed = true;
@@ -466,6 +476,9 @@ static int chk_mr_reg(struct fid *fid, const void *buf, size_t len,
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 	int ret;
 
+	ret = chk_fault_reg(chk_dom_of_fid(fid));
+	if (ret)
+		return ret;
 	ret = mrl_domain_mr_ops.reg(fid, buf, len, access, offset,
 				    requested_key, flags, mr, context);
 	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, &iov, 1, access, true);
@@ -477,6 +490,9 @@ static int chk_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 {
 	int ret;
 
+	ret = chk_fault_reg(chk_dom_of_fid(fid));
+	if (ret)
+		return ret;
 	ret = mrl_domain_mr_ops.regv(fid, iov, count, access, offset,
 				     requested_key, flags, mr, context);
 	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, iov, count, access, true);
@@ -487,6 +503,9 @@ static int chk_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 {
 	int ret;
 
+	ret = chk_fault_reg(chk_dom_of_fid(fid));
+	if (ret)
+		return ret;
 	ret = mrl_domain_mr_ops.regattr(fid, attr, flags, mr);
 	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, attr->mr_iov,
 			   attr->iov_count, attr->access,
@@ -497,11 +516,16 @@ static int chk_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 
 static int chk_domain_open(struct mrl_domain *hook)
 {
+	bool strict = (hook->outermost || chk_all_strict) && !chk_off;
 	struct chk_domain *dom;
 
 	dom = calloc(1, sizeof(*dom));
 	if (!dom)
 		return -FI_ENOMEM;
+	if (strict && chk_fault_close_wrap(dom, &hook->inner->fid)) {
+		free(dom);
+		return -FI_ENOMEM;
+	}
 	pthread_mutex_init(&dom->lock, NULL);
 	dom->hook = hook;
 	dom->api = (struct mrcheck_ops){
@@ -511,7 +535,7 @@ static int chk_domain_open(struct mrl_domain *hook)
 		.last_violation = chk_last_violation,
 	};
 	hook->ext = dom;
-	if ((hook->outermost || chk_all_strict) && !chk_off) {
+	if (strict) {
 		dom->mr_ops = mrl_domain_mr_ops;
 		dom->mr_ops.reg = chk_mr_reg;
 		dom->mr_ops.regv = chk_mr_regv;
@@ -545,7 +569,8 @@ static void chk_domain_close(struct mrl_domain *hook)
 	struct chk_mr *rec, *next;
 	bool open_mrs = false;
 
-	if (!dom)
+	/* The provider will refuse this close (MRCHECK_FAULT_CLOSE_ONCE). */
+	if (!dom || chk_fault_close_pending(&hook->inner->fid))
 		return;
 	for (rec = dom->all_mrs; rec; rec = rec->next)
 		open_mrs |= !rec->closed;
@@ -601,6 +626,7 @@ static const struct mrl_personality chk_personality = {
 	.ep_open = chk_ep_open,
 	.ep_close = chk_ep_close,
 	.cq_open = chk_cq_open,
+	.cq_close = chk_cq_close,
 	.ops_open = chk_ops_open,
 };
 
@@ -644,6 +670,7 @@ __attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
 		env = getenv("MRCHECK_FRAMES");
 		if (env && *env == '1')
 			chk_frames_init();
+		chk_fault_init();
 		atexit(chk_at_exit);
 	}
 	return &mrcheck_prov;

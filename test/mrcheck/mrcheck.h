@@ -70,6 +70,35 @@
  * be populated at registration (not mapped) is not compared; only the
  * first stale-frame violations are printed (all are counted).
  *
+ * Fault injection (MRCHECK_FAULT_*): mrcheck can also play a provider that
+ * fails, on strict domains, so tests can prove that every failure reaches
+ * the application as the provider's own error and leaks nothing:
+ *  - MRCHECK_FAULT_REG=rate: fi_mr_reg/regv/regattr fail before reaching
+ *    the provider, with a code drawn from MRCHECK_FAULT_REG_CODES (a comma
+ *    list of ENOMEM, EAGAIN, ENOKEY, ENOSPC; default all four). These are
+ *    the calls mrlease's cache makes below it.
+ *  - MRCHECK_FAULT_POST=rate: a post whose operands passed the checks
+ *    returns -FI_EAGAIN without reaching the provider (inject calls are not
+ *    refused).
+ *  - MRCHECK_FAULT_CQ_ERR=rate: the completion of a tracked operation
+ *    (not an FI_MULTI_RECV buffer) read through mrcheck's CQ becomes an
+ *    error entry: the read returns -FI_EAVAIL and fi_cq_readerr gives
+ *    err FI_EIO, prov_errno MRCHECK_FAULT_PROV_ERRNO and the entry's
+ *    context, flags, len, buf, data and tag, as a provider delivers one.
+ *    While fault-injecting, each read takes one entry from the provider.
+ *  - MRCHECK_FAULT_CLOSE_ONCE: the first fi_close of each object of the
+ *    listed classes returns -FI_EBUSY and changes nothing; the next one
+ *    closes. A comma list of mr (every MR), mr_remote (MRs granting remote
+ *    access: the application's own, which mrlease forwards), ep, domain;
+ *    1 means mr,ep,domain.
+ *  - MRCHECK_FAULT_SEED (default 1): the n-th decision of each kind in the
+ *    process is a hash of the seed, the kind and n, so a single-threaded
+ *    run repeats exactly; with threads the sequence of decisions is the
+ *    same and only which thread meets which follows the interleaving.
+ * A rate is a fraction in [0, 1]; an unparsable value is reported on
+ * stderr and leaves that fault off. Every injected fault is counted
+ * (faults_* below).
+ *
  * Reporting: every violation is counted (per domain and process-wide) and
  * printed to stderr with its reason. fi_close() of a fabric returns
  * -FI_EOTHER while unacknowledged violations exist, so a test that closes
@@ -97,6 +126,18 @@ enum mrcheck_violation {
 	MRCHECK_VIOLATION_KINDS
 };
 
+/* The codes MRCHECK_FAULT_REG fails registrations with. */
+enum mrcheck_fault_code {
+	MRCHECK_FAULT_ENOMEM,
+	MRCHECK_FAULT_EAGAIN,
+	MRCHECK_FAULT_ENOKEY,
+	MRCHECK_FAULT_ENOSPC,
+	MRCHECK_FAULT_CODES
+};
+
+/* prov_errno of an injected error completion. */
+#define MRCHECK_FAULT_PROV_ERRNO 0x6d72636b
+
 struct mrcheck_stats {
 	uint64_t violations;                       /* sum of by_kind */
 	uint64_t by_kind[MRCHECK_VIOLATION_KINDS];
@@ -111,6 +152,13 @@ struct mrcheck_stats {
 	uint64_t frames_supported;                 /* and frame numbers are readable */
 	uint64_t frames_recorded;                  /* pages recorded at registration */
 	uint64_t frames_checked;                   /* operand pages compared at posts */
+	/* MRCHECK_FAULT_* (counts as above) */
+	uint64_t faults_reg;                       /* registrations refused */
+	uint64_t faults_reg_by_code[MRCHECK_FAULT_CODES];
+	uint64_t faults_post;                      /* posts refused -FI_EAGAIN */
+	uint64_t faults_cq_err;                    /* completions turned into errors */
+	uint64_t faults_cq_err_read;               /* of those, read by fi_cq_readerr */
+	uint64_t faults_close;                     /* closes refused -FI_EBUSY */
 };
 
 /*

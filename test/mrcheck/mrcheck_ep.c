@@ -239,6 +239,13 @@ static int chk_begin(struct chk_post *p, bool need_desc, bool tracked,
 					   p->len[i], now + now_at[i]);
 	}
 	free(now);
+	/* A provider out of queue space: the post never happened. */
+	if (!bad && chk_fault_post(dom)) {
+		pthread_mutex_unlock(&dom->lock);
+		chk_count(dom, posts_checked, 1);
+		free(op);
+		return -FI_EAGAIN;
+	}
 	if (!bad && op) {
 		if (!tsearch(op, &dom->ops, chk_ptr_cmp)) {
 			pthread_mutex_unlock(&dom->lock);
@@ -1004,6 +1011,10 @@ int chk_ep_open(struct mrl_ep *hook)
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
+	if (chk_fault_close_wrap(dom, &hook->inner->fid)) {
+		free(ep);
+		return -FI_ENOMEM;
+	}
 	ep->hook = hook;
 	ep->dom = dom;
 	ep->tx_op_flags = chk_ops_flag(hook->inner, FI_TRANSMIT);

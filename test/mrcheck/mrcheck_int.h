@@ -18,6 +18,13 @@
  * iovs span, read before the record is published and never changed after;
  * freed when the MR closes (a closed record's desc is refused anyway).
  *
+ * Fault injection (MRCHECK_FAULT_*, mrcheck_fault.c): an injected error
+ * completion waits in its CQ's chk_cq until fi_cq_readerr takes it; its
+ * op stays in flight until then. A close refused once is done at the
+ * provider's object: mrcheck gives the inner fid of each strict endpoint
+ * and domain a copy of its fi_ops whose close refuses the first call, so
+ * the passthrough layer sees the provider refuse and keeps its wrapper.
+ *
  * Lock: chk_domain.lock protects the two pointer sets, every record of the
  * domain and the endpoint op lists. It is never held across a call into
  * the provider (a provider may complete an operation inline and re-enter
@@ -43,6 +50,7 @@ struct chk_mr {
 	void *inner_desc;           /* what the provider expects */
 	uint64_t access;
 	bool closed;
+	bool close_refused;         /* MRCHECK_FAULT_CLOSE_ONCE spent on it */
 	uint64_t in_flight;         /* tracked ops whose operands use it */
 	uint64_t *frames;           /* MRCHECK_FRAMES: each iov's pages in turn,
 				     * 0 where unknown; NULL when not recorded */
@@ -66,6 +74,8 @@ struct chk_counts {
 	uint64_t by_kind[MRCHECK_VIOLATION_KINDS];
 	uint64_t mr_opened, mr_closed, posts_checked, ops_tracked, ops_completed;
 	uint64_t frames_recorded, frames_checked;
+	uint64_t faults_reg, faults_reg_by_code[MRCHECK_FAULT_CODES];
+	uint64_t faults_post, faults_cq_err, faults_cq_err_read, faults_close;
 };
 
 struct chk_domain {
@@ -116,6 +126,26 @@ bool chk_frames_compare(struct chk_domain *dom, const struct chk_mr *mr,
 			const char *what, size_t i, const void *addr, size_t len,
 			const uint64_t *now);
 
+/* mrcheck_fault.c (MRCHECK_FAULT_*; see mrcheck.h) */
+/* Read the MRCHECK_FAULT_* settings (once, from fi_prov_ini). */
+void chk_fault_init(void);
+/* 0, or the code a registration on dom fails with (counted). */
+int chk_fault_reg(struct chk_domain *dom);
+/* Whether a post on dom is refused -FI_EAGAIN (counted). */
+bool chk_fault_post(struct chk_domain *dom);
+/* Whether completions may become errors (then reads take one entry). */
+bool chk_fault_cq_on(void);
+/* Whether this completion becomes an error entry (counted). */
+bool chk_fault_cq_err(struct chk_domain *dom);
+/* Whether this close of rec is refused -FI_EBUSY (counted; once per MR). */
+bool chk_fault_close_mr(struct chk_domain *dom, struct chk_mr *rec);
+/* Give the inner fid of a strict endpoint or domain its refusing close
+ * when MRCHECK_FAULT_CLOSE_ONCE lists its class; 0 or -FI_ENOMEM (then
+ * nothing changed). */
+int chk_fault_close_wrap(struct chk_domain *dom, struct fid *inner);
+/* Whether the next close of inner will be refused. */
+bool chk_fault_close_pending(struct fid *inner);
+
 /* mrcheck_ep.c */
 int chk_ep_open(struct mrl_ep *ep);
 void chk_ep_close(struct mrl_ep *ep);
@@ -126,5 +156,6 @@ struct chk_op *chk_op_find(struct chk_domain *dom, void *ctx);
 
 /* mrcheck_cq.c */
 int chk_cq_open(struct mrl_cq *cq);
+void chk_cq_close(struct mrl_cq *cq);
 
 #endif /* MRCHECK_INT_H */
