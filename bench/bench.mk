@@ -40,7 +40,7 @@ BENCHES += bench/xfer_ir
 noinst_PROGRAMS += bench/monitor_bench
 bench_monitor_bench_SOURCES = bench/monitor_bench.c test/xfer_util.c test/xfer_util.h
 bench_monitor_bench_CPPFLAGS = $(AM_CPPFLAGS) -DMONITOR_BENCH_SRCDIR='"$(abs_top_srcdir)"'
-bench_monitor_bench_LDADD = -ldl $(FABRIC_LIBS)
+bench_monitor_bench_LDADD = prov/mrlease/libmrlease-core.la -ldl $(FABRIC_LIBS)
 EXTRA_bench_monitor_bench_DEPENDENCIES = bench/libmonitor_bench_uffd.la
 noinst_LTLIBRARIES += bench/libmonitor_bench_uffd.la
 bench_libmonitor_bench_uffd_la_SOURCES = bench/monitor_bench_uffd.c

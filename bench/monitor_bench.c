@@ -115,6 +115,8 @@
 #include <rdma/fi_rma.h>
 
 #include "../test/xfer_util.h"
+#include "mrl_cache.h"
+#include "mrl_monitor.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -626,6 +628,136 @@ static int serve_main(const char *mode_name)
 	return ret;
 }
 
+/* ---- hit driver: the cache's hit path alone, for callgrind ---------------- */
+
+/*
+ * --hit on|off N: a cache of this program's own over a registrar that
+ * registers nothing, one entry, N lease + release of it (the inline hit
+ * path every leased operand takes). "on" starts the monitor, with the
+ * provider's client (barrier around reads, deferred invalidation), and
+ * watches the entry's block as the provider does over a pinning domain.
+ * Single-threaded apart from the idle monitor, no network: its instruction
+ * counts are exact, unlike a transfer's (see callgrind_hit). Answers
+ * "hit monitor M retained R hits H".
+ */
+static void hit_init(void *arg)
+{
+	(void)arg;
+	mrl_cache_thread_attach();
+}
+
+static void hit_hold(void *arg)
+{
+	(void)arg;
+	mrl_cache_barrier_raise();
+}
+
+static void hit_invalidate(void *arg, uintptr_t start, uintptr_t end)
+{
+	mrl_cache_invalidate_deferred(arg, start, end);
+}
+
+static void hit_release(void *arg)
+{
+	(void)arg;
+	mrl_cache_barrier_lower();
+}
+
+static int hit_reg(void *ctx, const void *addr, size_t len, uint64_t access,
+		   uint64_t key, void **mr, void **desc)
+{
+	static char handle;
+
+	(void)ctx, (void)addr, (void)len, (void)access, (void)key;
+	*mr = &handle;
+	*desc = NULL;
+	return 0;
+}
+
+static int hit_close(void *ctx, void *mr)
+{
+	(void)ctx, (void)mr;
+	return 0;
+}
+
+static bool hit_watch(void *ctx, uintptr_t lo, uintptr_t hi)
+{
+	(void)ctx;
+	return mrl_monitor_watch(lo, hi);
+}
+
+/* The measured loop, alone in its function so callgrind counts only it
+ * (--toggle-collect=hit_loop). */
+static __attribute__((noinline)) int hit_loop(struct mrl_cache_domain *dom,
+					      uintptr_t lo, uintptr_t hi, long n)
+{
+	struct mrl_registration *reg;
+
+	for (long i = 0; i < n; i++) {
+		if (mrl_cache_acquire(dom, lo, hi, &reg))
+			return -1;
+		mrl_lease_release(reg);
+	}
+	return 0;
+}
+
+static int hit_main(const char *mode, long n)
+{
+	bool on = !strcmp(mode, "on");
+	struct mrl_registrar registrar = { .reg = hit_reg, .close = hit_close,
+					   .watch = on ? hit_watch : NULL };
+	struct mrl_domain_config dcfg = { .registrar = &registrar, .mr_key_size = 8 };
+	struct mrl_cache_config ccfg = { 0 };
+	struct mrl_monitor_client client = { .thread_init = hit_init, .hold = hit_hold,
+					     .invalidate = hit_invalidate,
+					     .release = hit_release };
+	struct mrl_cache_domain *dom;
+	struct mrl_registration *reg;
+	struct fi_mrlease_stats st;
+	struct mrl_cache *cache;
+	uintptr_t buf;
+	int ret = 1;
+
+	if ((!on && strcmp(mode, "off")) || n < 1 || mrl_cache_create(&ccfg, &cache))
+		return 2;
+	client.arg = cache;
+	if (on && mrl_monitor_start(NULL, &client))
+		goto out_cache;
+	if (mrl_cache_domain_open(cache, &dcfg, &dom))
+		goto out_monitor;
+	buf = (uintptr_t)mmap(NULL, 4 * page, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if ((void *)buf == MAP_FAILED)
+		goto out_domain;
+	memset((void *)buf, 1, 4 * page);
+	/* The miss (and the watch), outside the loop. */
+	if (mrl_cache_acquire(dom, buf, buf + 4 * page, &reg))
+		goto out_buf;
+	mrl_lease_release(reg);
+	if (hit_loop(dom, buf, buf + 4 * page, n))
+		goto out_buf;
+	mrl_cache_domain_stats(dom, &st);
+	printf("hit monitor %d retained %d hits %" PRIu64 "\n", mrl_monitor_running(),
+	       st.not_retained == 0 && st.registrations == 1, st.hits);
+	ret = 0;
+out_buf:
+	/* Unwatched before it is unmapped: under valgrind a thread blocked in
+	 * munmap holds valgrind's lock, and the monitor could never read the
+	 * event that munmap waits for. */
+	mrl_cache_domain_close(dom);
+	mrl_monitor_stop();
+	munmap((void *)buf, 4 * page);
+	mrl_cache_destroy(cache);
+	return ret;
+out_domain:
+	mrl_cache_domain_close(dom);
+out_monitor:
+	mrl_monitor_stop();
+out_cache:
+	mrl_cache_destroy(cache);
+	return ret;
+}
+
 /* ---- parent: servers, rounds, figures ------------------------------------ */
 
 /* What one slice answered. */
@@ -948,14 +1080,157 @@ static double phase_median(int p, int rounds, int side, int k)
 
 /* ---- callgrind part ------------------------------------------------------ */
 
+/*
+ * Run argv (a program looked up in PATH) with the extra NAME=value settings
+ * of env, its stdout and stderr handed line by line to on_line, in a
+ * process group of its own that is killed after timeout seconds (a
+ * valgrind run that hangs fails instead of blocking the benchmark). 0 when
+ * it exited with status 0.
+ */
+static int run_lines(char *const argv[], char *const env[], int timeout,
+		     void (*on_line)(const char *line, void *arg), void *arg)
+{
+	double deadline = now_s() + timeout;
+	int fd[2], status = 1;
+	char line[1024];
+	size_t n = 0;
+	pid_t pid;
+
+	if (pipe2(fd, O_CLOEXEC))
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		dup2(fd[1], STDOUT_FILENO);
+		dup2(fd[1], STDERR_FILENO);
+		for (; env && *env; env++)
+			putenv(*env);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fd[1]);
+	while (pid > 0) {
+		struct pollfd pfd = { .fd = fd[0], .events = POLLIN };
+		int left = (int)((deadline - now_s()) * 1e3);
+		ssize_t r;
+
+		if (left <= 0 || poll(&pfd, 1, left) == 0) {
+			fprintf(stderr, "monitor_bench: %s timed out\n", argv[0]);
+			kill(-pid, SIGKILL);
+			break;
+		}
+		r = read(fd[0], &line[n], 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (line[n] == '\n' || n == sizeof(line) - 2) {
+			line[n + 1] = '\0';
+			on_line(line, arg);
+			n = 0;
+		} else {
+			n++;
+		}
+	}
+	close(fd[0]);
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return pid > 0 && WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -1;
+}
+
+/* The preload that lets the monitor start under valgrind. */
+static void preload_setting(char *buf, size_t len)
+{
+	char builddir[PATH_MAX];
+
+	builddir_of_self(builddir, sizeof(builddir));
+	snprintf(buf, len, "LD_PRELOAD=%s/bench/.libs/libmonitor_bench_uffd.so", builddir);
+}
+
+struct hit_run {
+	bool monitor, retained;
+};
+
+static void parse_hit(const char *line, void *arg)
+{
+	struct hit_run *h = arg;
+	int m, r;
+
+	if (sscanf(line, "hit monitor %d retained %d", &m, &r) == 2) {
+		h->monitor = m;
+		h->retained = r;
+	}
+}
+
+/*
+ * Instructions of --hit MODE N's loop under callgrind (only the loop is
+ * collected); -1 on failure or when "on" ran without its monitor.
+ */
+static double hit_instructions(const char *mode, long n)
+{
+	char self[PATH_MAX], out[64], out_arg[96], count[32], preload[PATH_MAX + 64];
+	char *argv[] = { "valgrind", "--tool=callgrind", "--quiet",
+			 "--toggle-collect=hit_loop", out_arg, self, "--hit",
+			 (char *)mode, count, NULL };
+	char *env[] = { preload, NULL };
+	struct hit_run h = { 0 };
+	double total = -1;
+	char line[256];
+	ssize_t len;
+	FILE *f;
+	int fd;
+
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len <= 0)
+		return -1;
+	self[len] = '\0';
+	snprintf(out, sizeof(out), "/tmp/monitor_bench.cg.XXXXXX");
+	fd = mkstemp(out);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	snprintf(out_arg, sizeof(out_arg), "--callgrind-out-file=%s", out);
+	snprintf(count, sizeof(count), "%ld", n);
+	preload_setting(preload, sizeof(preload));
+	if (!run_lines(argv, env, 300, parse_hit, &h) && h.retained &&
+	    h.monitor == !strcmp(mode, "on") && (f = fopen(out, "r"))) {
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "totals:", 7) || !strncmp(line, "summary:", 8))
+				total = strtod(strchr(line, ':') + 1, NULL);
+		fclose(f);
+	}
+	unlink(out);
+	return total;
+}
+
+/* Instructions per lease + release of a hit, monitor on ([0]) and off
+ * ([1]): exact, from two loop lengths (the difference drops the call). */
+static bool callgrind_hit(double ir[2])
+{
+	static const char *const modes[2] = { "on", "off" };
+	const long n1 = 1000, n2 = 11000;
+
+	for (int k = 0; k < 2; k++) {
+		double t1 = hit_instructions(modes[k], n1);
+		double t2 = hit_instructions(modes[k], n2);
+
+		if (t1 < 0 || t2 < 0)
+			return false;
+		ir[k] = (t2 - t1) / (double)(n2 - n1);
+	}
+	return true;
+}
+
 struct ir_run {
 	double hook, cache;
 	bool result, no_monitor;
 };
 
-static void parse_ir(const char *line, struct ir_run *ir)
+static void parse_ir(const char *line, void *arg)
 {
 	const char *h = strstr(line, "hook_ir_per_op="), *c = strstr(line, "cache_ir_per_op=");
+	struct ir_run *ir = arg;
 
 	/* The provider's warning when a pinning domain gets no monitor. */
 	if (strstr(line, "no memory monitor"))
@@ -967,82 +1242,37 @@ static void parse_ir(const char *line, struct ir_run *ir)
 	}
 }
 
-/*
- * bench/xfer_ir.sh in the leased mode only, with mode's settings; its
- * stdout and stderr (where the provider warns) parsed line by line; killed
- * with its valgrind children after 600 s. 0 when it gave a figure.
- */
+/* bench/xfer_ir.sh in the leased mode only, with mode's settings. 0 when
+ * it gave a figure. */
 static int xfer_ir(int mode, struct ir_run *ir)
 {
-	char builddir[PATH_MAX], script[PATH_MAX + 32], env[3 * PATH_MAX], line[1024];
+	char builddir[PATH_MAX], script[PATH_MAX + 32], lease_env[3 * PATH_MAX];
+	char preload[PATH_MAX + 64];
 	char *argv[] = { "/bin/bash", script, builddir, NULL };
-	double deadline = now_s() + 600;
-	int fd[2], status = 1;
-	size_t n = 0;
-	pid_t pid;
+	char *env[] = { lease_env, "XFER_IR_MODES=2", "XFER_IR_REPEAT=1", NULL };
 
 	builddir_of_self(builddir, sizeof(builddir));
 	snprintf(script, sizeof(script), "%s/bench/xfer_ir.sh", MONITOR_BENCH_SRCDIR);
 	if (access(script, R_OK))
 		snprintf(script, sizeof(script), "%s/bench/xfer_ir", builddir);
-	snprintf(env, sizeof(env),
-		 "FI_MRLEASE_MIN_SIZE=0 FI_MRLEASE_PINNING=%s FI_MRLEASE_MONITOR=%s "
-		 "FI_LOG_LEVEL=warn LD_PRELOAD=%s/bench/.libs/libmonitor_bench_uffd.so",
-		 mode_pinning[mode], mode_monitor[mode], builddir);
+	preload_setting(preload, sizeof(preload));
+	snprintf(lease_env, sizeof(lease_env),
+		 "XFER_IR_LEASE_ENV=FI_MRLEASE_MIN_SIZE=0 FI_MRLEASE_PINNING=%s "
+		 "FI_MRLEASE_MONITOR=%s FI_LOG_LEVEL=warn %s", mode_pinning[mode],
+		 mode_monitor[mode], preload);
 	memset(ir, 0, sizeof(*ir));
-	if (pipe2(fd, O_CLOEXEC))
-		return -1;
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		setpgid(0, 0);
-		dup2(fd[1], STDOUT_FILENO);
-		dup2(fd[1], STDERR_FILENO);
-		setenv("XFER_IR_LEASE_ENV", env, 1);
-		setenv("XFER_IR_MODES", "2", 1);
-		setenv("XFER_IR_REPEAT", "1", 1);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(fd[1]);
-	while (pid > 0) {
-		struct pollfd pfd = { .fd = fd[0], .events = POLLIN };
-		int left = (int)((deadline - now_s()) * 1e3);
-		ssize_t r;
-
-		if (left <= 0 || poll(&pfd, 1, left) == 0) {
-			fprintf(stderr, "monitor_bench: %s timed out\n", script);
-			kill(-pid, SIGKILL);
-			break;
-		}
-		r = read(fd[0], &line[n], 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if (line[n] == '\n' || n == sizeof(line) - 2) {
-			line[n + 1] = '\0';
-			parse_ir(line, ir);
-			n = 0;
-		} else {
-			n++;
-		}
-	}
-	close(fd[0]);
-	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return pid > 0 && WIFEXITED(status) && !WEXITSTATUS(status) && ir->result ? 0 : -1;
+	return !run_lines(argv, env, 600, parse_ir, ir) && ir->result ? 0 : -1;
 }
 
 /*
- * Hook instructions per leased write, the smallest of runs alternating
- * mon and off (see the header), and the larger of the two configurations'
- * spreads (largest - smallest run). False when valgrind is missing or
- * failed, or the monitor did not start under it.
+ * Hook instructions per leased write over the provider, the smallest of
+ * runs alternating mon and off (see the header), and the larger of the two
+ * configurations' spreads (largest - smallest run). False when valgrind is
+ * missing or failed, or the monitor did not start under it.
  */
-static bool callgrind_part(double ir[2], double cache[2], double *spread)
+static bool callgrind_xfer(double ir[2], double cache[2], double *spread)
 {
-	int runs = (int)env_long("MONITOR_BENCH_IR_RUNS", 3);
+	int runs = (int)env_long("MONITOR_BENCH_IR_RUNS", 2);
 	const int modes[2] = { MODE_MON, MODE_OFF };
 	double hi[2] = { 0, 0 };
 	struct ir_run one;
@@ -1077,8 +1307,16 @@ static bool callgrind_part(double ir[2], double cache[2], double *spread)
 
 /* ---- parent ---------------------------------------------------------------- */
 
-static void print_figures(int np, int rounds, bool ir_ok, const double ir[2],
-			  const double cache[2], double ir_spread, int cpu, bool sane)
+/* What the callgrind part found (see the header). */
+struct ir_figures {
+	bool hit_ok, xfer_ok;
+	double hit[2];			/* per lease + release: on, off */
+	double xfer[2], cache[2];	/* per leased write: on, off */
+	double spread;
+};
+
+static void print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
+			  bool sane)
 {
 	static const char *const kinds[] = { "in", "cached", "out" };
 	struct figure mu[3], ma[3], fu[NPAIRINGS], fa[NPAIRINGS];
@@ -1128,10 +1366,15 @@ static void print_figures(int np, int rounds, bool ir_ok, const double ir[2],
 
 	printf("RESULT prov=%s rounds=%d cpu=%d load1=%.2f sane=%d", bench_prov(),
 	       rounds, cpu, load[0], sane);
-	if (ir_ok)
-		printf(" ir_on=%.1f ir_off=%.1f ir_added=%.1f ir_cache_added=%.1f "
-		       "ir_spread=%.1f", ir[0], ir[1], ir[0] - ir[1], cache[0] - cache[1],
-		       ir_spread);
+	if (irf->hit_ok)
+		printf(" ir_hit_added=%.1f ir_hit_on=%.1f ir_hit_off=%.1f",
+		       irf->hit[0] - irf->hit[1], irf->hit[0], irf->hit[1]);
+	else
+		printf(" ir_hit_added=na");
+	if (irf->xfer_ok)
+		printf(" ir_added=%.1f ir_on=%.1f ir_off=%.1f ir_cache_added=%.1f "
+		       "ir_spread=%.1f", irf->xfer[0] - irf->xfer[1], irf->xfer[0],
+		       irf->xfer[1], irf->cache[0] - irf->cache[1], irf->spread);
 	else
 		printf(" ir_added=na");
 	for (int k = 0; k < 3; k++)
@@ -1158,8 +1401,9 @@ static int parent_main(void)
 	int rounds = (int)env_long("MONITOR_BENCH_ROUNDS", 40);
 	int generations = (int)env_long("MONITOR_BENCH_GENERATIONS", 5);
 	const char *cg = getenv("MONITOR_BENCH_CALLGRIND");
-	double ir[2] = { 0 }, cache[2] = { 0 }, ir_spread = 0, t0 = now_s();
-	bool ir_ok = false, sane = true;
+	struct ir_figures irf = { 0 };
+	double t0 = now_s();
+	bool sane = true;
 	struct server sv[NMODES];
 	time_t now = time(NULL);
 	char when[64];
@@ -1181,13 +1425,24 @@ static int parent_main(void)
 	printf("# monitor_bench %s over %s\n", when, bench_prov());
 	fflush(stdout);
 	/* Before pinning: valgrind's runs use both CPUs. */
-	if (!cg || strcmp(cg, "0"))
-		ir_ok = callgrind_part(ir, cache, &ir_spread);
-	if (ir_ok)
-		printf("# callgrind, hook instructions per leased fi_write (16 KiB, hit "
-		       "path), smallest of the runs: monitor on %.1f (cache %.1f), off "
-		       "%.1f (cache %.1f); runs of one configuration %.1f apart\n", ir[0],
-		       cache[0], ir[1], cache[1], ir_spread);
+	if (!cg || strcmp(cg, "0")) {
+		irf.hit_ok = callgrind_hit(irf.hit);
+		if (irf.hit_ok)
+			printf("# callgrind, the cache's hit path alone (lease + release, "
+			       "exact): monitor on %.1f, off %.1f instructions\n", irf.hit[0],
+			       irf.hit[1]);
+		else
+			printf("# callgrind: the hit driver failed, or ran without its "
+			       "monitor\n");
+		fflush(stdout);
+		irf.xfer_ok = callgrind_xfer(irf.xfer, irf.cache, &irf.spread);
+		if (irf.xfer_ok)
+			printf("# callgrind, hook instructions per leased fi_write (16 KiB, "
+			       "hit path), smallest of the runs: monitor on %.1f (cache "
+			       "%.1f), off %.1f (cache %.1f); runs of one configuration %.1f "
+			       "apart\n", irf.xfer[0], irf.cache[0], irf.xfer[1], irf.cache[1],
+			       irf.spread);
+	}
 
 	cpu = pin_one_cpu();
 	printf("# %d rounds by %d generations of children, slices back to back, "
@@ -1211,21 +1466,23 @@ static int parent_main(void)
 		}
 	}
 	printf("# %.0f s in all\n", now_s() - t0);
-	print_figures(np, rounds, ir_ok, ir, cache, ir_spread, cpu, sane);
+	print_figures(np, rounds, &irf, cpu, sane);
 	return sane ? 0 : 1;
 }
 
 int main(int argc, char **argv)
 {
+	int ret = 2;
+
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	if (argc == 1)
 		return parent_main();
-	if (argc == 3 && !strcmp(argv[1], "--serve")) {
-		int ret = serve_main(argv[2]);
-
-		if (ret != 2)
-			return ret;
-	}
-	fprintf(stderr, "usage: %s [--serve mon|perop|off]\n", argv[0]);
-	return 2;
+	if (argc == 3 && !strcmp(argv[1], "--serve"))
+		ret = serve_main(argv[2]);
+	else if (argc == 4 && !strcmp(argv[1], "--hit"))
+		ret = hit_main(argv[2], strtol(argv[3], NULL, 10));
+	if (ret == 2)
+		fprintf(stderr, "usage: %s [--serve mon|perop|off | --hit on|off N]\n",
+			argv[0]);
+	return ret;
 }
