@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What the parts of bench/monitor_bench share (monitor_bench.c opens with
+ * what it measures and how): monitor_bench.c the parent (servers, rounds,
+ * figures), monitor_bench_child.c what runs inside a measured process,
+ * monitor_bench_cg.c the callgrind part.
+ */
+#ifndef MONITOR_BENCH_H
+#define MONITOR_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The configurations: FI_MRLEASE_PINNING and FI_MRLEASE_MONITOR of each. */
+enum { MODE_MON, MODE_PEROP, MODE_OFF, NMODES };
+extern const char *const mb_mode_names[NMODES];
+extern const char *const mb_mode_pinning[NMODES];
+extern const char *const mb_mode_monitor[NMODES];
+
+/* The largest loop operand, and the target buffer's size. */
+#define MAX_LOOP ((size_t)1 << 20)
+
+extern size_t mb_page;
+
+double mb_now_s(void);
+const char *mb_prov(void);
+long mb_env_long(const char *name, long def);
+/* The p-quantile (0..1) of v, linear between order statistics; sorts v. */
+double mb_quantile(double *v, int n, double p);
+double mb_median(double *v, int n);
+/* The build directory: up two levels from this program (bench/.libs aside). */
+void mb_builddir(char *buf, size_t len);
+
+/* --serve MODE and --hit on|off N (monitor_bench_child.c); 2: bad usage. */
+int mb_serve_main(const char *mode_name);
+int mb_hit_main(const char *mode, long n);
+
+/* Instructions per hit of the cache alone, and per leased write over the
+ * provider, monitor on ([0]) and off ([1]) (monitor_bench_cg.c). */
+bool mb_callgrind_hit(double ir[2]);
+bool mb_callgrind_xfer(double ir[2], double cache[2], double *spread);
+
+#endif /* MONITOR_BENCH_H */

@@ -1,0 +1,586 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What runs inside bench/monitor_bench's measured processes: the server of
+ * one configuration (--serve: the munmap test, the unmap and reuse loops)
+ * and the hit driver callgrind counts (--hit). See monitor_bench.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "../test/xfer_util.h"
+#include "mrl_cache.h"
+#include "mrl_monitor.h"
+#include "monitor_bench.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+/* The monitor's watch granularity (mrl_monitor.h, "Watching"). */
+#define BLOCK ((size_t)2 << 20)
+#define REUSE_BUFS 4
+/* Untimed iterations before a slice: the first misses of its buffers. */
+#define WARM_ITERS (2 * REUSE_BUFS)
+
+/* ---- child: one configuration's server ---------------------------------- */
+
+/* The environment of a configuration, set by its child itself before
+ * libfabric's first call reads it. */
+static void child_env(int mode)
+{
+	char builddir[PATH_MAX], path[PATH_MAX + 32];
+
+	mb_builddir(builddir, sizeof(builddir));
+	snprintf(path, sizeof(path), "%s/prov/mrlease/.libs", builddir);
+	setenv("FI_PROVIDER_PATH", path, 1);
+	setenv("FI_TCP_IFACE", getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
+	setenv("FI_HOOK", "mrlease", 1);
+	setenv("FI_MRLEASE_MIN_SIZE", "0", 1);
+	setenv("FI_MRLEASE_PINNING", mb_mode_pinning[mode], 1);
+	setenv("FI_MRLEASE_MONITOR", mb_mode_monitor[mode], 1);
+	unsetenv("FI_MRLEASE_STATS");
+}
+
+struct child {
+	struct xfer_pair pair;
+	char *dst;
+	struct fid_mr *dst_mr;
+	struct fi_context2 ctx;
+};
+
+static int child_open(struct child *c)
+{
+	struct xfer_opts xo = { .prov = mb_prov(), .caps = FI_MSG | FI_RMA };
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	ret = xfer_pair_open(&xo, &c->pair);
+	if (ret) {
+		fprintf(stderr, "monitor_bench child: %s\n", fi_strerror(-ret));
+		return ret == -FI_ENODATA ? 77 : 1;
+	}
+	if (!c->pair.mrl) {
+		fprintf(stderr, "monitor_bench child: FI_HOOK=mrlease but no %s\n",
+			FI_MRLEASE_OPS_1);
+		goto err_close;
+	}
+	c->dst = aligned_alloc(mb_page, MAX_LOOP);
+	if (!c->dst)
+		goto err_close;
+	memset(c->dst, 0, MAX_LOOP);
+	ret = xfer_mr_reg(&c->pair, c->dst, MAX_LOOP, FI_REMOTE_WRITE, &c->dst_mr);
+	if (ret) {
+		fprintf(stderr, "monitor_bench child: fi_mr_reg: %s\n", fi_strerror(-ret));
+		goto err_free;
+	}
+	return 0;
+
+err_free:
+	free(c->dst);
+err_close:
+	xfer_pair_close(&c->pair);
+	return 1;
+}
+
+static int child_close(struct child *c)
+{
+	int ret = fi_close(&c->dst_mr->fid);
+
+	if (xfer_pair_close(&c->pair))
+		ret = 1;
+	free(c->dst);
+	return ret ? 1 : 0;
+}
+
+/* One fi_write of [src, src + len) with desc NULL, waited for: the
+ * operand's lease is released before this returns. */
+static int write_wait(struct child *c, const void *src, size_t len)
+{
+	struct fi_cq_tagged_entry e;
+	ssize_t n;
+
+	while ((n = fi_write(c->pair.ep[0], src, len, NULL, c->pair.addr[1],
+			     xfer_rma_addr(&c->pair, c->dst, c->dst),
+			     fi_mr_key(c->dst_mr), &c->ctx)) == -FI_EAGAIN)
+		(void)fi_cq_read(c->pair.cq, NULL, 0);
+	if (n) {
+		fprintf(stderr, "monitor_bench child: fi_write: %s\n", fi_strerror((int)-n));
+		return -1;
+	}
+	while ((n = fi_cq_read(c->pair.cq, &e, 1)) == -FI_EAGAIN)
+		;
+	if (n < 0) {
+		struct fi_cq_err_entry err = { 0 };
+
+		fi_cq_readerr(c->pair.cq, &err, 0);
+		fprintf(stderr, "monitor_bench child: write failed: %s\n",
+			fi_strerror(err.err));
+		return -1;
+	}
+	return 0;
+}
+
+/* The initiator's completion may come before the target's copy: drive
+ * progress until the last write's bytes are there. */
+static int wait_landed(struct child *c, size_t len, unsigned char v)
+{
+	for (long i = 0; i < XFER_MAX_POLLS; i++) {
+		if ((unsigned char)c->dst[0] == v && (unsigned char)c->dst[len - 1] == v)
+			return 0;
+		(void)fi_cq_read(c->pair.cq, NULL, 0);
+	}
+	fprintf(stderr, "monitor_bench child: the written bytes never arrived\n");
+	return -1;
+}
+
+static void query(struct child *c, struct fi_mrlease_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	c->pair.mrl->query_stats(NULL, st, sizeof(*st));
+}
+
+/* What the configuration did per timed iteration, from the cache's
+ * counters (the end of an answer line). */
+static void print_counts(const struct fi_mrlease_stats *a,
+			 const struct fi_mrlease_stats *b, long iters)
+{
+	double n = iters > 0 ? (double)iters : 1;
+
+	printf(" regs %.3f events %.3f invalidations %.3f not_retained %.3f "
+	       "deferred %.3f\n",
+	       (double)(b->registrations - a->registrations) / n,
+	       (double)(b->monitor_events - a->monitor_events) / n,
+	       (double)(b->monitor_invalidations - a->monitor_invalidations) / n,
+	       (double)(b->not_retained - a->not_retained) / n,
+	       (double)(b->deferred_closes - a->deferred_closes) / n);
+}
+
+/*
+ * An address range of len bytes (a multiple of BLOCK), BLOCK-aligned, held
+ * by a PROT_NONE mapping no one watches, so nothing else is placed there
+ * and no event comes from it. 0 on failure.
+ */
+static uintptr_t reserve(size_t len)
+{
+	size_t span = len + BLOCK;
+	char *p = mmap(NULL, span, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uintptr_t a;
+
+	if (p == MAP_FAILED)
+		return 0;
+	a = ((uintptr_t)p + BLOCK - 1) & ~(BLOCK - 1);
+	if (a > (uintptr_t)p)
+		munmap(p, a - (uintptr_t)p);
+	if ((uintptr_t)p + span > a + len)
+		munmap((void *)(a + len), (uintptr_t)p + span - (a + len));
+	return a;
+}
+
+/* Map at addr: over our own reservation (MAP_FIXED), or into a hole we
+ * made (MAP_FIXED_NOREPLACE: fails if anything else took it meanwhile). */
+static void *map_at(uintptr_t addr, size_t len, int prot, bool over_own)
+{
+	void *p = mmap((void *)addr, len, prot,
+		       MAP_PRIVATE | MAP_ANONYMOUS |
+			       (over_own ? MAP_FIXED : MAP_FIXED_NOREPLACE),
+		       -1, 0);
+
+	if (p == MAP_FAILED || (uintptr_t)p != addr) {
+		fprintf(stderr, "monitor_bench child: mmap at %#" PRIxPTR ": %s\n",
+			addr, p == MAP_FAILED ? strerror(errno) : "moved");
+		return NULL;
+	}
+	return p;
+}
+
+static double munmap_ns(void *p, size_t len)
+{
+	double t0 = mb_now_s();
+
+	if (munmap(p, len))
+		return -1;
+	return (mb_now_s() - t0) * 1e9;
+}
+
+/*
+ * One munmap iteration (see the header) at block a and mb_page b. The
+ * monitor's thread sleeps until an event comes, and waking it costs more
+ * than the next event right after (which finds it just gone back to wait):
+ * the first munmap after the write is the one an application pays, so
+ * `which` (0: in, 1: cached) is timed first and the other is not timed;
+ * out, which wakes nobody, is timed before both. Sets t[which] and t[2].
+ */
+static int munmap_once(struct child *c, uintptr_t a, uintptr_t b, char v, int which,
+		       double t[3])
+{
+	char *blk = map_at(a, BLOCK, PROT_READ | PROT_WRITE, true);
+	char *out = map_at(b, mb_page, PROT_READ | PROT_WRITE, true);
+	char *pages[2];
+
+	if (!blk || !out)
+		return -1;
+	/* No transparent huge mb_page: unmapping one mb_page of it would split
+	 * it, a cost of its own. */
+	madvise(blk, BLOCK, MADV_NOHUGEPAGE);
+	pages[0] = blk + BLOCK / 2;
+	pages[1] = blk;
+	blk[0] = blk[BLOCK / 2] = out[0] = v;
+	if (write_wait(c, blk, mb_page))
+		return -1;
+	t[2] = munmap_ns(out, mb_page);
+	t[which] = munmap_ns(pages[which], mb_page);
+	if (t[2] < 0 || t[which] < 0 || munmap(pages[!which], mb_page)) {
+		fprintf(stderr, "monitor_bench child: munmap: %s\n", strerror(errno));
+		return -1;
+	}
+	/* The rest, untimed (mon: one more event); then the holes are
+	 * reserved again. */
+	if (munmap(blk, BLOCK) || !map_at(a, BLOCK, PROT_NONE, false) ||
+	    !map_at(b, mb_page, PROT_NONE, false))
+		return -1;
+	return 0;
+}
+
+/* "munmap N": answers "munmap in NS cached NS out NS" (medians; in and
+ * cached from alternate iterations) and the counts per timed iteration. */
+static int child_munmap(struct child *c, long iters)
+{
+	struct fi_mrlease_stats st0, st1;
+	uintptr_t a = reserve(2 * BLOCK);
+	double *ns[3] = { NULL }, t[3];
+	long got[3] = { 0 };
+	int ret = -1;
+
+	if (!a || iters < 2)
+		return -1;
+	for (int k = 0; k < 3; k++)
+		if (!(ns[k] = calloc((size_t)iters, sizeof(double))))
+			goto out;
+	/* a + BLOCK: a block of its own, never watched. */
+	for (long i = 0; i < WARM_ITERS; i++)
+		if (munmap_once(c, a, a + BLOCK, (char)i, (int)(i & 1), t))
+			goto out;
+	query(c, &st0);
+	for (long i = 0; i < iters; i++) {
+		int which = (int)(i & 1);
+
+		if (munmap_once(c, a, a + BLOCK, (char)i, which, t))
+			goto out;
+		ns[which][got[which]++] = t[which];
+		ns[2][got[2]++] = t[2];
+	}
+	query(c, &st1);
+	printf("munmap in %.1f cached %.1f out %.1f", mb_median(ns[0], (int)got[0]),
+	       mb_median(ns[1], (int)got[1]), mb_median(ns[2], (int)got[2]));
+	print_counts(&st0, &st1, iters);
+	ret = 0;
+out:
+	for (int k = 0; k < 3; k++)
+		free(ns[k]);
+	munmap((void *)a, 2 * BLOCK);
+	return ret;
+}
+
+/* One iteration of the unmap loop at addr; adds the seconds spent mapping
+ * and filling, writing, unmapping to phase[0..2]. */
+static int unmap_once(struct child *c, uintptr_t addr, size_t size, unsigned char v,
+		      double phase[3])
+{
+	double t0 = mb_now_s(), t1, t2;
+	char *p = map_at(addr, size, PROT_READ | PROT_WRITE, false);
+
+	if (!p)
+		return -1;
+	memset(p, v, size);
+	t1 = mb_now_s();
+	if (write_wait(c, p, size))
+		return -1;
+	t2 = mb_now_s();
+	if (munmap(p, size)) {
+		fprintf(stderr, "monitor_bench child: munmap: %s\n", strerror(errno));
+		return -1;
+	}
+	phase[0] += t1 - t0;
+	phase[1] += t2 - t1;
+	phase[2] += mb_now_s() - t2;
+	return 0;
+}
+
+/* "unmap SIZE SECS": answers "loop rate R" (iterations per second), the µs
+ * per iteration of its phases ("map_us M write_us W munmap_us U": where
+ * the monitor's cost lands) and the counts. */
+static int child_unmap(struct child *c, size_t size, double secs)
+{
+	struct fi_mrlease_stats st0, st1;
+	uintptr_t addr = reserve(BLOCK);
+	double t0, t, phase[3] = { 0 };
+	long n = 0;
+	int ret = -1;
+
+	if (!addr)
+		return -1;
+	/* A hole of our own, which each iteration maps into. */
+	munmap((void *)addr, BLOCK);
+	for (long i = 0; i < WARM_ITERS; i++)
+		if (unmap_once(c, addr, size, (unsigned char)(i | 1), phase))
+			return -1;
+	memset(phase, 0, sizeof(phase));
+	query(c, &st0);
+	t0 = mb_now_s();
+	do {
+		if (unmap_once(c, addr, size, (unsigned char)(++n | 1), phase))
+			return -1;
+	} while ((t = mb_now_s() - t0) < secs);
+	query(c, &st1);
+	if (!wait_landed(c, size, (unsigned char)(n | 1))) {
+		printf("loop rate %.1f map_us %.2f write_us %.2f munmap_us %.2f",
+		       (double)n / t, phase[0] / n * 1e6, phase[1] / n * 1e6,
+		       phase[2] / n * 1e6);
+		print_counts(&st0, &st1, n);
+		ret = 0;
+	}
+	return ret;
+}
+
+/* "reuse SIZE SECS": the same REUSE_BUFS buffers written in turn. */
+static int child_reuse(struct child *c, size_t size, double secs)
+{
+	struct fi_mrlease_stats st0, st1;
+	char *buf[REUSE_BUFS] = { NULL };
+	double t0, t;
+	long n = 0;
+	int ret = -1;
+
+	for (int i = 0; i < REUSE_BUFS; i++) {
+		buf[i] = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf[i] == MAP_FAILED) {
+			buf[i] = NULL;
+			goto out;
+		}
+		memset(buf[i], 0x40 + i, size);
+	}
+	for (long i = 0; i < WARM_ITERS; i++)
+		if (write_wait(c, buf[i % REUSE_BUFS], size))
+			goto out;
+	query(c, &st0);
+	t0 = mb_now_s();
+	do {
+		if (write_wait(c, buf[n++ % REUSE_BUFS], size))
+			goto out;
+	} while ((t = mb_now_s() - t0) < secs);
+	query(c, &st1);
+	if (wait_landed(c, size, (unsigned char)(0x40 + (n - 1) % REUSE_BUFS)))
+		goto out;
+	printf("loop rate %.1f", (double)n / t);
+	print_counts(&st0, &st1, n);
+	ret = 0;
+out:
+	for (int i = 0; i < REUSE_BUFS; i++)
+		if (buf[i])
+			munmap(buf[i], size);
+	return ret;
+}
+
+/*
+ * --serve MODE: open the pair, say "ready", then answer one command per
+ * line on stdin until "quit" (see the header). End of input without
+ * "quit" means the parent is gone: exit 1. A command that takes longer
+ * than MONITOR_BENCH_TIMEOUT (a monitor that never reads, a lost
+ * completion) ends the child by SIGALRM rather than blocking the run.
+ */
+int mb_serve_main(const char *mode_name)
+{
+	unsigned timeout = (unsigned)mb_env_long("MONITOR_BENCH_TIMEOUT", 120);
+	struct child c;
+	char line[128];
+	int mode = -1, ret;
+
+	for (int m = 0; m < NMODES; m++)
+		if (!strcmp(mode_name, mb_mode_names[m]))
+			mode = m;
+	if (mode < 0)
+		return 2;
+	child_env(mode);
+	alarm(timeout);
+	ret = child_open(&c);
+	if (ret)
+		return ret;
+	printf("ready\n");
+	fflush(stdout);
+	ret = 1;
+	while (fgets(line, sizeof(line), stdin)) {
+		size_t size;
+		double secs;
+		long n;
+		int r;
+
+		if (!strcmp(line, "quit\n")) {
+			ret = 0;
+			break;
+		}
+		alarm(timeout);
+		if (sscanf(line, "munmap %ld", &n) == 1)
+			r = child_munmap(&c, n);
+		else if (sscanf(line, "unmap %zu %lf", &size, &secs) == 2 &&
+			 size >= 1 && size <= MAX_LOOP)
+			r = child_unmap(&c, size, secs);
+		else if (sscanf(line, "reuse %zu %lf", &size, &secs) == 2 &&
+			 size >= 1 && size <= MAX_LOOP)
+			r = child_reuse(&c, size, secs);
+		else
+			r = -1;
+		if (r) {
+			fprintf(stderr, "monitor_bench %s: failed: %s", mode_name, line);
+			break;
+		}
+		fflush(stdout);
+	}
+	alarm(0);
+	if (child_close(&c))
+		ret = 1;
+	return ret;
+}
+
+/* ---- hit driver: the cache's hit path alone, for callgrind ---------------- */
+
+/*
+ * --hit on|off N: a cache of this program's own over a registrar that
+ * registers nothing, one entry, N lease + release of it (the inline hit
+ * path every leased operand takes). "on" starts the monitor, with the
+ * provider's client (barrier around reads, deferred invalidation), and
+ * watches the entry's block as the provider does over a pinning domain.
+ * Single-threaded apart from the idle monitor, no network: its instruction
+ * counts are exact, unlike a transfer's (see mb_callgrind_hit). Answers
+ * "hit monitor M retained R hits H".
+ */
+static void hit_init(void *arg)
+{
+	(void)arg;
+	mrl_cache_thread_attach();
+}
+
+static void hit_hold(void *arg)
+{
+	(void)arg;
+	mrl_cache_barrier_raise();
+}
+
+static void hit_invalidate(void *arg, uintptr_t start, uintptr_t end)
+{
+	mrl_cache_invalidate_deferred(arg, start, end);
+}
+
+static void hit_release(void *arg)
+{
+	(void)arg;
+	mrl_cache_barrier_lower();
+}
+
+static int hit_reg(void *ctx, const void *addr, size_t len, uint64_t access,
+		   uint64_t key, void **mr, void **desc)
+{
+	static char handle;
+
+	(void)ctx, (void)addr, (void)len, (void)access, (void)key;
+	*mr = &handle;
+	*desc = NULL;
+	return 0;
+}
+
+static int hit_close(void *ctx, void *mr)
+{
+	(void)ctx, (void)mr;
+	return 0;
+}
+
+static bool hit_watch(void *ctx, uintptr_t lo, uintptr_t hi)
+{
+	(void)ctx;
+	return mrl_monitor_watch(lo, hi);
+}
+
+/* The measured loop, alone in its function so callgrind counts only it
+ * (--toggle-collect=hit_loop). */
+static __attribute__((noinline)) int hit_loop(struct mrl_cache_domain *dom,
+					      uintptr_t lo, uintptr_t hi, long n)
+{
+	struct mrl_registration *reg;
+
+	for (long i = 0; i < n; i++) {
+		if (mrl_cache_acquire(dom, lo, hi, &reg))
+			return -1;
+		mrl_lease_release(reg);
+	}
+	return 0;
+}
+
+int mb_hit_main(const char *mode, long n)
+{
+	bool on = !strcmp(mode, "on");
+	struct mrl_registrar registrar = { .reg = hit_reg, .close = hit_close,
+					   .watch = on ? hit_watch : NULL };
+	struct mrl_domain_config dcfg = { .registrar = &registrar, .mr_key_size = 8 };
+	struct mrl_cache_config ccfg = { 0 };
+	struct mrl_monitor_client client = { .thread_init = hit_init, .hold = hit_hold,
+					     .invalidate = hit_invalidate,
+					     .release = hit_release };
+	struct mrl_cache_domain *dom;
+	struct mrl_registration *reg;
+	struct fi_mrlease_stats st;
+	struct mrl_cache *cache;
+	uintptr_t buf;
+	int ret = 1;
+
+	if ((!on && strcmp(mode, "off")) || n < 1 || mrl_cache_create(&ccfg, &cache))
+		return 2;
+	client.arg = cache;
+	if (on && mrl_monitor_start(NULL, &client))
+		goto out_cache;
+	if (mrl_cache_domain_open(cache, &dcfg, &dom))
+		goto out_monitor;
+	buf = (uintptr_t)mmap(NULL, 4 * mb_page, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if ((void *)buf == MAP_FAILED)
+		goto out_domain;
+	memset((void *)buf, 1, 4 * mb_page);
+	/* The miss (and the watch), outside the loop. */
+	if (mrl_cache_acquire(dom, buf, buf + 4 * mb_page, &reg))
+		goto out_buf;
+	mrl_lease_release(reg);
+	if (hit_loop(dom, buf, buf + 4 * mb_page, n))
+		goto out_buf;
+	mrl_cache_domain_stats(dom, &st);
+	printf("hit monitor %d retained %d hits %" PRIu64 "\n", mrl_monitor_running(),
+	       st.not_retained == 0 && st.registrations == 1, st.hits);
+	ret = 0;
+out_buf:
+	/* Unwatched before it is unmapped: under valgrind a thread blocked in
+	 * munmap holds valgrind's lock, and the monitor could never read the
+	 * event that munmap waits for. */
+	mrl_cache_domain_close(dom);
+	mrl_monitor_stop();
+	munmap((void *)buf, 4 * mb_page);
+	mrl_cache_destroy(cache);
+	return ret;
+out_domain:
+	mrl_cache_domain_close(dom);
+out_monitor:
+	mrl_monitor_stop();
+out_cache:
+	mrl_cache_destroy(cache);
+	return ret;
+}
+
