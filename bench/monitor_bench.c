@@ -97,8 +97,8 @@
  *
  * A server by hand: printf 'unmap 4096 0.3\nquit\n' | monitor_bench --serve
  * mon (commands "munmap N", "unmap SIZE SECS", "reuse SIZE SECS", "quit";
- * it sets its own FI_* environment, see child_env); the hit driver:
- * monitor_bench --hit on|off N.
+ * it sets its own FI_* environment: child_env in monitor_bench_child.c);
+ * the hit driver: monitor_bench --hit on|off N.
  * Last line: RESULT key=value ...
  */
 #include "config.h"
@@ -160,7 +160,7 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The p-mb_quantile (0..1) of v, linear between order statistics; sorts v. */
+/* The p-quantile (0..1) of v, linear between order statistics; sorts v. */
 double mb_quantile(double *v, int n, double p)
 {
 	double pos = p * (n - 1);
@@ -534,8 +534,8 @@ static void print_figures(int np, int rounds, const struct ir_figures *irf, int 
 	struct figure mu[3], ma[3], fu[NPAIRINGS], fa[NPAIRINGS];
 	double min_unmap = 1e9, min_reuse = 1e9, load[1] = { -1 };
 
-	printf("# munmap of one mb_page, ns per call (mb_median over rounds of each slice's "
-	       "mb_median; paired ratio and added ns [q1 q3]):\n");
+	printf("# munmap of one page, ns per call (median over rounds of each slice's "
+	       "median; paired ratio and added ns [q1 q3]):\n");
 	for (int k = 0; k < 3; k++) {
 		mu[k] = figure_of(0, rounds, k, ratio);
 		ma[k] = figure_of(0, rounds, k, diff);
@@ -544,7 +544,7 @@ static void print_figures(int np, int rounds, const struct ir_figures *irf, int 
 		       raw_median(0, rounds, 1, k), mu[k].med, mu[k].q1, mu[k].q3,
 		       ma[k].med, ma[k].q1, ma[k].q3);
 	}
-	printf("# loops, iterations per second (mb_median over rounds), paired ratio "
+	printf("# loops, iterations per second (median over rounds), paired ratio "
 	       "[q1 q3]:\n");
 	for (int p = 1; p < np; p++) {
 		const struct pairing *pp = &pairings[p];

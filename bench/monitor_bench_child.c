@@ -215,7 +215,7 @@ static double munmap_ns(void *p, size_t len)
 }
 
 /*
- * One munmap iteration (see the header) at block a and mb_page b. The
+ * One munmap iteration (see the header) at block a and page b. The
  * monitor's thread sleeps until an event comes, and waking it costs more
  * than the next event right after (which finds it just gone back to wait):
  * the first munmap after the write is the one an application pays, so
@@ -231,7 +231,7 @@ static int munmap_once(struct child *c, uintptr_t a, uintptr_t b, char v, int wh
 
 	if (!blk || !out)
 		return -1;
-	/* No transparent huge mb_page: unmapping one mb_page of it would split
+	/* No transparent huge page: unmapping one page of it would split
 	 * it, a cost of its own. */
 	madvise(blk, BLOCK, MADV_NOHUGEPAGE);
 	pages[0] = blk + BLOCK / 2;
