@@ -655,6 +655,17 @@ static int open_children(struct xfer_pair *p)
 			  (int)(from), (int)(seed), round_why_);               \
 	} while (0)
 
+/* Close mr (refused once) and the pair's CQ and AV. */
+static void close_mr_cq_av(struct xfer_pair *p, struct fid_mr *mr)
+{
+	CHECK_REFUSED(&mr->fid);
+	CHECK_CLOSED(&mr->fid);
+	CHECK_CLOSED(&p->cq->fid);
+	p->cq = NULL;
+	CHECK_CLOSED(&p->av->fid);
+	p->av = NULL;
+}
+
 /* Leak checks once everything is closed: every registration closed,
  * through mrcheck and by mrlease's count, no lease left. */
 static void check_nothing_left(struct mrcheck_ops *chk, struct fi_mrlease_ops *mrl,
@@ -679,6 +690,32 @@ static void check_nothing_left(struct mrcheck_ops *chk, struct fi_mrlease_ops *m
 	CHECK_EQ(0, all.leases);
 }
 
+/* What a close case starts from: the pair, the counts before it, and the
+ * application's remote-access MR over tgt. */
+struct close_case {
+	struct fi_mrlease_ops *mrl;
+	struct mrcheck_ops *chk;
+	struct mrcheck_stats c0;
+	char *tgt;
+	struct fid_mr *mr;  /* NULL when the case cannot go on */
+};
+
+static void close_case_open(struct close_case *cc)
+{
+	struct xfer_opts opts = { .prov = PROV, .caps = FI_MSG | FI_RMA };
+
+	memset(cc, 0, sizeof(*cc));
+	if (!xfer_pair_open_hooked(&opts, &pair))
+		return;
+	cc->mrl = pair.mrl;
+	cc->chk = pair.chk_all;
+	CHECK_MSG(cc->chk, "mrcheck not stacked");
+	cc->c0 = chk_stats(cc->chk);
+	cc->tgt = mrl_alloc(TARGET);
+	CHECK_FI(xfer_mr_reg(&pair, cc->tgt, TARGET,
+			     FI_REMOTE_READ | FI_REMOTE_WRITE, &cc->mr));
+}
+
 /* A close the provider refuses must leave the object exactly as usable as
  * before: an MR still takes RMA, an endpoint still posts and completes
  * NULL-descriptor transfers, a domain still opens endpoints whose
@@ -687,21 +724,15 @@ static void check_nothing_left(struct mrcheck_ops *chk, struct fi_mrlease_ops *m
  * the provider agreed (a use after free at the next post). */
 static void test_refused_closes_leave_mr_endpoints_and_domain_usable(void)
 {
-	struct xfer_opts opts = { .prov = PROV, .caps = FI_MSG | FI_RMA };
-	struct fi_mrlease_ops *mrl;
-	struct mrcheck_ops *chk;
-	struct mrcheck_stats c0;
+	struct close_case cc;
 	struct fid_mr *mr;
 	char *tgt;
 
-	if (!xfer_pair_open_hooked(&opts, &pair))
+	close_case_open(&cc);
+	if (!cc.mr)
 		return;
-	mrl = pair.mrl;
-	chk = pair.chk_all;
-	CHECK_MSG(chk, "mrcheck not stacked");
-	c0 = chk_stats(chk);
-	tgt = mrl_alloc(TARGET);
-	CHECK_FI(xfer_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
+	mr = cc.mr;
+	tgt = cc.tgt;
 	CHECK_ROUND(&pair, 0, tgt, mr, 1);
 
 	/* The application's MR. */
@@ -721,12 +752,9 @@ static void test_refused_closes_leave_mr_endpoints_and_domain_usable(void)
 	pair.ep[0] = NULL;
 	CHECK_CLOSED(&pair.ep[1]->fid);
 	pair.ep[1] = NULL;
-	CHECK_REFUSED(&mr->fid);
-	CHECK_CLOSED(&mr->fid);
-	CHECK_CLOSED(&pair.cq->fid);
-	pair.cq = NULL;
-	CHECK_CLOSED(&pair.av->fid);
-	pair.av = NULL;
+	close_mr_cq_av(&pair, mr);
+	if (mrl_test_failed())
+		return;
 
 	/* The domain, with nothing left open on it: refused, then it opens
 	 * endpoints and leases again. */
@@ -742,17 +770,14 @@ static void test_refused_closes_leave_mr_endpoints_and_domain_usable(void)
 		CHECK_CLOSED(&pair.ep[i]->fid);
 		pair.ep[i] = NULL;
 	}
-	CHECK_REFUSED(&mr->fid);
-	CHECK_CLOSED(&mr->fid);
-	CHECK_CLOSED(&pair.cq->fid);
-	pair.cq = NULL;
-	CHECK_CLOSED(&pair.av->fid);
-	pair.av = NULL;
+	close_mr_cq_av(&pair, mr);
+	if (mrl_test_failed())
+		return;
 	CHECK_CLOSED(&pair.domain->fid);
 	pair.domain = NULL;
 	CHECK_FI(xfer_pair_close(&pair));
 	/* Three MRs, four endpoints, one domain. */
-	check_nothing_left(chk, mrl, &c0, 8);
+	check_nothing_left(cc.chk, cc.mrl, &cc.c0, 8);
 }
 
 /* A registration whose close the provider refuses stays the cache's to
@@ -761,32 +786,22 @@ static void test_refused_closes_leave_mr_endpoints_and_domain_usable(void)
  * MRs open). */
 static void test_cache_registration_refused_close_is_not_leaked(void)
 {
-	struct xfer_opts opts = { .prov = PROV, .caps = FI_MSG | FI_RMA };
-	struct fi_mrlease_ops *mrl;
-	struct mrcheck_ops *chk;
-	struct mrcheck_stats c0;
-	struct fid_mr *mr;
-	char *tgt;
+	struct close_case cc;
 	int ret;
 
-	if (!xfer_pair_open_hooked(&opts, &pair))
+	close_case_open(&cc);
+	if (!cc.mr)
 		return;
-	mrl = pair.mrl;
-	chk = pair.chk_all;
-	CHECK_MSG(chk, "mrcheck not stacked");
-	c0 = chk_stats(chk);
-	tgt = mrl_alloc(TARGET);
-	CHECK_FI(xfer_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
 	/* Each round's buffers are invalidated: their registrations close
 	 * (and are refused) while the domain is open. */
 	for (int i = 0; i < 8; i++)
-		CHECK_ROUND(&pair, i & 1, tgt, mr, 10 + i);
+		CHECK_ROUND(&pair, i & 1, cc.tgt, cc.mr, 10 + i);
 	CHECK_EQ(0, xfer_violations(&pair));
 	CHECK_EQ(0, xfer_live_leases(&pair));
-	CHECK_REFUSED(&mr->fid);
-	CHECK_CLOSED(&mr->fid);
+	CHECK_REFUSED(&cc.mr->fid);
+	CHECK_CLOSED(&cc.mr->fid);
 	ret = xfer_pair_close(&pair);
-	check_nothing_left(chk, mrl, &c0, 1);
+	check_nothing_left(cc.chk, cc.mrl, &cc.c0, 1);
 	CHECK_EQ(0, ret);
 }
 
