@@ -50,3 +50,4 @@ bench_libmonitor_bench_uffd_la_CFLAGS = -std=gnu11 -Wall -Wextra $(WERROR_CFLAGS
 bench_libmonitor_bench_uffd_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir)/bench
 bench_libmonitor_bench_uffd_la_LIBADD = -ldl
 BENCHES += bench/monitor_bench
+EXTRA_DIST += bench/README.md
