@@ -724,9 +724,11 @@ static void close_case_open(struct close_case *cc)
  * the provider agreed (a use after free at the next post). */
 static void test_refused_closes_leave_mr_endpoints_and_domain_usable(void)
 {
+	struct fi_context2 ctx[2];
+	struct xfer_comp comp[2];
 	struct close_case cc;
+	char *tgt, *src, *rbuf;
 	struct fid_mr *mr;
-	char *tgt;
 
 	close_case_open(&cc);
 	if (!cc.mr)
@@ -741,11 +743,26 @@ static void test_refused_closes_leave_mr_endpoints_and_domain_usable(void)
 	CHECK_CLOSED(&mr->fid);
 	CHECK_FI(xfer_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
 
-	/* The endpoints, each used both ways after its refusal. */
+	/* The endpoints, each used both ways after its refusal; ep[1] is
+	 * refused with a leased receive outstanding, which must still
+	 * complete into its buffer with its context, its lease released. */
 	CHECK_REFUSED(&pair.ep[0]->fid);
 	CHECK_ROUND(&pair, 0, tgt, mr, 3);
 	CHECK_ROUND(&pair, 1, tgt, mr, 4);
+	src = mrl_alloc(ROUND_LEN);
+	rbuf = mrl_alloc(ROUND_LEN);
+	xfer_fill(src, ROUND_LEN, 9);
+	CHECK_EQ(0, XFER_POST(&pair, fi_recv(pair.ep[1], rbuf, ROUND_LEN, NULL,
+					     FI_ADDR_UNSPEC, &ctx[0])));
 	CHECK_REFUSED(&pair.ep[1]->fid);
+	CHECK_EQ(0, XFER_POST(&pair, fi_send(pair.ep[0], src, ROUND_LEN, NULL,
+					     pair.addr[1], &ctx[1])));
+	CHECK_EQ(2, xfer_reap(&pair, comp, 2));
+	CHECK(!comp[0].err && !comp[1].err);
+	CHECK((comp[0].ctx == &ctx[0] && comp[1].ctx == &ctx[1]) ||
+	      (comp[0].ctx == &ctx[1] && comp[1].ctx == &ctx[0]));
+	CHECK_EQ(-1, xfer_verify(rbuf, ROUND_LEN, 9));
+	CHECK_EQ(0, xfer_live_leases(&pair));
 	CHECK_ROUND(&pair, 1, tgt, mr, 5);
 	CHECK_ROUND(&pair, 0, tgt, mr, 6);
 	CHECK_CLOSED(&pair.ep[0]->fid);
