@@ -253,6 +253,25 @@ static int munmap_once(struct child *c, uintptr_t a, uintptr_t b, char v, int wh
 	return 0;
 }
 
+/* Whether a write's registration stays cached past its lease: with
+ * FI_MRLEASE_PINNING=yes, only when the monitor runs and watches it. */
+static bool monitor_retains(struct child *c)
+{
+	struct fi_mrlease_stats st0, st1;
+	char *p = mmap(NULL, mb_page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool retained;
+
+	if (p == MAP_FAILED)
+		return false;
+	p[0] = 1;
+	query(c, &st0);
+	retained = !write_wait(c, p, mb_page);
+	query(c, &st1);
+	munmap(p, mb_page);
+	return retained && st1.not_retained == st0.not_retained;
+}
+
 /* "munmap N": answers "munmap in NS cached NS out NS" (medians; in and
  * cached from alternate iterations) and the counts per timed iteration. */
 static int child_munmap(struct child *c, long iters)
@@ -418,6 +437,12 @@ int mb_serve_main(const char *mode_name)
 	ret = child_open(&c);
 	if (ret)
 		return ret;
+	if (mode == MODE_MON && !monitor_retains(&c)) {
+		/* userfaultfd refused (kernel, privilege, seccomp): nothing to
+		 * measure, which is not a failure of the benchmark. */
+		child_close(&c);
+		return 78;
+	}
 	printf("ready\n");
 	fflush(stdout);
 	ret = 1;
