@@ -9,7 +9,8 @@
  * process); the program re-executes itself with the case's environment:
  *   stress       registrations, posts and completions fail at random while
  *                threads post NULL-descriptor fi_write, fi_read and
- *                fi_send/fi_recv pairs over churned buffers;
+ *                fi_send/fi_recv pairs over churned buffers (every other
+ *                read into an MR the application registers itself);
  *   close        the application's MR, endpoints and domain refuse their
  *                first close (MRCHECK_FAULT_CLOSE_ONCE=mr_remote,ep,domain);
  *   close_cache  every MR refuses its first close, the cache's own
@@ -90,6 +91,7 @@ struct tally {
 	uint64_t surfaced[MRCHECK_FAULT_CODES]; /* posts failed with a
 						 * registration's code */
 	uint64_t verified[OP_KINDS];            /* completed and checked */
+	uint64_t app_mrs, app_mrs_refused;      /* the application's own */
 };
 
 static struct xfer_pair pair;
@@ -198,7 +200,8 @@ static enum mrcheck_fault_code code_of(ssize_t ret)
 	}
 }
 
-static ssize_t post_once(struct op *op, void *buf, size_t len, uint64_t raddr)
+static ssize_t post_once(struct op *op, void *buf, size_t len, void *desc,
+			 uint64_t raddr)
 {
 	void *ctx = &op->ctx;
 
@@ -207,7 +210,7 @@ static ssize_t post_once(struct op *op, void *buf, size_t len, uint64_t raddr)
 		return fi_write(pair.ep[0], buf, len, NULL, pair.addr[1], raddr,
 				fi_mr_key(target_mr), ctx);
 	case OP_READ:
-		return fi_read(pair.ep[0], buf, len, NULL, pair.addr[1], raddr,
+		return fi_read(pair.ep[0], buf, len, desc, pair.addr[1], raddr,
 			       fi_mr_key(target_mr), ctx);
 	case OP_SEND:
 		return fi_send(pair.ep[0], buf, len, NULL, pair.addr[1], ctx);
@@ -222,8 +225,8 @@ static ssize_t post_once(struct op *op, void *buf, size_t len, uint64_t raddr)
  * when posted, 0 when it failed with a registration's code (counted), -1
  * on anything else (a failure).
  */
-static int post(int t, struct op *op, void *buf, size_t len, uint64_t raddr,
-		bool persist)
+static int post(int t, struct op *op, void *buf, size_t len, void *desc,
+		uint64_t raddr, bool persist)
 {
 	struct tally *tl = &tallies[t];
 	enum mrcheck_fault_code code;
@@ -235,7 +238,7 @@ static int post(int t, struct op *op, void *buf, size_t len, uint64_t raddr,
 		struct mrl_wait w;
 
 		mrl_wait_init(&w);
-		while ((ret = post_once(op, buf, len, raddr)) == -FI_EAGAIN &&
+		while ((ret = post_once(op, buf, len, desc, raddr)) == -FI_EAGAIN &&
 		       !mrl_wait_over(&w)) {
 			tl->eagain++;
 			poll_cq();
@@ -281,20 +284,21 @@ static bool message_ok(const char *m, size_t got)
 	return true;
 }
 
-/* An RMA write then a read back of the worker's slot; verified when both
- * completed. -1 on a failure. */
-static int rma_round(int t, char *a, char *b, size_t len)
+/* An RMA write then a read back of the worker's slot into b, with b_mr's
+ * desc when given; verified when both completed. -1 on a failure. */
+static int rma_round(int t, char *a, char *b, struct fid_mr *b_mr, size_t len)
 {
 	uint64_t raddr = xfer_rma_addr(&pair, target, target + (size_t)t * SLOT);
 	int wrote, got;
 
-	wrote = post(t, &ops[t][OP_WRITE], a, len, raddr, false);
+	wrote = post(t, &ops[t][OP_WRITE], a, len, NULL, raddr, false);
 	if (wrote > 0)
 		wrote = wait_op(&ops[t][OP_WRITE]);
 	if (wrote < 0)
 		return -1;
 	memset(b, 0, len);
-	got = post(t, &ops[t][OP_READ], b, len, raddr, false);
+	got = post(t, &ops[t][OP_READ], b, len, b_mr ? fi_mr_desc(b_mr) : NULL,
+		   raddr, false);
 	if (got > 0)
 		got = wait_op(&ops[t][OP_READ]);
 	if (got < 0)
@@ -319,7 +323,8 @@ static int msg_round(int t, char *a, size_t len, char *r)
 	struct op *rv = &ops[t][OP_RECV], *sd = &ops[t][OP_SEND];
 	int got, sent;
 
-	if (post(t, rv, r, MSG_MAX, 0, true) < 0 || post(t, sd, a, len, 0, true) < 0)
+	if (post(t, rv, r, MSG_MAX, NULL, 0, true) < 0 ||
+	    post(t, sd, a, len, NULL, 0, true) < 0)
 		return -1;
 	sent = wait_op(sd);
 	got = wait_op(rv);
@@ -338,6 +343,36 @@ static int msg_round(int t, char *a, size_t len, char *r)
 	return 0;
 }
 
+/*
+ * Every other round the application registers the read's destination
+ * itself (local access: mrlease serves it from its cache, or forwards it
+ * when the cache's registration failed), retrying while refused.
+ */
+static int app_mr_reg(int t, void *buf, size_t len, int round, struct fid_mr **mr)
+{
+	static atomic_uint_fast64_t next_key = 0x100000;
+	ssize_t ret = 0;
+
+	*mr = NULL;
+	if (round & 1)
+		return 0;
+	for (int tries = 0; tries < RESOURCE_RETRIES; tries++) {
+		ret = fi_mr_reg(pair.domain, buf, len, FI_READ, 0,
+				atomic_fetch_add(&next_key, 1), 0, mr, NULL);
+		if (!ret) {
+			tallies[t].app_mrs++;
+			return 0;
+		}
+		if (code_of(ret) == MRCHECK_FAULT_CODES && ret != -FI_EAGAIN)
+			break;
+		tallies[t].app_mrs_refused++;
+	}
+	*mr = NULL;
+	failed("worker %d: fi_mr_reg of %zu bytes: %zd (%s)", t, len, ret,
+	       fi_strerror((int)-ret));
+	return -1;
+}
+
 static void *worker(void *arg)
 {
 	int t = (int)(intptr_t)arg;
@@ -353,11 +388,18 @@ static void *worker(void *arg)
 		/* Fresh buffers each round, handed back as an allocator's purge
 		 * would: most operands miss and register. */
 		char *a = malloc(len), *b = malloc(len), *r = malloc(MSG_MAX);
+		struct fid_mr *b_mr = NULL;
 		int ret = -1;
 
 		if (a && b && r) {
 			message_fill(a, len, seed);
-			ret = rma_round(t, a, b, len);
+			ret = app_mr_reg(t, b, len, i, &b_mr);
+			if (!ret)
+				ret = rma_round(t, a, b, b_mr, len);
+			if (b_mr && fi_close(&b_mr->fid) && !ret) {
+				failed("worker %d: closing the read's MR failed", t);
+				ret = -1;
+			}
 			if (!ret)
 				ret = msg_round(t, a, len, r);
 		} else {
@@ -444,6 +486,8 @@ static void test_injected_failures_surface_as_the_providers_and_leak_nothing(voi
 			sum.surfaced[k] += tallies[t].surfaced[k];
 		for (int k = 0; k < OP_KINDS; k++)
 			sum.verified[k] += tallies[t].verified[k];
+		sum.app_mrs += tallies[t].app_mrs;
+		sum.app_mrs_refused += tallies[t].app_mrs_refused;
 	}
 	for (int k = 0; k < MRCHECK_FAULT_CODES; k++)
 		surfaced += sum.surfaced[k];
@@ -466,6 +510,9 @@ static void test_injected_failures_surface_as_the_providers_and_leak_nothing(voi
 	       (unsigned long long)sum.surfaced[MRCHECK_FAULT_ENOKEY],
 	       (unsigned long long)sum.surfaced[MRCHECK_FAULT_ENOSPC],
 	       (unsigned long long)sum.eagain, atomic_load(&errors_read));
+	printf("# application MRs: %llu registered, %llu refusals retried\n",
+	       (unsigned long long)sum.app_mrs,
+	       (unsigned long long)sum.app_mrs_refused);
 	printf("# verified: %llu writes read back, %llu messages received, "
 	       "%llu sends completed; registrations %llu (%s keys)\n",
 	       (unsigned long long)sum.verified[OP_READ],
@@ -480,6 +527,7 @@ static void test_injected_failures_surface_as_the_providers_and_leak_nothing(voi
 	CHECK(c1.faults_post > c0.faults_post);
 	CHECK(c1.faults_cq_err > c0.faults_cq_err);
 	CHECK(sum.verified[OP_READ] > 0 && sum.verified[OP_RECV] > 0);
+	CHECK(sum.app_mrs > 0);
 	/* Every error entry was an injected one, read once, by the
 	 * application, with its own context (read_error checked each). */
 	CHECK_EQ(c1.faults_cq_err - c0.faults_cq_err, atomic_load(&errors_read));
