@@ -137,20 +137,43 @@ static int do_write(struct worker *w, void *src, size_t len, uint64_t seed)
 	return 0;
 }
 
+/* A zeroed malloc'd buffer to land in; NULL (and w->err) when none. */
+static char *alloc_dst(struct worker *w, size_t len)
+{
+	char *dst = malloc(len);
+
+	if (!dst)
+		snprintf(w->err, sizeof(w->err), "malloc(%zu) failed", len);
+	else
+		memset(dst, 0, len);
+	return dst;
+}
+
+/* dst (malloc'd) holds seed's pattern: checked, then kept alive a while. */
+static int landed(struct worker *w, char *dst, size_t len, uint64_t seed,
+		  const char *what)
+{
+	long at = xfer_verify(dst, len, seed);
+
+	retire_buf(w, dst);
+	if (at >= 0) {
+		snprintf(w->err, sizeof(w->err), "%s of %zu bytes: byte %ld "
+			 "differs where it landed", what, len, at);
+		return -1;
+	}
+	return 0;
+}
+
 /* The target's bytes land intact in a fresh malloc'd buffer (NULL desc). */
 static int do_read(struct worker *w, size_t len, uint64_t seed)
 {
 	struct fi_context2 ctx;
 	uint64_t raddr = xfer_rma_addr(&w->pair, w->target, w->target);
-	char *dst = malloc(len);
+	char *dst = alloc_dst(w, len);
 	ssize_t ret;
-	long at;
 
-	if (!dst) {
-		snprintf(w->err, sizeof(w->err), "malloc(%zu) failed", len);
+	if (!dst)
 		return -1;
-	}
-	memset(dst, 0, len);
 	xfer_fill(w->target, len, seed);
 	ret = XFER_POST(&w->pair, fi_read(w->pair.ep[0], dst, len, NULL,
 					  w->pair.addr[1], raddr,
@@ -163,29 +186,18 @@ static int do_read(struct worker *w, size_t len, uint64_t seed)
 		free(dst);
 		return -1;
 	}
-	at = xfer_verify(dst, len, seed);
-	retire_buf(w, dst);
-	if (at >= 0) {
-		snprintf(w->err, sizeof(w->err),
-			 "fi_read of %zu bytes: byte %ld differs", len, at);
-		return -1;
-	}
-	return 0;
+	return landed(w, dst, len, seed, "fi_read");
 }
 
 /* src reaches a fresh malloc'd receive buffer; both descs NULL. */
 static int do_send(struct worker *w, void *src, size_t len, uint64_t seed)
 {
 	struct fi_context2 rctx, sctx;
-	char *dst = malloc(len);
+	char *dst = alloc_dst(w, len);
 	ssize_t ret;
-	long at;
 
-	if (!dst) {
-		snprintf(w->err, sizeof(w->err), "malloc(%zu) failed", len);
+	if (!dst)
 		return -1;
-	}
-	memset(dst, 0, len);
 	ret = XFER_POST(&w->pair, fi_recv(w->pair.ep[1], dst, len, NULL,
 					  w->pair.addr[0], &rctx));
 	if (!ret)
@@ -195,14 +207,7 @@ static int do_send(struct worker *w, void *src, size_t len, uint64_t seed)
 		return post_failed(w, "fi_recv/fi_send", ret);
 	if (reap(w, 2, "fi_send"))
 		return -1;
-	at = xfer_verify(dst, len, seed);
-	retire_buf(w, dst);
-	if (at >= 0) {
-		snprintf(w->err, sizeof(w->err),
-			 "fi_send of %zu bytes: received byte %ld differs", len, at);
-		return -1;
-	}
-	return 0;
+	return landed(w, dst, len, seed, "fi_send");
 }
 
 static void *worker_main(void *arg)
