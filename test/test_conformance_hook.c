@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -27,7 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
 
 #include "mrl_test.h"
 #include "xfer_util.h"
@@ -446,6 +450,271 @@ out:
 }
 
 /* ------------------------------------------------------------------------
+ * Triggered operations (item 5 of issue 13).
+ */
+
+#define TRIGGER_LEN 4096
+
+/* Whether this run leases every operand. */
+static bool min_size_0_set(void)
+{
+	const char *v = getenv("FI_MRLEASE_MIN_SIZE");
+
+	return v && !strcmp(v, "0");
+}
+
+static bool all_zero(const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+
+	for (size_t i = 0; i < len; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+enum trigger_family { TRIG_WRITE, TRIG_SEND, TRIG_TSEND, TRIG_ATOMIC };
+
+static const char *const trigger_family_names[] = {
+	[TRIG_WRITE] = "fi_writemsg", [TRIG_SEND] = "fi_sendmsg",
+	[TRIG_TSEND] = "fi_tsendmsg", [TRIG_ATOMIC] = "fi_atomicmsg",
+};
+
+/* A small tagged send from ep[0] to ep[1] and its receive (a tag no
+ * other receive takes), both completed with no completion of waiting
+ * (the triggered op) among them. */
+static bool ping_passes_the_waiting_op(struct xfer_pair *p, void *waiting)
+{
+	struct fi_context2 sctx, rctx;
+	struct xfer_comp c;
+	uint64_t out = 7, in = 0;
+	int seen = 0;
+
+	if (XFER_POST(p, fi_trecv(p->ep[1], &in, sizeof(in), NULL,
+				  FI_ADDR_UNSPEC, 0x51, 0, &rctx)) ||
+	    XFER_POST(p, fi_tsend(p->ep[0], &out, sizeof(out), NULL,
+				  p->addr[1], 0x51, &sctx)))
+		return false;
+	while (seen < 2) {
+		if (xfer_reap(p, &c, 1) != 1 || c.err || c.ctx == waiting)
+			return false;
+		seen += c.ctx == &sctx || c.ctx == &rctx;
+	}
+	return in == 7;
+}
+
+/* Post family's op from ep[0] to ep[1] (dst registered as mr for RMA and
+ * atomics) with FI_TRIGGER and context trig. */
+static ssize_t trigger_post(struct xfer_pair *p, enum trigger_family family,
+			    void *src, void *dst, struct fid_mr *mr,
+			    struct fi_triggered_context *trig)
+{
+	struct iovec iov = { .iov_base = src, .iov_len = TRIGGER_LEN };
+	struct fi_rma_iov rma = { .len = TRIGGER_LEN };
+	struct fi_ioc ioc = { .addr = src, .count = 1 };
+	struct fi_rma_ioc rma_ioc = { .count = 1 };
+
+	if (mr) {
+		rma.addr = rma_ioc.addr = xfer_rma_addr(p, dst, dst);
+		rma.key = rma_ioc.key = fi_mr_key(mr);
+	}
+	switch (family) {
+	case TRIG_WRITE: {
+		struct fi_msg_rma m = {
+			.msg_iov = &iov, .iov_count = 1, .addr = p->addr[1],
+			.rma_iov = &rma, .rma_iov_count = 1, .context = trig,
+		};
+		return fi_writemsg(p->ep[0], &m, FI_TRIGGER);
+	}
+	case TRIG_SEND: {
+		struct fi_msg m = { .msg_iov = &iov, .iov_count = 1,
+				    .addr = p->addr[1], .context = trig };
+		return fi_sendmsg(p->ep[0], &m, FI_TRIGGER);
+	}
+	case TRIG_TSEND: {
+		struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1,
+					   .addr = p->addr[1], .tag = 0x7a,
+					   .context = trig };
+		return fi_tsendmsg(p->ep[0], &m, FI_TRIGGER);
+	}
+	case TRIG_ATOMIC: {
+		struct fi_msg_atomic m = {
+			.msg_iov = &ioc, .iov_count = 1, .addr = p->addr[1],
+			.rma_iov = &rma_ioc, .rma_iov_count = 1,
+			.datatype = FI_UINT64, .op = FI_SUM, .context = trig,
+		};
+		return fi_atomicmsg(p->ep[0], &m, FI_TRIGGER);
+	}
+	}
+	return -FI_EINVAL;
+}
+
+/*
+ * fi_trigger(3): an op posted with FI_TRIGGER and a struct
+ * fi_triggered_context runs once the application's counter reaches the
+ * threshold, with the data its operand holds then, and completes with
+ * that context. The hook handed the provider its own counter (or its op
+ * as the context), so the provider read a foreign struct as a counter:
+ * the op ran early with stale data, or crashed.
+ */
+static void triggered_op_waits_for_its_threshold(enum trigger_family family)
+{
+	const char *what = trigger_family_names[family];
+	struct fi_cntr_attr cattr = { .events = FI_CNTR_EVENTS_COMP };
+	/* Room for a struct fi_triggered_context2, what FI_CONTEXT2 asks. */
+	union {
+		struct fi_triggered_context c;
+		struct fi_triggered_context2 c2;
+	} trig = { .c = { .event_type = FI_TRIGGER_THRESHOLD } };
+	struct fi_context2 rctx;
+	struct xfer_comp comps[2];
+	struct fid_mr *mr = NULL;
+	struct fid_cntr *cntr = NULL;
+	struct xfer_pair p;
+	uint64_t *src = mrl_alloc(TRIGGER_LEN), *dst = mrl_alloc(TRIGGER_LEN);
+	size_t ncomps = family == TRIG_SEND || family == TRIG_TSEND ? 2 : 1;
+	ssize_t rc;
+	int n;
+
+	if (!pair_open((struct xfer_opts){ .caps = FI_MSG | FI_TAGGED | FI_RMA |
+					   FI_ATOMIC | FI_TRIGGER }, &p))
+		return;
+	if (fi_cntr_open(p.domain, &cattr, &cntr, NULL)) {
+		mrl_test_fail(__FILE__, __LINE__, "fi_cntr_open failed");
+		cntr = NULL;
+		goto out;
+	}
+	/* The operand holds stale data until the op is due: the data it
+	 * must carry is written after the post (fi_trigger(3)'s pipelines
+	 * fill it from an earlier transfer). */
+	if (family == TRIG_ATOMIC) {
+		src[0] = 1000;
+		dst[0] = 37;
+	} else {
+		xfer_fill(src, TRIGGER_LEN, 99);
+	}
+	if ((family == TRIG_WRITE || family == TRIG_ATOMIC) &&
+	    xfer_mr_reg(&p, dst, TRIGGER_LEN, FI_REMOTE_WRITE | FI_REMOTE_READ,
+			&mr)) {
+		mrl_test_fail(__FILE__, __LINE__, "xfer_mr_reg failed");
+		goto out;
+	}
+	if (family == TRIG_SEND)
+		rc = XFER_POST(&p, fi_recv(p.ep[1], dst, TRIGGER_LEN, NULL,
+					   FI_ADDR_UNSPEC, &rctx));
+	else if (family == TRIG_TSEND)
+		rc = XFER_POST(&p, fi_trecv(p.ep[1], dst, TRIGGER_LEN, NULL,
+					    FI_ADDR_UNSPEC, 0x7a, 0, &rctx));
+	else
+		rc = 0;
+	if (rc) {
+		mrl_test_fail(__FILE__, __LINE__, "receive: %zd", rc);
+		goto out;
+	}
+
+	trig.c.trigger.threshold.cntr = cntr;
+	trig.c.trigger.threshold.threshold = 1;
+	rc = XFER_POST(&p, trigger_post(&p, family, src, dst, mr, &trig.c));
+	if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP) {
+		mrl_test_skip_current("%s: %s with FI_TRIGGER: %s", prov, what,
+				      fi_strerror((int)-rc));
+		goto out;
+	}
+	if (rc) {
+		mrl_test_fail(__FILE__, __LINE__, "%s with FI_TRIGGER: %zd",
+			      what, rc);
+		goto out;
+	}
+	/* With every operand leased, the hook's op is the context the
+	 * provider reads. */
+	if (hooked && min_size_0_set() && xfer_live_leases(&p) < 1) {
+		mrl_test_fail(__FILE__, __LINE__, "%s was not leased", what);
+		goto out;
+	}
+	/* Below its threshold the op does nothing: a send posted after it
+	 * arrives and completes while it waits (an op that ran at its post
+	 * went first on the same queue). */
+	if (!ping_passes_the_waiting_op(&p, &trig.c) ||
+	    (family == TRIG_ATOMIC ? dst[0] != 37 :
+	     !all_zero(dst, TRIGGER_LEN))) {
+		mrl_test_fail(__FILE__, __LINE__, "%s ran below its threshold",
+			      what);
+		goto out;
+	}
+
+	if (family == TRIG_ATOMIC)
+		src[0] = 5;
+	else
+		xfer_fill(src, TRIGGER_LEN, 23);
+	if (fi_cntr_add(cntr, 1)) {
+		mrl_test_fail(__FILE__, __LINE__, "fi_cntr_add failed");
+		goto out;
+	}
+	n = xfer_reap(&p, comps, ncomps);
+	if (n != (int)ncomps) {
+		mrl_test_fail(__FILE__, __LINE__, "%s: %d of %zu completions "
+			      "after the threshold", what, n, ncomps);
+		goto out;
+	}
+	for (size_t i = 0; i < ncomps; i++) {
+		bool mine = comps[i].ctx == &trig.c;
+
+		if (comps[i].err || !(mine || (ncomps == 2 &&
+					      comps[i].ctx == &rctx))) {
+			mrl_test_fail(__FILE__, __LINE__, "%s: completion %zu: "
+				      "context %p (want %p), error %d", what,
+				      i, comps[i].ctx, (void *)&trig.c,
+				      comps[i].err);
+			goto out;
+		}
+	}
+	if (family == TRIG_ATOMIC) {
+		struct mrl_wait w;
+
+		mrl_wait_init(&w);
+		while (__atomic_load_n(&dst[0], __ATOMIC_ACQUIRE) != 42 &&
+		       !mrl_wait_over(&w))
+			xfer_progress(&p);
+		if (dst[0] != 42)
+			mrl_test_fail(__FILE__, __LINE__, "atomic sum: %" PRIu64
+				      ", want 42", dst[0]);
+	} else if (xfer_wait_pattern(&p, dst, TRIGGER_LEN, 23) >= 0) {
+		mrl_test_fail(__FILE__, __LINE__, "%s delivered other data",
+			      what);
+	}
+	if (xfer_live_leases(&p) > 0)
+		mrl_test_fail(__FILE__, __LINE__, "%lld leases left after the "
+			      "completion", xfer_live_leases(&p));
+out:
+	if (mr)
+		fi_close(&mr->fid);
+	if (cntr && fi_close(&cntr->fid))
+		mrl_test_fail(__FILE__, __LINE__, "closing the counter failed");
+	if (xfer_pair_close(&p))
+		mrl_test_fail(__FILE__, __LINE__, "xfer_pair_close failed");
+}
+
+static void test_triggered_write_waits_for_its_threshold(void)
+{
+	triggered_op_waits_for_its_threshold(TRIG_WRITE);
+}
+
+static void test_triggered_send_waits_for_its_threshold(void)
+{
+	triggered_op_waits_for_its_threshold(TRIG_SEND);
+}
+
+static void test_triggered_tsend_waits_for_its_threshold(void)
+{
+	triggered_op_waits_for_its_threshold(TRIG_TSEND);
+}
+
+static void test_triggered_atomic_waits_for_its_threshold(void)
+{
+	triggered_op_waits_for_its_threshold(TRIG_ATOMIC);
+}
+
+/* ------------------------------------------------------------------------
  * The cases, and how each runs.
  */
 
@@ -477,6 +746,8 @@ struct conf_case {
 };
 
 #define CASE(fn, provs, env) { #fn, fn, provs, env, false }
+/* A case again with settings of its own (its TAP name says which). */
+#define CASE_ENV(fn, provs, env) CASE(fn, provs, env)
 
 static const struct conf_case cases[] = {
 	CASE(test_eq_read_returns_application_written_events_untouched,
@@ -489,6 +760,23 @@ static const struct conf_case cases[] = {
 	     rdm_providers, NULL),
 	CASE(test_cq_signal_is_not_swallowed_by_hidden_completions,
 	     rdm_providers, min_size_0),
+	CASE(test_triggered_write_waits_for_its_threshold, rdm_providers,
+	     NULL),
+	CASE(test_triggered_send_waits_for_its_threshold, rdm_providers, NULL),
+	CASE(test_triggered_tsend_waits_for_its_threshold, rdm_providers,
+	     NULL),
+	CASE(test_triggered_atomic_waits_for_its_threshold, rdm_providers,
+	     NULL),
+	/* The same with every operand leased (the op is the context the
+	 * provider reads). */
+	CASE_ENV(test_triggered_write_waits_for_its_threshold, rdm_providers,
+		 min_size_0),
+	CASE_ENV(test_triggered_send_waits_for_its_threshold, rdm_providers,
+		 min_size_0),
+	CASE_ENV(test_triggered_tsend_waits_for_its_threshold, rdm_providers,
+		 min_size_0),
+	CASE_ENV(test_triggered_atomic_waits_for_its_threshold, rdm_providers,
+		 min_size_0),
 	{ "test_getinfo_loads_the_plugin", test_getinfo_loads_the_plugin,
 	  no_provider, NULL, true },
 };
@@ -757,7 +1045,7 @@ static int run_one_case(const char *name, const char *p)
 
 int main(int argc, char **argv)
 {
-	char prefix[128];
+	char prefix[128], name[256];
 
 	if (argc == 4 && !strcmp(argv[1], "--case"))
 		return run_one_case(argv[2], argv[3]);
@@ -776,7 +1064,11 @@ int main(int argc, char **argv)
 			parent_prov = *p;
 			snprintf(prefix, sizeof(prefix), "%s: ", *p);
 			mrl_test_set_prefix(prefix);
-			mrl_test_run(cases[i].name, run_case_in_children);
+			snprintf(name, sizeof(name), "%s%s%s%s", cases[i].name,
+				 cases[i].env ? " (" : "",
+				 cases[i].env ? cases[i].env[0] : "",
+				 cases[i].env ? ")" : "");
+			mrl_test_run(name, run_case_in_children);
 		}
 	}
 	mrl_test_set_prefix(NULL);

@@ -387,6 +387,14 @@ static inline struct mrl_mr *mrl_mr_of(struct fid_mr *mr)
 int mrl_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner, void *context,
 		int (*release)(struct mrl_mr *mr), struct mrl_mr **mr);
 
+/*
+ * FI_TRIGGER in flags: the threshold counter of the struct
+ * fi_triggered_context at context, when it is a hook counter, becomes the
+ * inner one, in place (the provider reads the context after the call
+ * returns, so it cannot be restored). hook_xfer.c.
+ */
+void mrl_trigger_to_inner(uint64_t flags, void *context);
+
 /* ------------------------------------------------------------------ */
 /* Internal to the layer                                               */
 /* ------------------------------------------------------------------ */

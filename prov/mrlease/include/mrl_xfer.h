@@ -193,6 +193,7 @@ struct mrl_xfer_test_reading {
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
 
 #include "mrl_cache.h"
 #include "mrl_hook.h"
@@ -764,6 +765,18 @@ int mrl_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
 int mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
 		 size_t count, enum fi_datatype datatype, size_t min, void **out);
 
+/* A call forwarded with the application's context: a triggered one
+ * names the inner counter (mrl_trigger_to_inner). */
+static inline void mrl_post_trigger_fwd(uint64_t flags, void *app_ctx)
+{
+	if (__builtin_expect(!!(flags & FI_TRIGGER), 0))
+		mrl_trigger_to_inner(flags, app_ctx);
+}
+
+/* A leased FI_TRIGGER call: op, the context the provider gets, holds a
+ * copy of the application's triggered context naming the inner counter. */
+void mrl_post_trigger_op(struct mrl_post *p, const void *app_ctx);
+
 /*
  * After resolving: the context to give the provider, and the flags (the
  * call's, or the endpoint's defaults for non-msg calls), with FI_COMPLETION
@@ -777,15 +790,17 @@ static inline void *mrl_post_context(struct mrl_post *p, void *app_ctx,
 	const struct mrl_xdir *d = &p->x->dir[p->dir];
 
 	if (!op)
-		return app_ctx;
+		goto unleased;
 	if (!op->nleases) {
 		/* Every lease attempt fell back to desc NULL. */
 		mrl_op_free_poster(op);
 		p->op = NULL;
-		return app_ctx;
+		goto unleased;
 	}
 	op->app_ctx = app_ctx;
 	if (flags) {
+		if (*flags & FI_TRIGGER)
+			mrl_post_trigger_op(p, app_ctx);
 		if (*flags & FI_MULTI_RECV)
 			op->flags |= MRL_OP_MULTI_RECV;
 		if (d->route == MRL_ROUTE_INTERNAL ||
@@ -799,6 +814,11 @@ static inline void *mrl_post_context(struct mrl_post *p, void *app_ctx,
 		atomic_store_explicit(&op->state, MRL_OP_LIVE_ONE,
 				      memory_order_relaxed);
 	return op;
+
+unleased:
+	if (flags)
+		mrl_post_trigger_fwd(*flags, app_ctx);
+	return app_ctx;
 }
 
 /* After the inner post: on failure release what the post took. */

@@ -9,8 +9,11 @@
  *
  * FI_TRIGGER: a triggered op's context is a struct fi_triggered_context
  * naming a hook counter; its threshold counter is rewritten in place to
- * the inner counter (the provider reads it after the call returns, so it
- * cannot be restored).
+ * the inner counter (mrl_trigger_to_inner; the provider reads it after the
+ * call returns, so it cannot be restored). The data path does the same on
+ * every post it forwards with the application's context, and gives the
+ * provider a translated copy where its op stands for the context
+ * (mrl_post_context).
  */
 #include "config.h"
 
@@ -31,7 +34,7 @@
 		return in_->tbl->op(in_, __VA_ARGS__);                         \
 	} while (0)
 
-static void mrl_xfer_trigger(uint64_t flags, void *context)
+void mrl_trigger_to_inner(uint64_t flags, void *context)
 {
 	struct fi_triggered_context *trig = context;
 
@@ -61,7 +64,7 @@ static ssize_t mrl_msg_recvv(struct fid_ep *ep, const struct iovec *iov,
 static ssize_t mrl_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			       uint64_t flags)
 {
-	mrl_xfer_trigger(flags, msg->context);
+	mrl_trigger_to_inner(flags, msg->context);
 	MRL_FWD(msg, struct fi_ops_msg, recvmsg, msg, flags);
 }
 
@@ -81,7 +84,7 @@ static ssize_t mrl_msg_sendv(struct fid_ep *ep, const struct iovec *iov,
 static ssize_t mrl_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			       uint64_t flags)
 {
-	mrl_xfer_trigger(flags, msg->context);
+	mrl_trigger_to_inner(flags, msg->context);
 	MRL_FWD(msg, struct fi_ops_msg, sendmsg, msg, flags);
 }
 
@@ -139,7 +142,7 @@ static ssize_t mrl_tagged_recvv(struct fid_ep *ep, const struct iovec *iov,
 static ssize_t mrl_tagged_recvmsg(struct fid_ep *ep,
 				  const struct fi_msg_tagged *msg, uint64_t flags)
 {
-	mrl_xfer_trigger(flags, msg->context);
+	mrl_trigger_to_inner(flags, msg->context);
 	MRL_FWD(tagged, struct fi_ops_tagged, recvmsg, msg, flags);
 }
 
@@ -162,7 +165,7 @@ static ssize_t mrl_tagged_sendv(struct fid_ep *ep, const struct iovec *iov,
 static ssize_t mrl_tagged_sendmsg(struct fid_ep *ep,
 				  const struct fi_msg_tagged *msg, uint64_t flags)
 {
-	mrl_xfer_trigger(flags, msg->context);
+	mrl_trigger_to_inner(flags, msg->context);
 	MRL_FWD(tagged, struct fi_ops_tagged, sendmsg, msg, flags);
 }
 
@@ -223,7 +226,7 @@ static ssize_t mrl_rma_readv(struct fid_ep *ep, const struct iovec *iov,
 static ssize_t mrl_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 			       uint64_t flags)
 {
-	mrl_xfer_trigger(flags, msg->context);
+	mrl_trigger_to_inner(flags, msg->context);
 	MRL_FWD(rma, struct fi_ops_rma, readmsg, msg, flags);
 }
 
@@ -246,7 +249,7 @@ static ssize_t mrl_rma_writev(struct fid_ep *ep, const struct iovec *iov,
 static ssize_t mrl_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 				uint64_t flags)
 {
-	mrl_xfer_trigger(flags, msg->context);
+	mrl_trigger_to_inner(flags, msg->context);
 	MRL_FWD(rma, struct fi_ops_rma, writemsg, msg, flags);
 }
 
@@ -310,7 +313,7 @@ static ssize_t mrl_atomic_writemsg(struct fid_ep *ep,
 				   const struct fi_msg_atomic *msg,
 				   uint64_t flags)
 {
-	mrl_xfer_trigger(flags, msg->context);
+	mrl_trigger_to_inner(flags, msg->context);
 	MRL_FWD(atomic, struct fi_ops_atomic, writemsg, msg, flags);
 }
 
@@ -353,7 +356,7 @@ static ssize_t mrl_atomic_readwritemsg(struct fid_ep *ep,
 				       void **result_desc, size_t result_count,
 				       uint64_t flags)
 {
-	mrl_xfer_trigger(flags, msg->context);
+	mrl_trigger_to_inner(flags, msg->context);
 	MRL_FWD(atomic, struct fi_ops_atomic, readwritemsg, msg, resultv,
 		result_desc, result_count, flags);
 }
@@ -393,7 +396,7 @@ static ssize_t mrl_atomic_compwritemsg(struct fid_ep *ep,
 				       struct fi_ioc *resultv, void **result_desc,
 				       size_t result_count, uint64_t flags)
 {
-	mrl_xfer_trigger(flags, msg->context);
+	mrl_trigger_to_inner(flags, msg->context);
 	MRL_FWD(atomic, struct fi_ops_atomic, compwritemsg, msg, comparev,
 		compare_desc, compare_count, resultv, result_desc, result_count,
 		flags);

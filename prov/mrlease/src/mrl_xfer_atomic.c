@@ -200,8 +200,10 @@ static ssize_t mrl_atomic_writemsg(struct fid_ep *fep,
 				    .src_count = msg->iov_count };
 
 	if ((flags & FI_INJECT) ||
-	    !mrl_atomic_needs_lease(&a, msg->datatype, x->dir[MRL_TX].min_msg))
+	    !mrl_atomic_needs_lease(&a, msg->datatype, x->dir[MRL_TX].min_msg)) {
+		mrl_post_trigger_fwd(flags, msg->context);
 		return fi_atomicmsg(ep->inner, msg, flags);
+	}
 	return mrl_atomic_msg_slow(ep, MRL_ATOMIC_WRITE, msg, &a, flags);
 }
 
@@ -268,9 +270,11 @@ static ssize_t mrl_atomic_readwritemsg(struct fid_ep *fep,
 		.res_count = result_count,
 	};
 
-	if (!mrl_atomic_needs_lease(&a, msg->datatype, x->dir[MRL_TX].min_msg))
+	if (!mrl_atomic_needs_lease(&a, msg->datatype, x->dir[MRL_TX].min_msg)) {
+		mrl_post_trigger_fwd(flags, msg->context);
 		return fi_fetch_atomicmsg(ep->inner, msg, resultv, result_desc,
 					  result_count, flags);
+	}
 	return mrl_atomic_msg_slow(ep, MRL_ATOMIC_FETCH, msg, &a, flags);
 }
 
@@ -351,11 +355,13 @@ static ssize_t mrl_atomic_compwritemsg(struct fid_ep *fep,
 		.res_count = result_count,
 	};
 
-	if (!mrl_atomic_needs_lease(&a, msg->datatype, x->dir[MRL_TX].min_msg))
+	if (!mrl_atomic_needs_lease(&a, msg->datatype, x->dir[MRL_TX].min_msg)) {
+		mrl_post_trigger_fwd(flags, msg->context);
 		return fi_compare_atomicmsg(ep->inner, msg, comparev,
 					    compare_desc, compare_count,
 					    resultv, result_desc,
 					    result_count, flags);
+	}
 	return mrl_atomic_msg_slow(ep, MRL_ATOMIC_COMPARE, msg, &a, flags);
 }
 

@@ -306,8 +306,10 @@ static ssize_t mrl_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
 	 * shared pool once the rx CQ is guarded (mrl_completion_cq.c). */
 	if (!mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
 				 x->dir[MRL_RX].min_msg) ||
-	    ((flags & FI_MULTI_RECV) && !mrl_xep_multi_recv_ok(x)))
+	    ((flags & FI_MULTI_RECV) && !mrl_xep_multi_recv_ok(x))) {
+		mrl_post_trigger_fwd(flags, msg->context);
 		return fi_recvmsg(ep->inner, msg, flags);
+	}
 	return mrl_msg_slowmsg(ep, MRL_RECV, msg, flags);
 }
 
@@ -346,8 +348,10 @@ static ssize_t mrl_msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
 
 	if ((flags & FI_INJECT) ||
 	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 x->dir[MRL_TX].min_msg))
+				 x->dir[MRL_TX].min_msg)) {
+		mrl_post_trigger_fwd(flags, msg->context);
 		return fi_sendmsg(ep->inner, msg, flags);
+	}
 	return mrl_msg_slowmsg(ep, MRL_SEND, msg, flags);
 }
 

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <complex.h>
+#include <string.h>
 
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
@@ -47,6 +48,23 @@ size_t mrl_datatype_size(enum fi_datatype datatype)
 	}
 }
 
+
+/* The application's context is at least a struct fi_triggered_context,
+ * a struct fi_triggered_context2 under FI_CONTEXT2 (fi_trigger(3)); the
+ * op's first member has room for either. */
+_Static_assert(sizeof(struct fi_triggered_context2) <=
+		       sizeof(((struct mrl_op *)0)->prov_ctx),
+	       "a triggered context fits in an op");
+
+void mrl_post_trigger_op(struct mrl_post *p, const void *app_ctx)
+{
+	size_t size = p->x->ep->domain->mode & FI_CONTEXT2 ?
+			      sizeof(struct fi_triggered_context2) :
+			      sizeof(struct fi_triggered_context);
+
+	memcpy(&p->op->prov_ctx, app_ctx, size);
+	mrl_trigger_to_inner(FI_TRIGGER, &p->op->prov_ctx);
+}
 
 void mrl_post_lease_failed(const void *buf, size_t len, int ret)
 {

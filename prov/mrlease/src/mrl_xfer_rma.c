@@ -345,8 +345,10 @@ static ssize_t mrl_rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
 	struct mrl_xep *x = ep->ext;
 
 	if (!mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 x->dir[MRL_TX].min_msg))
+				 x->dir[MRL_TX].min_msg)) {
+		mrl_post_trigger_fwd(flags, msg->context);
 		return fi_readmsg(ep->inner, msg, flags);
+	}
 	return mrl_rma_slowmsg(ep, MRL_RMA_READ, msg, flags);
 }
 
@@ -389,8 +391,10 @@ static ssize_t mrl_rma_writemsg(struct fid_ep *fep,
 
 	if ((flags & FI_INJECT) ||
 	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 x->dir[MRL_TX].min_msg))
+				 x->dir[MRL_TX].min_msg)) {
+		mrl_post_trigger_fwd(flags, msg->context);
 		return fi_writemsg(ep->inner, msg, flags);
+	}
 	return mrl_rma_slowmsg(ep, MRL_RMA_WRITE, msg, flags);
 }
 

@@ -121,8 +121,10 @@ static ssize_t mrl_tagged_recvmsg(struct fid_ep *fep,
 	if ((flags & MRL_TAGGED_NO_SWAP) ||
 	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
 				 x->dir[MRL_RX].min_msg) ||
-	    ((flags & FI_MULTI_RECV) && !mrl_xep_multi_recv_ok(x)))
+	    ((flags & FI_MULTI_RECV) && !mrl_xep_multi_recv_ok(x))) {
+		mrl_post_trigger_fwd(flags, msg->context);
 		return fi_trecvmsg(ep->inner, msg, flags);
+	}
 	return mrl_tagged_slowmsg(ep, MRL_TRECV, msg, flags);
 }
 
@@ -166,8 +168,10 @@ static ssize_t mrl_tagged_sendmsg(struct fid_ep *fep,
 
 	if ((flags & FI_INJECT) ||
 	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 x->dir[MRL_TX].min_msg))
+				 x->dir[MRL_TX].min_msg)) {
+		mrl_post_trigger_fwd(flags, msg->context);
 		return fi_tsendmsg(ep->inner, msg, flags);
+	}
 	return mrl_tagged_slowmsg(ep, MRL_TSEND, msg, flags);
 }
 
