@@ -33,6 +33,7 @@ struct chk_cq_err {
 
 /* cq->ext of a CQ of a strict domain. lock protects the queue only. */
 struct chk_cq {
+	struct chk_domain *dom;
 	pthread_mutex_t lock;
 	struct chk_cq_err *head, **tail;
 	_Atomic size_t queued;
@@ -285,9 +286,11 @@ int chk_cq_open(struct mrl_cq *cq)
 	if (!c)
 		return -FI_ENOMEM;
 	pthread_mutex_init(&c->lock, NULL);
+	c->dom = dom;
 	c->tail = &c->head;
 	cq->ext = c;
 	cq->cq.ops = &chk_cq_ops;
+	chk_add(&dom->users, NULL, 1);
 	return 0;
 }
 
@@ -305,6 +308,7 @@ void chk_cq_close(struct mrl_cq *cq)
 		free(e);
 	}
 	pthread_mutex_destroy(&c->lock);
+	chk_add(&c->dom->users, NULL, (uint64_t)-1);
 	cq->ext = NULL;
 	free(c);
 }

@@ -1031,6 +1031,7 @@ int chk_ep_open(struct mrl_ep *hook)
 	if (hook->ep.atomic == &mrl_ep_atomic_ops)
 		hook->ep.atomic = &chk_atomic_ops;
 	hook->ext = ep;
+	chk_add(&dom->users, NULL, 1);
 	return 0;
 }
 
@@ -1060,4 +1061,5 @@ void chk_ep_close(struct mrl_ep *hook)
 	pthread_mutex_unlock(&dom->lock);
 	hook->ext = NULL;
 	free(ep);
+	chk_add(&dom->users, NULL, (uint64_t)-1);
 }
