@@ -13,6 +13,8 @@
  *                read into an MR the application registers itself);
  *   close        the application's MR, endpoints and domain refuse their
  *                first close (MRCHECK_FAULT_CLOSE_ONCE=mr_remote,ep,domain);
+ *   refused_domain  the provider itself refuses a domain close (sockets,
+ *                endpoints open), no fault injected;
  *   close_cache  every MR refuses its first close, the cache's own
  *                registrations included (MRCHECK_FAULT_CLOSE_ONCE=mr).
  * MRCHECK_FAULT_SEED, when set, replaces the stress case's seed.
@@ -845,6 +847,42 @@ static void test_refused_closes_leave_mr_endpoints_and_domain_usable(void)
 	check_nothing_left(cc.chk, cc.mrl, &cc.c0, 8);
 }
 
+/* The provider's own refusal of a domain close, with endpoints and a CQ
+ * open, must leave every layer as usable as an injected one: the
+ * layers tear their domain state down before the provider answers.
+ * On sockets: tcp;ofi_rxm frees its domain's pools before it refuses, and
+ * double-frees them at the next close. */
+static void test_domain_close_the_provider_refuses_leaves_it_usable(void)
+{
+	struct xfer_opts opts = { .prov = "sockets", .caps = FI_MSG | FI_RMA };
+	struct fi_mrlease_ops *mrl;
+	struct mrcheck_stats c0;
+	struct mrcheck_ops *chk;
+	struct fid_mr *mr;
+	char *tgt;
+
+	if (!xfer_pair_open_hooked(&opts, &pair))
+		return;
+	mrl = pair.mrl;
+	chk = pair.chk_all;
+	CHECK_MSG(chk, "mrcheck not stacked");
+	c0 = chk_stats(chk);
+	tgt = mrl_alloc(TARGET);
+	CHECK_FI(xfer_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
+	CHECK_ROUND(&pair, 0, tgt, mr, 1);
+	/* No MR of the application open: only the endpoints hold it. */
+	CHECK_CLOSED(&mr->fid);
+	CHECK_REFUSED(&pair.domain->fid);
+	CHECK_FI(xfer_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
+	CHECK_ROUND(&pair, 0, tgt, mr, 2);
+	CHECK_ROUND(&pair, 1, tgt, mr, 3);
+	CHECK_EQ(0, xfer_violations(&pair));
+	CHECK_EQ(0, xfer_live_leases(&pair));
+	CHECK_CLOSED(&mr->fid);
+	CHECK_EQ(0, xfer_pair_close(&pair));
+	check_nothing_left(chk, mrl, &c0, 0);
+}
+
 /* A registration whose close the provider refuses stays the cache's to
  * close: otherwise it is counted as deregistered while the provider keeps
  * it, and the domain can never close (the provider refuses a domain with
@@ -891,6 +929,10 @@ int main(int argc, char **argv)
 		"MRCHECK_FAULT_CLOSE_ONCE=mr_remote,ep,domain",
 		NULL
 	};
+	static const char *const refused_domain_env[] = {
+		"FI_MRLEASE_MIN_SIZE=0",
+		NULL
+	};
 	static const char *const close_cache_env[] = {
 		"FI_MRLEASE_MIN_SIZE=0",
 		"MRCHECK_FAULT_CLOSE_ONCE=mr",
@@ -906,11 +948,15 @@ int main(int argc, char **argv)
 	} else if (!strcmp(which, "close")) {
 		xfer_reexec(argv, "mrcheck;mrlease", close_env);
 		MRL_RUN(test_refused_closes_leave_mr_endpoints_and_domain_usable);
+	} else if (!strcmp(which, "refused_domain")) {
+		xfer_reexec(argv, "mrcheck;mrlease", refused_domain_env);
+		MRL_RUN(test_domain_close_the_provider_refuses_leaves_it_usable);
 	} else if (!strcmp(which, "close_cache")) {
 		xfer_reexec(argv, "mrcheck;mrlease", close_cache_env);
 		MRL_RUN(test_cache_registration_refused_close_is_not_leaked);
 	} else {
-		fprintf(stderr, "usage: %s [stress|close|close_cache]\n", argv[0]);
+		fprintf(stderr, "usage: %s [stress|close|refused_domain|close_cache]\n",
+			argv[0]);
 		return 2;
 	}
 	return mrl_test_done();
