@@ -71,7 +71,11 @@ static char *recv_buf[THREADS];
 static pthread_barrier_t step;
 static void *slot_addr[THREADS]; /* written by the slot's user, before step */
 static bool slot_reserved[THREADS]; /* still PROT_NONE from set-up: replace it */
-static atomic_int stop;
+/* Whether to stop after step i is stop[i % 2]: a thread already in step
+ * i + 1 writes the other flag, so it cannot change the answer for step i
+ * while a slower thread has still to read it (the barrier keeps them at
+ * most one step apart). */
+static atomic_int stop[2];
 static double deadline;
 
 static double now_s(void)
@@ -251,14 +255,13 @@ static void *worker_main(void *arg)
 
 	for (int i = 0; i < ITERS; i++) {
 		if (one_iteration(w, i))
-			atomic_store(&stop, 1);
+			atomic_store(&stop[i % 2], 1);
 		else
 			w->iters++;
 		if (now_s() > deadline)
-			atomic_store(&stop, 1);
-		/* A stop stored before the step is seen by both after it. */
+			atomic_store(&stop[i % 2], 1);
 		pthread_barrier_wait(&step);
-		if (atomic_load(&stop))
+		if (atomic_load(&stop[i % 2]))
 			break;
 	}
 	return NULL;
@@ -327,7 +330,8 @@ static bool run_loops(struct outcome *o)
 		mrl_test_fail(__FILE__, __LINE__, "setting up memory failed");
 		return false;
 	}
-	atomic_store(&stop, 0);
+	atomic_store(&stop[0], 0);
+	atomic_store(&stop[1], 0);
 	deadline = now_s() + SECONDS;
 	pthread_barrier_init(&step, NULL, THREADS);
 	chk->query(chk, &o->before, sizeof(o->before));
