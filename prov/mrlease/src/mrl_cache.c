@@ -1673,6 +1673,8 @@ static void domain_unref(struct mrl_cache_domain *dom)
 
 /* Close a registration nobody references any more: outside every cache lock,
  * because the registrar's close may re-enter an allocator hook. */
+static void defer_push(struct mrl_cache *cache, struct mrl_registration *reg);
+
 static void registration_destroy(struct mrl_registration *reg)
 {
 	struct mrl_cache_domain *dom = reg_domain(reg);
@@ -1682,9 +1684,16 @@ static void registration_destroy(struct mrl_registration *reg)
 	if (MRL_LIKELY(dom->fork_gen ==
 		       atomic_load_explicit(&mrl_fork_gen, memory_order_relaxed)))
 		ret = dom->cfg.registrar->close(dom->cfg.ctx, reg_cold(reg)->mr);
-	if (ret)
-		MRL_CWARN(dom->cache, "closing a cached registration: %s\n",
-			  fi_strerror(-ret));
+	if (MRL_UNLIKELY(ret)) {
+		/* The provider still has it open: forgetting it would leave
+		 * its MR open for good (and its domain unclosable). It is
+		 * closed again by the next drain, at the latest the domain's
+		 * close. */
+		MRL_CWARN(dom->cache, "closing a cached registration: %s; "
+			  "retried later\n", fi_strerror(-ret));
+		defer_push(dom->cache, reg);
+		return;
+	}
 	STAT_ADD(dom, deregistrations, 1);
 	STAT_ADD(dom, registered_bytes, -(int64_t)(reg->end - reg->base));
 	pool_free(reg);
@@ -1704,12 +1713,19 @@ static void ref_put_deferred(struct mrl_registration *reg)
 {
 	struct mrl_cache_domain *dom = reg_domain(reg);
 	struct mrl_cache *cache = dom->cache;
-	struct mrl_registration *head;
 
 	if ((atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel) &
 	     MRL_REF_COUNT) != 1)
 		return;
 	STAT_ADD(dom, deferred_closes, 1);
+	defer_push(cache, reg);
+}
+
+/* Onto the deferred list: lock-free, allocates nothing. */
+static void defer_push(struct mrl_cache *cache, struct mrl_registration *reg)
+{
+	struct mrl_registration *head;
+
 	head = atomic_load_explicit(&cache->deferred, memory_order_relaxed);
 	do
 		reg_cold(reg)->next = head;
