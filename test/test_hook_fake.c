@@ -70,6 +70,7 @@ static struct {
 	uint32_t eq_event;
 	struct fi_eq_cm_entry eq_entry;
 	bool eq_full;
+	void *open_context;            /* context the last open was given */
 } fake;
 
 static int fake_close(struct fid *fid)
@@ -211,6 +212,7 @@ static int fake_cq_open(struct fid_domain *d, struct fi_cq_attr *attr,
 			struct fid_cq **cq, void *context)
 {
 	(void)d; (void)attr;
+	fake.open_context = context;
 	*cq = calloc(1, sizeof(**cq));
 	(*cq)->fid.fclass = FI_CLASS_CQ;
 	(*cq)->fid.context = context;
@@ -219,11 +221,37 @@ static int fake_cq_open(struct fid_domain *d, struct fi_cq_attr *attr,
 	return 0;
 }
 
+static int fake_av_open(struct fid_domain *d, struct fi_av_attr *attr,
+			struct fid_av **av, void *context)
+{
+	(void)d; (void)attr;
+	fake.open_context = context;
+	*av = calloc(1, sizeof(**av));
+	(*av)->fid.fclass = FI_CLASS_AV;
+	(*av)->fid.context = context;
+	(*av)->fid.ops = &fake_plain_fi_ops;
+	return 0;
+}
+
+static int fake_cntr_open(struct fid_domain *d, struct fi_cntr_attr *attr,
+			  struct fid_cntr **cntr, void *context)
+{
+	(void)d; (void)attr;
+	fake.open_context = context;
+	*cntr = calloc(1, sizeof(**cntr));
+	(*cntr)->fid.fclass = FI_CLASS_CNTR;
+	(*cntr)->fid.context = context;
+	(*cntr)->fid.ops = &fake_plain_fi_ops;
+	return 0;
+}
+
 /* Ends before query_atomic: an op newer than the inner table. */
 static struct fi_ops_domain fake_domain_ops = {
 	.size = offsetof(struct fi_ops_domain, query_atomic),
+	.av_open = fake_av_open,
 	.endpoint = fake_endpoint,
 	.cq_open = fake_cq_open,
+	.cntr_open = fake_cntr_open,
 };
 
 static struct fi_ops fake_domain_fi_ops = {
@@ -288,6 +316,7 @@ static int fake_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 			struct fid_eq **eq, void *context)
 {
 	(void)fabric; (void)attr;
+	fake.open_context = context;
 	*eq = calloc(1, sizeof(**eq));
 	(*eq)->fid.fclass = FI_CLASS_EQ;
 	(*eq)->fid.context = context;
@@ -455,6 +484,47 @@ static void test_alias_is_a_wrapped_endpoint(void)
 				      buf, sizeof(buf), NULL, 0, NULL));
 	CHECK_PTR(mrl_inner_fid(alias), &fake.send_ep->fid);
 	CHECK_EQ(0, fi_close(alias));
+}
+
+/* With FI_PEER the context is the owner's peer structure, which the provider
+ * reads (fi_peer(3)); replaced by the hook's wrapper, rxm 2.x's EQ on its
+ * collective fabric failed -FI_EINVAL and with it every EQ on tcp;ofi_rxm.
+ * Without FI_PEER the provider gets the hook's own fid, as before. */
+static void test_peer_contexts_reach_the_provider_as_given(void)
+{
+	char owner[64] = "the owner's peer context";
+	struct fi_eq_attr eq_attr = { .flags = FI_PEER };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT,
+				      .flags = FI_PEER };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .flags = FI_PEER };
+	struct fi_cntr_attr cntr_attr = { .flags = FI_PEER };
+	struct fid_cntr *cntr;
+	struct fid_eq *eq;
+	struct fid_cq *cq;
+	struct fid_av *av;
+
+	CHECK_FI(fi_eq_open(fabric, &eq_attr, &eq, owner));
+	CHECK_PTR(owner, fake.open_context);
+	CHECK_EQ(0, fi_close(&eq->fid));
+	CHECK_FI(fi_cq_open(domain, &cq_attr, &cq, owner));
+	CHECK_PTR(owner, fake.open_context);
+	CHECK_EQ(0, fi_close(&cq->fid));
+	CHECK_FI(fi_av_open(domain, &av_attr, &av, owner));
+	CHECK_PTR(owner, fake.open_context);
+	CHECK_EQ(0, fi_close(&av->fid));
+	CHECK_FI(fi_cntr_open(domain, &cntr_attr, &cntr, owner));
+	CHECK_PTR(owner, fake.open_context);
+	CHECK_EQ(0, fi_close(&cntr->fid));
+
+	eq_attr.flags = 0;
+	CHECK_FI(fi_eq_open(fabric, &eq_attr, &eq, owner));
+	CHECK_PTR(&eq->fid, fake.open_context);
+	CHECK_PTR(owner, eq->fid.context);
+	CHECK_EQ(0, fi_close(&eq->fid));
+	av_attr.flags = 0;
+	CHECK_FI(fi_av_open(domain, &av_attr, &av, owner));
+	CHECK_PTR(&av->fid, fake.open_context);
+	CHECK_EQ(0, fi_close(&av->fid));
 }
 
 /* From api_version 1.20 the application's fi_cq_err_entry is larger than
@@ -626,6 +696,7 @@ int main(void)
 	MRL_RUN(test_ops_missing_below_return_enosys);
 	MRL_RUN(test_alias_is_a_wrapped_endpoint);
 	MRL_RUN(test_cq_readerr_passes_the_applications_buffer);
+	MRL_RUN(test_peer_contexts_reach_the_provider_as_given);
 	MRL_RUN(test_eq_events_map_inner_fids_and_keep_app_written_ones);
 	MRL_RUN(test_an_inner_domain_that_may_step_aside_is_the_providers_own);
 	MRL_RUN(test_a_fabric_that_wrapped_an_object_keeps_wrapping);

@@ -99,6 +99,8 @@ int mrl_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 {
 	struct mrl_domain *dom = mrl_domain_of(domain);
 	struct mrl_av *av;
+	/* A peer AV context (FI_PEER) names the owner's AV: pass it as is. */
+	bool peer = attr && (attr->flags & FI_PEER);
 	int ret;
 
 	if (!FI_CHECK_OP(dom->inner->ops, struct fi_ops_domain, av_open))
@@ -114,10 +116,12 @@ int mrl_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	av->av.fid.ops = &mrl_fid_ops[MRL_CLASS_AV];
 	av->av.ops = &mrl_av_ops;
 
-	ret = dom->inner->ops->av_open(dom->inner, attr, &av->inner, &av->av.fid);
+	ret = dom->inner->ops->av_open(dom->inner, attr, &av->inner,
+				       peer ? context : &av->av.fid);
 	if (ret)
 		goto err_free;
-	mrl_adopt_inner(&av->inner->fid, &av->av.fid);
+	if (!peer)
+		mrl_adopt_inner(&av->inner->fid, &av->av.fid);
 
 	mrl_count_open(MRL_CLASS_AV);
 	*av_fid = &av->av;

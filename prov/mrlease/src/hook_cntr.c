@@ -93,6 +93,9 @@ int mrl_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 	struct mrl_domain *dom = mrl_domain_of(domain);
 	struct fid_wait *app_wait = NULL;
 	struct mrl_cntr *cntr;
+	/* A peer counter context (FI_PEER) names the owner's counter: pass
+	 * it as is. */
+	bool peer = attr && (attr->flags & FI_PEER);
 	int ret;
 
 	if (!FI_CHECK_OP(dom->inner->ops, struct fi_ops_domain, cntr_open))
@@ -114,12 +117,13 @@ int mrl_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 			mrl_inner_fid(&app_wait->fid), struct fid_wait, fid);
 	}
 	ret = dom->inner->ops->cntr_open(dom->inner, attr, &cntr->inner,
-					 &cntr->cntr.fid);
+					 peer ? context : &cntr->cntr.fid);
 	if (app_wait)
 		attr->wait_set = app_wait;
 	if (ret)
 		goto err_free;
-	mrl_adopt_inner(&cntr->inner->fid, &cntr->cntr.fid);
+	if (!peer)
+		mrl_adopt_inner(&cntr->inner->fid, &cntr->cntr.fid);
 
 	if (mrl_personality && mrl_personality->cntr_open) {
 		ret = mrl_personality->cntr_open(cntr);

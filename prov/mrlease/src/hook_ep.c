@@ -394,6 +394,9 @@ int mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 {
 	struct mrl_domain *dom = mrl_domain_of(domain);
 	struct mrl_ep *srx;
+	/* A peer SRX context (FI_PEER) carries the owner's ops: pass it as
+	 * is. */
+	bool peer = attr && (attr->op_flags & FI_PEER);
 	int ret;
 
 	if (!FI_CHECK_OP(dom->inner->ops, struct fi_ops_domain, srx_ctx))
@@ -406,10 +409,11 @@ int mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 		srx->caps = attr->caps;
 
 	ret = dom->inner->ops->srx_ctx(dom->inner, attr, &srx->inner,
-				       &srx->ep.fid);
+				       peer ? context : &srx->ep.fid);
 	if (ret)
 		goto err_free;
-	mrl_adopt_inner(&srx->inner->fid, &srx->ep.fid);
+	if (!peer)
+		mrl_adopt_inner(&srx->inner->fid, &srx->ep.fid);
 	ret = mrl_ep_finish(srx);
 	if (ret)
 		goto err_close;

@@ -130,6 +130,10 @@ int mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	struct mrl_fabric *fab = container_of(fabric, struct mrl_fabric, fabric);
 	struct fid_wait *app_wait = NULL;
 	struct mrl_eq *eq;
+	/* A peer EQ context (FI_PEER, fi_peer(3)) names the owner's EQ, which
+	 * the provider reads: pass it as is (rxm opens one on its collective
+	 * fabric in 2.x, so replacing it fails every EQ on a hooked rxm). */
+	bool peer = attr && (attr->flags & FI_PEER);
 	int ret;
 
 	if (!FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, eq_open))
@@ -153,12 +157,14 @@ int mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		attr->wait_set = (struct fid_wait *)container_of(
 			mrl_inner_fid(&app_wait->fid), struct fid_wait, fid);
 	}
-	ret = fab->inner->ops->eq_open(fab->inner, attr, &eq->inner, &eq->eq.fid);
+	ret = fab->inner->ops->eq_open(fab->inner, attr, &eq->inner,
+				       peer ? context : &eq->eq.fid);
 	if (app_wait)
 		attr->wait_set = app_wait;
 	if (ret)
 		goto err_free;
-	mrl_adopt_inner(&eq->inner->fid, &eq->eq.fid);
+	if (!peer)
+		mrl_adopt_inner(&eq->inner->fid, &eq->eq.fid);
 
 	mrl_count_open(MRL_CLASS_EQ);
 	*eq_fid = &eq->eq;
