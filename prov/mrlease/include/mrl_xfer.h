@@ -618,7 +618,7 @@ struct mrl_xcntr;
  * FI_LOCAL_MR mode bit): leasing is mandatory. */
 static inline bool mrl_domain_mr_local(const struct mrl_domain *dom)
 {
-	return (dom->mr_mode & FI_MR_LOCAL) || (dom->mode & FI_LOCAL_MR);
+	return (dom->mr_mode & FI_MR_LOCAL) || (dom->mode & MRL_FI_LOCAL_MR);
 }
 
 /* Local descriptors handed to the provider must name registrations that
@@ -627,7 +627,7 @@ static inline bool mrl_domain_mr_local(const struct mrl_domain *dom)
 static inline bool mrl_domain_mr_at_operand(const struct mrl_domain *dom)
 {
 	return mrl_domain_mr_local(dom) &&
-	       !(dom->mr_mode & (FI_MR_VIRT_ADDR | FI_MR_BASIC));
+	       !(dom->mr_mode & (FI_MR_VIRT_ADDR | MRL_FI_MR_BASIC));
 }
 
 /* The data path's state of one hook endpoint (mrl_ep.ext). */

@@ -363,7 +363,7 @@ static void mrl_lease_print_stats(FILE *out, const char *title,
 /* FI_MR_BASIC (the 1.0 mode value) implies provider-selected keys. */
 static bool mrl_lease_prov_key(int mr_mode)
 {
-	return mr_mode == FI_MR_BASIC || (mr_mode & FI_MR_PROV_KEY);
+	return mr_mode == MRL_FI_MR_BASIC || (mr_mode & FI_MR_PROV_KEY);
 }
 
 int mrl_lease_domain_open(struct mrl_domain *domain)

@@ -14,7 +14,7 @@
  * unwrapped, unless FI_MRLEASE_HOOK_INNER keeps the hook there. */
 static bool mrl_lease_bypass_inner(const struct fi_info *info)
 {
-	return !mrl_params.hook_inner && !(info->mode & FI_LOCAL_MR) &&
+	return !mrl_params.hook_inner && !(info->mode & MRL_FI_LOCAL_MR) &&
 	       !(info->domain_attr && (info->domain_attr->mr_mode & FI_MR_LOCAL));
 }
 

@@ -301,7 +301,7 @@ bool mrl_xfer_domain_leases(struct mrl_domain *dom)
 	struct mrl_lease_domain *ld = mrl_lease_domain_of(dom);
 
 	return ld && ld->cache_domain &&
-	       ((dom->mr_mode & FI_MR_LOCAL) || (dom->mode & FI_LOCAL_MR) ||
+	       ((dom->mr_mode & FI_MR_LOCAL) || (dom->mode & MRL_FI_LOCAL_MR) ||
 		dom->outermost);
 }
 

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What libfabric's public headers dropped or deprecated after 1.17, so that
+ * one source builds warning-free against 1.17 and 2.x headers alike. The
+ * values stay those of the ABI: a plugin built against either header reads
+ * the same bits from any runtime.
+ */
+#ifndef MRL_COMPAT_H
+#define MRL_COMPAT_H
+
+#include <stddef.h>
+
+#include <rdma/fabric.h>
+
+/* rdma/fabric.h defines container_of up to 1.x; 2.x no longer does. */
+#ifndef container_of
+#define container_of(ptr, type, field) \
+	((type *)((char *)(ptr) - offsetof(type, field)))
+#endif
+
+/* FI_LOCAL_MR (fi_info mode bit) and FI_MR_BASIC (the 1.0 mr_mode value,
+ * provider-selected keys) warn when named under 2.x headers, yet providers
+ * and applications built against older ones still set them. */
+#define MRL_FI_LOCAL_MR (1ULL << 55)
+#define MRL_FI_MR_BASIC 1
+
+#if FI_MAJOR_VERSION < 2
+_Static_assert(MRL_FI_LOCAL_MR == FI_LOCAL_MR, "FI_LOCAL_MR's value");
+_Static_assert(MRL_FI_MR_BASIC == FI_MR_BASIC, "FI_MR_BASIC's value");
+#endif
+
+#endif /* MRL_COMPAT_H */
