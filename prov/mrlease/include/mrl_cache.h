@@ -387,6 +387,16 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
  */
 void mrl_cache_domain_close(struct mrl_cache_domain *domain);
 
+/*
+ * Retire every entry of the domain that no lease holds (not pinned, not
+ * leased), closing their registrations, and keep the domain open: for a
+ * core domain about to close whose provider may refuse (-FI_EBUSY with
+ * endpoints or MRs open). If it does, the domain works as before (misses
+ * register again); if it closes, mrl_cache_domain_close follows. Never
+ * fails.
+ */
+void mrl_cache_domain_retire_unleased(struct mrl_cache_domain *domain);
+
 /* Install (fn != NULL) or remove the domain's span resolver, consulted on
  * misses only, with no cache lock held. */
 void mrl_cache_set_span(struct mrl_cache_domain *domain,

@@ -249,9 +249,13 @@ struct mrl_mc {
  *              may set ->ext and replace domain.mr / domain.ops (forward
  *              to mrl_domain_mr_ops / mrl_domain_ops). On error the inner
  *              domain is closed and fi_domain fails.
- * domain_close before the inner domain closes (close your registrations on
- *              it here). If the inner close then fails (-FI_EBUSY), the
- *              domain stays open with whatever ext the callback left.
+ * domain_close before the inner domain closes, which the provider may
+ *              refuse (-FI_EBUSY: endpoints, MRs... still open): close
+ *              what you opened on it that nothing uses (idle
+ *              registrations) and nothing else, so that a refused close
+ *              leaves the domain exactly as usable as before.
+ * domain_closed after the inner close returned 0, before the wrapper is
+ *              freed: free what domain_open set up.
  * ep_open      after the inner open of an endpoint, scalable ep, tx/rx
  *              context, shared rx context or alias; may replace ep.msg,
  *              tagged, rma, atomic, collective and set ->ext. On error
@@ -277,6 +281,7 @@ struct mrl_personality {
 	bool (*bypass_inner)(const struct fi_info *info);
 	int (*domain_open)(struct mrl_domain *domain);
 	void (*domain_close)(struct mrl_domain *domain);
+	void (*domain_closed)(struct mrl_domain *domain);
 	int (*ep_open)(struct mrl_ep *ep);
 	int (*ep_bind)(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags);
 	void (*ep_close)(struct mrl_ep *ep);

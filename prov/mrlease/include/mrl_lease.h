@@ -10,12 +10,13 @@
  * does not pick them. Both instances of a hook installed twice (over a
  * utility provider and over its core provider) get their own cache domain.
  *
- * Lifetimes. The cache domain is opened in the personality's domain_open and
- * retired (clear_domain) in domain_close, before the inner domain closes, so
- * registrations no lease holds close first. A registration still leased then
- * (an MR handle the application did not close) stays open until its lease
- * goes; the inner domain's close may refuse with -FI_EBUSY meanwhile, as it
- * would for any open MR.
+ * Lifetimes. The cache domain is opened in the personality's domain_open.
+ * Before the inner domain closes (domain_close), the registrations no lease
+ * holds close, and nothing else changes: the provider may refuse the close
+ * (-FI_EBUSY with endpoints or MRs open, a registration still leased by an
+ * MR handle the application did not close among them), and the domain then
+ * works as before. Only once the inner close succeeded (domain_closed) is
+ * the cache domain closed (clear_domain) and freed.
  *
  * Leased MR handles. A hook `struct fid_mr` (an mrl_mr from the passthrough
  * layer) that owns one reference on a cached registration: fi_mr_desc and
@@ -81,6 +82,7 @@ bool mrl_lease_provider_pins(const char *prov_name);
 /* The personality's domain callbacks (wired in mrl_personality.c). */
 int mrl_lease_domain_open(struct mrl_domain *domain);
 void mrl_lease_domain_close(struct mrl_domain *domain);
+void mrl_lease_domain_closed(struct mrl_domain *domain);
 
 /*
  * Open a leased MR handle on `domain` over `reg`, taking over one reference

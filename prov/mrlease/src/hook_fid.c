@@ -325,7 +325,8 @@ int mrl_fid_close(struct fid *fid)
 	int ret;
 
 	/* Before the inner close: the personality closes what it opened on
-	 * the inner domain, or the inner close would fail -FI_EBUSY. */
+	 * the inner domain and nothing uses, or the inner close would fail
+	 * -FI_EBUSY; the rest waits until the provider agreed. */
 	if (cls == MRL_CLASS_DOMAIN && p && p->domain_close)
 		p->domain_close(container_of(fid, struct mrl_domain, domain.fid));
 
@@ -339,8 +340,12 @@ int mrl_fid_close(struct fid *fid)
 		return ret;
 	mrl_adopted_del(inner, fid);
 
+	/* The provider agreed: only now does anything of the object go. */
 	switch (cls) {
 	case MRL_CLASS_DOMAIN:
+		if (p && p->domain_closed)
+			p->domain_closed(container_of(fid, struct mrl_domain,
+						      domain.fid));
 		free(container_of(fid, struct mrl_domain, domain.fid)->util_ops);
 		break;
 	case MRL_CLASS_CQ:

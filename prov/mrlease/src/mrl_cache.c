@@ -2027,6 +2027,40 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 	domain_unref(dom);
 }
 
+/*
+ * Before the core domain's close, which the provider may still refuse: only
+ * what nothing holds goes (an entry with no lease, not pinned, nothing but
+ * the index on it), so the provider counts no registration of ours open,
+ * while the domain keeps its index, span resolver, counters and open
+ * handle. Leased and pinned entries stay: their registrations would stay
+ * open anyway, and an endpoint still posting keeps its hits.
+ */
+void mrl_cache_domain_retire_unleased(struct mrl_cache_domain *dom)
+{
+	struct mrl_cache *cache = dom->cache;
+	struct mrl_registration *chain = NULL, *e;
+	uintptr_t at = 0;
+	bool after = false;
+
+	write_enter(cache);
+	while (!dom->closed && (e = bt_successor(dom->root, at, after))) {
+		at = e->base;
+		after = true;
+		/* Exactly LIVE: no pin nor any other hold on it. */
+		if (e->state != MRL_REG_LIVE ||
+		    (atomic_load_explicit(&e->refs, memory_order_relaxed) &
+		     MRL_REF_COUNT) != 1)
+			continue;
+		retire_locked(dom, e, &chain);
+	}
+	write_exit(cache);
+	drop_chain(chain);
+	/* As in domain close: deferred closes of this domain happen now. */
+	barrier_wait();
+	mrl_cache_drain(cache);
+	reserve_trim(cache, MRL_BT_KEEP);
+}
+
 void mrl_cache_set_span(struct mrl_cache_domain *dom, fi_mrlease_span_fn fn,
 			void *arg)
 {

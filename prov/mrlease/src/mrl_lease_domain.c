@@ -403,7 +403,22 @@ err_free:
 	return ret;
 }
 
+/*
+ * Before the inner close, which the provider refuses while endpoints or MRs
+ * are open: only the registrations nothing holds close, so the provider
+ * sees none of ours; the cache domain stays open, and a refused close
+ * leaves the domain, its endpoints' leases and the extension working.
+ */
 void mrl_lease_domain_close(struct mrl_domain *domain)
+{
+	struct mrl_lease_domain *lease_domain = mrl_lease_domain_of(domain);
+
+	if (lease_domain)
+		mrl_cache_domain_retire_unleased(lease_domain->cache_domain);
+}
+
+/* The inner domain closed: the cache domain goes (clear_domain). */
+void mrl_lease_domain_closed(struct mrl_domain *domain)
 {
 	struct mrl_lease_domain *lease_domain = mrl_lease_domain_of(domain);
 	struct fi_mrlease_stats stats;

@@ -25,6 +25,7 @@ const struct mrl_personality mrl_lease_personality = {
 	 * MR interception on it (mrl_mr.c calls mrl_lease_domain_open). */
 	.domain_open = mrl_xfer_domain_open,
 	.domain_close = mrl_lease_domain_close,
+	.domain_closed = mrl_lease_domain_closed,
 	/* FI_MRLEASE_OPS_1 on fabrics and domains (mrl_ext.c). */
 	.ops_open = mrl_ext_ops_open,
 	/* The process-wide cache goes at fi_fini (mrl_lease_domain.c). */
