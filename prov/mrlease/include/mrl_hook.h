@@ -270,9 +270,13 @@ struct mrl_mc {
  *              (FI_MRLEASE_OPS_1 and any other); return -FI_ENOSYS for
  *              names you do not know. Without it such names get -FI_ENOSYS.
  * cleanup      from the provider's cleanup (fi_fini at process exit, before
- *              libfabric dlclose()s the plugin): free process-wide state.
- *              Memory still reachable only from the plugin's globals after
- *              dlclose is reported as leaked by LeakSanitizer.
+ *              libfabric dlclose()s the plugin). Objects the application
+ *              never closed may still be in use by its other threads:
+ *              free nothing they can reach and call nothing in the
+ *              provider (leak instead). Memory reachable only from the
+ *              plugin's globals is reported as leaked by LeakSanitizer
+ *              once dlclose unmapped them (not if the plugin keeps itself
+ *              loaded).
  */
 struct mrl_personality {
 	const char *name;

@@ -18,6 +18,10 @@
  * works as before. Only once the inner close succeeded (domain_closed) is
  * the cache domain closed (clear_domain) and freed.
  *
+ * Exit and fork. At fi_fini the process-wide cache is given up, never freed
+ * nor closed (mrl_lease_fini); a forked child forgets the parent's cache and
+ * builds its own (mrl_lease_domain.c, mrl_lease_fork_child).
+ *
  * Leased MR handles. A hook `struct fid_mr` (an mrl_mr from the passthrough
  * layer) that owns one reference on a cached registration: fi_mr_desc and
  * fi_mr_key give the registration's, fi_close drops the reference (a lease,
@@ -104,8 +108,10 @@ int mrl_ext_ops_open(struct fid *hook_fid, const char *name, uint64_t flags,
 /* The personality of the mrlease plugin (mrl_personality.c). */
 extern const struct mrl_personality mrl_lease_personality;
 
-/* Free the process-wide cache at provider cleanup (after every domain
- * closed); later invalidate calls find no cache and return 0. */
+/* Provider cleanup (fi_fini): stop the monitor and give the process-wide
+ * cache up without freeing or closing anything (threads may still post on
+ * domains the application never closed); later invalidate calls find no
+ * cache and return 0, a domain opened later builds a new one. */
 void mrl_lease_fini(void);
 
 #endif /* MRL_LEASE_H */

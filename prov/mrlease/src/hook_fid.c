@@ -161,6 +161,32 @@ static pthread_mutex_t mrl_adopted_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mrl_adopted *mrl_adopted;
 static size_t mrl_adopted_cap, mrl_adopted_count;
 
+/*
+ * Fork: the forking thread holds mrl_adopted_lock across fork(), so a child
+ * finds the table consistent and the lock free (a thread translating an
+ * event at that moment would otherwise leave it held, and the child's first
+ * open would wait forever). The parent's entries stay in the child's table:
+ * its inner objects are never freed there, so no new object of the child
+ * takes their addresses.
+ */
+static void mrl_adopted_fork_lock(void)
+{
+	pthread_mutex_lock(&mrl_adopted_lock);
+}
+
+static void mrl_adopted_fork_unlock(void)
+{
+	pthread_mutex_unlock(&mrl_adopted_lock);
+}
+
+static void mrl_adopted_fork_install(void)
+{
+	if (pthread_atfork(mrl_adopted_fork_lock, mrl_adopted_fork_unlock,
+			   mrl_adopted_fork_unlock))
+		FI_WARN(mrl_prov, FI_LOG_CORE,
+			"cannot watch for fork: a child must not use the hook\n");
+}
+
 static size_t mrl_adopted_slot(const struct fid *inner, size_t cap)
 {
 	uint64_t h = (uint64_t)(uintptr_t)inner * 0x9e3779b97f4a7c15ULL;
@@ -184,8 +210,10 @@ static void mrl_adopted_put(struct mrl_adopted *table, size_t cap,
 
 static int mrl_adopted_add(const struct fid *inner, struct fid *hook)
 {
+	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 	int ret = 0;
 
+	pthread_once(&fork_once, mrl_adopted_fork_install);
 	pthread_mutex_lock(&mrl_adopted_lock);
 	if (2 * (mrl_adopted_count + 1) > mrl_adopted_cap) {
 		size_t cap = mrl_adopted_cap ? 2 * mrl_adopted_cap : 64;

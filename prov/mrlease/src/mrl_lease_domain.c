@@ -25,10 +25,23 @@
  * The process-wide cache. Published once under lease_cache_lock with release
  * ordering so invalidate (which may run in an allocator's purge path on any
  * thread, and must neither lock nor allocate) reads it with one acquire load.
- * lease_cache_lock protects only the creation; nothing else runs under it.
+ * lease_cache_lock protects its creation and its giving up (lease_cache_kept);
+ * nothing else runs under it.
  */
 static _Atomic(struct mrl_cache *) lease_cache;
 static pthread_mutex_t lease_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * Caches given up: at fini, where threads the application did not stop may
+ * still be inside them (mrl_lease_fini), and in a forked child the parent's,
+ * whose locks may be held by threads that do not exist there. They are never
+ * freed nor touched again by the hook; kept here so that leak checkers find
+ * them reachable (the plugin stays loaded once it built a cache). Past
+ * MRL_LEASE_KEPT, one more is simply forgotten.
+ */
+#define MRL_LEASE_KEPT 16
+static struct mrl_cache *lease_cache_kept[MRL_LEASE_KEPT];
+static unsigned lease_cache_nkept;
 
 struct mrl_cache *mrl_lease_cache(void)
 {
@@ -42,7 +55,7 @@ struct mrl_cache *mrl_lease_cache(void)
  * purges), and a closed plugin would leave it calling unmapped code. So
  * once the plugin hands out its table or builds its cache it stays mapped
  * for the life of the process (RTLD_NODELETE on itself); mrl_lease_fini
- * still frees the cache, after which invalidate finds none and returns 0.
+ * gives the cache up, after which invalidate finds none and returns 0.
  */
 static void mrl_lease_pin_image(void)
 {
@@ -62,6 +75,37 @@ void mrl_lease_keep_loaded(void)
 	pthread_once(&once, mrl_lease_pin_image);
 }
 
+/* Unpublish the cache (new domains get a new one) and keep it, unfreed. */
+static void mrl_lease_cache_give_up(void)
+{
+	struct mrl_cache *cache = atomic_exchange_explicit(&lease_cache, NULL,
+							   memory_order_acq_rel);
+
+	if (cache && lease_cache_nkept < MRL_LEASE_KEPT)
+		lease_cache_kept[lease_cache_nkept++] = cache;
+}
+
+/*
+ * A forked child starts clean: the cache it inherited holds the parent's
+ * domains, registrations (which the cache never closes in a child), counts
+ * and misses half done by threads that do not exist here. So the child
+ * forgets it: domains it opens build a cache of their own, and invalidate,
+ * statistics and fini never reach the parent's. Runs in the child's only
+ * thread, before anything can take the lock it resets.
+ */
+static void mrl_lease_fork_child(void)
+{
+	pthread_mutex_init(&lease_cache_lock, NULL);
+	mrl_lease_cache_give_up();
+}
+
+static void mrl_lease_fork_install(void)
+{
+	if (pthread_atfork(NULL, NULL, mrl_lease_fork_child))
+		FI_WARN(mrl_prov, FI_LOG_CORE,
+			"cannot watch for fork: a child must not use the hook\n");
+}
+
 /* FI_MRLEASE_MAX_* = 0 means no cap, FI_MRLEASE_HUGEPAGE_AFTER = 0 never;
  * the cache reads 0 as its default and SIZE_MAX as "never". */
 static size_t mrl_lease_cap(size_t param)
@@ -71,6 +115,7 @@ static size_t mrl_lease_cap(size_t param)
 
 static int mrl_lease_cache_get(struct mrl_cache **cache)
 {
+	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 	struct mrl_cache_config config = {
 		.max_count = mrl_lease_cap(mrl_params.max_count),
 		.max_size = mrl_lease_cap(mrl_params.max_size),
@@ -84,6 +129,7 @@ static int mrl_lease_cache_get(struct mrl_cache **cache)
 		return 0;
 
 	mrl_lease_keep_loaded();
+	pthread_once(&fork_once, mrl_lease_fork_install);
 	pthread_mutex_lock(&lease_cache_lock);
 	*cache = atomic_load_explicit(&lease_cache, memory_order_relaxed);
 	if (!*cache) {
@@ -100,16 +146,22 @@ static int mrl_lease_cache_get(struct mrl_cache **cache)
 	return ret;
 }
 
+/*
+ * At fi_fini (process exit, or a child's exit): the monitor stops first (its
+ * thread invalidates in the cache), then the cache is given up, not
+ * destroyed. A domain the application never closed may still be used by one
+ * of its threads (a NULL-descriptor post in the cache's hit path), and
+ * closing its registrations would call into provider objects the
+ * application still holds: its cache domain stays as it is, and works until
+ * the application closes it. No lock here can have been inherited held: a
+ * child's fork handler reset lease_cache_lock, and the monitor's its own.
+ */
 void mrl_lease_fini(void)
 {
-	struct mrl_cache *cache;
-
-	/* First: the monitor's thread invalidates in the cache. */
 	mrl_monitor_stop();
-	cache = atomic_exchange_explicit(&lease_cache, NULL,
-					 memory_order_acq_rel);
-	if (cache)
-		mrl_cache_destroy(cache);
+	pthread_mutex_lock(&lease_cache_lock);
+	mrl_lease_cache_give_up();
+	pthread_mutex_unlock(&lease_cache_lock);
 }
 
 /*

@@ -28,7 +28,7 @@ const struct mrl_personality mrl_lease_personality = {
 	.domain_closed = mrl_lease_domain_closed,
 	/* FI_MRLEASE_OPS_1 on fabrics and domains (mrl_ext.c). */
 	.ops_open = mrl_ext_ops_open,
-	/* The process-wide cache goes at fi_fini (mrl_lease_domain.c). */
+	/* The process-wide cache is given up at fi_fini (mrl_lease_domain.c). */
 	.cleanup = mrl_lease_fini,
 	/* The data path: operand leases on posts, completions that release
 	 * them (mrl_xfer_*.c, mrl_completion_*.c). */
