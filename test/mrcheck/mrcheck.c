@@ -125,6 +125,8 @@ static void chk_fill_stats(const struct chk_counts *c, struct mrcheck_stats *st)
 	st->faults_cq_err = chk_load(&c->faults_cq_err);
 	st->faults_cq_err_read = chk_load(&c->faults_cq_err_read);
 	st->faults_close = chk_load(&c->faults_close);
+	st->reg_cost_charged = chk_load(&c->cost_regs);
+	st->reg_cost_ns = chk_load(&c->cost_ns);
 }
 
 static uint64_t chk_unacknowledged(void)
@@ -479,6 +481,7 @@ static int chk_mr_reg(struct fid *fid, const void *buf, size_t len,
 	ret = chk_fault_reg(chk_dom_of_fid(fid));
 	if (ret)
 		return ret;
+	chk_cost_charge(chk_dom_of_fid(fid), len);
 	ret = mrl_domain_mr_ops.reg(fid, buf, len, access, offset,
 				    requested_key, flags, mr, context);
 	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, &iov, 1, access, true);
@@ -493,6 +496,7 @@ static int chk_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 	ret = chk_fault_reg(chk_dom_of_fid(fid));
 	if (ret)
 		return ret;
+	chk_cost_charge(chk_dom_of_fid(fid), chk_cost_bytes(iov, count));
 	ret = mrl_domain_mr_ops.regv(fid, iov, count, access, offset,
 				     requested_key, flags, mr, context);
 	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, iov, count, access, true);
@@ -506,6 +510,8 @@ static int chk_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	ret = chk_fault_reg(chk_dom_of_fid(fid));
 	if (ret)
 		return ret;
+	chk_cost_charge(chk_dom_of_fid(fid),
+			chk_cost_bytes(attr->mr_iov, attr->iov_count));
 	ret = mrl_domain_mr_ops.regattr(fid, attr, flags, mr);
 	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, attr->mr_iov,
 			   attr->iov_count, attr->access,
@@ -543,12 +549,18 @@ static int chk_domain_open(struct mrl_domain *hook)
 		hook->domain.mr = &dom->mr_ops;
 		chk_add(&chk_strict_domains, NULL, 1);
 	}
+	/* Charged once, where the application's and mrlease's registrations
+	 * enter: each becomes one registration at the core. */
+	dom->reg_cost = hook->outermost && chk_cost_on();
+	if (dom->reg_cost && !strict)
+		hook->domain.mr = chk_cost_mr_ops();
 	pthread_mutex_lock(&chk_global_lock);
 	dom->next = chk_domains;
 	chk_domains = dom;
 	pthread_mutex_unlock(&chk_global_lock);
 	FI_INFO(&mrcheck_prov, FI_LOG_DOMAIN, "domain over %s: %s\n",
-		hook->prov_name, hook->domain.mr == &dom->mr_ops ? "strict" :
+		hook->prov_name, strict ? "strict" : dom->reg_cost ?
+		"unchecked, registrations charged" :
 		"passthrough (opened inside a utility provider)");
 	return 0;
 }
@@ -671,6 +683,7 @@ __attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
 		if (env && *env == '1')
 			chk_frames_init();
 		chk_fault_init();
+		chk_cost_init();
 		atexit(chk_at_exit);
 	}
 	return &mrcheck_prov;

@@ -76,6 +76,7 @@ struct chk_counts {
 	uint64_t frames_recorded, frames_checked;
 	uint64_t faults_reg, faults_reg_by_code[MRCHECK_FAULT_CODES];
 	uint64_t faults_post, faults_cq_err, faults_cq_err_read, faults_close;
+	uint64_t cost_regs, cost_ns;
 };
 
 struct chk_domain {
@@ -87,6 +88,7 @@ struct chk_domain {
 	struct chk_counts counts;
 	struct fi_ops_mr mr_ops;
 	struct mrcheck_ops api;     /* fi_open_ops on this domain */
+	bool reg_cost;              /* registrations here pay the cost model */
 	struct chk_domain *next;    /* chk_domains */
 	/* Endpoints and CQs that use this record (the provider refuses to
 	 * close a domain they are open on, and they read it until they close). */
@@ -148,6 +150,19 @@ bool chk_fault_close_mr(struct chk_domain *dom, struct chk_mr *rec);
 int chk_fault_close_wrap(struct chk_domain *dom, struct fid *inner);
 /* Whether the next close of inner will be refused. */
 bool chk_fault_close_pending(struct fid *inner);
+
+/* mrcheck_cost.c (MRCHECK_REG_COST*; see mrcheck.h) */
+/* Read the MRCHECK_REG_COST* settings (once, from fi_prov_ini). */
+void chk_cost_init(void);
+/* Whether registrations on the domain the application opened are charged. */
+bool chk_cost_on(void);
+/* Spend the model's CPU time for a registration of bytes on dom (nothing
+ * unless dom->reg_cost), counted. */
+void chk_cost_charge(struct chk_domain *dom, size_t bytes);
+size_t chk_cost_bytes(const struct iovec *iov, size_t count);
+/* The passthrough's MR ops with the charge added to every registration,
+ * for a costed domain mrcheck does not check. */
+struct fi_ops_mr *chk_cost_mr_ops(void);
 
 /* mrcheck_ep.c */
 int chk_ep_open(struct mrl_ep *ep);
