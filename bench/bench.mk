@@ -51,3 +51,28 @@ bench_libmonitor_bench_uffd_la_LDFLAGS = -module -avoid-version -shared -rpath $
 bench_libmonitor_bench_uffd_la_LIBADD = -ldl
 BENCHES += bench/monitor_bench
 EXTRA_DIST += bench/README.md
+
+# The registration cost model lives in the test-only mrcheck hook
+# (MRCHECK_REG_COST*, test/mrcheck/mrcheck.h); bench/cost_bench stacks it
+# below mrlease.
+test_libmrcheck_fi_la_SOURCES += test/mrcheck/mrcheck_cost.c
+
+# What mrlease saves where registrations are expensive: message rate under
+# mrcheck's registration cost model, application-registered, registered
+# per operation, leased, and leased with eviction (issue 15). Run: make
+# bench, or bench/cost_bench.
+noinst_PROGRAMS += bench/cost_bench
+bench_cost_bench_SOURCES = bench/cost_bench.c bench/bench_util.c bench/bench_util.h \
+	test/xfer_util.c test/xfer_util.h
+bench_cost_bench_LDADD = -ldl $(FABRIC_LIBS)
+bench: test/libmrcheck-fi.la
+BENCHES += bench/cost_bench
+
+# Posting threads on one FI_THREAD_SAFE domain: mrlease's scaling from 1
+# to 2 threads against the provider's own (issue 15). Run: make bench, or
+# bench/thread_bench.
+noinst_PROGRAMS += bench/thread_bench
+bench_thread_bench_SOURCES = bench/thread_bench.c bench/bench_util.c bench/bench_util.h \
+	test/xfer_util.c test/xfer_util.h
+bench_thread_bench_LDADD = -ldl -lpthread $(FABRIC_LIBS)
+BENCHES += bench/thread_bench

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What bench/cost_bench and bench/thread_bench share: the measured
+ * processes ("servers": this program re-executed with an environment of
+ * its own, one timed slice per command line on its stdin, the idle ones
+ * waiting in read()), the statistics of paired rounds, and the data files
+ * bench/plot.sh reads.
+ *
+ * Why servers: libfabric reads FI_HOOK and the FI_MRLEASE_* parameters once
+ * per process, so each configuration lives in a process of its own; and on
+ * a shared VM the machine's speed drifts over seconds, so configurations
+ * are compared slice by slice within a round, never run after run.
+ */
+#ifndef BENCH_UTIL_H
+#define BENCH_UTIL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* A measured process. pid 0: not running. */
+struct bu_server {
+	const char *name;
+	pid_t pid;
+	FILE *cmd; /* its stdin */
+	FILE *out; /* its stdout, unbuffered */
+};
+
+/* Start this program with args (after the program name) as server s, its
+ * environment first changed by env(arg) in the child. Does not wait for
+ * it. Returns 0 or a negative errno. */
+int bu_server_start(struct bu_server *s, char *const *args,
+		    void (*env)(void *arg), void *arg);
+/* Wait until s says "ready" (it has warmed up). 0, -FI_ENODATA when it
+ * found its provider unavailable (exit status 77), or -FI_EOTHER; on
+ * failure s is reaped. */
+int bu_server_ready(struct bu_server *s);
+/* Send one command line to s and read its one-line answer into ans.
+ * 0, or as bu_server_ready. */
+int bu_server_ask(struct bu_server *s, const char *cmd, char *ans, int len);
+/* Send "quit", hand every line s prints before it exits to each_line
+ * (may be NULL) and reap it. 0 if it exited with status 0. */
+int bu_server_quit(struct bu_server *s, void (*each_line)(const char *line, void *arg),
+		   void *arg);
+/* Kill and reap s (nothing if it is not running). */
+void bu_server_kill(struct bu_server *s);
+
+/* The server side: a command line from the parent into line (false at the
+ * end of input: the parent is gone), and the answer. */
+bool bu_serve_gets(char *line, int len);
+void bu_serve_answer(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+double bu_now_s(void);
+long bu_env_long(const char *name, long def);
+/* The p-quantile (0..1) of v, linear between order statistics; sorts v. */
+double bu_quantile(double *v, int n, double p);
+double bu_median(double *v, int n);
+/* Round r's pseudo-random order of n configurations, so that none always
+ * runs right after the same other one. */
+void bu_shuffle(int *order, int n, int r);
+/* Pin this process (and so its children) to one CPU: env_name's value,
+ * else the highest-numbered one allowed; -1 in env_name: no pinning.
+ * Returns the CPU, or -1. */
+int bu_pin_one_cpu(const char *env_name);
+/* The build directory: up two levels from this program (bench/.libs aside). */
+void bu_builddir(char *buf, size_t len);
+
+/* What the figures were measured on: CPU model, CPUs online, kernel. */
+void bu_machine(char *buf, size_t len);
+/* The 1-minute load average, or -1. */
+double bu_load1(void);
+/* $BENCH_DATA_DIR/name.dat opened for writing, starting with the '#'
+ * lines bench/plot.sh stamps its charts with (machine, UTC date), or NULL
+ * when BENCH_DATA_DIR is not set (or the file cannot be written: said on
+ * stderr). */
+FILE *bu_data_open(const char *name);
+
+#endif /* BENCH_UTIL_H */
