@@ -76,3 +76,19 @@ bench_thread_bench_SOURCES = bench/thread_bench.c bench/bench_util.c bench/bench
 	test/xfer_util.c test/xfer_util.h
 bench_thread_bench_LDADD = -ldl -lpthread $(FABRIC_LIBS)
 BENCHES += bench/thread_bench
+
+# Charts (gnuplot; bench/plot.sh says what each one draws). make bench-data
+# runs the plotted benchmarks, each one's output and data file kept in
+# BENCH_DATA_DIR (default bench-data in the build tree); make plots draws
+# what is there into bench/plots/ of the source tree, the committed charts.
+PLOTTED_BENCHES = bench/cost_bench bench/thread_bench bench/cache_bench bench/xfer_bench
+EXTRA_DIST += bench/plot.sh
+bench-data: $(PLOTTED_BENCHES) test/libmrcheck-fi.la
+	@dir=$${BENCH_DATA_DIR:-$(abs_builddir)/bench-data}; \
+	for b in $(PLOTTED_BENCHES); do echo "== $$b"; \
+		BENCH_DATA_DIR=$$dir $(SHELL) $(top_srcdir)/bench/plot.sh --run \
+			$(abs_top_builddir)/$$b || exit 1; done
+plots:
+	BENCH_DATA_DIR=$${BENCH_DATA_DIR:-$(abs_builddir)/bench-data} \
+		$(SHELL) $(top_srcdir)/bench/plot.sh $(top_srcdir)/bench/plots
+.PHONY: bench-data plots

@@ -105,7 +105,7 @@ static const size_t sizes[] = { 4096, 16384, 65536, 262144, 1048576, 4194304 };
 #define MAX_WINDOW 16
 
 #define MAX_ROUNDS 200
-#define SLICE_SECONDS 0.08
+#define SLICE_SECONDS 0.12
 #define CALIB_SECONDS 0.03
 
 static const char *bench_prov(void)
