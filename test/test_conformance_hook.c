@@ -103,6 +103,9 @@ static bool pair_open(struct xfer_opts opts, struct xfer_pair *p)
 
 	opts.prov = prov;
 	ret = xfer_pair_open(&opts, p);
+	/* Whatever a failed open left (nothing, or its buffer). */
+	if (ret)
+		xfer_pair_close(p);
 	if (ret == -FI_ENODATA || ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP) {
 		mrl_test_skip_current("%s cannot: %s", prov, fi_strerror(-ret));
 		return false;
@@ -715,6 +718,211 @@ static void test_triggered_atomic_waits_for_its_threshold(void)
 }
 
 /* ------------------------------------------------------------------------
+ * Poll sets, wait sets and fi_trywait (item 3 of issue 13).
+ */
+
+#define HIDDEN_ROUNDS 4
+
+/* Post one leased write from ep[0] into dst (registered as mr) with flags
+ * (0 under FI_SELECTIVE_COMPLETION: no completion asked, so the hook asks
+ * for one and hides it). */
+static ssize_t post_write(struct xfer_pair *p, void *src, void *dst,
+			  struct fid_mr *mr, uint64_t flags, void *ctx)
+{
+	struct iovec iov = { .iov_base = src, .iov_len = HIDDEN_LEN };
+	struct fi_rma_iov rma = { .addr = xfer_rma_addr(p, dst, dst),
+				  .len = HIDDEN_LEN, .key = fi_mr_key(mr) };
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov, .iov_count = 1, .addr = p->addr[1],
+		.rma_iov = &rma, .rma_iov_count = 1, .context = ctx,
+	};
+
+	return XFER_POST(p, fi_writemsg(p->ep[0], &msg, flags));
+}
+
+/* What reports a CQ ready in the readiness cases. */
+enum ready_probe { PROBE_POLL, PROBE_TRYWAIT, PROBE_WAIT_SET };
+
+static const char *const ready_probe_names[] = {
+	[PROBE_POLL] = "fi_poll", [PROBE_TRYWAIT] = "fi_trywait",
+	[PROBE_WAIT_SET] = "fi_wait",
+};
+
+struct ready_set {
+	enum ready_probe probe;
+	struct fid_poll *poll;
+	struct fid_wait *wait;
+};
+
+/* Whether probe says p->cq has something to read (< 0: it failed). */
+static int ready_probe(struct xfer_pair *p, struct ready_set *r)
+{
+	struct fid *fids[1] = { &p->cq->fid };
+	void *ctx[2];
+	int ret;
+
+	switch (r->probe) {
+	case PROBE_POLL:
+		ret = fi_poll(r->poll, ctx, 2);
+		if (ret > 0 && ctx[0] != p->cq->fid.context)
+			return -FI_EOTHER;
+		return ret;
+	case PROBE_TRYWAIT:
+		ret = fi_trywait(p->fabric, fids, 1);
+		return ret == -FI_EAGAIN ? 1 : ret;
+	case PROBE_WAIT_SET:
+		ret = fi_wait(r->wait, 0);
+		return ret == -FI_ETIMEDOUT || ret == -FI_EAGAIN ? 0 :
+		       ret == 0 ? 1 : ret;
+	}
+	return -FI_EINVAL;
+}
+
+/*
+ * fi_poll(3), fi_trywait: a CQ reported ready has a completion to read.
+ * Through the hook a CQ holding only completions the hook hides (leased
+ * ops the application asked none for) was reported, and the fi_cq_read
+ * that followed returned -FI_EAGAIN: the hook had eaten the entry.
+ */
+static void cq_ready_only_with_a_readable_completion(enum ready_probe probe)
+{
+	const char *what = ready_probe_names[probe];
+	struct xfer_opts opts = { .selective = true,
+				  .cq_wait = probe == PROBE_WAIT_SET ?
+						     FI_WAIT_SET : FI_WAIT_UNSPEC };
+	struct ready_set r = { .probe = probe };
+	struct fi_cq_tagged_entry e[4];
+	struct fi_context2 ctx, vctx[HIDDEN_ROUNDS];
+	int seen[HIDDEN_ROUNDS] = { 0 };
+	struct fid_mr *mr = NULL;
+	struct xfer_pair p;
+	char *src = mrl_alloc(HIDDEN_LEN), *dst = mrl_alloc(HIDDEN_LEN);
+	struct mrl_wait w;
+	ssize_t rc;
+	int ret;
+
+	if (!pair_open(opts, &p))
+		return;
+	if (probe == PROBE_POLL) {
+		struct fi_poll_attr attr = { 0 };
+
+		ret = fi_poll_open(p.domain, &attr, &r.poll);
+		if (ret) {
+			mrl_test_skip_current("%s: fi_poll_open: %s", prov,
+					      fi_strerror(-ret));
+			goto out;
+		}
+		if (fi_poll_add(r.poll, &p.cq->fid, 0)) {
+			mrl_test_fail(__FILE__, __LINE__, "fi_poll_add failed");
+			goto out;
+		}
+	}
+	if (xfer_mr_reg(&p, dst, HIDDEN_LEN, FI_REMOTE_WRITE, &mr)) {
+		mrl_test_fail(__FILE__, __LINE__, "xfer_mr_reg failed");
+		goto out;
+	}
+	xfer_fill(src, HIDDEN_LEN, 31);
+	/* Hidden completions only: whenever the probe says ready, a read
+	 * must return an entry (it cannot: none is the application's), until
+	 * every hidden op has completed (its lease released). */
+	for (int i = 0; i < HIDDEN_ROUNDS; i++) {
+		rc = post_write(&p, src, dst, mr, 0, &ctx);
+		if (rc) {
+			mrl_test_fail(__FILE__, __LINE__, "fi_writemsg: %zd", rc);
+			goto out;
+		}
+	}
+	mrl_wait_init(&w);
+	while (xfer_live_leases(&p) > 0 && !mrl_wait_over(&w)) {
+		ret = ready_probe(&p, &r);
+		if (ret < 0) {
+			mrl_test_fail(__FILE__, __LINE__, "%s: %s", what,
+				      fi_strerror(-ret));
+			goto out;
+		}
+		if (!ret)
+			continue;
+		rc = fi_cq_read(p.cq, e, 4);
+		if (rc == -FI_EAGAIN) {
+			mrl_test_fail(__FILE__, __LINE__, "%s reported the CQ "
+				      "ready, fi_cq_read returned -FI_EAGAIN",
+				      what);
+			goto out;
+		}
+		if (rc > 0) {
+			mrl_test_fail(__FILE__, __LINE__, "fi_cq_read returned "
+				      "a completion nobody asked for (context "
+				      "%p)", e[0].op_context);
+			goto out;
+		}
+	}
+	if (xfer_live_leases(&p) > 0) {
+		mrl_test_fail(__FILE__, __LINE__, "hidden writes never "
+			      "completed");
+		goto out;
+	}
+	/* Completions the application asked for, between hidden ones:
+	 * reported, then read one by one (fi_cq_readfrom, fi_cq_sread), none
+	 * lost or repeated. */
+	for (int i = 0; i < 2 * HIDDEN_ROUNDS; i++) {
+		rc = post_write(&p, src, dst, mr, i % 2 ? FI_COMPLETION : 0,
+				i % 2 ? (void *)&vctx[i / 2] : (void *)&ctx);
+		if (rc) {
+			mrl_test_fail(__FILE__, __LINE__, "fi_writemsg: %zd", rc);
+			goto out;
+		}
+	}
+	mrl_wait_init(&w);
+	while (!(ret = ready_probe(&p, &r)) && !mrl_wait_over(&w))
+		;
+	if (ret != 1) {
+		mrl_test_fail(__FILE__, __LINE__, "%s never reported the "
+			      "completions: %d", what, ret);
+		goto out;
+	}
+	for (int got = 0; got < HIDDEN_ROUNDS;) {
+		fi_addr_t src_addr;
+
+		rc = got % 2 ? fi_cq_sread(p.cq, e, 1, NULL, SREAD_TIMEOUT_MS) :
+			       fi_cq_readfrom(p.cq, e, 1, &src_addr);
+		if (rc == -FI_EAGAIN && !mrl_wait_over(&w))
+			continue;
+		if (rc != 1 || e[0].op_context < (void *)&vctx[0] ||
+		    e[0].op_context >= (void *)&vctx[HIDDEN_ROUNDS] ||
+		    seen[(struct fi_context2 *)e[0].op_context - vctx]++) {
+			mrl_test_fail(__FILE__, __LINE__, "%s said ready; "
+				      "read %d: %zd, context %p", what, got,
+				      rc, rc == 1 ? e[0].op_context : NULL);
+			goto out;
+		}
+		got++;
+	}
+	rc = fi_cq_read(p.cq, e, 4);
+	if (rc != -FI_EAGAIN)
+		mrl_test_fail(__FILE__, __LINE__, "a read after the last "
+			      "completion: %zd", rc);
+out:
+	if (mr)
+		fi_close(&mr->fid);
+	if (r.poll) {
+		fi_poll_del(r.poll, &p.cq->fid, 0);
+		fi_close(&r.poll->fid);
+	}
+	if (xfer_pair_close(&p))
+		mrl_test_fail(__FILE__, __LINE__, "xfer_pair_close failed");
+}
+
+static void test_poll_set_reports_a_cq_only_with_a_readable_completion(void)
+{
+	cq_ready_only_with_a_readable_completion(PROBE_POLL);
+}
+
+static void test_trywait_reports_a_cq_only_with_a_readable_completion(void)
+{
+	cq_ready_only_with_a_readable_completion(PROBE_TRYWAIT);
+}
+
+/* ------------------------------------------------------------------------
  * The cases, and how each runs.
  */
 
@@ -777,6 +985,10 @@ static const struct conf_case cases[] = {
 		 min_size_0),
 	CASE_ENV(test_triggered_atomic_waits_for_its_threshold, rdm_providers,
 		 min_size_0),
+	CASE(test_poll_set_reports_a_cq_only_with_a_readable_completion,
+	     rdm_providers, min_size_0),
+	CASE(test_trywait_reports_a_cq_only_with_a_readable_completion,
+	     rdm_providers, min_size_0),
 	{ "test_getinfo_loads_the_plugin", test_getinfo_loads_the_plugin,
 	  no_provider, NULL, true },
 };

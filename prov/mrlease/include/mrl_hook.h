@@ -266,6 +266,12 @@ struct mrl_mc {
  * ep_close     after the inner close returned 0, before the wrapper is freed.
  * cq_open/cntr_open  after the inner open; may replace cq.ops/cntr.ops.
  * cq_close/cntr_close after the inner close returned 0.
+ * cq_readable  before a poll set or fi_trywait reports cq: 1 when it has
+ *              a completion the application can read (or an error entry),
+ *              else 0, or -FI_EAGAIN when entries the personality hides
+ *              were consumed to find out; the application's entries must
+ *              stay for its next reads. NULL: every entry is the
+ *              application's.
  * ops_open     fi_open_ops names the layer does not handle itself
  *              (FI_MRLEASE_OPS_1 and any other); return -FI_ENOSYS for
  *              names you do not know. Without it such names get -FI_ENOSYS.
@@ -291,6 +297,7 @@ struct mrl_personality {
 	void (*ep_close)(struct mrl_ep *ep);
 	int (*cq_open)(struct mrl_cq *cq);
 	void (*cq_close)(struct mrl_cq *cq);
+	int (*cq_readable)(struct mrl_cq *cq);
 	int (*cntr_open)(struct mrl_cntr *cntr);
 	void (*cntr_close)(struct mrl_cntr *cntr);
 	int (*ops_open)(struct fid *hook_fid, const char *name, uint64_t flags,

@@ -1251,6 +1251,9 @@ struct mrl_cq_guard {
 bool mrl_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op);
 
 /* The data path's state of a CQ (mrl_cq.ext). */
+/* Completions a CQ reads ahead at most (struct mrl_xcq). */
+#define MRL_XCQ_STASH 16
+
 struct mrl_xcq {
 	size_t entry_size;
 	/* Reads go through the guarded table (mrl_xcq_guard): set once. */
@@ -1260,10 +1263,29 @@ struct mrl_xcq {
 	 * hidden batch returns instead when one came (mrl_completion_cq.c). */
 	atomic_uint signals;
 	/* Pools of endpoints closed with orphans, kept until the CQ closes. */
-	pthread_mutex_t lock;		/* guards pools; nothing else under it */
+	pthread_mutex_t lock;		/* guards pools, the read table's
+					 * switches (base, stash) and the
+					 * stash; nothing is called in the
+					 * provider under it but the reads
+					 * that fill the stash */
 	struct mrl_op_pool **pools;
 	size_t npools, cap;
+	/* The table reads use when the stash is empty: the format's, or the
+	 * guarded one once guarded. */
+	const struct fi_ops_cq *base;
+	/* Completions read ahead for a poll set or fi_trywait that had to
+	 * know whether one is the application's (mrl_xfer_cq_readable):
+	 * translated, handed out first (the CQ reads through the stash
+	 * table while any is here). */
+	size_t nstash, stash_head;
+	unsigned char stash[MRL_XCQ_STASH * sizeof(struct fi_cq_tagged_entry)];
+	fi_addr_t stash_src[MRL_XCQ_STASH];
 };
+
+/* Whether cq has a completion the application can read, or an error
+ * entry: 1, else 0, or -FI_EAGAIN when hidden entries were consumed; the
+ * application's are kept for its next reads (personality cq_readable). */
+int mrl_xfer_cq_readable(struct mrl_cq *cq);
 
 /* Keep pool alive until cq closes (an endpoint closed with orphans). */
 int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool);

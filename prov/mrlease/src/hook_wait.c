@@ -4,6 +4,10 @@
  * counters that have events: below us those are our wrappers (their inner
  * objects were opened with context = wrapper), so each is mapped back to the
  * application's context.
+ *
+ * A CQ is reported (by fi_poll, or by fi_trywait's -FI_EAGAIN) only with a
+ * completion the application can read: where the personality hides
+ * entries, it is asked first (cq_readable), which consumes hidden ones.
  */
 #include "config.h"
 
@@ -66,13 +70,59 @@ err_free:
 	return ret;
 }
 
+/* The hook CQ fid is, when the personality hides entries of it, or NULL. */
+static struct mrl_cq *mrl_hiding_cq(struct fid *fid)
+{
+	if (!mrl_personality || !mrl_personality->cq_readable ||
+	    !mrl_is_hook_fid(fid) || mrl_class_of(fid) != MRL_CLASS_CQ)
+		return NULL;
+	return container_of(fid, struct mrl_cq, cq.fid);
+}
+
+/* Times in a row fi_trywait asks again after the provider's -FI_EAGAIN
+ * found nothing, not even hidden completions; past that it answers
+ * -FI_EAGAIN (a spurious wake-up rather than a missed one). */
+#define MRL_TRYWAIT_IDLE_RETRIES 16
+
+/*
+ * -FI_EAGAIN from the provider's trywait means some object has events.
+ * When every object is a CQ whose entries the personality may hide and
+ * none holds one for the application, the hidden ones are now consumed:
+ * ask again (*retry; *consumed says whether anything was). Any other
+ * object may be the one with events: answer as is.
+ */
+static int mrl_trywait_readable(struct fid **fids, int count, bool *retry,
+				bool *consumed)
+{
+	bool only_cqs = true;
+
+	*retry = false;
+	*consumed = false;
+	for (int i = 0; i < count; i++) {
+		struct mrl_cq *cq = mrl_hiding_cq(fids[i]);
+		int ret;
+
+		if (!cq) {
+			only_cqs = false;
+			continue;
+		}
+		ret = mrl_personality->cq_readable(cq);
+		if (ret > 0)
+			return -FI_EAGAIN;
+		*consumed |= ret == -FI_EAGAIN;
+	}
+	*retry = only_cqs;
+	return -FI_EAGAIN;
+}
+
 /* fi_trywait: the array of hook fids becomes an array of inner fids. */
 int mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
 	struct mrl_fabric *fab = container_of(fabric, struct mrl_fabric, fabric);
 	struct fid *stack[16];
 	struct fid **inner = stack;
-	int ret;
+	bool retry = true;
+	int ret = -FI_EAGAIN;
 
 	if (!FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, trywait))
 		return -FI_ENOSYS;
@@ -87,7 +137,17 @@ int mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 	for (int i = 0; i < count; i++)
 		inner[i] = mrl_inner_fid(fids[i]);
 
-	ret = fab->inner->ops->trywait(fab->inner, inner, count);
+	/* Each round that consumed hidden completions is progress; only
+	 * rounds that found nothing at all are counted. */
+	for (int idle = 0; retry && idle <= MRL_TRYWAIT_IDLE_RETRIES;) {
+		bool consumed;
+
+		ret = fab->inner->ops->trywait(fab->inner, inner, count);
+		if (ret != -FI_EAGAIN)
+			break;
+		ret = mrl_trywait_readable(fids, count, &retry, &consumed);
+		idle = consumed ? 0 : idle + 1;
+	}
 
 	if (inner != stack)
 		free(inner);
@@ -99,22 +159,29 @@ int mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 static int mrl_poll_poll(struct fid_poll *pollset, void **context, int count)
 {
 	struct mrl_poll *poll = container_of(pollset, struct mrl_poll, poll);
-	int ret;
+	int ret, kept = 0;
 
 	if (!FI_CHECK_OP(poll->inner->ops, struct fi_ops_poll, poll))
 		return -FI_ENOSYS;
 
 	ret = poll->inner->ops->poll(poll->inner, context, count);
+	if (ret <= 0)
+		return ret;
 	for (int i = 0; i < ret; i++) {
 		struct fid *hook = context[i];
+		struct mrl_cq *cq;
 
 		/* The inner CQ/counter's context is our wrapper. */
 		if (hook && mrl_is_hook_fid(hook)) {
-			context[i] = hook->context;
+			cq = mrl_hiding_cq(hook);
+			if (cq && mrl_personality->cq_readable(cq) <= 0)
+				continue;
+			hook = hook->context;
 			mrl_count(MRL_DEBUG_POLL_MAPPED);
 		}
+		context[kept++] = hook;
 	}
-	return ret;
+	return kept;
 }
 
 static int mrl_poll_add(struct fid_poll *pollset, struct fid *event_fid,

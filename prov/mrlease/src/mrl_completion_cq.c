@@ -22,6 +22,8 @@
 static struct fi_ops_cq mrl_xfer_cq_ops[4];
 /* Guarded CQs (any format): every read counted (see below). */
 static struct fi_ops_cq mrl_guard_cq_ops;
+/* CQs holding read-ahead completions (struct mrl_xcq stash): any format. */
+static struct fi_ops_cq mrl_stash_cq_ops;
 /* CQs of domains that never lease: the passthrough's, with the reads an
  * inner instance makes on every progress call forwarded without checks
  * (read and readfrom are in every fi_ops_cq). */
@@ -479,6 +481,155 @@ static ssize_t mrl_gcq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
 				    true);
 }
 
+/*
+ * Read-ahead. A poll set or fi_trywait may say a CQ has something to read
+ * only when the application will read it, so before they do the CQ is
+ * read ahead (mrl_xfer_cq_readable): entries the hook hides are consumed,
+ * and the first batch with one of the application's is kept, translated,
+ * in the CQ's stash. While anything is there the CQ reads through the
+ * stash table, which hands out stashed entries first (a read returns
+ * stashed ones only) and puts the base table back once they are gone. The
+ * stash and both switches are under xcq->lock; a reader that loaded the
+ * base table before the switch reads the provider's newer entries ahead
+ * of the stashed ones, as two concurrent readers may anyway.
+ */
+static void mrl_xcq_set_ops(struct mrl_cq *cq, const struct fi_ops_cq *ops)
+{
+	__atomic_store_n(&cq->cq.ops, (struct fi_ops_cq *)ops, __ATOMIC_RELEASE);
+}
+
+/* Up to count stashed entries into buf (and src_addr); 0 when none is
+ * left (another reader took them). */
+static size_t mrl_xcq_take(struct mrl_cq *cq, void *buf, size_t count,
+			   fi_addr_t *src_addr)
+{
+	struct mrl_xcq *xcq = cq->ext;
+	size_t size = xcq->entry_size, n;
+
+	pthread_mutex_lock(&xcq->lock);
+	n = xcq->nstash < count ? xcq->nstash : count;
+	memcpy(buf, xcq->stash + xcq->stash_head * size, n * size);
+	if (src_addr)
+		memcpy(src_addr, xcq->stash_src + xcq->stash_head,
+		       n * sizeof(*src_addr));
+	xcq->stash_head += n;
+	xcq->nstash -= n;
+	if (!xcq->nstash) {
+		xcq->stash_head = 0;
+		mrl_xcq_set_ops(cq, xcq->base);
+	}
+	pthread_mutex_unlock(&xcq->lock);
+	return n;
+}
+
+static ssize_t mrl_scq_readfrom(struct fid_cq *cq_fid, void *buf,
+				size_t count, fi_addr_t *src_addr)
+{
+	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	const struct fi_ops_cq *base = ((struct mrl_xcq *)cq->ext)->base;
+	size_t n = count ? mrl_xcq_take(cq, buf, count, src_addr) : 0;
+
+	if (n)
+		return (ssize_t)n;
+	return src_addr ? base->readfrom(cq_fid, buf, count, src_addr) :
+			  base->read(cq_fid, buf, count);
+}
+
+static ssize_t mrl_scq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+{
+	return mrl_scq_readfrom(cq_fid, buf, count, NULL);
+}
+
+static ssize_t mrl_scq_sreadfrom(struct fid_cq *cq_fid, void *buf,
+				 size_t count, fi_addr_t *src_addr,
+				 const void *cond, int timeout)
+{
+	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	const struct fi_ops_cq *base = ((struct mrl_xcq *)cq->ext)->base;
+	size_t n = count ? mrl_xcq_take(cq, buf, count, src_addr) : 0;
+
+	if (n)
+		return (ssize_t)n;
+	return src_addr ? base->sreadfrom(cq_fid, buf, count, src_addr, cond,
+					  timeout) :
+			  base->sread(cq_fid, buf, count, cond, timeout);
+}
+
+static ssize_t mrl_scq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
+			     const void *cond, int timeout)
+{
+	return mrl_scq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
+}
+
+static ssize_t mrl_scq_readerr(struct fid_cq *cq_fid,
+			       struct fi_cq_err_entry *buf, uint64_t flags)
+{
+	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+
+	return ((struct mrl_xcq *)cq->ext)->base->readerr(cq_fid, buf, flags);
+}
+
+/* One inner read into the (empty) stash, translated as the CQ's reads
+ * translate (counted on a guarded CQ). *got: what the provider returned;
+ * the result: what the application gets (-FI_EAGAIN if all was hidden). */
+static ssize_t mrl_xcq_fill(struct mrl_cq *cq, struct mrl_xcq *xcq,
+			    ssize_t *got)
+{
+	struct mrl_cq_guard *g = &xcq->guard;
+	bool guarded = xcq->base == &mrl_guard_cq_ops;
+	ssize_t n;
+
+	if (guarded)
+		mrl_cq_guard_enter(g);
+	n = mrl_cq_ops.readfrom(&cq->cq, xcq->stash, MRL_XCQ_STASH,
+				xcq->stash_src);
+	if (n == -FI_ENOSYS) {
+		n = fi_cq_read(cq->inner, xcq->stash, MRL_XCQ_STASH);
+		for (ssize_t i = 0; i < n; i++)
+			xcq->stash_src[i] = FI_ADDR_NOTAVAIL;
+	}
+	if (guarded)
+		mrl_cq_guard_test(g, xcq->stash, n);
+	*got = n;
+	n = mrl_cq_deliver(cq, xcq->stash, n, xcq->stash_src,
+			   xcq->entry_size);
+	if (guarded)
+		mrl_cq_guard_exit(g);
+	return n;
+}
+
+int mrl_xfer_cq_readable(struct mrl_cq *cq)
+{
+	struct mrl_xcq *xcq = cq->ext;
+	ssize_t got = 0, n;
+	bool hidden = false;
+	int ret;
+
+	/* Without ext nothing is hidden: every entry is the application's. */
+	if (!xcq)
+		return 1;
+	pthread_mutex_lock(&xcq->lock);
+	while (!xcq->nstash) {
+		n = mrl_xcq_fill(cq, xcq, &got);
+		if (n > 0) {
+			xcq->nstash = (size_t)n;
+			xcq->stash_head = 0;
+			mrl_xcq_set_ops(cq, &mrl_stash_cq_ops);
+		}
+		if (got <= 0 || n > 0)
+			break;
+		/* All hidden: look behind them. */
+		hidden = true;
+	}
+	/* An error entry (or a failing read) is for the application too. */
+	if (xcq->nstash || (got < 0 && got != -FI_EAGAIN))
+		ret = 1;
+	else
+		ret = hidden ? -FI_EAGAIN : 0;
+	pthread_mutex_unlock(&xcq->lock);
+	return ret;
+}
+
 static ssize_t mrl_plain_cq_read(struct fid_cq *cq_fid, void *buf,
 				 size_t count)
 {
@@ -518,6 +669,13 @@ static void mrl_xfer_cq_init(void)
 	mrl_guard_cq_ops.sread = mrl_gcq_sread;
 	mrl_guard_cq_ops.sreadfrom = mrl_gcq_sreadfrom;
 	mrl_guard_cq_ops.signal = mrl_xcq_signal;
+	mrl_stash_cq_ops = mrl_cq_ops;
+	mrl_stash_cq_ops.read = mrl_scq_read;
+	mrl_stash_cq_ops.readfrom = mrl_scq_readfrom;
+	mrl_stash_cq_ops.readerr = mrl_scq_readerr;
+	mrl_stash_cq_ops.sread = mrl_scq_sread;
+	mrl_stash_cq_ops.sreadfrom = mrl_scq_sreadfrom;
+	mrl_stash_cq_ops.signal = mrl_xcq_signal;
 	mrl_plain_cq_ops = mrl_cq_ops;
 	mrl_plain_cq_ops.read = mrl_plain_cq_read;
 	mrl_plain_cq_ops.readfrom = mrl_plain_cq_readfrom;
@@ -555,18 +713,19 @@ int mrl_xfer_cq_open(struct mrl_cq *cq)
 	cq->ext = xcq;
 	switch (xcq->entry_size) {
 	case sizeof(struct fi_cq_msg_entry):
-		cq->cq.ops = &mrl_xfer_cq_ops[1];
+		xcq->base = &mrl_xfer_cq_ops[1];
 		break;
 	case sizeof(struct fi_cq_data_entry):
-		cq->cq.ops = &mrl_xfer_cq_ops[2];
+		xcq->base = &mrl_xfer_cq_ops[2];
 		break;
 	case sizeof(struct fi_cq_tagged_entry):
-		cq->cq.ops = &mrl_xfer_cq_ops[3];
+		xcq->base = &mrl_xfer_cq_ops[3];
 		break;
 	default:
-		cq->cq.ops = &mrl_xfer_cq_ops[0];
+		xcq->base = &mrl_xfer_cq_ops[0];
 		break;
 	}
+	cq->cq.ops = (struct fi_ops_cq *)xcq->base;
 	return 0;
 }
 
@@ -625,9 +784,12 @@ struct mrl_cq_guard *mrl_xcq_guard(struct mrl_cq *cq)
 	pthread_mutex_lock(&xcq->lock);
 	if (!atomic_load_explicit(&xcq->guarded, memory_order_relaxed)) {
 		/* Reads that load the table from now on are counted; one
-		 * inside its call already is not (the residual window). */
-		__atomic_store_n(&cq->cq.ops, &mrl_guard_cq_ops,
-				 __ATOMIC_RELEASE);
+		 * inside its call already is not (the residual window).
+		 * With entries read ahead, the stash table stays until they
+		 * are taken, then puts this one back. */
+		xcq->base = &mrl_guard_cq_ops;
+		if (!xcq->nstash)
+			mrl_xcq_set_ops(cq, &mrl_guard_cq_ops);
 		atomic_store_explicit(&xcq->guarded, true,
 				      memory_order_release);
 	}

@@ -36,6 +36,7 @@ const struct mrl_personality mrl_lease_personality = {
 	.ep_close = mrl_xfer_ep_close,
 	.cq_open = mrl_xfer_cq_open,
 	.cq_close = mrl_xfer_cq_close,
+	.cq_readable = mrl_xfer_cq_readable,
 	.cntr_open = mrl_xfer_cntr_open,
 	.cntr_close = mrl_xfer_cntr_close,
 };
