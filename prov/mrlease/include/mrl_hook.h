@@ -8,8 +8,10 @@
  *
  * Way down: container_of(public, wrapper, field)->inner, O(1).
  * Way up:   every inner object is opened with context = &wrapper->public.fid,
- *           so an inner fid found in an event or poll result leads back to
- *           its wrapper through inner->fid.context (mrl_hook_of_inner()).
+ *           so a poll result (an inner object's context) is the wrapper.
+ *           An inner fid found in an event is looked up by value among the
+ *           objects wrappers adopted (mrl_adopt_inner, mrl_hook_of_inner()),
+ *           never dereferenced: the application writes events too.
  *           The wrapper's own fid.context is the application's context
  *           (utility providers such as rxm read cm_entry.fid->context).
  *
@@ -363,11 +365,12 @@ struct fid *mrl_inner_fid(struct fid *fid);
  * fid's context leads back to hook. Some providers keep the context
  * elsewhere and leave fid.context NULL (libfabric's util AV does, which is
  * why 1.17's own hooks report AV events with a NULL fid); a NULL one is
- * set, any other value is left to its provider.
+ * set, any other value is left to its provider. Also records inner -> hook
+ * for mrl_hook_of_inner (mrl_fid_close forgets it).
  */
 void mrl_adopt_inner(struct fid *inner, struct fid *hook);
-/* Inner fid (from an event or poll result) -> hook fid; a fid that does
- * not lead back to one of our wrappers is returned unchanged. */
+/* Inner fid (from an event) -> hook fid, looked up by value among the
+ * adopted inner objects; any other pointer is returned unchanged. */
 struct fid *mrl_hook_of_inner(struct fid *inner);
 
 static inline struct mrl_domain *mrl_domain_of(struct fid_domain *d)
