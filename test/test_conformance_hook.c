@@ -741,20 +741,18 @@ static ssize_t post_write(struct xfer_pair *p, void *src, void *dst,
 }
 
 /* What reports a CQ ready in the readiness cases. */
-enum ready_probe { PROBE_POLL, PROBE_TRYWAIT, PROBE_WAIT_SET };
+enum ready_probe { PROBE_POLL, PROBE_TRYWAIT };
 
 static const char *const ready_probe_names[] = {
 	[PROBE_POLL] = "fi_poll", [PROBE_TRYWAIT] = "fi_trywait",
-	[PROBE_WAIT_SET] = "fi_wait",
 };
 
 struct ready_set {
 	enum ready_probe probe;
 	struct fid_poll *poll;
-	struct fid_wait *wait;
 };
 
-/* Whether probe says p->cq has something to read (< 0: it failed). */
+/* Whether r's probe says p->cq has something to read (< 0: it failed). */
 static int ready_probe(struct xfer_pair *p, struct ready_set *r)
 {
 	struct fid *fids[1] = { &p->cq->fid };
@@ -770,10 +768,6 @@ static int ready_probe(struct xfer_pair *p, struct ready_set *r)
 	case PROBE_TRYWAIT:
 		ret = fi_trywait(p->fabric, fids, 1);
 		return ret == -FI_EAGAIN ? 1 : ret;
-	case PROBE_WAIT_SET:
-		ret = fi_wait(r->wait, 0);
-		return ret == -FI_ETIMEDOUT || ret == -FI_EAGAIN ? 0 :
-		       ret == 0 ? 1 : ret;
 	}
 	return -FI_EINVAL;
 }
@@ -788,8 +782,7 @@ static void cq_ready_only_with_a_readable_completion(enum ready_probe probe)
 {
 	const char *what = ready_probe_names[probe];
 	struct xfer_opts opts = { .selective = true,
-				  .cq_wait = probe == PROBE_WAIT_SET ?
-						     FI_WAIT_SET : FI_WAIT_UNSPEC };
+				  .cq_wait = FI_WAIT_UNSPEC };
 	struct ready_set r = { .probe = probe };
 	struct fi_cq_tagged_entry e[4];
 	struct fi_context2 ctx, vctx[HIDDEN_ROUNDS];
