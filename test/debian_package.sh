@@ -5,16 +5,18 @@
 # (make distdir: what make dist packs) in a temporary directory is built with
 # `dpkg-buildpackage -us -uc -b`; lintian finds no error or warning that
 # debian/*.lintian-overrides does not justify; `dpkg -i` installs both
-# packages and then, with no FI_PROVIDER_PATH, FI_HOOK=mrlease puts the
+# packages, and then, with no FI_PROVIDER_PATH, FI_HOOK=mrlease puts the
 # installed plugin in examples/mrl_demo's path and a client compiled against
 # the installed header alone opens the extension; `dpkg -r` removes them and
-# leaves the machine as it was (no package, no file, the hook gone).
+# leaves the machine as it was (no package, no file, the hook gone). apt-get
+# runs dpkg -i and dpkg -r, because it waits for dpkg's lock when another
+# apt or dpkg on the machine holds it.
 #
 # Skips, naming the reason: not root, a tool or build dependency missing, a
 # sanitizer build (the packages are built without sanitizers; the plain
-# build's suite checks them). Already installed packages are the user's:
-# they are built and checked, but neither installed over nor removed. A lock
-# keeps two suites on one machine from installing at the same time.
+# build's suite checks them), packages or a plugin already in place (the
+# user's, not ours to replace or remove: they are still built and checked).
+# A lock keeps two suites on one machine from installing at the same time.
 set -u
 # shellcheck source=test/ext_tap.sh
 . "$(dirname "$0")/ext_tap.sh"
@@ -54,7 +56,7 @@ cleanup() {
 	# An aborted run must not leave our packages behind.
 	if [ "$installed_by_us" -eq 1 ]; then
 		# shellcheck disable=SC2086
-		dpkg -r $packages >/dev/null 2>&1
+		pkg remove $packages >/dev/null 2>&1
 	fi
 	rm -rf "$tmp"
 }
@@ -113,17 +115,26 @@ check lintian_reports_nothing_unjustified "$status" \
 echo "# lintian took $(($(now) - t0)) s"
 
 # ---- install, use, remove --------------------------------------------------
-# shellcheck disable=SC2086
-if dpkg-query -W -f='${db:Status-Abbrev}\n' $packages 2>/dev/null | grep -q '^i'; then
-	skip_from dpkg_i_installs_the_plugin_into_libfabrics_provider_directory \
-		"already installed here: the user's packages are not ours to replace or remove"
-fi
+# dpkg -i / dpkg -r through apt-get, which waits (bounded) for dpkg's lock
+# rather than failing. Their dependencies are the build's: installed.
+pkg() {
+	DEBIAN_FRONTEND=noninteractive apt-get -q -y \
+		-o DPkg::Lock::Timeout=120 "$@"
+}
+# One suite at a time installs, and only where nothing of ours is in place.
 exec 9>"$lock"
 flock -w 120 9 ||
 	skip_from dpkg_i_installs_the_plugin_into_libfabrics_provider_directory \
 		"another suite holds $lock"
-
+# shellcheck disable=SC2086
+if dpkg-query -W -f='${db:Status-Abbrev}\n' $packages 2>/dev/null | grep -q '^[ih]'; then
+	skip_from dpkg_i_installs_the_plugin_into_libfabrics_provider_directory \
+		"already installed here: the user's packages are not ours to replace or remove"
+fi
 provdir="$(pkg-config --variable=libdir libfabric)/libfabric"
+[ -e "$provdir/libmrlease-fi.so" ] &&
+	skip_from dpkg_i_installs_the_plugin_into_libfabrics_provider_directory \
+		"$provdir/libmrlease-fi.so is there already, not from a package (make install?)"
 provdir_before=absent
 [ -e "$provdir" ] && provdir_before=present
 demo() {
@@ -132,14 +143,14 @@ demo() {
 }
 
 installed_by_us=1
-dpkg -i "${debs[@]}" >"$tmp/dpkg-i.log" 2>&1
+pkg install "${debs[@]}" >"$tmp/dpkg-i.log" 2>&1
 status=$?
 manpage=$(dpkg -L libfabric-mrlease 2>/dev/null | grep '/man7/fi_mrlease\.7')
 [ "$status" -eq 0 ] && [ -f "$provdir/libmrlease-fi.so" ] &&
 	[ -f /usr/include/rdma/fi_ext_mrlease.h ] && [ -n "$manpage" ] &&
 	[ -f "$manpage" ]
 check dpkg_i_installs_the_plugin_into_libfabrics_provider_directory $? \
-	"dpkg -i exited with status $status; want $provdir/libmrlease-fi.so," \
+	"apt-get install (dpkg -i) exited with status $status; want $provdir/libmrlease-fi.so," \
 	"/usr/include/rdma/fi_ext_mrlease.h and fi_mrlease.7 (got '$manpage')" \
 	"$(cat "$tmp/dpkg-i.log")"
 
@@ -170,10 +181,9 @@ else
 fi
 
 # shellcheck disable=SC2086
-dpkg -r $packages >"$tmp/dpkg-r.log" 2>&1
+pkg remove $packages >"$tmp/dpkg-r.log" 2>&1
 status=$?
-installed_by_us=0
-flock -u 9
+[ "$status" -eq 0 ] && installed_by_us=0
 # shellcheck disable=SC2086
 left=$(dpkg-query -W -f='${binary:Package} ${db:Status-Abbrev}\n' $packages 2>/dev/null |
 	awk '$2 !~ /^[up]n/')
@@ -184,7 +194,7 @@ out=$(demo)
 	[ ! -e /usr/include/rdma/fi_ext_mrlease.h ] && [ ! -e "$manpage" ] &&
 	printf '%s\n' "$out" | grep -q '^mrlease hook: not active'
 check dpkg_r_leaves_the_machine_as_it_was $? \
-	"dpkg -r exited with status $status; left: '$left'" \
+	"apt-get remove (dpkg -r) exited with status $status; left: '$left'" \
 	"$provdir: $provdir_before before, $provdir_after after" \
 	"mrl_demo: $(printf '%s\n' "$out" | grep '^mrlease')" "$(cat "$tmp/dpkg-r.log")"
 finish

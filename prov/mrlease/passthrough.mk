@@ -16,3 +16,5 @@ prov_mrlease_libmrlease_core_la_SOURCES += \
 	prov/mrlease/src/hook_cm.c \
 	prov/mrlease/src/hook_mr.c \
 	prov/mrlease/src/hook_xfer.c
+# In the release tarball: included by mrl_hook.h (libfabric 1.x/2.x headers).
+EXTRA_DIST += prov/mrlease/include/mrl_compat.h
