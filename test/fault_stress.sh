@@ -26,6 +26,6 @@ run() {
 
 run stress
 run close_cache
-# Not yet run: close and refused_domain wait for mrlease to keep its domain
-# state through a refused close (issue 16).
+run close
+run refused_domain
 finish
