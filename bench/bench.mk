@@ -82,7 +82,11 @@ BENCHES += bench/thread_bench
 # BENCH_DATA_DIR (default bench-data in the build tree); make plots draws
 # what is there into bench/plots/ of the source tree, the committed charts.
 PLOTTED_BENCHES = bench/cost_bench bench/thread_bench bench/cache_bench bench/xfer_bench
-EXTRA_DIST += bench/plot.sh
+EXTRA_DIST += bench/plot.sh bench/plots/rate_cost.svg bench/plots/cost_savings.svg \
+	bench/plots/rate_xfer.svg bench/plots/cache_hit.svg bench/plots/thread_scaling.svg \
+	bench/plots/data/cost_bench.dat bench/plots/data/cost_bench.out \
+	bench/plots/data/thread_bench.dat bench/plots/data/thread_bench.out \
+	bench/plots/data/cache_bench.out bench/plots/data/xfer_bench.out
 bench-data: $(PLOTTED_BENCHES) test/libmrcheck-fi.la
 	@dir=$${BENCH_DATA_DIR:-$(abs_builddir)/bench-data}; \
 	for b in $(PLOTTED_BENCHES); do echo "== $$b"; \

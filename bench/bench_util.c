@@ -187,6 +187,35 @@ int bu_server_quit(struct bu_server *s, void (*each_line)(const char *line, void
 	return 0;
 }
 
+int bu_servers_start(struct bu_server *sv, int n, const char *const *names,
+		     void (*env)(void *arg), int *ids)
+{
+	int ret = 0;
+
+	for (int m = 0; m < n && !ret; m++) {
+		char *args[] = { "--serve", (char *)names[m], NULL };
+
+		sv[m] = (struct bu_server){ .name = names[m] };
+		ret = bu_server_start(&sv[m], args, env, &ids[m]);
+	}
+	for (int m = 0; m < n && !ret; m++)
+		ret = bu_server_ready(&sv[m]);
+	if (ret)
+		for (int m = 0; m < n; m++)
+			bu_server_kill(&sv[m]);
+	return ret;
+}
+
+int bu_servers_end(struct bu_server *sv, int n, int ret)
+{
+	for (int m = 0; m < n; m++)
+		if (ret)
+			bu_server_kill(&sv[m]);
+		else if (bu_server_quit(&sv[m], NULL, NULL))
+			ret = -FI_EOTHER;
+	return ret;
+}
+
 bool bu_serve_gets(char *line, int len)
 {
 	return fgets(line, len, stdin) != NULL;
@@ -217,6 +246,20 @@ long bu_env_long(const char *name, long def)
 	const char *v = getenv(name);
 
 	return v && *v ? strtol(v, NULL, 10) : def;
+}
+
+long bu_env_clamp(const char *name, long def, long lo, long hi)
+{
+	long v = bu_env_long(name, def);
+
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+const char *bu_env_str(const char *name, const char *def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : def;
 }
 
 static int bu_cmp_double(const void *a, const void *b)

@@ -44,6 +44,14 @@ int bu_server_quit(struct bu_server *s, void (*each_line)(const char *line, void
 		   void *arg);
 /* Kill and reap s (nothing if it is not running). */
 void bu_server_kill(struct bu_server *s);
+/* Start n servers at once, server m as "--serve names[m]" with env(&ids[m]),
+ * and wait until every one is ready. 0, or as bu_server_ready with every
+ * server gone. */
+int bu_servers_start(struct bu_server *sv, int n, const char *const *names,
+		     void (*env)(void *arg), int *ids);
+/* End n servers: killed when ret is non-zero (a failed measurement), else
+ * told to quit. Returns ret, or -FI_EOTHER when a quit failed. */
+int bu_servers_end(struct bu_server *sv, int n, int ret);
 
 /* The server side: a command line from the parent into line (false at the
  * end of input: the parent is gone), and the answer. */
@@ -52,6 +60,10 @@ void bu_serve_answer(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 
 double bu_now_s(void);
 long bu_env_long(const char *name, long def);
+/* name's value clamped to [lo, hi], def when unset. */
+long bu_env_clamp(const char *name, long def, long lo, long hi);
+/* name's value, def when unset. */
+const char *bu_env_str(const char *name, const char *def);
 /* The p-quantile (0..1) of v, linear between order statistics; sorts v. */
 double bu_quantile(double *v, int n, double p);
 double bu_median(double *v, int n);

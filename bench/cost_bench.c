@@ -110,16 +110,12 @@ static const size_t sizes[] = { 4096, 16384, 65536, 262144, 1048576, 4194304 };
 
 static const char *bench_prov(void)
 {
-	const char *prov = getenv("COST_BENCH_PROV");
-
-	return prov ? prov : "tcp;ofi_rxm";
+	return bu_env_str("COST_BENCH_PROV", "tcp;ofi_rxm");
 }
 
 static int window_size(void)
 {
-	long w = bu_env_long("COST_BENCH_WINDOW", 8);
-
-	return (int)(w < 1 ? 1 : w > MAX_WINDOW ? MAX_WINDOW : w);
+	return (int)bu_env_clamp("COST_BENCH_WINDOW", 8, 1, MAX_WINDOW);
 }
 
 static bool mode_leases(int mode)
@@ -421,24 +417,6 @@ static struct sample samples[NSIZES][NMODES][MAX_ROUNDS];
 static long slice_writes[NSIZES];
 static int mode_ids[NMODES] = { M_APP, M_PEROP, M_LEASE, M_EVICT };
 
-static int start_servers(struct bu_server sv[NMODES])
-{
-	int ret = 0;
-
-	for (int m = 0; m < NMODES && !ret; m++) {
-		char *args[] = { "--serve", (char *)mode_names[m], NULL };
-
-		sv[m] = (struct bu_server){ .name = mode_names[m] };
-		ret = bu_server_start(&sv[m], args, child_env, &mode_ids[m]);
-	}
-	for (int m = 0; m < NMODES && !ret; m++)
-		ret = bu_server_ready(&sv[m]);
-	if (ret)
-		for (int m = 0; m < NMODES; m++)
-			bu_server_kill(&sv[m]);
-	return ret;
-}
-
 static int slice(struct bu_server *s, size_t size, long n, struct sample *out)
 {
 	char cmd[64], ans[256];
@@ -493,7 +471,7 @@ static int measure_generation(int r0, int r1)
 	struct bu_server sv[NMODES];
 	int order[NMODES], ret;
 
-	ret = start_servers(sv);
+	ret = bu_servers_start(sv, NMODES, mode_names, child_env, mode_ids);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < NSIZES && !ret; i++) {
@@ -506,15 +484,7 @@ static int measure_generation(int r0, int r1)
 					    &samples[i][order[k]][r]);
 		}
 	}
-	if (ret) {
-		for (int m = 0; m < NMODES; m++)
-			bu_server_kill(&sv[m]);
-		return ret;
-	}
-	for (int m = 0; m < NMODES; m++)
-		if (bu_server_quit(&sv[m], NULL, NULL))
-			ret = -FI_EOTHER;
-	return ret;
+	return bu_servers_end(sv, NMODES, ret);
 }
 
 /* The pairs reported: numerator mode, denominator mode. */
@@ -687,8 +657,8 @@ static void write_data(const struct figures fig[NSIZES], int rounds, double a, d
 
 static int parent_main(void)
 {
-	int rounds = (int)bu_env_long("COST_BENCH_ROUNDS", 40);
-	int gens = (int)bu_env_long("COST_BENCH_GENERATIONS", 5);
+	int rounds = (int)bu_env_clamp("COST_BENCH_ROUNDS", 40, 1, MAX_ROUNDS);
+	int gens = (int)bu_env_clamp("COST_BENCH_GENERATIONS", 5, 1, rounds);
 	struct figures fig[NSIZES];
 	double a, b, min_lease_app[NCLOCKS] = { 1e9, 1e9 };
 	double min_lease_perop[NCLOCKS] = { 1e9, 1e9 };
@@ -697,8 +667,6 @@ static int parent_main(void)
 
 	/* A child that died leaves a broken pipe: a write error, not a signal. */
 	signal(SIGPIPE, SIG_IGN);
-	rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
-	gens = gens < 1 ? 1 : gens > rounds ? rounds : gens;
 	model_of(&a, &b);
 	cpu = bu_pin_one_cpu("COST_BENCH_CPU");
 	printf("# cost_bench: fi_write rate over %s under mrcheck's registration cost "

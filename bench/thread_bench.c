@@ -76,16 +76,12 @@ static const size_t sizes[] = { 64, 4096, 65536 };
 
 static const char *bench_prov(void)
 {
-	const char *prov = getenv("THREAD_BENCH_PROV");
-
-	return prov ? prov : "tcp;ofi_rxm";
+	return bu_env_str("THREAD_BENCH_PROV", "tcp;ofi_rxm");
 }
 
 static int window_size(void)
 {
-	long w = bu_env_long("THREAD_BENCH_WINDOW", 16);
-
-	return (int)(w < 1 ? 1 : w > MAX_WINDOW ? MAX_WINDOW : w);
+	return (int)bu_env_clamp("THREAD_BENCH_WINDOW", 16, 1, MAX_WINDOW);
 }
 
 /* ---- server: one mode, its threads ---------------------------------- */
@@ -449,24 +445,6 @@ static long slice_writes[NSIZES];
 static uint64_t lookups[NSIZES][NMODES], misses[NSIZES][NMODES];
 static int mode_ids[NMODES] = { M_NOHOOK, M_LEASE, M_SHARED };
 
-static int start_servers(struct bu_server sv[NMODES])
-{
-	int ret = 0;
-
-	for (int m = 0; m < NMODES && !ret; m++) {
-		char *args[] = { "--serve", (char *)mode_names[m], NULL };
-
-		sv[m] = (struct bu_server){ .name = mode_names[m] };
-		ret = bu_server_start(&sv[m], args, child_env, &mode_ids[m]);
-	}
-	for (int m = 0; m < NMODES && !ret; m++)
-		ret = bu_server_ready(&sv[m]);
-	if (ret)
-		for (int m = 0; m < NMODES; m++)
-			bu_server_kill(&sv[m]);
-	return ret;
-}
-
 /* One slice; its aggregate rate in *r. */
 static int slice(struct bu_server *s, size_t i, int threads, long n, double *r,
 		 uint64_t *lk, uint64_t *ms)
@@ -496,7 +474,7 @@ static int measure_generation(int r0, int r1)
 	struct bu_server sv[NMODES];
 	int order[NMODES * MAX_THREADS], ret;
 
-	ret = start_servers(sv);
+	ret = bu_servers_start(sv, NMODES, mode_names, child_env, mode_ids);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < NSIZES && !ret; i++) {
@@ -524,15 +502,7 @@ static int measure_generation(int r0, int r1)
 			}
 		}
 	}
-	if (ret) {
-		for (int m = 0; m < NMODES; m++)
-			bu_server_kill(&sv[m]);
-		return ret;
-	}
-	for (int m = 0; m < NMODES; m++)
-		if (bu_server_quit(&sv[m], NULL, NULL))
-			ret = -FI_EOTHER;
-	return ret;
+	return bu_servers_end(sv, NMODES, ret);
 }
 
 struct figures {
@@ -631,16 +601,14 @@ static void write_data(const struct figures fig[NSIZES], int rounds)
 
 static int parent_main(void)
 {
-	int rounds = (int)bu_env_long("THREAD_BENCH_ROUNDS", 40);
-	int gens = (int)bu_env_long("THREAD_BENCH_GENERATIONS", 5);
+	int rounds = (int)bu_env_clamp("THREAD_BENCH_ROUNDS", 40, 1, MAX_ROUNDS);
+	int gens = (int)bu_env_clamp("THREAD_BENCH_GENERATIONS", 5, 1, rounds);
 	struct figures fig[NSIZES];
 	double min_sr[NMODES] = { 0, 1e9, 1e9 };
 	bool hits = true;
 	int ret = 0;
 
 	signal(SIGPIPE, SIG_IGN);
-	rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
-	gens = gens < 1 ? 1 : gens > rounds ? rounds : gens;
 	printf("# thread_bench: fi_write rate over %s, 1 and 2 posting threads on one "
 	       "FI_THREAD_SAFE domain, %d rounds per size by %d generations of "
 	       "children, window %d per thread, unpinned on %ld CPUs, load %.2f\n",
