@@ -72,7 +72,7 @@ static const size_t sizes[] = { 64, 4096, 65536 };
 
 #define MAX_ROUNDS 200
 #define SLICE_SECONDS 0.08
-#define CALIB_SECONDS 0.03
+#define CALIB_SECONDS 0.3
 
 static const char *bench_prov(void)
 {
@@ -469,6 +469,36 @@ static int slice(struct bu_server *s, size_t i, int threads, long n, double *r,
 	return 0;
 }
 
+/*
+ * Writes per thread per slice at size i: SLICE_SECONDS at the modes' median
+ * rate with one thread. Each mode writes for CALIB_SECONDS in short
+ * slices: a single short burst runs faster than the steady state (the
+ * writes only fill the socket buffers), and slices calibrated on it run
+ * several times too long.
+ */
+static int calibrate(struct bu_server sv[NMODES], size_t i)
+{
+	double cal[NMODES], r;
+	long n = 200;
+	int ret = 0;
+
+	for (int m = 0; m < NMODES && !ret; m++) {
+		double secs = 0;
+		long done = 0;
+
+		while (!ret && secs < CALIB_SECONDS) {
+			ret = slice(&sv[m], i, 1, n, &r, &lookups[i][m], &misses[i][m]);
+			secs += n / r;
+			done += n;
+		}
+		cal[m] = done / secs;
+	}
+	slice_writes[i] = ret ? 0 : (long)(SLICE_SECONDS * bu_median(cal, NMODES));
+	if (slice_writes[i] < 4L * window_size())
+		slice_writes[i] = 4L * window_size();
+	return ret;
+}
+
 static int measure_generation(int r0, int r1)
 {
 	struct bu_server sv[NMODES];
@@ -479,15 +509,7 @@ static int measure_generation(int r0, int r1)
 		return ret;
 	for (size_t i = 0; i < NSIZES && !ret; i++) {
 		if (!r0) {
-			/* Writes per thread: SLICE_SECONDS at N = 1's median. */
-			double cal[NMODES];
-
-			for (int m = 0; m < NMODES && !ret; m++)
-				ret = slice(&sv[m], i, 1, 200, &cal[m], &lookups[i][m],
-					    &misses[i][m]);
-			slice_writes[i] = ret ? 0 : (long)(SLICE_SECONDS * bu_median(cal, NMODES));
-			if (slice_writes[i] < 4L * window_size())
-				slice_writes[i] = 4L * window_size();
+			ret = calibrate(sv, i);
 			memset(lookups[i], 0, sizeof(lookups[i]));
 			memset(misses[i], 0, sizeof(misses[i]));
 		}
