@@ -57,11 +57,11 @@ footer() {
 	printf 'measured on %s, %s, load average %s' "${machine:-?}" "${date:-?}" "${load:-?}"
 }
 
-# preamble OUTPUT TITLE STAMP: SVG, the title with the stamp under it in
-# small type, the key below the plot.
+# preamble OUTPUT TITLE STAMP [WIDTH,HEIGHT]: SVG, the title with the stamp
+# under it in small type, the key below the plot.
 preamble() {
 	cat <<EOF
-set terminal svg size 800,560 dynamic enhanced font "sans,12" background "white"
+set terminal svg size ${4:-800,560} dynamic enhanced font "sans,12" background "white"
 set output "$1"
 set title "$2\\n{/=9 $3}"
 set key below maxrows 4
@@ -190,20 +190,32 @@ fi
 f="$data/thread_bench.dat"
 if [ -r "$f" ]; then
 	# Columns: 1 size; 2-7 rates; 8-10 nohook scaling, 11-13 lease,
-	# 14-16 shared; 17-19 lease/nohook scaling, 20-22 shared/nohook.
+	# 14-16 shared; 17-19 lease/nohook scaling, 20-22 shared/nohook;
+	# 23-25 and 26-28 the same two by CPU time (each a median and its
+	# quartiles). Left: each mode's scaling; right: the figure with its
+	# target, mrlease's scaling over the provider's.
 	{
-		preamble "$outdir/thread_scaling.svg" "Scaling from 1 to 2 posting threads, one thread-safe domain (thread\\\\_bench)" "$(footer "$f")"
+		preamble "$outdir/thread_scaling.svg" "From 1 to 2 posting threads on one thread-safe domain (thread\\\\_bench)" "$(footer "$f")" 960,560
 		cat <<EOF
+set multiplot layout 1,2 title "From 1 to 2 posting threads on one thread-safe domain (thread\\\\_bench)\\n{/=9 $(footer "$f")}"
+unset title
 set logscale x
 set xlabel "message size (bytes)"
 set xrange [40:110000]
-set ylabel "rate with 2 threads / rate with 1 [quartiles]"
 set format x "%.0s%cB"
-set yrange [0:*]
+set yrange [0:1.6]
+set ylabel "rate with 2 threads / with 1 [quartiles]"
 plot "$f" u 1:8:9:10 w yerrorlines lw 2 pt 7 t "no hook", \\
-     "" u (\$1*1.08):11:12:13 w yerrorlines lw 2 pt 5 t "mrlease, own buffers", \\
-     "" u (\$1*1.16):14:15:16 w yerrorlines lw 1 pt 9 dt 2 t "mrlease, one shared buffer", \\
-     1 w l lc rgb "#999999" dt 3 t "no scaling"
+     "" u (\$1*1.08):11:12:13 w yerrorlines lw 2 pt 5 t "mrlease", \\
+     "" u (\$1*1.16):14:15:16 w yerrorlines lw 1 pt 9 dt 2 t "mrlease, shared buffer", \\
+     1 w l lc rgb "#999999" dt 3 notitle
+set ylabel "mrlease's scaling / no hook's [quartiles]"
+plot "$f" u 1:17:18:19 w yerrorlines lw 2 pt 5 lc 2 t "elapsed", \\
+     "" u (\$1*1.16):20:21:22 w yerrorlines lw 1 pt 9 dt 2 lc 3 t "elapsed, shared buffer", \\
+     "" u (\$1*1.08):23:24:25 w yerrorlines lw 2 pt 4 lc 7 t "per CPU second", \\
+     "" u (\$1*1.24):26:27:28 w yerrorlines lw 1 pt 8 dt 2 lc 4 t "per CPU second, shared", \\
+     0.95 w l lc rgb "#cc6666" dt 4 t "target 0.95"
+unset multiplot
 EOF
 	} | gnuplot
 	drawn=$((drawn + 1))

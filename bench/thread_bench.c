@@ -19,7 +19,12 @@
  * rate with 1; the figure is lease's (and shared's) scaling factor over
  * nohook's (target >= 0.95): what the provider's own locks and the
  * machine's two CPUs allow is the baseline, and a cache whose shared state
- * serialised the threads would fall below it. The rates of lease over
+ * serialised the threads would fall below it. The same by CPU time
+ * (cpu_sr_*): writes per CPU second of the process with 2 threads over
+ * with 1, lease's over nohook's. On a shared machine the elapsed scaling
+ * follows how much of the two CPUs other processes left; the CPU figure
+ * does not, and contention on shared state (cache lines moving between
+ * the threads, spinning) shows in it as CPU time per write. The rates of lease over
  * nohook at N = 1 and N = 2 are printed too, with the cache's statistics
  * (every timed lookup a hit).
  *
@@ -52,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_rma.h>
@@ -363,6 +369,14 @@ err:
 	return 1;
 }
 
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static uint64_t cache_stat(struct server *sv, bool misses)
 {
 	struct fi_mrlease_stats st;
@@ -375,7 +389,8 @@ static uint64_t cache_stat(struct server *sv, bool misses)
 /*
  * --serve MODE: warm up (every size, every thread), say "ready", then
  *     "slice SIZE T N"  N writes in each of T threads at once ->
- *                       "slice secs S lookups L misses M"
+ *                       "slice secs S cpu U lookups L misses M" (U: the
+ *                       process's CPU seconds over the slice)
  *     "quit"
  */
 static int serve_main(int mode)
@@ -395,6 +410,7 @@ static int serve_main(int mode)
 		bu_serve_answer("ready\n");
 	while (!ret && bu_serve_gets(line, sizeof(line))) {
 		uint64_t l0, m0;
+		double u0;
 		size_t size;
 		long n;
 		int t;
@@ -409,13 +425,16 @@ static int serve_main(int mode)
 		}
 		l0 = cache_stat(&sv, false);
 		m0 = cache_stat(&sv, true);
+		u0 = cpu_s();
 		secs = run_slice(&sv, size, t, n);
+		u0 = cpu_s() - u0;
 		if (secs < 0) {
 			ret = 1;
 			break;
 		}
-		bu_serve_answer("slice secs %.9f lookups %" PRIu64 " misses %" PRIu64 "\n",
-				secs, cache_stat(&sv, false) - l0, cache_stat(&sv, true) - m0);
+		bu_serve_answer("slice secs %.9f cpu %.9f lookups %" PRIu64 " misses %"
+				PRIu64 "\n", secs, u0, cache_stat(&sv, false) - l0,
+				cache_stat(&sv, true) - m0);
 	}
 	server_close(&sv);
 	return ret;
@@ -439,31 +458,34 @@ static void child_env(void *arg)
 	setenv("FI_MRLEASE_MIN_SIZE", "0", 1);
 }
 
-/* [size][mode][threads - 1][round]: aggregate writes per second. */
+/* [size][mode][threads - 1][round]: aggregate writes per second, and
+ * writes per second of the process's CPU time. */
 static double rate[NSIZES][NMODES][MAX_THREADS][MAX_ROUNDS];
+static double crate[NSIZES][NMODES][MAX_THREADS][MAX_ROUNDS];
 static long slice_writes[NSIZES];
 static uint64_t lookups[NSIZES][NMODES], misses[NSIZES][NMODES];
 static int mode_ids[NMODES] = { M_NOHOOK, M_LEASE, M_SHARED };
 
-/* One slice; its aggregate rate in *r. */
+/* One slice; its aggregate rate in *r, per CPU second in *cr. */
 static int slice(struct bu_server *s, size_t i, int threads, long n, double *r,
-		 uint64_t *lk, uint64_t *ms)
+		 double *cr, uint64_t *lk, uint64_t *ms)
 {
 	char cmd[64], ans[160];
 	uint64_t l, m;
-	double secs;
+	double secs, cpu;
 	int ret;
 
 	snprintf(cmd, sizeof(cmd), "slice %zu %d %ld", sizes[i], threads, n);
 	ret = bu_server_ask(s, cmd, ans, sizeof(ans));
 	if (ret)
 		return ret;
-	if (sscanf(ans, "slice secs %lf lookups %" SCNu64 " misses %" SCNu64, &secs,
-		   &l, &m) != 3 || secs <= 0) {
+	if (sscanf(ans, "slice secs %lf cpu %lf lookups %" SCNu64 " misses %" SCNu64,
+		   &secs, &cpu, &l, &m) != 4 || secs <= 0 || cpu <= 0) {
 		fprintf(stderr, "thread_bench: %s answered: %s", s->name, ans);
 		return -FI_EOTHER;
 	}
 	*r = (double)threads * n / secs;
+	*cr = (double)threads * n / cpu;
 	*lk += l;
 	*ms += m;
 	return 0;
@@ -478,7 +500,7 @@ static int slice(struct bu_server *s, size_t i, int threads, long n, double *r,
  */
 static int calibrate(struct bu_server sv[NMODES], size_t i)
 {
-	double cal[NMODES], r;
+	double cal[NMODES], r, cr;
 	long n = 200;
 	int ret = 0;
 
@@ -487,7 +509,8 @@ static int calibrate(struct bu_server sv[NMODES], size_t i)
 		long done = 0;
 
 		while (!ret && secs < CALIB_SECONDS) {
-			ret = slice(&sv[m], i, 1, n, &r, &lookups[i][m], &misses[i][m]);
+			ret = slice(&sv[m], i, 1, n, &r, &cr, &lookups[i][m],
+				    &misses[i][m]);
 			secs += n / r;
 			done += n;
 		}
@@ -519,8 +542,8 @@ static int measure_generation(int r0, int r1)
 				int m = order[k] / MAX_THREADS, t = order[k] % MAX_THREADS;
 
 				ret = slice(&sv[m], i, t + 1, slice_writes[i],
-					    &rate[i][m][t][r], &lookups[i][m],
-					    &misses[i][m]);
+					    &rate[i][m][t][r], &crate[i][m][t][r],
+					    &lookups[i][m], &misses[i][m]);
 			}
 		}
 	}
@@ -534,6 +557,10 @@ struct figures {
 	double sr[NMODES], sr_q1[NMODES], sr_q3[NMODES];
 	/* lease and shared over nohook at each N, per round */
 	double vs[NMODES][MAX_THREADS];
+	/* By CPU time: writes per CPU second with 2 threads over with 1 (1
+	 * when a second thread costs no CPU per write, whatever share of the
+	 * machine the process got), and that over nohook's, per round */
+	double eff[NMODES], er[NMODES], er_q1[NMODES], er_q3[NMODES];
 };
 
 static void figures_of(size_t i, int rounds, struct figures *f)
@@ -559,6 +586,15 @@ static void figures_of(size_t i, int rounds, struct figures *f)
 		f->sr_q1[m] = bu_quantile(v, rounds, 0.25);
 		f->sr[m] = bu_quantile(v, rounds, 0.5);
 		f->sr_q3[m] = bu_quantile(v, rounds, 0.75);
+		for (int r = 0; r < rounds; r++)
+			v[r] = crate[i][m][1][r] / crate[i][m][0][r];
+		f->eff[m] = bu_median(v, rounds);
+		for (int r = 0; r < rounds; r++)
+			v[r] = (crate[i][m][1][r] / crate[i][m][0][r]) /
+			       (crate[i][M_NOHOOK][1][r] / crate[i][M_NOHOOK][0][r]);
+		f->er_q1[m] = bu_quantile(v, rounds, 0.25);
+		f->er[m] = bu_quantile(v, rounds, 0.5);
+		f->er_q3[m] = bu_quantile(v, rounds, 0.75);
 	}
 }
 
@@ -593,6 +629,15 @@ static void print_figures(const struct figures fig[NSIZES], int rounds)
 		       fig[i].vs[M_SHARED][0], fig[i].vs[M_SHARED][1],
 		       lookups[i][M_LEASE], lookups[i][M_SHARED], misses[i][M_LEASE],
 		       misses[i][M_SHARED], slice_writes[i]);
+	printf("# by CPU time: writes per CPU second with 2 threads over with 1 "
+	       "(nohook, lease, shared), and lease's and shared's over nohook's "
+	       "[quartiles]\n");
+	for (size_t i = 0; i < NSIZES; i++)
+		printf("# %6zu %.3f %.3f %.3f  lease %.3f [%.3f %.3f]  shared %.3f "
+		       "[%.3f %.3f]\n", sizes[i], fig[i].eff[M_NOHOOK],
+		       fig[i].eff[M_LEASE], fig[i].eff[M_SHARED], fig[i].er[M_LEASE],
+		       fig[i].er_q1[M_LEASE], fig[i].er_q3[M_LEASE], fig[i].er[M_SHARED],
+		       fig[i].er_q1[M_SHARED], fig[i].er_q3[M_SHARED]);
 }
 
 static void write_data(const struct figures fig[NSIZES], int rounds)
@@ -604,7 +649,7 @@ static void write_data(const struct figures fig[NSIZES], int rounds)
 	fprintf(f, "# prov: %s\n# rounds: %d\n", bench_prov(), rounds);
 	fprintf(f, "# size nohook1 nohook2 lease1 lease2 shared1 shared2 "
 		"scale_nohook q1 q3 scale_lease q1 q3 scale_shared q1 q3 "
-		"sr_lease q1 q3 sr_shared q1 q3\n");
+		"sr_lease q1 q3 sr_shared q1 q3 cpu_sr_lease q1 q3 cpu_sr_shared q1 q3\n");
 	for (size_t i = 0; i < NSIZES; i++) {
 		const struct figures *g = &fig[i];
 
@@ -616,6 +661,8 @@ static void write_data(const struct figures fig[NSIZES], int rounds)
 				g->scale_q3[m]);
 		for (int m = M_LEASE; m < NMODES; m++)
 			fprintf(f, " %.4f %.4f %.4f", g->sr[m], g->sr_q1[m], g->sr_q3[m]);
+		for (int m = M_LEASE; m < NMODES; m++)
+			fprintf(f, " %.4f %.4f %.4f", g->er[m], g->er_q1[m], g->er_q3[m]);
 		fprintf(f, "\n");
 	}
 	fclose(f);
@@ -626,7 +673,7 @@ static int parent_main(void)
 	int rounds = (int)bu_env_clamp("THREAD_BENCH_ROUNDS", 40, 1, MAX_ROUNDS);
 	int gens = (int)bu_env_clamp("THREAD_BENCH_GENERATIONS", 5, 1, rounds);
 	struct figures fig[NSIZES];
-	double min_sr[NMODES] = { 0, 1e9, 1e9 };
+	double min_sr[NMODES] = { 0, 1e9, 1e9 }, min_er[NMODES] = { 0, 1e9, 1e9 };
 	bool hits = true;
 	int ret = 0;
 
@@ -653,6 +700,8 @@ static int parent_main(void)
 		for (int m = M_LEASE; m < NMODES; m++) {
 			if (fig[i].sr[m] < min_sr[m])
 				min_sr[m] = fig[i].sr[m];
+			if (fig[i].er[m] < min_er[m])
+				min_er[m] = fig[i].er[m];
 			/* Warm: a timed lookup that missed would measure the
 			 * registrar, not the cache's shared state. */
 			if (misses[i][m] || !lookups[i][m]) {
@@ -675,8 +724,12 @@ static int parent_main(void)
 		       sizes[i], fig[i].scale[M_LEASE], sizes[i], fig[i].scale[M_SHARED],
 		       sizes[i], fig[i].sr[M_LEASE], sizes[i], fig[i].sr[M_SHARED],
 		       sizes[i], fig[i].vs[M_LEASE][0], sizes[i], fig[i].vs[M_LEASE][1]);
-	printf(" min_sr_lease=%.3f min_sr_shared=%.3f\n", min_sr[M_LEASE],
-	       min_sr[M_SHARED]);
+	for (size_t i = 0; i < NSIZES; i++)
+		printf(" cpu_sr_lease_%zu=%.3f cpu_sr_shared_%zu=%.3f", sizes[i],
+		       fig[i].er[M_LEASE], sizes[i], fig[i].er[M_SHARED]);
+	printf(" min_sr_lease=%.3f min_sr_shared=%.3f min_cpu_sr_lease=%.3f "
+	       "min_cpu_sr_shared=%.3f\n", min_sr[M_LEASE], min_sr[M_SHARED],
+	       min_er[M_LEASE], min_er[M_SHARED]);
 	return hits ? 0 : 1;
 }
 
