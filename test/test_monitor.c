@@ -553,31 +553,47 @@ static void test_the_monitor_never_closes_a_registration(void)
 
 struct miss_arg {
 	char *p;
+	bool span;		/* resolve the miss's span through unmapping_span */
 	atomic_int done;
 };
+
+static int unmapping_span(void *arg, const void *addr, size_t len, void **base,
+			  size_t *slen)
+{
+	(void)arg;
+	unmap_scratch();
+	*base = (void *)addr;
+	*slen = len;
+	return 0;
+}
 
 static void *miss_thread(void *arg)
 {
 	struct miss_arg *m = arg;
 
+	if (m->span)
+		mrl_cache_set_span(dom, unmapping_span, NULL);
 	touch(m->p, page);
+	if (m->span)
+		mrl_cache_set_span(dom, NULL, NULL);
 	atomic_store(&m->done, 1);
 	return NULL;
 }
 
-/* A miss in progress (a provider's reg freeing memory) may block in munmap
- * until the monitor reads; the monitor's invalidation must not wait for a
- * lock that miss holds. */
-static void test_a_miss_unmapping_memory_does_not_deadlock(void)
+/* A miss on another thread that unmaps the watched scratch page from inside
+ * the cache (the registrar's reg, or the span resolver): it must return, and
+ * the monitor must have retired the scratch entry. */
+static void miss_unmapping_scratch(bool span)
 {
-	struct miss_arg m = { 0 };
+	struct miss_arg m = { .span = span };
 	pthread_t t;
 
 	NEED_MONITOR();
 	CHECK(watched_scratch());
 	m.p = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
 	CHECK(m.p != NULL);
-	reg_hook = unmap_scratch;
+	if (!span)
+		reg_hook = unmap_scratch;
 	CHECK_EQ(0, pthread_create(&t, NULL, miss_thread, &m));
 	if (!wait_for(&m.done, 1)) {
 		mrl_test_fail(__FILE__, __LINE__, "the miss never returned");
@@ -590,25 +606,12 @@ static void test_a_miss_unmapping_memory_does_not_deadlock(void)
 	mrl_cache_drain(cache);
 }
 
-static int unmapping_span(void *arg, const void *addr, size_t len, void **base,
-			  size_t *slen)
+/* A miss in progress (a provider's reg freeing memory) may block in munmap
+ * until the monitor reads; the monitor's invalidation must not wait for a
+ * lock that miss holds. */
+static void test_a_miss_unmapping_memory_does_not_deadlock(void)
 {
-	(void)arg;
-	unmap_scratch();
-	*base = (void *)addr;
-	*slen = len;
-	return 0;
-}
-
-static void *span_miss_thread(void *arg)
-{
-	struct miss_arg *m = arg;
-
-	mrl_cache_set_span(dom, unmapping_span, NULL);
-	touch(m->p, page);
-	mrl_cache_set_span(dom, NULL, NULL);
-	atomic_store(&m->done, 1);
-	return NULL;
+	miss_unmapping_scratch(false);
 }
 
 /* An application's span resolver (its allocator's extent lookup) may purge
@@ -616,23 +619,7 @@ static void *span_miss_thread(void *arg)
  * monitor waiting for that lock. */
 static void test_a_span_resolver_unmapping_memory_does_not_deadlock(void)
 {
-	struct miss_arg m = { 0 };
-	pthread_t t;
-
-	NEED_MONITOR();
-	CHECK(watched_scratch());
-	m.p = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
-	CHECK(m.p != NULL);
-	CHECK_EQ(0, pthread_create(&t, NULL, span_miss_thread, &m));
-	if (!wait_for(&m.done, 1)) {
-		mrl_test_fail(__FILE__, __LINE__, "the miss never returned");
-		return;	/* leave the thread: it is stuck */
-	}
-	pthread_join(t, NULL);
-	CHECK(!cached(scratch, page));
-	CHECK(cached(m.p, page));
-	munmap(m.p, page);
-	mrl_cache_drain(cache);
+	miss_unmapping_scratch(true);
 }
 
 /* ---- the monitor allocates nothing --------------------------------------- */
