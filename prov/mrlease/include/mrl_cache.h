@@ -11,10 +11,10 @@
  * newer entry at the same base; a retired entry is never found again.
  *
  * Who holds references. A registration carries one atomic reference count:
- * +1 for the index while the entry is live, +1 per lease (an in-flight
- * operation, a user MR handle served from the cache, a pin). The registrar's
- * close runs exactly once, when the count drops to zero, which can only
- * happen after the entry was retired. It runs on the thread dropping the last
+ * +1 for the index while the entry is live (unless lent, see "Capacity"),
+ * +1 per lease (an in-flight operation, a user MR handle served from the
+ * cache, a pin). The registrar's close runs exactly once, when the count of
+ * a retired entry drops to zero. It runs on the thread dropping the last
  * reference and never while any cache lock is held (closing can re-enter an
  * allocator or a memory hook that calls back into the cache). A cache domain
  * lives until it is closed *and* its last registration is gone, so a lease
@@ -129,13 +129,34 @@
  * with -FI_ENOMEM, -FI_ENOSPC or -FI_EAGAIN, unleased entries of that domain
  * are evicted (at least the refused length, at least one entry) and the
  * registration retried once. A leased or pinned entry is never evicted.
+ * Eviction runs when an insert takes the domain over a cap, and again when
+ * the last lease of an entry goes while the domain is still over: an insert
+ * that cannot evict enough *lends* the index's reference of every leased,
+ * unpinned entry to its leases (the entry stays indexed and leasable; its
+ * count is its leases), so the release that takes such a count to zero
+ * goes out of line, as a last reference does, and there, in a write
+ * section, gives the index its reference back and evicts down to the caps,
+ * closing what it evicted on that releasing thread after the lock. Nothing
+ * leases a zero count (the hit path and index walks increment only a
+ * non-zero one), so that thread alone settles it; a domain with nothing
+ * lent pays nothing on release.
+ *
+ * Statistics. Counts are per thread (the hit path's) or shared atomics
+ * (misses, registrations, retires), read one by one while they change, in an
+ * order that keeps every snapshot possible: counters never go back between
+ * two snapshots of the same domain (or cache) taken one after the other,
+ * gauges (entries, leases, registered_bytes) are never negative,
+ * registrations >= deregistrations and hits <= lookups. The fields are not
+ * one instant's: a snapshot taken while traffic runs may, say, count a
+ * lease as live whose release it missed.
  *
  * Limits: MRL_CACHE_MAX_THREADS threads get a lock-free read path at once
  * (more threads fall back to the mutex, still correct); MRL_CACHE_STAT_SLOTS
  * caches and domains open at once keep separate hit counters (beyond that,
  * their lookup/hit/lease counters are merged in one shared slot: each such
- * domain reports the merged figures, the cache counts them once while one of
- * them is open and drops them when the last closes).
+ * domain reports the merged figures; the cache counts the slot once, from
+ * when the first of its domains on it opens, and keeps what it counted
+ * when the last is gone, as for any closed domain).
  */
 #ifndef MRL_CACHE_H
 #define MRL_CACHE_H
@@ -329,16 +350,18 @@ extern __thread struct mrl_thread *mrl_fast __attribute__((tls_model("initial-ex
 extern __thread struct mrl_thread *mrl_fast_hot __attribute__((tls_model("initial-exec")));
 
 /* A per-thread counter: written by its thread only, read by stats with
- * relaxed loads. On x86-64 one unlocked add to memory (a single aligned
- * store, so readers see the old or the new value); elsewhere, and under
- * ThreadSanitizer, a relaxed load and store. */
+ * acquire loads. On x86-64 one unlocked add to memory (a single aligned
+ * store, so readers see the old or the new value; stores are ordered, as a
+ * release); elsewhere, and under ThreadSanitizer, a relaxed load and a
+ * release store, so a query that sees a count sees what the thread counted
+ * before it (see "Statistics"). */
 static inline void mrl_count_own(atomic_uint_least64_t *c)
 {
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 	__asm__ __volatile__("addq $1, %0" : "+m"(*(volatile uint64_t *)c));
 #else
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+			      memory_order_release);
 #endif
 }
 
@@ -448,7 +471,9 @@ struct mrl_registration *mrl_cache_lookup(struct mrl_cache_domain *domain,
 void mrl_lease_get(struct mrl_registration *reg);
 
 /* Drop one reference; the last one closes the registration (through the
- * registrar, on this thread, with no cache lock held). */
+ * registrar, on this thread, with no cache lock held). The last lease of an
+ * entry in a domain over its caps evicts down to them, closing what it
+ * evicts on this thread too (see "Capacity"). */
 static inline void mrl_lease_release(struct mrl_registration *reg);
 
 /* Out-of-line parts of the inline functions below (not for direct use). */
@@ -519,7 +544,8 @@ static inline void mrl_lease_release(struct mrl_registration *reg)
 		mrl_registration_last(reg);
 }
 
-/* References held on a registration (index + leases), for tests and stats. */
+/* References held on a registration (index unless lent + leases), for tests
+ * and stats. */
 static inline unsigned mrl_registration_refs(const struct mrl_registration *reg)
 {
 	return atomic_load_explicit((atomic_uint *)&reg->refs, memory_order_relaxed) &
@@ -603,7 +629,7 @@ void mrl_cache_unpin(struct mrl_registration *reg);
 uint64_t mrl_cache_thread_index_walks(void);
 
 /* Counters of one domain. Cheap to keep: hit-path counters are per thread,
- * summed here. */
+ * summed here. What a snapshot keeps: see "Statistics". */
 void mrl_cache_domain_stats(struct mrl_cache_domain *domain,
 			    struct fi_mrlease_stats *stats);
 

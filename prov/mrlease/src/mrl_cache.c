@@ -45,6 +45,8 @@ enum mrl_reg_state {
 	MRL_REG_LIVE,		/* in its domain's index */
 	MRL_REG_RETIRED,	/* out of the index for good */
 	MRL_REG_STATE_MASK = 3,
+	MRL_REG_LENT = 1 << 6,		/* live, its index reference lent to
+					 * its leases (see lend_locked) */
 	MRL_REG_PINNED = 1 << 7,	/* held by a pin: never evicted */
 };
 
@@ -242,28 +244,32 @@ void mrl_cache_thread_attach(void)
 	(void)reader_self();
 }
 
+/* Release, as mrl_count_own: a query that sees this count sees every count
+ * made before it (see "statistics"). */
 static inline void tcnt_add(struct mrl_reader *rec, unsigned slot,
 			    enum mrl_tcnt which, uint64_t n)
 {
 	atomic_uint_least64_t *c = &rec->t.cnt[which][slot];
 
 	if (MRL_UNLIKELY(rec->shared))
-		atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+		atomic_fetch_add_explicit(c, n, memory_order_release);
 	else
 		atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-				      memory_order_relaxed);
+				      memory_order_release);
 }
 
+/* Acquire: counts read after this one include what happened before the
+ * counts it saw. */
 static uint64_t tcnt_sum(unsigned slot, enum mrl_tcnt which)
 {
 	unsigned hwm = atomic_load(&mrl_readers_hwm);
 	uint64_t sum;
 
 	sum = atomic_load_explicit(&mrl_readers[MRL_CACHE_MAX_THREADS].t.cnt[which][slot],
-				   memory_order_relaxed);
+				   memory_order_acquire);
 	for (unsigned i = 0; i < hwm; i++)
 		sum += atomic_load_explicit(&mrl_readers[i].t.cnt[which][slot],
-					    memory_order_relaxed);
+					    memory_order_acquire);
 	return sum;
 }
 
@@ -435,6 +441,12 @@ struct mrl_cache {
 	unsigned slot;
 	uint64_t slot_base[MRL_TCNT_COUNT];
 	uint64_t closed_hot[MRL_TCNT_COUNT];	/* freed domains' counters */
+	/* Alive domains on the shared statistic slot, and the slot's counts
+	 * when the first of them opened: the cache counts the slot from then
+	 * until the last is freed, then keeps that in closed_hot. */
+	unsigned shared_domains;
+	uint64_t shared_base[MRL_TCNT_COUNT];
+	atomic_uint_least64_t hits_seen;	/* most hits a query reported */
 	atomic_uint refs;		/* creator + alive domains */
 	/* Registrations a monitor invalidation dropped last, to be closed by
 	 * another thread (a lock-free stack through their cold `next`). */
@@ -460,6 +472,10 @@ struct mrl_cache_domain {
 	uintptr_t hand;			/* CLOCK: base last swept (if hand_set) */
 	bool hand_set;
 	size_t count, bytes;
+	/* Entries whose index reference is lent (see lend_locked): written
+	 * in write sections, read by the last-reference path without a lock,
+	 * where 0 means "destroy, nothing to settle". */
+	atomic_uint lent;
 	bool closed;
 	fi_mrlease_span_fn span;
 	void *span_arg;
@@ -471,6 +487,7 @@ struct mrl_cache_domain {
 	atomic_uint refs;		/* open handle + registrations alive */
 	unsigned fork_gen;		/* mrl_fork_gen when opened */
 	struct mrl_slow_stats stats;
+	atomic_uint_least64_t hits_seen;	/* most hits a query reported */
 	/* Entry slabs and their free entries (under mrl_pool_lock). */
 	struct mrl_slab *slabs;
 	struct mrl_registration *free;
@@ -1639,12 +1656,14 @@ static void reserve_trim(struct mrl_cache *cache, unsigned keep)
 
 static void cache_unref(struct mrl_cache *cache);
 
+/* Release, so that a query reading deregistrations before registrations
+ * (acquire) counts the registration of every deregistration it counts. */
 static void stat_add(struct mrl_cache_domain *dom, size_t off, int64_t n)
 {
 	atomic_fetch_add_explicit((atomic_uint_least64_t *)((char *)&dom->stats + off),
-				  (uint64_t)n, memory_order_relaxed);
+				  (uint64_t)n, memory_order_release);
 	atomic_fetch_add_explicit((atomic_uint_least64_t *)((char *)&dom->cache->stats + off),
-				  (uint64_t)n, memory_order_relaxed);
+				  (uint64_t)n, memory_order_release);
 }
 #define STAT_ADD(dom, field, n) stat_add(dom, offsetof(struct mrl_slow_stats, field), n)
 
@@ -1661,9 +1680,18 @@ static void domain_unref(struct mrl_cache_domain *dom)
 	for (p = &cache->domains; *p != dom; p = &(*p)->next)
 		;
 	*p = dom->next;
-	/* The shared slot is not credited per domain (it would count twice). */
-	for (int i = 0; i < MRL_TCNT_COUNT && dom->hot.slot != MRL_CACHE_STAT_SLOTS - 1; i++)
-		cache->closed_hot[i] += tcnt_sum(dom->hot.slot, i) - dom->slot_base[i];
+	/* Every lease of the domain was counted released before its last
+	 * registration went: its counts are final. The shared slot is kept
+	 * once, when the cache's last domain on it goes (per domain, the
+	 * same counts would add up twice). */
+	if (dom->hot.slot != MRL_CACHE_STAT_SLOTS - 1) {
+		for (int i = 0; i < MRL_TCNT_COUNT; i++)
+			cache->closed_hot[i] += tcnt_sum(dom->hot.slot, i) - dom->slot_base[i];
+	} else if (!--cache->shared_domains) {
+		for (int i = 0; i < MRL_TCNT_COUNT; i++)
+			cache->closed_hot[i] += tcnt_sum(dom->hot.slot, i) -
+						cache->shared_base[i];
+	}
 	write_exit(cache);
 	slot_free(dom->hot.slot);
 	pool_release_domain(dom);
@@ -1700,11 +1728,50 @@ static void registration_destroy(struct mrl_registration *reg)
 	domain_unref(dom);
 }
 
+static void capacity_locked(struct mrl_cache_domain *dom,
+			    struct mrl_registration **chain);
+static void drop_chain(struct mrl_registration *chain);
+
+/*
+ * The count of `reg` reached zero. Usually it was retired and the
+ * registration closes here. If its index reference was lent (lend_locked),
+ * it is still indexed and its last lease just went: nothing can lease a
+ * zero count, so this thread alone settles it, in a write section: the
+ * index takes its reference back, then the domain is evicted down to its
+ * caps (this entry like any other unleased one); what that retires closes
+ * here, after the lock. A domain with nothing lent skips the lock:
+ * lending counts `lent` up before it lowers the count this thread saw
+ * reach zero.
+ */
+static void reference_last(struct mrl_registration *reg)
+{
+	struct mrl_cache_domain *dom = reg_domain(reg);
+	struct mrl_registration *chain = NULL;
+
+	if (MRL_LIKELY(!atomic_load_explicit(&dom->lent, memory_order_acquire))) {
+		registration_destroy(reg);
+		return;
+	}
+	write_enter(dom->cache);
+	if (!(reg->state & MRL_REG_LENT)) {
+		/* Never lent, or retired since (which ended the loan). */
+		write_exit(dom->cache);
+		registration_destroy(reg);
+		return;
+	}
+	reg->state &= (uint8_t)~MRL_REG_LENT;
+	atomic_fetch_sub_explicit(&dom->lent, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed);
+	capacity_locked(dom, &chain);
+	write_exit(dom->cache);
+	drop_chain(chain);
+}
+
 static inline void ref_put(struct mrl_registration *reg)
 {
 	if ((atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel) &
 	     MRL_REF_COUNT) == 1)
-		registration_destroy(reg);
+		reference_last(reg);
 }
 
 /* A monitor's drop of a last reference: onto the deferred list (the
@@ -1772,10 +1839,27 @@ static void drop_chain(struct mrl_registration *chain)
 
 /* ---- index maintenance (under write_enter) ------------------------------ */
 
-/* Take a live entry out of the index and chain it for drop_chain. */
+/* A live entry leaving the index: ends a loan of its index reference.
+ * Returns whether there was one (then the index holds no reference to drop:
+ * the entry's last lease, or the thread settling a zero count, closes it). */
+static bool unlend_locked(struct mrl_cache_domain *dom, struct mrl_registration *e)
+{
+	if (!(e->state & MRL_REG_LENT))
+		return false;
+	e->state &= (uint8_t)~MRL_REG_LENT;
+	atomic_fetch_sub_explicit(&dom->lent, 1, memory_order_relaxed);
+	if (atomic_load_explicit(&e->refs, memory_order_relaxed) & MRL_REF_COUNT)
+		STAT_ADD(dom, retired_leased, 1);
+	return true;
+}
+
+/* Take a live entry out of the index and chain it for drop_chain (unless
+ * its index reference was lent). */
 static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration *e,
 			  struct mrl_registration **chain)
 {
+	bool lent = unlend_locked(dom, e);
+
 	bt_remove(dom->cache, &dom->root, e->base);
 	dom->height = bt_height(dom->root);
 	reg_set_state(e, MRL_REG_RETIRED);
@@ -1784,6 +1868,8 @@ static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 	dom->bytes -= e->end - e->base;
 	atomic_store_explicit(&dom->hot.gen, next_gen(), memory_order_release);
 	STAT_ADD(dom, entries, -1);
+	if (lent)
+		return;
 	reg_cold(e)->next = *chain;
 	*chain = e;
 }
@@ -1814,6 +1900,15 @@ static void insert_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 	bounds_extend(dom->cache, e->base, e->end);
 }
 
+/* Whether a lease holds live entry `e` (its count less the index's
+ * reference, unless that is lent). */
+static inline bool reg_leased(const struct mrl_registration *e)
+{
+	unsigned n = atomic_load_explicit(&e->refs, memory_order_relaxed) & MRL_REF_COUNT;
+
+	return n > ((e->state & MRL_REG_LENT) ? 0u : 1u);
+}
+
 /*
  * CLOCK sweep over the index in address order, from where the last sweep
  * stopped (the hand, a base) and wrapping: leased or pinned entries are
@@ -1835,8 +1930,7 @@ static void evict_locked(struct mrl_cache_domain *dom, size_t bytes, size_t coun
 			break;
 		dom->hand = e->base;
 		dom->hand_set = true;
-		if ((e->state & MRL_REG_PINNED) ||
-		    (atomic_load_explicit(&e->refs, memory_order_relaxed) & MRL_REF_COUNT) > 1 ||
+		if ((e->state & MRL_REG_PINNED) || reg_leased(e) ||
 		    (atomic_fetch_and_explicit(&e->refs, ~MRL_REF_USED, memory_order_relaxed) &
 		     MRL_REF_USED))
 			continue;
@@ -1847,6 +1941,51 @@ static void evict_locked(struct mrl_cache_domain *dom, size_t bytes, size_t coun
 	}
 }
 
+static inline bool over_cap(const struct mrl_cache_domain *dom)
+{
+	return dom->count > dom->cache->max_count || dom->bytes > dom->cache->max_size;
+}
+
+/*
+ * The domain is over a cap and every entry the sweep could evict is gone:
+ * the index lends its reference of each leased, unpinned entry to the
+ * entry's leases (the count drops by one, so it reaches zero, and takes the
+ * release path's existing out-of-line branch, when the last lease goes;
+ * reference_last then settles it). Entries found unleased meanwhile are
+ * evicted while the domain is still over. This costs the release path
+ * nothing unless the domain is over a cap.
+ */
+static void lend_locked(struct mrl_cache_domain *dom, struct mrl_registration **chain)
+{
+	struct mrl_registration *e;
+	uintptr_t base;
+	unsigned refs;
+
+	for (e = bt_successor(dom->root, 0, false); e && over_cap(dom);
+	     e = bt_successor(dom->root, base, true)) {
+		base = e->base;
+		if (e->state & (MRL_REG_PINNED | MRL_REG_LENT))
+			continue;
+		/* Counted first: a count seen at zero implies lent != 0. */
+		atomic_fetch_add_explicit(&dom->lent, 1, memory_order_relaxed);
+		e->state |= MRL_REG_LENT;
+		refs = atomic_load_explicit(&e->refs, memory_order_relaxed);
+		while ((refs & MRL_REF_COUNT) > 1 &&
+		       !atomic_compare_exchange_weak_explicit(&e->refs, &refs, refs - 1,
+							      memory_order_release,
+							      memory_order_relaxed))
+			;
+		if ((refs & MRL_REF_COUNT) > 1)
+			continue;
+		/* Its last lease went: not lent, evicted. */
+		e->state &= (uint8_t)~MRL_REG_LENT;
+		atomic_fetch_sub_explicit(&dom->lent, 1, memory_order_relaxed);
+		retire_locked(dom, e, chain);
+		STAT_ADD(dom, evictions, 1);
+	}
+}
+
+/* Evict down to the caps, and lend what stays over them. */
 static void capacity_locked(struct mrl_cache_domain *dom,
 			    struct mrl_registration **chain)
 {
@@ -1857,8 +1996,11 @@ static void capacity_locked(struct mrl_cache_domain *dom,
 		count = dom->count - cache->max_count;
 	if (dom->bytes > cache->max_size)
 		bytes = dom->bytes - cache->max_size;
-	if (count || bytes)
-		evict_locked(dom, bytes, count, chain);
+	if (!count && !bytes)
+		return;
+	evict_locked(dom, bytes, count, chain);
+	if (over_cap(dom))
+		lend_locked(dom, chain);
 }
 
 /* ---- cache -------------------------------------------------------------- */
@@ -1984,6 +2126,8 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
 	atomic_store_explicit(&dom->hot.gen, next_gen(), memory_order_release);
 	dom->next = cache->domains;
 	cache->domains = dom;
+	if (dom->hot.slot == MRL_CACHE_STAT_SLOTS - 1 && !cache->shared_domains++)
+		memcpy(cache->shared_base, dom->slot_base, sizeof(cache->shared_base));
 	write_exit(cache);
 	*domain = dom;
 	return 0;
@@ -1992,7 +2136,7 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
 void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 {
 	struct mrl_cache *cache = dom->cache;
-	struct mrl_registration *chain, *e;
+	struct mrl_registration *all, *chain, *e;
 	struct mrl_pending *p;
 
 	write_enter(cache);
@@ -2001,10 +2145,16 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 		return;
 	}
 	dom->closed = true;
-	/* Every live entry is in the index: it becomes the retire chain. */
-	chain = NULL;
-	bt_give_all(cache, dom->root, &chain);
-	for (e = chain; e; e = reg_cold(e)->next) {
+	/* Every live entry is in the index: it becomes the retire chain,
+	 * but for those whose index reference is lent. */
+	all = chain = NULL;
+	bt_give_all(cache, dom->root, &all);
+	while ((e = all)) {
+		all = reg_cold(e)->next;
+		if (!unlend_locked(dom, e)) {
+			reg_cold(e)->next = chain;
+			chain = e;
+		}
 		reg_set_state(e, MRL_REG_RETIRED);
 		flt_update(cache, e->base, e->end, -1);
 	}
@@ -2072,6 +2222,24 @@ void mrl_cache_set_span(struct mrl_cache_domain *dom, fi_mrlease_span_fn fn,
 
 /* ---- lookup ------------------------------------------------------------- */
 
+/* A lease by increment-if-not-zero, marking the entry used: false at a zero
+ * count, a retired entry's last drop or (found in the index) an entry whose
+ * lent index reference a releasing thread is settling (see lend_locked),
+ * which no one else may revive. */
+static inline bool lease_take(struct mrl_registration *reg)
+{
+	unsigned refs = atomic_load_explicit(&reg->refs, memory_order_relaxed);
+
+	do {
+		if (MRL_UNLIKELY(!(refs & MRL_REF_COUNT)))
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&reg->refs, &refs,
+							 (refs + 1) | MRL_REF_USED,
+							 memory_order_acquire,
+							 memory_order_relaxed));
+	return true;
+}
+
 /*
  * The hit path of a send loop: one of the thread's last two entries for this
  * domain (one hot way), leased without a read section. The way is trusted
@@ -2088,30 +2256,16 @@ hot_lease(struct mrl_cache_domain *dom, struct mrl_hot *hot, uintptr_t start,
 {
 	struct mrl_registration *reg = hot->reg;
 	uint64_t gen = hot->gen;
-	unsigned refs;
 
 	if (!(hot->base <= start && end <= hot->end) ||
-	    atomic_load_explicit(&dom->hot.gen, memory_order_acquire) != gen)
+	    atomic_load_explicit(&dom->hot.gen, memory_order_acquire) != gen ||
+	    !lease_take(reg))
 		return NULL;
-	refs = atomic_load_explicit(&reg->refs, memory_order_relaxed);
-	do {
-		if (MRL_UNLIKELY(!(refs & MRL_REF_COUNT)))
-			return NULL;
-	} while (!atomic_compare_exchange_weak_explicit(&reg->refs, &refs,
-							 (refs + 1) | MRL_REF_USED,
-							 memory_order_acquire,
-							 memory_order_relaxed));
 	if (MRL_UNLIKELY(atomic_load_explicit(&dom->hot.gen, memory_order_acquire) != gen)) {
 		ref_put(reg);
 		return NULL;
 	}
 	return reg;
-}
-
-static inline void lease_take_found(struct mrl_registration *reg)
-{
-	if (!(atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed) & MRL_REF_USED))
-		atomic_fetch_or_explicit(&reg->refs, MRL_REF_USED, memory_order_relaxed);
 }
 
 /* What a lookup accepts: any covering entry, or only one based at start. */
@@ -2152,9 +2306,8 @@ index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find 
 	struct mrl_hot *hot = rec->t.hot[dom->hot.slot];
 	struct mrl_hot fill;
 
-	if (!reg)
+	if (!reg || !lease_take(reg))
 		return NULL;
-	lease_take_found(reg);
 	/* The shared statistic slot's hot slot would serve several domains. */
 	if (!rec->shared && dom->hot.slot != MRL_CACHE_STAT_SLOTS - 1) {
 		fill = (struct mrl_hot){ reg,
@@ -2362,13 +2515,13 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	if (mode != MRL_FIND_NONE) {
 		/* Another miss may have finished while we resolved the span. */
 		won = find_entry(dom, mode, start, end);
-		if (won) {
-			lease_take_found(won);
+		if (won && lease_take(won)) {
 			pthread_mutex_unlock(&cache->lock);
 			pool_free(reg);
 			*out = won;
 			return 0;
 		}
+		won = NULL;
 	}
 	pending.next = cache->pending;
 	cache->pending = &pending;
@@ -2405,9 +2558,10 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 		atomic_store_explicit(&reg->refs, 1, memory_order_release);
 		if (transient)
 			STAT_ADD(dom, not_retained, 1);
-	} else if ((won = find_entry(dom, mode, start, end))) {
-		lease_take_found(won);
+	} else if ((won = find_entry(dom, mode, start, end)) && lease_take(won)) {
+		/* A concurrent miss won: ours closes below. */
 	} else {
+		won = NULL;
 		atomic_store_explicit(&reg->refs, 2 | MRL_REF_USED, memory_order_release);
 		insert_locked(dom, reg, &chain);
 		capacity_locked(dom, &chain);
@@ -2550,7 +2704,7 @@ void mrl_lease_count_release(struct mrl_registration *reg)
 
 void mrl_registration_last(struct mrl_registration *reg)
 {
-	registration_destroy(reg);
+	reference_last(reg);
 }
 
 /* ---- invalidate, pin ---------------------------------------------------- */
@@ -2669,25 +2823,68 @@ void mrl_cache_unpin(struct mrl_registration *reg)
 
 /* ---- statistics --------------------------------------------------------- */
 
+/*
+ * A query reads counters that other threads keep changing, one at a time,
+ * so each is read in an order that keeps what is derived from them possible
+ * (see "Statistics" in mrl_cache.h):
+ * - deregistrations before registrations: a registration is counted (with
+ *   release) before anything can deregister it, so registrations >=
+ *   deregistrations;
+ * - per-thread counts: released leases, then other leases, then index
+ *   misses, then lookups. Every count is a release store, a lookup is
+ *   counted before its miss on the same thread, and a lease before it can
+ *   be released anywhere, so the hits and live leases derived come out
+ *   >= 0 (clamped anyway: a domain on the shared slot sees other domains'
+ *   releases);
+ * - hits (lookups - misses, two sums read one after the other) can still
+ *   run ahead of later reads: reported as the most any query reported
+ *   (hits_seen), never more than the lookups read.
+ */
 static void slow_copy(const struct mrl_slow_stats *s, struct fi_mrlease_stats *out)
 {
-	out->misses = atomic_load(&s->misses);
-	out->registrations = atomic_load(&s->registrations);
-	out->deregistrations = atomic_load(&s->deregistrations);
-	out->invalidations = atomic_load(&s->invalidations);
-	out->retired_leased = atomic_load(&s->retired_leased);
-	out->evictions = atomic_load(&s->evictions);
-	out->entries = atomic_load(&s->entries);
-	out->registered_bytes = atomic_load(&s->registered_bytes);
-	out->monitor_invalidations = atomic_load(&s->monitor_invalidations);
-	out->not_retained = atomic_load(&s->not_retained);
-	out->deferred_closes = atomic_load(&s->deferred_closes);
+	int64_t gauge;
+
+	out->deregistrations = atomic_load_explicit(&s->deregistrations, memory_order_acquire);
+	out->registrations = atomic_load_explicit(&s->registrations, memory_order_acquire);
+	out->misses = atomic_load_explicit(&s->misses, memory_order_relaxed);
+	out->invalidations = atomic_load_explicit(&s->invalidations, memory_order_relaxed);
+	out->retired_leased = atomic_load_explicit(&s->retired_leased, memory_order_relaxed);
+	out->evictions = atomic_load_explicit(&s->evictions, memory_order_relaxed);
+	gauge = (int64_t)atomic_load_explicit(&s->entries, memory_order_relaxed);
+	out->entries = gauge > 0 ? (uint64_t)gauge : 0;
+	gauge = (int64_t)atomic_load_explicit(&s->registered_bytes, memory_order_relaxed);
+	out->registered_bytes = gauge > 0 ? (uint64_t)gauge : 0;
+	out->monitor_invalidations = atomic_load_explicit(&s->monitor_invalidations,
+							  memory_order_relaxed);
+	out->not_retained = atomic_load_explicit(&s->not_retained, memory_order_relaxed);
+	out->deferred_closes = atomic_load_explicit(&s->deferred_closes, memory_order_relaxed);
 }
 
-static void domain_hot(struct mrl_cache_domain *dom, uint64_t hot[MRL_TCNT_COUNT])
+/* The order the per-thread counts are read in (see above). */
+static const enum mrl_tcnt tcnt_read_order[] = {
+	MRL_TCNT_LEASES_RELEASED, MRL_TCNT_LEASES_OTHER, MRL_TCNT_MISSES, MRL_TCNT_LOOKUPS,
+};
+
+/* lookups, hits and live leases from counts read in tcnt_read_order. */
+static void hot_copy(const uint64_t hot[MRL_TCNT_COUNT], atomic_uint_least64_t *hits_seen,
+		     struct fi_mrlease_stats *out)
 {
-	for (int i = 0; i < MRL_TCNT_COUNT; i++)
-		hot[i] = tcnt_sum(dom->hot.slot, i) - dom->slot_base[i];
+	uint64_t lookups = hot[MRL_TCNT_LOOKUPS], hits, seen;
+	int64_t leases;
+
+	hits = hot[MRL_TCNT_MISSES] < lookups ? lookups - hot[MRL_TCNT_MISSES] : 0;
+	seen = atomic_load_explicit(hits_seen, memory_order_relaxed);
+	while (seen < hits &&
+	       !atomic_compare_exchange_weak_explicit(hits_seen, &seen, hits,
+						      memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+	if (seen < hits)
+		seen = hits;	/* ours was stored */
+	out->lookups = lookups;
+	out->hits = seen < lookups ? seen : lookups;
+	leases = (int64_t)(hits + hot[MRL_TCNT_LEASES_OTHER] - hot[MRL_TCNT_LEASES_RELEASED]);
+	out->leases = leases > 0 ? (uint64_t)leases : 0;
 }
 
 void mrl_cache_domain_stats(struct mrl_cache_domain *dom, struct fi_mrlease_stats *stats)
@@ -2696,45 +2893,36 @@ void mrl_cache_domain_stats(struct mrl_cache_domain *dom, struct fi_mrlease_stat
 
 	memset(stats, 0, sizeof(*stats));
 	slow_copy(&dom->stats, stats);
-	domain_hot(dom, hot);
-	stats->lookups = hot[MRL_TCNT_LOOKUPS];
-	stats->hits = hot[MRL_TCNT_LOOKUPS] - hot[MRL_TCNT_MISSES];
-	stats->leases = stats->hits + hot[MRL_TCNT_LEASES_OTHER] -
-			hot[MRL_TCNT_LEASES_RELEASED];
+	for (size_t k = 0; k < sizeof(tcnt_read_order) / sizeof(tcnt_read_order[0]); k++) {
+		enum mrl_tcnt i = tcnt_read_order[k];
+
+		hot[i] = tcnt_sum(dom->hot.slot, i) - dom->slot_base[i];
+	}
+	hot_copy(hot, &dom->hits_seen, stats);
 }
 
+/* Under cache->lock: every domain's counts (closed ones in closed_hot; the
+ * shared slot once, since its first domain of this cache opened). */
 void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats)
 {
-	uint64_t hot[MRL_TCNT_COUNT], sum[MRL_TCNT_COUNT];
-	struct mrl_cache_domain *dom, *shared = NULL;
+	uint64_t hot[MRL_TCNT_COUNT];
+	struct mrl_cache_domain *dom;
 
 	memset(stats, 0, sizeof(*stats));
 	slow_copy(&cache->stats, stats);
 	pthread_mutex_lock(&cache->lock);
-	memcpy(sum, cache->closed_hot, sizeof(sum));
-	for (dom = cache->domains; dom; dom = dom->next) {
-		if (dom->hot.slot == MRL_CACHE_STAT_SLOTS - 1) {
-			/* The shared slot: counted once, from its oldest
-			 * baseline among this cache's domains. */
-			if (!shared || dom->slot_base[MRL_TCNT_LOOKUPS] <
-					       shared->slot_base[MRL_TCNT_LOOKUPS])
-				shared = dom;
-			continue;
-		}
-		domain_hot(dom, hot);
-		for (int i = 0; i < MRL_TCNT_COUNT; i++)
-			sum[i] += hot[i];
-	}
-	if (shared) {
-		domain_hot(shared, hot);
-		for (int i = 0; i < MRL_TCNT_COUNT; i++)
-			sum[i] += hot[i];
+	for (size_t k = 0; k < sizeof(tcnt_read_order) / sizeof(tcnt_read_order[0]); k++) {
+		enum mrl_tcnt i = tcnt_read_order[k];
+
+		hot[i] = cache->closed_hot[i];
+		for (dom = cache->domains; dom; dom = dom->next)
+			if (dom->hot.slot != MRL_CACHE_STAT_SLOTS - 1)
+				hot[i] += tcnt_sum(dom->hot.slot, i) - dom->slot_base[i];
+		if (cache->shared_domains)
+			hot[i] += tcnt_sum(MRL_CACHE_STAT_SLOTS - 1, i) - cache->shared_base[i];
 	}
 	pthread_mutex_unlock(&cache->lock);
-	stats->lookups = sum[MRL_TCNT_LOOKUPS];
-	stats->hits = sum[MRL_TCNT_LOOKUPS] - sum[MRL_TCNT_MISSES];
-	stats->leases = stats->hits + sum[MRL_TCNT_LEASES_OTHER] -
-			sum[MRL_TCNT_LEASES_RELEASED];
+	hot_copy(hot, &cache->hits_seen, stats);
 	stats->invalidations = tcnt_sum(cache->slot, MRL_TCNT_INVALIDATIONS) -
 			       cache->slot_base[MRL_TCNT_INVALIDATIONS];
 }
