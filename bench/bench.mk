@@ -4,7 +4,8 @@ BENCHES =
 
 # ---- bench/xfer_bench: data-path message rate, four modes (issue 4) ----
 noinst_PROGRAMS += bench/xfer_bench
-bench_xfer_bench_SOURCES = bench/xfer_bench.c test/xfer_util.c test/xfer_util.h
+bench_xfer_bench_SOURCES = bench/xfer_bench.c bench/bench_util.c bench/bench_util.h \
+	test/xfer_util.c test/xfer_util.h
 bench_xfer_bench_LDADD = -ldl $(FABRIC_LIBS)
 BENCHES += bench/xfer_bench
 
@@ -39,7 +40,8 @@ BENCHES += bench/xfer_ir
 # userfaultfd system call, run the monitor (its callgrind part only).
 noinst_PROGRAMS += bench/monitor_bench
 bench_monitor_bench_SOURCES = bench/monitor_bench.c bench/monitor_bench.h \
-	bench/monitor_bench_child.c bench/monitor_bench_cg.c test/xfer_util.c test/xfer_util.h
+	bench/monitor_bench_child.c bench/monitor_bench_cg.c bench/bench_util.c bench/bench_util.h \
+	test/xfer_util.c test/xfer_util.h
 bench_monitor_bench_CPPFLAGS = $(AM_CPPFLAGS) -DMONITOR_BENCH_SRCDIR='"$(abs_top_srcdir)"'
 bench_monitor_bench_LDADD = prov/mrlease/libmrlease-core.la -ldl $(FABRIC_LIBS)
 EXTRA_bench_monitor_bench_DEPENDENCIES = bench/libmonitor_bench_uffd.la

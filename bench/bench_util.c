@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Servers, paired-round statistics and data files for bench/cost_bench and
- * bench/thread_bench (bench_util.h says why they are built this way).
+ * Servers, paired-round statistics and data files for the bench programs
+ * (bench_util.h says why they are built this way).
  */
 #include "config.h"
 
@@ -26,13 +26,14 @@
 
 /* ---- servers --------------------------------------------------------- */
 
-/* Milliseconds a server may take to answer (BENCH_TIMEOUT seconds, default
- * 120): a hung child is killed rather than blocking the run. */
-static int bu_timeout_ms(void)
+/* Milliseconds server s may take to answer (its timeout_s, else
+ * BENCH_TIMEOUT seconds, default 120): a hung child is killed rather than
+ * blocking the run. */
+static int bu_timeout_ms(const struct bu_server *s)
 {
-	long s = bu_env_long("BENCH_TIMEOUT", 120);
+	long t = s->timeout_s > 0 ? s->timeout_s : bu_env_long("BENCH_TIMEOUT", 120);
 
-	return (int)(s > 0 && s < 86400 ? s : 120) * 1000;
+	return (int)(t > 0 && t < 86400 ? t : 120) * 1000;
 }
 
 int bu_server_start(struct bu_server *s, char *const *args,
@@ -126,7 +127,7 @@ static bool bu_server_gets(struct bu_server *s, char *line, int len)
 {
 	struct pollfd p = { .fd = fileno(s->out), .events = POLLIN };
 
-	return poll(&p, 1, bu_timeout_ms()) > 0 && fgets(line, len, s->out);
+	return poll(&p, 1, bu_timeout_ms(s)) > 0 && fgets(line, len, s->out);
 }
 
 /* A server that did not answer as it should: reap it (killed unless it
@@ -241,6 +242,14 @@ double bu_now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double bu_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 long bu_env_long(const char *name, long def)
 {
 	const char *v = getenv(name);
@@ -343,6 +352,35 @@ void bu_builddir(char *buf, size_t len)
 			*slash = '\0';
 	}
 	snprintf(buf, len, "%s", exe);
+}
+
+void bu_child_env(void)
+{
+	char builddir[PATH_MAX], path[PATH_MAX + 32];
+	const char *iface = getenv("FI_TCP_IFACE");
+
+	bu_builddir(builddir, sizeof(builddir));
+	snprintf(path, sizeof(path), "%s/prov/mrlease/.libs", builddir);
+	setenv("FI_PROVIDER_PATH", path, 1);
+	setenv("FI_TCP_IFACE", iface ? iface : "lo", 1);
+}
+
+int bu_main(int argc, char **argv, const char *const *names, int n,
+	    int (*serve)(int mode), int (*parent)(void))
+{
+	if (argc == 3 && !strcmp(argv[1], "--serve")) {
+		for (int m = 0; m < n; m++)
+			if (!strcmp(argv[2], names[m]))
+				return serve(m);
+	}
+	if (argc > 1) {
+		fprintf(stderr, "usage: %s [--serve ", argv[0]);
+		for (int m = 0; m < n; m++)
+			fprintf(stderr, "%s%s", m ? "|" : "", names[m]);
+		fprintf(stderr, "]\n");
+		return 2;
+	}
+	return parent();
 }
 
 /* ---- what the figures were measured on ------------------------------ */

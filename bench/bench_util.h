@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What bench/cost_bench and bench/thread_bench share: the measured
+ * What the bench programs share: the measured
  * processes ("servers": this program re-executed with an environment of
  * its own, one timed slice per command line on its stdin, the idle ones
  * waiting in read()), the statistics of paired rounds, and the data files
@@ -24,6 +24,8 @@ struct bu_server {
 	pid_t pid;
 	FILE *cmd; /* its stdin */
 	FILE *out; /* its stdout, unbuffered */
+	/* Seconds it may take to answer; 0: BENCH_TIMEOUT, default 120. */
+	int timeout_s;
 };
 
 /* Start this program with args (after the program name) as server s, its
@@ -59,6 +61,9 @@ bool bu_serve_gets(char *line, int len);
 void bu_serve_answer(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 double bu_now_s(void);
+/* This process's CPU time in seconds: what a slice spent, whatever else ran
+ * on the CPU meanwhile (the loops poll, so the process never sleeps). */
+double bu_cpu_s(void);
 long bu_env_long(const char *name, long def);
 /* name's value clamped to [lo, hi], def when unset. */
 long bu_env_clamp(const char *name, long def, long lo, long hi);
@@ -76,6 +81,14 @@ void bu_shuffle(int *order, int n, int r);
 int bu_pin_one_cpu(const char *env_name);
 /* The build directory: up two levels from this program (bench/.libs aside). */
 void bu_builddir(char *buf, size_t len);
+/* In a child before libfabric reads its environment: the build tree's
+ * providers (FI_PROVIDER_PATH), loopback unless FI_TCP_IFACE says. */
+void bu_child_env(void);
+
+/* main() of a bench program: "--serve NAME" runs serve(m) for names[m],
+ * no argument runs parent(), anything else is a usage error (2). */
+int bu_main(int argc, char **argv, const char *const *names, int n,
+	    int (*serve)(int mode), int (*parent)(void));
 
 /* What the figures were measured on: CPU model, CPUs online, kernel. */
 void bu_machine(char *buf, size_t len);

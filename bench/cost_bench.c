@@ -229,16 +229,6 @@ static int reap(struct child *c, int keep)
 	return 0;
 }
 
-/* This process's CPU time: what a slice spent, whatever else ran on the
- * CPU meanwhile (the loops poll, so the process never sleeps). */
-static double cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int run_writes(struct child *c, size_t size, long n)
 {
 	int ret;
@@ -352,11 +342,11 @@ static int serve_main(int mode)
 			break;
 		}
 		counts_now(&c, &a);
-		u0 = cpu_s();
+		u0 = bu_cpu_s();
 		t0 = bu_now_s();
 		ret = run_writes(&c, size, n);
 		secs = bu_now_s() - t0;
-		u0 = cpu_s() - u0;
+		u0 = bu_cpu_s() - u0;
 		counts_now(&c, &b);
 		bu_serve_answer("slice secs %.9f cpu %.9f charged %" PRIu64 " ns %" PRIu64
 				" misses %" PRIu64 " evictions %" PRIu64 "\n", secs, u0,
@@ -720,14 +710,5 @@ static int parent_main(void)
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && !strcmp(argv[1], "--serve")) {
-		for (int m = 0; m < NMODES; m++)
-			if (!strcmp(argv[2], mode_names[m]))
-				return serve_main(m);
-	}
-	if (argc > 1) {
-		fprintf(stderr, "usage: %s [--serve app|perop|lease|evict]\n", argv[0]);
-		return 2;
-	}
-	return parent_main();
+	return bu_main(argc, argv, mode_names, NMODES, serve_main, parent_main);
 }

@@ -107,7 +107,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,70 +130,9 @@ static const size_t loop_sizes[] = { 4096, 65536, MAX_LOOP };
 
 size_t mb_page;
 
-double mb_now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 const char *mb_prov(void)
 {
-	const char *prov = getenv("MONITOR_BENCH_PROV");
-
-	return prov ? prov : "tcp;ofi_rxm";
-}
-
-long mb_env_long(const char *name, long def)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? strtol(v, NULL, 10) : def;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The p-quantile (0..1) of v, linear between order statistics; sorts v. */
-double mb_quantile(double *v, int n, double p)
-{
-	double pos = p * (n - 1);
-	int lo = (int)pos;
-
-	if (n < 1)
-		return 0;
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	if (lo >= n - 1)
-		return v[n - 1];
-	return v[lo] + (v[lo + 1] - v[lo]) * (pos - lo);
-}
-
-double mb_median(double *v, int n)
-{
-	return mb_quantile(v, n, 0.5);
-}
-
-/* The build directory: up two levels from this program (bench/.libs aside). */
-void mb_builddir(char *buf, size_t len)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
-
-	exe[n > 0 ? n : 0] = '\0';
-	for (int up = 0; up < 2; up++) {
-		slash = strrchr(exe, '/');
-		if (slash)
-			*slash = '\0';
-		if (up == 0 && (slash = strrchr(exe, '/')) && !strcmp(slash, "/.libs"))
-			*slash = '\0';
-	}
-	snprintf(buf, len, "%s", exe);
+	return bu_env_str("MONITOR_BENCH_PROV", "tcp;ofi_rxm");
 }
 
 /* ---- parent: servers, rounds, figures ------------------------------------ */
@@ -269,7 +207,7 @@ static int server_start(struct server *s, int mode)
  * end of file or after MONITOR_BENCH_TIMEOUT seconds. */
 static bool server_gets(struct server *s, char *line, size_t len)
 {
-	int timeout_ms = (int)mb_env_long("MONITOR_BENCH_TIMEOUT", 120) * 1000 + 10000;
+	int timeout_ms = (int)bu_env_long("MONITOR_BENCH_TIMEOUT", 120) * 1000 + 10000;
 	size_t n = 0;
 
 	while (n < len - 1) {
@@ -368,7 +306,7 @@ static int slice(struct server *s, const struct pairing *p, int mode, struct sam
 
 	if (p->test == TEST_MUNMAP)
 		len = snprintf(cmd, sizeof(cmd), "munmap %ld\n",
-			       mb_env_long("MONITOR_BENCH_MUNMAPS", 300));
+			       bu_env_long("MONITOR_BENCH_MUNMAPS", 300));
 	else
 		len = snprintf(cmd, sizeof(cmd), "%s %zu %s\n", test_names[p->test],
 			       p->size, getenv("MONITOR_BENCH_SECS") ?
@@ -440,34 +378,6 @@ static int run_rounds(struct server sv[NMODES], int np, int r0, int r1, bool *sa
 	return 0;
 }
 
-/*
- * Pin this process, and so every child, to one CPU: MONITOR_BENCH_CPU, else
- * the highest-numbered one allowed (-1: no pinning). Returns the CPU, or -1.
- */
-static int pin_one_cpu(void)
-{
-	const char *env = getenv("MONITOR_BENCH_CPU");
-	cpu_set_t set;
-	int cpu = -1;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return -1;
-	if (env) {
-		cpu = atoi(env);
-		if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set))
-			return -1;
-	} else {
-		for (int c = 0; c < CPU_SETSIZE; c++)
-			if (CPU_ISSET(c, &set))
-				cpu = c;
-	}
-	if (cpu < 0)
-		return -1;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -1 : cpu;
-}
-
 /* Median and quartiles over rounds of f(a's figure k, b's figure k). */
 struct figure {
 	double med, q1, q3;
@@ -480,9 +390,9 @@ static struct figure figure_of(int p, int rounds, int k, double (*f)(double a, d
 
 	for (int r = 0; r < rounds; r++)
 		v[r] = f(samples[p][r][0].v[k], samples[p][r][1].v[k]);
-	fig.q1 = mb_quantile(v, rounds, 0.25);
-	fig.med = mb_quantile(v, rounds, 0.5);
-	fig.q3 = mb_quantile(v, rounds, 0.75);
+	fig.q1 = bu_quantile(v, rounds, 0.25);
+	fig.med = bu_quantile(v, rounds, 0.5);
+	fig.q3 = bu_quantile(v, rounds, 0.75);
 	return fig;
 }
 
@@ -508,7 +418,7 @@ static double raw_median(int p, int rounds, int side, int k)
 
 	for (int r = 0; r < rounds; r++)
 		v[r] = samples[p][r][side].v[k];
-	return mb_median(v, rounds);
+	return bu_median(v, rounds);
 }
 
 static double phase_median(int p, int rounds, int side, int k)
@@ -517,7 +427,7 @@ static double phase_median(int p, int rounds, int side, int k)
 
 	for (int r = 0; r < rounds; r++)
 		v[r] = samples[p][r][side].phase[k];
-	return mb_median(v, rounds);
+	return bu_median(v, rounds);
 }
 
 /* ---- parent ---------------------------------------------------------------- */
@@ -613,11 +523,11 @@ static void print_figures(int np, int rounds, const struct ir_figures *irf, int 
 
 static int parent_main(void)
 {
-	int rounds = (int)mb_env_long("MONITOR_BENCH_ROUNDS", 40);
-	int generations = (int)mb_env_long("MONITOR_BENCH_GENERATIONS", 5);
+	int rounds = (int)bu_env_long("MONITOR_BENCH_ROUNDS", 40);
+	int generations = (int)bu_env_long("MONITOR_BENCH_GENERATIONS", 5);
 	const char *cg = getenv("MONITOR_BENCH_CALLGRIND");
 	struct ir_figures irf = { 0 };
-	double t0 = mb_now_s();
+	double t0 = bu_now_s();
 	bool sane = true;
 	struct server sv[NMODES];
 	time_t now = time(NULL);
@@ -659,7 +569,9 @@ static int parent_main(void)
 			       irf.spread);
 	}
 
-	cpu = pin_one_cpu();
+	/* Every child on one CPU: MONITOR_BENCH_CPU, else the
+	 * highest-numbered one allowed (-1: no pinning). */
+	cpu = bu_pin_one_cpu("MONITOR_BENCH_CPU");
 	printf("# %d rounds by %d generations of children, slices back to back, "
 	       "order alternating; children on CPU %d (-1: not pinned)\n", rounds,
 	       generations, cpu);
@@ -681,7 +593,7 @@ static int parent_main(void)
 			return 1;
 		}
 	}
-	printf("# %.0f s in all\n", mb_now_s() - t0);
+	printf("# %.0f s in all\n", bu_now_s() - t0);
 	print_figures(np, rounds, &irf, cpu, sane);
 	return sane ? 0 : 1;
 }

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "bench_util.h"
+
 /* The configurations: FI_MRLEASE_PINNING and FI_MRLEASE_MONITOR of each. */
 enum { MODE_MON, MODE_PEROP, MODE_OFF, NMODES };
 extern const char *const mb_mode_names[NMODES];
@@ -22,14 +24,7 @@ extern const char *const mb_mode_monitor[NMODES];
 
 extern size_t mb_page;
 
-double mb_now_s(void);
 const char *mb_prov(void);
-long mb_env_long(const char *name, long def);
-/* The p-quantile (0..1) of v, linear between order statistics; sorts v. */
-double mb_quantile(double *v, int n, double p);
-double mb_median(double *v, int n);
-/* The build directory: up two levels from this program (bench/.libs aside). */
-void mb_builddir(char *buf, size_t len);
 
 /* --serve MODE and --hit on|off N (monitor_bench_child.c); 2: bad usage. */
 int mb_serve_main(const char *mode_name);

@@ -32,7 +32,7 @@
 static int run_lines(char *const argv[], char *const env[], int timeout,
 		     void (*on_line)(const char *line, void *arg), void *arg)
 {
-	double deadline = mb_now_s() + timeout;
+	double deadline = bu_now_s() + timeout;
 	int fd[2], status = 1;
 	char line[1024];
 	size_t n = 0;
@@ -54,7 +54,7 @@ static int run_lines(char *const argv[], char *const env[], int timeout,
 	close(fd[1]);
 	while (pid > 0) {
 		struct pollfd pfd = { .fd = fd[0], .events = POLLIN };
-		int left = (int)((deadline - mb_now_s()) * 1e3);
+		int left = (int)((deadline - bu_now_s()) * 1e3);
 		ssize_t r;
 
 		if (left <= 0 || poll(&pfd, 1, left) == 0) {
@@ -86,7 +86,7 @@ static void preload_setting(char *buf, size_t len)
 {
 	char builddir[PATH_MAX];
 
-	mb_builddir(builddir, sizeof(builddir));
+	bu_builddir(builddir, sizeof(builddir));
 	snprintf(buf, len, "LD_PRELOAD=%s/bench/.libs/libmonitor_bench_uffd.so", builddir);
 }
 
@@ -193,7 +193,7 @@ static int xfer_ir(int mode, struct ir_run *ir)
 	char *argv[] = { "/bin/bash", script, builddir, NULL };
 	char *env[] = { lease_env, "XFER_IR_MODES=2", "XFER_IR_REPEAT=1", NULL };
 
-	mb_builddir(builddir, sizeof(builddir));
+	bu_builddir(builddir, sizeof(builddir));
 	snprintf(script, sizeof(script), "%s/bench/xfer_ir.sh", MONITOR_BENCH_SRCDIR);
 	if (access(script, R_OK))
 		snprintf(script, sizeof(script), "%s/bench/xfer_ir", builddir);
@@ -214,7 +214,7 @@ static int xfer_ir(int mode, struct ir_run *ir)
  */
 bool mb_callgrind_xfer(double ir[2], double cache[2], double *spread)
 {
-	int runs = (int)mb_env_long("MONITOR_BENCH_IR_RUNS", 2);
+	int runs = (int)bu_env_long("MONITOR_BENCH_IR_RUNS", 2);
 	const int modes[2] = { MODE_MON, MODE_OFF };
 	double hi[2] = { 0, 0 };
 	struct ir_run one;

@@ -39,12 +39,7 @@
  * libfabric's first call reads it. */
 static void child_env(int mode)
 {
-	char builddir[PATH_MAX], path[PATH_MAX + 32];
-
-	mb_builddir(builddir, sizeof(builddir));
-	snprintf(path, sizeof(path), "%s/prov/mrlease/.libs", builddir);
-	setenv("FI_PROVIDER_PATH", path, 1);
-	setenv("FI_TCP_IFACE", getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
+	bu_child_env();
 	setenv("FI_HOOK", "mrlease", 1);
 	setenv("FI_MRLEASE_MIN_SIZE", "0", 1);
 	setenv("FI_MRLEASE_PINNING", mb_mode_pinning[mode], 1);
@@ -207,11 +202,11 @@ static void *map_at(uintptr_t addr, size_t len, int prot, bool over_own)
 
 static double munmap_ns(void *p, size_t len)
 {
-	double t0 = mb_now_s();
+	double t0 = bu_now_s();
 
 	if (munmap(p, len))
 		return -1;
-	return (mb_now_s() - t0) * 1e9;
+	return (bu_now_s() - t0) * 1e9;
 }
 
 /*
@@ -301,8 +296,8 @@ static int child_munmap(struct child *c, long iters)
 		ns[2][got[2]++] = t[2];
 	}
 	query(c, &st1);
-	printf("munmap in %.1f cached %.1f out %.1f", mb_median(ns[0], (int)got[0]),
-	       mb_median(ns[1], (int)got[1]), mb_median(ns[2], (int)got[2]));
+	printf("munmap in %.1f cached %.1f out %.1f", bu_median(ns[0], (int)got[0]),
+	       bu_median(ns[1], (int)got[1]), bu_median(ns[2], (int)got[2]));
 	print_counts(&st0, &st1, iters);
 	ret = 0;
 out:
@@ -317,23 +312,23 @@ out:
 static int unmap_once(struct child *c, uintptr_t addr, size_t size, unsigned char v,
 		      double phase[3])
 {
-	double t0 = mb_now_s(), t1, t2;
+	double t0 = bu_now_s(), t1, t2;
 	char *p = map_at(addr, size, PROT_READ | PROT_WRITE, false);
 
 	if (!p)
 		return -1;
 	memset(p, v, size);
-	t1 = mb_now_s();
+	t1 = bu_now_s();
 	if (write_wait(c, p, size))
 		return -1;
-	t2 = mb_now_s();
+	t2 = bu_now_s();
 	if (munmap(p, size)) {
 		fprintf(stderr, "monitor_bench child: munmap: %s\n", strerror(errno));
 		return -1;
 	}
 	phase[0] += t1 - t0;
 	phase[1] += t2 - t1;
-	phase[2] += mb_now_s() - t2;
+	phase[2] += bu_now_s() - t2;
 	return 0;
 }
 
@@ -357,11 +352,11 @@ static int child_unmap(struct child *c, size_t size, double secs)
 			return -1;
 	memset(phase, 0, sizeof(phase));
 	query(c, &st0);
-	t0 = mb_now_s();
+	t0 = bu_now_s();
 	do {
 		if (unmap_once(c, addr, size, (unsigned char)(++n | 1), phase))
 			return -1;
-	} while ((t = mb_now_s() - t0) < secs);
+	} while ((t = bu_now_s() - t0) < secs);
 	query(c, &st1);
 	if (!wait_landed(c, size, (unsigned char)(n | 1))) {
 		printf("loop rate %.1f map_us %.2f write_us %.2f munmap_us %.2f",
@@ -395,11 +390,11 @@ static int child_reuse(struct child *c, size_t size, double secs)
 		if (write_wait(c, buf[i % REUSE_BUFS], size))
 			goto out;
 	query(c, &st0);
-	t0 = mb_now_s();
+	t0 = bu_now_s();
 	do {
 		if (write_wait(c, buf[n++ % REUSE_BUFS], size))
 			goto out;
-	} while ((t = mb_now_s() - t0) < secs);
+	} while ((t = bu_now_s() - t0) < secs);
 	query(c, &st1);
 	if (wait_landed(c, size, (unsigned char)(0x40 + (n - 1) % REUSE_BUFS)))
 		goto out;
@@ -422,7 +417,7 @@ out:
  */
 int mb_serve_main(const char *mode_name)
 {
-	unsigned timeout = (unsigned)mb_env_long("MONITOR_BENCH_TIMEOUT", 120);
+	unsigned timeout = (unsigned)bu_env_long("MONITOR_BENCH_TIMEOUT", 120);
 	struct child c;
 	char line[128];
 	int mode = -1, ret;

@@ -369,14 +369,6 @@ err:
 	return 1;
 }
 
-static double cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t cache_stat(struct server *sv, bool misses)
 {
 	struct fi_mrlease_stats st;
@@ -425,9 +417,9 @@ static int serve_main(int mode)
 		}
 		l0 = cache_stat(&sv, false);
 		m0 = cache_stat(&sv, true);
-		u0 = cpu_s();
+		u0 = bu_cpu_s();
 		secs = run_slice(&sv, size, t, n);
-		u0 = cpu_s() - u0;
+		u0 = bu_cpu_s() - u0;
 		if (secs < 0) {
 			ret = 1;
 			break;
@@ -445,12 +437,8 @@ static int serve_main(int mode)
 static void child_env(void *arg)
 {
 	int mode = *(int *)arg;
-	char builddir[PATH_MAX], path[PATH_MAX + 32];
 
-	bu_builddir(builddir, sizeof(builddir));
-	snprintf(path, sizeof(path), "%s/prov/mrlease/.libs", builddir);
-	setenv("FI_PROVIDER_PATH", path, 1);
-	setenv("FI_TCP_IFACE", getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
+	bu_child_env();
 	if (mode == M_NOHOOK)
 		unsetenv("FI_HOOK");
 	else
@@ -735,14 +723,5 @@ static int parent_main(void)
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && !strcmp(argv[1], "--serve")) {
-		for (int m = 0; m < NMODES; m++)
-			if (!strcmp(argv[2], mode_names[m]))
-				return serve_main(m);
-	}
-	if (argc > 1) {
-		fprintf(stderr, "usage: %s [--serve nohook|lease|shared]\n", argv[0]);
-		return 2;
-	}
-	return parent_main();
+	return bu_main(argc, argv, mode_names, NMODES, serve_main, parent_main);
 }

@@ -19,7 +19,7 @@
  * minutes; modes measured a few seconds apart saw different machines (modes
  * 2 and 5, identical code at 16 KiB and up, differed by 3%). The parent
  * starts one --serve child per mode at once, all on the one CPU
- * pin_one_cpu() picks. Each child opens its endpoint pair, registers, warms
+ * bu_pin_one_cpu() picks. Each child opens its endpoint pair, registers, warms
  * up every size, says "ready" and then runs one timed slice per command on
  * its stdin ("slice SIZE N": N writes of SIZE, XFER_BENCH_WINDOW of them in
  * flight; it answers with the elapsed seconds). The parent commands one child at a time, so the
@@ -112,8 +112,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +123,7 @@
 #include <rdma/fi_rma.h>
 
 #include "../test/xfer_util.h"
+#include "bench_util.h"
 
 enum { MODE_APP = 1, MODE_LEASE = 2, MODE_PEROP = 3, MODE_NOOP = 4,
        MODE_LEASE_ALL = 5, NMODES = 5 };
@@ -146,9 +145,7 @@ static const size_t bench_sizes[] = { 8, 64, 512, 4096, 16384, 65536 };
 
 static const char *bench_prov(void)
 {
-	const char *prov = getenv("XFER_BENCH_PROV");
-
-	return prov ? prov : "tcp;ofi_rxm";
+	return bu_env_str("XFER_BENCH_PROV", "tcp;ofi_rxm");
 }
 
 /* ---- child: one mode ------------------------------------------------ */
@@ -177,14 +174,6 @@ static long default_iters(size_t size)
 	if (size < 16384 && n > 30000)
 		n = 30000;
 	return n < 4000 ? 4000 : n;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 struct slot {
@@ -439,9 +428,9 @@ static int child_main(const struct child_opts *o)
 		for (long b = 0, done = 0; b < BLOCKS && !ret; b++) {
 			long n = (iters - done) / (BLOCKS - b);
 
-			t0 = now_s();
+			t0 = bu_now_s();
 			ret = run_size(&r, size, n, o->window);
-			t1 = now_s();
+			t1 = bu_now_s();
 			if (n / (t1 - t0) > best)
 				best = n / (t1 - t0);
 			done += n;
@@ -503,9 +492,9 @@ static int serve_main(const struct child_opts *o)
 		}
 		regs0 = r.regs + lease_registrations(&pair);
 		r.polls = 0;
-		t0 = now_s();
+		t0 = bu_now_s();
 		ret = run_size(&r, size, n, o->window);
-		secs = now_s() - t0;
+		secs = bu_now_s() - t0;
 		if (ret)
 			break;
 		printf("slice secs %.9f regs %" PRIu64 " polls %ld\n", secs,
@@ -534,31 +523,9 @@ struct sample {
 	long all_polls, all_ops;
 };
 
-static void builddir_of_self(char *buf, size_t len)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
-
-	exe[n > 0 ? n : 0] = '\0';
-	for (int up = 0; up < 2; up++) {
-		slash = strrchr(exe, '/');
-		if (slash)
-			*slash = '\0';
-		if (up == 0 && (slash = strrchr(exe, '/')) && !strcmp(slash, "/.libs"))
-			*slash = '\0';
-	}
-	snprintf(buf, len, "%s", exe);
-}
-
 static void child_env(int mode)
 {
-	char builddir[PATH_MAX], path[PATH_MAX + 32];
-
-	builddir_of_self(builddir, sizeof(builddir));
-	snprintf(path, sizeof(path), "%s/prov/mrlease/.libs", builddir);
-	setenv("FI_PROVIDER_PATH", path, 1);
-	setenv("FI_TCP_IFACE", getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
+	bu_child_env();
 	unsetenv("FI_MRLEASE_MIN_SIZE");
 	if (mode == MODE_LEASE_ALL)
 		setenv("FI_MRLEASE_MIN_SIZE", "0", 1);
@@ -570,19 +537,23 @@ static void child_env(int mode)
 		unsetenv("FI_HOOK");
 }
 
+/* The environment of a --serve child, set in the child (bu_server_start). */
+static void serve_env(void *mode)
+{
+	child_env(*(int *)mode);
+}
+
 /*
- * Start this program as a child of mode (under the prefix command, e.g.
- * valgrind, if any) with args after the program name. Its stdout goes to
- * *out_fd; with cmd_fd, its stdin comes from *cmd_fd. Every pipe end is
- * close-on-exec, so no child holds another's pipe open (a child would then
- * never see the end of its commands). Returns the pid or -errno.
+ * Start this program as a single-run child of mode (under the prefix
+ * command, e.g. valgrind, if any) with args after the program name. Its
+ * stdout goes to *out_fd, close-on-exec as every pipe end. Returns the pid
+ * or -errno.
  */
-static pid_t launch(int mode, char *const *prefix, char *const *args,
-		    int *cmd_fd, int *out_fd)
+static pid_t launch(int mode, char *const *prefix, char *const *args, int *out_fd)
 {
 	static char self[PATH_MAX];
 	char *argv[32];
-	int out[2], cmd[2] = { -1, -1 }, argc = 0, err;
+	int out[2], argc = 0, err;
 	pid_t pid;
 
 	/* The real path: under valgrind /proc/self/exe is valgrind. */
@@ -601,20 +572,16 @@ static pid_t launch(int mode, char *const *prefix, char *const *args,
 	argv[argc] = NULL;
 	if (pipe2(out, O_CLOEXEC))
 		return -errno;
-	if (cmd_fd && pipe2(cmd, O_CLOEXEC)) {
-		err = -errno;
-		goto err_out;
-	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		err = -errno;
-		goto err_cmd;
+		close(out[0]);
+		close(out[1]);
+		return err;
 	}
 	if (pid == 0) {
 		dup2(out[1], STDOUT_FILENO);
-		if (cmd_fd)
-			dup2(cmd[0], STDIN_FILENO);
 		signal(SIGPIPE, SIG_DFL);
 		child_env(mode);
 		execvp(argv[0], argv);
@@ -622,21 +589,7 @@ static pid_t launch(int mode, char *const *prefix, char *const *args,
 	}
 	close(out[1]);
 	*out_fd = out[0];
-	if (cmd_fd) {
-		close(cmd[0]);
-		*cmd_fd = cmd[1];
-	}
 	return pid;
-
-err_cmd:
-	if (cmd_fd) {
-		close(cmd[0]);
-		close(cmd[1]);
-	}
-err_out:
-	close(out[0]);
-	close(out[1]);
-	return err;
 }
 
 /*
@@ -648,8 +601,8 @@ err_out:
 static int spawn(int mode, char *const *prefix, char *const *args,
 		 struct sample *out)
 {
-	int out_fd, status;
-	pid_t pid = launch(mode, prefix, args, NULL, &out_fd);
+	int out_fd = -1, status;
+	pid_t pid = launch(mode, prefix, args, &out_fd);
 	FILE *in;
 	char line[256];
 	size_t idx = 0;
@@ -689,30 +642,6 @@ static int spawn(int mode, char *const *prefix, char *const *args,
 		return WIFEXITED(status) && WEXITSTATUS(status) == 77 ? -FI_ENODATA
 								       : -FI_EOTHER;
 	return (int)idx;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The p-quantile (0..1) of v, linear between order statistics; sorts v. */
-static double quantile(double *v, int n, double p)
-{
-	double pos = p * (n - 1);
-	int lo = (int)pos;
-
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	if (lo >= n - 1)
-		return v[n - 1];
-	return v[lo] + (v[lo + 1] - v[lo]) * (pos - lo);
-}
-
-static double median(double *v, int n)
-{
-	return quantile(v, n, 0.5);
 }
 
 /*
@@ -931,10 +860,8 @@ static double callgrind_per_op(void)
 
 /* A --serve child: one mode, commanded through its stdin. */
 struct server {
+	struct bu_server bu;
 	int mode;
-	pid_t pid;          /* 0: not running (never started or reaped) */
-	FILE *cmd;          /* its stdin */
-	FILE *out;          /* its stdout */
 	uint64_t total_regs; /* its registrations over the whole run, at quit */
 };
 
@@ -947,128 +874,44 @@ struct rounds {
 	uint64_t regs[NSIZES][NMODES + 1];
 };
 
-/* Close a server's pipes and wait for it (killed first if kill_it).
- * Returns its wait status, or -1 if it was not running. */
-static int server_reap(struct server *s, bool kill_it)
-{
-	int status = -1;
-
-	if (!s->pid)
-		return -1;
-	if (kill_it)
-		kill(s->pid, SIGKILL);
-	if (s->cmd)
-		fclose(s->cmd);
-	if (s->out)
-		fclose(s->out);
-	s->cmd = s->out = NULL;
-	while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
-		;
-	s->pid = 0;
-	return status;
-}
-
 static void servers_kill(struct server sv[NMODES + 1])
 {
 	for (int m = 1; m <= NMODES; m++)
-		server_reap(&sv[m], true);
-}
-
-/* Seconds a server may take to answer (XFER_BENCH_TIMEOUT, default 120):
- * a hung child is killed rather than blocking the run. */
-static int answer_timeout_ms(void)
-{
-	static int ms;	/* read once: the parent is one thread */
-	const char *env;
-
-	if (!ms) {
-		env = getenv("XFER_BENCH_TIMEOUT");
-		ms = (env && atoi(env) > 0 ? atoi(env) : 120) * 1000;
-	}
-	return ms;
-}
-
-/* One line of a server's answer, within the timeout (its stream is
- * unbuffered, so poll() sees everything not yet read). */
-static bool server_gets(struct server *s, char *line, int len)
-{
-	struct pollfd p = { .fd = fileno(s->out), .events = POLLIN };
-
-	return poll(&p, 1, answer_timeout_ms()) > 0 && fgets(line, len, s->out);
-}
-
-/*
- * A server that did not answer as it should: reap it and say why. If its
- * stdout ended or its stdin is broken it has exited, and its status says
- * how; if it answered nonsense it is killed. Returns -FI_ENODATA if it found
- * the provider unavailable, else -FI_EOTHER.
- */
-static int server_failed(struct server *s, const char *doing)
-{
-	bool exited = feof(s->out) || ferror(s->cmd);
-	int status = server_reap(s, !exited);
-
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-		return -FI_ENODATA;
-	if (!exited)
-		fprintf(stderr, "xfer_bench: mode %s child: no answer within the timeout, "
-			"or an unexpected one, %s; killed\n", mode_names[s->mode], doing);
-	else if (WIFEXITED(status))
-		fprintf(stderr, "xfer_bench: mode %s child exited with status %d %s\n",
-			mode_names[s->mode], WEXITSTATUS(status), doing);
-	else if (WIFSIGNALED(status))
-		fprintf(stderr, "xfer_bench: mode %s child killed by signal %d %s\n",
-			mode_names[s->mode], WTERMSIG(status), doing);
-	return -FI_EOTHER;
+		bu_server_kill(&sv[m].bu);
 }
 
 /* Start one --serve child per mode, all at once, and wait until every one
  * has warmed up. On failure every child is gone. */
 static int servers_start(struct server sv[NMODES + 1])
 {
-	char line[128];
-	int ret;
+	static char names[NMODES + 1][32];
+	static int modes[NMODES + 1];
+	/* Seconds a child may take to answer (XFER_BENCH_TIMEOUT, default 120). */
+	int timeout_s = (int)bu_env_clamp("XFER_BENCH_TIMEOUT", 120, 0, 86399);
+	int ret = 0;
 
-	for (int m = 1; m <= NMODES; m++)
-		sv[m] = (struct server){ .mode = m };
 	for (int m = 1; m <= NMODES; m++) {
+		snprintf(names[m], sizeof(names[m]), "xfer_bench mode %s child", mode_names[m]);
+		modes[m] = m;
+		sv[m] = (struct server){ .mode = m,
+					 .bu = { .name = names[m], .timeout_s = timeout_s } };
+	}
+	for (int m = 1; m <= NMODES && !ret; m++) {
 		char mode_s[8];
 		char *args[] = { "--child", mode_s, "--serve", NULL };
-		struct server *s = &sv[m];
-		int cmd_fd, out_fd;
 
 		snprintf(mode_s, sizeof(mode_s), "%d", m);
-		s->pid = launch(m, NULL, args, &cmd_fd, &out_fd);
-		if (s->pid < 0) {
+		ret = bu_server_start(&sv[m].bu, args, serve_env, &modes[m]);
+		if (ret) {
 			fprintf(stderr, "xfer_bench: starting mode %s: %s\n",
-				mode_names[m], strerror((int)-s->pid));
-			s->pid = 0;
+				mode_names[m], strerror(-ret));
 			ret = -FI_EOTHER;
-			goto err_kill;
-		}
-		s->cmd = fdopen(cmd_fd, "w");
-		if (!s->cmd)
-			close(cmd_fd);
-		s->out = fdopen(out_fd, "r");
-		if (!s->out)
-			close(out_fd);
-		else
-			setvbuf(s->out, NULL, _IONBF, 0);
-		if (!s->cmd || !s->out) {
-			ret = -FI_ENOMEM;
-			goto err_kill;
 		}
 	}
-	for (int m = 1; m <= NMODES; m++) {
-		if (!server_gets(&sv[m], line, sizeof(line)) || strcmp(line, "ready\n")) {
-			ret = server_failed(&sv[m], "while warming up");
-			goto err_kill;
-		}
-	}
-	return 0;
-
-err_kill:
-	servers_kill(sv);
+	for (int m = 1; m <= NMODES && !ret; m++)
+		ret = bu_server_ready(&sv[m].bu);
+	if (ret)
+		servers_kill(sv);
 	return ret;
 }
 
@@ -1077,54 +920,33 @@ err_kill:
 static int server_slice(struct server *s, size_t size, long n, double *secs,
 			uint64_t *regs)
 {
-	char line[128];
+	char cmd[64], line[128];
 	long polls;
+	int ret;
 
-	if (fprintf(s->cmd, "slice %zu %ld\n", size, n) < 0 || fflush(s->cmd) ||
-	    !server_gets(s, line, sizeof(line)) ||
-	    sscanf(line, "slice secs %lf regs %" SCNu64 " polls %ld", secs, regs,
-		   &polls) != 3 || *secs <= 0)
-		return server_failed(s, "in a slice");
-	return 0;
-}
-
-/* Tell a server to quit, read its totals and reap it (on every path). */
-static int server_quit(struct server *s)
-{
-	char line[128];
-	int status;
-
-	if (fprintf(s->cmd, "quit\n") < 0 || fflush(s->cmd))
-		return server_failed(s, "at quit");
-	while (server_gets(s, line, sizeof(line)))
-		sscanf(line, "total_regs %" SCNu64, &s->total_regs);
-	status = server_reap(s, false);
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		fprintf(stderr, "xfer_bench: mode %s child failed at quit (status %d)\n",
-			mode_names[s->mode], status);
+	snprintf(cmd, sizeof(cmd), "slice %zu %ld", size, n);
+	ret = bu_server_ask(&s->bu, cmd, line, sizeof(line));
+	if (ret)
+		return ret;
+	if (sscanf(line, "slice secs %lf regs %" SCNu64 " polls %ld", secs, regs,
+		   &polls) != 3 || *secs <= 0) {
+		fprintf(stderr, "xfer_bench: mode %s child: unexpected answer in a "
+			"slice; killed\n", mode_names[s->mode]);
+		bu_server_kill(&s->bu);
 		return -FI_EOTHER;
 	}
 	return 0;
 }
 
-/* Repetition r's order of the modes: a fixed pseudo-random permutation, so
- * no mode always runs right after the same other one (a slice can leave the
- * machine slower or faster for the next: caches, memory returned). */
-static void shuffle_modes(int order[NMODES], int r)
+static void total_regs_line(const char *line, void *s)
 {
-	uint32_t x = 2654435761u * (uint32_t)(r + 1);
+	sscanf(line, "total_regs %" SCNu64, &((struct server *)s)->total_regs);
+}
 
-	for (int k = 0; k < NMODES; k++)
-		order[k] = k + 1;
-	for (int k = NMODES - 1; k > 0; k--) {
-		int j, t;
-
-		x = x * 1664525u + 1013904223u;
-		j = (int)((x >> 16) % (uint32_t)(k + 1));
-		t = order[k];
-		order[k] = order[j];
-		order[j] = t;
-	}
+/* Tell a server to quit, read its totals and reap it (on every path). */
+static int server_quit(struct server *s)
+{
+	return bu_server_quit(&s->bu, total_regs_line, s);
 }
 
 /*
@@ -1150,14 +972,18 @@ static int measure_sizes(struct server sv[NMODES + 1], struct rounds *ro, int r0
 					return ret;
 				calib[m - 1] = n0 / secs;
 			}
-			ro->iters[i] = (long)(SLICE_SECONDS * median(calib, NMODES));
+			ro->iters[i] = (long)(SLICE_SECONDS * bu_median(calib, NMODES));
 			if (ro->iters[i] < 100)
 				ro->iters[i] = 100;
 		}
 		for (int r = r0; r < r1; r++) {
-			shuffle_modes(order, (int)i * ro->n + r);
+			/* A fixed pseudo-random order per round: no mode
+			 * always runs right after the same other one (a slice
+			 * can leave the machine slower or faster for the
+			 * next: caches, memory returned). */
+			bu_shuffle(order, NMODES, (int)i * ro->n + r);
 			for (int k = 0; k < NMODES; k++) {
-				int m = order[k];
+				int m = order[k] + 1;
 
 				ret = server_slice(&sv[m], size, ro->iters[i], &secs, &regs);
 				if (ret)
@@ -1226,14 +1052,14 @@ static void size_figures(const struct rounds *ro, size_t i, struct size_figures 
 
 	for (int m = 1; m <= NMODES; m++) {
 		memcpy(v, ro->rate[i][m], sizeof(double) * (size_t)ro->n);
-		f->med[m] = median(v, ro->n);
+		f->med[m] = bu_median(v, ro->n);
 	}
 	for (int p = 0; p < NPAIRS; p++) {
 		for (int r = 0; r < ro->n; r++)
 			v[r] = round_ratio(ro, i, p, r);
-		f->q1[p] = quantile(v, ro->n, 0.25);
-		f->paired[p] = quantile(v, ro->n, 0.5);
-		f->q3[p] = quantile(v, ro->n, 0.75);
+		f->q1[p] = bu_quantile(v, ro->n, 0.25);
+		f->paired[p] = bu_quantile(v, ro->n, 0.5);
+		f->q3[p] = bu_quantile(v, ro->n, 0.75);
 		f->of_medians[p] = f->med[pairs[p][0]] / f->med[pairs[p][1]];
 	}
 }
@@ -1296,42 +1122,11 @@ static void print_registrations(const struct rounds *ro,
 	printf("\n");
 }
 
-/*
- * Pin this process, and so every child, to one CPU: XFER_BENCH_CPU, else the
- * highest-numbered one allowed (-1: no pinning). Unpinned on a 2-core
- * machine, a child's threads and the loopback's kernel work land on one or
- * on both cores from run to run, and its rate moves by 30% with that alone.
- * Returns the CPU, or -1.
- */
-static int pin_one_cpu(void)
-{
-	const char *env = getenv("XFER_BENCH_CPU");
-	cpu_set_t set;
-	int cpu = -1;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return -1;
-	if (env) {
-		cpu = atoi(env);
-		if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set))
-			return -1;
-	} else {
-		for (int c = 0; c < CPU_SETSIZE; c++)
-			if (CPU_ISSET(c, &set))
-				cpu = c;
-	}
-	if (cpu < 0)
-		return -1;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -1 : cpu;
-}
-
 static int parent_main(void)
 {
-	const char *env = getenv("XFER_BENCH_REPS");
-	int reps = env ? atoi(env) : 40;
-	int generations = (env = getenv("XFER_BENCH_GENERATIONS")) ? atoi(env) : 20;
+	int reps = (int)bu_env_clamp("XFER_BENCH_REPS", 40, 1, MAX_REPS);
+	int generations = (int)bu_env_clamp("XFER_BENCH_GENERATIONS", 20, 1, reps);
+	const char *env;
 	static struct rounds ro;
 	struct server sv[NMODES + 1];
 	struct size_figures fig[NSIZES];
@@ -1349,16 +1144,11 @@ static int parent_main(void)
 		       ir, lease_added, noop_added);
 		return ir < 0;
 	}
-	if (reps < 1)
-		reps = 1;
-	if (reps > MAX_REPS)
-		reps = MAX_REPS;
-	if (generations < 1)
-		generations = 1;
-	if (generations > reps)
-		generations = reps;
 	ro.n = reps;
-	cpu = pin_one_cpu();
+	/* Unpinned on a 2-core machine, a child's threads and the loopback's
+	 * kernel work land on one or on both cores from run to run, and its
+	 * rate moves with that alone. */
+	cpu = bu_pin_one_cpu("XFER_BENCH_CPU");
 	printf("# xfer_bench: fi_write message rate over %s, modes interleaved slice "
 	       "by slice: %d rounds per size by %d generations of children, ~%.0f ms "
 	       "per slice, children on CPU %d (-1: not pinned)\n", bench_prov(), reps,
@@ -1397,13 +1187,13 @@ static int parent_main(void)
 	}
 
 	/* The figures are only as quiet as the machine: say how busy it was. */
-	double load[1] = { -1 };
+	double load1 = bu_load1();
 
-	if (getloadavg(load, 1) == 1)
-		printf("# load average (1 min) at the end: %.2f on %ld cpus\n", load[0],
+	if (load1 >= 0)
+		printf("# load average (1 min) at the end: %.2f on %ld cpus\n", load1,
 		       sysconf(_SC_NPROCESSORS_ONLN));
 	printf("RESULT prov=%s reps=%d cpu=%d load1=%.2f", bench_prov(), reps, cpu,
-	       load[0]);
+	       load1);
 	for (size_t i = 0; i < NSIZES; i++)
 		printf(" r21_%zu=%.3f r24_%zu=%.3f r23_%zu=%.3f r51_%zu=%.3f r41_%zu=%.3f",
 		       bench_sizes[i], fig[i].paired[0], bench_sizes[i], fig[i].paired[1],
