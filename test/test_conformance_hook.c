@@ -202,9 +202,9 @@ static void test_eq_read_returns_application_written_events_untouched(void)
 
 /* Every blocking read below is given this timeout; a signal must end it
  * well before (a read that ran into it was not woken by the signal). */
-#define SREAD_TIMEOUT_MS 2000
+#define SREAD_TIMEOUT_MS 8000
 /* How long the main thread waits for a blocked reader to return. */
-#define READER_GUARD_S 10.0
+#define READER_GUARD_S 30.0
 
 /* fi_cq(3): a signalled sread returns -FI_EAGAIN (libfabric before 1.18's
  * util CQ said -FI_ECANCELED). */

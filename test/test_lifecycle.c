@@ -518,7 +518,7 @@ static void test_cleanup_while_posting_leaves_poster_running(void)
 /* ---- fork while a thread is inside leased transfers ---------------------- */
 
 #define CHILDREN 50
-#define CHILD_SECONDS 20	/* bound of one child's life */
+#define CHILD_SECONDS 60	/* bound of one child's life */
 
 enum child_status {
 	CHILD_OK = 0,

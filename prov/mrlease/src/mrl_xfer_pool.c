@@ -72,9 +72,28 @@ static void mrl_region_reserve(void)
 	mrl_op_region_size = size;
 }
 
+/* A child must not inherit region_lock held by a thread that does not
+ * exist in it (its first endpoint would wait forever): held across fork. */
+static void mrl_region_fork_lock(void)
+{
+	pthread_mutex_lock(&region_lock);
+}
+
+static void mrl_region_fork_unlock(void)
+{
+	pthread_mutex_unlock(&region_lock);
+}
+
+static void mrl_region_once(void)
+{
+	mrl_region_reserve();
+	pthread_atfork(mrl_region_fork_lock, mrl_region_fork_unlock,
+		       mrl_region_fork_unlock);
+}
+
 void mrl_op_region_init(void)
 {
-	pthread_once(&region_once, mrl_region_reserve);
+	pthread_once(&region_once, mrl_region_once);
 }
 
 static struct mrl_op_chunk *mrl_chunk_get(void)
