@@ -270,6 +270,12 @@ static int leave_once(enum leave how, char *why, size_t whylen)
 		break;
 	case LEAVE_MREMAP_MOVE:
 		p = mremap(p, len, 64 * len, MREMAP_MAYMOVE);
+		if (p == MAP_FAILED) {
+			/* Watching must not have split the mapping. */
+			snprintf(why, whylen, "%s: %s", leave_names[how], strerror(errno));
+			p = q - 12 * page;
+			goto out;
+		}
 		if (p == q - 12 * page) {
 			snprintf(why, whylen, "%s: did not move", leave_names[how]);
 			goto out;
@@ -424,6 +430,35 @@ static void test_vma_count_stays_bounded_with_100000_entries(void)
 	settle(p);
 	stats(&st);
 	CHECK(st.entries < n);
+	mrl_cache_drain(cache);
+}
+
+/* Watching part of a mapping must not split it: the application's mremap of
+ * the whole mapping would then fail with EFAULT (a range spanning VMAs). */
+static void test_watching_an_entry_leaves_its_mapping_whole(void)
+{
+	size_t len = 64ul << 20;
+	long before, after;
+	char *p, *q;
+
+	NEED_MONITOR();
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(p != MAP_FAILED);
+	before = vma_count();
+	CHECK(touch(p + len / 2, page) != NULL);
+	CHECK(cached(p + len / 2, page));
+	after = vma_count();
+	q = mremap(p, len, 2 * len, MREMAP_MAYMOVE);
+	if (q == MAP_FAILED) {
+		munmap(p, len);
+		mrl_test_fail(__FILE__, __LINE__, "mremap of the whole mapping: %s",
+			      strerror(errno));
+		return;
+	}
+	CHECK(!cached(p + len / 2, page));
+	munmap(q, 2 * len);
+	CHECK(after <= before);
 	mrl_cache_drain(cache);
 }
 
@@ -751,6 +786,7 @@ int main(void)
 	MRL_RUN(test_sysv_shm_is_not_retained);
 	MRL_RUN(test_file_backed_memory_is_not_retained);
 	MRL_RUN(test_vma_count_stays_bounded_with_100000_entries);
+	MRL_RUN(test_watching_an_entry_leaves_its_mapping_whole);
 	MRL_RUN(test_no_lookup_sees_a_range_once_munmap_returned);
 	MRL_RUN(test_the_monitor_never_closes_a_registration);
 	MRL_RUN(test_a_miss_unmapping_memory_does_not_deadlock);

@@ -17,14 +17,16 @@
  * fault is ever delivered to the monitor. Created with UFFD_USER_MODE_ONLY
  * when the process lacks the privilege (vm.unprivileged_userfaultfd=0).
  *
- * Watching. mrl_monitor_watch(lo, hi) registers the 2 MiB-aligned blocks
- * around [lo, hi) (adjacent registered blocks merge into one VMA, so the VMA
- * count stays bounded by the blocks touched, not the entries), falling back
- * to the exact range when a block holds memory userfaultfd refuses (a
- * file-backed mapping). A range that cannot be watched (file-backed, another
- * userfaultfd owns it: -EBUSY, not fully mapped) answers false: the caller
- * must not keep it past its leases. Registrations are never removed: the
- * kernel drops them with the mapping.
+ * Watching. mrl_monitor_watch(lo, hi) registers every VMA of [lo, hi)
+ * whole, found with PROCMAP_QUERY on /proc/self/maps (Linux 6.11): a mapping
+ * is never split, so the VMA count does not grow with the entries and an
+ * application's mremap of its whole mapping keeps working. On older kernels
+ * it registers the largest aligned block (2 MiB, halving near memory
+ * userfaultfd refuses) around the range, which can split a larger mapping.
+ * A range that cannot be watched (file-backed, another userfaultfd owns it:
+ * -EBUSY, not fully mapped) answers false: the caller must not keep it past
+ * its leases. Registrations are never removed: the kernel drops them with
+ * the mapping.
  *
  * The monitor thread, its rules (each is what keeps a thread blocked in
  * munmap, which waits for the monitor to *read* its event, from deadlocking

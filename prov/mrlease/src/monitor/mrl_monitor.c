@@ -29,7 +29,21 @@
 #define UFFD_USER_MODE_ONLY 1
 #endif
 
-/* Watch granularity: blocks this large and aligned (see "Watching"). */
+/*
+ * PROCMAP_QUERY (Linux 6.11) on /proc/self/maps: the VMA covering an
+ * address, in one ioctl. Declared here for older headers (the layout is the
+ * kernel's ABI, sized by its first field).
+ */
+struct mrl_procmap_query {
+	uint64_t size, query_flags, query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define MRL_PROCMAP_QUERY _IOWR('f', 17, struct mrl_procmap_query)
+
+/* Watch granularity without PROCMAP_QUERY: blocks this large and aligned
+ * (see "Watching"). */
 #define MRL_MONITOR_BLOCK ((uintptr_t)2 << 20)
 /* Events read at once, on the monitor's stack. */
 #define MRL_MONITOR_BATCH 32
@@ -47,6 +61,7 @@
 static pthread_mutex_t mon_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int mon_fd = -1;		/* the userfaultfd, -1: not running */
 static int mon_stop_fd = -1;		/* eventfd: the thread's stop request */
+static atomic_int mon_maps_fd = -1;	/* /proc/self/maps for PROCMAP_QUERY */
 static bool mon_tried;			/* a start was attempted */
 static pthread_t mon_thread;
 static struct mrl_monitor_client mon_client;
@@ -145,6 +160,10 @@ static void mon_fork_child(void)
 		close(fd);
 	if (mon_stop_fd >= 0)
 		close(mon_stop_fd);
+	/* It names the parent's maps. */
+	fd = atomic_exchange_explicit(&mon_maps_fd, -1, memory_order_relaxed);
+	if (fd >= 0)
+		close(fd);
 	atomic_store_explicit(&mon_fd, -1, memory_order_relaxed);
 	mon_stop_fd = -1;
 	mon_tried = false;
@@ -266,6 +285,8 @@ int mrl_monitor_start(const struct fi_provider *prov,
 		ret = -FI_ENOMEM;
 		goto err_event;
 	}
+	atomic_store_explicit(&mon_maps_fd, open("/proc/self/maps", O_RDONLY | O_CLOEXEC),
+			      memory_order_relaxed);
 	atomic_store_explicit(&mon_fd, fd, memory_order_release);
 	pthread_mutex_unlock(&mon_lock);
 	return 0;
@@ -295,12 +316,39 @@ static bool mon_register(int fd, uintptr_t lo, uintptr_t hi)
 	return ioctl(fd, UFFDIO_REGISTER, &reg) == 0;
 }
 
+/*
+ * Watch every VMA of [lo, hi) whole: registering part of a mapping would
+ * split it (one VMA more per entry, and an application's mremap of the
+ * whole mapping would then fail with EFAULT). 1: watched; 0: a hole or a
+ * VMA userfaultfd refuses; -1: PROCMAP_QUERY unavailable.
+ */
+static int mon_watch_vmas(int fd, int maps, uintptr_t lo, uintptr_t hi)
+{
+	struct mrl_procmap_query q;
+
+	while (lo < hi) {
+		memset(&q, 0, sizeof(q));
+		q.size = sizeof(q);
+		q.query_addr = lo;
+		if (ioctl(maps, MRL_PROCMAP_QUERY, &q))
+			return errno == ENOENT ? 0 : -1;
+		if (q.vma_start > lo || q.vma_end <= lo)
+			return 0;
+		if (!mon_register(fd, (uintptr_t)q.vma_start, (uintptr_t)q.vma_end))
+			return 0;
+		lo = (uintptr_t)q.vma_end;
+	}
+	return 1;
+}
+
 bool mrl_monitor_watch(uintptr_t lo, uintptr_t hi)
 {
 	int fd = atomic_load_explicit(&mon_fd, memory_order_acquire);
+	int maps = atomic_load_explicit(&mon_maps_fd, memory_order_relaxed);
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t align, blo, bhi;
 	bool ok = false;
+	int ret;
 
 	if (fd < 0 || hi <= lo)
 		return false;
@@ -310,6 +358,14 @@ bool mrl_monitor_watch(uintptr_t lo, uintptr_t hi)
 	hi = (hi + page - 1) & ~(page - 1);
 	if (!hi)
 		return false;
+	if (maps >= 0) {
+		ret = mon_watch_vmas(fd, maps, lo, hi);
+		if (ret >= 0)
+			return ret == 1;
+		/* An older kernel: blocks from now on. */
+		if (atomic_compare_exchange_strong(&mon_maps_fd, &maps, -1))
+			close(maps);
+	}
 	/* The largest aligned block that userfaultfd accepts: halving it
 	 * near a mapping it refuses keeps the registered pieces of a region
 	 * few and mergeable instead of one per entry. */
@@ -345,3 +401,4 @@ void mrl_monitor_stop(void)
 	}
 	pthread_mutex_unlock(&mon_lock);
 }
+
