@@ -20,6 +20,20 @@ check() {
 	shift 2
 	if [ "$status" -eq 0 ]; then ok "$name"; else not_ok "$name" "$@"; fi
 }
+# report_case OUTPUT STATUS FALLBACK_NAME: the TAP line of a program run
+# once per case (its first ok/not ok line, its skip reason, its tail when it
+# failed), under the program's test name or FALLBACK_NAME.
+report_case() {
+	local out=$1 rc=$2 line name
+	line=$(grep -E '^(not )?ok ' <<<"$out" | head -n 1)
+	name=$(sed -E 's/^(not )?ok [0-9]+ - //; s/ # SKIP .*//' <<<"$line")
+	name=${name:-$3}
+	case "$line" in
+	"ok "*"# SKIP "*) skip "$name" "${line##*# SKIP }" ;;
+	"ok "*) check "$name" "$rc" "exited with status $rc" "$(tail -n 30 <<<"$out")" ;;
+	*) not_ok "$name" "exited with status $rc" "$(tail -n 40 <<<"$out")" ;;
+	esac
+}
 finish() {
 	echo "1..$tap_n"
 	[ "$tap_failed" -eq 0 ]

@@ -10,18 +10,11 @@ set -u
 prog="$builddir/test/test_fault_stress"
 
 run() {
-	local out rc line name
+	local out rc
 	out=$("$prog" "$1" 2>&1)
 	rc=$?
-	line=$(grep -E '^(not )?ok ' <<<"$out" | head -n 1)
-	name=$(sed -E 's/^(not )?ok [0-9]+ - //; s/ # SKIP .*//' <<<"$line")
-	name=${name:-"test_fault_stress $1"}
 	grep -E '^# ' <<<"$out"
-	case "$line" in
-	"ok "*"# SKIP "*) skip "$name" "${line##*# SKIP }" ;;
-	"ok "*) check "$name" "$rc" "exited with status $rc" "$(tail -n 30 <<<"$out")" ;;
-	*) not_ok "$name" "exited with status $rc" "$(tail -n 40 <<<"$out")" ;;
-	esac
+	report_case "$out" "$rc" "test_fault_stress $1"
 }
 
 run stress

@@ -15,18 +15,11 @@ prog="$builddir/test/test_monitor_unmap"
 
 # run EXPECT PINNING MONITOR
 run() {
-	local out rc line name
+	local out rc
 	out=$(FI_MRLEASE_PINNING=$2 FI_MRLEASE_MONITOR=$3 "$prog" "$1" 2>&1)
 	rc=$?
-	line=$(grep -E '^(not )?ok ' <<<"$out" | head -n 1)
-	name=$(sed -E 's/^(not )?ok [0-9]+ - //; s/ # SKIP .*//' <<<"$line")
-	name=${name:-"test_monitor_unmap $1 (PINNING=$2 MONITOR=$3)"}
 	grep -E '^# (FI_MRLEASE_|mrcheck:|mrlease:)' <<<"$out"
-	case "$line" in
-	"ok "*"# SKIP "*) skip "$name" "${line##*# SKIP }" ;;
-	"ok "*) check "$name" "$rc" "exited with status $rc" "$(tail -n 30 <<<"$out")" ;;
-	*) not_ok "$name" "exited with status $rc" "$(tail -n 40 <<<"$out")" ;;
-	esac
+	report_case "$out" "$rc" "test_monitor_unmap $1 (PINNING=$2 MONITOR=$3)"
 }
 
 run stale no none
