@@ -16,6 +16,15 @@
  * argument and sets its purge options: glibc (trim threshold and top pad
  * 0), jemalloc (decay 0) and mimalloc (purge delay 0), the latter two by
  * LD_PRELOAD. Bounded by iteration counts; each wait is bounded too.
+ *
+ * The workers call the allocator under one lock (alloc_lock). The monitor
+ * guarantees that once munmap has returned, no lookup in any thread sees the
+ * range (mrl_monitor.h); a userfaultfd event is only posted after the kernel
+ * has freed the addresses, so another thread's mmap running *during* that
+ * munmap can be given the same addresses before the monitor hears of it.
+ * With the lock, every free() has returned before another thread's malloc()
+ * starts, which is the order the guarantee covers; posts, misses, leases
+ * and the monitor's invalidations still run concurrently.
  */
 #include "config.h"
 
@@ -60,6 +69,24 @@ struct worker {
 };
 
 static struct worker workers[WORKERS];
+static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *alloc_locked(size_t len)
+{
+	void *p;
+
+	pthread_mutex_lock(&alloc_lock);
+	p = malloc(len);
+	pthread_mutex_unlock(&alloc_lock);
+	return p;
+}
+
+static void free_locked(void *p)
+{
+	pthread_mutex_lock(&alloc_lock);
+	free(p);
+	pthread_mutex_unlock(&alloc_lock);
+}
 /* A worker did not finish in time: nothing may be closed or exit()ed. */
 static bool hung;
 
@@ -85,7 +112,7 @@ static void retire_buf(struct worker *w, void *buf)
 {
 	unsigned i = w->live_next++ % LIVE;
 
-	free(w->live[i]);
+	free_locked(w->live[i]);
 	w->live[i] = buf;
 }
 
@@ -140,7 +167,7 @@ static int do_write(struct worker *w, void *src, size_t len, uint64_t seed)
 /* A zeroed malloc'd buffer to land in; NULL (and w->err) when none. */
 static char *alloc_dst(struct worker *w, size_t len)
 {
-	char *dst = malloc(len);
+	char *dst = alloc_locked(len);
 
 	if (!dst)
 		snprintf(w->err, sizeof(w->err), "malloc(%zu) failed", len);
@@ -179,11 +206,11 @@ static int do_read(struct worker *w, size_t len, uint64_t seed)
 					  w->pair.addr[1], raddr,
 					  fi_mr_key(w->target_mr), &ctx));
 	if (ret) {
-		free(dst);
+		free_locked(dst);
 		return post_failed(w, "fi_read", ret);
 	}
 	if (reap(w, 1, "fi_read")) {
-		free(dst);
+		free_locked(dst);
 		return -1;
 	}
 	return landed(w, dst, len, seed, "fi_read");
@@ -221,7 +248,7 @@ static void *worker_main(void *arg)
 		int ret;
 
 		if (i % 3 != 1) {
-			src = malloc(len);
+			src = alloc_locked(len);
 			if (!src) {
 				snprintf(w->err, sizeof(w->err), "malloc(%zu) failed", len);
 				break;
@@ -246,7 +273,7 @@ static void *worker_main(void *arg)
 		w->ops++;
 	}
 	for (unsigned i = 0; i < LIVE; i++) {
-		free(w->live[i]);
+		free_locked(w->live[i]);
 		w->live[i] = NULL;
 	}
 	atomic_store(&w->finished, 1);
