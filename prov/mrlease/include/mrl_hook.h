@@ -196,6 +196,20 @@ struct mrl_ep_bindings {
 	struct mrl_stx *stx;
 };
 
+/*
+ * What an endpoint-family object was opened with: the caller's fi_info or
+ * attrs (NULL where the call had none), handed to the personality's
+ * ep_open. An alias has none of its own (its alias_of has them).
+ */
+struct mrl_ep_open {
+	const struct fi_info *info;       /* fi_endpoint, fi_endpoint2,
+					   * fi_scalable_ep */
+	uint64_t flags;                   /* fi_endpoint2's flags */
+	const struct fi_tx_attr *tx_attr; /* info->tx_attr, or fi_tx_context's */
+	const struct fi_rx_attr *rx_attr; /* info->rx_attr, or fi_rx_context's
+					   * or fi_srx_context's */
+};
+
 /* Endpoint, scalable endpoint, tx/rx context, shared rx context and
  * aliases: the public fclass says which. */
 struct mrl_ep {
@@ -206,6 +220,9 @@ struct mrl_ep {
 	struct mrl_ep *alias_of;        /* FI_ALIAS: the endpoint aliased */
 	void *ext;
 	uint64_t caps;                  /* info/attr caps at open, 0 if unknown */
+	/* Set only while the personality's ep_open runs (the caller's
+	 * objects are gone after the open), NULL otherwise. */
+	const struct mrl_ep_open *opening;
 	struct mrl_ep_bindings bound;
 };
 
@@ -259,9 +276,15 @@ struct mrl_mc {
  * domain_closed after the inner close returned 0, before the wrapper is
  *              freed: free what domain_open set up.
  * ep_open      after the inner open of an endpoint, scalable ep, tx/rx
- *              context, shared rx context or alias; may replace ep.msg,
- *              tagged, rma, atomic, collective and set ->ext. On error
- *              the inner object is closed.
+ *              context, shared rx context or alias; ep->opening holds what
+ *              it was opened with (an alias has alias_of, sep and bound
+ *              set already); may replace ep.ops, msg, tagged, rma, atomic,
+ *              collective and set ->ext. On error the inner object is
+ *              closed.
+ * ep_control   fi_control on any of those objects (FI_ENABLE,
+ *              FI_SETOPSFLAG, FI_ALIAS...), instead of the passthrough's;
+ *              forward with mrl_ep_control where the command must reach
+ *              the provider (FI_ALIAS through it opens the alias).
  * ep_bind      before a bind on an endpoint is forwarded; hook_bfid is the
  *              application's (hook) fid. ep->bound is updated after the
  *              forward succeeds.
@@ -295,6 +318,7 @@ struct mrl_personality {
 	void (*domain_close)(struct mrl_domain *domain);
 	void (*domain_closed)(struct mrl_domain *domain);
 	int (*ep_open)(struct mrl_ep *ep);
+	int (*ep_control)(struct mrl_ep *ep, int command, void *arg);
 	int (*ep_bind)(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags);
 	void (*ep_close)(struct mrl_ep *ep);
 	int (*cq_open)(struct mrl_cq *cq);
@@ -336,8 +360,18 @@ extern struct fi_ops_rma mrl_ep_rma_ops;
 extern struct fi_ops_atomic mrl_ep_atomic_ops;
 extern struct fi_ops_collective mrl_ep_collective_ops;
 
-/* Generic fid ops, one table per class (the table identifies the class). */
-extern struct fi_ops mrl_fid_ops[MRL_NCLASS];
+/* fi_control on an endpoint-family object as the passthrough does it
+ * (FI_ALIAS wrapped, the rest forwarded), for ep_control. */
+int mrl_ep_control(struct mrl_ep *ep, int command, void *arg);
+
+/*
+ * Generic fid ops, one table per class (the table identifies the class),
+ * read-only: nothing changes a class's behaviour after start-up. Wrappers
+ * point at them through a non-const view, since libfabric's struct fid
+ * holds a non-const ops pointer.
+ */
+extern const struct fi_ops mrl_fid_ops_table[MRL_NCLASS];
+#define mrl_fid_ops ((struct fi_ops *)mrl_fid_ops_table)
 
 /* ------------------------------------------------------------------ */
 /* Navigation                                                          */
@@ -452,12 +486,13 @@ int mrl_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
 		struct fid_stx **stx, void *context);
 int mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 		struct fid_ep **rx_ep, void *context);
-/* Wrap an inner endpoint-family object (used by FI_ALIAS and tx/rx ctx). */
-int mrl_ep_wrap(struct mrl_domain *domain, struct fid_ep *inner, size_t fclass,
-		void *context, struct mrl_ep **ep);
+/* Wrap the inner alias (FI_ALIAS) of the endpoint aliased. */
+int mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner,
+		      struct mrl_ep **ep);
 void mrl_ep_set_tables(struct mrl_ep *ep);
-/* After the inner object of ep opened: tables, personality ep_open, count. */
-int mrl_ep_finish(struct mrl_ep *ep);
+/* After the inner object of ep opened: tables, personality ep_open with
+ * what it was opened with, count. */
+int mrl_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening);
 int mrl_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags);
 
 /* Generic fid ops shared by every class. */

@@ -83,7 +83,8 @@ struct mrl_lease_domain *mrl_lease_domain_from_fid(struct fid_domain *domain);
  * provider, first) pin pages, per FI_MRLEASE_PINNING. */
 bool mrl_lease_provider_pins(const char *prov_name);
 
-/* The personality's domain callbacks (wired in mrl_personality.c). */
+/* The lease domain's part of a hook domain's open and close (called by
+ * the data path's, mrl_xfer_domain_open/close/closed in mrl_mr.c). */
 int mrl_lease_domain_open(struct mrl_domain *domain);
 void mrl_lease_domain_close(struct mrl_domain *domain);
 void mrl_lease_domain_closed(struct mrl_domain *domain);

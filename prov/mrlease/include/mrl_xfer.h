@@ -639,7 +639,6 @@ struct mrl_xep {
 	/* Sends longer than this lease registrations starting at each iov
 	 * (mrl_xfer_msg.c); SIZE_MAX: never. */
 	size_t based_after;
-	bool op_flags_known;		/* op_flags came from the open's attrs */
 	uint64_t op_flags[MRL_NDIR];	/* default op flags (+ FI_SETOPSFLAG) */
 	struct mrl_op_pool *pool;	/* created at fi_enable if leasing */
 	struct fid_cq *internal_cq;	/* inner CQ for MRL_ROUTE_INTERNAL */
@@ -674,16 +673,17 @@ bool mrl_xfer_domain_leases(struct mrl_domain *domain);
 
 /* Personality callbacks (mrl_personality.c puts them in the table). */
 int mrl_xfer_ep_open(struct mrl_ep *ep);
+int mrl_xfer_ep_control(struct mrl_ep *ep, int command, void *arg);
 void mrl_xfer_ep_close(struct mrl_ep *ep);
 int mrl_xfer_cq_open(struct mrl_cq *cq);
 void mrl_xfer_cq_close(struct mrl_cq *cq);
 int mrl_xfer_cntr_open(struct mrl_cntr *cntr);
 void mrl_xfer_cntr_close(struct mrl_cntr *cntr);
-/* domain_open: the lease domain (mrl_lease_domain_open), then the MR
- * interception (mrl_mr.c). */
+/* A domain's open and close (mrl_mr.c): the lease domain, then the MR
+ * interception on it; closed in reverse order. */
 int mrl_xfer_domain_open(struct mrl_domain *domain);
-/* Install the domain ops that let endpoints learn their op flags. */
-void mrl_xfer_domain_ops_install(struct mrl_domain *domain);
+void mrl_xfer_domain_close(struct mrl_domain *domain);
+void mrl_xfer_domain_closed(struct mrl_domain *domain);
 
 /* ---- post-path helpers (mrl_xfer_post.c), shared by the op families ---- */
 

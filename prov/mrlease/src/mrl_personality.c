@@ -22,10 +22,10 @@ const struct mrl_personality mrl_lease_personality = {
 	.name = "mrlease",
 	.bypass_inner = mrl_lease_bypass_inner,
 	/* Lease cache domain per hook domain (mrl_lease_domain.c), then the
-	 * MR interception on it (mrl_mr.c calls mrl_lease_domain_open). */
+	 * MR interception on it; closed in reverse (all in mrl_mr.c). */
 	.domain_open = mrl_xfer_domain_open,
-	.domain_close = mrl_lease_domain_close,
-	.domain_closed = mrl_lease_domain_closed,
+	.domain_close = mrl_xfer_domain_close,
+	.domain_closed = mrl_xfer_domain_closed,
 	/* FI_MRLEASE_OPS_1 on fabrics and domains (mrl_ext.c). */
 	.ops_open = mrl_ext_ops_open,
 	/* The process-wide cache is given up at fi_fini (mrl_lease_domain.c). */
@@ -33,6 +33,7 @@ const struct mrl_personality mrl_lease_personality = {
 	/* The data path: operand leases on posts, completions that release
 	 * them (mrl_xfer_*.c, mrl_completion_*.c). */
 	.ep_open = mrl_xfer_ep_open,
+	.ep_control = mrl_xfer_ep_control,
 	.ep_close = mrl_xfer_ep_close,
 	.cq_open = mrl_xfer_cq_open,
 	.cq_close = mrl_xfer_cq_close,

@@ -91,6 +91,7 @@ static int mrl_ep_ctx_open(struct fid_ep *sep_fid, int index, void *attr,
 {
 	struct mrl_ep *sep = mrl_ep_of(sep_fid);
 	struct fi_ops_ep *ops = sep->inner->ops;
+	struct mrl_ep_open opening = { 0 };
 	struct mrl_ep *ctx;
 	int ret;
 
@@ -109,12 +110,14 @@ static int mrl_ep_ctx_open(struct fid_ep *sep_fid, int index, void *attr,
 	if (tx) {
 		struct fi_tx_attr *txa = attr;
 
+		opening.tx_attr = txa;
 		ctx->caps = txa ? txa->caps : sep->caps;
 		ret = ops->tx_ctx(sep->inner, index, txa, &ctx->inner,
 				  &ctx->ep.fid);
 	} else {
 		struct fi_rx_attr *rxa = attr;
 
+		opening.rx_attr = rxa;
 		ctx->caps = rxa ? rxa->caps : sep->caps;
 		ret = ops->rx_ctx(sep->inner, index, rxa, &ctx->inner,
 				  &ctx->ep.fid);
@@ -123,7 +126,7 @@ static int mrl_ep_ctx_open(struct fid_ep *sep_fid, int index, void *attr,
 		goto err_free;
 	mrl_adopt_inner(&ctx->inner->fid, &ctx->ep.fid);
 
-	ret = mrl_ep_finish(ctx);
+	ret = mrl_ep_finish(ctx, &opening);
 	if (ret)
 		goto err_close;
 	*ctx_fid = &ctx->ep;
@@ -194,39 +197,47 @@ void mrl_ep_set_tables(struct mrl_ep *ep)
 }
 
 /* After the inner object opened: tables, personality, count. */
-int mrl_ep_finish(struct mrl_ep *ep)
+int mrl_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening)
 {
-	int ret;
+	int ret = 0;
 
 	mrl_ep_set_tables(ep);
 	if (mrl_personality && mrl_personality->ep_open) {
+		ep->opening = opening;
 		ret = mrl_personality->ep_open(ep);
-		if (ret)
-			return ret;
+		ep->opening = NULL;
 	}
+	if (ret)
+		return ret;
 	mrl_count_open(mrl_class_of(&ep->ep.fid));
 	return 0;
 }
 
-int mrl_ep_wrap(struct mrl_domain *domain, struct fid_ep *inner, size_t fclass,
-		void *context, struct mrl_ep **ep_out)
+int mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner,
+		      struct mrl_ep **ep_out)
 {
+	static const struct mrl_ep_open opening; /* none of its own */
+	size_t fclass = aliased->ep.fid.fclass;
 	struct mrl_ep *ep;
 	int ret;
 
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
-	ep->domain = domain;
+	ep->domain = aliased->domain;
 	ep->inner = inner;
 	ep->ep.fid.fclass = fclass;
-	ep->ep.fid.context = context;
+	ep->ep.fid.context = aliased->ep.fid.context;
 	ep->ep.fid.ops = &mrl_fid_ops[mrl_ep_class(fclass)];
+	ep->alias_of = aliased;
+	ep->sep = aliased->sep;
+	ep->caps = aliased->caps;
+	ep->bound = aliased->bound;
 	/* Opened by the provider without our context: point it at us so
 	 * events about it map back. */
 	inner->fid.context = &ep->ep.fid;
 
-	ret = mrl_ep_finish(ep);
+	ret = mrl_ep_finish(ep, &opening);
 	if (ret)
 		goto err_free;
 	*ep_out = ep;
@@ -313,7 +324,9 @@ static struct mrl_ep *mrl_ep_alloc(struct mrl_domain *dom, size_t fclass,
  * fi_endpoint, fi_endpoint2 and fi_scalable_ep. info->handle may be our
  * passive endpoint (translated in place for the call and restored: the
  * info may be larger than our compiled struct) or the provider's connreq
- * from an FI_CONNREQ event (passed as is).
+ * from an FI_CONNREQ event (passed as is). endpoint2 without flags is
+ * fi_endpoint below a domain that has no endpoint2, as libfabric's
+ * fi_endpoint2 makes it.
  */
 static int mrl_ep_open_common(struct fid_domain *domain, struct fi_info *info,
 			      struct fid_ep **ep_fid, uint64_t flags, int how,
@@ -324,10 +337,19 @@ static int mrl_ep_open_common(struct fid_domain *domain, struct fi_info *info,
 	struct fi_ops_domain *ops = dom->inner->ops;
 	struct fid *app_handle = NULL;
 	bool peer = how == OPEN_EP2 && (flags & FI_PEER);
+	struct mrl_ep_open opening = {
+		.info = info,
+		.flags = flags,
+		.tx_attr = info ? info->tx_attr : NULL,
+		.rx_attr = info ? info->rx_attr : NULL,
+	};
 	void *inner_ctx;
 	struct mrl_ep *ep;
 	int ret;
 
+	if (how == OPEN_EP2 && !flags &&
+	    !FI_CHECK_OP(ops, struct fi_ops_domain, endpoint2))
+		how = OPEN_EP;
 	if (how == OPEN_EP ? !FI_CHECK_OP(ops, struct fi_ops_domain, endpoint) :
 	    how == OPEN_EP2 ? !FI_CHECK_OP(ops, struct fi_ops_domain, endpoint2) :
 			      !FI_CHECK_OP(ops, struct fi_ops_domain, scalable_ep))
@@ -358,7 +380,7 @@ static int mrl_ep_open_common(struct fid_domain *domain, struct fi_info *info,
 	if (!peer)
 		mrl_adopt_inner(&ep->inner->fid, &ep->ep.fid);
 
-	ret = mrl_ep_finish(ep);
+	ret = mrl_ep_finish(ep, &opening);
 	if (ret)
 		goto err_close;
 	*ep_fid = &ep->ep;
@@ -397,6 +419,7 @@ int mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 	/* A peer SRX context (FI_PEER) carries the owner's ops: pass it as
 	 * is. */
 	bool peer = attr && (attr->op_flags & FI_PEER);
+	struct mrl_ep_open opening = { .rx_attr = attr };
 	int ret;
 
 	if (!FI_CHECK_OP(dom->inner->ops, struct fi_ops_domain, srx_ctx))
@@ -414,7 +437,7 @@ int mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 		goto err_free;
 	if (!peer)
 		mrl_adopt_inner(&srx->inner->fid, &srx->ep.fid);
-	ret = mrl_ep_finish(srx);
+	ret = mrl_ep_finish(srx, &opening);
 	if (ret)
 		goto err_close;
 	*rx_ep = &srx->ep;

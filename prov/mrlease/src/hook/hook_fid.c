@@ -33,8 +33,9 @@ const struct mrl_personality *mrl_personality;
 		.ops_set = mrl_fid_ops_set,                                    \
 	}
 
-/* One table per class, all alike: the table's address is the class. */
-struct fi_ops mrl_fid_ops[MRL_NCLASS] = {
+/* One table per class, all alike: the table's address is the class.
+ * Read-only (personalities plug in through their callbacks). */
+const struct fi_ops mrl_fid_ops_table[MRL_NCLASS] = {
 	[MRL_CLASS_FABRIC] = MRL_FID_OPS,
 	[MRL_CLASS_DOMAIN] = MRL_FID_OPS,
 	[MRL_CLASS_EQ] = MRL_FID_OPS,
@@ -424,9 +425,8 @@ int mrl_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return ret;
 }
 
-static int mrl_fid_alias(struct fid *fid, struct fi_alias *alias)
+static int mrl_fid_alias(struct mrl_ep *ep, struct fi_alias *alias)
 {
-	struct mrl_ep *ep = container_of(fid, struct mrl_ep, ep.fid);
 	struct fid *inner_alias = NULL;
 	struct fi_alias inner_arg = { .fid = &inner_alias, .flags = alias->flags };
 	struct mrl_ep *wrap;
@@ -436,14 +436,10 @@ static int mrl_fid_alias(struct fid *fid, struct fi_alias *alias)
 	if (ret)
 		return ret;
 
-	ret = mrl_ep_wrap(ep->domain, container_of(inner_alias, struct fid_ep, fid),
-			  ep->ep.fid.fclass, ep->ep.fid.context, &wrap);
+	ret = mrl_ep_wrap_alias(ep, container_of(inner_alias, struct fid_ep, fid),
+				&wrap);
 	if (ret)
 		goto err_close;
-	wrap->alias_of = ep;
-	wrap->sep = ep->sep;
-	wrap->caps = ep->caps;
-	wrap->bound = ep->bound;
 	*alias->fid = &wrap->ep.fid;
 	return 0;
 
@@ -452,7 +448,9 @@ err_close:
 	return ret;
 }
 
-int mrl_fid_control(struct fid *fid, int command, void *arg)
+/* The forward shared by every class; FI_ALIAS only reaches it from an
+ * endpoint-family object. */
+static int mrl_control_forward(struct fid *fid, int command, void *arg)
 {
 	struct fid *inner = mrl_inner_fid(fid);
 	enum mrl_class cls = mrl_class_of(fid);
@@ -465,7 +463,8 @@ int mrl_fid_control(struct fid *fid, int command, void *arg)
 	case FI_ALIAS:
 		if (!mrl_class_is_ep(cls))
 			return -FI_EINVAL;
-		return mrl_fid_alias(fid, arg);
+		return mrl_fid_alias(container_of(fid, struct mrl_ep, ep.fid),
+				     arg);
 	case FI_QUEUE_WORK:
 	case FI_CANCEL_WORK:
 		/* struct fi_deferred_work embeds endpoint, counter and
@@ -482,6 +481,20 @@ int mrl_fid_control(struct fid *fid, int command, void *arg)
 	if (!ret && cls == MRL_CLASS_MR)
 		mrl_mr_refresh(fid);
 	return ret;
+}
+
+int mrl_ep_control(struct mrl_ep *ep, int command, void *arg)
+{
+	return mrl_control_forward(&ep->ep.fid, command, arg);
+}
+
+int mrl_fid_control(struct fid *fid, int command, void *arg)
+{
+	if (mrl_class_is_ep(mrl_class_of(fid)) && mrl_personality &&
+	    mrl_personality->ep_control)
+		return mrl_personality->ep_control(
+			container_of(fid, struct mrl_ep, ep.fid), command, arg);
+	return mrl_control_forward(fid, command, arg);
 }
 
 int mrl_fid_ops_open(struct fid *fid, const char *name, uint64_t flags,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * fi_mr_reg / fi_mr_regv / fi_mr_regattr on a hook domain.
+ * fi_mr_reg / fi_mr_regv / fi_mr_regattr on a hook domain, and the
+ * domain's open and close, which install and remove that interception.
  *
  * Served from the lease cache (a leased MR handle: fi_mr_desc is the cached
  * registration's descriptor, fi_close drops the lease) when the registration
@@ -134,6 +135,15 @@ static struct fi_ops_mr mrl_xfer_mr_ops = {
 	.regattr = mrl_xfer_mr_regattr,
 };
 
+/* ---- the domain's open and close ------------------------------------ */
+
+/*
+ * Open: the lease domain (the cache domain over the inner domain), then
+ * the MR interception that leases from it. Close undoes them in reverse
+ * order, in the passthrough's two steps: before the inner close, which the
+ * provider may refuse, only what nothing uses goes (the domain must stay
+ * as usable as before); once the provider agreed, the rest.
+ */
 int mrl_xfer_domain_open(struct mrl_domain *domain)
 {
 	int ret = mrl_lease_domain_open(domain);
@@ -141,6 +151,16 @@ int mrl_xfer_domain_open(struct mrl_domain *domain)
 	if (ret)
 		return ret;
 	domain->domain.mr = &mrl_xfer_mr_ops;
-	mrl_xfer_domain_ops_install(domain);
 	return 0;
+}
+
+void mrl_xfer_domain_close(struct mrl_domain *domain)
+{
+	mrl_lease_domain_close(domain);
+}
+
+void mrl_xfer_domain_closed(struct mrl_domain *domain)
+{
+	domain->domain.mr = &mrl_domain_mr_ops;
+	mrl_lease_domain_closed(domain);
 }

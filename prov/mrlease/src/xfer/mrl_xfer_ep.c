@@ -4,10 +4,9 @@
  * directions lease, and how each learns an operation ended), fi_cancel with
  * the application's context, and close (release what the provider let go).
  *
- * fi_enable is seen by wrapping the endpoint classes' fid control once,
- * process-wide (the passthrough has no control callback for personalities;
- * the table's address must stay, since it tells a wrapper's class). The
- * wrapper calls the passthrough's mrl_fid_control for everything.
+ * The default op flags and rx caps come from what the endpoint was opened
+ * with (ep->opening, during ep_open); fi_enable and FI_SETOPSFLAG reach
+ * the personality's ep_control, which forwards through mrl_ep_control.
  */
 #include "config.h"
 
@@ -31,72 +30,6 @@ static bool mrl_format_has_flags(enum fi_cq_format format)
 {
 	return format == FI_CQ_FORMAT_MSG || format == FI_CQ_FORMAT_DATA ||
 	       format == FI_CQ_FORMAT_TAGGED;
-}
-
-/*
- * Default op flags of the endpoint being opened (tx_attr/rx_attr->op_flags
- * of its fi_info or fi_tx_attr/fi_rx_attr), captured around the
- * passthrough's open so the ep_open callback, which sees no fi_info, can
- * keep them. Non-msg calls use these flags; a leased one converted to a msg
- * call must pass them on.
- */
-struct mrl_open_flags {
-	bool known;
-	uint64_t flags[MRL_NDIR];
-	uint64_t rx_caps;	/* rx_attr->caps (info->caps if 0) */
-};
-static _Thread_local struct mrl_open_flags mrl_opening;
-
-static struct fi_ops_domain mrl_xfer_domain_ops;
-
-static int mrl_xfer_endpoint(struct fid_domain *domain, struct fi_info *info,
-			     struct fid_ep **ep, void *context)
-{
-	struct mrl_open_flags saved = mrl_opening; /* opens nest in stacks */
-	int ret;
-
-	mrl_opening.known = true;
-	mrl_opening.flags[MRL_TX] = info && info->tx_attr ?
-		info->tx_attr->op_flags : 0;
-	mrl_opening.flags[MRL_RX] = info && info->rx_attr ?
-		info->rx_attr->op_flags : 0;
-	mrl_opening.rx_caps = info && info->rx_attr && info->rx_attr->caps ?
-		info->rx_attr->caps : info ? info->caps : 0;
-	ret = mrl_domain_ops.endpoint(domain, info, ep, context);
-	mrl_opening = saved;
-	return ret;
-}
-
-static int mrl_xfer_tx_ctx(struct fid_ep *sep, int index,
-			   struct fi_tx_attr *attr, struct fid_ep **tx_ep,
-			   void *context)
-{
-	struct mrl_open_flags saved = mrl_opening; /* opens nest in stacks */
-	int ret;
-
-	mrl_opening.known = true;
-	mrl_opening.flags[MRL_TX] = attr ? attr->op_flags : 0;
-	mrl_opening.flags[MRL_RX] = 0;
-	mrl_opening.rx_caps = 0;
-	ret = mrl_ep_ops.tx_ctx(sep, index, attr, tx_ep, context);
-	mrl_opening = saved;
-	return ret;
-}
-
-static int mrl_xfer_rx_ctx(struct fid_ep *sep, int index,
-			   struct fi_rx_attr *attr, struct fid_ep **rx_ep,
-			   void *context)
-{
-	struct mrl_open_flags saved = mrl_opening; /* opens nest in stacks */
-	int ret;
-
-	mrl_opening.known = true;
-	mrl_opening.flags[MRL_TX] = 0;
-	mrl_opening.flags[MRL_RX] = attr ? attr->op_flags : 0;
-	mrl_opening.rx_caps = attr ? attr->caps : 0;
-	ret = mrl_ep_ops.rx_ctx(sep, index, attr, rx_ep, context);
-	mrl_opening = saved;
-	return ret;
 }
 
 /* Counters bound for a direction (any of them drives the internal CQ). */
@@ -149,10 +82,6 @@ static void mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
 	d->min = min;
 	d->live_flags = dir == MRL_RX && (d->op_flags & FI_MULTI_RECV) ?
 		MRL_OP_MULTI_RECV : 0;
-	/* Converting a non-msg call needs its default flags (completion
-	 * level, multi-recv): without them only FI_MR_LOCAL justifies it. */
-	if (d->convert && !x->op_flags_known && !x->mr_local)
-		d->min = SIZE_MAX;
 	if (dir == MRL_TX && (d->op_flags & FI_INJECT))
 		d->min = SIZE_MAX;
 	if (dir == MRL_RX && (d->op_flags & FI_MULTI_RECV) &&
@@ -391,12 +320,15 @@ err_disable:
 	return x->mr_local ? ret : 0;
 }
 
-static int mrl_xfer_ep_control(struct fid *fid, int command, void *arg)
+int mrl_xfer_ep_control(struct mrl_ep *ep, int command, void *arg)
 {
-	struct mrl_ep *ep = container_of(fid, struct mrl_ep, ep.fid);
+	enum mrl_class cls = mrl_class_of(&ep->ep.fid);
 	struct mrl_xep *x = ep->ext;
 	int ret;
 
+	if (cls != MRL_CLASS_EP && cls != MRL_CLASS_TX_CTX &&
+	    cls != MRL_CLASS_RX_CTX)
+		return mrl_ep_control(ep, command, arg);
 	if (command == MRL_XFER_CTL_TEST_COMPLETING) {
 		const struct mrl_xfer_test_completing *hook = arg;
 
@@ -424,7 +356,7 @@ static int mrl_xfer_ep_control(struct fid *fid, int command, void *arg)
 		if (ret)
 			return ret;
 	}
-	ret = mrl_fid_control(fid, command, arg);
+	ret = mrl_ep_control(ep, command, arg);
 	if (!ret && command == FI_SETOPSFLAG && x && arg) {
 		if (!x->pool) {
 			x->op_flags[*(uint64_t *)arg & FI_TRANSMIT ? MRL_TX :
@@ -486,22 +418,29 @@ static ssize_t mrl_xfer_cancel(fid_t fid, void *context)
 
 static void mrl_xfer_init_once(void)
 {
-	static const enum mrl_class ep_classes[] = {
-		MRL_CLASS_EP, MRL_CLASS_TX_CTX, MRL_CLASS_RX_CTX,
-	};
-
 	mrl_xfer_msg_init();
 	mrl_xfer_tagged_init();
 	mrl_xfer_rma_init();
 	mrl_xfer_atomic_init();
 	mrl_xfer_ep_ops = mrl_ep_ops;
 	mrl_xfer_ep_ops.cancel = mrl_xfer_cancel;
-	mrl_xfer_ep_ops.tx_ctx = mrl_xfer_tx_ctx;
-	mrl_xfer_ep_ops.rx_ctx = mrl_xfer_rx_ctx;
-	mrl_xfer_domain_ops = mrl_domain_ops;
-	mrl_xfer_domain_ops.endpoint = mrl_xfer_endpoint;
-	for (size_t i = 0; i < sizeof(ep_classes) / sizeof(ep_classes[0]); i++)
-		mrl_fid_ops[ep_classes[i]].control = mrl_xfer_ep_control;
+}
+
+/*
+ * The default op flags (non-msg calls use them; a leased one converted to
+ * a msg call must pass them on) and rx caps of what ep was opened with: an
+ * fi_info's tx/rx attrs (rx caps: info->caps where rx_attr has none), or a
+ * tx/rx context's attr. An alias never enables leasing.
+ */
+static void mrl_xep_opened_with(struct mrl_xep *x,
+				const struct mrl_ep_open *opening)
+{
+	const struct fi_info *info = opening->info;
+	const struct fi_rx_attr *rx = opening->rx_attr;
+
+	x->op_flags[MRL_TX] = opening->tx_attr ? opening->tx_attr->op_flags : 0;
+	x->op_flags[MRL_RX] = rx ? rx->op_flags : 0;
+	x->rx_caps = rx && rx->caps ? rx->caps : info ? info->caps : 0;
 }
 
 int mrl_xfer_ep_open(struct mrl_ep *ep)
@@ -531,10 +470,7 @@ int mrl_xfer_ep_open(struct mrl_ep *ep)
 	}
 	x->ep = ep;
 	x->based_after = SIZE_MAX;
-	x->op_flags_known = mrl_opening.known;
-	x->op_flags[MRL_TX] = mrl_opening.flags[MRL_TX];
-	x->op_flags[MRL_RX] = mrl_opening.flags[MRL_RX];
-	x->rx_caps = mrl_opening.known ? mrl_opening.rx_caps : 0;
+	mrl_xep_opened_with(x, ep->opening);
 	atomic_init(&x->rx_guarded, false);
 	mrl_xep_disable(x);
 	ep->ext = x;
@@ -648,12 +584,4 @@ void mrl_xfer_ep_close(struct mrl_ep *ep)
 	}
 	pthread_mutex_destroy(&x->drain_lock);
 	free(x);
-}
-
-/* domain_open: endpoints opened on this domain get their op flags seen. */
-void mrl_xfer_domain_ops_install(struct mrl_domain *domain)
-{
-	pthread_once(&mrl_xfer_once, mrl_xfer_init_once);
-	if (domain->domain.ops == &mrl_domain_ops)
-		domain->domain.ops = &mrl_xfer_domain_ops;
 }
