@@ -170,6 +170,8 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_ext_mrlease.h>
 
+#include "mrl_assert.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -534,13 +536,15 @@ slow:
 static inline void mrl_lease_release(struct mrl_registration *reg)
 {
 	struct mrl_thread *t = mrl_fast;
+	unsigned was;
 
 	if (__builtin_expect(t != NULL, 1))
 		mrl_count_own(&t->cnt[MRL_TCNT_LEASES_RELEASED][reg->slot]);
 	else
 		mrl_lease_count_release(reg);
-	if ((atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel) &
-	     MRL_REF_COUNT) == 1)
+	was = atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel);
+	mrl_assert(was & MRL_REF_COUNT);	/* never below zero */
+	if ((was & MRL_REF_COUNT) == 1)
 		mrl_registration_last(reg);
 }
 

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The process-wide parts of the lease cache that a memory monitor and fork
+ * need (mrl_cache.h "Barrier" and "Fork"): the barrier lookups wait on while
+ * a monitor applies the events it read, and the fork handlers.
+ *
+ * Rules it keeps. A child never inherits a cache lock another thread held
+ * (every cache's flt_lock and lock, then the slab pool, slot and arena
+ * locks, are held across fork, in the order the code takes them, and
+ * released in reverse); in a child the barrier is down, the other threads'
+ * reader records are free, and mrl_cache_fork_gen has moved on, so the
+ * parent's registrations are forgotten, never closed. Raising and lowering
+ * the barrier neither allocates nor blocks.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include "mrl_arena.h"
+#include "mrl_readers.h"
+#include "mrl_slab.h"
+
+/* ---- barrier ------------------------------------------------------------ */
+
+atomic_uint mrl_cache_barrier;
+
+void mrl_cache_barrier_raise(void)
+{
+	atomic_fetch_add_explicit(&mrl_cache_barrier, 1, memory_order_seq_cst);
+}
+
+void mrl_cache_barrier_lower(void)
+{
+	unsigned was = atomic_fetch_sub_explicit(&mrl_cache_barrier, 1,
+						 memory_order_release);
+
+	mrl_assert(was > 0);	/* lowered more often than raised */
+}
+
+static atomic_uint_least64_t mrl_barrier_waits;
+
+uint64_t mrl_cache_barrier_waits(void)
+{
+	return atomic_load_explicit(&mrl_barrier_waits, memory_order_relaxed);
+}
+
+/* With no lock held and outside any read section, so the monitor's write
+ * section never waits for a waiter. */
+void mrl_cache_barrier_wait_slow(void)
+{
+	atomic_fetch_add_explicit(&mrl_barrier_waits, 1, memory_order_relaxed);
+	for (unsigned spins = 0;
+	     atomic_load_explicit(&mrl_cache_barrier, memory_order_acquire);
+	     spins++) {
+		if (spins < 128)
+			MRL_CPU_RELAX();
+		else
+			sched_yield();
+	}
+}
+
+/* ---- fork --------------------------------------------------------------- */
+
+atomic_uint mrl_cache_fork_gen;
+static pthread_once_t mrl_fork_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Every cache of the process, so fork can hold their locks: a child must not
+ * inherit a lock another thread held (the monitor's write section, a miss
+ * inserting), or its first domain open or invalidate would wait forever.
+ */
+static pthread_mutex_t mrl_caches_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mrl_cache *mrl_caches;
+
+/* Every cache lock in the order the code takes them (a cache's flt_lock
+ * before its lock; the pool, slot and arena locks are leaves), released in
+ * reverse. */
+static void fork_locks(bool lock)
+{
+	struct mrl_cache *cache;
+
+	if (lock) {
+		pthread_mutex_lock(&mrl_caches_lock);
+		for (cache = mrl_caches; cache; cache = cache->next) {
+			pthread_mutex_lock(&cache->flt_lock);
+			pthread_mutex_lock(&cache->lock);
+		}
+		mrl_slab_fork_lock(true);
+		mrl_readers_fork_lock(true);
+		mrl_arena_fork_lock(true);
+		return;
+	}
+	mrl_arena_fork_lock(false);
+	mrl_readers_fork_lock(false);
+	mrl_slab_fork_lock(false);
+	for (cache = mrl_caches; cache; cache = cache->next) {
+		pthread_mutex_unlock(&cache->lock);
+		pthread_mutex_unlock(&cache->flt_lock);
+	}
+	pthread_mutex_unlock(&mrl_caches_lock);
+}
+
+static void fork_prepare(void)
+{
+	fork_locks(true);
+}
+
+static void fork_parent(void)
+{
+	fork_locks(false);
+}
+
+static void fork_child(void)
+{
+	fork_locks(false);
+	/* Threads other than this one do not exist here. */
+	mrl_readers_forget_others();
+	atomic_fetch_add_explicit(&mrl_cache_fork_gen, 1, memory_order_relaxed);
+	/* The monitor that raised it does not exist here. */
+	atomic_store_explicit(&mrl_cache_barrier, 0, memory_order_relaxed);
+}
+
+static void fork_handler_install(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+void mrl_cache_fork_add(struct mrl_cache *cache)
+{
+	pthread_once(&mrl_fork_once, fork_handler_install);
+	pthread_mutex_lock(&mrl_caches_lock);
+	cache->next = mrl_caches;
+	mrl_caches = cache;
+	pthread_mutex_unlock(&mrl_caches_lock);
+}
+
+void mrl_cache_fork_remove(struct mrl_cache *cache)
+{
+	struct mrl_cache **p;
+
+	pthread_mutex_lock(&mrl_caches_lock);
+	for (p = &mrl_caches; *p != cache; p = &(*p)->next)
+		;
+	*p = cache->next;
+	pthread_mutex_unlock(&mrl_caches_lock);
+}
