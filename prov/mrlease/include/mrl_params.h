@@ -49,6 +49,8 @@
  * crosses one hook layer, not two (about 1% of a small tcp;ofi_rxm
  * write's rate in bench/xfer_bench). */
 #define MRL_PARAMS_DEFAULT_HOOK_INNER false
+/* Misses passed per range the monitor saw unmapped (mrl_churn.h). */
+#define MRL_PARAMS_DEFAULT_MONITOR_CHURN ((size_t)8)
 
 /* FI_MRLEASE_MONITOR: when the memory monitor (mrl_monitor.h) runs. */
 enum mrl_monitor_mode {
@@ -73,6 +75,8 @@ struct mrl_params {
 	bool hook_inner;  /* FI_MRLEASE_HOOK_INNER: wrap inner domains with nothing to do */
 	int monitor;      /* FI_MRLEASE_MONITOR: enum mrl_monitor_mode */
 	int pinning;      /* FI_MRLEASE_PINNING: enum mrl_pinning_mode */
+	size_t monitor_churn; /* FI_MRLEASE_MONITOR_CHURN: misses registered per
+			       * operation in a range just unmapped, 0 = none */
 };
 
 /* The values in force; the defaults until mrl_params_load() runs. */

@@ -26,6 +26,7 @@ struct mrl_params mrl_params = {
 	.hook_inner = MRL_PARAMS_DEFAULT_HOOK_INNER,
 	.monitor = MRL_MONITOR_AUTO,
 	.pinning = MRL_PINNING_AUTO,
+	.monitor_churn = MRL_PARAMS_DEFAULT_MONITOR_CHURN,
 };
 
 static const struct mrl_params mrl_params_defaults = {
@@ -37,6 +38,7 @@ static const struct mrl_params mrl_params_defaults = {
 	.hook_inner = MRL_PARAMS_DEFAULT_HOOK_INNER,
 	.monitor = MRL_MONITOR_AUTO,
 	.pinning = MRL_PINNING_AUTO,
+	.monitor_churn = MRL_PARAMS_DEFAULT_MONITOR_CHURN,
 };
 
 /* The spellings of the choice parameters, indexed by their enum. */
@@ -93,6 +95,13 @@ static const struct mrl_param_desc mrl_param_descs[] = {
 	  "move wrong bytes): auto (decided from the core provider: tcp, udp, "
 	  "shm, sockets and net do not pin, every other does), yes, no",
 	  mrl_pinning_names },
+	{ "MONITOR_CHURN", FI_PARAM_SIZE_T, offsetof(struct mrl_params, monitor_churn),
+	  "On a pinning provider with the memory monitor: how many misses in a "
+	  "range the monitor just saw unmapped are registered for their "
+	  "transfer only (not cached, not watched, so unmapping them again "
+	  "costs nothing) before the range is cached and watched again. Memory "
+	  "mapped for one transfer and unmapped then pays the monitor once per "
+	  "this many plus one rounds. 0 caches and watches every miss", NULL },
 };
 
 #define MRL_PARAM_COUNT (sizeof(mrl_param_descs) / sizeof(mrl_param_descs[0]))

@@ -19,6 +19,7 @@
 #include <rdma/providers/fi_log.h>
 
 #include "mrl_lease.h"
+#include "mrl_churn.h"
 #include "mrl_monitor.h"
 
 /*
@@ -220,6 +221,8 @@ static const struct mrl_registrar mrl_lease_registrar = {
 static bool mrl_lease_watched(void *ctx, uintptr_t lo, uintptr_t hi)
 {
 	(void)ctx;
+	if (mrl_churn_pass(lo, hi, mrl_params.monitor_churn))
+		return false;
 	return mrl_monitor_watch(lo, hi);
 }
 
@@ -296,6 +299,7 @@ static void mrl_lease_monitor_invalidate(void *arg, uintptr_t start, uintptr_t e
 	struct mrl_cache *cache = mrl_lease_cache();
 
 	(void)arg;
+	mrl_churn_note(start, end);
 	if (cache)
 		mrl_cache_invalidate_deferred(cache, start, end);
 }

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Churn: the ranges the memory monitor recently saw leave the process, so
+ * that memory which is mapped, used once and unmapped again (fabtests'
+ * fi_unmap_mem loop, a thread's scratch buffers above the allocator's mmap
+ * threshold) is not watched on every miss.
+ *
+ * Why. On a pinning provider an entry is kept past its last lease only
+ * while the monitor watches its mapping, and every unmap of a watched
+ * mapping makes the unmapping thread wait for the monitor thread to read
+ * the event. A mapping that lives for one transfer gains nothing from being
+ * cached and pays that wait, plus the watch, on every round. So a miss
+ * inside a range the monitor reported is registered for its transfer only
+ * (not retained, not watched: its unmap costs nothing) `passes` times; the
+ * next miss there is watched and cached again. Memory reused after that is
+ * served from the cache as before; memory that churns pays the monitor once
+ * per passes + 1 rounds.
+ *
+ * Rules. mrl_churn_note() is called by the monitor thread alone, between
+ * its hold and release: it allocates nothing and takes no lock (a fixed
+ * ring of slots, each published through a sequence number). mrl_churn_pass()
+ * may run in any thread, on misses only; it never blocks. A slot torn by a
+ * concurrent note reads as no match, which only means the range is watched:
+ * the safe answer. Nothing here decides correctness: a range passed is
+ * registered per operation, which is always safe.
+ */
+#ifndef MRL_CHURN_H
+#define MRL_CHURN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Record [start, end) as unmapped (monitor thread only). */
+void mrl_churn_note(uintptr_t start, uintptr_t end);
+
+/* Whether a miss on [lo, hi) should register for its transfer only, with
+ * at most `passes` such answers per noted range (0: never). */
+bool mrl_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes);
+
+/* Forget every range (fork child, tests). */
+void mrl_churn_reset(void);
+
+#endif /* MRL_CHURN_H */
