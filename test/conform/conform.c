@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The conformance driver: for every provider and semantic (conform.h), it
+ * runs the semantic in a child process without FI_HOOK, then once per hook
+ * setting, and compares the transcripts line by line. One TAP line per
+ * (provider, setting, semantic): ok when the hooked transcript is the
+ * bare provider's, not ok with the differing lines otherwise. When the
+ * no-hook run itself fails or hangs, the case is a skip with its reason:
+ * a provider's own failure is never counted as the hook's pass.
+ *
+ * Usage:
+ *   conform [--prov P] [--sem S] [--setting N]   the driver (default: all)
+ *   conform --run SEMANTIC PROVIDER              one transcript, in this
+ *                                                process, with whatever
+ *                                                FI_HOOK is set
+ *
+ * Children are forked from the driver, which never calls libfabric, so
+ * each child initialises libfabric with its own FI_HOOK.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conform.h"
+
+/* Seconds a child may run before SIGALRM ends it (a hang). */
+#define CHILD_ALARM 40
+
+static const struct {
+	const char *name;
+	int (*run)(void);
+} semantics[] = {
+	{ "info", cf_info_attrs },
+	{ "eq_rw", cf_eq_rw },
+	{ "eq_sread", cf_eq_sread },
+	{ "eq_readerr", cf_eq_readerr },
+	{ "cq_rw", cf_cq_rw },
+	{ "cq_sread", cf_cq_sread },
+	{ "poll_set", cf_poll_set },
+	{ "wait_set", cf_wait_set },
+	{ "cntr", cf_cntr },
+	{ "av", cf_av },
+	{ "av_event", cf_av_event },
+	{ "mr", cf_mr },
+	{ "cancel", cf_cancel },
+	{ "trigger", cf_trigger },
+	{ "ep_opt", cf_ep_opt },
+	{ "cm", cf_cm },
+};
+#define NSEMANTICS (sizeof(semantics) / sizeof(semantics[0]))
+
+static const char *const providers[] = {
+	"tcp", "tcp;ofi_rxm", "udp;ofi_rxd", "shm", "sockets",
+};
+#define NPROVIDERS (sizeof(providers) / sizeof(providers[0]))
+
+/* The hook settings compared with the bare provider. */
+static const struct {
+	const char *name;
+	const char *hook;     /* FI_HOOK */
+	const char *min_size; /* FI_MRLEASE_MIN_SIZE, NULL: the default */
+} settings[] = {
+	{ "hook", "mrlease", NULL },
+	{ "hook_min0", "mrlease", "0" },
+	{ "noop_hook", "noop;mrlease", NULL },
+	{ "hook_noop", "mrlease;noop", NULL },
+};
+#define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+/*
+ * Differences known and routed to their owners: reported as a skip naming
+ * them, never as a pass. NULL matches any provider or setting.
+ */
+static const struct {
+	const char *prov;
+	const char *setting;
+	const char *semantic;
+	const char *what;
+} known[] = {
+	{ NULL, NULL, NULL, NULL },
+};
+
+/* ------------------------------------------------------------------------
+ * One transcript run.
+ */
+
+struct run {
+	int status;        /* waitpid status */
+	char **lines;      /* compared lines */
+	size_t n;
+	int hook;          /* "@hook" seen: -1 none, else its last value */
+	char notes[1024];  /* '#' lines, for a skip's or failure's reason */
+};
+
+static void run_free(struct run *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->lines[i]);
+	free(r->lines);
+	memset(r, 0, sizeof(*r));
+}
+
+static void run_add_line(struct run *r, const char *line)
+{
+	if (line[0] == '@') {
+		if (!strncmp(line, "@hook ", 6))
+			r->hook = atoi(line + 6);
+		return;
+	}
+	if (line[0] == '#') {
+		size_t used = strlen(r->notes);
+
+		snprintf(r->notes + used, sizeof(r->notes) - used, "%s%s",
+			 used ? "; " : "", line + 1);
+		return;
+	}
+	r->lines = realloc(r->lines, (r->n + 1) * sizeof(*r->lines));
+	if (!r->lines || !(r->lines[r->n] = strdup(line))) {
+		fprintf(stderr, "conform: out of memory\n");
+		exit(EXIT_FAILURE);
+	}
+	r->n++;
+}
+
+static int run_semantic(size_t sem, const char *prov)
+{
+	cf_prov = prov;
+	return semantics[sem].run();
+}
+
+/* Fork a child that runs semantic sem on prov with FI_HOOK=hook (NULL:
+ * unset) and FI_MRLEASE_MIN_SIZE=min_size (NULL: unset); collect its
+ * transcript. */
+static void run_child(size_t sem, const char *prov, const char *hook,
+		      const char *min_size, struct run *r)
+{
+	char buf[4096];
+	size_t used = 0;
+	FILE *in;
+	int fds[2];
+	pid_t pid;
+
+	memset(r, 0, sizeof(*r));
+	r->hook = -1;
+	if (pipe(fds)) {
+		perror("conform: pipe");
+		exit(EXIT_FAILURE);
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		perror("conform: fork");
+		exit(EXIT_FAILURE);
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		if (dup2(fds[1], STDOUT_FILENO) < 0)
+			_exit(127);
+		close(fds[1]);
+		unsetenv("FI_HOOK");
+		unsetenv("FI_MRLEASE_MIN_SIZE");
+		if (hook)
+			setenv("FI_HOOK", hook, 1);
+		if (min_size)
+			setenv("FI_MRLEASE_MIN_SIZE", min_size, 1);
+		alarm(CHILD_ALARM);
+		exit(run_semantic(sem, prov));
+	}
+	close(fds[1]);
+	in = fdopen(fds[0], "r");
+	if (!in) {
+		perror("conform: fdopen");
+		exit(EXIT_FAILURE);
+	}
+	while (fgets(buf + used, (int)(sizeof(buf) - used), in)) {
+		char *nl = strchr(buf, '\n');
+
+		if (nl)
+			*nl = '\0';
+		else if (!feof(in))
+			continue;
+		run_add_line(r, buf);
+		used = 0;
+	}
+	fclose(in);
+	while (waitpid(pid, &r->status, 0) < 0 && errno == EINTR)
+		;
+}
+
+static bool run_ok(const struct run *r)
+{
+	return WIFEXITED(r->status) && WEXITSTATUS(r->status) == CF_DONE;
+}
+
+static void describe_status(const struct run *r, char *s, size_t len)
+{
+	if (WIFSIGNALED(r->status))
+		snprintf(s, len, "killed by signal %d%s",
+			 WTERMSIG(r->status),
+			 WTERMSIG(r->status) == SIGALRM ? " (hang)" : "");
+	else
+		snprintf(s, len, "exit status %d", WEXITSTATUS(r->status));
+}
+
+/* ------------------------------------------------------------------------
+ * The cases.
+ */
+
+static struct {
+	size_t sem;
+	const char *prov;
+	size_t setting;
+	const struct run *base;
+} cur;
+
+static const char *known_difference(void)
+{
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		if (!known[i].semantic ||
+		    strcmp(known[i].semantic, semantics[cur.sem].name))
+			continue;
+		if (known[i].prov && strcmp(known[i].prov, cur.prov))
+			continue;
+		if (known[i].setting &&
+		    strcmp(known[i].setting, settings[cur.setting].name))
+			continue;
+		return known[i].what;
+	}
+	return NULL;
+}
+
+/* Print up to a few differing lines as TAP diagnostics. */
+static size_t print_differences(const struct run *base, const struct run *h)
+{
+	size_t n = base->n > h->n ? base->n : h->n, shown = 0, diffs = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *a = i < base->n ? base->lines[i] : "(none)";
+		const char *b = i < h->n ? h->lines[i] : "(none)";
+
+		if (!strcmp(a, b))
+			continue;
+		diffs++;
+		if (shown++ < 6)
+			printf("#   line %zu: no hook: %s\n#   line %zu: hook:    "
+			       "%s\n", i + 1, a, i + 1, b);
+	}
+	return diffs;
+}
+
+static void case_compare(void)
+{
+	const struct run *base = cur.base;
+	const char *known_what;
+	struct run h;
+	char why[128];
+	size_t diffs;
+
+	run_child(cur.sem, cur.prov, settings[cur.setting].hook,
+		  settings[cur.setting].min_size, &h);
+	known_what = known_difference();
+	if (!run_ok(&h)) {
+		describe_status(&h, why, sizeof(why));
+		printf("#   hooked run: %s%s%s\n", why, h.notes[0] ? ": " : "",
+		       h.notes);
+	}
+	diffs = print_differences(base, &h);
+	if (!run_ok(&h) || diffs) {
+		if (known_what)
+			mrl_test_skip_current("hook differs: %s", known_what);
+		else
+			mrl_test_fail(__FILE__, __LINE__, "%zu of %zu lines "
+				      "differ", diffs, base->n);
+	} else if (h.hook != 1) {
+		mrl_test_fail(__FILE__, __LINE__, "the hook was not in the path "
+			      "(@hook %d)", h.hook);
+	} else if (known_what) {
+		printf("#   identical now: drop the known difference \"%s\"\n",
+		       known_what);
+	}
+	run_free(&h);
+}
+
+static void run_provider_semantic(size_t sem, const char *prov,
+				  const char *only_setting)
+{
+	struct run base;
+	char name[160], why[1200];
+
+	run_child(sem, prov, NULL, NULL, &base);
+	if (!run_ok(&base) || base.hook == 1) {
+		describe_status(&base, why, sizeof(why) / 2);
+		if (base.hook == 1)
+			snprintf(why, sizeof(why) / 2, "the hook was loaded "
+				 "without FI_HOOK");
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s%s",
+			 base.notes[0] ? ": " : "", base.notes);
+	}
+	for (size_t s = 0; s < NSETTINGS; s++) {
+		if (only_setting && strcmp(only_setting, settings[s].name))
+			continue;
+		snprintf(name, sizeof(name), "%s/%s/%s", prov,
+			 settings[s].name, semantics[sem].name);
+		if (!run_ok(&base) || base.hook == 1) {
+			char reason[1400];
+
+			snprintf(reason, sizeof(reason), "no-hook run failed: %s",
+				 why);
+			mrl_test_skip(name, reason);
+			continue;
+		}
+		cur.sem = sem;
+		cur.prov = prov;
+		cur.setting = s;
+		cur.base = &base;
+		mrl_test_run(name, case_compare);
+	}
+	run_free(&base);
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: conform [--prov P] [--sem S] [--setting N]\n"
+			"       conform --run SEMANTIC PROVIDER\n");
+	return 2;
+}
+
+static ssize_t find_semantic(const char *name)
+{
+	for (size_t i = 0; i < NSEMANTICS; i++)
+		if (!strcmp(semantics[i].name, name))
+			return (ssize_t)i;
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *only_prov = NULL, *only_sem = NULL, *only_setting = NULL;
+	ssize_t sem;
+
+	if (argc == 4 && !strcmp(argv[1], "--run")) {
+		sem = find_semantic(argv[2]);
+		if (sem < 0)
+			return usage();
+		alarm(CHILD_ALARM);
+		return run_semantic((size_t)sem, argv[3]);
+	}
+	for (int i = 1; i < argc; i += 2) {
+		if (i + 1 >= argc)
+			return usage();
+		if (!strcmp(argv[i], "--prov"))
+			only_prov = argv[i + 1];
+		else if (!strcmp(argv[i], "--sem"))
+			only_sem = argv[i + 1];
+		else if (!strcmp(argv[i], "--setting"))
+			only_setting = argv[i + 1];
+		else
+			return usage();
+	}
+	if (only_sem && find_semantic(only_sem) < 0)
+		return usage();
+	for (size_t p = 0; p < NPROVIDERS; p++) {
+		if (only_prov && strcmp(only_prov, providers[p]))
+			continue;
+		for (size_t s = 0; s < NSEMANTICS; s++) {
+			if (only_sem && strcmp(only_sem, semantics[s].name))
+				continue;
+			run_provider_semantic(s, providers[p], only_setting);
+		}
+	}
+	return mrl_test_done();
+}
