@@ -1,11 +1,17 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Included from Makefile.am.
 BENCHES =
+# The shared pair of the data-path tests (test/fixture_rdm.h), compiled in
+# (each bench with flags of its own: its objects apart from the test
+# library's libtool objects of the same sources).
+BENCH_FIXTURE_SOURCES = test/xfer_util.c test/xfer_util.h test/fixture_rdm.c \
+	test/fixture_rdm.h test/mrl_test.c test/mrlt.h
 
 # ---- bench/xfer_bench: data-path message rate, four modes (issue 4) ----
 noinst_PROGRAMS += bench/xfer_bench
 bench_xfer_bench_SOURCES = bench/xfer_bench.c bench/bench_util.c bench/bench_util.h \
-	test/xfer_util.c test/xfer_util.h
+	$(BENCH_FIXTURE_SOURCES)
+bench_xfer_bench_CPPFLAGS = $(AM_CPPFLAGS)
 bench_xfer_bench_LDADD = -ldl $(FABRIC_LIBS)
 BENCHES += bench/xfer_bench
 
@@ -41,7 +47,7 @@ BENCHES += bench/xfer_ir
 noinst_PROGRAMS += bench/monitor_bench
 bench_monitor_bench_SOURCES = bench/monitor_bench.c bench/monitor_bench.h \
 	bench/monitor_bench_child.c bench/monitor_bench_cg.c bench/bench_util.c bench/bench_util.h \
-	test/xfer_util.c test/xfer_util.h
+	$(BENCH_FIXTURE_SOURCES)
 bench_monitor_bench_CPPFLAGS = $(AM_CPPFLAGS) -DMONITOR_BENCH_SRCDIR='"$(abs_top_srcdir)"'
 bench_monitor_bench_LDADD = prov/mrlease/libmrlease-core.la -ldl $(FABRIC_LIBS)
 EXTRA_bench_monitor_bench_DEPENDENCIES = bench/libmonitor_bench_uffd.la
@@ -65,7 +71,8 @@ test_libmrcheck_fi_la_SOURCES += test/mrcheck/mrcheck_cost.c
 # bench, or bench/cost_bench.
 noinst_PROGRAMS += bench/cost_bench
 bench_cost_bench_SOURCES = bench/cost_bench.c bench/bench_util.c bench/bench_util.h \
-	test/xfer_util.c test/xfer_util.h
+	$(BENCH_FIXTURE_SOURCES)
+bench_cost_bench_CPPFLAGS = $(AM_CPPFLAGS)
 bench_cost_bench_LDADD = -ldl $(FABRIC_LIBS)
 bench: test/libmrcheck-fi.la
 BENCHES += bench/cost_bench
@@ -75,7 +82,8 @@ BENCHES += bench/cost_bench
 # bench/thread_bench.
 noinst_PROGRAMS += bench/thread_bench
 bench_thread_bench_SOURCES = bench/thread_bench.c bench/bench_util.c bench/bench_util.h \
-	test/xfer_util.c test/xfer_util.h
+	$(BENCH_FIXTURE_SOURCES)
+bench_thread_bench_CPPFLAGS = $(AM_CPPFLAGS)
 bench_thread_bench_LDADD = -ldl -lpthread $(FABRIC_LIBS)
 BENCHES += bench/thread_bench
 

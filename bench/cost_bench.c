@@ -132,7 +132,7 @@ struct slot {
 
 struct child {
 	int mode, window;
-	struct xfer_pair pair;
+	struct mrlt_pair pair;
 	char *bufs, *dst;
 	size_t nbufs, next;
 	struct fid_mr *buf_mr[EVICT_BUFS]; /* app */
@@ -182,7 +182,7 @@ static int post_write(struct child *c, size_t size)
 		desc = fi_mr_desc(c->buf_mr[b]);
 	}
 	while ((ret = fi_write(c->pair.ep[0], src, size, desc, c->pair.addr[1],
-			       xfer_rma_addr(&c->pair, c->dst, c->dst),
+			       mrlt_pair_rma_addr(&c->pair, c->dst, c->dst),
 			       fi_mr_key(c->dst_mr), &s->ctx)) == -FI_EAGAIN)
 		(void)fi_cq_read(c->pair.cq, NULL, 0);
 	if (!ret)
@@ -249,7 +249,7 @@ static void child_close(struct child *c)
 			fi_close(&c->buf_mr[b]->fid);
 	if (c->dst_mr)
 		fi_close(&c->dst_mr->fid);
-	xfer_pair_close(&c->pair);
+	mrlt_pair_close(&c->pair);
 	free(c->bufs);
 	free(c->dst);
 }
@@ -258,14 +258,14 @@ static void child_close(struct child *c)
  * 0, 77 (provider unavailable) or 1. */
 static int child_open(struct child *c, int mode)
 {
-	struct xfer_opts xo = { .prov = bench_prov(), .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair_opts xo = { .prov = bench_prov(), .caps = FI_MSG | FI_RMA };
 	int ret;
 
 	memset(c, 0, sizeof(*c));
 	c->mode = mode;
 	c->window = window_size();
 	c->nbufs = mode == M_EVICT ? EVICT_BUFS : WORK_BUFS;
-	ret = xfer_pair_open(&xo, &c->pair);
+	ret = mrlt_pair_open(&xo, &c->pair);
 	if (ret)
 		return ret == -FI_ENODATA ? 77 : 1;
 	if (mode_leases(mode) && !c->pair.mrl) {
@@ -279,9 +279,9 @@ static int child_open(struct child *c, int mode)
 		goto err;
 	memset(c->bufs, 0x5a, c->nbufs * MAX_BUF);
 	memset(c->dst, 0, MAX_BUF);
-	ret = xfer_mr_reg(&c->pair, c->dst, MAX_BUF, FI_REMOTE_WRITE, &c->dst_mr);
+	ret = mrlt_pair_mr_reg(&c->pair, c->dst, MAX_BUF, FI_REMOTE_WRITE, &c->dst_mr);
 	for (size_t b = 0; !ret && mode == M_APP && b < c->nbufs; b++)
-		ret = xfer_mr_reg(&c->pair, c->bufs + b * MAX_BUF, MAX_BUF, FI_WRITE,
+		ret = mrlt_pair_mr_reg(&c->pair, c->bufs + b * MAX_BUF, MAX_BUF, FI_WRITE,
 				  &c->buf_mr[b]);
 	if (ret) {
 		fprintf(stderr, "cost_bench %s: fi_mr_reg: %s\n", mode_names[mode],

@@ -112,7 +112,7 @@ struct lane {
 
 struct server {
 	int mode, window;
-	struct xfer_pair pair;
+	struct mrlt_pair pair;
 	struct lane lane[MAX_THREADS];
 	pthread_t thread[MAX_THREADS];
 	int nthreads;                 /* started */
@@ -128,7 +128,7 @@ struct server {
 static int lane_open(struct server *sv, struct lane *l)
 {
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 1024 };
-	struct xfer_pair *p = &sv->pair;
+	struct mrlt_pair *p = &sv->pair;
 	char name[2][256];
 	size_t len;
 	int ret;
@@ -180,7 +180,7 @@ static int lane_post(struct server *sv, struct lane *l, size_t size)
 	ssize_t ret;
 
 	while ((ret = fi_write(l->ep[0], src, size, desc, l->addr[1],
-			       xfer_rma_addr(&sv->pair, l->dst, l->dst),
+			       mrlt_pair_rma_addr(&sv->pair, l->dst, l->dst),
 			       fi_mr_key(l->dst_mr), &l->ctx[c])) == -FI_EAGAIN)
 		(void)fi_cq_read(l->cq, NULL, 0);
 	if (ret) {
@@ -301,13 +301,13 @@ static void server_close(struct server *sv)
 		pthread_join(sv->thread[t], NULL);
 	for (int t = MAX_THREADS - 1; t >= 0; t--)
 		lane_close(&sv->lane[t]);
-	xfer_pair_close(&sv->pair);
+	mrlt_pair_close(&sv->pair);
 }
 
 /* 0, 77 (provider unavailable or not thread safe) or 1. */
 static int server_open(struct server *sv, int mode, struct worker_arg args[MAX_THREADS])
 {
-	struct xfer_opts xo = { .prov = bench_prov(), .caps = FI_MSG | FI_RMA,
+	struct mrlt_pair_opts xo = { .prov = bench_prov(), .caps = FI_MSG | FI_RMA,
 				.thread_safe = true };
 	int ret;
 
@@ -317,13 +317,13 @@ static int server_open(struct server *sv, int mode, struct worker_arg args[MAX_T
 	pthread_mutex_init(&sv->lock, NULL);
 	pthread_cond_init(&sv->start, NULL);
 	pthread_cond_init(&sv->finished, NULL);
-	ret = xfer_pair_open(&xo, &sv->pair);
+	ret = mrlt_pair_open(&xo, &sv->pair);
 	if (ret)
 		return ret == -FI_ENODATA ? 77 : 1;
 	if (sv->pair.info->domain_attr->threading != FI_THREAD_SAFE) {
 		fprintf(stderr, "thread_bench: %s grants no FI_THREAD_SAFE domain\n",
 			bench_prov());
-		xfer_pair_close(&sv->pair);
+		mrlt_pair_close(&sv->pair);
 		return 77;
 	}
 	if (mode != M_NOHOOK && !sv->pair.mrl) {
@@ -345,9 +345,9 @@ static int server_open(struct server *sv, int mode, struct worker_arg args[MAX_T
 			goto err;
 		memset(l->src, 0x5a, LANE_BUFS * MAX_BUF);
 		memset(l->dst, 0, MAX_BUF);
-		ret = xfer_mr_reg(&sv->pair, l->dst, MAX_BUF, FI_REMOTE_WRITE, &l->dst_mr);
+		ret = mrlt_pair_mr_reg(&sv->pair, l->dst, MAX_BUF, FI_REMOTE_WRITE, &l->dst_mr);
 		if (!ret && mode == M_NOHOOK)
-			ret = xfer_mr_reg(&sv->pair, l->src, LANE_BUFS * MAX_BUF,
+			ret = mrlt_pair_mr_reg(&sv->pair, l->src, LANE_BUFS * MAX_BUF,
 					  FI_WRITE, &l->src_mr);
 		if (ret)
 			goto err;

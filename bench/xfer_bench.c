@@ -184,7 +184,7 @@ struct slot {
 };
 
 struct run {
-	struct xfer_pair *pair;
+	struct mrlt_pair *pair;
 	int mode;
 	bool send;
 	struct fid_mr *rdst_mr; /* --op send, modes 1 and 4: receive buffer */
@@ -241,7 +241,7 @@ static int post_write(struct run *r, size_t size)
 				      r->pair->addr[1], &s->ctx)) :
 		RETRY_POST(r, fi_write(r->pair->ep[0], r->src, size, desc,
 				       r->pair->addr[1],
-				       xfer_rma_addr(r->pair, r->dst, r->dst),
+				       mrlt_pair_rma_addr(r->pair, r->dst, r->dst),
 				       fi_mr_key(r->dst_mr), &s->ctx));
 	if (ret) {
 		r->free_slots[r->nfree++] = (int)(s - r->slots);
@@ -305,7 +305,7 @@ static int run_size(struct run *r, size_t size, long iters, int window)
 	return reap(r, window, 0);
 }
 
-static uint64_t lease_registrations(struct xfer_pair *pair)
+static uint64_t lease_registrations(struct mrlt_pair *pair)
 {
 	struct fi_mrlease_stats st;
 
@@ -326,7 +326,7 @@ static int child_close(struct run *r)
 		fi_close(&r->rdst_mr->fid);
 	if (r->dst_mr)
 		fi_close(&r->dst_mr->fid);
-	if (xfer_pair_close(r->pair))
+	if (mrlt_pair_close(r->pair))
 		ret = 1;
 	free(r->src);
 	free(r->dst);
@@ -339,17 +339,17 @@ static int child_close(struct run *r)
  * 4). Returns 0, 77 when the provider is unavailable (the parent reports a
  * skip) or 1.
  */
-static int child_open(const struct child_opts *o, struct xfer_pair *pair,
+static int child_open(const struct child_opts *o, struct mrlt_pair *pair,
 		      struct run *r)
 {
-	struct xfer_opts xo = { .prov = bench_prov(), .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair_opts xo = { .prov = bench_prov(), .caps = FI_MSG | FI_RMA };
 	int ret;
 
 	memset(r, 0, sizeof(*r));
 	r->pair = pair;
 	r->mode = o->mode;
 	r->send = o->send;
-	ret = xfer_pair_open(&xo, pair);
+	ret = mrlt_pair_open(&xo, pair);
 	if (ret) {
 		fprintf(stderr, "xfer_bench child: %s\n", fi_strerror(-ret));
 		return ret == -FI_ENODATA ? 77 : 1;
@@ -363,13 +363,13 @@ static int child_open(const struct child_opts *o, struct xfer_pair *pair,
 		goto err_close;
 	memset(r->src, 0x5a, MAX_BUF);
 	memset(r->dst, 0, MAX_BUF);
-	ret = xfer_mr_reg(pair, r->dst, MAX_BUF, FI_REMOTE_WRITE, &r->dst_mr);
+	ret = mrlt_pair_mr_reg(pair, r->dst, MAX_BUF, FI_REMOTE_WRITE, &r->dst_mr);
 	if (!ret && (o->mode == MODE_APP || o->mode == MODE_NOOP)) {
-		ret = xfer_mr_reg(pair, r->src, MAX_BUF,
+		ret = mrlt_pair_mr_reg(pair, r->src, MAX_BUF,
 				  o->send ? FI_SEND : FI_WRITE, &r->src_mr);
 		r->regs++;
 		if (!ret && o->send) {
-			ret = xfer_mr_reg(pair, r->dst, MAX_BUF, FI_RECV,
+			ret = mrlt_pair_mr_reg(pair, r->dst, MAX_BUF, FI_RECV,
 					  &r->rdst_mr);
 			r->regs++;
 		}
@@ -405,7 +405,7 @@ static void print_totals(struct run *r)
  * empty CQ reads (the callgrind recipe prices one with them). */
 static int child_main(const struct child_opts *o)
 {
-	struct xfer_pair pair;
+	struct mrlt_pair pair;
 	struct run r;
 	int ret = child_open(o, &pair, &r);
 
@@ -459,7 +459,7 @@ static int child_main(const struct child_opts *o)
  */
 static int serve_main(const struct child_opts *o)
 {
-	struct xfer_pair pair;
+	struct mrlt_pair pair;
 	struct run r;
 	char line[128];
 	bool quit = false;

@@ -1,4 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
+# The fixture of every test on a real provider (fixture_rdm.h) is part of
+# the test library; mrl_test.h is the former names' shim.
+test_libmrltest_la_SOURCES += test/mrlt.h test/fixture_rdm.c test/fixture_rdm.h
+test_libmrltest_la_LIBADD += -ldl
+
 # Included from Makefile.am: the passthrough layer against real providers.
 # test/passthrough.sh runs test/test_passthrough once per provider and per
 # FI_HOOK / FI_PROVIDER set-up (libfabric reads them once per process); the

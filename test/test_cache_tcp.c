@@ -15,7 +15,7 @@
 
 #include "cache_registrar.h"
 #include "mrl_cache.h"
-#include "mrl_test.h"
+#include "mrlt.h"
 
 static size_t page_size;
 static struct creg_tcp tcp;
@@ -306,20 +306,20 @@ int main(void)
 	page_size = (size_t)sysconf(_SC_PAGESIZE);
 	ret = creg_tcp_open(&tcp);
 	if (ret) {
-		mrl_test_skip("test_cache_tcp", "no tcp provider on loopback");
-		return mrl_test_done();
+		mrlt_skip("test_cache_tcp", "no tcp provider on loopback");
+		return mrlt_done();
 	}
-	MRL_RUN(test_invalidate_keeps_inflight_neighbour_open);
-	MRL_RUN(test_span_widens_registration_and_foreign_span_is_refused);
-	MRL_RUN(test_caller_lease_outlives_index_reference);
-	MRL_RUN(test_pinned_span_serves_operands_inside_it);
-	MRL_RUN(test_unpin_retires_while_inflight_lease_keeps_it_open);
-	MRL_RUN(test_region_outliving_domain_closes_nothing_twice);
-	MRL_RUN(test_cache_keys_avoid_application_keys_on_tcp);
-	MRL_RUN(test_acquire_based_registers_at_the_iov_on_tcp);
-	MRL_RUN(test_every_registration_closed_exactly_once);
+	MRLT_RUN(test_invalidate_keeps_inflight_neighbour_open);
+	MRLT_RUN(test_span_widens_registration_and_foreign_span_is_refused);
+	MRLT_RUN(test_caller_lease_outlives_index_reference);
+	MRLT_RUN(test_pinned_span_serves_operands_inside_it);
+	MRLT_RUN(test_unpin_retires_while_inflight_lease_keeps_it_open);
+	MRLT_RUN(test_region_outliving_domain_closes_nothing_twice);
+	MRLT_RUN(test_cache_keys_avoid_application_keys_on_tcp);
+	MRLT_RUN(test_acquire_based_registers_at_the_iov_on_tcp);
+	MRLT_RUN(test_every_registration_closed_exactly_once);
 	ret = creg_tcp_close(&tcp);
 	if (ret)
 		printf("# closing the tcp domain: %s\n", fi_strerror(-ret));
-	return ret ? EXIT_FAILURE : mrl_test_done();
+	return ret ? EXIT_FAILURE : mrlt_done();
 }

@@ -15,7 +15,6 @@
 
 #include <rdma/fi_rma.h>
 
-#include "mrl_test.h"
 #include "xfer_util.h"
 
 #define EXTENT (2u << 20)
@@ -37,7 +36,7 @@ static int extent_span(void *arg, const void *addr, size_t len, void **base,
 	return 0;
 }
 
-static struct fi_mrlease_stats stats(struct xfer_pair *pair)
+static struct fi_mrlease_stats stats(struct mrlt_pair *pair)
 {
 	struct fi_mrlease_stats st = { 0 };
 
@@ -48,11 +47,11 @@ static struct fi_mrlease_stats stats(struct xfer_pair *pair)
 /* freeing_one_value_must_not_deregister_a_neighbour_still_in_flight */
 static void test_invalidate_keeps_inflight_neighbours_registration_open(void)
 {
-	struct xfer_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA };
-	struct xfer_pair pair;
+	struct mrlt_pair_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair pair;
 	struct fi_mrlease_stats st0, st;
 	struct fi_context2 ctx[NVALUES];
-	struct xfer_comp comp[NVALUES];
+	struct mrlt_comp comp[NVALUES];
 	static const int first[] = { 0, 1, 2 }, later[] = { 4, 5 };
 	char *remote = aligned_alloc(4096, NVALUES * SLOT);
 	struct fid_mr *rmr = NULL;
@@ -60,27 +59,27 @@ static void test_invalidate_keeps_inflight_neighbours_registration_open(void)
 
 	extent = aligned_alloc(EXTENT, EXTENT);
 	CHECK(extent && remote);
-	ret = xfer_pair_open(&opts, &pair);
+	ret = mrlt_pair_open(&opts, &pair);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip(__func__, "tcp;ofi_rxm unavailable");
+		mrlt_skip(__func__, "tcp;ofi_rxm unavailable");
 		return;
 	}
 	CHECK_FI(ret);
 	CHECK_MSG(pair.mrl, "mrlease not stacked (%s unavailable)", FI_MRLEASE_OPS_1);
 	CHECK_FI(pair.mrl->set_span(pair.domain, extent_span, NULL));
 	for (int v = 0; v < NVALUES; v++)
-		xfer_fill(remote + v * SLOT, VALUE, 1000 + v);
+		mrlt_fill(remote + v * SLOT, VALUE, 1000 + v);
 	memset(extent, 0, EXTENT);
-	CHECK_FI(xfer_mr_reg(&pair, remote, NVALUES * SLOT, FI_REMOTE_READ, &rmr));
+	CHECK_FI(mrlt_pair_mr_reg(&pair, remote, NVALUES * SLOT, FI_REMOTE_READ, &rmr));
 	st0 = stats(&pair);
 
 	/* GETs into values 0..2: one registration covers the whole extent. */
 	for (int i = 0; i < 3; i++) {
 		int v = first[i];
 
-		CHECK_FI(XFER_POST(&pair, fi_read(pair.ep[0], extent + v * SLOT, VALUE,
+		CHECK_FI(MRLT_PAIR_POST(&pair, fi_read(pair.ep[0], extent + v * SLOT, VALUE,
 						  NULL, pair.addr[1],
-						  xfer_rma_addr(&pair, remote, remote + v * SLOT),
+						  mrlt_pair_rma_addr(&pair, remote, remote + v * SLOT),
 						  fi_mr_key(rmr), &ctx[v])));
 	}
 	st = stats(&pair);
@@ -93,37 +92,37 @@ static void test_invalidate_keeps_inflight_neighbours_registration_open(void)
 	CHECK_FI(pair.mrl->invalidate(extent + 3 * SLOT, VALUE));
 	st = stats(&pair);
 	CHECK_EQ(0, st.deregistrations - st0.deregistrations);
-	CHECK_EQ(0, xfer_violations(&pair));
+	CHECK_EQ(0, mrlt_violations(&pair));
 
 	/* New values are populated and read while the old GETs fly. */
 	for (int i = 0; i < 2; i++) {
 		int v = later[i];
 
-		CHECK_FI(XFER_POST(&pair, fi_read(pair.ep[0], extent + v * SLOT, VALUE,
+		CHECK_FI(MRLT_PAIR_POST(&pair, fi_read(pair.ep[0], extent + v * SLOT, VALUE,
 						  NULL, pair.addr[1],
-						  xfer_rma_addr(&pair, remote, remote + v * SLOT),
+						  mrlt_pair_rma_addr(&pair, remote, remote + v * SLOT),
 						  fi_mr_key(rmr), &ctx[v])));
 	}
 	st = stats(&pair);
 	CHECK_EQ(2, st.registrations - st0.registrations);
 
-	CHECK_EQ(5, xfer_reap(&pair, comp, 5));
+	CHECK_EQ(5, mrlt_reap(&pair, comp, 5));
 	for (int i = 0; i < 5; i++) {
 		CHECK_EQ(0, comp[i].err);
 		CHECK(comp[i].ctx >= (void *)&ctx[0] && comp[i].ctx < (void *)&ctx[NVALUES]);
 	}
 	for (int v = 0; v < NVALUES; v++) {
 		if (v == 0 || v == 1 || v == 2 || v == 4 || v == 5)
-			CHECK_EQ(-1, xfer_verify(extent + v * SLOT, VALUE, 1000 + v));
+			CHECK_EQ(-1, mrlt_verify(extent + v * SLOT, VALUE, 1000 + v));
 	}
 	/* The retired registration closed once its last GET completed. */
 	st = stats(&pair);
 	CHECK_EQ(1, st.deregistrations - st0.deregistrations);
 	CHECK_EQ(0, st.leases);
-	CHECK_EQ(0, xfer_violations(&pair));
+	CHECK_EQ(0, mrlt_violations(&pair));
 	CHECK_FI(fi_close(&rmr->fid));
 	CHECK_FI(pair.mrl->set_span(pair.domain, NULL, NULL));
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 	free(extent);
 	free(remote);
 }
@@ -134,6 +133,6 @@ int main(int argc, char **argv)
 
 	(void)argc;
 	xfer_reexec(argv, "mrcheck;mrlease", env);
-	MRL_RUN(test_invalidate_keeps_inflight_neighbours_registration_open);
-	return mrl_test_done();
+	MRLT_RUN(test_invalidate_keeps_inflight_neighbours_registration_open);
+	return mrlt_done();
 }

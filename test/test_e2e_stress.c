@@ -19,7 +19,6 @@
 
 #include <rdma/fi_rma.h>
 
-#include "mrl_test.h"
 #include "xfer_util.h"
 
 #define WORKERS 3
@@ -29,13 +28,7 @@
 
 static const size_t sizes[] = { 64, 1000, 4096, 20000, 70000, 200000 };
 
-struct op {
-	struct fi_context2 ctx;
-	atomic_int done;
-	int err;
-};
-
-static struct xfer_pair pair;
+static struct mrlt_pair pair;
 static char *target;
 static struct fid_mr *target_mr;
 static atomic_int workers_left;
@@ -57,47 +50,10 @@ static void publish(const void *addr, size_t len)
 	atomic_store(&ring[i].addr, (uintptr_t)addr);
 }
 
-/* Read whatever the shared CQ has and mark those operations done. */
-static int poll_cq(void)
-{
-	struct fi_cq_tagged_entry e[8];
-	struct fi_cq_err_entry err = { 0 };
-	ssize_t n = fi_cq_read(pair.cq, e, 8);
-
-	if (n == -FI_EAGAIN)
-		return 0;
-	if (n == -FI_EAVAIL) {
-		if (fi_cq_readerr(pair.cq, &err, 0) == 1 && err.op_context) {
-			struct op *op = err.op_context;
-
-			op->err = err.err ? err.err : FI_EOTHER;
-			atomic_store(&op->done, 1);
-		}
-		return 0;
-	}
-	if (n < 0)
-		return (int)n;
-	for (ssize_t i = 0; i < n; i++)
-		if (e[i].op_context)
-			atomic_store(&((struct op *)e[i].op_context)->done, 1);
-	return 0;
-}
-
-static int wait_op(struct op *op)
-{
-	for (long polls = 0; !atomic_load(&op->done); polls++) {
-		if (polls > XFER_MAX_POLLS || poll_cq())
-			return -FI_ETIMEDOUT;
-		if ((polls & 255) == 255)
-			sched_yield();
-	}
-	return op->err ? -op->err : 0;
-}
-
 static ssize_t post_rma(bool write, void *buf, size_t len, char *remote,
-			struct op *op)
+			struct mrlt_op *op)
 {
-	uint64_t raddr = xfer_rma_addr(&pair, target, remote);
+	uint64_t raddr = mrlt_pair_rma_addr(&pair, target, remote);
 	ssize_t ret;
 	long tries = 0;
 
@@ -108,9 +64,9 @@ static ssize_t post_rma(bool write, void *buf, size_t len, char *remote,
 				       fi_mr_key(target_mr), &op->ctx)
 			    : fi_read(pair.ep[0], buf, len, NULL, pair.addr[1], raddr,
 				      fi_mr_key(target_mr), &op->ctx);
-		if (ret == -FI_EAGAIN && poll_cq())
+		if (ret == -FI_EAGAIN && mrlt_pair_poll_ops(&pair))
 			break;
-	} while (ret == -FI_EAGAIN && ++tries < XFER_MAX_POLLS);
+	} while (ret == -FI_EAGAIN && ++tries < MRLT_MAX_POLLS);
 	return ret;
 }
 
@@ -118,7 +74,7 @@ static void *worker(void *arg)
 {
 	int t = (int)(intptr_t)arg;
 	char *remote = target + (size_t)t * SLOT;
-	struct op op;
+	struct mrlt_op op;
 
 	/* Churn only once the invalidator runs, so the two always overlap. */
 	while (!atomic_load(&invalidator_running))
@@ -130,13 +86,13 @@ static void *worker(void *arg)
 
 		if (!a || !b)
 			goto fail;
-		xfer_fill(a, len, seed);
+		mrlt_fill(a, len, seed);
 		memset(b, 0, len);
-		if (post_rma(true, a, len, remote, &op) || wait_op(&op))
+		if (post_rma(true, a, len, remote, &op) || mrlt_op_wait(&pair, &op))
 			goto fail;
-		if (post_rma(false, b, len, remote, &op) || wait_op(&op))
+		if (post_rma(false, b, len, remote, &op) || mrlt_op_wait(&pair, &op))
 			goto fail;
-		if (xfer_verify(b, len, seed) != -1)
+		if (mrlt_verify(b, len, seed) != -1)
 			goto fail;
 		publish(a, len);
 		publish(b, len);
@@ -179,7 +135,7 @@ static void *invalidator(void *arg)
  * transfer, with writes and reads landing intact throughout the churn. */
 static void test_threads_post_over_churn_while_another_invalidates(void)
 {
-	struct xfer_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA,
+	struct mrlt_pair_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA,
 				  .thread_safe = true };
 	struct fi_mrlease_stats all;
 	struct mrcheck_stats chk0 = { 0 }, chk1 = { 0 };
@@ -188,9 +144,9 @@ static void test_threads_post_over_churn_while_another_invalidates(void)
 	pthread_t th[WORKERS + 1];
 	int ret;
 
-	ret = xfer_pair_open(&opts, &pair);
+	ret = mrlt_pair_open(&opts, &pair);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip(__func__, "tcp;ofi_rxm unavailable");
+		mrlt_skip(__func__, "tcp;ofi_rxm unavailable");
 		return;
 	}
 	CHECK_FI(ret);
@@ -201,7 +157,7 @@ static void test_threads_post_over_churn_while_another_invalidates(void)
 	CHECK_FI(chk->query(chk, &chk0, sizeof(chk0)));
 	target = aligned_alloc(4096, WORKERS * SLOT);
 	CHECK(target);
-	CHECK_FI(xfer_mr_reg(&pair, target, WORKERS * SLOT,
+	CHECK_FI(mrlt_pair_mr_reg(&pair, target, WORKERS * SLOT,
 			     FI_REMOTE_READ | FI_REMOTE_WRITE, &target_mr));
 	atomic_store(&workers_left, WORKERS);
 	for (int t = 0; t < WORKERS; t++)
@@ -210,8 +166,8 @@ static void test_threads_post_over_churn_while_another_invalidates(void)
 	for (int t = 0; t <= WORKERS; t++)
 		pthread_join(th[t], NULL);
 	CHECK_EQ(0, atomic_load(&failures));
-	CHECK_EQ(0, xfer_violations(&pair));
-	CHECK_EQ(0, xfer_live_leases(&pair));
+	CHECK_EQ(0, mrlt_violations(&pair));
+	CHECK_EQ(0, mrlt_live_leases(&pair));
 	/* The churn really went through the cache: lookups, registrations
 	 * beyond the first per buffer, invalidations. */
 	CHECK_FI(mrl->query_stats(pair.domain, &all, sizeof(all)));
@@ -224,7 +180,7 @@ static void test_threads_post_over_churn_while_another_invalidates(void)
 	CHECK(all.registrations > WORKERS);
 	CHECK(all.invalidations > 0);
 	CHECK_FI(fi_close(&target_mr->fid));
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 	free(target);
 
 	/* After the domain closed: every registration closed exactly once. */
@@ -242,6 +198,6 @@ int main(int argc, char **argv)
 
 	(void)argc;
 	xfer_reexec(argv, "mrcheck;mrlease", env);
-	MRL_RUN(test_threads_post_over_churn_while_another_invalidates);
-	return mrl_test_done();
+	MRLT_RUN(test_threads_post_over_churn_while_another_invalidates);
+	return mrlt_done();
 }

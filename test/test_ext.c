@@ -20,7 +20,7 @@
 
 #include <rdma/fi_ext_mrlease.h>
 
-#include "mrl_test.h"
+#include "fixture_rdm.h"
 
 #define PROV "tcp;ofi_rxm"
 #define ARENA (256 * 1024)
@@ -36,23 +36,23 @@ static struct fi_mrlease_ops *ops_of(struct fid *fid)
 	return ops;
 }
 
-static int domain_open_threading(struct mrl_domain *d,
+static int domain_open_threading(struct mrlt_domain *d,
 				 enum fi_threading threading)
 {
 	struct fi_info *hints, *info;
 	int ret;
 
-	hints = mrl_hints(PROV, FI_EP_RDM, FI_MSG | FI_RMA);
+	hints = mrlt_hints(PROV, FI_EP_RDM, FI_MSG | FI_RMA);
 	if (!hints)
 		return -FI_ENOMEM;
 	hints->domain_attr->threading = threading;
-	ret = mrl_getinfo(hints, "127.0.0.1", NULL, 0, &info);
+	ret = mrlt_getinfo(hints, "127.0.0.1", NULL, 0, &info);
 	if (ret)
 		return ret;
-	return mrl_domain_open(info, d);
+	return mrlt_domain_open(info, d);
 }
 
-static int domain_open(struct mrl_domain *d)
+static int domain_open(struct mrlt_domain *d)
 {
 	return domain_open_threading(d, FI_THREAD_UNSPEC);
 }
@@ -64,7 +64,7 @@ static struct fi_mrlease_stats stats_of(struct fi_mrlease_ops *ops,
 
 	memset(&s, 0xff, sizeof(s));
 	if (ops->query_stats(domain, &s, sizeof(s)))
-		mrl_test_fail(__FILE__, __LINE__, "query_stats failed");
+		mrlt_fail(__FILE__, __LINE__, "query_stats failed");
 	return s;
 }
 
@@ -72,13 +72,13 @@ static struct fi_mrlease_stats stats_of(struct fi_mrlease_ops *ops,
  * tracked, so it is freed however the test ends. */
 static char *arena_alloc(void)
 {
-	uintptr_t p = (uintptr_t)mrl_alloc(ARENA + page);
+	uintptr_t p = (uintptr_t)mrlt_alloc(ARENA + page);
 
 	return (char *)((p + page - 1) & ~(uintptr_t)(page - 1));
 }
 
 /* The common start: a tcp;ofi_rxm domain, its extension, an arena. */
-static int open_all(struct mrl_domain *d, struct fi_mrlease_ops **ops,
+static int open_all(struct mrlt_domain *d, struct fi_mrlease_ops **ops,
 		    char **arena)
 {
 	int ret = domain_open(d);
@@ -87,7 +87,7 @@ static int open_all(struct mrl_domain *d, struct fi_mrlease_ops **ops,
 		return ret;
 	*ops = ops_of(&d->domain->fid);
 	if (!*ops) {
-		mrl_test_fail(__FILE__, __LINE__, "no FI_MRLEASE_OPS_1 on the domain");
+		mrlt_fail(__FILE__, __LINE__, "no FI_MRLEASE_OPS_1 on the domain");
 		return -FI_ENOSYS;
 	}
 	*arena = arena_alloc();
@@ -101,7 +101,7 @@ static int open_all(struct mrl_domain *d, struct fi_mrlease_ops **ops,
 static void test_ops_open_answers_on_fabric_and_domain(void)
 {
 	struct fi_mrlease_ops *from_fabric, *from_domain;
-	struct mrl_domain d;
+	struct mrlt_domain d;
 
 	CHECK_FI(domain_open(&d));
 	from_fabric = ops_of(&d.fabric->fid);
@@ -119,13 +119,13 @@ static void test_ops_open_answers_on_fabric_and_domain(void)
 static void test_ops_open_refuses_other_names_classes_and_flags(void)
 {
 	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT };
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	struct fid_cq *cq;
 	void *ops = NULL;
 
 	CHECK_FI(domain_open(&d));
 	CHECK_FI(fi_cq_open(d.domain, &attr, &cq, NULL));
-	mrl_track_fid(&cq->fid);
+	mrlt_track_fid(&cq->fid);
 
 	CHECK_EQ(-FI_ENOSYS, fi_open_ops(&d.domain->fid, "mrlease_ops_v2", 0,
 					 &ops, NULL));
@@ -163,12 +163,12 @@ static void test_ops_open_fails_without_the_hook(void)
 
 static int child_without_hook(void)
 {
-	struct mrl_domain d;
+	struct mrlt_domain d;
 
 	if (domain_open(&d))
 		return 2;
 	return ops_of(&d.fabric->fid) || ops_of(&d.domain->fid) ? 1 :
-		       (mrl_close_all() ? 3 : 0);
+		       (mrlt_close_all() ? 3 : 0);
 }
 
 /* A pin is one registration up front, and closing its handle must close
@@ -178,7 +178,7 @@ static void test_pin_registers_once_and_close_releases_it(void)
 {
 	struct fi_mrlease_stats before, pinned, after;
 	struct fi_mrlease_ops *ops;
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	struct fid_mr *pin;
 	char *arena;
 
@@ -186,13 +186,13 @@ static void test_pin_registers_once_and_close_releases_it(void)
 
 	before = stats_of(ops, d.domain);
 	CHECK_FI(ops->pin(d.domain, arena, ARENA, &pin));
-	mrl_track_fid(&pin->fid);
+	mrlt_track_fid(&pin->fid);
 	pinned = stats_of(ops, d.domain);
 	CHECK_EQ(before.registrations + 1, pinned.registrations);
 	CHECK_EQ(before.entries + 1, pinned.entries);
 	CHECK(pinned.registered_bytes >= before.registered_bytes + ARENA);
 
-	CHECK_EQ(0, mrl_close(&pin->fid, "pin"));
+	CHECK_EQ(0, mrlt_close(&pin->fid, "pin"));
 	after = stats_of(ops, d.domain);
 	CHECK_EQ(pinned.deregistrations + 1, after.deregistrations);
 	CHECK_EQ(before.entries, after.entries);
@@ -206,13 +206,13 @@ static void test_invalidate_retires_a_pin_that_stays_open_until_closed(void)
 {
 	struct fi_mrlease_stats pinned, retired;
 	struct fi_mrlease_ops *ops;
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	struct fid_mr *pin;
 	char *arena;
 
 	CHECK_FI(open_all(&d, &ops, &arena));
 	CHECK_FI(ops->pin(d.domain, arena, ARENA, &pin));
-	mrl_track_fid(&pin->fid);
+	mrlt_track_fid(&pin->fid);
 	pinned = stats_of(ops, d.domain);
 
 	/* Another value in the arena is freed: its pages are reported. */
@@ -223,7 +223,7 @@ static void test_invalidate_retires_a_pin_that_stays_open_until_closed(void)
 	CHECK_EQ(pinned.deregistrations, retired.deregistrations);
 	CHECK_EQ(pinned.registered_bytes, retired.registered_bytes);
 
-	CHECK_EQ(0, mrl_close(&pin->fid, "pin"));
+	CHECK_EQ(0, mrlt_close(&pin->fid, "pin"));
 	CHECK_EQ(retired.deregistrations + 1,
 		 stats_of(ops, d.domain).deregistrations);
 }
@@ -234,23 +234,23 @@ static void test_invalidate_reaches_every_domain(void)
 {
 	struct fid_mr *pin1, *pin2;
 	struct fi_mrlease_ops *ops;
-	struct mrl_domain d1, d2;
+	struct mrlt_domain d1, d2;
 	char *arena;
 
 	CHECK_FI(open_all(&d1, &ops, &arena));
 	CHECK_FI(domain_open(&d2));
 	CHECK_FI(ops->pin(d1.domain, arena, ARENA / 2, &pin1));
-	mrl_track_fid(&pin1->fid);
+	mrlt_track_fid(&pin1->fid);
 	CHECK_FI(ops->pin(d2.domain, arena + ARENA / 2, ARENA / 2, &pin2));
-	mrl_track_fid(&pin2->fid);
+	mrlt_track_fid(&pin2->fid);
 	CHECK_EQ(1, stats_of(ops, d1.domain).entries);
 	CHECK_EQ(1, stats_of(ops, d2.domain).entries);
 
 	CHECK_EQ(0, ops->invalidate(arena, ARENA));
 	CHECK_EQ(0, stats_of(ops, d1.domain).entries);
 	CHECK_EQ(0, stats_of(ops, d2.domain).entries);
-	CHECK_EQ(0, mrl_close(&pin1->fid, "pin1"));
-	CHECK_EQ(0, mrl_close(&pin2->fid, "pin2"));
+	CHECK_EQ(0, mrlt_close(&pin1->fid, "pin1"));
+	CHECK_EQ(0, mrlt_close(&pin2->fid, "pin2"));
 }
 
 /* End is exclusive: a range that only touches an entry must leave it, or
@@ -259,13 +259,13 @@ static void test_invalidate_reaches_every_domain(void)
 static void test_invalidate_leaves_touching_ranges_and_empty_ranges_alone(void)
 {
 	struct fi_mrlease_ops *ops;
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	struct fid_mr *pin;
 	char *arena;
 
 	CHECK_FI(open_all(&d, &ops, &arena));
 	CHECK_FI(ops->pin(d.domain, arena + page, ARENA - 2 * page, &pin));
-	mrl_track_fid(&pin->fid);
+	mrlt_track_fid(&pin->fid);
 
 	CHECK_EQ(0, ops->invalidate(NULL, 0));
 	CHECK_EQ(0, ops->invalidate(arena + 2 * page, 0));
@@ -275,7 +275,7 @@ static void test_invalidate_leaves_touching_ranges_and_empty_ranges_alone(void)
 
 	CHECK_EQ(0, ops->invalidate(arena + ARENA - page - 1, 1));
 	CHECK_EQ(0, stats_of(ops, d.domain).entries);
-	CHECK_EQ(0, mrl_close(&pin->fid, "pin"));
+	CHECK_EQ(0, mrlt_close(&pin->fid, "pin"));
 }
 
 static int never_called_span(void *arg, const void *addr, size_t len,
@@ -295,13 +295,13 @@ static void test_bad_input_returns_einval_and_changes_nothing(void)
 	struct fid_mr *mr = sentinel;
 	struct fid_domain fake;
 	struct fi_mrlease_ops *ops;
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	char *arena;
 	const void *top = (const void *)(UINTPTR_MAX - page + 1);
 
 	CHECK_FI(open_all(&d, &ops, &arena));
 	CHECK_FI(ops->pin(d.domain, arena, ARENA, &pin));
-	mrl_track_fid(&pin->fid);
+	mrlt_track_fid(&pin->fid);
 	memset(&fake, 0, sizeof(fake));
 	fake.fid.fclass = FI_CLASS_DOMAIN;
 	before_domain = stats_of(ops, d.domain);
@@ -332,7 +332,7 @@ static void test_bad_input_returns_einval_and_changes_nothing(void)
 	CHECK(!memcmp(&before_domain, &s, sizeof(s)));
 	s = stats_of(ops, NULL);
 	CHECK(!memcmp(&before_process, &s, sizeof(s)));
-	CHECK_EQ(0, mrl_close(&pin->fid, "pin"));
+	CHECK_EQ(0, mrlt_close(&pin->fid, "pin"));
 }
 
 /* The record grows with later versions: an older caller's smaller size
@@ -345,13 +345,13 @@ static void test_query_stats_fills_a_prefix_or_zero_fills_the_tail(void)
 	struct fi_mrlease_stats full;
 	struct fi_mrlease_ops *ops;
 	unsigned char buf[sizeof(struct fi_mrlease_stats) + 64];
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	struct fid_mr *pin;
 	char *arena;
 
 	CHECK_FI(open_all(&d, &ops, &arena));
 	CHECK_FI(ops->pin(d.domain, arena, ARENA, &pin));
-	mrl_track_fid(&pin->fid);
+	mrlt_track_fid(&pin->fid);
 	full = stats_of(ops, d.domain);
 	CHECK(full.registrations > 0 && full.entries > 0);
 
@@ -367,7 +367,7 @@ static void test_query_stats_fills_a_prefix_or_zero_fills_the_tail(void)
 	for (size_t i = sizeof(full); i < larger; i++)
 		CHECK_MSG(buf[i] == 0, "tail byte %zu not zeroed", i);
 
-	CHECK_EQ(0, mrl_close(&pin->fid, "pin"));
+	CHECK_EQ(0, mrlt_close(&pin->fid, "pin"));
 }
 
 /* query_stats(NULL) answers for the whole process, so a tool can watch a
@@ -377,15 +377,15 @@ static void test_query_stats_without_domain_counts_every_domain(void)
 	struct fi_mrlease_stats s1, s2, all;
 	struct fid_mr *pin1, *pin2;
 	struct fi_mrlease_ops *ops;
-	struct mrl_domain d1, d2;
+	struct mrlt_domain d1, d2;
 	char *arena;
 
 	CHECK_FI(open_all(&d1, &ops, &arena));
 	CHECK_FI(domain_open(&d2));
 	CHECK_FI(ops->pin(d1.domain, arena, page, &pin1));
-	mrl_track_fid(&pin1->fid);
+	mrlt_track_fid(&pin1->fid);
 	CHECK_FI(ops->pin(d2.domain, arena + page, page, &pin2));
-	mrl_track_fid(&pin2->fid);
+	mrlt_track_fid(&pin2->fid);
 
 	s1 = stats_of(ops, d1.domain);
 	s2 = stats_of(ops, d2.domain);
@@ -393,8 +393,8 @@ static void test_query_stats_without_domain_counts_every_domain(void)
 	CHECK(all.registrations >= s1.registrations + s2.registrations);
 	CHECK(all.entries >= s1.entries + s2.entries);
 	CHECK(all.registered_bytes >= s1.registered_bytes + s2.registered_bytes);
-	CHECK_EQ(0, mrl_close(&pin1->fid, "pin1"));
-	CHECK_EQ(0, mrl_close(&pin2->fid, "pin2"));
+	CHECK_EQ(0, mrlt_close(&pin1->fid, "pin1"));
+	CHECK_EQ(0, mrlt_close(&pin2->fid, "pin2"));
 }
 
 /* ------------------------------------------------------------------ */
@@ -429,19 +429,19 @@ static int probe_span(void *arg, const void *addr, size_t len,
 
 /* A local-only fi_mr_reg of [addr, addr + len), which the hook serves from
  * the cache (a lookup, and on a miss the span resolver). */
-static int local_reg(struct mrl_domain *d, struct fi_mrlease_ops *ops,
+static int local_reg(struct mrlt_domain *d, struct fi_mrlease_ops *ops,
 		     void *addr, size_t len, struct fid_mr **mr)
 {
 	uint64_t lookups = stats_of(ops, d->domain).lookups;
 	int ret;
 
 	ret = fi_mr_reg(d->domain, addr, len, FI_READ | FI_WRITE, 0,
-			mrl_next_key(), 0, mr, NULL);
+			mrlt_next_key(), 0, mr, NULL);
 	if (ret)
 		return ret;
-	mrl_track_fid(&(*mr)->fid);
+	mrlt_track_fid(&(*mr)->fid);
 	if (stats_of(ops, d->domain).lookups == lookups) {
-		mrl_test_fail(__FILE__, __LINE__,
+		mrlt_fail(__FILE__, __LINE__,
 			      "a local fi_mr_reg did not go through the cache");
 		return -FI_EOTHER;
 	}
@@ -455,7 +455,7 @@ static void test_set_span_widens_misses_until_removed(void)
 	struct span_probe probe = { 0 };
 	struct fi_mrlease_stats s;
 	struct fid_mr *mr1, *mr2, *mr3;
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	char *arena;
 
 	CHECK_FI(open_all(&d, &probe.ops, &arena));
@@ -486,7 +486,7 @@ static void test_span_not_containing_the_operand_is_ignored(void)
 	struct span_probe probe = { 0 };
 	struct fi_mrlease_stats before, after;
 	struct fid_mr *mr;
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	char *arena;
 
 	CHECK_FI(open_all(&d, &probe.ops, &arena));
@@ -510,12 +510,12 @@ static void test_invalidate_inside_a_miss_neither_deadlocks_nor_is_lost(void)
 {
 	struct span_probe probe = { .reclaim_ret = 1 };
 	struct fid_mr *pin, *mr;
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	char *arena;
 
 	CHECK_FI(open_all(&d, &probe.ops, &arena));
 	CHECK_FI(probe.ops->pin(d.domain, arena + ARENA / 2, ARENA / 2, &pin));
-	mrl_track_fid(&pin->fid);
+	mrlt_track_fid(&pin->fid);
 	probe.span = arena;
 	probe.span_len = ARENA / 2;
 	probe.reclaim = arena + ARENA / 2;
@@ -604,7 +604,7 @@ static void test_pins_invalidate_and_stats_race_without_losing_a_registration(vo
 	pthread_t pinners[2], invalidator, reader;
 	struct pinner p[2];
 	struct churn c = { 0 };
-	struct mrl_domain d;
+	struct mrlt_domain d;
 
 	CHECK_FI(domain_open_threading(&d, FI_THREAD_SAFE));
 	CHECK((c.ops = ops_of(&d.domain->fid)));
@@ -665,6 +665,6 @@ int main(int argc, char **argv)
 	/* libfabric reads FI_HOOK at its first call. */
 	setenv("FI_HOOK", "mrlease", 1);
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		mrl_test_run(tests[i].name, tests[i].fn);
-	return mrl_test_done();
+		mrlt_run(tests[i].name, tests[i].fn);
+	return mrlt_done();
 }

@@ -15,12 +15,11 @@
 
 #include <rdma/fi_rma.h>
 
-#include "mrl_test.h"
 #include "xfer_util.h"
 
 #define ARENA (256 * 1024)
 
-static struct xfer_pair pair;
+static struct mrlt_pair pair;
 static char *arena, *target;
 static struct fid_mr *target_mr;
 static size_t page;
@@ -31,36 +30,36 @@ static struct fi_mrlease_stats stats(void)
 
 	memset(&s, 0xff, sizeof(s));
 	if (pair.mrl->query_stats(pair.domain, &s, sizeof(s)))
-		mrl_test_fail(__FILE__, __LINE__, "query_stats failed");
+		mrlt_fail(__FILE__, __LINE__, "query_stats failed");
 	return s;
 }
 
 /* A pair with a page-aligned source arena and a remote-writable target. */
 static int fixture_open(void)
 {
-	struct xfer_opts opts = { .prov = "tcp;ofi_rxm" };
+	struct mrlt_pair_opts opts = { .prov = "tcp;ofi_rxm" };
 	int ret;
 
-	ret = xfer_pair_open(&opts, &pair);
+	ret = mrlt_pair_open(&opts, &pair);
 	if (ret)
 		return ret;
 	/* mrcheck sits below mrlease, so only its process-wide counters
-	 * (chk_all) are reachable, which is what xfer_violations reads. */
+	 * (chk_all) are reachable, which is what mrlt_violations reads. */
 	if (!pair.mrl || !pair.chk_all)
 		return -FI_ENOSYS;
 	if (posix_memalign((void **)&arena, page, ARENA) ||
 	    posix_memalign((void **)&target, page, ARENA))
 		return -FI_ENOMEM;
-	return xfer_mr_reg(&pair, target, ARENA, FI_REMOTE_WRITE, &target_mr);
+	return mrlt_pair_mr_reg(&pair, target, ARENA, FI_REMOTE_WRITE, &target_mr);
 }
 
 static void fixture_close(void)
 {
 	if (target_mr && fi_close(&target_mr->fid))
-		mrl_test_fail(__FILE__, __LINE__, "closing the target MR failed");
+		mrlt_fail(__FILE__, __LINE__, "closing the target MR failed");
 	target_mr = NULL;
-	if (xfer_pair_close(&pair))
-		mrl_test_fail(__FILE__, __LINE__, "closing the pair failed");
+	if (mrlt_pair_close(&pair))
+		mrlt_fail(__FILE__, __LINE__, "closing the pair failed");
 	free(arena);
 	free(target);
 	arena = target = NULL;
@@ -69,8 +68,8 @@ static void fixture_close(void)
 /* fi_write [src, src + len) (desc as given) to the same offset of target. */
 static ssize_t post_write(const char *src, size_t len, void *desc, void *ctx)
 {
-	return XFER_POST(&pair, fi_write(pair.ep[0], src, len, desc, pair.addr[1],
-					 xfer_rma_addr(&pair, target,
+	return MRLT_PAIR_POST(&pair, fi_write(pair.ep[0], src, len, desc, pair.addr[1],
+					 mrlt_pair_rma_addr(&pair, target,
 						       target + (src - arena)),
 					 fi_mr_key(target_mr), ctx));
 }
@@ -78,8 +77,8 @@ static ssize_t post_write(const char *src, size_t len, void *desc, void *ctx)
 /* What the checker saw must be nothing wrong, and the bytes must land. */
 static void check_landed(const char *src, size_t len, uint64_t seed)
 {
-	CHECK_EQ(-1, xfer_wait_pattern(&pair, target + (src - arena), len, seed));
-	CHECK_EQ(0, xfer_violations(&pair));
+	CHECK_EQ(-1, mrlt_wait_pattern(&pair, target + (src - arena), len, seed));
+	CHECK_EQ(0, mrlt_violations(&pair));
 }
 
 /* fi_mr_desc on a pin is a live registration covering the operand: a
@@ -87,14 +86,14 @@ static void check_landed(const char *src, size_t len, uint64_t seed)
  * were the hook's own wrapper, or a closed MR, would fault on verbs. */
 static void test_pin_descriptor_is_accepted_by_a_strict_provider(void)
 {
-	struct xfer_comp comp;
+	struct mrlt_comp comp;
 	struct fid_mr *pin;
 	int ctx;
 
 	CHECK_FI(pair.mrl->pin(pair.domain, arena, ARENA, &pin));
-	xfer_fill(arena + 5 * page + 3, 50000, 11);
+	mrlt_fill(arena + 5 * page + 3, 50000, 11);
 	CHECK_FI(post_write(arena + 5 * page + 3, 50000, fi_mr_desc(pin), &ctx));
-	CHECK_EQ(1, xfer_reap(&pair, &comp, 1));
+	CHECK_EQ(1, mrlt_reap(&pair, &comp, 1));
 	CHECK_PTR(&ctx, comp.ctx);
 	CHECK_EQ(0, comp.err);
 	check_landed(arena + 5 * page + 3, 50000, 11);
@@ -106,7 +105,7 @@ static void test_pin_descriptor_is_accepted_by_a_strict_provider(void)
 static void test_null_desc_operand_inside_a_pin_uses_the_pin(void)
 {
 	struct fi_mrlease_stats pinned, after;
-	struct xfer_comp comp;
+	struct mrlt_comp comp;
 	struct fid_mr *pin;
 	int ctx;
 
@@ -115,9 +114,9 @@ static void test_null_desc_operand_inside_a_pin_uses_the_pin(void)
 	for (int i = 0; i < 8; i++) {
 		char *src = arena + (size_t)i * 7 * page + 100;
 
-		xfer_fill(src, 9000, 20 + i);
+		mrlt_fill(src, 9000, 20 + i);
 		CHECK_FI(post_write(src, 9000, NULL, &ctx));
-		CHECK_EQ(1, xfer_reap(&pair, &comp, 1));
+		CHECK_EQ(1, mrlt_reap(&pair, &comp, 1));
 		CHECK_EQ(0, comp.err);
 		check_landed(src, 9000, 20 + i);
 	}
@@ -135,13 +134,13 @@ static void test_null_desc_operand_inside_a_pin_uses_the_pin(void)
 static void test_pin_closed_under_an_inflight_transfer_stays_registered(void)
 {
 	struct fi_mrlease_stats pinned, released, done;
-	struct xfer_comp comp;
+	struct mrlt_comp comp;
 	struct fid_mr *pin;
 	int ctx;
 
 	CHECK_FI(pair.mrl->pin(pair.domain, arena, ARENA, &pin));
 	pinned = stats();
-	xfer_fill(arena + page, 100000, 31);
+	mrlt_fill(arena + page, 100000, 31);
 	CHECK_FI(post_write(arena + page, 100000, NULL, &ctx));
 
 	CHECK_EQ(0, fi_close(&pin->fid));
@@ -149,7 +148,7 @@ static void test_pin_closed_under_an_inflight_transfer_stays_registered(void)
 	CHECK_EQ(pinned.entries - 1, released.entries);
 	CHECK_EQ(pinned.deregistrations, released.deregistrations);
 
-	CHECK_EQ(1, xfer_reap(&pair, &comp, 1));
+	CHECK_EQ(1, mrlt_reap(&pair, &comp, 1));
 	CHECK_EQ(0, comp.err);
 	check_landed(arena + page, 100000, 31);
 	done = stats();
@@ -165,9 +164,9 @@ static void with_fixture(void)
 	int ret = fixture_open();
 
 	if (ret == -FI_ENODATA)
-		mrl_test_skip_current("tcp;ofi_rxm is not available");
+		mrlt_skip_current("tcp;ofi_rxm is not available");
 	else if (ret)
-		mrl_test_fail(__FILE__, __LINE__, "fixture: %s (mrlease %s, "
+		mrlt_fail(__FILE__, __LINE__, "fixture: %s (mrlease %s, "
 			      "mrcheck %s)", fi_strerror(-ret),
 			      pair.mrl ? "on" : "off", pair.chk_all ? "on" : "off");
 	else
@@ -175,7 +174,7 @@ static void with_fixture(void)
 	fixture_close();
 }
 
-#define RUN(fn) (current = fn, mrl_test_run(#fn, with_fixture))
+#define RUN(fn) (current = fn, mrlt_run(#fn, with_fixture))
 
 int main(int argc, char **argv)
 {
@@ -187,5 +186,5 @@ int main(int argc, char **argv)
 	RUN(test_pin_descriptor_is_accepted_by_a_strict_provider);
 	RUN(test_null_desc_operand_inside_a_pin_uses_the_pin);
 	RUN(test_pin_closed_under_an_inflight_transfer_stays_registered);
-	return mrl_test_done();
+	return mrlt_done();
 }

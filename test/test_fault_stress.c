@@ -31,7 +31,6 @@
 
 #include <rdma/fi_rma.h>
 
-#include "mrl_test.h"
 #include "xfer_util.h"
 
 #define PROV "tcp;ofi_rxm"
@@ -96,7 +95,7 @@ struct tally {
 	uint64_t app_mrs, app_mrs_refused;      /* the application's own */
 };
 
-static struct xfer_pair pair;
+static struct mrlt_pair pair;
 static char *target;
 static struct fid_mr *target_mr;
 static struct op ops[WORKERS][OP_KINDS];
@@ -179,11 +178,11 @@ static void poll_cq(void)
 /* 1: completed; 0: completed as an error entry; -1: no completion in time. */
 static int wait_op(struct op *op)
 {
-	struct mrl_wait w;
+	struct mrlt_wait w;
 
-	mrl_wait_init(&w);
+	mrlt_wait_init(&w);
 	while (!atomic_load(&op->done)) {
-		if (mrl_wait_over(&w)) {
+		if (mrlt_wait_over(&w)) {
 			failed("%s: no completion in time", op_name[op->kind]);
 			return -1;
 		}
@@ -237,11 +236,11 @@ static int post(int t, struct op *op, void *buf, size_t len, void *desc,
 	atomic_store(&op->done, 0);
 	op->err = 0;
 	for (int tries = 0; tries < RESOURCE_RETRIES; tries++) {
-		struct mrl_wait w;
+		struct mrlt_wait w;
 
-		mrl_wait_init(&w);
+		mrlt_wait_init(&w);
 		while ((ret = post_once(op, buf, len, desc, raddr)) == -FI_EAGAIN &&
-		       !mrl_wait_over(&w)) {
+		       !mrlt_wait_over(&w)) {
 			tl->eagain++;
 			poll_cq();
 		}
@@ -267,7 +266,7 @@ static void message_fill(char *m, size_t len, uint64_t seed)
 {
 	uint64_t l = len;
 
-	xfer_fill(m, len, seed);
+	mrlt_fill(m, len, seed);
 	memcpy(m, &seed, sizeof(seed));
 	memcpy(m + 8, &l, sizeof(l));
 }
@@ -281,7 +280,7 @@ static bool message_ok(const char *m, size_t got)
 	if (len != got || len < HEADER || len > MSG_MAX)
 		return false;
 	for (size_t i = HEADER; i < len; i++)
-		if ((uint8_t)m[i] != xfer_pattern(seed, i))
+		if ((uint8_t)m[i] != mrlt_pattern(seed, i))
 			return false;
 	return true;
 }
@@ -290,7 +289,7 @@ static bool message_ok(const char *m, size_t got)
  * desc when given; verified when both completed. -1 on a failure. */
 static int rma_round(int t, char *a, char *b, struct fid_mr *b_mr, size_t len)
 {
-	uint64_t raddr = xfer_rma_addr(&pair, target, target + (size_t)t * SLOT);
+	uint64_t raddr = mrlt_pair_rma_addr(&pair, target, target + (size_t)t * SLOT);
 	int wrote, got;
 
 	wrote = post(t, &ops[t][OP_WRITE], a, len, NULL, raddr, false);
@@ -434,7 +433,7 @@ static int mr_reg_retrying(void *buf, size_t len, struct fid_mr **mr)
 	int ret;
 
 	for (int tries = 0; tries < RESOURCE_RETRIES; tries++) {
-		ret = xfer_mr_reg(&pair, buf, len, FI_REMOTE_READ | FI_REMOTE_WRITE, mr);
+		ret = mrlt_pair_mr_reg(&pair, buf, len, FI_REMOTE_READ | FI_REMOTE_WRITE, mr);
 		if (code_of(ret) == MRCHECK_FAULT_CODES && ret != -FI_EAGAIN)
 			return ret;
 	}
@@ -452,7 +451,7 @@ static void test_injected_failures_surface_as_the_providers_and_leak_nothing(voi
 	/* FI_MR_LOCAL: mrlease must lease every operand or fail the post
 	 * (without it, an operand it cannot lease goes down with its NULL
 	 * descriptor, which the provider takes). */
-	struct xfer_opts opts = { .prov = PROV, .caps = FI_MSG | FI_RMA,
+	struct mrlt_pair_opts opts = { .prov = PROV, .caps = FI_MSG | FI_RMA,
 				  .thread_safe = true, .mr_local = true };
 	struct mrcheck_stats c0, c1, c2;
 	struct fi_mrlease_stats all;
@@ -462,7 +461,7 @@ static void test_injected_failures_surface_as_the_providers_and_leak_nothing(voi
 	pthread_t th[WORKERS];
 	uint64_t surfaced = 0;
 
-	if (!xfer_pair_open_hooked_safe(&opts, &pair))
+	if (!mrlt_pair_open_hooked_safe(&opts, &pair))
 		return;
 	mrl = pair.mrl;
 	chk = pair.chk_all;
@@ -478,8 +477,8 @@ static void test_injected_failures_surface_as_the_providers_and_leak_nothing(voi
 		pthread_join(th[t], NULL);
 	CHECK_MSG(!atomic_load(&failures), "%ld failure(s), first: %s",
 		  atomic_load(&failures), why);
-	CHECK_EQ(0, xfer_violations(&pair));
-	CHECK_EQ(0, xfer_live_leases(&pair));
+	CHECK_EQ(0, mrlt_violations(&pair));
+	CHECK_EQ(0, mrlt_live_leases(&pair));
 
 	c1 = chk_stats(chk);
 	for (int t = 0; t < WORKERS; t++) {
@@ -560,7 +559,7 @@ static void test_injected_failures_surface_as_the_providers_and_leak_nothing(voi
 	CHECK_EQ(0, c1.ops_in_flight);
 
 	CHECK_FI(fi_close(&target_mr->fid));
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 	free(target);
 	/* After everything closed: every registration closed once, none
 	 * leased. */
@@ -588,16 +587,16 @@ static void test_injected_failures_surface_as_the_providers_and_leak_nothing(voi
  * NULL descriptors, into mr over target; every buffer handed back through
  * invalidate. NULL when all completed and matched, else what went wrong.
  */
-static const char *round_trip(struct xfer_pair *p, int from, char *target_buf,
+static const char *round_trip(struct mrlt_pair *p, int from, char *target_buf,
 			      struct fid_mr *mr, uint64_t seed)
 {
 	static char text[256];
 	struct fi_context2 ctx[3];
-	struct xfer_comp comp[2];
+	struct mrlt_comp comp[2];
 	int to = 1 - from;
 	char *src = malloc(ROUND_LEN), *dst = malloc(ROUND_LEN),
 	     *rbuf = malloc(ROUND_LEN);
-	uint64_t raddr = xfer_rma_addr(p, target_buf, target_buf);
+	uint64_t raddr = mrlt_pair_rma_addr(p, target_buf, target_buf);
 	const char *err = NULL;
 	ssize_t ret;
 
@@ -610,39 +609,39 @@ static const char *round_trip(struct xfer_pair *p, int from, char *target_buf,
 
 	if (!src || !dst || !rbuf)
 		ROUND_FAIL("out of memory");
-	xfer_fill(src, ROUND_LEN, seed);
+	mrlt_fill(src, ROUND_LEN, seed);
 	memset(dst, 0, ROUND_LEN);
 	memset(rbuf, 0, ROUND_LEN);
 
-	ret = XFER_POST(p, fi_write(p->ep[from], src, ROUND_LEN, NULL, p->addr[to],
+	ret = MRLT_PAIR_POST(p, fi_write(p->ep[from], src, ROUND_LEN, NULL, p->addr[to],
 				    raddr, fi_mr_key(mr), &ctx[0]));
 	if (ret)
 		ROUND_FAIL("fi_write: %s", fi_strerror((int)-ret));
-	if (xfer_reap(p, comp, 1) != 1 || comp[0].err || comp[0].ctx != &ctx[0])
+	if (mrlt_reap(p, comp, 1) != 1 || comp[0].err || comp[0].ctx != &ctx[0])
 		ROUND_FAIL("fi_write: no clean completion (err %d)", comp[0].err);
-	if (xfer_wait_pattern(p, target_buf, ROUND_LEN, seed) != -1)
+	if (mrlt_wait_pattern(p, target_buf, ROUND_LEN, seed) != -1)
 		ROUND_FAIL("fi_write: the target does not hold what was written");
 
-	ret = XFER_POST(p, fi_read(p->ep[from], dst, ROUND_LEN, NULL, p->addr[to],
+	ret = MRLT_PAIR_POST(p, fi_read(p->ep[from], dst, ROUND_LEN, NULL, p->addr[to],
 				   raddr, fi_mr_key(mr), &ctx[1]));
 	if (ret)
 		ROUND_FAIL("fi_read: %s", fi_strerror((int)-ret));
-	if (xfer_reap(p, comp, 1) != 1 || comp[0].err || comp[0].ctx != &ctx[1])
+	if (mrlt_reap(p, comp, 1) != 1 || comp[0].err || comp[0].ctx != &ctx[1])
 		ROUND_FAIL("fi_read: no clean completion (err %d)", comp[0].err);
-	if (xfer_verify(dst, ROUND_LEN, seed) != -1)
+	if (mrlt_verify(dst, ROUND_LEN, seed) != -1)
 		ROUND_FAIL("fi_read: wrong bytes read back");
 
-	ret = XFER_POST(p, fi_recv(p->ep[to], rbuf, ROUND_LEN, NULL,
+	ret = MRLT_PAIR_POST(p, fi_recv(p->ep[to], rbuf, ROUND_LEN, NULL,
 				   FI_ADDR_UNSPEC, &ctx[2]));
 	if (ret)
 		ROUND_FAIL("fi_recv: %s", fi_strerror((int)-ret));
-	ret = XFER_POST(p, fi_send(p->ep[from], src, ROUND_LEN, NULL, p->addr[to],
+	ret = MRLT_PAIR_POST(p, fi_send(p->ep[from], src, ROUND_LEN, NULL, p->addr[to],
 				   &ctx[0]));
 	if (ret)
 		ROUND_FAIL("fi_send: %s", fi_strerror((int)-ret));
-	if (xfer_reap(p, comp, 2) != 2 || comp[0].err || comp[1].err)
+	if (mrlt_reap(p, comp, 2) != 2 || comp[0].err || comp[1].err)
 		ROUND_FAIL("fi_send/fi_recv: no clean completions");
-	if (xfer_verify(rbuf, ROUND_LEN, seed) != -1)
+	if (mrlt_verify(rbuf, ROUND_LEN, seed) != -1)
 		ROUND_FAIL("fi_recv: wrong bytes received");
 out:
 #undef ROUND_FAIL
@@ -658,8 +657,8 @@ out:
 }
 
 /* AV, CQ and two enabled endpoints that know each other, on p->domain
- * (as xfer_pair_open builds them), after the first set was closed. */
-static int open_children(struct xfer_pair *p)
+ * (as mrlt_pair_open builds them), after the first set was closed. */
+static int open_children(struct mrlt_pair *p)
 {
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 1024 };
@@ -706,7 +705,7 @@ static int open_children(struct xfer_pair *p)
 	} while (0)
 
 /* Close mr (refused once) and the pair's CQ and AV. */
-static void close_mr_cq_av(struct xfer_pair *p, struct fid_mr *mr)
+static void close_mr_cq_av(struct mrlt_pair *p, struct fid_mr *mr)
 {
 	CHECK_REFUSED(&mr->fid);
 	CHECK_CLOSED(&mr->fid);
@@ -752,17 +751,17 @@ struct close_case {
 
 static void close_case_open(struct close_case *cc)
 {
-	struct xfer_opts opts = { .prov = PROV, .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair_opts opts = { .prov = PROV, .caps = FI_MSG | FI_RMA };
 
 	memset(cc, 0, sizeof(*cc));
-	if (!xfer_pair_open_hooked(&opts, &pair))
+	if (!mrlt_pair_open_hooked(&opts, &pair))
 		return;
 	cc->mrl = pair.mrl;
 	cc->chk = pair.chk_all;
 	CHECK_MSG(cc->chk, "mrcheck not stacked");
 	cc->c0 = chk_stats(cc->chk);
-	cc->tgt = mrl_alloc(TARGET);
-	CHECK_FI(xfer_mr_reg(&pair, cc->tgt, TARGET,
+	cc->tgt = mrlt_alloc(TARGET);
+	CHECK_FI(mrlt_pair_mr_reg(&pair, cc->tgt, TARGET,
 			     FI_REMOTE_READ | FI_REMOTE_WRITE, &cc->mr));
 }
 
@@ -775,7 +774,7 @@ static void close_case_open(struct close_case *cc)
 static void test_refused_closes_leave_mr_endpoints_and_domain_usable(void)
 {
 	struct fi_context2 ctx[2];
-	struct xfer_comp comp[2];
+	struct mrlt_comp comp[2];
 	struct close_case cc;
 	char *tgt, *src, *rbuf;
 	struct fid_mr *mr;
@@ -791,7 +790,7 @@ static void test_refused_closes_leave_mr_endpoints_and_domain_usable(void)
 	CHECK_REFUSED(&mr->fid);
 	CHECK_ROUND(&pair, 0, tgt, mr, 2);
 	CHECK_CLOSED(&mr->fid);
-	CHECK_FI(xfer_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
+	CHECK_FI(mrlt_pair_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
 
 	/* The endpoints, each used both ways after its refusal; ep[1] is
 	 * refused with a leased receive outstanding, which must still
@@ -799,20 +798,20 @@ static void test_refused_closes_leave_mr_endpoints_and_domain_usable(void)
 	CHECK_REFUSED(&pair.ep[0]->fid);
 	CHECK_ROUND(&pair, 0, tgt, mr, 3);
 	CHECK_ROUND(&pair, 1, tgt, mr, 4);
-	src = mrl_alloc(ROUND_LEN);
-	rbuf = mrl_alloc(ROUND_LEN);
-	xfer_fill(src, ROUND_LEN, 9);
-	CHECK_EQ(0, XFER_POST(&pair, fi_recv(pair.ep[1], rbuf, ROUND_LEN, NULL,
+	src = mrlt_alloc(ROUND_LEN);
+	rbuf = mrlt_alloc(ROUND_LEN);
+	mrlt_fill(src, ROUND_LEN, 9);
+	CHECK_EQ(0, MRLT_PAIR_POST(&pair, fi_recv(pair.ep[1], rbuf, ROUND_LEN, NULL,
 					     FI_ADDR_UNSPEC, &ctx[0])));
 	CHECK_REFUSED(&pair.ep[1]->fid);
-	CHECK_EQ(0, XFER_POST(&pair, fi_send(pair.ep[0], src, ROUND_LEN, NULL,
+	CHECK_EQ(0, MRLT_PAIR_POST(&pair, fi_send(pair.ep[0], src, ROUND_LEN, NULL,
 					     pair.addr[1], &ctx[1])));
-	CHECK_EQ(2, xfer_reap(&pair, comp, 2));
+	CHECK_EQ(2, mrlt_reap(&pair, comp, 2));
 	CHECK(!comp[0].err && !comp[1].err);
 	CHECK((comp[0].ctx == &ctx[0] && comp[1].ctx == &ctx[1]) ||
 	      (comp[0].ctx == &ctx[1] && comp[1].ctx == &ctx[0]));
-	CHECK_EQ(-1, xfer_verify(rbuf, ROUND_LEN, 9));
-	CHECK_EQ(0, xfer_live_leases(&pair));
+	CHECK_EQ(-1, mrlt_verify(rbuf, ROUND_LEN, 9));
+	CHECK_EQ(0, mrlt_live_leases(&pair));
 	CHECK_ROUND(&pair, 1, tgt, mr, 5);
 	CHECK_ROUND(&pair, 0, tgt, mr, 6);
 	CHECK_CLOSED(&pair.ep[0]->fid);
@@ -820,29 +819,29 @@ static void test_refused_closes_leave_mr_endpoints_and_domain_usable(void)
 	CHECK_CLOSED(&pair.ep[1]->fid);
 	pair.ep[1] = NULL;
 	close_mr_cq_av(&pair, mr);
-	if (mrl_test_failed())
+	if (mrlt_failed())
 		return;
 
 	/* The domain, with nothing left open on it: refused, then it opens
 	 * endpoints and leases again. */
 	CHECK_REFUSED(&pair.domain->fid);
 	CHECK_FI(open_children(&pair));
-	CHECK_FI(xfer_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
+	CHECK_FI(mrlt_pair_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
 	CHECK_ROUND(&pair, 0, tgt, mr, 7);
 	CHECK_ROUND(&pair, 1, tgt, mr, 8);
-	CHECK_EQ(0, xfer_violations(&pair));
-	CHECK_EQ(0, xfer_live_leases(&pair));
+	CHECK_EQ(0, mrlt_violations(&pair));
+	CHECK_EQ(0, mrlt_live_leases(&pair));
 	for (int i = 0; i < 2; i++) {
 		CHECK_REFUSED(&pair.ep[i]->fid);
 		CHECK_CLOSED(&pair.ep[i]->fid);
 		pair.ep[i] = NULL;
 	}
 	close_mr_cq_av(&pair, mr);
-	if (mrl_test_failed())
+	if (mrlt_failed())
 		return;
 	CHECK_CLOSED(&pair.domain->fid);
 	pair.domain = NULL;
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 	/* Three MRs, four endpoints, one domain. */
 	check_nothing_left(cc.chk, cc.mrl, &cc.c0, 8);
 }
@@ -854,32 +853,32 @@ static void test_refused_closes_leave_mr_endpoints_and_domain_usable(void)
  * double-frees them at the next close. */
 static void test_domain_close_the_provider_refuses_leaves_it_usable(void)
 {
-	struct xfer_opts opts = { .prov = "sockets", .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair_opts opts = { .prov = "sockets", .caps = FI_MSG | FI_RMA };
 	struct fi_mrlease_ops *mrl;
 	struct mrcheck_stats c0;
 	struct mrcheck_ops *chk;
 	struct fid_mr *mr;
 	char *tgt;
 
-	if (!xfer_pair_open_hooked(&opts, &pair))
+	if (!mrlt_pair_open_hooked(&opts, &pair))
 		return;
 	mrl = pair.mrl;
 	chk = pair.chk_all;
 	CHECK_MSG(chk, "mrcheck not stacked");
 	c0 = chk_stats(chk);
-	tgt = mrl_alloc(TARGET);
-	CHECK_FI(xfer_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
+	tgt = mrlt_alloc(TARGET);
+	CHECK_FI(mrlt_pair_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
 	CHECK_ROUND(&pair, 0, tgt, mr, 1);
 	/* No MR of the application open: only the endpoints hold it. */
 	CHECK_CLOSED(&mr->fid);
 	CHECK_REFUSED(&pair.domain->fid);
-	CHECK_FI(xfer_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
+	CHECK_FI(mrlt_pair_mr_reg(&pair, tgt, TARGET, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
 	CHECK_ROUND(&pair, 0, tgt, mr, 2);
 	CHECK_ROUND(&pair, 1, tgt, mr, 3);
-	CHECK_EQ(0, xfer_violations(&pair));
-	CHECK_EQ(0, xfer_live_leases(&pair));
+	CHECK_EQ(0, mrlt_violations(&pair));
+	CHECK_EQ(0, mrlt_live_leases(&pair));
 	CHECK_CLOSED(&mr->fid);
-	CHECK_EQ(0, xfer_pair_close(&pair));
+	CHECK_EQ(0, mrlt_pair_close(&pair));
 	check_nothing_left(chk, mrl, &c0, 0);
 }
 
@@ -899,11 +898,11 @@ static void test_cache_registration_refused_close_is_not_leaked(void)
 	 * (and are refused) while the domain is open. */
 	for (int i = 0; i < 8; i++)
 		CHECK_ROUND(&pair, i & 1, cc.tgt, cc.mr, 10 + i);
-	CHECK_EQ(0, xfer_violations(&pair));
-	CHECK_EQ(0, xfer_live_leases(&pair));
+	CHECK_EQ(0, mrlt_violations(&pair));
+	CHECK_EQ(0, mrlt_live_leases(&pair));
 	CHECK_REFUSED(&cc.mr->fid);
 	CHECK_CLOSED(&cc.mr->fid);
-	ret = xfer_pair_close(&pair);
+	ret = mrlt_pair_close(&pair);
 	check_nothing_left(cc.chk, cc.mrl, &cc.c0, 1);
 	CHECK_EQ(0, ret);
 }
@@ -944,20 +943,20 @@ int main(int argc, char **argv)
 	if (!strcmp(which, "stress")) {
 		xfer_reexec(argv, "mrcheck;mrlease", stress_env);
 		printf("# %s\n", seed_env);
-		MRL_RUN(test_injected_failures_surface_as_the_providers_and_leak_nothing);
+		MRLT_RUN(test_injected_failures_surface_as_the_providers_and_leak_nothing);
 	} else if (!strcmp(which, "close")) {
 		xfer_reexec(argv, "mrcheck;mrlease", close_env);
-		MRL_RUN(test_refused_closes_leave_mr_endpoints_and_domain_usable);
+		MRLT_RUN(test_refused_closes_leave_mr_endpoints_and_domain_usable);
 	} else if (!strcmp(which, "refused_domain")) {
 		xfer_reexec(argv, "mrcheck;mrlease", refused_domain_env);
-		MRL_RUN(test_domain_close_the_provider_refuses_leaves_it_usable);
+		MRLT_RUN(test_domain_close_the_provider_refuses_leaves_it_usable);
 	} else if (!strcmp(which, "close_cache")) {
 		xfer_reexec(argv, "mrcheck;mrlease", close_cache_env);
-		MRL_RUN(test_cache_registration_refused_close_is_not_leaked);
+		MRLT_RUN(test_cache_registration_refused_close_is_not_leaked);
 	} else {
 		fprintf(stderr, "usage: %s [stress|close|refused_domain|close_cache]\n",
 			argv[0]);
 		return 2;
 	}
-	return mrl_test_done();
+	return mrlt_done();
 }

@@ -19,14 +19,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "mrl_hook.h"
-/* The test helpers have their own struct mrl_domain and mrl_wait. */
-#define mrl_domain mrl_test_domain
-#define mrl_wait mrl_test_wait
-#define mrl_domain_open mrl_test_domain_open
-#include "mrl_test.h"
-#undef mrl_domain
-#undef mrl_wait
-#undef mrl_domain_open
+#include "mrlt.h"
 
 /* ---- the fake provider ------------------------------------------ */
 
@@ -689,22 +682,22 @@ int main(void)
 		return 1;
 	}
 
-	MRL_RUN(test_domain_opened_inside_the_outer_open_is_inner);
-	MRL_RUN(test_flow_ctrl_ops_translate_endpoints_both_ways);
-	MRL_RUN(test_dynamic_rbuf_gets_the_utility_providers_context);
-	MRL_RUN(test_unknown_private_ops_are_not_forwarded);
-	MRL_RUN(test_ops_missing_below_return_enosys);
-	MRL_RUN(test_alias_is_a_wrapped_endpoint);
-	MRL_RUN(test_cq_readerr_passes_the_applications_buffer);
-	MRL_RUN(test_peer_contexts_reach_the_provider_as_given);
-	MRL_RUN(test_eq_events_map_inner_fids_and_keep_app_written_ones);
-	MRL_RUN(test_an_inner_domain_that_may_step_aside_is_the_providers_own);
-	MRL_RUN(test_a_fabric_that_wrapped_an_object_keeps_wrapping);
+	MRLT_RUN(test_domain_opened_inside_the_outer_open_is_inner);
+	MRLT_RUN(test_flow_ctrl_ops_translate_endpoints_both_ways);
+	MRLT_RUN(test_dynamic_rbuf_gets_the_utility_providers_context);
+	MRLT_RUN(test_unknown_private_ops_are_not_forwarded);
+	MRLT_RUN(test_ops_missing_below_return_enosys);
+	MRLT_RUN(test_alias_is_a_wrapped_endpoint);
+	MRLT_RUN(test_cq_readerr_passes_the_applications_buffer);
+	MRLT_RUN(test_peer_contexts_reach_the_provider_as_given);
+	MRLT_RUN(test_eq_events_map_inner_fids_and_keep_app_written_ones);
+	MRLT_RUN(test_an_inner_domain_that_may_step_aside_is_the_providers_own);
+	MRLT_RUN(test_a_fabric_that_wrapped_an_object_keeps_wrapping);
 
 	if (fi_close(&ep->fid) || fi_close(&fake.nested_domain->fid) ||
 	    fi_close(&domain->fid) || fi_close(&fabric->fid) ||
 	    fi_close(&core->fid))
 		printf("not ok - closing the fake objects\n");
 	fi_freeinfo(info);
-	return mrl_test_done();
+	return mrlt_done();
 }

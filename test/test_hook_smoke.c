@@ -16,7 +16,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "mrl_debug.h"
-#include "mrl_test.h"
+#include "fixture_rdm.h"
 
 #define SMALL 64
 #define LARGE (256 * 1024) /* above rxm's 128 KiB rendezvous threshold */
@@ -30,37 +30,31 @@ static struct mrl_debug_ops *debug_ops(struct fid *fid)
 	return ops;
 }
 
-static void fill(char *buf, size_t len, unsigned seed)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = (char)(i * 31 + seed);
-}
-
 /* One message of len bytes a -> b, received into a separate buffer. */
-static int exchange_msg(struct mrl_peer *a, struct mrl_peer *b, size_t len,
+static int exchange_msg(struct mrlt_peer *a, struct mrlt_peer *b, size_t len,
 			bool tagged, unsigned seed)
 {
-	char *src = mrl_alloc(len), *dst = mrl_alloc(len);
+	char *src = mrlt_alloc(len), *dst = mrlt_alloc(len);
 	struct fi_context2 sctx, rctx;
 	struct fi_cq_tagged_entry comp;
 	ssize_t rc;
 
-	fill(src, len, seed);
-	rc = tagged ? MRL_POST(fi_trecv(b->ep, dst, len, NULL, b->peer, 7, 0, &rctx),
+	mrlt_fill(src, len, seed);
+	rc = tagged ? MRLT_POST(fi_trecv(b->ep, dst, len, NULL, b->peer, 7, 0, &rctx),
 			       a, b)
-		    : MRL_POST(fi_recv(b->ep, dst, len, NULL, b->peer, &rctx), a, b);
+		    : MRLT_POST(fi_recv(b->ep, dst, len, NULL, b->peer, &rctx), a, b);
 	if (rc)
 		return (int)rc;
-	rc = tagged ? MRL_POST(fi_tsend(a->ep, src, len, NULL, a->peer, 7, &sctx),
+	rc = tagged ? MRLT_POST(fi_tsend(a->ep, src, len, NULL, a->peer, 7, &sctx),
 			       a, b)
-		    : MRL_POST(fi_send(a->ep, src, len, NULL, a->peer, &sctx), a, b);
+		    : MRLT_POST(fi_send(a->ep, src, len, NULL, a->peer, &sctx), a, b);
 	if (rc)
 		return (int)rc;
-	if (mrl_cq_wait(a, b, &comp, NULL, "send completion"))
+	if (mrlt_cq_wait(a, b, &comp, NULL, "send completion"))
 		return -FI_EIO;
 	if (comp.op_context != &sctx)
 		return -FI_EINVAL;
-	if (mrl_cq_wait(b, a, &comp, NULL, "recv completion"))
+	if (mrlt_cq_wait(b, a, &comp, NULL, "recv completion"))
 		return -FI_EIO;
 	if (comp.op_context != &rctx || comp.len != len)
 		return -FI_EINVAL;
@@ -68,47 +62,47 @@ static int exchange_msg(struct mrl_peer *a, struct mrl_peer *b, size_t len,
 }
 
 /* RMA write a -> b's registered buffer, then read it back. */
-static int exchange_rma(struct mrl_domain *d, struct mrl_peer *a,
-			struct mrl_peer *b, size_t len)
+static int exchange_rma(struct mrlt_domain *d, struct mrlt_peer *a,
+			struct mrlt_peer *b, size_t len)
 {
-	char *target = mrl_alloc(len), *src = mrl_alloc(len), *back = mrl_alloc(len);
+	char *target = mrlt_alloc(len), *src = mrlt_alloc(len), *back = mrlt_alloc(len);
 	struct fi_cq_tagged_entry comp;
 	struct fi_context2 ctx;
 	struct fid_mr *mr;
 	uint64_t addr, key;
 	int ret;
 
-	ret = mrl_mr_reg(d, b->ep, target, len, FI_REMOTE_WRITE | FI_REMOTE_READ,
+	ret = mrlt_mr_reg(d, b->ep, target, len, FI_REMOTE_WRITE | FI_REMOTE_READ,
 			 &mr);
 	if (ret)
 		return ret;
 	key = fi_mr_key(mr);
-	addr = mrl_rma_addr(d, target);
-	fill(src, len, 5);
-	ret = (int)MRL_POST(fi_write(a->ep, src, len, NULL, a->peer, addr, key,
+	addr = mrlt_rma_addr(d, target);
+	mrlt_fill(src, len, 5);
+	ret = (int)MRLT_POST(fi_write(a->ep, src, len, NULL, a->peer, addr, key,
 				     &ctx), a, b);
 	if (ret)
 		return ret;
-	if (mrl_cq_wait(a, b, &comp, NULL, "write completion"))
+	if (mrlt_cq_wait(a, b, &comp, NULL, "write completion"))
 		return -FI_EIO;
-	ret = (int)MRL_POST(fi_read(a->ep, back, len, NULL, a->peer, addr, key,
+	ret = (int)MRLT_POST(fi_read(a->ep, back, len, NULL, a->peer, addr, key,
 				    &ctx), a, b);
 	if (ret)
 		return ret;
-	if (mrl_cq_wait(a, b, &comp, NULL, "read completion"))
+	if (mrlt_cq_wait(a, b, &comp, NULL, "read completion"))
 		return -FI_EIO;
 	/* The read is ordered after the write on this connection: it returns
 	 * what the write stored, which must also be in the target buffer. */
 	if (memcmp(src, back, len) || memcmp(src, target, len))
 		return -FI_EOTHER;
-	return mrl_close(&mr->fid, "target MR");
+	return mrlt_close(&mr->fid, "target MR");
 }
 
-static void close_peer(struct mrl_peer *p)
+static void close_peer(struct mrlt_peer *p)
 {
-	mrl_close(&p->ep->fid, "endpoint");
-	mrl_close(&p->av->fid, "AV");
-	mrl_close(&p->cq->fid, "CQ");
+	mrlt_close(&p->ep->fid, "endpoint");
+	mrlt_close(&p->av->fid, "AV");
+	mrlt_close(&p->cq->fid, "CQ");
 }
 
 /*
@@ -120,26 +114,26 @@ static void close_peer(struct mrl_peer *p)
 static void run_rdm(const char *prov, bool want_dyn_rbuf)
 {
 	struct mrl_debug_counts before, during, after;
-	struct mrl_peer a, b;
-	struct mrl_domain d;
+	struct mrlt_peer a, b;
+	struct mrlt_domain d;
 	struct mrl_debug_ops *dbg;
 	struct fi_info *info;
 	bool rma = true;
 	int ret;
 
-	ret = mrl_getinfo(mrl_hints(prov, FI_EP_RDM, FI_MSG | FI_TAGGED | FI_RMA),
+	ret = mrlt_getinfo(mrlt_hints(prov, FI_EP_RDM, FI_MSG | FI_TAGGED | FI_RMA),
 			  NULL, NULL, 0, &info);
 	if (ret == -FI_ENODATA) {
 		rma = false;
-		ret = mrl_getinfo(mrl_hints(prov, FI_EP_RDM, FI_MSG | FI_TAGGED),
+		ret = mrlt_getinfo(mrlt_hints(prov, FI_EP_RDM, FI_MSG | FI_TAGGED),
 				  NULL, NULL, 0, &info);
 	}
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip_current("%s offers no RDM endpoint here", prov);
+		mrlt_skip_current("%s offers no RDM endpoint here", prov);
 		return;
 	}
 	CHECK_FI(ret);
-	CHECK_FI(mrl_domain_open(info, &d));
+	CHECK_FI(mrlt_domain_open(info, &d));
 	dbg = debug_ops(&d.domain->fid);
 	CHECK_MSG(dbg, "the domain does not answer %s: hook not in the call path",
 		  MRL_DEBUG_OPS_1);
@@ -147,7 +141,7 @@ static void run_rdm(const char *prov, bool want_dyn_rbuf)
 	 * fabric and domain themselves are checked through `during`. */
 	dbg->read(&before);
 
-	CHECK_FI(mrl_rdm_pair_open(&d, NULL, &a, &b));
+	CHECK_FI(mrlt_rdm_pair_open(&d, NULL, &a, &b));
 	CHECK_FI(exchange_msg(&a, &b, SMALL, false, 1));
 	CHECK_FI(exchange_msg(&b, &a, LARGE, false, 2));
 	CHECK_FI(exchange_msg(&a, &b, SMALL, true, 3));
@@ -187,8 +181,8 @@ static void run_rdm(const char *prov, bool want_dyn_rbuf)
 
 	close_peer(&a);
 	close_peer(&b);
-	CHECK_EQ(0, mrl_close(&d.domain->fid, "domain"));
-	CHECK_EQ(0, mrl_close(&d.fabric->fid, "fabric"));
+	CHECK_EQ(0, mrlt_close(&d.domain->fid, "domain"));
+	CHECK_EQ(0, mrlt_close(&d.fabric->fid, "fabric"));
 	/* The ops table lives in the plugin, not in the closed objects. */
 	dbg->read(&after);
 	for (int c = 0; c < MRL_NCLASS; c++)
@@ -217,16 +211,16 @@ static void test_udp_rxd_traffic_runs_through_both_hook_instances(void)
 static void test_unknown_open_ops_names_are_refused(void)
 {
 	struct mrl_debug_counts before, after;
-	struct mrl_peer a, b;
-	struct mrl_domain d;
+	struct mrlt_peer a, b;
+	struct mrlt_domain d;
 	struct mrl_debug_ops *dbg;
 	struct fi_info *info;
 	void *ops = NULL;
 
-	CHECK_FI(mrl_getinfo(mrl_hints("tcp;ofi_rxm", FI_EP_RDM, FI_MSG), NULL,
+	CHECK_FI(mrlt_getinfo(mrlt_hints("tcp;ofi_rxm", FI_EP_RDM, FI_MSG), NULL,
 			     NULL, 0, &info));
-	CHECK_FI(mrl_domain_open(info, &d));
-	CHECK_FI(mrl_rdm_pair_open(&d, NULL, &a, &b));
+	CHECK_FI(mrlt_domain_open(info, &d));
+	CHECK_FI(mrlt_rdm_pair_open(&d, NULL, &a, &b));
 	dbg = debug_ops(&a.ep->fid);
 	CHECK(dbg);
 	dbg->read(&before);
@@ -253,8 +247,8 @@ int main(void)
 		setenv("FI_HOOK", "mrlease", 1);
 	setenv("FI_MRLEASE_HOOK_INNER", "1", 0);
 
-	MRL_RUN(test_tcp_rxm_traffic_runs_through_both_hook_instances);
-	MRL_RUN(test_udp_rxd_traffic_runs_through_both_hook_instances);
-	MRL_RUN(test_unknown_open_ops_names_are_refused);
-	return mrl_test_done();
+	MRLT_RUN(test_tcp_rxm_traffic_runs_through_both_hook_instances);
+	MRLT_RUN(test_udp_rxd_traffic_runs_through_both_hook_instances);
+	MRLT_RUN(test_unknown_open_ops_names_are_refused);
+	return mrlt_done();
 }

@@ -26,9 +26,9 @@
 #include "cache_registrar.h"
 #include "mrl_cache.h"
 #include "mrl_monitor.h"
-#include "mrl_test.h"
+#include "fixture_rdm.h"
 
-/* mrl_lease.h clashes with mrl_test.h (its struct mrl_domain). */
+/* mrl_lease.h clashes with mrl_test.h (its struct mrlt_domain). */
 bool mrl_lease_provider_pins(const char *prov_name);
 
 static struct mrl_cache *cache;
@@ -183,7 +183,7 @@ static bool wait_for(atomic_int *v, int want)
 #define NEED_MONITOR()                                                         \
 	do {                                                                   \
 		if (!monitor_ok) {                                             \
-			mrl_test_skip_current("userfaultfd unavailable here"); \
+			mrlt_skip_current("userfaultfd unavailable here"); \
 			return;                                                \
 		}                                                              \
 	} while (0)
@@ -326,7 +326,7 @@ static void test_every_way_pages_leave_is_caught(void)
 #endif
 		stats(&before);
 		if (leave_once(how, why, sizeof(why))) {
-			mrl_test_fail(__FILE__, __LINE__, "%s", why);
+			mrlt_fail(__FILE__, __LINE__, "%s", why);
 			return;
 		}
 		stats(&after);
@@ -452,7 +452,7 @@ static void test_watching_an_entry_leaves_its_mapping_whole(void)
 	q = mremap(p, len, 2 * len, MREMAP_MAYMOVE);
 	if (q == MAP_FAILED) {
 		munmap(p, len);
-		mrl_test_fail(__FILE__, __LINE__, "mremap of the whole mapping: %s",
+		mrlt_fail(__FILE__, __LINE__, "mremap of the whole mapping: %s",
 			      strerror(errno));
 		return;
 	}
@@ -631,7 +631,7 @@ static void miss_unmapping_scratch(bool span)
 		reg_hook = unmap_scratch;
 	CHECK_EQ(0, pthread_create(&t, NULL, miss_thread, &m));
 	if (!wait_for(&m.done, 1)) {
-		mrl_test_fail(__FILE__, __LINE__, "the miss never returned");
+		mrlt_fail(__FILE__, __LINE__, "the miss never returned");
 		return;	/* leave the thread: it is stuck */
 	}
 	pthread_join(t, NULL);
@@ -719,7 +719,7 @@ static void test_monitor_invalidation_allocates_nothing(void)
 	CHECK_EQ(allocs, atomic_load(&monitor_allocs));
 	mrl_cache_drain(cache);
 #else
-	mrl_test_skip_current("malloc cannot be counted under a sanitizer");
+	mrlt_skip_current("malloc cannot be counted under a sanitizer");
 #endif
 }
 
@@ -782,22 +782,22 @@ int main(void)
 		return 1;
 	monitor_ok = mrl_monitor_start(NULL, &client) == 0;
 
-	MRL_RUN(test_every_way_pages_leave_is_caught);
-	MRL_RUN(test_sysv_shm_is_not_retained);
-	MRL_RUN(test_file_backed_memory_is_not_retained);
-	MRL_RUN(test_vma_count_stays_bounded_with_100000_entries);
-	MRL_RUN(test_watching_an_entry_leaves_its_mapping_whole);
-	MRL_RUN(test_no_lookup_sees_a_range_once_munmap_returned);
-	MRL_RUN(test_the_monitor_never_closes_a_registration);
-	MRL_RUN(test_a_miss_unmapping_memory_does_not_deadlock);
-	MRL_RUN(test_a_span_resolver_unmapping_memory_does_not_deadlock);
-	MRL_RUN(test_monitor_invalidation_allocates_nothing);
-	MRL_RUN(test_explicit_invalidate_composes_with_the_monitor);
-	MRL_RUN(test_pinning_is_decided_by_the_core_provider);
+	MRLT_RUN(test_every_way_pages_leave_is_caught);
+	MRLT_RUN(test_sysv_shm_is_not_retained);
+	MRLT_RUN(test_file_backed_memory_is_not_retained);
+	MRLT_RUN(test_vma_count_stays_bounded_with_100000_entries);
+	MRLT_RUN(test_watching_an_entry_leaves_its_mapping_whole);
+	MRLT_RUN(test_no_lookup_sees_a_range_once_munmap_returned);
+	MRLT_RUN(test_the_monitor_never_closes_a_registration);
+	MRLT_RUN(test_a_miss_unmapping_memory_does_not_deadlock);
+	MRLT_RUN(test_a_span_resolver_unmapping_memory_does_not_deadlock);
+	MRLT_RUN(test_monitor_invalidation_allocates_nothing);
+	MRLT_RUN(test_explicit_invalidate_composes_with_the_monitor);
+	MRLT_RUN(test_pinning_is_decided_by_the_core_provider);
 
 	mrl_cache_domain_close(dom);
 	mrl_monitor_stop();
 	mrl_cache_destroy(cache);
-	MRL_RUN(test_every_registration_closed_exactly_once);
-	return mrl_test_done();
+	MRLT_RUN(test_every_registration_closed_exactly_once);
+	return mrlt_done();
 }

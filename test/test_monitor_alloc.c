@@ -39,7 +39,6 @@
 
 #include <rdma/fi_rma.h>
 
-#include "mrl_test.h"
 #include "xfer_util.h"
 
 #define WORKERS 3
@@ -57,7 +56,7 @@ static const size_t sizes[] = {
 
 struct worker {
 	int id;
-	struct xfer_pair pair;
+	struct mrlt_pair pair;
 	char *target;			/* mmapped: no allocator purges it */
 	struct fid_mr *target_mr;	/* FI_REMOTE_READ | FI_REMOTE_WRITE */
 	void *live[LIVE];		/* malloc'd, freed when pushed out */
@@ -118,8 +117,8 @@ static void retire_buf(struct worker *w, void *buf)
 
 static int reap(struct worker *w, size_t n, const char *what)
 {
-	struct xfer_comp comp[2];
-	int ret = xfer_reap(&w->pair, comp, n);
+	struct mrlt_comp comp[2];
+	int ret = mrlt_reap(&w->pair, comp, n);
 
 	if (ret < 0) {
 		snprintf(w->err, sizeof(w->err), "%s: reap %s", what, fi_strerror(-ret));
@@ -144,18 +143,18 @@ static int post_failed(struct worker *w, const char *what, ssize_t ret)
 static int do_write(struct worker *w, void *src, size_t len, uint64_t seed)
 {
 	struct fi_context2 ctx;
-	uint64_t raddr = xfer_rma_addr(&w->pair, w->target, w->target);
+	uint64_t raddr = mrlt_pair_rma_addr(&w->pair, w->target, w->target);
 	ssize_t ret;
 	long at;
 
-	ret = XFER_POST(&w->pair, fi_write(w->pair.ep[0], src, len, NULL,
+	ret = MRLT_PAIR_POST(&w->pair, fi_write(w->pair.ep[0], src, len, NULL,
 					   w->pair.addr[1], raddr,
 					   fi_mr_key(w->target_mr), &ctx));
 	if (ret)
 		return post_failed(w, "fi_write", ret);
 	if (reap(w, 1, "fi_write"))
 		return -1;
-	at = xfer_wait_pattern(&w->pair, w->target, len, seed);
+	at = mrlt_wait_pattern(&w->pair, w->target, len, seed);
 	if (at >= 0) {
 		snprintf(w->err, sizeof(w->err),
 			 "fi_write of %zu bytes: target byte %ld differs", len, at);
@@ -180,7 +179,7 @@ static char *alloc_dst(struct worker *w, size_t len)
 static int landed(struct worker *w, char *dst, size_t len, uint64_t seed,
 		  const char *what)
 {
-	long at = xfer_verify(dst, len, seed);
+	long at = mrlt_verify(dst, len, seed);
 
 	retire_buf(w, dst);
 	if (at >= 0) {
@@ -195,14 +194,14 @@ static int landed(struct worker *w, char *dst, size_t len, uint64_t seed,
 static int do_read(struct worker *w, size_t len, uint64_t seed)
 {
 	struct fi_context2 ctx;
-	uint64_t raddr = xfer_rma_addr(&w->pair, w->target, w->target);
+	uint64_t raddr = mrlt_pair_rma_addr(&w->pair, w->target, w->target);
 	char *dst = alloc_dst(w, len);
 	ssize_t ret;
 
 	if (!dst)
 		return -1;
-	xfer_fill(w->target, len, seed);
-	ret = XFER_POST(&w->pair, fi_read(w->pair.ep[0], dst, len, NULL,
+	mrlt_fill(w->target, len, seed);
+	ret = MRLT_PAIR_POST(&w->pair, fi_read(w->pair.ep[0], dst, len, NULL,
 					  w->pair.addr[1], raddr,
 					  fi_mr_key(w->target_mr), &ctx));
 	if (ret) {
@@ -225,10 +224,10 @@ static int do_send(struct worker *w, void *src, size_t len, uint64_t seed)
 
 	if (!dst)
 		return -1;
-	ret = XFER_POST(&w->pair, fi_recv(w->pair.ep[1], dst, len, NULL,
+	ret = MRLT_PAIR_POST(&w->pair, fi_recv(w->pair.ep[1], dst, len, NULL,
 					  w->pair.addr[0], &rctx));
 	if (!ret)
-		ret = XFER_POST(&w->pair, fi_send(w->pair.ep[0], src, len, NULL,
+		ret = MRLT_PAIR_POST(&w->pair, fi_send(w->pair.ep[0], src, len, NULL,
 						  w->pair.addr[1], &sctx));
 	if (ret) /* the receive may be posted still: dst stays allocated */
 		return post_failed(w, "fi_recv/fi_send", ret);
@@ -253,7 +252,7 @@ static void *worker_main(void *arg)
 				snprintf(w->err, sizeof(w->err), "malloc(%zu) failed", len);
 				break;
 			}
-			xfer_fill(src, len, seed);
+			mrlt_fill(src, len, seed);
 		}
 		switch (i % 3) {
 		case 0:
@@ -298,25 +297,25 @@ static bool join_workers(pthread_t *th)
 
 static int workers_open(void)
 {
-	struct xfer_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA };
 
 	for (int t = 0; t < WORKERS; t++) {
 		struct worker *w = &workers[t];
 
 		w->id = t;
 		w->rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(t + 1);
-		if (!xfer_pair_open_hooked(&opts, &w->pair))
+		if (!mrlt_pair_open_hooked(&opts, &w->pair))
 			return -1;
 		w->target = mmap(NULL, MAX_LEN, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (w->target == MAP_FAILED) {
 			w->target = NULL;
-			mrl_test_fail(__FILE__, __LINE__, "mmap of the target failed");
+			mrlt_fail(__FILE__, __LINE__, "mmap of the target failed");
 			return -1;
 		}
-		if (xfer_mr_reg(&w->pair, w->target, MAX_LEN,
+		if (mrlt_pair_mr_reg(&w->pair, w->target, MAX_LEN,
 				FI_REMOTE_READ | FI_REMOTE_WRITE, &w->target_mr)) {
-			mrl_test_fail(__FILE__, __LINE__, "target registration failed");
+			mrlt_fail(__FILE__, __LINE__, "target registration failed");
 			return -1;
 		}
 	}
@@ -334,7 +333,7 @@ static int workers_close(void)
 		if (w->target_mr && (r = fi_close(&w->target_mr->fid)) && !ret)
 			ret = r;
 		w->target_mr = NULL;
-		if (w->pair.domain && (r = xfer_pair_close(&w->pair)) && !ret)
+		if (w->pair.domain && (r = mrlt_pair_close(&w->pair)) && !ret)
 			ret = r;
 		memset(&w->pair, 0, sizeof(w->pair));
 		if (w->target)
@@ -396,7 +395,7 @@ static void test_transfers_stay_exact_while_allocator_purges(void)
 		CHECK_MSG(!workers[t].err[0], "worker %d after %ld operations: %s",
 			  t, workers[t].ops, workers[t].err);
 	for (int t = 0; t < WORKERS; t++)
-		CHECK_EQ(0, xfer_live_leases(&workers[t].pair));
+		CHECK_EQ(0, mrlt_live_leases(&workers[t].pair));
 	printf("# %d workers x %d operations\n", WORKERS, ITERS);
 	/* No post used a registration of pages that had left (the fabric
 	 * would not close with the violation unacknowledged anyway). */
@@ -461,10 +460,10 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		alloc_name = argv[1];
 	snprintf(prefix, sizeof(prefix), "%s: ", alloc_name);
-	mrl_test_set_prefix(prefix);
-	MRL_RUN(test_malloc_is_the_allocator_named);
-	MRL_RUN(test_transfers_stay_exact_while_allocator_purges);
-	status = mrl_test_done();
+	mrlt_set_prefix(prefix);
+	MRLT_RUN(test_malloc_is_the_allocator_named);
+	MRLT_RUN(test_transfers_stay_exact_while_allocator_purges);
+	status = mrlt_done();
 	if (hung) {
 		/* Threads are stuck inside the provider: exit without the
 		 * destructors that would wait for them. */

@@ -35,7 +35,6 @@
 
 #include <rdma/fi_rma.h>
 
-#include "mrl_test.h"
 #include "xfer_util.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -47,22 +46,16 @@
 #define SECONDS 10.0        /* per case: a slow build (TSan) stops earlier */
 #define REGION (64u * 1024) /* 16 pages */
 
-struct op {
-	struct fi_context2 ctx; /* FI_CONTEXT: first */
-	atomic_int done;
-	int err;
-};
-
 struct worker {
 	int t;
 	pthread_t th;
 	int iters;              /* iterations completed */
 	int moved;              /* times a slot's address was taken */
-	struct op send, recv, write; /* live until completed, whatever happens */
+	struct mrlt_op send, recv, write; /* live until completed, whatever happens */
 	char why[256];          /* the first failure */
 };
 
-static struct xfer_pair pair;
+static struct mrlt_pair pair;
 static char *target;             /* a slot per thread, written by fi_writemsg */
 static struct fid_mr *target_mr;
 static char *recv_buf[THREADS];
@@ -96,57 +89,13 @@ static int fail(struct worker *w, const char *fmt, ...)
 	return -1;
 }
 
-/* Read whatever the shared CQ holds and mark those operations done. */
-static int poll_cq(void)
-{
-	struct fi_cq_tagged_entry e[8];
-	struct fi_cq_err_entry err = { 0 };
-	ssize_t n = fi_cq_read(pair.cq, e, 8);
-
-	if (n == -FI_EAGAIN)
-		return 0;
-	if (n == -FI_EAVAIL) {
-		if (fi_cq_readerr(pair.cq, &err, 0) == 1 && err.op_context) {
-			struct op *op = err.op_context;
-
-			op->err = err.err ? err.err : FI_EOTHER;
-			atomic_store(&op->done, 1);
-		}
-		return 0;
-	}
-	if (n < 0)
-		return (int)n;
-	for (ssize_t i = 0; i < n; i++)
-		if (e[i].op_context)
-			atomic_store(&((struct op *)e[i].op_context)->done, 1);
-	return 0;
-}
-
-static struct op *op_start(struct op *op)
-{
-	atomic_store(&op->done, 0);
-	op->err = 0;
-	return op;
-}
-
-static int op_wait(struct op *op)
-{
-	for (long polls = 0; !atomic_load(&op->done); polls++) {
-		if (polls > XFER_MAX_POLLS || poll_cq())
-			return -FI_ETIMEDOUT;
-		if ((polls & 255) == 255)
-			sched_yield();
-	}
-	return op->err ? -op->err : 0;
-}
-
 /* Post with expr, retrying on -FI_EAGAIN while the CQ progresses; bounded. */
 #define POST(expr)                                                             \
 	({                                                                     \
 		ssize_t post_r_;                                               \
 		long post_n_ = 0;                                              \
 		while ((post_r_ = (expr)) == -FI_EAGAIN &&                     \
-		       ++post_n_ < XFER_MAX_POLLS && !poll_cq())               \
+		       ++post_n_ < MRLT_MAX_POLLS && !mrlt_pair_poll_ops(&pair))               \
 			;                                                      \
 		post_r_;                                                       \
 	})
@@ -180,16 +129,16 @@ static int send_and_verify(struct worker *w, char *region, uint64_t seed)
 	long at;
 
 	ret = (int)POST(fi_recv(pair.ep[1 - t], recv_buf[t], REGION, NULL,
-				pair.addr[t], &op_start(&w->recv)->ctx));
+				pair.addr[t], &mrlt_op_start(&w->recv)->ctx));
 	if (ret)
 		return fail(w, "fi_recv: %s", fi_strerror(-ret));
 	ret = (int)POST(fi_send(pair.ep[t], region, REGION, NULL, pair.addr[1 - t],
-				&op_start(&w->send)->ctx));
+				&mrlt_op_start(&w->send)->ctx));
 	if (ret)
 		return fail(w, "fi_send: %s", fi_strerror(-ret));
-	if ((ret = op_wait(&w->send)) || (ret = op_wait(&w->recv)))
+	if ((ret = mrlt_op_wait(&pair, &w->send)) || (ret = mrlt_op_wait(&pair, &w->recv)))
 		return fail(w, "send completion: %s", fi_strerror(-ret));
-	at = xfer_verify(recv_buf[t], REGION, seed);
+	at = mrlt_verify(recv_buf[t], REGION, seed);
 	if (at >= 0)
 		return fail(w, "received byte %ld differs", at);
 	return 0;
@@ -202,7 +151,7 @@ static int write_and_verify(struct worker *w, char *region, uint64_t seed)
 	char *slot = target + (size_t)w->t * REGION;
 	struct iovec iov = { .iov_base = region, .iov_len = REGION };
 	struct fi_rma_iov rma = {
-		.addr = xfer_rma_addr(&pair, target, slot),
+		.addr = mrlt_pair_rma_addr(&pair, target, slot),
 		.len = REGION,
 		.key = fi_mr_key(target_mr),
 	};
@@ -213,7 +162,7 @@ static int write_and_verify(struct worker *w, char *region, uint64_t seed)
 		.addr = pair.addr[1 - w->t],
 		.rma_iov = &rma,
 		.rma_iov_count = 1,
-		.context = &op_start(&w->write)->ctx,
+		.context = &mrlt_op_start(&w->write)->ctx,
 	};
 	int ret;
 	long at;
@@ -222,9 +171,9 @@ static int write_and_verify(struct worker *w, char *region, uint64_t seed)
 				    FI_DELIVERY_COMPLETE | FI_COMPLETION));
 	if (ret)
 		return fail(w, "fi_writemsg: %s", fi_strerror(-ret));
-	if ((ret = op_wait(&w->write)))
+	if ((ret = mrlt_op_wait(&pair, &w->write)))
 		return fail(w, "write completion: %s", fi_strerror(-ret));
-	at = xfer_verify(slot, REGION, seed);
+	at = mrlt_verify(slot, REGION, seed);
 	if (at >= 0)
 		return fail(w, "written byte %ld differs", at);
 	return 0;
@@ -240,7 +189,7 @@ static int one_iteration(struct worker *w, int i)
 
 	if (!region)
 		return fail(w, "mmap: %s", strerror(errno));
-	xfer_fill(region, REGION, seed);
+	mrlt_fill(region, REGION, seed);
 	ret = send_and_verify(w, region, seed);
 	if (!ret)
 		ret = write_and_verify(w, region, seed);
@@ -281,7 +230,7 @@ static void *map_anon(size_t len)
 static bool setup_memory(void)
 {
 	target = map_anon(THREADS * REGION);
-	if (!target || xfer_mr_reg(&pair, target, THREADS * REGION,
+	if (!target || mrlt_pair_mr_reg(&pair, target, THREADS * REGION,
 				   FI_REMOTE_WRITE, &target_mr))
 		return false;
 	for (int t = 0; t < THREADS; t++) {
@@ -327,7 +276,7 @@ static bool run_loops(struct outcome *o)
 	int started = 0;
 
 	if (!setup_memory()) {
-		mrl_test_fail(__FILE__, __LINE__, "setting up memory failed");
+		mrlt_fail(__FILE__, __LINE__, "setting up memory failed");
 		return false;
 	}
 	atomic_store(&stop[0], 0);
@@ -343,7 +292,7 @@ static bool run_loops(struct outcome *o)
 	}
 	if (started < THREADS) {
 		/* The other thread would wait at the step for ever. */
-		mrl_test_fail(__FILE__, __LINE__, "pthread_create failed");
+		mrlt_fail(__FILE__, __LINE__, "pthread_create failed");
 		exit(EXIT_FAILURE);
 	}
 	for (int t = 0; t < THREADS; t++)
@@ -402,7 +351,7 @@ static uint64_t stale;
  */
 static void unmap_loop(void)
 {
-	struct xfer_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA,
+	struct mrlt_pair_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA,
 				  .thread_safe = true };
 	static struct outcome o;
 	struct mrcheck_stats st;
@@ -411,15 +360,15 @@ static void unmap_loop(void)
 
 	memset(&o, 0, sizeof(o));
 	judged = false;
-	if (!xfer_pair_open_hooked_safe(&opts, &pair))
+	if (!mrlt_pair_open_hooked_safe(&opts, &pair))
 		return;
 	if (!pair.chk_all || pair.chk_all->query(pair.chk_all, &st, sizeof(st))) {
-		xfer_pair_close(&pair);
+		mrlt_pair_close(&pair);
 		CHECK_MSG(false, "mrcheck not stacked");
 	}
 	if (!st.frames_supported) {
-		xfer_pair_close(&pair);
-		mrl_test_skip_current("%s", st.frames_enabled ?
+		mrlt_pair_close(&pair);
+		mrlt_skip_current("%s", st.frames_enabled ?
 			"/proc/self/pagemap gives no frame numbers "
 			"(needs CAP_SYS_ADMIN)" : "MRCHECK_FRAMES is not set");
 		return;
@@ -429,7 +378,7 @@ static void unmap_loop(void)
 	if (ran)
 		report(&o);
 	pair.chk_all->acknowledge(pair.chk_all);
-	closed = xfer_pair_close(&pair);
+	closed = mrlt_pair_close(&pair);
 	CHECK(ran);
 	CHECK_FI(closed);
 	for (int t = 0; t < THREADS; t++) {
@@ -482,10 +431,10 @@ int main(int argc, char **argv)
 	xfer_reexec(argv, "mrcheck;mrlease", env);
 	snprintf(prefix, sizeof(prefix), "PINNING=%s MONITOR=%s: ",
 		 env_or_unset("FI_MRLEASE_PINNING"), env_or_unset("FI_MRLEASE_MONITOR"));
-	mrl_test_set_prefix(prefix);
+	mrlt_set_prefix(prefix);
 	if (!strcmp(expect, "stale"))
-		MRL_RUN(test_unmap_loop_shows_stale_registrations_when_retention_is_unwatched);
+		MRLT_RUN(test_unmap_loop_shows_stale_registrations_when_retention_is_unwatched);
 	else
-		MRL_RUN(test_unmap_loop_never_posts_a_stale_registration);
-	return mrl_test_done();
+		MRLT_RUN(test_unmap_loop_never_posts_a_stale_registration);
+	return mrlt_done();
 }

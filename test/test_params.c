@@ -15,7 +15,7 @@
 #include <rdma/providers/fi_prov.h>
 
 #include "mrl_params.h"
-#include "mrl_test.h"
+#include "mrlt.h"
 
 static struct fi_provider test_prov = {
 	.version = FI_VERSION(0, 1),
@@ -217,10 +217,10 @@ int main(void)
 		return EXIT_FAILURE;
 	}
 
-	MRL_RUN(test_defaults_hold_without_environment);
-	MRL_RUN(test_valid_values_are_accepted);
-	MRL_RUN(test_unparsable_value_warns_once_and_keeps_default);
-	MRL_RUN(test_bad_value_leaves_other_parameters_set);
-	MRL_RUN(test_every_parameter_is_defined_with_default_and_meaning);
-	return mrl_test_done();
+	MRLT_RUN(test_defaults_hold_without_environment);
+	MRLT_RUN(test_valid_values_are_accepted);
+	MRLT_RUN(test_unparsable_value_warns_once_and_keeps_default);
+	MRLT_RUN(test_bad_value_leaves_other_parameters_set);
+	MRLT_RUN(test_every_parameter_is_defined_with_default_and_meaning);
+	return mrlt_done();
 }

@@ -26,7 +26,6 @@
 
 #include <rdma/fi_rma.h>
 
-#include "mrl_test.h"
 #define MRL_XFER_CTL_ONLY
 #include "mrl_xfer.h"
 #include "xfer_util.h"
@@ -42,7 +41,7 @@ enum phase {
 };
 
 struct race {
-	struct xfer_pair *p;
+	struct mrlt_pair *p;
 	atomic_int phase;
 	atomic_bool stop;
 	atomic_long stalls;	/* times the hook ran */
@@ -56,7 +55,7 @@ static void hold_completer(void *arg)
 
 	atomic_fetch_add(&r->stalls, 1);
 	atomic_store(&r->phase, PHASE_STALLED);
-	(void)mrl_wait_until_int(&r->phase, PHASE_CLOSED);
+	(void)mrlt_wait_until_int(&r->phase, PHASE_CLOSED);
 }
 
 static void *reader(void *arg)
@@ -79,13 +78,13 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-static bool pair_open(struct xfer_pair *p)
+static bool pair_open(struct mrlt_pair *p)
 {
-	struct xfer_opts opts = {
+	struct mrlt_pair_opts opts = {
 		.prov = prov, .selective = true, .thread_safe = true,
 	};
 
-	return xfer_pair_open_hooked_safe(&opts, p);
+	return mrlt_pair_open_hooked_safe(&opts, p);
 }
 
 /*
@@ -101,9 +100,9 @@ static void close_during_completion(bool stall, int rounds)
 	if (posix_memalign((void **)&src, 4096, LEN) ||
 	    posix_memalign((void **)&tgt, 4096, LEN))
 		abort();
-	xfer_fill(src, LEN, 7);
-	for (int round = 0; round < rounds && !mrl_test_failed(); round++) {
-		struct xfer_pair p;
+	mrlt_fill(src, LEN, 7);
+	for (int round = 0; round < rounds && !mrlt_failed(); round++) {
+		struct mrlt_pair p;
 		struct fid_mr *mr = NULL;
 		struct fi_context2 ctx;
 		struct race r = { .p = &p };
@@ -118,18 +117,18 @@ static void close_during_completion(bool stall, int rounds)
 		atomic_init(&r.stop, false);
 		atomic_init(&r.stalls, 0);
 		memset(tgt, 0, LEN);
-		CHECK_FI(xfer_mr_reg(&p, tgt, LEN, FI_REMOTE_WRITE, &mr));
+		CHECK_FI(mrlt_pair_mr_reg(&p, tgt, LEN, FI_REMOTE_WRITE, &mr));
 		if (stall)
 			CHECK_FI(fi_control(&p.ep[0]->fid,
 					    MRL_XFER_CTL_TEST_COMPLETING, &hook));
 		/* No FI_COMPLETION: the op's completion is hidden. */
-		CHECK_FI(XFER_POST(&p, fi_write(p.ep[0], src, LEN, NULL,
+		CHECK_FI(MRLT_PAIR_POST(&p, fi_write(p.ep[0], src, LEN, NULL,
 						p.addr[1],
-						xfer_rma_addr(&p, tgt, tgt),
+						mrlt_pair_rma_addr(&p, tgt, tgt),
 						fi_mr_key(mr), &ctx)));
 		CHECK_EQ(0, pthread_create(&th, NULL, reader, &r));
 		if (stall)
-			(void)mrl_wait_until_int(&r.phase, PHASE_STALLED);
+			(void)mrlt_wait_until_int(&r.phase, PHASE_STALLED);
 		CHECK_EQ(0, fi_close(&p.ep[0]->fid));
 		p.ep[0] = NULL;
 		atomic_store(&r.phase, PHASE_CLOSED);
@@ -140,10 +139,10 @@ static void close_during_completion(bool stall, int rounds)
 		/* Hidden completions never reach the application. */
 		CHECK_EQ(0, r.entries);
 		CHECK_EQ(0, r.errors);
-		CHECK_EQ(0, xfer_live_leases(&p));
+		CHECK_EQ(0, mrlt_live_leases(&p));
 		if (mr)
 			CHECK_EQ(0, fi_close(&mr->fid));
-		CHECK_EQ(0, xfer_pair_close(&p));
+		CHECK_EQ(0, mrlt_pair_close(&p));
 	}
 	if (stall)
 		CHECK_EQ(rounds, stalled);
@@ -197,14 +196,14 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(provs) / sizeof(provs[0]); i++) {
 		prov = provs[i].prov;
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
-		mrl_test_set_prefix(prefix);
-		MRL_RUN(test_ep_close_waits_out_a_completion_inside_the_window);
+		mrlt_set_prefix(prefix);
+		MRLT_RUN(test_ep_close_waits_out_a_completion_inside_the_window);
 		if (!provs[i].no_natural)
-			MRL_RUN(test_ep_close_right_after_post_with_a_cq_reader_is_clean);
+			MRLT_RUN(test_ep_close_right_after_post_with_a_cq_reader_is_clean);
 		else
-			mrl_test_skip("test_ep_close_right_after_post_with_a_"
+			mrlt_skip("test_ep_close_right_after_post_with_a_"
 				      "cq_reader_is_clean",
 				      provs[i].no_natural);
 	}
-	return mrl_test_done();
+	return mrlt_done();
 }

@@ -19,7 +19,6 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
-#include "mrl_test.h"
 #include "xfer_util.h"
 
 #define LEN (64 * 1024)
@@ -29,13 +28,13 @@ static const char *prov;
 
 /* Open a pair on the provider under test; a provider that cannot do it is
  * a skip, not a pass. */
-static bool pair_open(struct xfer_pair *p, struct xfer_opts opts)
+static bool pair_open(struct mrlt_pair *p, struct mrlt_pair_opts opts)
 {
 	opts.prov = prov;
-	return xfer_pair_open_hooked(&opts, p);
+	return mrlt_pair_open_hooked(&opts, p);
 }
 
-static struct fi_mrlease_stats stats(struct xfer_pair *p)
+static struct fi_mrlease_stats stats(struct mrlt_pair *p)
 {
 	struct fi_mrlease_stats s;
 
@@ -51,17 +50,17 @@ static void *buffer(size_t len, uint64_t seed)
 	if (posix_memalign(&buf, 4096, len))
 		abort();
 	if (seed)
-		xfer_fill(buf, len, seed);
+		mrlt_fill(buf, len, seed);
 	else
 		memset(buf, 0, len);
 	return buf;
 }
 
 /* Read completions until both contexts were seen, none in error. */
-static int reap_two(struct xfer_pair *p, void *a, void *b)
+static int reap_two(struct mrlt_pair *p, void *a, void *b)
 {
-	struct xfer_comp c[2];
-	int ret = xfer_reap(p, c, 2);
+	struct mrlt_comp c[2];
+	int ret = mrlt_reap(p, c, 2);
 
 	if (ret != 2)
 		return ret < 0 ? ret : -FI_EOTHER;
@@ -78,38 +77,38 @@ static int reap_two(struct xfer_pair *p, void *a, void *b)
  * and a lease kept past completion pins a freed buffer's registration. */
 static void test_null_desc_send_recv_leases_until_completion(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 sctx, rctx;
 	struct fi_mrlease_stats s0, s1, s2;
 	char *src = buffer(LEN, 11), *dst = buffer(LEN, 0);
 
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	s0 = stats(&p);
-	CHECK_FI(XFER_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL, FI_ADDR_UNSPEC,
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL, FI_ADDR_UNSPEC,
 				       &rctx)));
 	CHECK_EQ(1, stats(&p).leases);
-	CHECK_FI(XFER_POST(&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1],
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1],
 				       &sctx)));
 	CHECK_FI(reap_two(&p, &sctx, &rctx));
-	CHECK_EQ(-1, xfer_verify(dst, LEN, 11));
+	CHECK_EQ(-1, mrlt_verify(dst, LEN, 11));
 	s1 = stats(&p);
 	CHECK_EQ(0, s1.leases);
 	CHECK(s1.registrations >= s0.registrations + 2);
 
 	/* Again with the same buffers: hits, no new registration. */
 	memset(dst, 0, LEN);
-	CHECK_FI(XFER_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL, FI_ADDR_UNSPEC,
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL, FI_ADDR_UNSPEC,
 				       &rctx)));
-	CHECK_FI(XFER_POST(&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1],
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1],
 				       &sctx)));
 	CHECK_FI(reap_two(&p, &sctx, &rctx));
-	CHECK_EQ(-1, xfer_verify(dst, LEN, 11));
+	CHECK_EQ(-1, mrlt_verify(dst, LEN, 11));
 	s2 = stats(&p);
 	CHECK_EQ(0, s2.leases);
 	CHECK_EQ(s1.registrations, s2.registrations);
 	CHECK(s2.hits >= s1.hits + 2);
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(dst);
@@ -122,41 +121,41 @@ out:
  * path would post the wrong call or lose a lease. */
 static void test_null_desc_tagged_and_data_sends_lease_once_each(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 sctx, rctx;
-	struct xfer_comp c[2];
+	struct mrlt_comp c[2];
 	char *src = buffer(LEN, 13), *dst = buffer(LEN, 0);
 	int r, rounds;
 
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	/* The data forms only where the provider carries remote CQ data. */
 	rounds = p.info->domain_attr->cq_data_size >= 4 ? 3 : 1;
-	for (int round = 0; round < rounds && !mrl_test_failed(); round++) {
+	for (int round = 0; round < rounds && !mrlt_failed(); round++) {
 		memset(dst, 0, LEN);
 		if (round < 2)
-			CHECK_FI(XFER_POST(&p, fi_trecv(p.ep[1], dst, LEN, NULL,
+			CHECK_FI(MRLT_PAIR_POST(&p, fi_trecv(p.ep[1], dst, LEN, NULL,
 							FI_ADDR_UNSPEC,
 							0x77 + round, 0,
 							&rctx)));
 		else
-			CHECK_FI(XFER_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL,
+			CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL,
 						       FI_ADDR_UNSPEC, &rctx)));
 		CHECK_EQ(1, stats(&p).leases);
 		if (round == 0)
-			CHECK_FI(XFER_POST(&p, fi_tsend(p.ep[0], src, LEN, NULL,
+			CHECK_FI(MRLT_PAIR_POST(&p, fi_tsend(p.ep[0], src, LEN, NULL,
 							p.addr[1], 0x77,
 							&sctx)));
 		else if (round == 1)
-			CHECK_FI(XFER_POST(&p, fi_tsenddata(p.ep[0], src, LEN,
+			CHECK_FI(MRLT_PAIR_POST(&p, fi_tsenddata(p.ep[0], src, LEN,
 							    NULL, 0xd1,
 							    p.addr[1], 0x78,
 							    &sctx)));
 		else
-			CHECK_FI(XFER_POST(&p, fi_senddata(p.ep[0], src, LEN,
+			CHECK_FI(MRLT_PAIR_POST(&p, fi_senddata(p.ep[0], src, LEN,
 							   NULL, 0xd2,
 							   p.addr[1], &sctx)));
-		CHECK_EQ(2, xfer_reap(&p, c, 2));
+		CHECK_EQ(2, mrlt_reap(&p, c, 2));
 		r = c[0].ctx == &rctx ? 0 : 1;
 		CHECK_PTR(&rctx, c[r].ctx);
 		CHECK_PTR(&sctx, c[!r].ctx);
@@ -166,10 +165,10 @@ static void test_null_desc_tagged_and_data_sends_lease_once_each(void)
 			CHECK(c[r].flags & FI_REMOTE_CQ_DATA);
 			CHECK_EQ(round == 1 ? 0xd1 : 0xd2, c[r].data);
 		}
-		CHECK_EQ(-1, xfer_verify(dst, LEN, 13));
+		CHECK_EQ(-1, mrlt_verify(dst, LEN, 13));
 		CHECK_EQ(0, stats(&p).leases);
 	}
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(dst);
@@ -179,31 +178,31 @@ out:
  * FI_MR_LOCAL provider with desc NULL. */
 static void test_null_desc_tagged_iovs_lease_every_operand(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 sctx, rctx;
 	char *src = buffer(LEN, 12), *dst = buffer(LEN, 0);
 	struct iovec siov[2] = { { src, LEN / 2 }, { src + LEN / 2, LEN / 2 } };
 	struct iovec riov[2] = { { dst, LEN / 4 }, { dst + LEN / 4, 3 * LEN / 4 } };
 	struct fi_mrlease_stats s0;
 
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	s0 = stats(&p);
 	if (p.info->rx_attr->iov_limit < 2 || p.info->tx_attr->iov_limit < 2) {
-		mrl_test_skip_current("%s: iov_limit < 2", prov);
-		xfer_pair_close(&p);
+		mrlt_skip_current("%s: iov_limit < 2", prov);
+		mrlt_pair_close(&p);
 		goto out;
 	}
-	CHECK_FI(XFER_POST(&p, fi_trecvv(p.ep[1], riov, NULL, 2, FI_ADDR_UNSPEC,
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_trecvv(p.ep[1], riov, NULL, 2, FI_ADDR_UNSPEC,
 					 0x77, 0, &rctx)));
 	CHECK_EQ(2, stats(&p).leases);
-	CHECK_FI(XFER_POST(&p, fi_tsendv(p.ep[0], siov, NULL, 2, p.addr[1],
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_tsendv(p.ep[0], siov, NULL, 2, p.addr[1],
 					 0x77, &sctx)));
 	CHECK_FI(reap_two(&p, &sctx, &rctx));
-	CHECK_EQ(-1, xfer_verify(dst, LEN, 12));
+	CHECK_EQ(-1, mrlt_verify(dst, LEN, 12));
 	CHECK_EQ(0, stats(&p).leases);
 	CHECK(stats(&p).lookups >= s0.lookups + 4);
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(dst);
@@ -214,42 +213,42 @@ out:
  * (widening it would expose memory the application never offered). */
 static void test_null_desc_rma_and_remote_mr_stays_out_of_cache(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 wctx, rctx;
 	char *src = buffer(LEN, 13), *tgt = buffer(LEN, 0), *back = buffer(LEN, 0);
 	struct fi_mrlease_stats s0, s1;
 	struct fid_mr *mr = NULL;
-	struct xfer_comp c;
+	struct mrlt_comp c;
 	uint64_t raddr;
 
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	s0 = stats(&p);
-	CHECK_FI(xfer_mr_reg(&p, tgt, LEN, FI_REMOTE_READ | FI_REMOTE_WRITE,
+	CHECK_FI(mrlt_pair_mr_reg(&p, tgt, LEN, FI_REMOTE_READ | FI_REMOTE_WRITE,
 			     &mr));
 	s1 = stats(&p);
 	CHECK_EQ(s0.registrations, s1.registrations);
 	CHECK_EQ(s0.entries, s1.entries);
 	CHECK_EQ(s0.lookups, s1.lookups);
-	raddr = xfer_rma_addr(&p, tgt, tgt);
+	raddr = mrlt_pair_rma_addr(&p, tgt, tgt);
 
-	CHECK_FI(XFER_POST(&p, fi_write(p.ep[0], src, LEN, NULL, p.addr[1],
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_write(p.ep[0], src, LEN, NULL, p.addr[1],
 					raddr, fi_mr_key(mr), &wctx)));
-	CHECK_EQ(1, xfer_reap(&p, &c, 1));
+	CHECK_EQ(1, mrlt_reap(&p, &c, 1));
 	CHECK_PTR(&wctx, c.ctx);
 	CHECK_EQ(0, c.err);
-	CHECK_EQ(-1, xfer_verify(tgt, LEN, 13));
-	CHECK_FI(XFER_POST(&p, fi_read(p.ep[0], back, LEN, NULL, p.addr[1],
+	CHECK_EQ(-1, mrlt_verify(tgt, LEN, 13));
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_read(p.ep[0], back, LEN, NULL, p.addr[1],
 				       raddr, fi_mr_key(mr), &rctx)));
-	CHECK_EQ(1, xfer_reap(&p, &c, 1));
+	CHECK_EQ(1, mrlt_reap(&p, &c, 1));
 	CHECK_PTR(&rctx, c.ctx);
 	CHECK_EQ(0, c.err);
-	CHECK_EQ(-1, xfer_verify(back, LEN, 13));
+	CHECK_EQ(-1, mrlt_verify(back, LEN, 13));
 	CHECK_EQ(0, stats(&p).leases);
 	CHECK(stats(&p).registrations >= s1.registrations + 2);
 	CHECK_EQ(0, fi_close(&mr->fid));
 	mr = NULL;
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(tgt);
@@ -261,12 +260,12 @@ out:
 static void test_null_desc_atomics_lease_source_compare_and_result(void)
 {
 	enum { N = 64 };
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 ctx;
 	uint64_t *tgt = buffer(N * 8, 0), *src = buffer(N * 8, 0);
 	uint64_t *res = buffer(N * 8, 0), *cmp = buffer(N * 8, 0);
 	struct fid_mr *mr = NULL;
-	struct xfer_comp c;
+	struct mrlt_comp c;
 	size_t count = 0;
 	uint64_t raddr, before;
 
@@ -274,18 +273,18 @@ static void test_null_desc_atomics_lease_source_compare_and_result(void)
 		/* Seen on the fast path too, where the hook forwards the call
 		 * unchanged: wrong fetch results,
 		 * FI_ATOMIC_READ crashing in its CQ read, lost completions. */
-		mrl_test_skip_current("%s: fetch atomics unreliable in 1.17",
+		mrlt_skip_current("%s: fetch atomics unreliable in 1.17",
 				      prov);
 		goto out;
 	}
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	if (fi_compare_atomicvalid(p.ep[0], FI_UINT64, FI_CSWAP, &count) ||
 	    count < N || fi_fetch_atomicvalid(p.ep[0], FI_UINT64, FI_SUM,
 					      &count) || count < N) {
-		mrl_test_skip_current("%s: no %d-element uint64 atomics", prov,
+		mrlt_skip_current("%s: no %d-element uint64 atomics", prov,
 				      N);
-		xfer_pair_close(&p);
+		mrlt_pair_close(&p);
 		goto out;
 	}
 	for (int i = 0; i < N; i++) {
@@ -293,31 +292,31 @@ static void test_null_desc_atomics_lease_source_compare_and_result(void)
 		src[i] = i;
 		cmp[i] = 100 + 2 * i;
 	}
-	CHECK_FI(xfer_mr_reg(&p, tgt, N * 8, FI_REMOTE_READ | FI_REMOTE_WRITE,
+	CHECK_FI(mrlt_pair_mr_reg(&p, tgt, N * 8, FI_REMOTE_READ | FI_REMOTE_WRITE,
 			     &mr));
-	raddr = xfer_rma_addr(&p, tgt, tgt);
+	raddr = mrlt_pair_rma_addr(&p, tgt, tgt);
 	/* Control: adds src[0] == 0 to one element, below the threshold,
 	 * forwarded untouched. A
 	 * provider that gets this wrong fails without the hook too. */
-	CHECK_FI(XFER_POST(&p, fi_fetch_atomic(p.ep[0], src, 1, NULL, res, NULL,
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_fetch_atomic(p.ep[0], src, 1, NULL, res, NULL,
 					       p.addr[1], raddr, fi_mr_key(mr),
 					       FI_UINT64, FI_SUM, &ctx)));
-	CHECK_EQ(1, xfer_reap(&p, &c, 1));
+	CHECK_EQ(1, mrlt_reap(&p, &c, 1));
 	if (c.err || res[0] != 100) {
-		mrl_test_skip_current("%s: fetch atomics return wrong results "
+		mrlt_skip_current("%s: fetch atomics return wrong results "
 				      "without leases too", prov);
 		fi_close(&mr->fid);
-		xfer_pair_close(&p);
+		mrlt_pair_close(&p);
 		goto out;
 	}
 	res[0] = 0;
 	before = stats(&p).lookups;
 
 	/* tgt += src, old values into res. */
-	CHECK_FI(XFER_POST(&p, fi_fetch_atomic(p.ep[0], src, N, NULL, res, NULL,
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_fetch_atomic(p.ep[0], src, N, NULL, res, NULL,
 					       p.addr[1], raddr, fi_mr_key(mr),
 					       FI_UINT64, FI_SUM, &ctx)));
-	CHECK_EQ(1, xfer_reap(&p, &c, 1));
+	CHECK_EQ(1, mrlt_reap(&p, &c, 1));
 	CHECK_EQ(0, c.err);
 	CHECK_PTR(&ctx, c.ctx);
 	CHECK_EQ(0, stats(&p).leases);
@@ -330,11 +329,11 @@ static void test_null_desc_atomics_lease_source_compare_and_result(void)
 	for (int i = 0; i < N; i++)
 		src[i] = 7000 + i;
 	before = stats(&p).lookups;
-	CHECK_FI(XFER_POST(&p, fi_compare_atomic(p.ep[0], src, N, NULL, cmp,
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_compare_atomic(p.ep[0], src, N, NULL, cmp,
 						 NULL, res, NULL, p.addr[1],
 						 raddr, fi_mr_key(mr),
 						 FI_UINT64, FI_CSWAP, &ctx)));
-	CHECK_EQ(1, xfer_reap(&p, &c, 1));
+	CHECK_EQ(1, mrlt_reap(&p, &c, 1));
 	CHECK_EQ(0, c.err);
 	CHECK(stats(&p).lookups >= before + 3);
 	CHECK_EQ(0, stats(&p).leases);
@@ -344,7 +343,7 @@ static void test_null_desc_atomics_lease_source_compare_and_result(void)
 	}
 	CHECK_EQ(0, fi_close(&mr->fid));
 	mr = NULL;
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(tgt);
 	free(src);
@@ -357,33 +356,33 @@ out:
  * context: the fast path must cost what the passthrough costs. */
 static void test_posts_needing_no_lease_skip_the_cache(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 sctx, rctx;
 	char small[MIN_SIZE / 2] = "below the threshold";
 	char in[MIN_SIZE / 2];
 	struct fi_mrlease_stats s0;
 
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	s0 = stats(&p);
-	CHECK_FI(XFER_POST(&p, fi_recv(p.ep[1], in, sizeof(in), NULL,
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], in, sizeof(in), NULL,
 				       FI_ADDR_UNSPEC, &rctx)));
-	CHECK_FI(XFER_POST(&p, fi_send(p.ep[0], small, sizeof(small), NULL,
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_send(p.ep[0], small, sizeof(small), NULL,
 				       p.addr[1], &sctx)));
 	CHECK_FI(reap_two(&p, &sctx, &rctx));
 	CHECK(!memcmp(in, small, sizeof(small)));
-	CHECK_FI(XFER_POST(&p, fi_recv(p.ep[1], in, sizeof(in), NULL,
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], in, sizeof(in), NULL,
 				       FI_ADDR_UNSPEC, &rctx)));
-	CHECK_FI(XFER_POST(&p, fi_inject(p.ep[0], small, sizeof(small),
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_inject(p.ep[0], small, sizeof(small),
 					 p.addr[1])));
 	{
-		struct xfer_comp c;
+		struct mrlt_comp c;
 
-		CHECK_EQ(1, xfer_reap(&p, &c, 1));
+		CHECK_EQ(1, mrlt_reap(&p, &c, 1));
 		CHECK_PTR(&rctx, c.ctx);
 	}
 	CHECK_EQ(s0.lookups, stats(&p).lookups);
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:;
 }
 
@@ -392,13 +391,13 @@ out:;
  * application that registers per operation stops paying a registration. */
 static void test_local_mr_served_from_cache_and_its_desc_works(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 sctx, rctx;
 	char *src = buffer(LEN, 14), *dst = buffer(LEN, 0);
 	struct fid_mr *smr = NULL, *rmr = NULL;
 	struct fi_mrlease_stats s0, s1;
 
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	s0 = stats(&p);
 	CHECK_FI(fi_mr_reg(p.domain, src, LEN, FI_SEND, 0, 0, 0, &smr, NULL));
@@ -406,12 +405,12 @@ static void test_local_mr_served_from_cache_and_its_desc_works(void)
 	s1 = stats(&p);
 	CHECK_EQ(2, s1.leases);
 	CHECK_EQ(s0.registrations + 2, s1.registrations);
-	CHECK_FI(XFER_POST(&p, fi_recv(p.ep[1], dst, LEN, fi_mr_desc(rmr),
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], dst, LEN, fi_mr_desc(rmr),
 				       FI_ADDR_UNSPEC, &rctx)));
-	CHECK_FI(XFER_POST(&p, fi_send(p.ep[0], src, LEN, fi_mr_desc(smr),
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_send(p.ep[0], src, LEN, fi_mr_desc(smr),
 				       p.addr[1], &sctx)));
 	CHECK_FI(reap_two(&p, &sctx, &rctx));
-	CHECK_EQ(-1, xfer_verify(dst, LEN, 14));
+	CHECK_EQ(-1, mrlt_verify(dst, LEN, 14));
 	CHECK_EQ(0, fi_close(&smr->fid));
 	smr = NULL;
 	CHECK_EQ(0, fi_close(&rmr->fid));
@@ -423,7 +422,7 @@ static void test_local_mr_served_from_cache_and_its_desc_works(void)
 	CHECK_EQ(0, fi_close(&smr->fid));
 	smr = NULL;
 	CHECK_EQ(0, stats(&p).leases);
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	if (smr)
 		fi_close(&smr->fid);
@@ -438,7 +437,7 @@ out:
  * reaches the application: reads that found only it say -FI_EAGAIN. */
 static void test_selective_completion_hides_what_the_app_did_not_ask(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 sctx, rctx;
 	char *src = buffer(LEN, 15), *dst = buffer(LEN, 0);
 	struct iovec siov = { src, LEN }, riov = { dst, LEN };
@@ -447,27 +446,27 @@ static void test_selective_completion_hides_what_the_app_did_not_ask(void)
 	struct fi_msg rmsg = { .msg_iov = &riov, .iov_count = 1,
 			       .addr = FI_ADDR_UNSPEC, .context = &rctx };
 	struct fi_cq_tagged_entry e[8];
-	struct xfer_comp c;
+	struct mrlt_comp c;
 	long spins = 0;
 	ssize_t n;
 
-	if (!pair_open(&p, (struct xfer_opts){ .selective = true }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ .selective = true }))
 		goto out;
 	smsg.addr = p.addr[1];
-	CHECK_FI(XFER_POST(&p, fi_recvmsg(p.ep[1], &rmsg, FI_COMPLETION)));
-	CHECK_FI(XFER_POST(&p, fi_sendmsg(p.ep[0], &smsg, 0)));
-	CHECK_EQ(1, xfer_reap(&p, &c, 1));
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_recvmsg(p.ep[1], &rmsg, FI_COMPLETION)));
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_sendmsg(p.ep[0], &smsg, 0)));
+	CHECK_EQ(1, mrlt_reap(&p, &c, 1));
 	CHECK_PTR(&rctx, c.ctx);
-	CHECK_EQ(-1, xfer_verify(dst, LEN, 15));
+	CHECK_EQ(-1, mrlt_verify(dst, LEN, 15));
 	/* The send's completion is ours: reading must never show it, never
 	 * return 0, and must release its leases. */
-	while (xfer_live_leases(&p) != 0 && ++spins < XFER_MAX_POLLS) {
+	while (mrlt_live_leases(&p) != 0 && ++spins < MRLT_MAX_POLLS) {
 		n = fi_cq_read(p.cq, e, 8);
 		CHECK_MSG(n == -FI_EAGAIN, "fi_cq_read = %zd", n);
 	}
-	CHECK_EQ(0, xfer_live_leases(&p));
+	CHECK_EQ(0, mrlt_live_leases(&p));
 	CHECK_EQ(-FI_EAGAIN, fi_cq_read(p.cq, e, 8));
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(dst);
@@ -478,22 +477,22 @@ out:
  * leases back; a cancel that missed would leave the buffer pinned. */
 static void test_cancel_of_leased_recv_releases_leases(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 rctx;
 	char *dst = buffer(LEN, 0);
-	struct xfer_comp c;
+	struct mrlt_comp c;
 
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
-	CHECK_FI(XFER_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL, FI_ADDR_UNSPEC,
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL, FI_ADDR_UNSPEC,
 				       &rctx)));
-	CHECK_EQ(1, xfer_live_leases(&p));
+	CHECK_EQ(1, mrlt_live_leases(&p));
 	CHECK_FI(fi_cancel(&p.ep[1]->fid, &rctx));
-	CHECK_EQ(1, xfer_reap(&p, &c, 1));
+	CHECK_EQ(1, mrlt_reap(&p, &c, 1));
 	CHECK_PTR(&rctx, c.ctx);
 	CHECK_EQ(FI_ECANCELED, c.err);
-	CHECK_EQ(0, xfer_live_leases(&p));
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_live_leases(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(dst);
 }
@@ -503,20 +502,20 @@ out:
  * lifetime and their registrations never close. */
 static void test_endpoint_close_releases_outstanding_leases(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 rctx[3];
 	char *dst = buffer(3 * LEN, 0);
 
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	for (int i = 0; i < 3; i++)
-		CHECK_FI(XFER_POST(&p, fi_recv(p.ep[1], dst + i * LEN, LEN, NULL,
+		CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], dst + i * LEN, LEN, NULL,
 					       FI_ADDR_UNSPEC, &rctx[i])));
-	CHECK_EQ(3, xfer_live_leases(&p));
+	CHECK_EQ(3, mrlt_live_leases(&p));
 	CHECK_EQ(0, fi_close(&p.ep[1]->fid));
 	p.ep[1] = NULL;
-	CHECK_EQ(0, xfer_live_leases(&p));
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_live_leases(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(dst);
 }
@@ -526,27 +525,27 @@ out:
  * application reads its counters). */
 static void test_counters_only_endpoint_releases_leases(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	char *src = buffer(LEN, 16), *dst = buffer(LEN, 0);
 	long spins = 0;
 
-	if (!pair_open(&p, (struct xfer_opts){ .counters_only = true }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ .counters_only = true }))
 		goto out;
-	CHECK_FI(XFER_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL, FI_ADDR_UNSPEC,
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL, FI_ADDR_UNSPEC,
 				       NULL)));
-	CHECK_FI(XFER_POST(&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1],
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1],
 				       NULL)));
-	CHECK_FI(xfer_wait_cntr(p.rx_cntr, 1));
-	CHECK_FI(xfer_wait_cntr(p.tx_cntr, 1));
-	CHECK_EQ(-1, xfer_verify(dst, LEN, 16));
-	while (xfer_live_leases(&p) != 0 && ++spins < XFER_MAX_POLLS) {
+	CHECK_FI(mrlt_wait_cntr(p.rx_cntr, 1));
+	CHECK_FI(mrlt_wait_cntr(p.tx_cntr, 1));
+	CHECK_EQ(-1, mrlt_verify(dst, LEN, 16));
+	while (mrlt_live_leases(&p) != 0 && ++spins < MRLT_MAX_POLLS) {
 		fi_cntr_read(p.tx_cntr);
 		fi_cntr_read(p.rx_cntr);
 	}
-	CHECK_EQ(0, xfer_live_leases(&p));
+	CHECK_EQ(0, mrlt_live_leases(&p));
 	CHECK(stats(&p).lookups >= 2);
 	CHECK_EQ(0, fi_cntr_readerr(p.tx_cntr));
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(dst);
@@ -558,27 +557,27 @@ out:
 static void test_multi_recv_buffer_released_with_fi_multi_recv(void)
 {
 	enum { BUF = 16 * 1024, MSG = 4 * 1024 };
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 rctx, sctx[3];
 	char *dst = buffer(BUF, 0), *src = buffer(3 * MSG, 17);
 	struct iovec riov = { dst, BUF };
 	struct fi_msg rmsg = { .msg_iov = &riov, .iov_count = 1,
 			       .addr = FI_ADDR_UNSPEC, .context = &rctx };
-	struct xfer_comp c;
+	struct mrlt_comp c;
 	int recvs = 0, sends = 0;
 	bool released = false;
 
-	if (!pair_open(&p, (struct xfer_opts){
+	if (!pair_open(&p, (struct mrlt_pair_opts){
 			.caps = FI_MSG | FI_MULTI_RECV,
 			.min_multi_recv = 2 * MSG }))
 		goto out;
-	CHECK_FI(XFER_POST(&p, fi_recvmsg(p.ep[1], &rmsg, FI_MULTI_RECV)));
-	CHECK_EQ(1, xfer_live_leases(&p));
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_recvmsg(p.ep[1], &rmsg, FI_MULTI_RECV)));
+	CHECK_EQ(1, mrlt_live_leases(&p));
 	for (int i = 0; i < 3; i++)
-		CHECK_FI(XFER_POST(&p, fi_send(p.ep[0], src + i * MSG, MSG,
+		CHECK_FI(MRLT_PAIR_POST(&p, fi_send(p.ep[0], src + i * MSG, MSG,
 					       NULL, p.addr[1], &sctx[i])));
 	while (sends < 3 || !released) {
-		CHECK_EQ(1, xfer_reap(&p, &c, 1));
+		CHECK_EQ(1, mrlt_reap(&p, &c, 1));
 		CHECK_EQ(0, c.err);
 		if (c.ctx != &rctx) {
 			sends++;
@@ -592,12 +591,12 @@ static void test_multi_recv_buffer_released_with_fi_multi_recv(void)
 			released = true;
 		/* The buffer's lease, plus the sends not reported yet. */
 		CHECK_EQ((released ? 0 : 1) + 3 - sends,
-			 xfer_live_leases(&p));
+			 mrlt_live_leases(&p));
 	}
 	CHECK_EQ(3, recvs);
-	CHECK_EQ(-1, xfer_verify(dst, 3 * MSG, 17));
-	CHECK_EQ(0, xfer_live_leases(&p));
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(-1, mrlt_verify(dst, 3 * MSG, 17));
+	CHECK_EQ(0, mrlt_live_leases(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(dst);
@@ -609,7 +608,7 @@ out:
 static void test_readfrom_keeps_src_addr_in_step_with_hidden_entries(void)
 {
 	enum { N = 4 };
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 sctx[N], rctx[N];
 	char *src = buffer(N * LEN, 18), *dst = buffer(N * LEN, 0);
 	struct iovec siov[N], riov[N];
@@ -618,7 +617,7 @@ static void test_readfrom_keeps_src_addr_in_step_with_hidden_entries(void)
 	int seen = 0;
 	long spins = 0;
 
-	if (!pair_open(&p, (struct xfer_opts){
+	if (!pair_open(&p, (struct mrlt_pair_opts){
 			.caps = FI_MSG | FI_SOURCE, .selective = true }))
 		goto out;
 	for (int i = 0; i < N; i++) {
@@ -627,16 +626,16 @@ static void test_readfrom_keeps_src_addr_in_step_with_hidden_entries(void)
 				    .context = &rctx[i] };
 
 		riov[i] = (struct iovec){ dst + i * LEN, LEN };
-		CHECK_FI(XFER_POST(&p, fi_recvmsg(p.ep[1], &r, FI_COMPLETION)));
+		CHECK_FI(MRLT_PAIR_POST(&p, fi_recvmsg(p.ep[1], &r, FI_COMPLETION)));
 	}
 	for (int i = 0; i < N; i++) {
 		struct fi_msg m = { .msg_iov = &siov[i], .iov_count = 1,
 				    .addr = p.addr[1], .context = &sctx[i] };
 
 		siov[i] = (struct iovec){ src + i * LEN, LEN };
-		CHECK_FI(XFER_POST(&p, fi_sendmsg(p.ep[0], &m, 0)));
+		CHECK_FI(MRLT_PAIR_POST(&p, fi_sendmsg(p.ep[0], &m, 0)));
 	}
-	while ((seen < N || xfer_live_leases(&p)) && ++spins < XFER_MAX_POLLS) {
+	while ((seen < N || mrlt_live_leases(&p)) && ++spins < MRLT_MAX_POLLS) {
 		ssize_t n = fi_cq_readfrom(p.cq, e, 16, from);
 
 		if (n == -FI_EAGAIN)
@@ -653,9 +652,9 @@ static void test_readfrom_keeps_src_addr_in_step_with_hidden_entries(void)
 		}
 	}
 	CHECK_EQ(N, seen);
-	CHECK_EQ(0, xfer_live_leases(&p));
-	CHECK_EQ(-1, xfer_verify(dst, N * LEN, 18));
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_live_leases(&p));
+	CHECK_EQ(-1, mrlt_verify(dst, N * LEN, 18));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(dst);
@@ -668,23 +667,23 @@ out:
 static void test_leased_writes_past_one_chunk_complete_once_each(void)
 {
 	enum { N = 800, SLOT = 128 };
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	static struct fi_context2 ctx[N];
-	static struct xfer_comp c[N];
+	static struct mrlt_comp c[N];
 	static char seen[N];
 	char *src = buffer(N * SLOT, 21), *tgt = buffer(N * SLOT, 0);
 	struct fid_mr *mr = NULL;
 	uint64_t raddr;
 
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
-	CHECK_FI(xfer_mr_reg(&p, tgt, N * SLOT, FI_REMOTE_WRITE, &mr));
-	raddr = xfer_rma_addr(&p, tgt, tgt);
-	for (int round = 0; round < 2 && !mrl_test_failed(); round++) {
+	CHECK_FI(mrlt_pair_mr_reg(&p, tgt, N * SLOT, FI_REMOTE_WRITE, &mr));
+	raddr = mrlt_pair_rma_addr(&p, tgt, tgt);
+	for (int round = 0; round < 2 && !mrlt_failed(); round++) {
 		memset(seen, 0, sizeof(seen));
 		memset(tgt, 0, N * SLOT);
-		for (int i = 0; i < N && !mrl_test_failed(); i++)
-			CHECK_FI(XFER_POST(&p, fi_write(p.ep[0], src + i * SLOT,
+		for (int i = 0; i < N && !mrlt_failed(); i++)
+			CHECK_FI(MRLT_PAIR_POST(&p, fi_write(p.ep[0], src + i * SLOT,
 							SLOT, NULL, p.addr[1],
 							raddr + i * SLOT,
 							fi_mr_key(mr), &ctx[i])));
@@ -693,8 +692,8 @@ static void test_leased_writes_past_one_chunk_complete_once_each(void)
 		printf("# %s round %d: %zu writes in flight at the last post "
 		       "(a 64 KiB chunk holds at most 630 op contexts)\n",
 		       prov, round, N - p.nstash);
-		CHECK_EQ(N, xfer_reap(&p, c, N));
-		for (int i = 0; i < N && !mrl_test_failed(); i++) {
+		CHECK_EQ(N, mrlt_reap(&p, c, N));
+		for (int i = 0; i < N && !mrlt_failed(); i++) {
 			long k = (struct fi_context2 *)c[i].ctx - ctx;
 
 			CHECK_EQ(0, c[i].err);
@@ -704,12 +703,12 @@ static void test_leased_writes_past_one_chunk_complete_once_each(void)
 			if (k >= 0 && k < N)
 				seen[k] = 1;
 		}
-		CHECK_EQ(0, xfer_live_leases(&p));
-		CHECK_EQ(-1, xfer_verify(tgt, N * SLOT, 21));
+		CHECK_EQ(0, mrlt_live_leases(&p));
+		CHECK_EQ(-1, mrlt_verify(tgt, N * SLOT, 21));
 	}
 	if (mr)
 		CHECK_EQ(0, fi_close(&mr->fid));
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(tgt);
@@ -720,35 +719,35 @@ out:
  * one. */
 static void test_remote_cq_data_entry_passes_untouched(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 wctx;
 	char *src = buffer(LEN, 19), *tgt = buffer(LEN, 0);
 	struct fid_mr *mr = NULL;
-	struct xfer_comp c[2];
+	struct mrlt_comp c[2];
 	int mine;
 
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	if (p.info->domain_attr->cq_data_size < 4) {
-		mrl_test_skip_current("%s: no remote CQ data", prov);
-		xfer_pair_close(&p);
+		mrlt_skip_current("%s: no remote CQ data", prov);
+		mrlt_pair_close(&p);
 		goto out;
 	}
-	CHECK_FI(xfer_mr_reg(&p, tgt, LEN, FI_REMOTE_WRITE, &mr));
-	CHECK_FI(XFER_POST(&p, fi_writedata(p.ep[0], src, LEN, NULL, 0xC0DE,
-					    p.addr[1], xfer_rma_addr(&p, tgt, tgt),
+	CHECK_FI(mrlt_pair_mr_reg(&p, tgt, LEN, FI_REMOTE_WRITE, &mr));
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_writedata(p.ep[0], src, LEN, NULL, 0xC0DE,
+					    p.addr[1], mrlt_pair_rma_addr(&p, tgt, tgt),
 					    fi_mr_key(mr), &wctx)));
-	CHECK_EQ(2, xfer_reap(&p, c, 2));
+	CHECK_EQ(2, mrlt_reap(&p, c, 2));
 	mine = c[0].ctx == &wctx ? 0 : 1;
 	CHECK_PTR(&wctx, c[mine].ctx);
 	CHECK_PTR(NULL, c[!mine].ctx);
 	CHECK(c[!mine].flags & FI_REMOTE_CQ_DATA);
 	CHECK_EQ(0xC0DE, c[!mine].data);
-	CHECK_EQ(-1, xfer_verify(tgt, LEN, 19));
-	CHECK_EQ(0, xfer_live_leases(&p));
+	CHECK_EQ(-1, mrlt_verify(tgt, LEN, 19));
+	CHECK_EQ(0, mrlt_live_leases(&p));
 	CHECK_EQ(0, fi_close(&mr->fid));
 	mr = NULL;
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(tgt);
@@ -758,7 +757,7 @@ out:
 enum { SWAP_N = 64, SWAP_SLOT = 256 };
 
 struct swap_phase {
-	struct xfer_pair *p;
+	struct mrlt_pair *p;
 	char *src;
 	uint64_t raddr, key;
 	struct fi_context2 *ctx;
@@ -769,11 +768,11 @@ struct swap_phase {
 static void *swap_phase_run(void *arg)
 {
 	struct swap_phase *ph = arg;
-	static struct xfer_comp c[SWAP_N];
+	static struct mrlt_comp c[SWAP_N];
 	char seen[SWAP_N] = { 0 };
 
 	for (int i = 0; ph->post && i < SWAP_N && !ph->ret; i++)
-		ph->ret = XFER_POST(ph->p, fi_write(ph->p->ep[0],
+		ph->ret = MRLT_PAIR_POST(ph->p, fi_write(ph->p->ep[0],
 						    ph->src + i * SWAP_SLOT,
 						    SWAP_SLOT, NULL,
 						    ph->p->addr[1],
@@ -781,7 +780,7 @@ static void *swap_phase_run(void *arg)
 						    ph->key, &ph->ctx[i]));
 	if (!ph->reap || ph->ret)
 		return NULL;
-	if (xfer_reap(ph->p, c, SWAP_N) != SWAP_N) {
+	if (mrlt_reap(ph->p, c, SWAP_N) != SWAP_N) {
 		ph->ret = -FI_EOTHER;
 		return NULL;
 	}
@@ -826,21 +825,21 @@ static void test_leased_writes_swap_posting_and_reaping_threads(void)
 		{ true, true }, { false, true }, { true, false },
 		{ false, false },
 	};
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	static struct fi_context2 ctx[SWAP_N];
 	char *src = buffer(SWAP_N * SWAP_SLOT, 23);
 	char *tgt = buffer(SWAP_N * SWAP_SLOT, 0);
 	struct fid_mr *mr = NULL;
 	struct swap_phase ph = { .p = &p, .src = src, .ctx = ctx };
 
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
-	CHECK_FI(xfer_mr_reg(&p, tgt, SWAP_N * SWAP_SLOT, FI_REMOTE_WRITE,
+	CHECK_FI(mrlt_pair_mr_reg(&p, tgt, SWAP_N * SWAP_SLOT, FI_REMOTE_WRITE,
 			     &mr));
-	ph.raddr = xfer_rma_addr(&p, tgt, tgt);
+	ph.raddr = mrlt_pair_rma_addr(&p, tgt, tgt);
 	ph.key = mr ? fi_mr_key(mr) : 0;
 	for (size_t i = 0; i < sizeof(plan) / sizeof(plan[0]) &&
-			   !mrl_test_failed(); i++) {
+			   !mrlt_failed(); i++) {
 		memset(tgt, 0, SWAP_N * SWAP_SLOT);
 		ph.post = true;
 		ph.reap = false;
@@ -850,12 +849,12 @@ static void test_leased_writes_swap_posting_and_reaping_threads(void)
 		ph.reap = true;
 		CHECK_MSG(!swap_phase(&ph, plan[i][1]), "plan %zu: reaps: %d",
 			  i, ph.ret);
-		CHECK_EQ(-1, xfer_verify(tgt, SWAP_N * SWAP_SLOT, 23));
-		CHECK_EQ(0, xfer_live_leases(&p));
+		CHECK_EQ(-1, mrlt_verify(tgt, SWAP_N * SWAP_SLOT, 23));
+		CHECK_EQ(0, mrlt_live_leases(&p));
 	}
 	if (mr)
 		CHECK_EQ(0, fi_close(&mr->fid));
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(tgt);
@@ -871,23 +870,23 @@ int main(int argc, char **argv)
 	for (const char *const *pv = xfer_providers; *pv; pv++) {
 		prov = *pv;
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
-		mrl_test_set_prefix(prefix);
-		MRL_RUN(test_null_desc_send_recv_leases_until_completion);
-		MRL_RUN(test_null_desc_tagged_iovs_lease_every_operand);
-		MRL_RUN(test_null_desc_tagged_and_data_sends_lease_once_each);
-		MRL_RUN(test_null_desc_rma_and_remote_mr_stays_out_of_cache);
-		MRL_RUN(test_null_desc_atomics_lease_source_compare_and_result);
-		MRL_RUN(test_posts_needing_no_lease_skip_the_cache);
-		MRL_RUN(test_local_mr_served_from_cache_and_its_desc_works);
-		MRL_RUN(test_selective_completion_hides_what_the_app_did_not_ask);
-		MRL_RUN(test_cancel_of_leased_recv_releases_leases);
-		MRL_RUN(test_endpoint_close_releases_outstanding_leases);
-		MRL_RUN(test_counters_only_endpoint_releases_leases);
-		MRL_RUN(test_multi_recv_buffer_released_with_fi_multi_recv);
-		MRL_RUN(test_readfrom_keeps_src_addr_in_step_with_hidden_entries);
-		MRL_RUN(test_remote_cq_data_entry_passes_untouched);
-		MRL_RUN(test_leased_writes_past_one_chunk_complete_once_each);
-		MRL_RUN(test_leased_writes_swap_posting_and_reaping_threads);
+		mrlt_set_prefix(prefix);
+		MRLT_RUN(test_null_desc_send_recv_leases_until_completion);
+		MRLT_RUN(test_null_desc_tagged_iovs_lease_every_operand);
+		MRLT_RUN(test_null_desc_tagged_and_data_sends_lease_once_each);
+		MRLT_RUN(test_null_desc_rma_and_remote_mr_stays_out_of_cache);
+		MRLT_RUN(test_null_desc_atomics_lease_source_compare_and_result);
+		MRLT_RUN(test_posts_needing_no_lease_skip_the_cache);
+		MRLT_RUN(test_local_mr_served_from_cache_and_its_desc_works);
+		MRLT_RUN(test_selective_completion_hides_what_the_app_did_not_ask);
+		MRLT_RUN(test_cancel_of_leased_recv_releases_leases);
+		MRLT_RUN(test_endpoint_close_releases_outstanding_leases);
+		MRLT_RUN(test_counters_only_endpoint_releases_leases);
+		MRLT_RUN(test_multi_recv_buffer_released_with_fi_multi_recv);
+		MRLT_RUN(test_readfrom_keeps_src_addr_in_step_with_hidden_entries);
+		MRLT_RUN(test_remote_cq_data_entry_passes_untouched);
+		MRLT_RUN(test_leased_writes_past_one_chunk_complete_once_each);
+		MRLT_RUN(test_leased_writes_swap_posting_and_reaping_threads);
 	}
-	return mrl_test_done();
+	return mrlt_done();
 }

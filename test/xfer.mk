@@ -13,8 +13,7 @@ test_libmrcheck_fi_la_LIBADD = prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
 test_libmrcheck_fi_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere \
 	-export-symbols-regex '^(fi_prov_ini|mrcheck_global_ops)$$' $(AM_LDFLAGS)
 
-XFER_TEST_SOURCES = test/xfer_util.c test/xfer_util.h test/xfer_case.c \
-	test/mrcheck/mrcheck.h
+XFER_TEST_SOURCES = test/xfer_util.c test/xfer_util.h test/mrcheck/mrcheck.h
 XFER_TEST_LDADD = test/libmrltest.la -ldl $(FABRIC_LIBS)
 
 # mrcheck catches what it claims to (otherwise the other tests prove nothing).

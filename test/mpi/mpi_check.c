@@ -29,7 +29,6 @@
  * and prints "mpi_check: rank R mrcheck: ...", failing if the checker is
  * absent or checked no post: zero violations prove nothing otherwise.
  */
-#include <dlfcn.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -631,31 +630,9 @@ static bool section_rma(void)
 
 /* ---- the strict checker --------------------------------------------- */
 
-/* mrcheck's process-wide counters from the loaded plugin (NULL if absent). */
-static struct mrcheck_ops *mrcheck_loaded(void)
-{
-	const char *env = getenv("FI_PROVIDER_PATH");
-	char dirs[4096], path[4200], *dir, *save = NULL;
-	struct mrcheck_ops *(*get)(void) = NULL;
-	void *handle = NULL;
-
-	snprintf(dirs, sizeof(dirs), "%s", env ? env : "");
-	for (dir = strtok_r(dirs, ":", &save); dir && !handle;
-	     dir = strtok_r(NULL, ":", &save)) {
-		snprintf(path, sizeof(path), "%s/libmrcheck-fi.so", dir);
-		handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-	}
-	if (!handle)
-		return NULL;
-	*(void **)&get = dlsym(handle, "mrcheck_global_ops");
-	/* libfabric holds its own reference: the plugin stays loaded. */
-	dlclose(handle);
-	return get ? get() : NULL;
-}
-
 static bool report_mrcheck(void)
 {
-	struct mrcheck_ops *ops = mrcheck_loaded();
+	struct mrcheck_ops *ops = mrcheck_loaded_ops();
 	struct mrcheck_stats st = { 0 };
 
 	if (!ops || ops->query(ops, &st, sizeof(st))) {

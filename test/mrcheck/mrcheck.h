@@ -126,8 +126,12 @@
 #ifndef MRCHECK_H
 #define MRCHECK_H
 
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <rdma/fabric.h>
 
@@ -198,5 +202,35 @@ struct mrcheck_ops {
 	/* Copy the text of the last violation (process-wide) into buf. */
 	void (*last_violation)(struct mrcheck_ops *self, char *buf, size_t len);
 };
+
+/*
+ * The process-wide counters straight from the loaded plugin (NULL if it is
+ * not loaded), for a program that cannot reach them through fi_open_ops: a
+ * stack whose layer above does not forward MRCHECK_OPS_1, or MPI, which
+ * hides libfabric's objects. The plugin is looked for on FI_PROVIDER_PATH,
+ * then by its name, never loaded here.
+ */
+static inline struct mrcheck_ops *mrcheck_loaded_ops(void)
+{
+	const char *env = getenv("FI_PROVIDER_PATH");
+	char dirs[4096], path[4200], *dir, *save = NULL;
+	struct mrcheck_ops *(*get)(void) = NULL;
+	void *handle = NULL;
+
+	snprintf(dirs, sizeof(dirs), "%s", env ? env : "");
+	for (dir = strtok_r(dirs, ":", &save); dir && !handle;
+	     dir = strtok_r(NULL, ":", &save)) {
+		snprintf(path, sizeof(path), "%s/libmrcheck-fi.so", dir);
+		handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	}
+	if (!handle)
+		handle = dlopen("libmrcheck-fi.so", RTLD_NOW | RTLD_NOLOAD);
+	if (!handle)
+		return NULL;
+	*(void **)&get = dlsym(handle, "mrcheck_global_ops");
+	/* libfabric holds its own reference: the plugin stays loaded. */
+	dlclose(handle);
+	return get ? get() : NULL;
+}
 
 #endif /* MRCHECK_H */
