@@ -10,13 +10,45 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
 
 #include "mrl_xfer.h"
+
+/* How a blocking read waits again after a hidden batch (see
+ * mrl_xcq_wait_again). */
+enum mrl_xcq_wait_kind {
+	MRL_XCQ_WAIT_UNKNOWN,   /* not looked up yet */
+	MRL_XCQ_WAIT_FD,        /* poll on the provider's fd and signal_fd */
+	MRL_XCQ_WAIT_SREAD,     /* the provider's sread again */
+};
+
+/* A leasing CQ's state: struct mrl_xcq (what cq->ext points at, so first),
+ * and what only this file uses. */
+struct mrl_xcq_own {
+	struct mrl_xcq xcq;
+	/* Looked up once, under xcq.lock, by the first blocking read that
+	 * waits again (mrl_xcq_wait_kind); wait_fd and signal_fd are set
+	 * before it says MRL_XCQ_WAIT_FD. */
+	_Atomic int wait_kind;
+	int wait_fd;            /* the provider's wait object (FI_GETWAIT) */
+	/* An eventfd fi_cq_signal writes once it exists (-1 before). */
+	_Atomic int signal_fd;
+};
+
+static inline struct mrl_xcq_own *mrl_xcq_own_of(struct mrl_xcq *xcq)
+{
+	return container_of(xcq, struct mrl_xcq_own, xcq);
+}
 
 /* One table per entry format (they differ in read only). */
 static struct fi_ops_cq mrl_xfer_cq_ops[4];
@@ -390,13 +422,153 @@ static int64_t mrl_now_ms(void)
 }
 
 /*
+ * Waiting again after a hidden batch. The provider's own sread cannot be
+ * entered again for that: util CQs (tcp;ofi_rxm, shm...) look at their
+ * signal flag, then drain their wait fd and block; a fi_cq_signal landing
+ * between the two is lost and the read runs out its timeout. An
+ * application's sread meets that window once, at its call; a read the hook
+ * retries would meet it at every hidden batch, just when a signal given
+ * on seeing those completions' effects arrives. So where the CQ's wait
+ * object is an fd, the hook waits itself, as fi_trywait(3) describes:
+ * fi_trywait, then poll on that fd and on an eventfd every fi_cq_signal
+ * writes (after counting itself), reading whenever the provider says
+ * something is there. The count is checked before each poll: a signal
+ * counted after that check has written the eventfd the poll watches.
+ * Other wait objects (mutex and condition: a signal is never lost there)
+ * enter the provider's sread again.
+ */
+static enum mrl_xcq_wait_kind mrl_xcq_wait_kind_of(struct mrl_cq *cq)
+{
+	struct mrl_xcq_own *own = mrl_xcq_own_of(cq->ext);
+	struct fid_fabric *fabric = cq->domain->fabric->inner;
+	enum fi_wait_obj obj = FI_WAIT_NONE;
+	int kind = atomic_load_explicit(&own->wait_kind, memory_order_acquire);
+	int fd = -1, efd;
+
+	if (kind != MRL_XCQ_WAIT_UNKNOWN)
+		return kind;
+	pthread_mutex_lock(&own->xcq.lock);
+	kind = atomic_load_explicit(&own->wait_kind, memory_order_relaxed);
+	if (kind != MRL_XCQ_WAIT_UNKNOWN)
+		goto out;
+	kind = MRL_XCQ_WAIT_SREAD;
+	if (!FI_CHECK_OP(fabric->ops, struct fi_ops_fabric, trywait) ||
+	    fi_control(&cq->inner->fid, FI_GETWAITOBJ, &obj) ||
+	    obj != FI_WAIT_FD ||
+	    fi_control(&cq->inner->fid, FI_GETWAIT, &fd) || fd < 0)
+		goto out;
+	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (efd < 0) {
+		FI_WARN(mrl_prov, FI_LOG_CQ, "eventfd: %s; a blocking read "
+			"waits again in the provider's sread\n",
+			strerror(errno));
+		goto out;
+	}
+	own->wait_fd = fd;
+	atomic_store_explicit(&own->signal_fd, efd, memory_order_seq_cst);
+	kind = MRL_XCQ_WAIT_FD;
+out:
+	atomic_store_explicit(&own->wait_kind, kind, memory_order_release);
+	pthread_mutex_unlock(&own->xcq.lock);
+	return kind;
+}
+
+/* One non-blocking read as the application's reads translate it
+ * (counted on a guarded CQ). *got: what the provider returned. */
+static ssize_t mrl_xcq_read_once(struct mrl_cq *cq, void *buf, size_t count,
+				 fi_addr_t *src_addr, bool guarded,
+				 ssize_t *got)
+{
+	struct fid_cq *cq_fid = &cq->cq;
+	ssize_t n;
+
+	if (guarded)
+		mrl_cq_guard_enter(mrl_cq_guard_of(cq));
+	n = src_addr ? mrl_cq_ops.readfrom(cq_fid, buf, count, src_addr) :
+		       mrl_cq_ops.read(cq_fid, buf, count);
+	if (guarded)
+		mrl_cq_guard_test(mrl_cq_guard_of(cq), buf, n);
+	*got = n;
+	n = mrl_cq_deliver(cq, buf, n, src_addr, mrl_xcq_entry_size(cq));
+	if (guarded)
+		mrl_cq_guard_exit(mrl_cq_guard_of(cq));
+	return n;
+}
+
+/* Milliseconds left before deadline (timeout < 0: none), at least 0. */
+static int mrl_xcq_left(int timeout, int64_t deadline)
+{
+	int64_t left;
+
+	if (timeout < 0)
+		return -1;
+	left = deadline - mrl_now_ms();
+	return left > 0 ? (int)left : 0;
+}
+
+/*
+ * The rest of a blocking read whose batches were all hidden so far, on an
+ * fd wait object (mrl_xcq_wait_kind_of): the application's entries, an
+ * error, or -FI_EAGAIN at the deadline or on a signal counted since
+ * signals was read.
+ */
+static ssize_t mrl_xcq_wait_fd(struct mrl_cq *cq, void *buf, size_t count,
+			       fi_addr_t *src_addr, unsigned int signals,
+			       int timeout, int64_t deadline, bool guarded)
+{
+	struct mrl_xcq_own *own = mrl_xcq_own_of(cq->ext);
+	struct fid_fabric *fabric = cq->domain->fabric->inner;
+	struct fid *inner = &cq->inner->fid;
+	struct pollfd fds[2] = {
+		{ .fd = own->wait_fd, .events = POLLIN },
+		{ .fd = atomic_load_explicit(&own->signal_fd,
+					     memory_order_relaxed),
+		  .events = POLLIN },
+	};
+	ssize_t got, n;
+	int ret, left;
+
+	for (;;) {
+		ret = fi_trywait(fabric, &inner, 1);
+		if (ret == -FI_EAGAIN) {
+			n = mrl_xcq_read_once(cq, buf, count, src_addr, guarded,
+					      &got);
+			if (got != -FI_EAGAIN && n != -FI_EAGAIN)
+				return n;
+		} else if (ret) {
+			return ret;
+		}
+		if (atomic_load_explicit(&own->xcq.signals,
+					 memory_order_seq_cst) != signals)
+			return -FI_EAGAIN;
+		left = mrl_xcq_left(timeout, deadline);
+		if (!left)
+			return -FI_EAGAIN;
+		if (ret == -FI_EAGAIN)
+			continue;
+		ret = poll(fds, 2, left);
+		if (ret < 0 && errno != EINTR)
+			return -errno;
+		if (ret > 0 && (fds[1].revents & POLLIN)) {
+			uint64_t v;
+
+			/* Drained before the count is looked at again. */
+			if (read(fds[1].fd, &v, sizeof(v)) < 0 &&
+			    errno != EAGAIN)
+				return -errno;
+		}
+	}
+}
+
+/*
  * Blocking reads: a batch that was all hidden is not an answer, so wait
- * again for what is left of the timeout. Nothing else is retried: the
- * provider's own -FI_EAGAIN (its timeout, or fi_cq_signal) is the answer,
- * and a signal given during the call (counted by mrl_xcq_signal) turns the
- * retry into a last look that does not wait, for providers whose signal
- * only wakes a waiter without marking the CQ. Guarded: each inner read
- * (with its wait) and its translation counted.
+ * again for what is left of the timeout (mrl_xcq_wait_fd where the CQ's
+ * wait object allows). Nothing else is retried: the provider's own
+ * -FI_EAGAIN (its timeout, or fi_cq_signal) is the answer, and a signal
+ * given during the call (counted by mrl_xcq_signal) turns the retry into a
+ * last look that does not wait, for providers whose signal only wakes a
+ * waiter without marking the CQ. Guarded: each inner read (with its wait)
+ * and its translation counted.
  */
 static inline __attribute__((always_inline)) ssize_t
 mrl_xcq_sreadfrom_in(struct fid_cq *cq_fid, void *buf, size_t count,
@@ -406,7 +578,7 @@ mrl_xcq_sreadfrom_in(struct fid_cq *cq_fid, void *buf, size_t count,
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 	struct mrl_xcq *xcq = cq->ext;
 	unsigned int signals = atomic_load_explicit(&xcq->signals,
-						    memory_order_acquire);
+						    memory_order_seq_cst);
 	int64_t deadline = timeout >= 0 ? mrl_now_ms() + timeout : 0;
 	ssize_t got, n;
 
@@ -425,29 +597,42 @@ mrl_xcq_sreadfrom_in(struct fid_cq *cq_fid, void *buf, size_t count,
 			mrl_cq_guard_exit(mrl_cq_guard_of(cq));
 		if (got <= 0 || n != -FI_EAGAIN || !timeout)
 			return n;
-		if (atomic_load_explicit(&xcq->signals, memory_order_acquire) !=
+		if (atomic_load_explicit(&xcq->signals, memory_order_seq_cst) !=
 		    signals) {
 			timeout = 0;
 			continue;
 		}
 		if (timeout > 0) {
-			int64_t left = deadline - mrl_now_ms();
-
-			if (left <= 0)
+			timeout = mrl_xcq_left(timeout, deadline);
+			if (!timeout)
 				return -FI_EAGAIN;
-			timeout = (int)left;
 		}
+		if (mrl_xcq_wait_kind_of(cq) == MRL_XCQ_WAIT_FD)
+			return mrl_xcq_wait_fd(cq, buf, count, src_addr,
+					       signals, timeout, deadline,
+					       guarded);
 	}
 }
 
-/* fi_cq_signal: counted before the provider wakes its waiters, so a read
- * the hook retries after a hidden batch sees it (mrl_xcq_sreadfrom_in). */
+/* fi_cq_signal: counted, and the eventfd of mrl_xcq_wait_fd written,
+ * before the provider wakes its waiters, so a read the hook waits in
+ * again after a hidden batch sees it (mrl_xcq_sreadfrom_in). */
 static int mrl_xcq_signal(struct fid_cq *cq_fid)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
-	struct mrl_xcq *xcq = cq->ext;
+	struct mrl_xcq_own *own = mrl_xcq_own_of(cq->ext);
+	int efd;
 
-	atomic_fetch_add_explicit(&xcq->signals, 1, memory_order_release);
+	atomic_fetch_add_explicit(&own->xcq.signals, 1, memory_order_seq_cst);
+	efd = atomic_load_explicit(&own->signal_fd, memory_order_seq_cst);
+	if (efd >= 0) {
+		uint64_t one = 1;
+
+		/* Full (EAGAIN) is readable already: nothing lost. */
+		if (write(efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			FI_WARN(mrl_prov, FI_LOG_CQ, "eventfd write: %s\n",
+				strerror(errno));
+	}
 	return mrl_cq_ops.signal(cq_fid);
 }
 
@@ -683,6 +868,7 @@ static void mrl_xfer_cq_init(void)
 
 int mrl_xfer_cq_open(struct mrl_cq *cq)
 {
+	struct mrl_xcq_own *own;
 	struct mrl_xcq *xcq;
 	int ret;
 
@@ -697,14 +883,18 @@ int mrl_xfer_cq_open(struct mrl_cq *cq)
 	}
 	/* Before the CQ can be read (mrl_op_in_region's plain loads). */
 	mrl_op_region_init();
-	xcq = calloc(1, sizeof(*xcq));
-	if (!xcq)
+	own = calloc(1, sizeof(*own));
+	if (!own)
 		return -FI_ENOMEM;
+	xcq = &own->xcq;
 	ret = pthread_mutex_init(&xcq->lock, NULL);
 	if (ret) {
-		free(xcq);
+		free(own);
 		return -ret;
 	}
+	atomic_init(&own->wait_kind, MRL_XCQ_WAIT_UNKNOWN);
+	own->wait_fd = -1;
+	atomic_init(&own->signal_fd, -1);
 	xcq->entry_size = mrl_cq_entry_size(cq->format);
 	atomic_init(&xcq->guarded, false);
 	atomic_init(&xcq->signals, 0);
@@ -732,6 +922,7 @@ int mrl_xfer_cq_open(struct mrl_cq *cq)
 void mrl_xfer_cq_close(struct mrl_cq *cq)
 {
 	struct mrl_xcq *xcq = cq->ext;
+	int efd;
 
 	if (!xcq)
 		return;
@@ -744,8 +935,12 @@ void mrl_xfer_cq_close(struct mrl_cq *cq)
 	for (size_t i = 0; i < xcq->npools; i++)
 		mrl_op_pool_unref(xcq->pools[i]);
 	free(xcq->pools);
+	efd = atomic_load_explicit(&mrl_xcq_own_of(xcq)->signal_fd,
+				   memory_order_relaxed);
+	if (efd >= 0)
+		close(efd);
 	pthread_mutex_destroy(&xcq->lock);
-	free(xcq);
+	free(mrl_xcq_own_of(xcq));
 }
 
 int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool)
