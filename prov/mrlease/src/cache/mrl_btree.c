@@ -549,9 +549,10 @@ static bool bt_node_ok(const struct mrl_btnode *n, uintptr_t lo, uintptr_t hi)
 				return false;
 			continue;
 		}
-		if (!n->ptr[i] || (i && n->key[i] <= n->key[i - 1]))
+		/* An inner key[0] is never compared (it may be stale). */
+		if (!n->ptr[i] ||
+		    (i > !n->leaf && n->key[i] <= n->key[i - 1]))
 			return false;
-		/* An inner key[0] is never compared: only a leaf's is a key. */
 		if ((i || n->leaf) && (n->key[i] < lo || n->key[i] >= hi))
 			return false;
 		if (n->leaf) {
