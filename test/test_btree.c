@@ -70,7 +70,8 @@ static void reserve_for(struct fixture *fx, uintptr_t base, unsigned need[2])
 	mrl_btree_need(&fx->tree, base, need);
 	for (int leaf = 0; leaf < 2; leaf++)
 		while (fx->res.nspare[leaf] < need[leaf]) {
-			struct mrl_btnode *n = mrl_btree_node_alloc(leaf, SIZE_MAX);
+			struct mrl_btnode *n =
+				mrl_btree_node_alloc(leaf, SIZE_MAX);
 
 			if (!n)
 				abort();
@@ -129,11 +130,14 @@ static void test_lookups_respect_range_edges_and_wide_entries(void)
 
 	CHECK_PTR(&fx.slab->reg[0], mrl_btree_find_base(&fx.tree, 0x1000));
 	CHECK(mrl_btree_find_base(&fx.tree, 0x2000) == NULL);
-	CHECK_PTR(&fx.slab->reg[0], mrl_btree_find_based(&fx.tree, 0x1000, 0x3000));
+	CHECK_PTR(&fx.slab->reg[0],
+		  mrl_btree_find_based(&fx.tree, 0x1000, 0x3000));
 	CHECK(mrl_btree_find_based(&fx.tree, 0x1000, 0x3001) == NULL);
 
-	CHECK_PTR(&fx.slab->reg[0], mrl_btree_find_pred(&fx.tree, 0x1000, 0x3000));
-	CHECK_PTR(&fx.slab->reg[0], mrl_btree_find_pred(&fx.tree, 0x2fff, 0x3000));
+	CHECK_PTR(&fx.slab->reg[0],
+		  mrl_btree_find_pred(&fx.tree, 0x1000, 0x3000));
+	CHECK_PTR(&fx.slab->reg[0],
+		  mrl_btree_find_pred(&fx.tree, 0x2fff, 0x3000));
 	CHECK(mrl_btree_find_pred(&fx.tree, 0x2fff, 0x3001) == NULL);
 	CHECK(mrl_btree_find_pred(&fx.tree, 0xfff, 0x1001) == NULL);
 	CHECK(mrl_btree_find_cover(&fx.tree, 0x2000, 0x5001) == NULL);
@@ -146,8 +150,10 @@ static void test_lookups_respect_range_edges_and_wide_entries(void)
 	CHECK(mrl_btree_find_cover(&fx.tree, 0x300000, 0x900001) == NULL);
 
 	CHECK(mrl_btree_find_overlap(&fx.tree, 0x3000, 0x5000) == NULL);
-	CHECK_PTR(&fx.slab->reg[0], mrl_btree_find_overlap(&fx.tree, 0x2fff, 0x5000));
-	CHECK_PTR(&fx.slab->reg[1], mrl_btree_find_overlap(&fx.tree, 0x3000, 0x5001));
+	CHECK_PTR(&fx.slab->reg[0],
+		  mrl_btree_find_overlap(&fx.tree, 0x2fff, 0x5000));
+	CHECK_PTR(&fx.slab->reg[1],
+		  mrl_btree_find_overlap(&fx.tree, 0x3000, 0x5001));
 	CHECK(mrl_btree_find_overlap(&fx.tree, 0x900000, 0xa00000) == NULL);
 	r = mrl_btree_find_overlap(&fx.tree, 0x200800, 0x200900);
 	CHECK(r == &fx.slab->reg[2] || r == &fx.slab->reg[3]);
@@ -166,7 +172,8 @@ static void test_splits_at_node_boundaries_take_what_was_reserved(void)
 
 	fx_init(&fx);
 	for (unsigned i = 0; i < MRL_BT_FAN; i++)
-		CHECK_EQ(i ? 0 : 1, insert(&fx, i, (i + 1) * PAGE, (i + 2) * PAGE));
+		CHECK_EQ(i ? 0 : 1,
+			 insert(&fx, i, (i + 1) * PAGE, (i + 2) * PAGE));
 	CHECK_EQ(1, fx.tree.height);
 
 	mrl_btree_need(&fx.tree, (MRL_BT_FAN + 1) * PAGE, need);
@@ -260,7 +267,8 @@ static void test_ordered_walk_visits_every_base_once_in_order(void)
 	for (unsigned i = 0; i < 1000; i++) {
 		unsigned slot = (i * 389) % 1000;	/* shuffled */
 
-		insert(&fx, i, (slot + 1) * 2 * PAGE, (slot + 1) * 2 * PAGE + PAGE);
+		insert(&fx, i, (slot + 1) * 2 * PAGE,
+		       (slot + 1) * 2 * PAGE + PAGE);
 	}
 	CHECK(mrl_btree_check(&fx.tree, 1000));
 	for (e = mrl_btree_successor(&fx.tree, 0, false); e;
@@ -491,8 +499,9 @@ static void test_reserve_estimate_is_exactly_what_inserts_take(void)
 	fx_init(&fx);
 	rng_state = 0x2545f491ull;
 	for (unsigned i = 0; i < NENT; i++) {
-		uintptr_t base = (i < NENT / 2 ? NENT - i : rng() % (64 * NENT)) *
-				 2 * PAGE;
+		uintptr_t base =
+			(i < NENT / 2 ? NENT - i : rng() % (64 * NENT)) * 2 *
+			PAGE;
 
 		if (mrl_btree_find_base(&fx.tree, base))
 			continue;

@@ -198,17 +198,18 @@ extern "C" {
 /* Keys tried after -FI_ENOKEY before a miss gives up. */
 #define MRL_CACHE_KEY_RETRIES 64
 
-/* Threads with a lock-free read path; caches + domains with own hit counters. */
+/* Threads with a lock-free read path; caches + domains with own hit
+ * counters. */
 #define MRL_CACHE_MAX_THREADS 256
 #define MRL_CACHE_STAT_SLOTS 64
 
 struct mrl_cache_config {
 	size_t max_count;		/* entries per domain; 0: default */
-	size_t max_size;		/* registered bytes per domain; 0: default */
-	size_t huge_after;		/* slab and node bytes (all caches) after
-					 * which they come from huge-page chunks
-					 * (mrl_arena.h); 0: default, SIZE_MAX:
-					 * never */
+	size_t max_size; /* registered bytes per domain; 0: default */
+	size_t huge_after; /* slab and node bytes (all caches) after
+			    * which they come from huge-page chunks
+			    * (mrl_arena.h); 0: default, SIZE_MAX:
+			    * never */
 	const struct fi_provider *prov;	/* for FI_WARN; may be NULL */
 };
 
@@ -263,11 +264,11 @@ struct mrl_cache_domain;	/* opaque: one core domain's entries */
  * domain is the slab's, not stored per entry.
  */
 struct mrl_registration {
-	atomic_uint refs;			/* index (while live) + leases, and
-						 * MRL_REF_USED (CLOCK bit, set on hits) */
-	uint8_t slot;				/* internal (domain's counter slot) */
-	uint8_t state;				/* internal (live, retired; pinned) */
-	uint16_t idx;				/* internal (index in its slab) */
+	atomic_uint refs; /* index (while live) + leases, and
+			   * MRL_REF_USED (CLOCK bit, set on hits) */
+	uint8_t slot; /* internal (domain's counter slot) */
+	uint8_t state; /* internal (live, retired; pinned) */
+	uint16_t idx; /* internal (index in its slab) */
 	uintptr_t base, end;			/* registered [base, end) */
 	void *desc;				/* registrar's descriptor */
 };
@@ -275,7 +276,7 @@ struct mrl_registration {
 /* The cold part of an entry. */
 struct mrl_reg_cold {
 	void *mr;				/* registrar's handle */
-	struct mrl_registration *next;		/* internal: retire chain, free list */
+	struct mrl_registration *next; /* internal: retire chain, free list */
 };
 
 /*
@@ -285,19 +286,22 @@ struct mrl_reg_cold {
  * slabs go to a process-wide list that the next domain adopts.
  */
 struct mrl_slab {
-	struct mrl_cache_domain *domain;	/* owner (set under the pool lock) */
-	struct mrl_slab *next;		/* the owner's slabs, or the idle list */
+	struct mrl_cache_domain *domain; /* owner (set under the pool lock) */
+	struct mrl_slab *next; /* the owner's slabs, or the idle list */
 	uint32_t n;			/* entries */
-	_Alignas(64) struct mrl_registration reg[];	/* n hot parts, then n cold */
+	/* n hot parts, then n cold */
+	_Alignas(64) struct mrl_registration reg[];
 };
 
-static inline struct mrl_slab *mrl_registration_slab(const struct mrl_registration *reg)
+static inline struct mrl_slab *mrl_registration_slab(
+	const struct mrl_registration *reg)
 {
 	return (struct mrl_slab *)(void *)((char *)(uintptr_t)(reg - reg->idx) -
 					   offsetof(struct mrl_slab, reg));
 }
 
-static inline struct mrl_reg_cold *mrl_registration_cold(const struct mrl_registration *reg)
+static inline struct mrl_reg_cold *mrl_registration_cold(
+	const struct mrl_registration *reg)
 {
 	struct mrl_slab *slab = mrl_registration_slab(reg);
 
@@ -346,10 +350,12 @@ struct mrl_thread {
 	atomic_uint_least64_t cnt[MRL_TCNT_COUNT][MRL_CACHE_STAT_SLOTS];
 };
 
-extern __thread struct mrl_thread *mrl_fast __attribute__((tls_model("initial-exec")));
+extern __thread struct mrl_thread *mrl_fast
+	__attribute__((tls_model("initial-exec")));
 /* The same record for the acquire path, but never NULL: an empty record
  * (no hot slot matches) until the thread has its own. */
-extern __thread struct mrl_thread *mrl_fast_hot __attribute__((tls_model("initial-exec")));
+extern __thread struct mrl_thread *mrl_fast_hot
+	__attribute__((tls_model("initial-exec")));
 
 /* A per-thread counter: written by its thread only, read by stats with
  * acquire loads. On x86-64 one unlocked add to memory (a single aligned
@@ -362,7 +368,8 @@ static inline void mrl_count_own(atomic_uint_least64_t *c)
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 	__asm__ __volatile__("addq $1, %0" : "+m"(*(volatile uint64_t *)c));
 #else
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+	atomic_store_explicit(c,
+			      atomic_load_explicit(c, memory_order_relaxed) + 1,
 			      memory_order_release);
 #endif
 }
@@ -436,8 +443,9 @@ void mrl_cache_set_span(struct mrl_cache_domain *domain,
  * path takes no shared lock and writes no shared line. Returns 0 and *reg, or
  * -FI_EINVAL (empty/wrapping range) or the registrar's error.
  */
-static inline int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t start,
-				    uintptr_t end, struct mrl_registration **reg);
+static inline int mrl_cache_acquire(struct mrl_cache_domain *domain,
+				    uintptr_t start, uintptr_t end,
+				    struct mrl_registration **reg);
 
 /*
  * A lease on a registration whose base is exactly `start` and whose end is >=
@@ -495,10 +503,12 @@ void mrl_registration_last(struct mrl_registration *reg);
  * way was filled: the reference is on that live entry). Anything else goes
  * out of line.
  */
-static inline int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t start,
-				    uintptr_t end, struct mrl_registration **out)
+static inline int mrl_cache_acquire(struct mrl_cache_domain *domain,
+				    uintptr_t start, uintptr_t end,
+				    struct mrl_registration **out)
 {
-	struct mrl_cache_domain_hot *dh = (struct mrl_cache_domain_hot *)(void *)domain;
+	struct mrl_cache_domain_hot *dh =
+		(struct mrl_cache_domain_hot *)(void *)domain;
 	struct mrl_thread *t = mrl_fast_hot;
 	struct mrl_registration *reg;
 	struct mrl_hot *hot;
@@ -506,7 +516,8 @@ static inline int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t s
 
 	if (__builtin_expect(end <= start, 0) ||
 	    __builtin_expect(atomic_load_explicit(&mrl_cache_barrier,
-						  memory_order_acquire) != 0, 0))
+						  memory_order_acquire) != 0,
+			     0))
 		goto slow;
 	slot = dh->slot;
 	hot = &t->hot[slot][0];
@@ -523,8 +534,10 @@ static inline int mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t s
 						   memory_order_acquire,
 						   memory_order_relaxed))
 		goto slow;
-	if (__builtin_expect(atomic_load_explicit(&dh->gen, memory_order_acquire) !=
-			     hot->gen, 0))
+	if (__builtin_expect(
+		    atomic_load_explicit(&dh->gen, memory_order_acquire) !=
+			    hot->gen,
+		    0))
 		return mrl_cache_acquire_stale(domain, start, end, reg, out);
 	mrl_count_own(&t->cnt[MRL_TCNT_LOOKUPS][slot]);
 	*out = reg;
@@ -552,7 +565,8 @@ static inline void mrl_lease_release(struct mrl_registration *reg)
  * and stats. */
 static inline unsigned mrl_registration_refs(const struct mrl_registration *reg)
 {
-	return atomic_load_explicit((atomic_uint *)&reg->refs, memory_order_relaxed) &
+	return atomic_load_explicit((atomic_uint *)&reg->refs,
+				    memory_order_relaxed) &
 	       MRL_REF_COUNT;
 }
 

@@ -74,7 +74,8 @@ static uintptr_t bt_node_max(const struct mrl_btnode *n)
  * dependent miss after the key lines. */
 static inline void bt_prefetch(const struct mrl_btnode *n)
 {
-	for (size_t off = 0; off < mrl_btree_node_size(false); off += MRL_BT_LINE)
+	for (size_t off = 0; off < mrl_btree_node_size(false);
+	     off += MRL_BT_LINE)
 		__builtin_prefetch((const char *)n + off);
 }
 
@@ -162,7 +163,8 @@ static struct mrl_registration *bt_find_overlap(const struct mrl_btnode *n,
 		return NULL;
 	}
 	i = bt_child(n, end - 1);
-	if (bt_max(n, i) > start && (r = bt_find_overlap(n->ptr[i], start, end)))
+	if (bt_max(n, i) > start &&
+	    (r = bt_find_overlap(n->ptr[i], start, end)))
 		return r;
 	for (i--; i >= 0; i--)
 		if (bt_max(n, i) > start)
@@ -231,7 +233,8 @@ struct mrl_registration *mrl_btree_successor(const struct mrl_btree *t,
 		for (i = 0; i < n->count; i++)
 			if (after ? n->key[i] > key : n->key[i] >= key)
 				return n->ptr[i];
-		/* Past this leaf: the next subtree to the right, leftmost leaf. */
+		/* Past this leaf: the next subtree to the right, leftmost leaf.
+		 */
 		while (d && idx[d - 1] + 1 >= path[d - 1]->count)
 			d--;
 		if (!d)
@@ -256,7 +259,7 @@ static struct mrl_btnode *bt_node_take(struct mrl_btree_reserve *res, bool leaf)
 	res->nspare[leaf]--;
 	memset(n, 0, mrl_btree_node_size(leaf));
 	for (int i = 0; i < MRL_BT_FAN; i++)
-		n->key[i] = UINTPTR_MAX;	/* unused: never <= a searched key */
+		n->key[i] = UINTPTR_MAX; /* unused: never <= a searched key */
 	n->leaf = leaf;
 	return n;
 }
@@ -392,9 +395,10 @@ static void bt_remove_at(struct mrl_btnode *n, int pos)
  * path. An insert at the end of a full node moves nothing (the new slot
  * starts the right sibling), so ascending inserts leave full leaves.
  */
-static void bt_insert_up(struct mrl_btree_reserve *res, struct mrl_btnode **root,
-			 struct mrl_btpath *path, struct mrl_btnode *n, int pos,
-			 uintptr_t key, uintptr_t max_end, void *ptr)
+static void bt_insert_up(struct mrl_btree_reserve *res,
+			 struct mrl_btnode **root, struct mrl_btpath *path,
+			 struct mrl_btnode *n, int pos, uintptr_t key,
+			 uintptr_t max_end, void *ptr)
 {
 	struct mrl_btnode *right, *parent;
 	int mid, at;
@@ -407,8 +411,10 @@ static void bt_insert_up(struct mrl_btree_reserve *res, struct mrl_btnode **root
 		right = bt_node_take(res, n->leaf);
 		mid = pos == MRL_BT_FAN ? MRL_BT_FAN : MRL_BT_FAN / 2;
 		right->count = (uint16_t)(MRL_BT_FAN - mid);
-		memcpy(right->key, &n->key[mid], right->count * sizeof(n->key[0]));
-		memcpy(right->ptr, &n->ptr[mid], right->count * sizeof(n->ptr[0]));
+		memcpy(right->key, &n->key[mid],
+		       right->count * sizeof(n->key[0]));
+		memcpy(right->ptr, &n->ptr[mid],
+		       right->count * sizeof(n->ptr[0]));
 		if (!n->leaf)
 			memcpy(((struct mrl_btinner *)right)->max_end,
 			       &((struct mrl_btinner *)n)->max_end[mid],

@@ -109,7 +109,7 @@ mrl_btree_find_pred(const struct mrl_btree *t, uintptr_t start, uintptr_t end)
 		mrl_btree_prefetch_search(n);
 	}
 	i = mrl_btree_search16(n->key, start);
-	if (__builtin_expect(n->key[i] > start, 0))	/* i == 0, key[0] > start */
+	if (__builtin_expect(n->key[i] > start, 0)) /* i == 0, key[0] > start */
 		return NULL;
 	e = n->ptr[i];
 	return e->end >= end ? e : NULL;

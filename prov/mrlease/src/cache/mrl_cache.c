@@ -41,7 +41,10 @@ static atomic_uint_least64_t mrl_gen_source = 1;
 
 static inline uint64_t next_gen(void)
 {
-	return atomic_fetch_add_explicit(&mrl_gen_source, 1, memory_order_relaxed) + 1;
+	uint64_t gen = atomic_fetch_add_explicit(&mrl_gen_source, 1,
+						 memory_order_relaxed);
+
+	return gen + 1;
 }
 
 
@@ -64,7 +67,7 @@ static void cache_unref(struct mrl_cache *cache);
 
 /* The domain lives until closed and its last registration is gone, because
  * closing a registration needs its registrar. */
-static void domain_unref(struct mrl_cache_domain *dom)
+static void cache_domain_unref(struct mrl_cache_domain *dom)
 {
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_cache_domain **p;
@@ -84,11 +87,14 @@ static void domain_unref(struct mrl_cache_domain *dom)
 	 * same counts would add up twice). */
 	if (dom->hot.slot != MRL_CACHE_STAT_SLOTS - 1) {
 		for (int i = 0; i < MRL_TCNT_COUNT; i++)
-			cache->closed_hot[i] += mrl_readers_sum(dom->hot.slot, i) - dom->slot_base[i];
+			cache->closed_hot[i] +=
+				mrl_readers_sum(dom->hot.slot, i) -
+				dom->slot_base[i];
 	} else if (!--cache->shared_domains) {
 		for (int i = 0; i < MRL_TCNT_COUNT; i++)
-			cache->closed_hot[i] += mrl_readers_sum(dom->hot.slot, i) -
-						cache->shared_base[i];
+			cache->closed_hot[i] +=
+				mrl_readers_sum(dom->hot.slot, i) -
+				cache->shared_base[i];
 	}
 	mrl_readers_write_exit(cache);
 	mrl_readers_slot_free(dom->hot.slot);
@@ -114,8 +120,10 @@ static void registration_destroy(struct mrl_registration *reg)
 		     MRL_REF_COUNT));
 	/* Inherited across fork: the parent's to close, not ours. */
 	if (MRL_LIKELY(dom->fork_gen ==
-		       atomic_load_explicit(&mrl_cache_fork_gen, memory_order_relaxed)))
-		ret = dom->cfg.registrar->close(dom->cfg.ctx, mrl_reg_cold(reg)->mr);
+		       atomic_load_explicit(&mrl_cache_fork_gen,
+					    memory_order_relaxed)))
+		ret = dom->cfg.registrar->close(dom->cfg.ctx,
+						mrl_reg_cold(reg)->mr);
 	if (MRL_UNLIKELY(ret)) {
 		/* The provider still has it open: forgetting it would leave
 		 * its MR open for good (and its domain unclosable). It is
@@ -130,7 +138,7 @@ static void registration_destroy(struct mrl_registration *reg)
 	MRL_STAT_ADD(dom, deregistrations, 1);
 	MRL_STAT_ADD(dom, registered_bytes, -(int64_t)(reg->end - reg->base));
 	mrl_slab_entry_free(reg);
-	domain_unref(dom);
+	cache_domain_unref(dom);
 }
 
 /*
@@ -149,7 +157,8 @@ static void reference_last(struct mrl_registration *reg)
 	struct mrl_cache_domain *dom = mrl_reg_domain(reg);
 	struct mrl_registration *chain = NULL;
 
-	if (MRL_LIKELY(!atomic_load_explicit(&dom->lent, memory_order_acquire))) {
+	if (MRL_LIKELY(
+		    !atomic_load_explicit(&dom->lent, memory_order_acquire))) {
 		registration_destroy(reg);
 		return;
 	}
@@ -197,18 +206,20 @@ static void defer_push(struct mrl_cache *cache, struct mrl_registration *reg)
 	head = atomic_load_explicit(&cache->deferred, memory_order_relaxed);
 	do
 		mrl_reg_cold(reg)->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&cache->deferred, &head, reg,
-						       memory_order_release,
-						       memory_order_relaxed));
+	while (!atomic_compare_exchange_weak_explicit(&cache->deferred, &head,
+						      reg, memory_order_release,
+						      memory_order_relaxed));
 }
 
 void mrl_cache_drain(struct mrl_cache *cache)
 {
 	struct mrl_registration *reg, *next;
 
-	if (MRL_LIKELY(!atomic_load_explicit(&cache->deferred, memory_order_relaxed)))
+	if (MRL_LIKELY(!atomic_load_explicit(&cache->deferred,
+					     memory_order_relaxed)))
 		return;
-	reg = atomic_exchange_explicit(&cache->deferred, NULL, memory_order_acquire);
+	reg = atomic_exchange_explicit(&cache->deferred, NULL,
+				       memory_order_acquire);
 	for (; reg; reg = next) {
 		next = mrl_reg_cold(reg)->next;
 		registration_destroy(reg);
@@ -245,7 +256,8 @@ void mrl_cache_drop_chain(struct mrl_registration *chain)
 /* A live entry leaving the index: ends a loan of its index reference.
  * Returns whether there was one (then the index holds no reference to drop:
  * the entry's last lease, or the thread settling a zero count, closes it). */
-static bool unlend_locked(struct mrl_cache_domain *dom, struct mrl_registration *e)
+static bool unlend_locked(struct mrl_cache_domain *dom,
+			  struct mrl_registration *e)
 {
 	unsigned was;
 
@@ -254,14 +266,16 @@ static bool unlend_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 	e->state &= (uint8_t)~MRL_REG_LENT;
 	was = atomic_fetch_sub_explicit(&dom->lent, 1, memory_order_relaxed);
 	mrl_assert(was > 0);
-	if (atomic_load_explicit(&e->refs, memory_order_relaxed) & MRL_REF_COUNT)
+	if (atomic_load_explicit(&e->refs, memory_order_relaxed) &
+	    MRL_REF_COUNT)
 		MRL_STAT_ADD(dom, retired_leased, 1);
 	return true;
 }
 
 /* Take a live entry out of the index and chain it for drop_chain (unless
  * its index reference was lent). */
-static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration *e,
+static void retire_locked(struct mrl_cache_domain *dom,
+			  struct mrl_registration *e,
 			  struct mrl_registration **chain)
 {
 	bool lent;
@@ -284,7 +298,8 @@ static void retire_locked(struct mrl_cache_domain *dom, struct mrl_registration 
 	*chain = e;
 }
 
-void mrl_cache_bounds_extend(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
+void mrl_cache_bounds_extend(struct mrl_cache *cache, uintptr_t lo,
+			     uintptr_t hi)
 {
 	if (lo < atomic_load_explicit(&cache->lo, memory_order_relaxed))
 		atomic_store_explicit(&cache->lo, lo, memory_order_relaxed);
@@ -293,10 +308,12 @@ void mrl_cache_bounds_extend(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi
 }
 
 /* Index a new entry, replacing one at the same base (rule 2: track). */
-void mrl_cache_insert_locked(struct mrl_cache_domain *dom, struct mrl_registration *e,
-			  struct mrl_registration **chain)
+void mrl_cache_insert_locked(struct mrl_cache_domain *dom,
+			     struct mrl_registration *e,
+			     struct mrl_registration **chain)
 {
-	struct mrl_registration *old = mrl_btree_find_base(&dom->index, e->base);
+	struct mrl_registration *old =
+		mrl_btree_find_base(&dom->index, e->base);
 
 	mrl_assert(mrl_reg_state(e) == MRL_REG_NEW && e->end > e->base);
 	if (old)
@@ -314,7 +331,8 @@ void mrl_cache_insert_locked(struct mrl_cache_domain *dom, struct mrl_registrati
  * reference, unless that is lent). */
 static inline bool reg_leased(const struct mrl_registration *e)
 {
-	unsigned n = atomic_load_explicit(&e->refs, memory_order_relaxed) & MRL_REF_COUNT;
+	unsigned n = atomic_load_explicit(&e->refs, memory_order_relaxed) &
+		     MRL_REF_COUNT;
 
 	return n > ((e->state & MRL_REG_LENT) ? 0u : 1u);
 }
@@ -326,8 +344,8 @@ static inline bool reg_leased(const struct mrl_registration *e)
  * chance), the others are retired until `bytes` and `count` are freed (or
  * two rounds found nothing). No list per entry: the index is the clock face.
  */
-void mrl_cache_evict_locked(struct mrl_cache_domain *dom, size_t bytes, size_t count,
-			 struct mrl_registration **chain)
+void mrl_cache_evict_locked(struct mrl_cache_domain *dom, size_t bytes,
+			    size_t count, struct mrl_registration **chain)
 {
 	size_t steps = 2 * dom->count + 1, freed_bytes = 0, freed = 0;
 	struct mrl_registration *e;
@@ -341,7 +359,8 @@ void mrl_cache_evict_locked(struct mrl_cache_domain *dom, size_t bytes, size_t c
 		dom->hand = e->base;
 		dom->hand_set = true;
 		if ((e->state & MRL_REG_PINNED) || reg_leased(e) ||
-		    (atomic_fetch_and_explicit(&e->refs, ~MRL_REF_USED, memory_order_relaxed) &
+		    (atomic_fetch_and_explicit(&e->refs, ~MRL_REF_USED,
+					       memory_order_relaxed) &
 		     MRL_REF_USED))
 			continue;
 		freed_bytes += e->end - e->base;
@@ -353,7 +372,8 @@ void mrl_cache_evict_locked(struct mrl_cache_domain *dom, size_t bytes, size_t c
 
 static inline bool over_cap(const struct mrl_cache_domain *dom)
 {
-	return dom->count > dom->cache->max_count || dom->bytes > dom->cache->max_size;
+	return dom->count > dom->cache->max_count ||
+	       dom->bytes > dom->cache->max_size;
 }
 
 /*
@@ -365,7 +385,8 @@ static inline bool over_cap(const struct mrl_cache_domain *dom)
  * evicted while the domain is still over. This costs the release path
  * nothing unless the domain is over a cap.
  */
-static void lend_locked(struct mrl_cache_domain *dom, struct mrl_registration **chain)
+static void lend_locked(struct mrl_cache_domain *dom,
+			struct mrl_registration **chain)
 {
 	struct mrl_registration *e;
 	uintptr_t base;
@@ -381,9 +402,9 @@ static void lend_locked(struct mrl_cache_domain *dom, struct mrl_registration **
 		e->state |= MRL_REG_LENT;
 		refs = atomic_load_explicit(&e->refs, memory_order_relaxed);
 		while ((refs & MRL_REF_COUNT) > 1 &&
-		       !atomic_compare_exchange_weak_explicit(&e->refs, &refs, refs - 1,
-							      memory_order_release,
-							      memory_order_relaxed))
+		       !atomic_compare_exchange_weak_explicit(
+			       &e->refs, &refs, refs - 1, memory_order_release,
+			       memory_order_relaxed))
 			;
 		if ((refs & MRL_REF_COUNT) > 1)
 			continue;
@@ -423,7 +444,8 @@ int mrl_cache_create(const struct mrl_cache_config *config,
 	int ret;
 
 	cache = aligned_alloc(MRL_CACHELINE,
-			      (sizeof(*cache) + MRL_CACHELINE - 1) & ~(size_t)(MRL_CACHELINE - 1));
+			      (sizeof(*cache) + MRL_CACHELINE - 1) &
+				      ~(size_t)(MRL_CACHELINE - 1));
 	if (!cache)
 		return -FI_ENOMEM;
 	memset(cache, 0, sizeof(*cache));
@@ -439,12 +461,15 @@ int mrl_cache_create(const struct mrl_cache_config *config,
 	}
 	page = sysconf(_SC_PAGESIZE);
 	cache->page_size = page > 0 ? (size_t)page : 4096;
-	cache->max_count = config && config->max_count ? config->max_count :
-							 MRL_CACHE_DEFAULT_MAX_COUNT;
-	cache->max_size = config && config->max_size ? config->max_size :
-						       MRL_CACHE_DEFAULT_MAX_SIZE;
-	cache->huge_after = config && config->huge_after ? config->huge_after :
-							   MRL_CACHE_DEFAULT_HUGE_AFTER;
+	cache->max_count = config && config->max_count
+				   ? config->max_count
+				   : MRL_CACHE_DEFAULT_MAX_COUNT;
+	cache->max_size = config && config->max_size
+				  ? config->max_size
+				  : MRL_CACHE_DEFAULT_MAX_SIZE;
+	cache->huge_after = config && config->huge_after
+				    ? config->huge_after
+				    : MRL_CACHE_DEFAULT_HUGE_AFTER;
 	cache->prov = config ? config->prov : NULL;
 	atomic_init(&cache->lo, UINTPTR_MAX);
 	atomic_init(&cache->hi, 0);
@@ -506,8 +531,8 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
 	struct mrl_cache_domain *dom;
 	size_t key_bits;
 
-	if (!cache || !config || !config->registrar || !config->registrar->reg ||
-	    !config->registrar->close)
+	if (!cache || !config || !config->registrar ||
+	    !config->registrar->reg || !config->registrar->close)
 		return -FI_EINVAL;
 	dom = aligned_alloc(MRL_CACHELINE, (sizeof(*dom) + MRL_CACHELINE - 1) &
 					   ~(size_t)(MRL_CACHELINE - 1));
@@ -522,7 +547,8 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
 	dom->key_half = 1ull << (key_bits - 1);
 	atomic_init(&dom->next_key, dom->key_top);
 	atomic_init(&dom->refs, 1);
-	dom->fork_gen = atomic_load_explicit(&mrl_cache_fork_gen, memory_order_relaxed);
+	dom->fork_gen =
+		atomic_load_explicit(&mrl_cache_fork_gen, memory_order_relaxed);
 	dom->hot.slot = mrl_readers_slot_alloc(dom->slot_base);
 	atomic_fetch_add(&cache->refs, 1);
 
@@ -530,8 +556,10 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
 	atomic_store_explicit(&dom->hot.gen, next_gen(), memory_order_release);
 	dom->next = cache->domains;
 	cache->domains = dom;
-	if (dom->hot.slot == MRL_CACHE_STAT_SLOTS - 1 && !cache->shared_domains++)
-		memcpy(cache->shared_base, dom->slot_base, sizeof(cache->shared_base));
+	if (dom->hot.slot == MRL_CACHE_STAT_SLOTS - 1 &&
+	    !cache->shared_domains++)
+		memcpy(cache->shared_base, dom->slot_base,
+		       sizeof(cache->shared_base));
 	mrl_readers_write_exit(cache);
 	*domain = dom;
 	return 0;
@@ -576,7 +604,7 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 	mrl_cache_barrier_wait();
 	mrl_cache_drain(cache);
 	reserve_trim(cache, MRL_BT_KEEP);
-	domain_unref(dom);
+	cache_domain_unref(dom);
 }
 
 /*
@@ -595,7 +623,8 @@ void mrl_cache_domain_retire_unleased(struct mrl_cache_domain *dom)
 	bool after = false;
 
 	mrl_readers_write_enter(cache);
-	while (!dom->closed && (e = mrl_btree_successor(&dom->index, at, after))) {
+	while (!dom->closed &&
+	       (e = mrl_btree_successor(&dom->index, at, after))) {
 		at = e->base;
 		after = true;
 		/* Exactly LIVE: no pin nor any other hold on it. */
@@ -648,8 +677,8 @@ static bool may_overlap(struct mrl_cache *cache, struct mrl_reader *rec,
 
 /* Retire every entry overlapping [start, end) and mark overlapping misses
  * stale; a monitor's (`defer`) leaves closes to other threads. */
-static int invalidate_range(struct mrl_cache *cache, uintptr_t start, uintptr_t end,
-			    bool defer)
+static int invalidate_range(struct mrl_cache *cache, uintptr_t start,
+			    uintptr_t end, bool defer)
 {
 	struct mrl_reader *rec;
 	struct mrl_registration *chain = NULL, *e;
@@ -681,7 +710,8 @@ static int invalidate_range(struct mrl_cache *cache, uintptr_t start, uintptr_t 
 		nonempty |= dom->index.root != NULL;
 	}
 	if (!nonempty && !cache->pending) {
-		atomic_store_explicit(&cache->lo, UINTPTR_MAX, memory_order_relaxed);
+		atomic_store_explicit(&cache->lo, UINTPTR_MAX,
+				      memory_order_relaxed);
 		atomic_store_explicit(&cache->hi, 0, memory_order_relaxed);
 	}
 	mrl_readers_write_exit(cache);
@@ -689,7 +719,8 @@ static int invalidate_range(struct mrl_cache *cache, uintptr_t start, uintptr_t 
 	return 0;
 }
 
-int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start, uintptr_t end)
+int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start,
+			 uintptr_t end)
 {
 	int ret = invalidate_range(cache, start, end, false);
 

@@ -76,7 +76,7 @@ static struct mrl_cache *mrl_caches;
 /* Every cache lock in the order the code takes them (a cache's flt_lock
  * before its lock; the pool, slot and arena locks are leaves), released in
  * reverse. */
-static void fork_locks(bool lock)
+static void cache_fork_locks(bool lock)
 {
 	struct mrl_cache *cache;
 
@@ -101,19 +101,19 @@ static void fork_locks(bool lock)
 	pthread_mutex_unlock(&mrl_caches_lock);
 }
 
-static void fork_prepare(void)
+static void cache_fork_prepare(void)
 {
-	fork_locks(true);
+	cache_fork_locks(true);
 }
 
-static void fork_parent(void)
+static void cache_fork_parent(void)
 {
-	fork_locks(false);
+	cache_fork_locks(false);
 }
 
-static void fork_child(void)
+static void cache_fork_child(void)
 {
-	fork_locks(false);
+	cache_fork_locks(false);
 	/* Threads other than this one do not exist here. */
 	mrl_readers_forget_others();
 	atomic_fetch_add_explicit(&mrl_cache_fork_gen, 1, memory_order_relaxed);
@@ -121,14 +121,14 @@ static void fork_child(void)
 	atomic_store_explicit(&mrl_cache_barrier, 0, memory_order_relaxed);
 }
 
-static void fork_handler_install(void)
+static void cache_fork_handler_install(void)
 {
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	pthread_atfork(cache_fork_prepare, cache_fork_parent, cache_fork_child);
 }
 
 void mrl_cache_fork_add(struct mrl_cache *cache)
 {
-	pthread_once(&mrl_fork_once, fork_handler_install);
+	pthread_once(&mrl_fork_once, cache_fork_handler_install);
 	pthread_mutex_lock(&mrl_caches_lock);
 	cache->next = mrl_caches;
 	mrl_caches = cache;

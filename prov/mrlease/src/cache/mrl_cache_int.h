@@ -66,7 +66,8 @@ mrl_reg_domain(const struct mrl_registration *reg)
 	return mrl_registration_slab(reg)->domain;
 }
 
-static inline struct mrl_reg_cold *mrl_reg_cold(const struct mrl_registration *reg)
+static inline struct mrl_reg_cold *mrl_reg_cold(
+	const struct mrl_registration *reg)
 {
 	return mrl_registration_cold(reg);
 }
@@ -87,7 +88,8 @@ struct mrl_slow_stats {
 	atomic_uint_least64_t misses, registrations, deregistrations;
 	atomic_uint_least64_t invalidations, retired_leased, evictions;
 	atomic_uint_least64_t entries, registered_bytes;
-	atomic_uint_least64_t monitor_invalidations, not_retained, deferred_closes;
+	atomic_uint_least64_t monitor_invalidations, not_retained,
+		deferred_closes;
 };
 
 /* A miss between its registration and its insertion: an invalidate
@@ -157,7 +159,7 @@ struct mrl_cache_domain {
 	struct mrl_cache_domain *next;
 	/* Under cache->lock (readers: inside a read section). */
 	struct mrl_btree index;
-	uintptr_t hand;			/* CLOCK: base last swept (if hand_set) */
+	uintptr_t hand; /* CLOCK: base last swept (if hand_set) */
 	bool hand_set;
 	size_t count, bytes;
 	/* Entries whose index reference is lent (see lend_locked): written

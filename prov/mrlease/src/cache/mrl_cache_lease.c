@@ -55,12 +55,15 @@ static int write_enter_reserved(struct mrl_cache *cache,
 		    cache->spare.nspare[true] >= need[true])
 			return 0;
 		for (int leaf = 0; leaf < 2; leaf++)
-			want[leaf] = cache->spare.nspare[leaf] < need[leaf] ?
-					     need[leaf] - cache->spare.nspare[leaf] : 0;
+			want[leaf] =
+				cache->spare.nspare[leaf] < need[leaf]
+					? need[leaf] - cache->spare.nspare[leaf]
+					: 0;
 		mrl_readers_write_exit(cache);
 		for (int leaf = 0; leaf < 2; leaf++) {
 			for (unsigned i = 0; i < want[leaf]; i++) {
-				n = mrl_btree_node_alloc(leaf, cache->huge_after);
+				n = mrl_btree_node_alloc(leaf,
+							 cache->huge_after);
 				if (!n)
 					break;
 				n->ptr[0] = chain;
@@ -93,10 +96,9 @@ static inline bool lease_take(struct mrl_registration *reg)
 		if (MRL_UNLIKELY(!(refs & MRL_REF_COUNT)))
 			return false;
 		mrl_assert((refs & MRL_REF_COUNT) != MRL_REF_COUNT);
-	} while (!atomic_compare_exchange_weak_explicit(&reg->refs, &refs,
-							 (refs + 1) | MRL_REF_USED,
-							 memory_order_acquire,
-							 memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(
+		&reg->refs, &refs, (refs + 1) | MRL_REF_USED,
+		memory_order_acquire, memory_order_relaxed));
 	return true;
 }
 
@@ -121,7 +123,8 @@ hot_lease(struct mrl_cache_domain *dom, struct mrl_hot *hot, uintptr_t start,
 	    atomic_load_explicit(&dom->hot.gen, memory_order_acquire) != gen ||
 	    !lease_take(reg))
 		return NULL;
-	if (MRL_UNLIKELY(atomic_load_explicit(&dom->hot.gen, memory_order_acquire) != gen)) {
+	if (MRL_UNLIKELY(atomic_load_explicit(&dom->hot.gen,
+					      memory_order_acquire) != gen)) {
 		mrl_cache_ref_put(reg);
 		return NULL;
 	}
@@ -163,8 +166,8 @@ find_entry(struct mrl_cache_domain *dom, enum mrl_find mode, uintptr_t start,
  * entries keeps both.
  */
 static inline __attribute__((always_inline)) struct mrl_registration *
-index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find mode,
-	    uintptr_t start, uintptr_t end)
+index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec,
+	    enum mrl_find mode, uintptr_t start, uintptr_t end)
 {
 	struct mrl_registration *reg = find_entry(dom, mode, start, end);
 	struct mrl_hot *hot = rec->t.hot[dom->hot.slot];
@@ -174,9 +177,11 @@ index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find 
 		return NULL;
 	/* The shared statistic slot's hot slot would serve several domains. */
 	if (!rec->shared && dom->hot.slot != MRL_CACHE_STAT_SLOTS - 1) {
-		fill = (struct mrl_hot){ reg,
-			atomic_load_explicit(&dom->hot.gen, memory_order_relaxed),
-			reg->base, reg->end };
+		fill = (struct mrl_hot){
+			reg,
+			atomic_load_explicit(&dom->hot.gen,
+					     memory_order_relaxed),
+			reg->base, reg->end};
 		if (hot[1].reg == reg) {
 			hot[1] = fill;
 		} else {
@@ -190,8 +195,8 @@ index_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find 
 
 /* try_hot: false when the inline hit path just failed on the hot slot. */
 static inline __attribute__((always_inline)) struct mrl_registration *
-lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec, enum mrl_find mode,
-	     uintptr_t start, uintptr_t end, bool try_hot)
+lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec,
+	     enum mrl_find mode, uintptr_t start, uintptr_t end, bool try_hot)
 {
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *reg = NULL;
@@ -224,7 +229,8 @@ struct mrl_registration *mrl_cache_lookup(struct mrl_cache_domain *dom,
 	if (end <= start)
 		return NULL;
 	mrl_cache_barrier_wait();
-	return lookup_lease(dom, mrl_reader_self(), MRL_FIND_COVER, start, end, true);
+	return lookup_lease(dom, mrl_reader_self(), MRL_FIND_COVER, start, end,
+			    true);
 }
 
 /* ---- registration ------------------------------------------------------- */
@@ -235,12 +241,15 @@ static uint64_t next_key(struct mrl_cache_domain *dom)
 
 	if (dom->cfg.prov_key)
 		return 0;
-	key = atomic_fetch_sub_explicit(&dom->next_key, 1, memory_order_relaxed);
+	key = atomic_fetch_sub_explicit(&dom->next_key, 1,
+					memory_order_relaxed);
 	if (key < dom->key_half) {
 		/* Wrapped below the cache's half: start again from the top;
 		 * keys still in use answer -FI_ENOKEY and are skipped. */
-		atomic_store_explicit(&dom->next_key, dom->key_top, memory_order_relaxed);
-		key = atomic_fetch_sub_explicit(&dom->next_key, 1, memory_order_relaxed);
+		atomic_store_explicit(&dom->next_key, dom->key_top,
+				      memory_order_relaxed);
+		key = atomic_fetch_sub_explicit(&dom->next_key, 1,
+						memory_order_relaxed);
 	}
 	return key;
 }
@@ -255,7 +264,8 @@ static bool refused_for_resources(int ret)
  * cache lock held: new keys on -FI_ENOKEY, and on a refusal for lack of
  * resources evict unleased entries of this domain and retry once.
  */
-static int registration_open(struct mrl_cache_domain *dom, struct mrl_registration *reg)
+static int registration_open(struct mrl_cache_domain *dom,
+			     struct mrl_registration *reg)
 {
 	struct mrl_cache *cache = dom->cache;
 	size_t len = reg->end - reg->base;
@@ -265,9 +275,10 @@ static int registration_open(struct mrl_cache_domain *dom, struct mrl_registrati
 
 	for (;;) {
 		for (tries = 0;; tries++) {
-			ret = dom->cfg.registrar->reg(dom->cfg.ctx, (void *)reg->base, len,
-						      MRL_CACHE_ACCESS, next_key(dom),
-						      &mrl_reg_cold(reg)->mr, &reg->desc);
+			ret = dom->cfg.registrar->reg(
+				dom->cfg.ctx, (void *)reg->base, len,
+				MRL_CACHE_ACCESS, next_key(dom),
+				&mrl_reg_cold(reg)->mr, &reg->desc);
 			if (ret != -FI_ENOKEY || dom->cfg.prov_key ||
 			    tries >= MRL_CACHE_KEY_RETRIES)
 				break;
@@ -275,7 +286,8 @@ static int registration_open(struct mrl_cache_domain *dom, struct mrl_registrati
 		if (!ret)
 			break;
 		if (evicted || !refused_for_resources(ret)) {
-			MRL_CWARN(cache, "registering [%p, +%zu) for the cache: %s\n",
+			MRL_CWARN(cache,
+				  "registering [%p, +%zu) for the cache: %s\n",
 				  (void *)reg->base, len, fi_strerror(-ret));
 			return ret;
 		}
@@ -300,15 +312,16 @@ static inline uintptr_t page_down(struct mrl_cache *cache, uintptr_t a)
 /* Rounds up, or 0 if that wraps. */
 static inline uintptr_t page_up(struct mrl_cache *cache, uintptr_t a)
 {
-	uintptr_t r = (a + cache->page_size - 1) & ~(uintptr_t)(cache->page_size - 1);
+	uintptr_t r =
+		(a + cache->page_size - 1) & ~(uintptr_t)(cache->page_size - 1);
 
 	return r < a ? 0 : r;
 }
 
 /* The extent a miss registers: the resolver's span when it contains the
  * operand (rule 6), otherwise the operand's own pages. */
-static int miss_extent(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
-		       uintptr_t *lo, uintptr_t *hi)
+static int miss_extent(struct mrl_cache_domain *dom, uintptr_t start,
+		       uintptr_t end, uintptr_t *lo, uintptr_t *hi)
 {
 	struct mrl_cache *cache = dom->cache;
 	fi_mrlease_span_fn fn;
@@ -328,7 +341,8 @@ static int miss_extent(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t 
 	if (fn && !fn(arg, (void *)start, end - start, &sbase, &slen)) {
 		sb = (uintptr_t)sbase;
 		se = sb + slen;
-		if (slen && se > sb && sb <= start && end <= se && page_up(cache, se)) {
+		if (slen && se > sb && sb <= start && end <= se &&
+		    page_up(cache, se)) {
 			*lo = page_down(cache, sb);
 			*hi = page_up(cache, se);
 		}
@@ -343,17 +357,19 @@ static void pending_remove(struct mrl_cache *cache, struct mrl_pending *pending)
 	for (pp = &cache->pending; *pp != pending; pp = &(*pp)->next)
 		;
 	*pp = pending->next;
-	atomic_fetch_sub_explicit(&cache->pending_count, 1, memory_order_seq_cst);
+	atomic_fetch_sub_explicit(&cache->pending_count, 1,
+				  memory_order_seq_cst);
 }
 
 /*
  * Register and publish a new entry. `mode` asks to reuse an entry it accepts
  * found after registering (a concurrent miss won: ours is closed after the
- * unlock); pins (MRL_FIND_NONE) always insert. An invalidate or domain close overlapping the
- * registration in flight makes it an unindexed lease.
+ * unlock); pins (MRL_FIND_NONE) always insert. An invalidate or domain close
+ * overlapping the registration in flight makes it an unindexed lease.
  */
-static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t hi,
-			   uint8_t flags, enum mrl_find mode, uintptr_t start, uintptr_t end,
+static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo,
+			   uintptr_t hi, uint8_t flags, enum mrl_find mode,
+			   uintptr_t start, uintptr_t end,
 			   struct mrl_registration **out)
 {
 	struct mrl_cache *cache = dom->cache;
@@ -389,7 +405,8 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 	}
 	pending.next = cache->pending;
 	cache->pending = &pending;
-	atomic_fetch_add_explicit(&cache->pending_count, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&cache->pending_count, 1,
+				  memory_order_seq_cst);
 	mrl_cache_bounds_extend(cache, lo, hi);
 	pthread_mutex_unlock(&cache->lock);
 
@@ -422,11 +439,13 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t
 		atomic_store_explicit(&reg->refs, 1, memory_order_release);
 		if (transient)
 			MRL_STAT_ADD(dom, not_retained, 1);
-	} else if ((won = find_entry(dom, mode, start, end)) && lease_take(won)) {
+	} else if ((won = find_entry(dom, mode, start, end)) &&
+		   lease_take(won)) {
 		/* A concurrent miss won: ours closes below. */
 	} else {
 		won = NULL;
-		atomic_store_explicit(&reg->refs, 2 | MRL_REF_USED, memory_order_release);
+		atomic_store_explicit(&reg->refs, 2 | MRL_REF_USED,
+				      memory_order_release);
 		mrl_cache_insert_locked(dom, reg, &chain);
 		mrl_cache_capacity_locked(dom, &chain);
 	}
@@ -449,8 +468,8 @@ err_free:
 	return ret;
 }
 
-int mrl_cache_acquire_slow(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
-			   struct mrl_registration **out)
+int mrl_cache_acquire_slow(struct mrl_cache_domain *dom, uintptr_t start,
+			   uintptr_t end, struct mrl_registration **out)
 {
 	struct mrl_reader *rec;
 	struct mrl_registration *reg;
@@ -474,15 +493,17 @@ int mrl_cache_acquire_slow(struct mrl_cache_domain *dom, uintptr_t start, uintpt
 	ret = register_insert(dom, lo, hi, 0, MRL_FIND_COVER, start, end, &reg);
 	if (ret)
 		return ret;
-	mrl_reader_count(mrl_reader_self(), dom->hot.slot, MRL_TCNT_LEASES_OTHER, 1);
+	mrl_reader_count(mrl_reader_self(), dom->hot.slot,
+			 MRL_TCNT_LEASES_OTHER, 1);
 	*out = reg;
 	return 0;
 }
 
 /* The inline hit path leased an entry retired since its hot slot was
  * filled: give the reference back and look again. */
-int mrl_cache_acquire_stale(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
-			    struct mrl_registration *stale, struct mrl_registration **out)
+int mrl_cache_acquire_stale(struct mrl_cache_domain *dom, uintptr_t start,
+			    uintptr_t end, struct mrl_registration *stale,
+			    struct mrl_registration **out)
 {
 	mrl_cache_ref_put(stale);
 	return mrl_cache_acquire_slow(dom, start, end, out);
@@ -498,23 +519,27 @@ int mrl_cache_acquire_based(struct mrl_cache_domain *dom, uintptr_t start,
 		return -FI_EINVAL;
 	mrl_cache_barrier_wait();
 	mrl_cache_drain(dom->cache);
-	reg = lookup_lease(dom, mrl_reader_self(), MRL_FIND_BASED, start, end, true);
+	reg = lookup_lease(dom, mrl_reader_self(), MRL_FIND_BASED, start, end,
+			   true);
 	if (MRL_LIKELY(reg != NULL)) {
 		*out = reg;
 		return 0;
 	}
 	MRL_STAT_ADD(dom, misses, 1);
 	/* Exactly [start, end): the peer addresses the MR from its base. */
-	ret = register_insert(dom, start, end, 0, MRL_FIND_BASED, start, end, &reg);
+	ret = register_insert(dom, start, end, 0, MRL_FIND_BASED, start, end,
+			      &reg);
 	if (ret)
 		return ret;
-	mrl_reader_count(mrl_reader_self(), dom->hot.slot, MRL_TCNT_LEASES_OTHER, 1);
+	mrl_reader_count(mrl_reader_self(), dom->hot.slot,
+			 MRL_TCNT_LEASES_OTHER, 1);
 	*out = reg;
 	return 0;
 }
 
-int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
-		    void *mr, void *desc, struct mrl_registration **out)
+int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start,
+		    uintptr_t end, void *mr, void *desc,
+		    struct mrl_registration **out)
 {
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *reg, *chain = NULL;
@@ -529,7 +554,8 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	reg->slot = (uint8_t)dom->hot.slot;
 	mrl_reg_cold(reg)->mr = mr;
 	reg->desc = desc;
-	atomic_store_explicit(&reg->refs, 2 | MRL_REF_USED, memory_order_release);
+	atomic_store_explicit(&reg->refs, 2 | MRL_REF_USED,
+			      memory_order_release);
 
 	mrl_filter_update(cache, start, end, 0);
 	if (write_enter_reserved(cache, dom, start)) {
@@ -549,7 +575,8 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end
 	mrl_readers_write_exit(cache);
 
 	mrl_cache_drop_chain(chain);
-	mrl_reader_count(mrl_reader_self(), dom->hot.slot, MRL_TCNT_LEASES_OTHER, 1);
+	mrl_reader_count(mrl_reader_self(), dom->hot.slot,
+			 MRL_TCNT_LEASES_OTHER, 1);
 	*out = reg;
 	return 0;
 }
@@ -560,13 +587,15 @@ void mrl_lease_get(struct mrl_registration *reg)
 						 memory_order_relaxed);
 
 	mrl_assert(was & MRL_REF_COUNT);	/* the caller holds one */
-	mrl_reader_count(mrl_reader_self(), reg->slot, MRL_TCNT_LEASES_OTHER, 1);
+	mrl_reader_count(mrl_reader_self(), reg->slot, MRL_TCNT_LEASES_OTHER,
+			 1);
 }
 
 /* mrl_lease_release on a thread without its own record (yet). */
 void mrl_lease_count_release(struct mrl_registration *reg)
 {
-	mrl_reader_count(mrl_reader_self(), reg->slot, MRL_TCNT_LEASES_RELEASED, 1);
+	mrl_reader_count(mrl_reader_self(), reg->slot, MRL_TCNT_LEASES_RELEASED,
+			 1);
 }
 
 int mrl_cache_pin(struct mrl_cache_domain *dom, uintptr_t base, size_t len,
@@ -582,9 +611,11 @@ int mrl_cache_pin(struct mrl_cache_domain *dom, uintptr_t base, size_t len,
 	hi = page_up(cache, base + len);
 	if (!hi)
 		return -FI_EINVAL;
-	ret = register_insert(dom, lo, hi, MRL_REG_PINNED, MRL_FIND_NONE, 0, 0, out);
+	ret = register_insert(dom, lo, hi, MRL_REG_PINNED, MRL_FIND_NONE, 0, 0,
+			      out);
 	if (ret)
 		return ret;
-	mrl_reader_count(mrl_reader_self(), dom->hot.slot, MRL_TCNT_LEASES_OTHER, 1);
+	mrl_reader_count(mrl_reader_self(), dom->hot.slot,
+			 MRL_TCNT_LEASES_OTHER, 1);
 	return 0;
 }

@@ -42,39 +42,54 @@ void mrl_cache_stat_add(struct mrl_cache_domain *dom, size_t off, int64_t n)
  *   run ahead of later reads: reported as the most any query reported
  *   (hits_seen), never more than the lookups read.
  */
-static void slow_copy(const struct mrl_slow_stats *s, struct fi_mrlease_stats *out)
+static void stats_copy_slow(const struct mrl_slow_stats *s,
+		      struct fi_mrlease_stats *out)
 {
 	int64_t gauge;
 
-	out->deregistrations = atomic_load_explicit(&s->deregistrations, memory_order_acquire);
-	out->registrations = atomic_load_explicit(&s->registrations, memory_order_acquire);
+	out->deregistrations =
+		atomic_load_explicit(&s->deregistrations, memory_order_acquire);
+	out->registrations =
+		atomic_load_explicit(&s->registrations, memory_order_acquire);
 	out->misses = atomic_load_explicit(&s->misses, memory_order_relaxed);
-	out->invalidations = atomic_load_explicit(&s->invalidations, memory_order_relaxed);
-	out->retired_leased = atomic_load_explicit(&s->retired_leased, memory_order_relaxed);
-	out->evictions = atomic_load_explicit(&s->evictions, memory_order_relaxed);
-	gauge = (int64_t)atomic_load_explicit(&s->entries, memory_order_relaxed);
+	out->invalidations =
+		atomic_load_explicit(&s->invalidations, memory_order_relaxed);
+	out->retired_leased =
+		atomic_load_explicit(&s->retired_leased, memory_order_relaxed);
+	out->evictions =
+		atomic_load_explicit(&s->evictions, memory_order_relaxed);
+	gauge = (int64_t)atomic_load_explicit(&s->entries,
+					      memory_order_relaxed);
 	out->entries = gauge > 0 ? (uint64_t)gauge : 0;
-	gauge = (int64_t)atomic_load_explicit(&s->registered_bytes, memory_order_relaxed);
+	gauge = (int64_t)atomic_load_explicit(&s->registered_bytes,
+					      memory_order_relaxed);
 	out->registered_bytes = gauge > 0 ? (uint64_t)gauge : 0;
-	out->monitor_invalidations = atomic_load_explicit(&s->monitor_invalidations,
-							  memory_order_relaxed);
-	out->not_retained = atomic_load_explicit(&s->not_retained, memory_order_relaxed);
-	out->deferred_closes = atomic_load_explicit(&s->deferred_closes, memory_order_relaxed);
+	out->monitor_invalidations = atomic_load_explicit(
+		&s->monitor_invalidations, memory_order_relaxed);
+	out->not_retained =
+		atomic_load_explicit(&s->not_retained, memory_order_relaxed);
+	out->deferred_closes =
+		atomic_load_explicit(&s->deferred_closes, memory_order_relaxed);
 }
 
 /* The order the per-thread counts are read in (see above). */
 static const enum mrl_tcnt tcnt_read_order[] = {
-	MRL_TCNT_LEASES_RELEASED, MRL_TCNT_LEASES_OTHER, MRL_TCNT_MISSES, MRL_TCNT_LOOKUPS,
+	MRL_TCNT_LEASES_RELEASED,
+	MRL_TCNT_LEASES_OTHER,
+	MRL_TCNT_MISSES,
+	MRL_TCNT_LOOKUPS,
 };
 
 /* lookups, hits and live leases from counts read in tcnt_read_order. */
-static void hot_copy(const uint64_t hot[MRL_TCNT_COUNT], atomic_uint_least64_t *hits_seen,
+static void stats_copy_hot(const uint64_t hot[MRL_TCNT_COUNT],
+		     atomic_uint_least64_t *hits_seen,
 		     struct fi_mrlease_stats *out)
 {
 	uint64_t lookups = hot[MRL_TCNT_LOOKUPS], hits, seen;
 	int64_t leases;
 
-	hits = hot[MRL_TCNT_MISSES] < lookups ? lookups - hot[MRL_TCNT_MISSES] : 0;
+	hits = hot[MRL_TCNT_MISSES] < lookups ? lookups - hot[MRL_TCNT_MISSES]
+					      : 0;
 	seen = atomic_load_explicit(hits_seen, memory_order_relaxed);
 	while (seen < hits &&
 	       !atomic_compare_exchange_weak_explicit(hits_seen, &seen, hits,
@@ -85,22 +100,25 @@ static void hot_copy(const uint64_t hot[MRL_TCNT_COUNT], atomic_uint_least64_t *
 		seen = hits;	/* ours was stored */
 	out->lookups = lookups;
 	out->hits = seen < lookups ? seen : lookups;
-	leases = (int64_t)(hits + hot[MRL_TCNT_LEASES_OTHER] - hot[MRL_TCNT_LEASES_RELEASED]);
+	leases = (int64_t)(hits + hot[MRL_TCNT_LEASES_OTHER] -
+			   hot[MRL_TCNT_LEASES_RELEASED]);
 	out->leases = leases > 0 ? (uint64_t)leases : 0;
 }
 
-void mrl_cache_domain_stats(struct mrl_cache_domain *dom, struct fi_mrlease_stats *stats)
+void mrl_cache_domain_stats(struct mrl_cache_domain *dom,
+			    struct fi_mrlease_stats *stats)
 {
 	uint64_t hot[MRL_TCNT_COUNT];
 
 	memset(stats, 0, sizeof(*stats));
-	slow_copy(&dom->stats, stats);
-	for (size_t k = 0; k < sizeof(tcnt_read_order) / sizeof(tcnt_read_order[0]); k++) {
+	stats_copy_slow(&dom->stats, stats);
+	for (size_t k = 0;
+	     k < sizeof(tcnt_read_order) / sizeof(tcnt_read_order[0]); k++) {
 		enum mrl_tcnt i = tcnt_read_order[k];
 
 		hot[i] = mrl_readers_sum(dom->hot.slot, i) - dom->slot_base[i];
 	}
-	hot_copy(hot, &dom->hits_seen, stats);
+	stats_copy_hot(hot, &dom->hits_seen, stats);
 }
 
 /* Under cache->lock: every domain's counts (closed ones in closed_hot; the
@@ -111,20 +129,24 @@ void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats)
 	struct mrl_cache_domain *dom;
 
 	memset(stats, 0, sizeof(*stats));
-	slow_copy(&cache->stats, stats);
+	stats_copy_slow(&cache->stats, stats);
 	pthread_mutex_lock(&cache->lock);
-	for (size_t k = 0; k < sizeof(tcnt_read_order) / sizeof(tcnt_read_order[0]); k++) {
+	for (size_t k = 0;
+	     k < sizeof(tcnt_read_order) / sizeof(tcnt_read_order[0]); k++) {
 		enum mrl_tcnt i = tcnt_read_order[k];
 
 		hot[i] = cache->closed_hot[i];
 		for (dom = cache->domains; dom; dom = dom->next)
 			if (dom->hot.slot != MRL_CACHE_STAT_SLOTS - 1)
-				hot[i] += mrl_readers_sum(dom->hot.slot, i) - dom->slot_base[i];
+				hot[i] += mrl_readers_sum(dom->hot.slot, i) -
+					  dom->slot_base[i];
 		if (cache->shared_domains)
-			hot[i] += mrl_readers_sum(MRL_CACHE_STAT_SLOTS - 1, i) - cache->shared_base[i];
+			hot[i] += mrl_readers_sum(MRL_CACHE_STAT_SLOTS - 1, i) -
+				  cache->shared_base[i];
 	}
 	pthread_mutex_unlock(&cache->lock);
-	hot_copy(hot, &cache->hits_seen, stats);
-	stats->invalidations = mrl_readers_sum(cache->slot, MRL_TCNT_INVALIDATIONS) -
-			       cache->slot_base[MRL_TCNT_INVALIDATIONS];
+	stats_copy_hot(hot, &cache->hits_seen, stats);
+	stats->invalidations =
+		mrl_readers_sum(cache->slot, MRL_TCNT_INVALIDATIONS) -
+		cache->slot_base[MRL_TCNT_INVALIDATIONS];
 }

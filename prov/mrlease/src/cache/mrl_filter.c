@@ -51,7 +51,7 @@ struct mrl_flt_leaf {
 
 struct mrl_flt_mid {
 	_Atomic(struct mrl_flt_leaf *) leaf[MRL_FLT_FAN];
-	atomic_uchar full[MRL_FLT_FAN];		/* entries covering a 2 MiB block */
+	atomic_uchar full[MRL_FLT_FAN]; /* entries covering a 2 MiB block */
 };
 
 struct mrl_flt_slot {
@@ -63,7 +63,7 @@ struct mrl_flt_slot {
 struct mrl_flt_dir {
 	uintptr_t mask;				/* slots - 1 */
 	size_t used;				/* keys (under flt_lock) */
-	struct mrl_flt_dir *older;		/* replaced, freed with the cache */
+	struct mrl_flt_dir *older; /* replaced, freed with the cache */
 	struct mrl_flt_slot slot[];
 };
 
@@ -90,17 +90,20 @@ static inline void flt_count(atomic_uchar *c, int delta)
 	unsigned v = atomic_load_explicit(c, memory_order_relaxed);
 
 	if (v < 255)
-		atomic_store_explicit(c, (unsigned char)(v + delta), memory_order_relaxed);
+		atomic_store_explicit(c, (unsigned char)(v + delta),
+				      memory_order_relaxed);
 }
 
 /* The slot of GiB `gib` in `dir`, or NULL. Linear probing; the table is at
  * most half full, so an empty slot ends every probe. */
-static inline struct mrl_flt_slot *flt_dir_find(struct mrl_flt_dir *dir, uintptr_t gib)
+static inline struct mrl_flt_slot *flt_dir_find(struct mrl_flt_dir *dir,
+						uintptr_t gib)
 {
 	uintptr_t k;
 
 	for (uintptr_t i = gib & dir->mask;; i = (i + 1) & dir->mask) {
-		k = atomic_load_explicit(&dir->slot[i].key, memory_order_acquire);
+		k = atomic_load_explicit(&dir->slot[i].key,
+					 memory_order_acquire);
 		if (k == gib + 1)
 			return &dir->slot[i];
 		if (!k)
@@ -117,7 +120,8 @@ static struct mrl_flt_slot *flt_dir_put(struct mrl_flt_dir *dir, uintptr_t gib,
 	while (atomic_load_explicit(&dir->slot[i].key, memory_order_relaxed))
 		i = (i + 1) & dir->mask;
 	atomic_store_explicit(&dir->slot[i].mid, mid, memory_order_relaxed);
-	atomic_store_explicit(&dir->slot[i].full, (unsigned char)full, memory_order_relaxed);
+	atomic_store_explicit(&dir->slot[i].full, (unsigned char)full,
+			      memory_order_relaxed);
 	atomic_store_explicit(&dir->slot[i].key, gib + 1, memory_order_release);
 	dir->used++;
 	return &dir->slot[i];
@@ -140,13 +144,17 @@ static struct mrl_flt_slot *flt_install(struct mrl_cache *cache, uintptr_t gib,
 
 	for (;;) {
 		pthread_mutex_lock(&cache->flt_lock);
-		dir = atomic_load_explicit(&cache->flt.dir, memory_order_relaxed);
+		dir = atomic_load_explicit(&cache->flt.dir,
+					   memory_order_relaxed);
 		slot = dir ? flt_dir_find(dir, gib) : NULL;
 		room = dir && 2 * (dir->used + 1) <= dir->mask + 1;
-		if (slot && (!want_mid || atomic_load_explicit(&slot->mid, memory_order_relaxed)))
+		if (slot &&
+		    (!want_mid ||
+		     atomic_load_explicit(&slot->mid, memory_order_relaxed)))
 			break;
-		if (slot && mid) {	/* the key is there, its mid node was not */
-			atomic_store_explicit(&slot->mid, mid, memory_order_release);
+		if (slot && mid) { /* the key is there, its mid node was not */
+			atomic_store_explicit(&slot->mid, mid,
+					      memory_order_release);
 			mid = NULL;
 			break;
 		}
@@ -155,23 +163,30 @@ static struct mrl_flt_slot *flt_install(struct mrl_cache *cache, uintptr_t gib,
 			mid = NULL;
 			break;
 		}
-		want = slot || room ? 0 : dir ? 2 * (dir->mask + 1) : MRL_FLT_DIR_MIN;
+		want = slot || room ? 0
+		       : dir	    ? 2 * (dir->mask + 1)
+				    : MRL_FLT_DIR_MIN;
 		if (want && grown && grown->mask + 1 >= want) {
 			/* Full: the copy in a write section, then publish. */
 			mrl_readers_write_enter(cache);
 			for (uintptr_t i = 0; dir && i <= dir->mask; i++) {
-				uintptr_t k = atomic_load_explicit(&dir->slot[i].key,
-								   memory_order_relaxed);
+				uintptr_t k = atomic_load_explicit(
+					&dir->slot[i].key,
+					memory_order_relaxed);
 
 				if (k)
-					flt_dir_put(grown, k - 1,
-						    atomic_load_explicit(&dir->slot[i].mid,
-									 memory_order_relaxed),
-						    atomic_load_explicit(&dir->slot[i].full,
-									 memory_order_relaxed));
+					flt_dir_put(
+						grown, k - 1,
+						atomic_load_explicit(
+							&dir->slot[i].mid,
+							memory_order_relaxed),
+						atomic_load_explicit(
+							&dir->slot[i].full,
+							memory_order_relaxed));
 			}
 			grown->older = dir;
-			atomic_store_explicit(&cache->flt.dir, grown, memory_order_release);
+			atomic_store_explicit(&cache->flt.dir, grown,
+					      memory_order_release);
 			mrl_readers_write_exit(cache);
 			grown = NULL;
 			pthread_mutex_unlock(&cache->flt_lock);
@@ -182,7 +197,8 @@ static struct mrl_flt_slot *flt_install(struct mrl_cache *cache, uintptr_t gib,
 			goto err;
 		if (want && (!grown || grown->mask + 1 < want)) {
 			free(grown);
-			grown = mrl_slab_calloc(sizeof(*grown) + want * sizeof(grown->slot[0]));
+			grown = mrl_slab_calloc(sizeof(*grown) +
+						want * sizeof(grown->slot[0]));
 			if (!grown)
 				goto err;
 			grown->mask = want - 1;
@@ -199,19 +215,23 @@ err:
 }
 
 /* The slot of GiB `gib`, or NULL (lock-free). */
-static inline struct mrl_flt_slot *flt_slot(struct mrl_cache *cache, uintptr_t gib)
+static inline struct mrl_flt_slot *flt_slot(struct mrl_cache *cache,
+					    uintptr_t gib)
 {
-	struct mrl_flt_dir *dir = atomic_load_explicit(&cache->flt.dir, memory_order_acquire);
+	struct mrl_flt_dir *dir =
+		atomic_load_explicit(&cache->flt.dir, memory_order_acquire);
 
 	return dir ? flt_dir_find(dir, gib) : NULL;
 }
 
 /* The leaf at *slot, installed first when `install` (a zeroed one, by CAS, no
  * lock held); NULL if missing or out of memory. */
-static struct mrl_flt_leaf *flt_leaf(_Atomic(struct mrl_flt_leaf *) *slot, bool install)
+static struct mrl_flt_leaf *flt_leaf(_Atomic(struct mrl_flt_leaf *) *slot,
+				     bool install)
 {
 	struct mrl_flt_leaf *expected = NULL,
-			    *n = atomic_load_explicit(slot, memory_order_acquire);
+			    *n = atomic_load_explicit(slot,
+						      memory_order_acquire);
 
 	if (n || !install)
 		return n;
@@ -234,7 +254,8 @@ static struct mrl_flt_leaf *flt_leaf(_Atomic(struct mrl_flt_leaf *) *slot, bool 
  * (inside a write section, nodes already there). A missing node leaves the
  * filter broken, i.e. always "maybe".
  */
-void mrl_filter_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi, int delta)
+void mrl_filter_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi,
+		       int delta)
 {
 	bool install = delta == 0;
 	struct mrl_flt_slot *slot;
@@ -247,18 +268,22 @@ void mrl_filter_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi, int 
 		return;
 	if (hi > MRL_FLT_LIMIT) {
 		if (delta)
-			atomic_store_explicit(&cache->flt.unfiltered,
-					      atomic_load_explicit(&cache->flt.unfiltered,
-								   memory_order_relaxed) + delta,
-					      memory_order_relaxed);
+			atomic_store_explicit(
+				&cache->flt.unfiltered,
+				atomic_load_explicit(&cache->flt.unfiltered,
+						     memory_order_relaxed) +
+					delta,
+				memory_order_relaxed);
 		return;
 	}
 	for (a = lo & ~(((uintptr_t)1 << MRL_FLT_PAGE) - 1); a < hi;) {
 		bool whole = flt_covers(a, hi, MRL_FLT_TOP);
 
 		slot = flt_slot(cache, a >> MRL_FLT_TOP);
-		if (install && (!slot || (!whole && !atomic_load_explicit(&slot->mid,
-									   memory_order_acquire))))
+		if (install &&
+		    (!slot ||
+		     (!whole &&
+		      !atomic_load_explicit(&slot->mid, memory_order_acquire))))
 			slot = flt_install(cache, a >> MRL_FLT_TOP, !whole);
 		if (!slot)
 			goto broken;
@@ -273,7 +298,8 @@ void mrl_filter_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi, int 
 			goto broken;
 		if (flt_covers(a, hi, MRL_FLT_MID)) {
 			if (delta)
-				flt_count(&mid->full[flt_idx(a, MRL_FLT_MID)], delta);
+				flt_count(&mid->full[flt_idx(a, MRL_FLT_MID)],
+					  delta);
 			a = flt_next(a, MRL_FLT_MID);
 			continue;
 		}
@@ -303,7 +329,8 @@ bool mrl_filter_maybe(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
 	uintptr_t a;
 
 	if (hi > MRL_FLT_LIMIT ||
-	    atomic_load_explicit(&cache->flt.unfiltered, memory_order_relaxed) ||
+	    atomic_load_explicit(&cache->flt.unfiltered,
+				 memory_order_relaxed) ||
 	    atomic_load_explicit(&cache->flt.broken, memory_order_relaxed))
 		return true;
 	dir = atomic_load_explicit(&cache->flt.dir, memory_order_acquire);

@@ -32,7 +32,7 @@ struct mrl_reader {
 	_Alignas(MRL_CACHELINE) _Atomic(struct mrl_cache *) active;
 	atomic_bool in_use;
 	bool shared;
-	_Alignas(MRL_CACHELINE) struct mrl_thread t;	/* hot slots, counters */
+	_Alignas(MRL_CACHELINE) struct mrl_thread t; /* hot slots, counters */
 };
 
 extern struct mrl_reader mrl_readers[MRL_CACHE_MAX_THREADS + 1];
@@ -64,8 +64,9 @@ static inline void mrl_reader_count(struct mrl_reader *rec, unsigned slot,
 	if (MRL_UNLIKELY(rec->shared))
 		atomic_fetch_add_explicit(c, n, memory_order_release);
 	else
-		atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-				      memory_order_release);
+		atomic_store_explicit(
+			c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			memory_order_release);
 }
 
 /* Every thread's count `which` on `slot` (acquire: counts read after this
@@ -93,7 +94,8 @@ static inline bool mrl_readers_enter(struct mrl_reader *rec,
 	if (MRL_UNLIKELY(rec->shared))
 		return false;
 	atomic_store_explicit(&rec->active, cache, memory_order_seq_cst);
-	if (MRL_LIKELY(!atomic_load_explicit(&cache->writer, memory_order_seq_cst)))
+	if (MRL_LIKELY(!atomic_load_explicit(&cache->writer,
+					     memory_order_seq_cst)))
 		return true;
 	atomic_store_explicit(&rec->active, NULL, memory_order_release);
 	return false;

@@ -31,7 +31,8 @@ void mrl_cache_fail_allocs(unsigned n)
 
 static inline bool slab_injected_failure(void)
 {
-	unsigned v = atomic_load_explicit(&mrl_fail_allocs, memory_order_relaxed);
+	unsigned v =
+		atomic_load_explicit(&mrl_fail_allocs, memory_order_relaxed);
 
 	while (MRL_UNLIKELY(v))
 		if (atomic_compare_exchange_weak_explicit(&mrl_fail_allocs, &v,
@@ -68,8 +69,8 @@ static size_t mrl_slabs_idle_bytes;
 
 static inline size_t slab_bytes(uint32_t n)
 {
-	return sizeof(struct mrl_slab) +
-	       n * (sizeof(struct mrl_registration) + sizeof(struct mrl_reg_cold));
+	return sizeof(struct mrl_slab) + n * (sizeof(struct mrl_registration) +
+					      sizeof(struct mrl_reg_cold));
 }
 
 /* Give `slab` to dom: its entries onto dom's free list (mrl_pool_lock). */
@@ -99,11 +100,13 @@ struct mrl_registration *mrl_slab_entry_alloc(struct mrl_cache_domain *dom)
 		mrl_slabs_idle_bytes -= slab_bytes(slab->n);
 		slab_adopt(dom, slab);
 	}
-	n = pool->entries < MRL_SLAB_MIN ? MRL_SLAB_MIN :
-	    pool->entries > MRL_SLAB_MAX ? MRL_SLAB_MAX : (uint32_t)pool->entries;
+	n = pool->entries < MRL_SLAB_MIN   ? MRL_SLAB_MIN
+	    : pool->entries > MRL_SLAB_MAX ? MRL_SLAB_MAX
+					   : (uint32_t)pool->entries;
 	while (!pool->free) {
 		pthread_mutex_unlock(&mrl_pool_lock);
-		slab = mrl_slab_alloc_lines(slab_bytes(n), dom->cache->huge_after);
+		slab = mrl_slab_alloc_lines(slab_bytes(n),
+					    dom->cache->huge_after);
 		if (!slab)
 			return NULL;
 		slab->n = n;
