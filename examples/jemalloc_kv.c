@@ -638,7 +638,7 @@ static void print_stats(const char *title, const struct fi_mrlease_stats *s)
 static void report(void)
 {
 	struct fi_mrlease_stats domain_stats, process_stats;
-	unsigned long chunks = atomic_load(&arena_counts.chunks_mapped);
+	unsigned long mapped = atomic_load(&arena_counts.chunks_mapped);
 	unsigned long reclaims = atomic_load(&arena_counts.reclaims);
 
 	struct fi_mrlease_ops *ops = atomic_load(&mrlease);
@@ -648,7 +648,7 @@ static void report(void)
 
 	printf("# arena: %lu chunks mapped, %lu values stored, %lu reclaims "
 	       "(%lu KiB), %lu spans resolved, %lu refused, %lu posting "
-	       "phases after a reclaim\n", chunks, values_stored, reclaims,
+	       "phases after a reclaim\n", mapped, values_stored, reclaims,
 	       atomic_load(&arena_counts.reclaimed_bytes) / 1024,
 	       atomic_load(&arena_counts.spans_resolved),
 	       atomic_load(&arena_counts.spans_refused), reclaim_epochs);
@@ -667,7 +667,7 @@ static void report(void)
 	 * it: at most chunks x (posting phases after a reclaim + 1)
 	 * registrations, and far fewer than the values moved.
 	 */
-	tap(domain_stats.registrations <= chunks * (reclaim_epochs + 1) &&
+	tap(domain_stats.registrations <= mapped * (reclaim_epochs + 1) &&
 		    domain_stats.registrations * 16 <= values_stored,
 	    "registrations follow chunks, not values");
 	tap(atomic_load(&arena_counts.spans_resolved) >= domain_stats.registrations &&

@@ -93,6 +93,10 @@ static void mrl_check_provider_filter(void)
 			filter);
 }
 
+/* The entry point libfabric looks up in a DL provider (FI_EXT_INI in
+ * rdma/providers/fi_prov.h declares it only as part of its definition). */
+struct fi_provider *fi_prov_ini(void);
+
 __attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
 {
 	mrl_mrlease_prov.version = mrl_package_version();

@@ -160,7 +160,7 @@ void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 	}
 	if ((first->flags & MRL_OP_OWNED) && pool->owner == mrl_thread_self()) {
 		/* The owner's list links by owned_next; next stays NULL. */
-		struct mrl_op *head = atomic_load_explicit(
+		struct mrl_op *owned = atomic_load_explicit(
 			&pool->owned, memory_order_relaxed);
 
 		for (struct mrl_op *op = first, *next; op != last; op = next) {
@@ -169,7 +169,7 @@ void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 			op->next = NULL;
 		}
 		last->next = NULL;
-		last->owned_next = head;
+		last->owned_next = owned;
 		atomic_store_explicit(&pool->owned, first,
 				      memory_order_release);
 		return;
