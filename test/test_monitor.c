@@ -25,11 +25,9 @@
 
 #include "cache_registrar.h"
 #include "mrl_cache.h"
+#include "mrl_lease.h"
 #include "mrl_monitor.h"
 #include "fixture_rdm.h"
-
-/* mrl_lease.h clashes with mrl_test.h (its struct mrlt_domain). */
-bool mrl_lease_provider_pins(const char *prov_name);
 
 static struct mrl_cache *cache;
 static struct creg creg;
