@@ -14,10 +14,12 @@
 #include "bench_util.h"
 
 /* The configurations: FI_MRLEASE_PINNING and FI_MRLEASE_MONITOR of each. */
-enum { MODE_MON, MODE_PEROP, MODE_OFF, NMODES };
+enum { MODE_MON, MODE_PEROP, MODE_OFF, MODE_WATCH, NMODES };
 extern const char *const mb_mode_names[NMODES];
 extern const char *const mb_mode_pinning[NMODES];
 extern const char *const mb_mode_monitor[NMODES];
+/* FI_MRLEASE_MONITOR_CHURN of each; NULL: the default. */
+extern const char *const mb_mode_churn[NMODES];
 
 /* The largest loop operand, and the target buffer's size. */
 #define MAX_LOOP ((size_t)1 << 20)

@@ -32,6 +32,8 @@
 #define REUSE_BUFS 4
 /* Untimed iterations before a slice: the first misses of its buffers. */
 #define WARM_ITERS (2 * REUSE_BUFS)
+/* Past FI_MRLEASE_MONITOR_CHURN's default passes for every buffer. */
+#define REUSE_FRESH_WARM_ITERS (32 * REUSE_BUFS)
 
 /* ---- child: one configuration's server ---------------------------------- */
 
@@ -52,7 +54,7 @@ static void child_env(int mode)
 }
 
 struct child {
-	struct mrlt_pair pair;
+	struct xfer_pair pair;
 	char *dst;
 	struct fid_mr *dst_mr;
 	struct fi_context2 ctx;
@@ -60,11 +62,11 @@ struct child {
 
 static int child_open(struct child *c)
 {
-	struct mrlt_pair_opts xo = { .prov = mb_prov(), .caps = FI_MSG | FI_RMA };
+	struct xfer_opts xo = { .prov = mb_prov(), .caps = FI_MSG | FI_RMA };
 	int ret;
 
 	memset(c, 0, sizeof(*c));
-	ret = mrlt_pair_open(&xo, &c->pair);
+	ret = xfer_pair_open(&xo, &c->pair);
 	if (ret) {
 		fprintf(stderr, "monitor_bench child: %s\n", fi_strerror(-ret));
 		return ret == -FI_ENODATA ? 77 : 1;
@@ -78,7 +80,7 @@ static int child_open(struct child *c)
 	if (!c->dst)
 		goto err_close;
 	memset(c->dst, 0, MAX_LOOP);
-	ret = mrlt_pair_mr_reg(&c->pair, c->dst, MAX_LOOP, FI_REMOTE_WRITE, &c->dst_mr);
+	ret = xfer_mr_reg(&c->pair, c->dst, MAX_LOOP, FI_REMOTE_WRITE, &c->dst_mr);
 	if (ret) {
 		fprintf(stderr, "monitor_bench child: fi_mr_reg: %s\n", fi_strerror(-ret));
 		goto err_free;
@@ -88,7 +90,7 @@ static int child_open(struct child *c)
 err_free:
 	free(c->dst);
 err_close:
-	mrlt_pair_close(&c->pair);
+	xfer_pair_close(&c->pair);
 	return 1;
 }
 
@@ -96,7 +98,7 @@ static int child_close(struct child *c)
 {
 	int ret = fi_close(&c->dst_mr->fid);
 
-	if (mrlt_pair_close(&c->pair))
+	if (xfer_pair_close(&c->pair))
 		ret = 1;
 	free(c->dst);
 	return ret ? 1 : 0;
@@ -110,7 +112,7 @@ static int write_wait(struct child *c, const void *src, size_t len)
 	ssize_t n;
 
 	while ((n = fi_write(c->pair.ep[0], src, len, NULL, c->pair.addr[1],
-			     mrlt_pair_rma_addr(&c->pair, c->dst, c->dst),
+			     xfer_rma_addr(&c->pair, c->dst, c->dst),
 			     fi_mr_key(c->dst_mr), &c->ctx)) == -FI_EAGAIN)
 		(void)fi_cq_read(c->pair.cq, NULL, 0);
 	if (n) {
@@ -134,7 +136,7 @@ static int write_wait(struct child *c, const void *src, size_t len)
  * progress until the last write's bytes are there. */
 static int wait_landed(struct child *c, size_t len, unsigned char v)
 {
-	for (long i = 0; i < MRLT_MAX_POLLS; i++) {
+	for (long i = 0; i < XFER_MAX_POLLS; i++) {
 		if ((unsigned char)c->dst[0] == v && (unsigned char)c->dst[len - 1] == v)
 			return 0;
 		(void)fi_cq_read(c->pair.cq, NULL, 0);
@@ -372,44 +374,70 @@ static int child_unmap(struct child *c, size_t size, double secs)
 	return ret;
 }
 
+/* The reuse loop's buffers of one size: mapped on its first slice and kept
+ * for the child's life, so every slice of it reuses memory that was never
+ * unmapped (a slice that mapped its own would start at addresses the
+ * previous slice just unmapped: churn, mrl_churn.h). */
+struct reuse_set {
+	size_t size;
+	char *buf[REUSE_BUFS];
+};
+
+static char **reuse_bufs(size_t size, bool *fresh)
+{
+	static struct reuse_set sets[8];
+
+	for (size_t s = 0; s < sizeof(sets) / sizeof(sets[0]); s++) {
+		struct reuse_set *set = &sets[s];
+
+		if (set->size && set->size != size)
+			continue;
+		if (!set->size) {
+			for (int i = 0; i < REUSE_BUFS; i++) {
+				set->buf[i] = mmap(NULL, size, PROT_READ | PROT_WRITE,
+						   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+				if (set->buf[i] == MAP_FAILED)
+					return NULL;
+			}
+			set->size = size;
+			*fresh = true;
+		}
+		return set->buf;
+	}
+	return NULL;
+}
+
 /* "reuse SIZE SECS": the same REUSE_BUFS buffers written in turn. */
 static int child_reuse(struct child *c, size_t size, double secs)
 {
 	struct fi_mrlease_stats st0, st1;
-	char *buf[REUSE_BUFS] = { NULL };
+	bool fresh = false;
+	char **buf = reuse_bufs(size, &fresh);
 	double t0, t;
 	long n = 0;
-	int ret = -1;
+	/* Fresh buffers may sit where the unmap loop's region was: their first
+	 * misses register per operation (churn) before they are kept. */
+	long warm = fresh ? REUSE_FRESH_WARM_ITERS : WARM_ITERS;
 
-	for (int i = 0; i < REUSE_BUFS; i++) {
-		buf[i] = mmap(NULL, size, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (buf[i] == MAP_FAILED) {
-			buf[i] = NULL;
-			goto out;
-		}
+	if (!buf)
+		return -1;
+	for (int i = 0; i < REUSE_BUFS; i++)
 		memset(buf[i], 0x40 + i, size);
-	}
-	for (long i = 0; i < WARM_ITERS; i++)
+	for (long i = 0; i < warm; i++)
 		if (write_wait(c, buf[i % REUSE_BUFS], size))
-			goto out;
+			return -1;
 	query(c, &st0);
 	t0 = bu_now_s();
 	do {
 		if (write_wait(c, buf[n++ % REUSE_BUFS], size))
-			goto out;
+			return -1;
 	} while ((t = bu_now_s() - t0) < secs);
 	query(c, &st1);
 	if (wait_landed(c, size, (unsigned char)(0x40 + (n - 1) % REUSE_BUFS)))
-		goto out;
+		return -1;
 	printf("loop rate %.1f", (double)n / t);
 	print_counts(&st0, &st1, n);
-	ret = 0;
-out:
-	for (int i = 0; i < REUSE_BUFS; i++)
-		if (buf[i])
-			munmap(buf[i], size);
-	return ret;
+	return 0;
 }
 
 /*
