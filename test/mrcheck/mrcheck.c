@@ -656,6 +656,11 @@ static void chk_at_exit(void)
 	_exit(3);
 }
 
+/* The plugin's two exports: libfabric's DL entry point and the fallback
+ * tests look up with dlsym. */
+struct mrcheck_ops *mrcheck_global_ops(void);
+struct fi_provider *fi_prov_ini(void);
+
 /* Test-only fallback for layers above that do not forward MRCHECK_OPS_1. */
 __attribute__((visibility("default"))) struct mrcheck_ops *mrcheck_global_ops(void)
 {
