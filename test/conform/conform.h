@@ -40,6 +40,10 @@
  * that leaves nothing to compare (the no-hook run's failure is a skip). */
 #define CF_DONE 0
 #define CF_BROKEN 3
+/* A blocking call outlived its own timeout by seconds (see CF_BLOCKING). */
+#define CF_HANG 4
+/* Seconds a whole semantic may take. */
+#define CF_SEMANTIC_S 30
 
 /* Bound of every wait inside a semantic, in seconds (blocking calls get
  * their own shorter timeouts). */
@@ -75,6 +79,22 @@ double cf_now_ms(void);
 /* How a blocking call with timeout_ms that took elapsed_ms ended: "early"
  * (well before its timeout) or "timeout". */
 const char *cf_timing(double elapsed_ms, int timeout_ms);
+
+/* Bound this process to CF_SEMANTIC_S seconds (SIGALRM ends it with
+ * CF_HANG and a "# hang in ..." line). */
+void cf_deadline_start(void);
+void cf_block_begin(const char *what, int timeout_ms);
+void cf_block_end(void);
+/* expr, a call that blocks up to timeout_ms: a hang in it ends the process
+ * a few seconds after its timeout, naming it, rather than at the
+ * semantic's bound. */
+#define CF_BLOCKING(what, timeout_ms, expr)                                    \
+	({                                                                     \
+		cf_block_begin(what, timeout_ms);                              \
+		__typeof__(expr) cf_v_ = (expr);                               \
+		cf_block_end();                                                \
+		cf_v_;                                                         \
+	})
 
 /* ------------------------------------------------------------------------
  * The rig: fabric, domain and two connected endpoints on loopback (RDM
@@ -170,6 +190,7 @@ int cf_cntr(void);
 int cf_av(void);
 int cf_av_event(void);
 int cf_mr(void);
+int cf_mr_key(void);
 int cf_cancel(void);
 int cf_trigger(void);
 int cf_ep_opt(void);

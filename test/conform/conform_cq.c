@@ -201,12 +201,14 @@ int cf_cq_sread(void)
 	name_ctxs(ctx, 4, "ctx");
 
 	t0 = cf_now_ms();
-	rc = fi_cq_sread(r.cq[1], &e, 1, NULL, 200);
+	rc = CF_BLOCKING("fi_cq_sread", 200,
+			 fi_cq_sread(r.cq[1], &e, 1, NULL, 200));
 	cf_out("sread empty (200 ms): %s %s", cf_rc(rc),
 	       cf_timing(cf_now_ms() - t0, 200));
 	cf_out("fi_cq_signal: %s", cf_rc(fi_cq_signal(r.cq[1])));
 	t0 = cf_now_ms();
-	rc = fi_cq_sread(r.cq[1], &e, 1, NULL, 2000);
+	rc = CF_BLOCKING("fi_cq_sread", 2000,
+			 fi_cq_sread(r.cq[1], &e, 1, NULL, 2000));
 	cf_out("sread after the signal: %s %s", cf_rc(rc),
 	       cf_timing(cf_now_ms() - t0, 2000));
 
@@ -219,7 +221,9 @@ int cf_cq_sread(void)
 	/* The sender's side needs progress too: its CQ is read. */
 	for (rc = -FI_EAGAIN; rc == -FI_EAGAIN && cf_now_ms() - t0 < 5000;) {
 		(void)fi_cq_read(r.cq[0], NULL, 0);
-		rc = fi_cq_sreadfrom(r.cq[1], &e, 1, &src, NULL, 100);
+		rc = CF_BLOCKING("fi_cq_sreadfrom", 100,
+				 fi_cq_sreadfrom(r.cq[1], &e, 1, &src,
+						 NULL, 100));
 	}
 	cf_out("sreadfrom: %s", cf_rc(rc));
 	if (rc == 1) {
@@ -227,7 +231,8 @@ int cf_cq_sread(void)
 		cf_out("sreadfrom src: %s", cf_addr(src));
 	}
 	memset(&e, 0, sizeof(e));
-	rc = fi_cq_sread(r.cq[0], &e, 1, NULL, 5000);
+	rc = CF_BLOCKING("fi_cq_sread", 5000,
+			 fi_cq_sread(r.cq[0], &e, 1, NULL, 5000));
 	cf_out("sread send: %s", cf_rc(rc));
 	if (rc == 1)
 		cf_print_cqe("sread send", &e);
@@ -243,9 +248,11 @@ int cf_cq_sread(void)
 	cf_out("send: %s", cf_rc(fi_send(r.ep[0], b.s, SMALL, NULL, r.peer[0],
 					 &ctx[3])));
 	/* The sender's completion, read while the reader waits. */
-	rc = fi_cq_sread(r.cq[0], &e, 1, NULL, 5000);
+	rc = CF_BLOCKING("fi_cq_sread", 5000,
+			 fi_cq_sread(r.cq[0], &e, 1, NULL, 5000));
 	cf_out("sread send: %s", cf_rc(rc));
-	pthread_join(thread, NULL);
+	CF_BLOCKING("a thread in fi_cq_sread", 5000,
+		    pthread_join(thread, NULL));
 	cf_out("blocked sread: %s %s", cf_rc(c.rc),
 	       cf_timing(c.elapsed_ms, 5000));
 	if (c.rc == 1)
@@ -259,7 +266,8 @@ int cf_cq_sread(void)
 		return CF_BROKEN;
 	if (cq_reader_started(&c))
 		cf_out("fi_cq_signal: %s", cf_rc(fi_cq_signal(r.cq[1])));
-	pthread_join(thread, NULL);
+	CF_BLOCKING("a thread in fi_cq_sread", 3000,
+		    pthread_join(thread, NULL));
 	cf_out("signalled sread: %s %s", cf_rc(c.rc),
 	       cf_timing(c.elapsed_ms, 3000));
 	cf_close_all();
@@ -357,7 +365,7 @@ out:
 static void wait_print(struct fid_wait *ws, const char *what, int timeout)
 {
 	double t0 = cf_now_ms();
-	int ret = fi_wait(ws, timeout);
+	int ret = CF_BLOCKING("fi_wait", timeout, fi_wait(ws, timeout));
 
 	cf_out("%s: %s %s", what, cf_rc(ret),
 	       cf_timing(cf_now_ms() - t0, timeout));
@@ -398,7 +406,7 @@ int cf_wait_set(void)
 	 * until the receive's completion is there. */
 	end = cf_now_ms() + CF_WAIT_S * 1e3;
 	do {
-		ret = fi_wait(r.ws, 100);
+		ret = CF_BLOCKING("fi_wait", 100, fi_wait(r.ws, 100));
 		(void)fi_cq_read(r.cq[0], NULL, 0);
 	} while (fi_cntr_read(r.rx[1]) < 1 && cf_now_ms() < end);
 	cf_out("rx1: %llu", (unsigned long long)fi_cntr_read(r.rx[1]));

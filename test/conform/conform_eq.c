@@ -273,7 +273,8 @@ int cf_eq_sread(void)
 	cf_name(&ctx[2], sizeof(ctx[2]), "ctx2");
 
 	t0 = cf_now_ms();
-	rc = fi_eq_sread(eq, &event, &e, sizeof(e), 200, 0);
+	rc = CF_BLOCKING("fi_eq_sread", 200,
+			 fi_eq_sread(eq, &event, &e, sizeof(e), 200, 0));
 	cf_out("sread empty (200 ms): %s %s", cf_rc(rc),
 	       cf_timing(cf_now_ms() - t0, 200));
 
@@ -281,10 +282,13 @@ int cf_eq_sread(void)
 					   sizeof(e))));
 	memset(&e, 0, sizeof(e));
 	t0 = cf_now_ms();
-	rc = fi_eq_sread(eq, &event, &e, sizeof(e), 2000, FI_PEEK);
+	rc = CF_BLOCKING("fi_eq_sread", 2000,
+			 fi_eq_sread(eq, &event, &e, sizeof(e), 2000,
+				     FI_PEEK));
 	print_eq_entry("sread peek", rc, event, &e);
 	memset(&e, 0, sizeof(e));
-	rc = fi_eq_sread(eq, &event, &e, sizeof(e), 2000, 0);
+	rc = CF_BLOCKING("fi_eq_sread", 2000,
+			 fi_eq_sread(eq, &event, &e, sizeof(e), 2000, 0));
 	print_eq_entry("sread", rc, event, &e);
 	cf_out("sread timing: %s", cf_timing(cf_now_ms() - t0, 2000));
 
@@ -299,7 +303,8 @@ int cf_eq_sread(void)
 		cf_out("write while blocked: %s",
 		       cf_rc(eq_write(eq, FI_NOTIFY, &eq->fid, &ctx[1], 2,
 				      sizeof(e))));
-	pthread_join(thread, NULL);
+	CF_BLOCKING("a thread in fi_eq_sread", 5000,
+		    pthread_join(thread, NULL));
 	print_eq_entry("blocked sread", r.rc, r.event, &r.e);
 	cf_out("blocked sread timing: %s", cf_timing(r.elapsed_ms, 5000));
 
@@ -321,7 +326,8 @@ int cf_eq_sread(void)
 		pthread_kill(thread, SIGUSR1);
 		nap_ms(20);
 	}
-	pthread_join(thread, NULL);
+	CF_BLOCKING("a thread in fi_eq_sread", 1500,
+		    pthread_join(thread, NULL));
 	cf_out("signalled sread: %s %s", cf_rc(r.rc),
 	       cf_timing(r.elapsed_ms, 1500));
 	eq_read_print(eq, "read after the signal", sizeof(e), 0);
@@ -332,7 +338,9 @@ int cf_eq_sread(void)
 	if (!rc) {
 		mrl_track_fid(&none_eq->fid);
 		t0 = cf_now_ms();
-		rc = fi_eq_sread(none_eq, &event, &e, sizeof(e), 200, 0);
+		rc = CF_BLOCKING("fi_eq_sread", 200,
+				 fi_eq_sread(none_eq, &event, &e, sizeof(e),
+					     200, 0));
 		cf_out("sread on FI_WAIT_NONE: %s %s", cf_rc(rc),
 		       cf_timing(cf_now_ms() - t0, 200));
 	}

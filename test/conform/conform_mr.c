@@ -35,13 +35,19 @@ static uint64_t rma_addr(const struct cf_rig *r, const void *buf)
 /* What an application may rely on of an MR it registered: its context,
  * whether it has a descriptor, and the key it asked for (a provider's own
  * key differs between runs). */
-static void mr_print(const struct cf_rig *r, struct fid_mr *mr,
-		     const char *what, uint64_t want_key)
+static void mr_print(struct fid_mr *mr, const char *what)
+{
+	cf_out("%s: ctx=%s desc=%s", what, cf_ptr(mr->fid.context),
+	       fi_mr_desc(mr) ? "set" : "NULL");
+}
+
+/* The key of an MR, as the application may rely on it. */
+static void mr_key_print(const struct cf_rig *r, struct fid_mr *mr,
+			 const char *what, uint64_t want_key)
 {
 	uint64_t key = fi_mr_key(mr);
 
-	cf_out("%s: ctx=%s desc=%s key=%s", what, cf_ptr(mr->fid.context),
-	       fi_mr_desc(mr) ? "set" : "NULL",
+	cf_out("%s: key=%s", what,
 	       key == FI_KEY_NOTAVAIL ? "FI_KEY_NOTAVAIL" :
 	       prov_key(r) ? "provider's" :
 	       key == want_key ? "requested" : "other");
@@ -69,7 +75,7 @@ static ssize_t reg(struct cf_rig *r, void *buf, size_t len, uint64_t access,
 	}
 	mrl_track_fid(&(*mr)->fid);
 	cf_name(*mr, 0, what);
-	mr_print(r, *mr, what, key);
+	mr_print(*mr, what);
 	return 0;
 }
 
@@ -84,7 +90,7 @@ int cf_mr(void)
 {
 	struct cf_opts o = { .caps = FI_MSG | FI_RMA };
 	struct fi_context2 ctx[8];
-	struct fid_mr *a, *b, *dup, *v, *rem, *rl, *z;
+	struct fid_mr *a, *b, *v, *rem, *rl, *z;
 	struct fi_mr_attr attr;
 	struct iovec iov[2];
 	struct fid_cntr *cntr;
@@ -124,9 +130,6 @@ int cf_mr(void)
 		mr_attach(&r, b, r.ep[0], "mr_b");
 		cf_out("mr_b is mr_a: %s", b == a ? "yes" : "no");
 	}
-	if (!prov_key(&r))
-		reg(&r, d, 4096, FI_SEND | FI_RECV, KEY_A, &dup, &ctx[2],
-		    "duplicate key");
 
 	iov[0] = (struct iovec){ .iov_base = s, .iov_len = 4096 };
 	iov[1] = (struct iovec){ .iov_base = s + 8192, .iov_len = 4096 };
@@ -135,14 +138,14 @@ int cf_mr(void)
 	if (!ret) {
 		mrl_track_fid(&v->fid);
 		cf_name(v, 0, "mr_v");
-		mr_print(&r, v, "mr_v", KEY_C);
+		mr_print(v, "mr_v");
 	}
 	ret = fi_mr_regv(r.d.domain, iov, 1, FI_SEND, 0, KEY_C + 1, 0, &v,
 			 &ctx[3]);
 	cf_out("regv 1 iov: %s", cf_rc(ret));
 	if (!ret) {
 		mrl_track_fid(&v->fid);
-		mr_print(&r, v, "mr_v1", KEY_C + 1);
+		mr_print(v, "mr_v1");
 	}
 
 	memset(&attr, 0, sizeof(attr));
@@ -159,7 +162,8 @@ int cf_mr(void)
 		goto out;
 	mrl_track_fid(&rem->fid);
 	cf_name(rem, 0, "mr_rem");
-	mr_print(&r, rem, "mr_rem", KEY_D);
+	mr_print(rem, "mr_rem");
+	mr_key_print(&r, rem, "mr_rem", KEY_D);
 	mr_attach(&r, rem, r.ep[1], "mr_rem");
 
 	iov[0] = (struct iovec){ .iov_base = s, .iov_len = MR_LEN };
@@ -210,6 +214,12 @@ int cf_mr(void)
 						  rma_addr(&r, d),
 						  fi_mr_key(rem), &ctx[4]))));
 		cf_reap_print(&r, 0, "write", false);
+		/* The initiator's completion may come before the data lands
+		 * (FI_TRANSMIT_COMPLETE): the target is progressed until it
+		 * has. */
+		for (double end = cf_now_ms() + CF_WAIT_S * 1e3;
+		     memcmp(s, d, MR_LEN) && cf_now_ms() < end;)
+			cf_progress(&r);
 		cf_out("written: %s",
 		       !memcmp(s, d, MR_LEN) ? "delivered" : "wrong");
 		memset(s, 0, MR_LEN);
@@ -223,6 +233,43 @@ int cf_mr(void)
 		       !memcmp(s, d, MR_LEN) ? "delivered" : "wrong");
 	}
 out:
+	cf_close_all();
+	return CF_DONE;
+}
+
+/*
+ * fi_mr(3): without FI_MR_PROV_KEY an MR's key is the one the application
+ * requested, whatever its access, and a key already in use in the domain
+ * is refused with -FI_ENOKEY.
+ */
+int cf_mr_key(void)
+{
+	struct cf_opts o = { .caps = FI_MSG | FI_RMA };
+	struct fid_mr *a, *b, *c, *e;
+	struct cf_rig r;
+	char *s, *d, ctx[4];
+	int ret;
+
+	ret = cf_rig_open(&r, &o);
+	if (ret == -FI_ENODATA) {
+		o.caps = FI_MSG;
+		ret = cf_rig_open(&r, &o);
+	}
+	if (ret)
+		return cf_setup_failed(ret);
+	s = mrl_alloc(MR_LEN);
+	d = mrl_alloc(MR_LEN);
+	cf_out("provider keys: %s", prov_key(&r) ? "yes" : "no");
+	if (!reg(&r, s, MR_LEN, FI_SEND | FI_RECV, KEY_A, &a, &ctx[0], "local"))
+		mr_key_print(&r, a, "local", KEY_A);
+	if (!prov_key(&r) &&
+	    !reg(&r, d, 4096, FI_SEND, KEY_A, &b, &ctx[1], "local, its key"))
+		mr_key_print(&r, b, "local, its key", KEY_A);
+	if (!reg(&r, d, MR_LEN, FI_REMOTE_WRITE, KEY_B, &c, &ctx[2], "remote"))
+		mr_key_print(&r, c, "remote", KEY_B);
+	if (!prov_key(&r) &&
+	    !reg(&r, s, 4096, FI_RECV, KEY_B, &e, &ctx[3], "local, remote's key"))
+		mr_key_print(&r, e, "local, remote's key", KEY_B);
 	cf_close_all();
 	return CF_DONE;
 }
@@ -352,7 +399,11 @@ int cf_trigger(void)
 	       all_zero(d, TRIG_LEN) ? "untouched" : "written");
 	cf_out("fi_cntr_set: %s", cf_rc(fi_cntr_set(cntr, 3)));
 	cf_reap_print(&r, 0, "triggered write", false);
-	cf_out("data: %s", d[0] == 0x33 ? "delivered" : "other");
+	for (double end = cf_now_ms() + CF_WAIT_S * 1e3;
+	     d[TRIG_LEN - 1] != 0x33 && cf_now_ms() < end;)
+		cf_progress(&r);
+	cf_out("data: %s", d[0] == 0x33 && d[TRIG_LEN - 1] == 0x33 ?
+	       "delivered" : "other");
 
 	t[2].c.event_type = FI_TRIGGER_THRESHOLD;
 	t[2].c.trigger.threshold.cntr = cntr;

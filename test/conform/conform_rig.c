@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +196,46 @@ const char *cf_timing(double elapsed_ms, int timeout_ms)
 	/* A wait that was cut short ends well before its timeout; one that
 	 * ran out can only end later than it on a loaded machine. */
 	return elapsed_ms < timeout_ms * 0.5 ? "early" : "timeout";
+}
+
+static double deadline_ms;
+static const char *volatile blocked_in = "the semantic";
+
+static void on_alarm(int sig)
+{
+	const char *what = blocked_in;
+
+	(void)sig;
+	/* write(2) only: the process may be anywhere. */
+	if (write(STDOUT_FILENO, "# hang in ", 10) < 0 ||
+	    write(STDOUT_FILENO, what, strlen(what)) < 0 ||
+	    write(STDOUT_FILENO, "\n", 1) < 0)
+		_exit(CF_HANG);
+	_exit(CF_HANG);
+}
+
+void cf_deadline_start(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	deadline_ms = cf_now_ms() + CF_SEMANTIC_S * 1e3;
+	alarm(CF_SEMANTIC_S);
+}
+
+void cf_block_begin(const char *what, int timeout_ms)
+{
+	blocked_in = what;
+	alarm((unsigned)(timeout_ms / 1000 + 4));
+}
+
+void cf_block_end(void)
+{
+	double left = (deadline_ms - cf_now_ms()) / 1e3;
+
+	blocked_in = "the semantic";
+	alarm(left > 1 ? (unsigned)left : 1);
 }
 
 /* ------------------------------------------------------------------------
@@ -394,31 +435,43 @@ static int msg_side_open(struct cf_rig *r, const struct cf_opts *o, int i,
 	return 0;
 }
 
-/* One non-blocking read of a CM event: the event, -FI_EAGAIN or an error
- * (printed with its error entry). */
-static ssize_t cm_poll(struct fid_eq *eq, const char *side, bool log,
+/* One non-blocking read of a CM event: the event, -FI_EAGAIN or an error.
+ * What was read is added to log (the sides' events interleave as they
+ * please: each side's log is printed in a fixed order). */
+static ssize_t cm_poll(struct fid_eq *eq, char *log, size_t loglen,
 		       uint32_t *event, struct fi_eq_cm_entry *cm, size_t len)
 {
 	struct fi_eq_err_entry err = { 0 };
 	ssize_t rc = fi_eq_read(eq, event, cm, len, 0);
+	size_t used = strlen(log);
 
 	if (rc == -FI_EAGAIN)
 		return rc;
 	if (rc == -FI_EAVAIL) {
 		rc = fi_eq_readerr(eq, &err, 0);
-		cf_out("cm %s: error entry %s fid=%s err=%s", side, cf_rc(rc),
-		       cf_ptr(err.fid), cf_rc(-err.err));
+		snprintf(log + used, loglen - used, " error entry %s fid=%s "
+			 "err=%s;", cf_rc(rc), cf_ptr(err.fid),
+			 cf_rc(-err.err));
 		return -FI_EAVAIL;
 	}
 	if (rc < 0) {
-		cf_out("cm %s: fi_eq_read: %s", side, cf_rc(rc));
+		snprintf(log + used, loglen - used, " fi_eq_read %s;",
+			 cf_rc(rc));
 		return rc;
 	}
-	if (log)
-		cf_out("cm %s: %s fid=%s info=%s", side,
-		       fi_tostr(event, FI_TYPE_EQ_EVENT), cf_ptr(cm->fid),
-		       cm->info ? "set" : "NULL");
+	snprintf(log + used, loglen - used, " %s fid=%s info=%s;",
+		 fi_tostr(event, FI_TYPE_EQ_EVENT), cf_ptr(cm->fid),
+		 cm->info ? "set" : "NULL");
 	return rc;
+}
+
+/* The connection's events, side by side, once it is up or failed. */
+static void cm_print(char log[3][256], bool print)
+{
+	static const char *const side[3] = { "pep", "ep0", "ep1" };
+
+	for (int i = 0; i < 3 && print; i++)
+		cf_out("cm %s:%s", side[i], log[i]);
 }
 
 static int msg_open(struct cf_rig *r, const struct cf_opts *o)
@@ -432,6 +485,7 @@ static int msg_open(struct cf_rig *r, const struct cf_opts *o)
 	char addr[128];
 	size_t addrlen = sizeof(addr);
 	bool up[2] = { false, false };
+	char log[3][256] = { "", "", "" };
 	uint32_t event;
 	double end;
 	ssize_t rc;
@@ -464,7 +518,7 @@ static int msg_open(struct cf_rig *r, const struct cf_opts *o)
 	end = cf_now_ms() + CF_WAIT_S * 1e3;
 	while (!(up[0] && up[1]) && cf_now_ms() < end) {
 		if (!r->ep[1]) {
-			rc = cm_poll(r->pep_eq, "pep", o->cm_log, &event,
+			rc = cm_poll(r->pep_eq, log[0], sizeof(log[0]), &event,
 				     &ev.cm, sizeof(ev));
 			if (rc >= 0 && event == FI_CONNREQ) {
 				mrl_track_info(ev.cm.info);
@@ -473,20 +527,24 @@ static int msg_open(struct cf_rig *r, const struct cf_opts *o)
 					return ret;
 				TRY("fi_accept", fi_accept(r->ep[1], NULL, 0));
 			} else if (rc != -FI_EAGAIN) {
+				cm_print(log, true);
 				return rc < 0 ? (int)rc : -FI_EOTHER;
 			}
 		}
 		for (int i = 0; i < 2; i++) {
 			if (up[i] || !r->ep[i])
 				continue;
-			rc = cm_poll(r->eq[i], i ? "ep1" : "ep0", o->cm_log,
+			rc = cm_poll(r->eq[i], log[i + 1], sizeof(log[i + 1]),
 				     &event, &ev.cm, sizeof(ev));
-			if (rc >= 0 && event == FI_CONNECTED)
+			if (rc >= 0 && event == FI_CONNECTED) {
 				up[i] = true;
-			else if (rc != -FI_EAGAIN)
+			} else if (rc != -FI_EAGAIN) {
+				cm_print(log, true);
 				return rc < 0 ? (int)rc : -FI_EOTHER;
+			}
 		}
 	}
+	cm_print(log, o->cm_log || !(up[0] && up[1]));
 	if (!(up[0] && up[1])) {
 		cf_out("rig: not connected within %.0f s", CF_WAIT_S);
 		return -FI_ETIMEDOUT;
