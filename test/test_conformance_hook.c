@@ -36,6 +36,10 @@
 #include "mrl_test.h"
 #include "xfer_util.h"
 
+/* fi_poll and fi_wait, poll sets and wait sets are deprecated from
+ * libfabric 2.0 on, and still what several cases here are about. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 /* Seconds a child may take before it is killed (SIGALRM): a hang fails
  * its case. */
 #define CHILD_ALARM 30
@@ -919,6 +923,199 @@ static void test_trywait_reports_a_cq_only_with_a_readable_completion(void)
 	cq_ready_only_with_a_readable_completion(PROBE_TRYWAIT);
 }
 
+#define WAIT_SENDS 4
+#define WAIT_LEN 64
+
+/* Leases the hook holds in domain, or -1 without the hook. */
+static long long domain_leases(struct fid_domain *domain)
+{
+	struct fi_mrlease_ops *ops = NULL;
+	struct fi_mrlease_stats stats;
+
+	if (fi_open_ops(&domain->fid, FI_MRLEASE_OPS_1, 0, (void **)&ops,
+			NULL) ||
+	    ops->query_stats(domain, &stats, sizeof(stats)))
+		return -1;
+	return (long long)stats.leases;
+}
+
+/* Companions first: tracked fids close newest first. */
+#define TRY_TRACK(expr, fidp)                                                 \
+	do {                                                                  \
+		int try_rc_ = (expr);                                         \
+		if (try_rc_)                                                  \
+			return try_rc_;                                       \
+		mrl_track_fid(fidp);                                          \
+	} while (0)
+
+/*
+ * The sender of the wait-set case, around its CQ (on the wait set): an
+ * endpoint bound FI_SELECTIVE_COMPLETION (mrl_peer_open binds neither).
+ */
+static int wait_sender_open(struct mrl_domain *d, struct fid_cq *cq,
+			    struct mrl_peer *s)
+{
+	struct fi_av_attr av_attr = { .type = d->info->domain_attr->av_type };
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->dom = d;
+	s->cq = cq;
+	TRY_TRACK(fi_av_open(d->domain, &av_attr, &s->av, NULL), &s->av->fid);
+	TRY_TRACK(fi_endpoint(d->domain, d->info, &s->ep, NULL), &s->ep->fid);
+	ret = fi_ep_bind(s->ep, &cq->fid, FI_TRANSMIT | FI_RECV |
+			 FI_SELECTIVE_COMPLETION);
+	if (!ret)
+		ret = fi_ep_bind(s->ep, &s->av->fid, 0);
+	if (!ret)
+		ret = fi_enable(s->ep);
+	s->namelen = sizeof(s->name);
+	if (!ret)
+		ret = fi_getname(&s->ep->fid, s->name, &s->namelen);
+	return ret;
+}
+
+/*
+ * One fi_wait (not blocking) on wait, and when it says the set was
+ * signaled one fi_cq_read of cq into e. The provider may wake for its own
+ * progress with nothing to read; what must not happen is a wake for a
+ * completion the hook then hides: a read that found nothing while the
+ * hook's leases dropped (it consumed hidden completions). Returns the
+ * read's result (0 when fi_wait did not return 0); false with the case
+ * failed.
+ */
+static bool wait_then_read(struct fid_wait *wait, struct fid_cq *cq,
+			   struct fid_domain *domain,
+			   struct fi_cq_tagged_entry *e, ssize_t *rc)
+{
+	long long before = domain_leases(domain), after;
+	int ret = fi_wait(wait, 0);
+
+	*rc = 0;
+	if (ret) {
+		if (ret == -FI_ETIMEDOUT || ret == -FI_EAGAIN)
+			return true;
+		mrl_test_fail(__FILE__, __LINE__, "fi_wait: %d", ret);
+		return false;
+	}
+	*rc = fi_cq_read(cq, e, 4);
+	after = domain_leases(domain);
+	if (*rc == -FI_EAGAIN && after < before) {
+		mrl_test_fail(__FILE__, __LINE__, "fi_wait returned 0, then "
+			      "fi_cq_read -FI_EAGAIN while %lld hidden "
+			      "completions were consumed: one the application "
+			      "cannot read woke it", before - after);
+		return false;
+	}
+	if (*rc < 0 && *rc != -FI_EAGAIN) {
+		mrl_test_fail(__FILE__, __LINE__, "fi_cq_read: %zd", *rc);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * fi_poll(3): fi_wait returns once one of the set's objects is signaled,
+ * and the application then reads what signaled it. Through the hook a
+ * wait set holding a CQ with only completions the hook hides (leased
+ * sends the application asked none for) returned 0, and the fi_cq_read
+ * that followed returned -FI_EAGAIN: the hook had eaten the entry.
+ */
+static void test_wait_set_wakes_only_for_a_readable_completion(void)
+{
+	struct fi_wait_attr wait_attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED,
+				      .wait_obj = FI_WAIT_SET };
+	struct fi_context2 ctx[WAIT_SENDS], rctx[WAIT_SENDS + 1], vctx;
+	struct fi_cq_tagged_entry e[4];
+	struct mrl_peer s, r;
+	struct mrl_domain d;
+	struct fid_wait *wait;
+	struct fid_cq *cq;
+	struct mrl_wait w;
+	char *buf = mrl_alloc(WAIT_LEN);
+	char *rbuf = mrl_alloc((WAIT_SENDS + 1) * WAIT_LEN);
+	int received = 0, ret;
+	ssize_t rc;
+
+	if (!open_domain(&d))
+		return;
+	ret = fi_wait_open(d.fabric, &wait_attr, &wait);
+	if (ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP || ret == -FI_EINVAL) {
+		mrl_test_skip_current("%s: fi_wait_open: %s", prov,
+				      fi_strerror(-ret));
+		return;
+	}
+	CHECK_FI(ret);
+	mrl_track_fid(&wait->fid);
+	cq_attr.wait_set = wait;
+	ret = fi_cq_open(d.domain, &cq_attr, &cq, NULL);
+	if (ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP || ret == -FI_EINVAL) {
+		mrl_test_skip_current("%s: no CQ on a wait set: %s", prov,
+				      fi_strerror(-ret));
+		return;
+	}
+	CHECK_FI(ret);
+	mrl_track_fid(&cq->fid);
+	CHECK_FI(wait_sender_open(&d, cq, &s));
+	CHECK_FI(mrl_peer_open(&d, NULL, &r));
+	CHECK_FI(mrl_peers_connect(&s, &r));
+	for (int i = 0; i < WAIT_SENDS; i++)
+		CHECK_EQ(0, MRL_POST(fi_recv(r.ep, rbuf + i * WAIT_LEN,
+					     WAIT_LEN, NULL, r.peer, &rctx[i]),
+				     &r, &s));
+	/* No completion asked: with every operand leased the hook asks the
+	 * provider for one (to release the lease) and hides it. */
+	for (int i = 0; i < WAIT_SENDS; i++) {
+		struct iovec iov = { .iov_base = buf, .iov_len = WAIT_LEN };
+		struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1,
+				      .addr = s.peer, .context = &ctx[i] };
+
+		CHECK_EQ(0, MRL_POST(fi_sendmsg(s.ep, &msg, 0), &s, &r));
+	}
+	/* Until every send arrived and its lease is gone, nothing the
+	 * application asked for completes on the sender's CQ. */
+	mrl_wait_init(&w);
+	while ((received < WAIT_SENDS || domain_leases(d.domain) > 0) &&
+	       !mrl_wait_over(&w)) {
+		if (!wait_then_read(wait, cq, d.domain, e, &rc))
+			return;
+		CHECK_MSG(rc <= 0, "fi_cq_read returned a completion nobody "
+			  "asked for (context %p)", e[0].op_context);
+		rc = fi_cq_read(r.cq, e, 4);
+		CHECK_MSG(rc > 0 || rc == -FI_EAGAIN, "receiver's fi_cq_read: "
+			  "%zd", rc);
+		if (rc > 0)
+			received += (int)rc;
+	}
+	CHECK_MSG(received == WAIT_SENDS, "%d of %d sends arrived", received,
+		  WAIT_SENDS);
+	CHECK_MSG(domain_leases(d.domain) <= 0, "hidden sends never "
+		  "completed");
+	/* One the application asks a completion for: fi_wait reports it and
+	 * the read returns it. */
+	CHECK_EQ(0, MRL_POST(fi_recv(r.ep, rbuf + WAIT_SENDS * WAIT_LEN,
+				     WAIT_LEN, NULL, r.peer,
+				     &rctx[WAIT_SENDS]), &r, &s));
+	{
+		struct iovec iov = { .iov_base = buf, .iov_len = WAIT_LEN };
+		struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1,
+				      .addr = s.peer, .context = &vctx };
+
+		CHECK_EQ(0, MRL_POST(fi_sendmsg(s.ep, &msg, FI_COMPLETION), &s,
+				     &r));
+	}
+	mrl_wait_init(&w);
+	do {
+		if (!wait_then_read(wait, cq, d.domain, e, &rc))
+			return;
+		mrl_progress(&r);
+	} while (rc <= 0 && !mrl_wait_over(&w));
+	CHECK_MSG(rc == 1 && e[0].op_context == &vctx, "fi_cq_read after "
+		  "fi_wait: %zd, context %p (want %p)", rc,
+		  rc > 0 ? e[0].op_context : NULL, (void *)&vctx);
+}
+
 /* ------------------------------------------------------------------------
  * The cases, and how each runs.
  */
@@ -985,6 +1182,8 @@ static const struct conf_case cases[] = {
 	CASE(test_poll_set_reports_a_cq_only_with_a_readable_completion,
 	     rdm_providers, min_size_0),
 	CASE(test_trywait_reports_a_cq_only_with_a_readable_completion,
+	     rdm_providers, min_size_0),
+	CASE(test_wait_set_wakes_only_for_a_readable_completion,
 	     rdm_providers, min_size_0),
 	{ "test_getinfo_loads_the_plugin", test_getinfo_loads_the_plugin,
 	  no_provider, NULL, true },

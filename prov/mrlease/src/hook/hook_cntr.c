@@ -12,6 +12,11 @@
 
 #define MRL_CNTR_OK(c, op) FI_CHECK_OP((c)->inner->ops, struct fi_ops_cntr, op)
 
+/* Record that hook (inner below it; NULL: one the hook cannot check) was
+ * opened on app_wait, for fi_wait (hook_wait.c). */
+void mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook,
+		    struct fid *inner);
+
 static uint64_t mrl_cntr_read(struct fid_cntr *cntr_fid)
 {
 	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
@@ -131,6 +136,9 @@ int mrl_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 			goto err_close;
 	}
 
+	if (app_wait)
+		mrl_wait_watch(app_wait, &cntr->cntr.fid,
+			       peer ? NULL : &cntr->inner->fid);
 	mrl_count_open(MRL_CLASS_CNTR);
 	*cntr_fid = &cntr->cntr;
 	return 0;

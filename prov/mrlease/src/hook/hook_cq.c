@@ -14,6 +14,11 @@
 
 #include "mrl_hook.h"
 
+/* Record that hook (inner below it; NULL: one the hook cannot check) was
+ * opened on app_wait, for fi_wait (hook_wait.c). */
+void mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook,
+		    struct fid *inner);
+
 #define MRL_CQ_OK(cq, op) FI_CHECK_OP((cq)->inner->ops, struct fi_ops_cq, op)
 
 static ssize_t mrl_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
@@ -144,6 +149,9 @@ int mrl_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 			goto err_close;
 	}
 
+	if (app_wait)
+		mrl_wait_watch(app_wait, &cq->cq.fid,
+			       peer ? NULL : &cq->inner->fid);
 	mrl_count_open(MRL_CLASS_CQ);
 	*cq_fid = &cq->cq;
 	return 0;

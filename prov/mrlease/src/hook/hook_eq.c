@@ -18,6 +18,11 @@
 
 #include "mrl_hook.h"
 
+/* Record that hook (inner below it; NULL: one the hook cannot check) was
+ * opened on app_wait, for fi_wait (hook_wait.c). */
+void mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook,
+		    struct fid *inner);
+
 static void mrl_eq_map_fid(struct fid **fidp)
 {
 	struct fid *hook = mrl_hook_of_inner(*fidp);
@@ -166,6 +171,9 @@ int mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	if (!peer)
 		mrl_adopt_inner(&eq->inner->fid, &eq->eq.fid);
 
+	if (app_wait)
+		mrl_wait_watch(app_wait, &eq->eq.fid,
+			       peer ? NULL : &eq->inner->fid);
 	mrl_count_open(MRL_CLASS_EQ);
 	*eq_fid = &eq->eq;
 	return 0;

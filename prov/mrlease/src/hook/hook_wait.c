@@ -5,13 +5,16 @@
  * objects were opened with context = wrapper), so each is mapped back to the
  * application's context.
  *
- * A CQ is reported (by fi_poll, or by fi_trywait's -FI_EAGAIN) only with a
- * completion the application can read: where the personality hides
- * entries, it is asked first (cq_readable), which consumes hidden ones.
+ * A CQ is reported (by fi_poll, by fi_trywait's -FI_EAGAIN, or by fi_wait
+ * returning 0) only with a completion the application can read: where the
+ * personality hides entries, it is asked first (cq_readable), which
+ * consumes hidden ones.
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
@@ -20,13 +23,180 @@
 
 /* ---- wait set ---------------------------------------------------- */
 
+/* Record that hook (inner below it; NULL: one the hook cannot check) was
+ * opened on app_wait, for fi_wait (hook_wait.c). */
+void mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook,
+		    struct fid *inner);
+
+/* Objects a wait set can hold that fi_wait checks, kept inline in the
+ * wrapper (freed with it); a set that was given more is not checked. */
+#define MRL_WAIT_WATCHED 16
+
+/*
+ * A wait set and what the hook saw opened on it (CQs, counters, EQs), so
+ * that a wake-up can be checked against what the application will read
+ * (mrl_wait_wait). Members are kept by inner and hook fid and looked up by
+ * value at each wait (mrl_hook_of_inner): one closed since is not found
+ * and is dropped, with no hook on its close.
+ */
+struct mrl_wait_set {
+	struct mrl_wait wait;           /* first: mrl_fid_close frees it */
+	pthread_mutex_t lock;           /* guards what follows; nothing is
+					 * called in the provider under it */
+	bool unchecked;                 /* a member the hook cannot check */
+	size_t count;
+	struct {
+		struct fid *inner, *hook;
+	} members[MRL_WAIT_WATCHED];
+};
+
+static struct mrl_wait_set *mrl_wait_set_of(struct fid_wait *waitset)
+{
+	return container_of(waitset, struct mrl_wait_set, wait.wait);
+}
+
+/* Drop the members closed since they were added (under set->lock). */
+static void mrl_wait_prune(struct mrl_wait_set *set)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < set->count; i++)
+		if (mrl_hook_of_inner(set->members[i].inner) ==
+		    set->members[i].hook)
+			set->members[kept++] = set->members[i];
+	set->count = kept;
+}
+
+void mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook,
+		    struct fid *inner)
+{
+	struct mrl_wait_set *set;
+
+	if (!mrl_is_hook_fid(&app_wait->fid) ||
+	    mrl_class_of(&app_wait->fid) != MRL_CLASS_WAIT)
+		return;
+	set = mrl_wait_set_of(app_wait);
+	pthread_mutex_lock(&set->lock);
+	mrl_wait_prune(set);
+	if (!inner || set->count == MRL_WAIT_WATCHED)
+		set->unchecked = true;
+	else
+		set->members[set->count++] = (typeof(set->members[0])){
+			.inner = inner, .hook = hook };
+	pthread_mutex_unlock(&set->lock);
+}
+
+/* What fi_wait found in its members: the application's to read (or an
+ * object it cannot check), only hidden completions, or nothing. */
+enum mrl_wait_found { MRL_WAIT_NOTHING, MRL_WAIT_HIDDEN, MRL_WAIT_READABLE };
+
+/* One member's counter value and error count at fi_wait's entry. */
+struct mrl_wait_cntr_seen {
+	uint64_t value, err;
+};
+
+static void mrl_wait_cntr_look(struct fid *hook, struct mrl_wait_cntr_seen *c)
+{
+	struct fid_cntr *cntr = container_of(hook, struct fid_cntr, fid);
+
+	c->value = fi_cntr_read(cntr);
+	c->err = fi_cntr_readerr(cntr);
+}
+
+static enum mrl_wait_found
+mrl_wait_found(struct fid **hooks, size_t n,
+	       const struct mrl_wait_cntr_seen *seen)
+{
+	enum mrl_wait_found found = MRL_WAIT_NOTHING;
+
+	for (size_t i = 0; i < n; i++) {
+		struct mrl_wait_cntr_seen now;
+		struct fid_eq *eq;
+		uint32_t event;
+		int ret;
+
+		switch (mrl_class_of(hooks[i])) {
+		case MRL_CLASS_CQ:
+			ret = mrl_personality->cq_readable(container_of(
+				hooks[i], struct mrl_cq, cq.fid));
+			if (ret > 0)
+				return MRL_WAIT_READABLE;
+			if (ret == -FI_EAGAIN)
+				found = MRL_WAIT_HIDDEN;
+			break;
+		case MRL_CLASS_CNTR:
+			mrl_wait_cntr_look(hooks[i], &now);
+			if (now.value != seen[i].value || now.err != seen[i].err)
+				return MRL_WAIT_READABLE;
+			break;
+		case MRL_CLASS_EQ:
+			eq = container_of(hooks[i], struct fid_eq, fid);
+			if (fi_eq_read(eq, &event, NULL, 0, FI_PEEK) !=
+			    -FI_EAGAIN)
+				return MRL_WAIT_READABLE;
+			break;
+		default:
+			return MRL_WAIT_READABLE;
+		}
+	}
+	return found;
+}
+
+static int64_t mrl_wait_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * fi_wait: the provider's wake-up is the answer, unless all it found were
+ * completions the hook hides (now consumed): then wait again for what is
+ * left of the timeout. Anything else the members hold (an application
+ * completion or error, a counter that moved since the call, an EQ event,
+ * a member the hook cannot check), or nothing at all (the provider woke
+ * for its own progress), returns as the provider said.
+ */
 static int mrl_wait_wait(struct fid_wait *waitset, int timeout)
 {
-	struct mrl_wait *wait = container_of(waitset, struct mrl_wait, wait);
+	struct mrl_wait_set *set = mrl_wait_set_of(waitset);
+	struct fid_wait *inner = set->wait.inner;
+	struct mrl_wait_cntr_seen seen[MRL_WAIT_WATCHED];
+	struct fid *hooks[MRL_WAIT_WATCHED];
+	int64_t deadline = timeout >= 0 ? mrl_wait_now_ms() + timeout : 0;
+	bool checked;
+	size_t n;
+	int ret;
 
-	if (!FI_CHECK_OP(wait->inner->ops, struct fi_ops_wait, wait))
+	if (!FI_CHECK_OP(inner->ops, struct fi_ops_wait, wait))
 		return -FI_ENOSYS;
-	return wait->inner->ops->wait(wait->inner, timeout);
+	pthread_mutex_lock(&set->lock);
+	mrl_wait_prune(set);
+	n = set->count;
+	for (size_t i = 0; i < n; i++)
+		hooks[i] = set->members[i].hook;
+	checked = !set->unchecked && n && mrl_personality &&
+		  mrl_personality->cq_readable;
+	pthread_mutex_unlock(&set->lock);
+	if (!checked)
+		return inner->ops->wait(inner, timeout);
+
+	for (size_t i = 0; i < n; i++)
+		if (mrl_class_of(hooks[i]) == MRL_CLASS_CNTR)
+			mrl_wait_cntr_look(hooks[i], &seen[i]);
+	for (;;) {
+		ret = inner->ops->wait(inner, timeout);
+		if (ret || mrl_wait_found(hooks, n, seen) != MRL_WAIT_HIDDEN)
+			return ret;
+		if (timeout >= 0) {
+			int64_t left = deadline - mrl_wait_now_ms();
+
+			if (left <= 0)
+				return -FI_ETIMEDOUT;
+			timeout = (int)left;
+		}
+	}
 }
 
 struct fi_ops_wait mrl_wait_ops = {
@@ -38,6 +208,7 @@ int mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 		  struct fid_wait **waitset)
 {
 	struct mrl_fabric *fab = container_of(fabric, struct mrl_fabric, fabric);
+	struct mrl_wait_set *set;
 	struct mrl_wait *wait;
 	int ret;
 
@@ -46,9 +217,15 @@ int mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 	if (mrl_fabric_bypassed(fab))
 		return fab->inner->ops->wait_open(fab->inner, attr, waitset);
 
-	wait = calloc(1, sizeof(*wait));
-	if (!wait)
+	set = calloc(1, sizeof(*set));
+	if (!set)
 		return -FI_ENOMEM;
+	ret = pthread_mutex_init(&set->lock, NULL);
+	if (ret) {
+		free(set);
+		return -ret;
+	}
+	wait = &set->wait;
 
 	wait->fabric = fab;
 	wait->wait.fid.fclass = FI_CLASS_WAIT;
@@ -66,7 +243,8 @@ int mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 	return 0;
 
 err_free:
-	free(wait);
+	pthread_mutex_destroy(&set->lock);
+	free(set);
 	return ret;
 }
 
