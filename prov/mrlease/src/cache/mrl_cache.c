@@ -251,7 +251,7 @@ void mrl_cache_drop_chain(struct mrl_registration *chain)
 	drop_chain_as(chain, false);
 }
 
-/* ---- index maintenance (under write_enter) ------------------------------ */
+/* ---- index maintenance (in write sections) ------------------------------ */
 
 /* A live entry leaving the index: ends a loan of its index reference.
  * Returns whether there was one (then the index holds no reference to drop:
@@ -272,8 +272,8 @@ static bool unlend_locked(struct mrl_cache_domain *dom,
 	return true;
 }
 
-/* Take a live entry out of the index and chain it for drop_chain (unless
- * its index reference was lent). */
+/* Take a live entry out of the index and chain it for mrl_cache_drop_chain
+ * (unless its index reference was lent). */
 static void retire_locked(struct mrl_cache_domain *dom,
 			  struct mrl_registration *e,
 			  struct mrl_registration **chain)

@@ -120,8 +120,8 @@ struct mrl_registration *mrl_slab_entry_alloc(struct mrl_cache_domain *dom)
 	reg = pool->free;
 	pool->free = mrl_reg_cold(reg)->next;
 	pthread_mutex_unlock(&mrl_pool_lock);
-	/* A stale hot slot may still CAS refs (see hot_lease): everything but
-	 * refs is plain, refs is only ever accessed atomically. idx never
+	/* A stale hot slot may still CAS refs (mrl_cache_lease.c): everything
+	 * but refs is plain, refs is only ever accessed atomically. idx never
 	 * changes. */
 	mrl_assert(mrl_reg_state(reg) != MRL_REG_LIVE &&
 		   mrl_reg_state(reg) != MRL_REG_RETIRED);
