@@ -320,6 +320,12 @@ err_disable:
 	return x->mr_local ? ret : 0;
 }
 
+/*
+ * fi_control on the endpoint family. Endpoints and tx/rx contexts decide
+ * at FI_ENABLE, before the provider enables them (the internal CQ must be
+ * bound first), and again for FI_SETOPSFLAG once the provider took the
+ * flags; the test-only commands stop here. Other classes never lease.
+ */
 int mrl_xfer_ep_control(struct mrl_ep *ep, int command, void *arg)
 {
 	enum mrl_class cls = mrl_class_of(&ep->ep.fid);
