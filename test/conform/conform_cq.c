@@ -219,6 +219,9 @@ int cf_cq_sread(void)
 	memset(&e, 0, sizeof(e));
 	t0 = cf_now_ms();
 	/* The sender's side needs progress too: its CQ is read. */
+	/* A value no fi_addr_t of the run has: shows a source not written. */
+	src = (fi_addr_t)0x5eed5eed;
+	cf_name_addr(src, "unwritten");
 	for (rc = -FI_EAGAIN; rc == -FI_EAGAIN && cf_now_ms() - t0 < 5000;) {
 		(void)fi_cq_read(r.cq[0], NULL, 0);
 		rc = CF_BLOCKING("fi_cq_sreadfrom", 100,
@@ -412,7 +415,11 @@ int cf_wait_set(void)
 	cf_out("rx1: %llu", (unsigned long long)fi_cntr_read(r.rx[1]));
 	cf_out("trywait with a completion: %s",
 	       cf_rc(fi_trywait(r.d.fabric, fids, 2)));
+	/* Twice: the first wait may consume the wake-up the completion
+	 * gave; the completion is still unread, so the second must return
+	 * at once too. */
 	wait_print(r.ws, "wait with a completion", 2000);
+	wait_print(r.ws, "wait again, the completion still unread", 2000);
 	cf_reap_print(&r, 1, "recv", false);
 	cf_reap_print(&r, 0, "send", false);
 	cf_close_all();

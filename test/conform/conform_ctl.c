@@ -158,8 +158,15 @@ int cf_cntr(void)
 	cf_out("wait 10 (150 ms): %s %s", cf_rc(ret),
 	       cf_timing(cf_now_ms() - t0, 150));
 	cntr_wake(c, 3, fi_cntr_add, 1, "add 1 while waiting for 3");
-	cntr_wake(c, 100, fi_cntr_adderr, 1, "adderr 1 while waiting for 100");
+	/* An error counted before the wait: whether a wait started after it
+	 * sees it is the provider's, and must not change with the hook. (One
+	 * counted during the wait races with the wait's start.) */
+	cf_out("adderr 1: %s", cf_rc(fi_cntr_adderr(c, 1)));
 	cntr_print(c, "after adderr");
+	t0 = cf_now_ms();
+	ret = CF_BLOCKING("fi_cntr_wait", 150, fi_cntr_wait(c, 100, 150));
+	cf_out("wait 100 (150 ms) after the error: %s %s", cf_rc(ret),
+	       cf_timing(cf_now_ms() - t0, 150));
 	cf_out("seterr 7: %s", cf_rc(fi_cntr_seterr(c, 7)));
 	cntr_print(c, "after seterr");
 	cf_out("wait 3 with errors: %s",

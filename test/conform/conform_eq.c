@@ -85,6 +85,7 @@ static ssize_t eq_write(struct fid_eq *eq, uint32_t event, fid_t fid,
 static bool open_eq(struct mrl_domain *d, struct fi_eq_attr *attr,
 		    struct fid_eq **eq, void *ctx, int *status)
 {
+	enum fi_wait_obj wait_obj;
 	struct fi_info *info;
 	int ret;
 
@@ -97,8 +98,10 @@ static bool open_eq(struct mrl_domain *d, struct fi_eq_attr *attr,
 		*status = CF_BROKEN;
 		return false;
 	}
+	/* The requested wait object: a provider may write its choice back. */
+	wait_obj = attr->wait_obj;
 	ret = fi_eq_open(d->fabric, attr, eq, ctx);
-	cf_out("fi_eq_open(wait %d): %s", (int)attr->wait_obj, cf_rc(ret));
+	cf_out("fi_eq_open(wait %d): %s", (int)wait_obj, cf_rc(ret));
 	if (ret) {
 		*status = cf_setup_failed(ret);
 		return false;
