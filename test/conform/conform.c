@@ -43,12 +43,14 @@ static const struct {
 	{ "poll_set", cf_poll_set },
 	{ "wait_set", cf_wait_set },
 	{ "cntr", cf_cntr },
+	{ "cntr_wait", cf_cntr_wait },
 	{ "av", cf_av },
 	{ "av_event", cf_av_event },
 	{ "mr", cf_mr },
 	{ "mr_key", cf_mr_key },
 	{ "cancel", cf_cancel },
 	{ "trigger", cf_trigger },
+	{ "ep_opt_before", cf_ep_opt_before },
 	{ "ep_opt", cf_ep_opt },
 	{ "cm", cf_cm },
 };
@@ -123,8 +125,10 @@ static void run_add_line(struct run *r, const char *line)
 	if (line[0] == '#') {
 		size_t used = strlen(r->notes);
 
+		for (line++; *line == ' '; line++)
+			;
 		snprintf(r->notes + used, sizeof(r->notes) - used, "%s%s",
-			 used ? "; " : "", line + 1);
+			 used ? "; " : "", line);
 		return;
 	}
 	r->lines = realloc(r->lines, (r->n + 1) * sizeof(*r->lines));

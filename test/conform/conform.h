@@ -187,12 +187,14 @@ int cf_cq_sread(void);
 int cf_poll_set(void);
 int cf_wait_set(void);
 int cf_cntr(void);
+int cf_cntr_wait(void);
 int cf_av(void);
 int cf_av_event(void);
 int cf_mr(void);
 int cf_mr_key(void);
 int cf_cancel(void);
 int cf_trigger(void);
+int cf_ep_opt_before(void);
 int cf_ep_opt(void);
 int cf_cm(void);
 
