@@ -157,6 +157,15 @@
  * domain reports the merged figures; the cache counts the slot once, from
  * when the first of its domains on it opens, and keeps what it counted
  * when the last is gone, as for any closed domain).
+ *
+ * Checks. Built with --enable-debug, the cache asserts these rules
+ * (mrl_assert.h): a count never drops below zero, a lookup never returns a
+ * retired entry, an entry is retired once and its registration closed once,
+ * and the index keeps its order after every change.
+ *
+ * Implementation: prov/mrlease/src/cache/, one unit per subject (the list
+ * opens mrl_cache_int.h); their internal headers hold no rule of this
+ * interface.
  */
 #ifndef MRL_CACHE_H
 #define MRL_CACHE_H
