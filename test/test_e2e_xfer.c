@@ -537,8 +537,10 @@ static void rndv_close(struct rndv_setup *r)
  * Under FI_MR_LOCAL over tcp;ofi_rxm the peer reads each iov at offset 0 of
  * the MR it was given (libfabric 1.17 rendezvous without FI_MR_VIRT_ADDR):
  * handing rxm the wide entry sent the bytes at the entry's start instead.
- * The same send with the wide MR's own desc is the control: in that setting
- * it must arrive wrong, which proves the test catches the old failure.
+ * The same send with the wide MR's own desc is the control: where the
+ * provider reads from the MR's start it arrives wrong, which proves the
+ * test catches the old failure; where it arrives intact the control is a
+ * skip with its reason.
  * Repeated sends of the same buffer must reuse the registration they took.
  */
 static void test_rendezvous_send_inside_wider_registration_arrives_intact(void)
@@ -589,11 +591,19 @@ static void test_rendezvous_send_inside_wider_registration_arrives_intact(void)
 	rndv_send_once(pair, RNDV_SENDV, src, fi_mr_desc(r.wide), r.dst, &wrong);
 	printf("# %s: the wide MR's desc: %s\n", prov,
 	       wrong == -1 ? "intact" : "wrong bytes");
-	if (offset0)
-		CHECK_MSG(wrong != -1, "rxm rendezvous no longer reads from the "
-			  "MR's start: the control proves nothing");
-	else
+	if (offset0 && wrong == -1) {
+		/* Decided by what the provider does: one that reads each iov
+		 * at its offset (libfabric 2.x's rxm) delivers the control
+		 * intact too, and the control has no failure to show. */
+		char name[96];
+
+		snprintf(name, sizeof(name), "rendezvous_control_wide_desc[%s]",
+			 prov);
+		mrl_test_skip(name, "the provider reads each iov at its offset "
+			      "in the MR: the control cannot show the failure");
+	} else if (!offset0) {
 		CHECK_EQ(-1, wrong);
+	}
 	rndv_close(&r);
 }
 
