@@ -111,6 +111,9 @@ mrl_wait_found(struct fid **hooks, size_t n,
 
 	for (size_t i = 0; i < n; i++) {
 		struct mrl_wait_cntr_seen now;
+		/* Room for a CM event and its data; a larger event answers
+		 * -FI_ETOOSMALL, which says as much. */
+		char buf[sizeof(struct fi_eq_cm_entry) + 256];
 		struct fid_eq *eq;
 		uint32_t event;
 		int ret;
@@ -131,7 +134,7 @@ mrl_wait_found(struct fid **hooks, size_t n,
 			break;
 		case MRL_CLASS_EQ:
 			eq = container_of(hooks[i], struct fid_eq, fid);
-			if (fi_eq_read(eq, &event, NULL, 0, FI_PEEK) !=
+			if (fi_eq_read(eq, &event, buf, sizeof(buf), FI_PEEK) !=
 			    -FI_EAGAIN)
 				return MRL_WAIT_READABLE;
 			break;
