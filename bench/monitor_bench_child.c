@@ -54,7 +54,7 @@ static void child_env(int mode)
 }
 
 struct child {
-	struct xfer_pair pair;
+	struct mrlt_pair pair;
 	char *dst;
 	struct fid_mr *dst_mr;
 	struct fi_context2 ctx;
@@ -62,11 +62,11 @@ struct child {
 
 static int child_open(struct child *c)
 {
-	struct xfer_opts xo = { .prov = mb_prov(), .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair_opts xo = { .prov = mb_prov(), .caps = FI_MSG | FI_RMA };
 	int ret;
 
 	memset(c, 0, sizeof(*c));
-	ret = xfer_pair_open(&xo, &c->pair);
+	ret = mrlt_pair_open(&xo, &c->pair);
 	if (ret) {
 		fprintf(stderr, "monitor_bench child: %s\n", fi_strerror(-ret));
 		return ret == -FI_ENODATA ? 77 : 1;
@@ -80,7 +80,7 @@ static int child_open(struct child *c)
 	if (!c->dst)
 		goto err_close;
 	memset(c->dst, 0, MAX_LOOP);
-	ret = xfer_mr_reg(&c->pair, c->dst, MAX_LOOP, FI_REMOTE_WRITE, &c->dst_mr);
+	ret = mrlt_pair_mr_reg(&c->pair, c->dst, MAX_LOOP, FI_REMOTE_WRITE, &c->dst_mr);
 	if (ret) {
 		fprintf(stderr, "monitor_bench child: fi_mr_reg: %s\n", fi_strerror(-ret));
 		goto err_free;
@@ -90,7 +90,7 @@ static int child_open(struct child *c)
 err_free:
 	free(c->dst);
 err_close:
-	xfer_pair_close(&c->pair);
+	mrlt_pair_close(&c->pair);
 	return 1;
 }
 
@@ -98,7 +98,7 @@ static int child_close(struct child *c)
 {
 	int ret = fi_close(&c->dst_mr->fid);
 
-	if (xfer_pair_close(&c->pair))
+	if (mrlt_pair_close(&c->pair))
 		ret = 1;
 	free(c->dst);
 	return ret ? 1 : 0;
@@ -112,7 +112,7 @@ static int write_wait(struct child *c, const void *src, size_t len)
 	ssize_t n;
 
 	while ((n = fi_write(c->pair.ep[0], src, len, NULL, c->pair.addr[1],
-			     xfer_rma_addr(&c->pair, c->dst, c->dst),
+			     mrlt_pair_rma_addr(&c->pair, c->dst, c->dst),
 			     fi_mr_key(c->dst_mr), &c->ctx)) == -FI_EAGAIN)
 		(void)fi_cq_read(c->pair.cq, NULL, 0);
 	if (n) {
@@ -136,7 +136,7 @@ static int write_wait(struct child *c, const void *src, size_t len)
  * progress until the last write's bytes are there. */
 static int wait_landed(struct child *c, size_t len, unsigned char v)
 {
-	for (long i = 0; i < XFER_MAX_POLLS; i++) {
+	for (long i = 0; i < MRLT_MAX_POLLS; i++) {
 		if ((unsigned char)c->dst[0] == v && (unsigned char)c->dst[len - 1] == v)
 			return 0;
 		(void)fi_cq_read(c->pair.cq, NULL, 0);
