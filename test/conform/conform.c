@@ -90,13 +90,10 @@ static const struct {
 	const char *what;
 } known[] = {
 	{ NULL, NULL, "mr_key",
-	  "a local-only MR served from the lease cache has the cache "
-	  "registration's key, not the requested one, and a requested key "
-	  "already in use is not refused with FI_ENOKEY (xfer/mrl_mr.c)" },
-	{ NULL, NULL, "wait_set",
-	  "fi_wait times out while a CQ on the set holds a completion the "
-	  "hook read ahead in fi_trywait (hook_wait.c waits on the "
-	  "provider only, whose CQ is now empty)" },
+	  "documented in fi_mrlease(7) LIMITATIONS: a local-only MR served "
+	  "from the lease cache has the cache registration's key, not the "
+	  "requested one, and a requested key already in use is not refused "
+	  "with FI_ENOKEY" },
 };
 
 /* ------------------------------------------------------------------------

@@ -467,6 +467,10 @@ int mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		struct fid_eq **eq, void *context);
 int mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 		  struct fid_wait **waitset);
+/* Record that hook (inner below it; NULL: one the hook cannot check) was
+ * opened on app_wait, for fi_wait (hook_wait.c). */
+void mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook,
+		    struct fid *inner);
 int mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 int mrl_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 		  struct fid_poll **pollset);

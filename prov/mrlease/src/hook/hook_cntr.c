@@ -12,10 +12,6 @@
 
 #define MRL_CNTR_OK(c, op) FI_CHECK_OP((c)->inner->ops, struct fi_ops_cntr, op)
 
-/* Record that hook (inner below it; NULL: one the hook cannot check) was
- * opened on app_wait, for fi_wait (hook_wait.c). */
-void mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook,
-		    struct fid *inner);
 
 static uint64_t mrl_cntr_read(struct fid_cntr *cntr_fid)
 {

@@ -14,10 +14,6 @@
 
 #include "mrl_hook.h"
 
-/* Record that hook (inner below it; NULL: one the hook cannot check) was
- * opened on app_wait, for fi_wait (hook_wait.c). */
-void mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook,
-		    struct fid *inner);
 
 #define MRL_CQ_OK(cq, op) FI_CHECK_OP((cq)->inner->ops, struct fi_ops_cq, op)
 

@@ -23,10 +23,6 @@
 
 /* ---- wait set ---------------------------------------------------- */
 
-/* Record that hook (inner below it; NULL: one the hook cannot check) was
- * opened on app_wait, for fi_wait (hook_wait.c). */
-void mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook,
-		    struct fid *inner);
 
 /* Objects a wait set can hold that fi_wait checks, kept inline in the
  * wrapper (freed with it); a set that was given more is not checked. */
@@ -168,7 +164,8 @@ static int mrl_wait_wait(struct fid_wait *waitset, int timeout)
 	struct mrl_wait_cntr_seen seen[MRL_WAIT_WATCHED];
 	struct fid *hooks[MRL_WAIT_WATCHED];
 	int64_t deadline = timeout >= 0 ? mrl_wait_now_ms() + timeout : 0;
-	bool checked;
+	enum mrl_wait_found found;
+	bool checked, consumed = false;
 	size_t n;
 	int ret;
 
@@ -188,10 +185,31 @@ static int mrl_wait_wait(struct fid_wait *waitset, int timeout)
 	for (size_t i = 0; i < n; i++)
 		if (mrl_class_of(hooks[i]) == MRL_CLASS_CNTR)
 			mrl_wait_cntr_look(hooks[i], &seen[i]);
+	/* A completion read ahead (by fi_trywait, fi_poll or an earlier wait)
+	 * has left the provider's CQ, whose wait no longer sees it: it is
+	 * there to read, so the wait returns at once, as the provider's own
+	 * does for a CQ holding entries. Looking may consume completions the
+	 * hook hides, whose signal then wakes the provider's wait with
+	 * nothing to find: that wake is theirs, so it waits again. */
+	for (size_t i = 0; i < n; i++) {
+		if (mrl_class_of(hooks[i]) != MRL_CLASS_CQ)
+			continue;
+		ret = mrl_personality->cq_readable(
+			container_of(hooks[i], struct mrl_cq, cq.fid));
+		if (ret > 0)
+			return 0;
+		if (ret == -FI_EAGAIN)
+			consumed = true;
+	}
 	for (;;) {
 		ret = inner->ops->wait(inner, timeout);
-		if (ret || mrl_wait_found(hooks, n, seen) != MRL_WAIT_HIDDEN)
+		if (ret)
 			return ret;
+		found = mrl_wait_found(hooks, n, seen);
+		if (found == MRL_WAIT_READABLE ||
+		    (found == MRL_WAIT_NOTHING && !consumed))
+			return 0;
+		consumed = false;
 		if (timeout >= 0) {
 			int64_t left = deadline - mrl_wait_now_ms();
 
