@@ -4,7 +4,10 @@
  *
  * Each slot is a seqlock with one writer, the monitor thread: the sequence
  * is odd while the slot is rewritten. A reader copies the range between two
- * reads of an even, unchanged sequence. A slot's pass count is claimed with
+ * reads of an even, unchanged sequence. The range is stored with release
+ * and loaded with acquire (no fences: ThreadSanitizer does not model
+ * them), so a reader that sees a new bound also sees the odd sequence
+ * before it. A slot's pass count is claimed with
  * a compare-and-swap so that at most `passes` misses pass per note; a
  * claim that lands on a slot just rewritten counts against the new range,
  * which at worst watches one miss early.
@@ -43,9 +46,9 @@ void mrl_churn_note(uintptr_t start, uintptr_t end)
 	}
 	slot = &mrl_churn_ring[mrl_churn_next++ % MRL_CHURN_SLOTS];
 	atomic_fetch_add_explicit(&slot->seq, 1, memory_order_acq_rel);
-	atomic_store_explicit(&slot->start, start, memory_order_relaxed);
-	atomic_store_explicit(&slot->end, end, memory_order_relaxed);
-	atomic_store_explicit(&slot->used, 0, memory_order_relaxed);
+	atomic_store_explicit(&slot->start, start, memory_order_release);
+	atomic_store_explicit(&slot->end, end, memory_order_release);
+	atomic_store_explicit(&slot->used, 0, memory_order_release);
 	atomic_fetch_add_explicit(&slot->seq, 1, memory_order_release);
 }
 
@@ -58,10 +61,9 @@ static bool mrl_churn_slot_overlaps(struct mrl_churn_slot *slot,
 
 	if (seq & 1)
 		return false;
-	start = atomic_load_explicit(&slot->start, memory_order_relaxed);
-	end = atomic_load_explicit(&slot->end, memory_order_relaxed);
-	atomic_thread_fence(memory_order_acquire);
-	if (atomic_load_explicit(&slot->seq, memory_order_relaxed) != seq)
+	start = atomic_load_explicit(&slot->start, memory_order_acquire);
+	end = atomic_load_explicit(&slot->end, memory_order_acquire);
+	if (atomic_load_explicit(&slot->seq, memory_order_acquire) != seq)
 		return false;
 	return start < hi && lo < end;
 }
@@ -92,9 +94,9 @@ void mrl_churn_reset(void)
 		struct mrl_churn_slot *slot = &mrl_churn_ring[i];
 
 		atomic_fetch_add_explicit(&slot->seq, 1, memory_order_acq_rel);
-		atomic_store_explicit(&slot->start, 0, memory_order_relaxed);
-		atomic_store_explicit(&slot->end, 0, memory_order_relaxed);
-		atomic_store_explicit(&slot->used, 0, memory_order_relaxed);
+		atomic_store_explicit(&slot->start, 0, memory_order_release);
+		atomic_store_explicit(&slot->end, 0, memory_order_release);
+		atomic_store_explicit(&slot->used, 0, memory_order_release);
 		atomic_fetch_add_explicit(&slot->seq, 1, memory_order_release);
 	}
 	mrl_churn_next = 0;
