@@ -24,8 +24,10 @@
 #   with a function's inlined parts from other files folded into it).
 #   Program totals are not used for it: tcp progress polling spins a
 #   variable number of times and drowns a hundred instructions.
-# cache_ir_per_op: the part of it in the lease cache: code of mrl_cache.c
-#   and mrl_cache.h (its inline hit path, counted where it is inlined).
+# cache_ir_per_op: the part of it in the lease cache: code of its units
+#   (src/cache/mrl_cache*.[ch], mrl_btree, mrl_filter, mrl_readers,
+#   mrl_slab) and mrl_cache.h (its inline hit path, counted where it is
+#   inlined).
 # datapath_ir_per_op: the rest (posts, op contexts, completions, both
 #   instances' wrappers).
 # noop_added_ir / lease_added_ir: whole-program totals per op of modes 4 and
@@ -164,7 +166,8 @@ fi
 # cache part" per run, joined on the function.
 for n in "$n1" "$n2"; do
 	self_cost "$tmp/cg.2.$n" | awk -F'\t' '$3 ~ /libmrlease-fi/ {
-		all[$2] += $1; if ($4 ~ /mrl_cache\.[ch]$/) cache[$2] += $1 }
+		all[$2] += $1; if ($4 ~ /(mrl_cache[a-z_]*|mrl_btree|mrl_filter|mrl_readers|mrl_slab)\.[ch]$/)
+			cache[$2] += $1 }
 		END { for (f in all) printf "%s\t%d\t%d\n", f, all[f], cache[f] }' |
 		sort -t '	' -k1,1 >"$tmp/fn.$n"
 done
