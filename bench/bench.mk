@@ -7,7 +7,7 @@ BENCHES =
 BENCH_FIXTURE_SOURCES = test/xfer_util.c test/xfer_util.h test/fixture_rdm.c \
 	test/fixture_rdm.h test/mrl_test.c test/mrlt.h
 
-# ---- bench/xfer_bench: data-path message rate, four modes (issue 4) ----
+# ---- bench/xfer_bench: data-path message rate, four modes ----
 noinst_PROGRAMS += bench/xfer_bench
 bench_xfer_bench_SOURCES = bench/xfer_bench.c bench/xfer_bench.h \
 	bench/xfer_bench_child.c bench/xfer_bench_rounds.c bench/bench_util.c bench/bench_util.h \
@@ -16,7 +16,7 @@ bench_xfer_bench_CPPFLAGS = $(AM_CPPFLAGS)
 bench_xfer_bench_LDADD = -ldl $(FABRIC_LIBS)
 BENCHES += bench/xfer_bench
 
-# The lease cache against the seed's design and UCX's rcache (issue 3).
+# The lease cache against the seed's design and UCX's rcache.
 # Run: make bench, or bench/cache_bench [--quick].
 noinst_PROGRAMS += bench/cache_bench
 bench_cache_bench_SOURCES = bench/cache_bench.c test/cache_registrar.c test/cache_registrar.h \
@@ -30,7 +30,7 @@ endif
 BENCHES += bench/cache_bench
 
 # Hook instructions per leased fi_write, per function, with the callgrind
-# recipe of mrl_xfer.h (issue 4's <= 150 target): the one way to get
+# recipe in bench/README.md: the one way to get
 # instruction counts (xfer_bench measures rates only). Run: make bench, or
 # bench/xfer_ir.sh [BUILDDIR] from the source tree.
 EXTRA_DIST += bench/xfer_ir.sh
@@ -43,7 +43,7 @@ BENCHES += bench/xfer_ir
 
 # What the memory monitor costs: munmap with and without it, the unmap loop
 # against registering per operation, the reuse loop, and the hit path's
-# instructions under callgrind (issue 12). Run: make bench, or
+# instructions under callgrind. Run: make bench, or
 # bench/monitor_bench. The preload library lets valgrind, which lacks the
 # userfaultfd system call, run the monitor (its callgrind part only).
 noinst_PROGRAMS += bench/monitor_bench
@@ -69,7 +69,7 @@ test_libmrcheck_fi_la_SOURCES += test/mrcheck/mrcheck_cost.c
 
 # What mrlease saves where registrations are expensive: message rate under
 # mrcheck's registration cost model, application-registered, registered
-# per operation, leased, and leased with eviction (issue 15). Run: make
+# per operation, leased, and leased with eviction. Run: make
 # bench, or bench/cost_bench.
 noinst_PROGRAMS += bench/cost_bench
 bench_cost_bench_SOURCES = bench/cost_bench.c bench/bench_util.c bench/bench_util.h \
@@ -80,7 +80,7 @@ bench: test/libmrcheck-fi.la
 BENCHES += bench/cost_bench
 
 # Posting threads on one FI_THREAD_SAFE domain: mrlease's scaling from 1
-# to 2 threads against the provider's own (issue 15). Run: make bench, or
+# to 2 threads against the provider's own. Run: make bench, or
 # bench/thread_bench.
 noinst_PROGRAMS += bench/thread_bench
 bench_thread_bench_SOURCES = bench/thread_bench.c bench/bench_util.c bench/bench_util.h \

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Included from Makefile.am: the lease cache's tests (issue 3).
+# Included from Makefile.am: the lease cache's tests.
 
 # The counting registrar (fake or over a real domain) the cache tests share.
 check_LTLIBRARIES += test/libcachereg.la

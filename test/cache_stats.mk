@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Included from Makefile.am: the lease cache's statistics and capacity
-# (issue 16): snapshots that stay possible under threads, process-wide
+# Included from Makefile.am: the lease cache's statistics and capacity:
+# snapshots that stay possible under threads, process-wide
 # counts past the statistic slots, caps restored as leases end. Threads,
 # so also under TSan.
 check_PROGRAMS += test/test_cache_stats

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Included from Makefile.am: failures injected under mrlease (issue 16).
+# Included from Makefile.am: failures injected under mrlease.
 
 # mrcheck's fault injection (MRCHECK_FAULT_*, test/mrcheck/mrcheck.h), in
 # the plugin test/xfer.mk builds.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Included from Makefile.am: the memory monitor end to end (issue 12).
+# Included from Makefile.am: the memory monitor end to end.
 
 # The unmap loop (map at a fixed address, transfer with desc NULL, verify,
 # munmap; two threads) under mrcheck's frame checker, once per

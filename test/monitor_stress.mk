@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Included from Makefile.am: the memory monitor under stress (issue 12, item 5).
+# Included from Makefile.am: the memory monitor under stress.
 
 # NULL-descriptor transfers over malloc/free churn while glibc, jemalloc and
 # mimalloc purge at once, the monitor forced over tcp;ofi_rxm treated as

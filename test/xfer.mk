@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Included from Makefile.am: the data path end to end (issue 4).
+# Included from Makefile.am: the data path end to end.
 #
 # test/libmrcheck-fi.la is the test-only hooking provider "mrcheck" (see
 # test/mrcheck/mrcheck.h): a DL plugin built on the passthrough layer that
@@ -47,8 +47,7 @@ test_test_e2e_stress_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/test_e2e_stress
 SUITE_CONCURRENCY += test/test_e2e_stress
 
-# ---- data-path focused tests (helper-3, issue 4); everything above is
-# helper-6's. ----
+# ---- leases on the data path ----
 # Leases from post to completion under FI_HOOK=mrlease on every provider.
 check_PROGRAMS += test/test_xfer_lease
 test_test_xfer_lease_SOURCES = test/test_xfer_lease.c $(XFER_TEST_SOURCES)

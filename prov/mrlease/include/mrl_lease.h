@@ -26,7 +26,7 @@
  * layer) that owns one reference on a cached registration: fi_mr_desc and
  * fi_mr_key give the registration's, fi_close drops the reference (a lease,
  * or a pin, which also retires the pinned entry). Used by the extension's
- * pin and by the data path's fi_mr_reg interception (issue 4).
+ * pin and by the data path's fi_mr_reg interception.
  *
  * Threading: mrl_lease_cache() may be read from any thread without a lock
  * (it is published once, with release ordering); everything else follows
