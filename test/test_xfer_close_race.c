@@ -26,8 +26,7 @@
 
 #include <rdma/fi_rma.h>
 
-#define MRL_XFER_CTL_ONLY
-#include "mrl_xfer.h"
+#include "mrl_xfer_ctl.h"
 #include "xfer_util.h"
 
 #define LEN 4096

@@ -34,8 +34,7 @@
 #include <string.h>
 
 #include "mrl_test.h"
-#define MRL_XFER_CTL_ONLY
-#include "mrl_xfer.h"
+#include "mrl_xfer_ctl.h"
 #include "xfer_util.h"
 
 #define MSG 4096

@@ -16,6 +16,7 @@
 #include <rdma/providers/fi_log.h>
 
 #include "mrl_xfer.h"
+#include "mrl_xfer_state.h"
 
 static struct fi_ops_cntr mrl_xfer_cntr_ops;
 static pthread_once_t mrl_xfer_cntr_once = PTHREAD_ONCE_INIT;

@@ -23,6 +23,7 @@
 #include <rdma/providers/fi_log.h>
 
 #include "mrl_xfer.h"
+#include "mrl_xfer_inline.h"
 
 /* How a blocking read waits again after a hidden batch (see
  * mrl_xcq_wait_again). */

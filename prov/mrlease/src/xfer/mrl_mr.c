@@ -31,6 +31,7 @@
 
 #include "mrl_lease.h"
 #include "mrl_xfer.h"
+#include "mrl_xfer_state.h"
 
 static bool mrl_mr_cacheable(const struct mrl_domain *domain,
 			     const struct iovec *iov, size_t count,

@@ -10,7 +10,7 @@
 
 #include <rdma/fi_errno.h>
 
-#include "mrl_xfer.h"
+#include "mrl_xfer_inline.h"
 
 struct fi_ops_atomic mrl_xfer_atomic_ops;
 

@@ -19,6 +19,8 @@
 #include "mrl_lease.h"
 #include "mrl_params.h"
 #include "mrl_xfer.h"
+#include "mrl_xfer_ctl.h"
+#include "mrl_xfer_inline.h"
 
 static struct fi_ops_ep mrl_xfer_ep_ops;
 static pthread_once_t mrl_xfer_once = PTHREAD_ONCE_INIT;
@@ -112,7 +114,7 @@ static void mrl_xdir_multi_recv(struct mrl_xep *x)
 }
 
 /* After a decision: whether the direction's single-buffer calls may take
- * the hit path (mrl_xfer.h). */
+ * the hit path (mrl_xfer_inline.h). */
 static void mrl_xdir_single(struct mrl_xep *x, enum mrl_dir dir)
 {
 	struct mrl_xdir *d = &x->dir[dir];

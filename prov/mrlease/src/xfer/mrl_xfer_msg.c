@@ -4,7 +4,7 @@
  * (mrl_xfer_tagged.c) share. Each call checks first whether an operand
  * needs a lease; if none does it is forwarded as is (the fast path). A
  * single-buffer call that needs one takes the hit path the RMA calls take
- * (the two halves of mrl_xfer.h: MRL_MSG_OWNED, mrl_msg_pop, mrl_msg_op: an
+ * (the two halves of mrl_xfer_inline.h: mrl_msg_owned, mrl_msg_pop, mrl_msg_op: an
  * op off the owner's list or the pool, one lease, the inner call in the
  * same shape). Everything else goes through mrl_msg_post, one body for msg
  * and tagged calls of any shape: leased non-msg calls keep their shape
@@ -56,7 +56,7 @@
 
 #include <rdma/fi_errno.h>
 
-#include "mrl_xfer.h"
+#include "mrl_xfer_inline.h"
 
 struct fi_ops_msg mrl_xfer_msg_ops;
 
@@ -209,7 +209,7 @@ ssize_t mrl_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err)
 				   a.peer, a.a, a.b, a.c, context, err);
 }
 
-/* The single-buffer hit path's out-of-line halves (mrl_xfer.h). */
+/* The single-buffer hit path's out-of-line halves (mrl_xfer_inline.h). */
 static MRL_MSG_OP(mrl_msg_recv_op, MRL_RECV)
 static MRL_MSG_OP(mrl_msg_send_op, MRL_SEND)
 static MRL_MSG_OP(mrl_msg_senddata_op, MRL_SENDDATA)
@@ -273,13 +273,17 @@ static ssize_t mrl_msg_recv(struct fid_ep *fep, void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	fi_addr_t addr = src_addr;
-	uint64_t tag = 0, ignore = 0, data = 0;
+	struct mrl_op_pool *pool;
+	struct mrl_op *op;
 
 	if (desc || len < x->dir[MRL_RX].min)
 		return fi_recv(ep->inner, buf, len, desc, src_addr, context);
-	MRL_MSG_OWNED(MRL_RECV, mrl_msg_recv_op,
-		      mrl_msg_recv_pop(fep, buf, len, desc, src_addr, context));
+	pool = x->dir[MRL_RX].single;
+	op = mrl_msg_owned(MRL_RECV, x, pool, fep, buf, len, src_addr, 0, 0, 0,
+			   context);
+	if (!op)
+		return mrl_msg_recv_pop(fep, buf, len, desc, src_addr, context);
+	return mrl_msg_recv_op(pool->cache, (uintptr_t)buf, len, op);
 }
 
 static ssize_t mrl_msg_recvv(struct fid_ep *fep, const struct iovec *iov,
@@ -318,13 +322,17 @@ static ssize_t mrl_msg_send(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	fi_addr_t addr = dest_addr;
-	uint64_t tag = 0, ignore = 0, data = 0;
+	struct mrl_op_pool *pool;
+	struct mrl_op *op;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_send(ep->inner, buf, len, desc, dest_addr, context);
-	MRL_MSG_OWNED(MRL_SEND, mrl_msg_send_op,
-		      mrl_msg_send_pop(fep, buf, len, desc, dest_addr, context));
+	pool = x->dir[MRL_TX].single;
+	op = mrl_msg_owned(MRL_SEND, x, pool, fep, buf, len, dest_addr, 0, 0, 0,
+			   context);
+	if (!op)
+		return mrl_msg_send_pop(fep, buf, len, desc, dest_addr, context);
+	return mrl_msg_send_op(pool->cache, (uintptr_t)buf, len, op);
 }
 
 static ssize_t mrl_msg_sendv(struct fid_ep *fep, const struct iovec *iov,
@@ -361,15 +369,19 @@ static ssize_t mrl_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	fi_addr_t addr = dest_addr;
-	uint64_t tag = 0, ignore = 0;
+	struct mrl_op_pool *pool;
+	struct mrl_op *op;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_senddata(ep->inner, buf, len, desc, data, dest_addr,
 				   context);
-	MRL_MSG_OWNED(MRL_SENDDATA, mrl_msg_senddata_op,
-		      mrl_msg_senddata_pop(fep, buf, len, desc, data, dest_addr,
-					   context));
+	pool = x->dir[MRL_TX].single;
+	op = mrl_msg_owned(MRL_SENDDATA, x, pool, fep, buf, len, dest_addr, 0,
+			   0, data, context);
+	if (!op)
+		return mrl_msg_senddata_pop(fep, buf, len, desc, data,
+					    dest_addr, context);
+	return mrl_msg_senddata_op(pool->cache, (uintptr_t)buf, len, op);
 }
 
 void mrl_xfer_msg_init(void)

@@ -13,7 +13,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
-#include "mrl_xfer.h"
+#include "mrl_xfer_op.h"
+#include "mrl_xfer_state.h"
 
 /*
  * Address space reserved for ops. PROT_NONE costs no memory and no commit

@@ -14,7 +14,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
-#include "mrl_xfer.h"
+#include "mrl_xfer_inline.h"
 
 size_t mrl_datatype_size(enum fi_datatype datatype)
 {

@@ -9,7 +9,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_trigger.h>
 
-#include "mrl_xfer.h"
+#include "mrl_xfer_inline.h"
 
 struct fi_ops_rma mrl_xfer_rma_ops;
 
@@ -184,7 +184,7 @@ mrl_rma_op_failed(enum mrl_rma_kind kind, struct mrl_op *op, int err)
 
 /*
  * The leased half of a read, write or writedata (the second half of the
- * single-buffer hit path, see mrl_xfer.h): the lease into the op, the op
+ * single-buffer hit path, see mrl_xfer_inline.h): the lease into the op, the op
  * LIVE, the inner call with the operands the first half stored in the op.
  */
 static inline __attribute__((always_inline)) ssize_t
@@ -288,24 +288,28 @@ mrl_rma_writedata_pop(struct fid_ep *fep, const void *buf, size_t len,
 }
 
 /*
- * A single-buffer RMA call: forwarded when it needs no lease; else the
- * first half of the hit path (mrl_xfer.h) for the pool's owner, with no
- * stack frame: the op off its own list, the operands into it, the leased
- * half. Returns NULL ... (see the callers)
+ * The first half of the hit path (mrl_xfer_inline.h) of a single-buffer RMA
+ * call that needs a lease, for the pool's owner (no stack frame; pool is
+ * x->dir[MRL_TX].single): the op off its own list, taken with the call's
+ * operands stored in it. The caller passes it to the call's leased half
+ * with pool->cache. NULL (no buffer, another thread, an empty list): the
+ * caller takes its out-of-line pop instead.
  */
-#define MRL_RMA_OWNED(kind, leased, pop_call)                                \
-	do {                                                                 \
-		struct mrl_op_pool *pool = x->dir[MRL_TX].single;            \
-		struct mrl_op *op = mrl_post_owned(pool, buf);               \
-                                                                             \
-		if (!op)                                                     \
-			return pop_call;                                     \
-		mrl_rma_args_set(kind, op, fep, buf, len, peer, addr, key,   \
-				 data, context);                             \
-		mrl_post_owned_take(pool, op, mrl_op_shape(MRL_OP_OWNED, 1), \
-				    MRL_OP_LIVE_OWNED);                      \
-		return leased(pool->cache, (uintptr_t)buf, len, op);         \
-	} while (0)
+static inline __attribute__((always_inline)) struct mrl_op *
+mrl_rma_owned(enum mrl_rma_kind kind, struct mrl_op_pool *pool,
+	      struct fid_ep *fep, const void *buf, size_t len, fi_addr_t peer,
+	      uint64_t addr, uint64_t key, uint64_t data, void *context)
+{
+	struct mrl_op *op = mrl_post_owned(pool, buf);
+
+	if (!op)
+		return NULL;
+	mrl_rma_args_set(kind, op, fep, buf, len, peer, addr, key, data,
+			 context);
+	mrl_post_owned_take(pool, op, mrl_op_shape(MRL_OP_OWNED, 1),
+			    MRL_OP_LIVE_OWNED);
+	return op;
+}
 
 static ssize_t mrl_rma_read(struct fid_ep *fep, void *buf, size_t len,
 			    void *desc, fi_addr_t src_addr, uint64_t addr,
@@ -313,15 +317,19 @@ static ssize_t mrl_rma_read(struct fid_ep *fep, void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	fi_addr_t peer = src_addr;
-	uint64_t data = 0;
+	struct mrl_op_pool *pool;
+	struct mrl_op *op;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_read(ep->inner, buf, len, desc, src_addr, addr, key,
 			       context);
-	MRL_RMA_OWNED(MRL_RMA_READ, mrl_rma_read_op,
-		      mrl_rma_read_pop(fep, buf, len, desc, src_addr, addr,
-				       key, context));
+	pool = x->dir[MRL_TX].single;
+	op = mrl_rma_owned(MRL_RMA_READ, pool, fep, buf, len, src_addr, addr,
+			   key, 0, context);
+	if (!op)
+		return mrl_rma_read_pop(fep, buf, len, desc, src_addr, addr,
+					key, context);
+	return mrl_rma_read_op(pool->cache, (uintptr_t)buf, len, op);
 }
 
 static ssize_t mrl_rma_readv(struct fid_ep *fep, const struct iovec *iov,
@@ -358,15 +366,19 @@ static ssize_t mrl_rma_write(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	fi_addr_t peer = dest_addr;
-	uint64_t data = 0;
+	struct mrl_op_pool *pool;
+	struct mrl_op *op;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_write(ep->inner, buf, len, desc, dest_addr, addr, key,
 				context);
-	MRL_RMA_OWNED(MRL_RMA_WRITE, mrl_rma_write_op,
-		      mrl_rma_write_pop(fep, buf, len, desc, dest_addr, addr,
-					key, context));
+	pool = x->dir[MRL_TX].single;
+	op = mrl_rma_owned(MRL_RMA_WRITE, pool, fep, buf, len, dest_addr, addr,
+			   key, 0, context);
+	if (!op)
+		return mrl_rma_write_pop(fep, buf, len, desc, dest_addr, addr,
+					 key, context);
+	return mrl_rma_write_op(pool->cache, (uintptr_t)buf, len, op);
 }
 
 static ssize_t mrl_rma_writev(struct fid_ep *fep, const struct iovec *iov,
@@ -405,14 +417,19 @@ static ssize_t mrl_rma_writedata(struct fid_ep *fep, const void *buf,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	fi_addr_t peer = dest_addr;
+	struct mrl_op_pool *pool;
+	struct mrl_op *op;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_writedata(ep->inner, buf, len, desc, data, dest_addr,
 				    addr, key, context);
-	MRL_RMA_OWNED(MRL_RMA_WRITEDATA, mrl_rma_writedata_op,
-		      mrl_rma_writedata_pop(fep, buf, len, desc, data,
-					    dest_addr, addr, key, context));
+	pool = x->dir[MRL_TX].single;
+	op = mrl_rma_owned(MRL_RMA_WRITEDATA, pool, fep, buf, len, dest_addr,
+			   addr, key, data, context);
+	if (!op)
+		return mrl_rma_writedata_pop(fep, buf, len, desc, data,
+					     dest_addr, addr, key, context);
+	return mrl_rma_writedata_op(pool->cache, (uintptr_t)buf, len, op);
 }
 
 /* ---- endpoints of domains that never lease ------------------------- */

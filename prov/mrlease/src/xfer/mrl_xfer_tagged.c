@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_tsend/fi_trecv and friends: the entry points, with the posting code of
- * mrl_xfer_msg.c and mrl_xfer.h (MRL_MSG_OWNED, mrl_msg_op, mrl_msg_post). A tagged receive with
+ * mrl_xfer_msg.c and mrl_xfer_inline.h (mrl_msg_owned, mrl_msg_op, mrl_msg_post). A tagged receive with
  * FI_PEEK, FI_CLAIM or FI_DISCARD is never swapped: the provider ties a
  * claim to the context given at the peek.
  */
@@ -9,13 +9,13 @@
 
 #include <rdma/fi_errno.h>
 
-#include "mrl_xfer.h"
+#include "mrl_xfer_inline.h"
 
 struct fi_ops_tagged mrl_xfer_tagged_ops;
 
 #define MRL_TAGGED_NO_SWAP (FI_PEEK | FI_CLAIM | FI_DISCARD)
 
-/* The single-buffer hit path's out-of-line halves (mrl_xfer.h). */
+/* The single-buffer hit path's out-of-line halves (mrl_xfer_inline.h). */
 static MRL_MSG_OP(mrl_tagged_recv_op, MRL_TRECV)
 static MRL_MSG_OP(mrl_tagged_send_op, MRL_TSEND)
 static MRL_MSG_OP(mrl_tagged_senddata_op, MRL_TSENDDATA)
@@ -85,15 +85,19 @@ static ssize_t mrl_tagged_recv(struct fid_ep *fep, void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	fi_addr_t addr = src_addr;
-	uint64_t data = 0;
+	struct mrl_op_pool *pool;
+	struct mrl_op *op;
 
 	if (desc || len < x->dir[MRL_RX].min)
 		return fi_trecv(ep->inner, buf, len, desc, src_addr, tag,
 				ignore, context);
-	MRL_MSG_OWNED(MRL_TRECV, mrl_tagged_recv_op,
-		      mrl_tagged_recv_pop(fep, buf, len, desc, src_addr, tag,
-					  ignore, context));
+	pool = x->dir[MRL_RX].single;
+	op = mrl_msg_owned(MRL_TRECV, x, pool, fep, buf, len, src_addr, tag,
+			   ignore, 0, context);
+	if (!op)
+		return mrl_tagged_recv_pop(fep, buf, len, desc, src_addr, tag,
+					   ignore, context);
+	return mrl_tagged_recv_op(pool->cache, (uintptr_t)buf, len, op);
 }
 
 static ssize_t mrl_tagged_recvv(struct fid_ep *fep, const struct iovec *iov,
@@ -134,15 +138,19 @@ static ssize_t mrl_tagged_send(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	fi_addr_t addr = dest_addr;
-	uint64_t ignore = 0, data = 0;
+	struct mrl_op_pool *pool;
+	struct mrl_op *op;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_tsend(ep->inner, buf, len, desc, dest_addr, tag,
 				context);
-	MRL_MSG_OWNED(MRL_TSEND, mrl_tagged_send_op,
-		      mrl_tagged_send_pop(fep, buf, len, desc, dest_addr, tag,
-					  context));
+	pool = x->dir[MRL_TX].single;
+	op = mrl_msg_owned(MRL_TSEND, x, pool, fep, buf, len, dest_addr, tag, 0,
+			   0, context);
+	if (!op)
+		return mrl_tagged_send_pop(fep, buf, len, desc, dest_addr, tag,
+					   context);
+	return mrl_tagged_send_op(pool->cache, (uintptr_t)buf, len, op);
 }
 
 static ssize_t mrl_tagged_sendv(struct fid_ep *fep, const struct iovec *iov,
@@ -182,15 +190,19 @@ static ssize_t mrl_tagged_senddata(struct fid_ep *fep, const void *buf,
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	fi_addr_t addr = dest_addr;
-	uint64_t ignore = 0;
+	struct mrl_op_pool *pool;
+	struct mrl_op *op;
 
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_tsenddata(ep->inner, buf, len, desc, data, dest_addr,
 				    tag, context);
-	MRL_MSG_OWNED(MRL_TSENDDATA, mrl_tagged_senddata_op,
-		      mrl_tagged_senddata_pop(fep, buf, len, desc, data,
-					      dest_addr, tag, context));
+	pool = x->dir[MRL_TX].single;
+	op = mrl_msg_owned(MRL_TSENDDATA, x, pool, fep, buf, len, dest_addr,
+			   tag, 0, data, context);
+	if (!op)
+		return mrl_tagged_senddata_pop(fep, buf, len, desc, data,
+					       dest_addr, tag, context);
+	return mrl_tagged_senddata_op(pool->cache, (uintptr_t)buf, len, op);
 }
 
 void mrl_xfer_tagged_init(void)

@@ -1,8 +1,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# Included from Makefile.am: the data path (issue 4) -- operand resolution on
-# posts, operation contexts and pools, completion paths, MR interception.
+# Included from Makefile.am: the data path -- operand resolution on posts,
+# operation contexts and pools, completion paths, MR interception.
+# mrl_xfer.h states the layer's rules and holds what other layers call;
+# mrl_xfer_ctl.h is the tests' control codes.
 prov_mrlease_libmrlease_core_la_SOURCES += \
 	prov/mrlease/include/mrl_xfer.h \
+	prov/mrlease/include/mrl_xfer_op.h \
+	prov/mrlease/include/mrl_xfer_state.h \
+	prov/mrlease/include/mrl_xfer_inline.h \
+	prov/mrlease/include/mrl_xfer_ctl.h \
 	prov/mrlease/src/xfer/mrl_xfer_pool.c \
 	prov/mrlease/src/xfer/mrl_xfer_post.c \
 	prov/mrlease/src/xfer/mrl_xfer_ep.c \
