@@ -7,8 +7,9 @@
  * the plugin that owns the object (mrlease and mrcheck each keep their own).
  * Counts only grow; they are updated with relaxed atomics on the control
  * path (open, close, event mapping) and in the dynamic-rbuf trampoline,
- * which runs once per message a utility provider receives that way. Not installed, not a public API:
- * tests include it by path and compare counts before and after an action.
+ * which runs once per message a utility provider receives that way. Not
+ * installed, not a public API: tests include it by path and compare counts
+ * before and after an action.
  */
 #ifndef MRL_DEBUG_H
 #define MRL_DEBUG_H
@@ -16,30 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MRL_DEBUG_OPS_1 "mrlease_debug_v1"
+#include "mrl_class.h" /* the counts are kept per wrapper class */
 
-/* Wrapper classes; the endpoint family is split so tests can tell them apart. */
-enum mrl_class {
-	MRL_CLASS_FABRIC,
-	MRL_CLASS_DOMAIN,
-	MRL_CLASS_EQ,
-	MRL_CLASS_WAIT,
-	MRL_CLASS_POLL,
-	MRL_CLASS_AV,
-	MRL_CLASS_AV_SET,
-	MRL_CLASS_CQ,
-	MRL_CLASS_CNTR,
-	MRL_CLASS_EP,
-	MRL_CLASS_SEP,
-	MRL_CLASS_TX_CTX,
-	MRL_CLASS_RX_CTX,
-	MRL_CLASS_SRX_CTX,
-	MRL_CLASS_STX_CTX,
-	MRL_CLASS_PEP,
-	MRL_CLASS_MR,
-	MRL_CLASS_MC,
-	MRL_NCLASS
-};
+#define MRL_DEBUG_OPS_1 "mrlease_debug_v1"
 
 enum mrl_debug_counter {
 	MRL_DEBUG_OUTERMOST_DOMAINS, /* domains opened as the outermost instance */

@@ -60,6 +60,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/providers/fi_prov.h>
 
+#include "mrl_class.h"
 #include "mrl_compat.h"
 #include "mrl_debug.h"
 
