@@ -35,9 +35,9 @@
  * The smallest operand the outermost instance resolves when the provider
  * does not require FI_MR_LOCAL: rxm's eager limit. Below it the providers
  * here copy the payload (rxm eager, shm inline, efa eager within one MTU),
- * so a descriptor buys nothing, while a lease costs about 190 instructions
- * per operation more than the unleased path (bench/xfer_ir.sh: 216 Ir of
- * hook self cost leased, ~26 not leased, ~4% of a 4 KiB tcp;ofi_rxm write).
+ * so a descriptor buys nothing, while a lease adds a cache lookup, an
+ * operation context and a translated completion to every operation
+ * (bench/README.md, xfer_ir, counts their instructions).
  */
 #define MRL_PARAMS_DEFAULT_MIN_SIZE ((size_t)16384)
 #define MRL_PARAMS_DEFAULT_STATS false
@@ -46,8 +46,8 @@
 #define MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER ((size_t)MRL_CACHE_DEFAULT_HUGE_AFTER)
 /* Off: an inner instance that cannot resolve anything (a utility provider's
  * core domain without FI_MR_LOCAL) steps aside; every operation then
- * crosses one hook layer, not two (about 1% of a small tcp;ofi_rxm
- * write's rate in bench/xfer_bench). */
+ * crosses one hook layer, not two (bench/README.md, xfer_bench, has what
+ * a layer costs). */
 #define MRL_PARAMS_DEFAULT_HOOK_INNER false
 /* Misses passed per range the monitor saw unmapped (mrl_churn.h). */
 #define MRL_PARAMS_DEFAULT_MONITOR_CHURN ((size_t)8)
