@@ -98,6 +98,7 @@ struct ep_binds {
 		struct fid_cntr *cntr;
 		uint64_t flags;
 	} cntr[4];
+	size_t min_multi_recv;  /* FI_OPT_MIN_MULTI_RECV when non-zero */
 };
 
 /* shm derives its shared-memory region from the endpoint name, and every
@@ -130,7 +131,19 @@ static int ep_open(struct fid_domain *domain, struct fi_info *info,
 					b->cntr[i].flags), err_ep);
 	if (info->addr_format == FI_ADDR_STR)
 		STEP(set_unique_name(*ep), err_ep);
+	/* FI_OPT_MIN_MULTI_RECV: before fi_enable where the provider takes
+	 * it there (fi_endpoint(3) recommends it; libfabric 2.x's rxm sizes
+	 * its receive queue then and ignores a later value), after it
+	 * everywhere (libfabric 1.17's shm faults on it before). */
+	if (b->min_multi_recv && strstr(info->fabric_attr->prov_name, "ofi_rxm"))
+		STEP(fi_setopt(&(*ep)->fid, FI_OPT_ENDPOINT,
+			       FI_OPT_MIN_MULTI_RECV, &b->min_multi_recv,
+			       sizeof(b->min_multi_recv)), err_ep);
 	STEP(fi_enable(*ep), err_ep);
+	if (b->min_multi_recv)
+		STEP(fi_setopt(&(*ep)->fid, FI_OPT_ENDPOINT,
+			       FI_OPT_MIN_MULTI_RECV, &b->min_multi_recv,
+			       sizeof(b->min_multi_recv)), err_ep);
 	STEP(fi_getname(&(*ep)->fid, name, namelen), err_ep);
 	return 0;
 err_ep:
@@ -751,8 +764,8 @@ static void pair_open_ext(struct mrlt_pair *pair)
 static int pair_ep_open(const struct mrlt_pair_opts *opts,
 			struct mrlt_pair *pair, int i, void *name, size_t *len)
 {
-	struct ep_binds b = { .av = pair->av };
-	int ret;
+	struct ep_binds b = { .av = pair->av,
+			      .min_multi_recv = opts->min_multi_recv };
 
 	if (opts->counters_only) {
 		b.cntr[0].cntr = pair->tx_cntr;
@@ -764,15 +777,8 @@ static int pair_ep_open(const struct mrlt_pair_opts *opts,
 		b.cq_flags = FI_TRANSMIT | FI_RECV |
 			     (opts->selective ? FI_SELECTIVE_COMPLETION : 0);
 	}
-	ret = ep_open(pair->domain, pair->info, &b, NULL, &pair->ep[i], name,
-		      len);
-	if (ret || !opts->min_multi_recv)
-		return ret;
-	STEP(fi_setopt(&pair->ep[i]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
-		       &opts->min_multi_recv, sizeof(opts->min_multi_recv)),
-	     out);
-out:
-	return ret;
+	return ep_open(pair->domain, pair->info, &b, NULL, &pair->ep[i], name,
+		       len);
 }
 
 int mrlt_pair_open(const struct mrlt_pair_opts *opts, struct mrlt_pair *pair)

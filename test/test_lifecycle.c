@@ -10,7 +10,8 @@
  * leased transfers leaves children that exit, or open libfabric afresh with
  * a cache of their own, without hanging, and a parent that carries on.
  *
- * Runs itself again with FI_HOOK=mrlease.
+ * Runs itself again with FI_HOOK=mrlease, and with FI_HOOK unset as the
+ * no-hook control of each refused close.
  */
 #include "config.h"
 
@@ -34,20 +35,22 @@
 #include <rdma/fi_ext_mrlease.h>
 #include <rdma/providers/fi_prov.h>
 
-#include "mrl_test.h"
+#include "mrlt.h"
+#include "fixture_rdm.h"
 #include "xfer_util.h"
 
 #define LEN (64 * 1024)	/* above FI_MRLEASE_MIN_SIZE: every operand leased */
 #define WRONG_BYTES 1	/* round_trip: the bytes differ */
+#define CHILD_SECONDS 60	/* bound of one child's life */
 
 static const char *prov;
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static bool pair_open(struct xfer_pair *p, struct xfer_opts opts)
+static bool pair_open(struct mrlt_pair *p, struct mrlt_pair_opts opts)
 {
 	opts.prov = prov;
-	return xfer_pair_open_hooked(&opts, p);
+	return mrlt_pair_open_hooked(&opts, p);
 }
 
 static char *buffer(size_t len)
@@ -60,7 +63,7 @@ static char *buffer(size_t len)
 	return buf;
 }
 
-static int stats_of(struct xfer_pair *p, struct fi_mrlease_stats *s)
+static int stats_of(struct mrlt_pair *p, struct fi_mrlease_stats *s)
 {
 	memset(s, 0, sizeof(*s));
 	return p->mrl->query_stats(p->domain, s, sizeof(*s));
@@ -72,38 +75,38 @@ static int stats_of(struct xfer_pair *p, struct fi_mrlease_stats *s)
  * Returns 0, a negative fi_errno, or WRONG_BYTES. `n` counts the rounds
  * of a counters-only pair (the counters' expected values).
  */
-static int round_trip(struct xfer_pair *p, char *src, char *dst, size_t len,
+static int round_trip(struct mrlt_pair *p, char *src, char *dst, size_t len,
 		      uint64_t seed, uint64_t n)
 {
 	struct fi_context2 rctx, sctx;
-	struct xfer_comp comps[2];
+	struct mrlt_comp comps[2];
 	int ret;
 
-	xfer_fill(src, len, seed);
+	mrlt_fill(src, len, seed);
 	memset(dst, 0, len);
-	ret = (int)XFER_POST(p, fi_recv(p->ep[1], dst, len, NULL, FI_ADDR_UNSPEC,
+	ret = (int)MRLT_PAIR_POST(p, fi_recv(p->ep[1], dst, len, NULL, FI_ADDR_UNSPEC,
 					&rctx));
 	if (ret)
 		return ret;
-	ret = (int)XFER_POST(p, fi_send(p->ep[0], src, len, NULL, p->addr[1],
+	ret = (int)MRLT_PAIR_POST(p, fi_send(p->ep[0], src, len, NULL, p->addr[1],
 					&sctx));
 	if (ret)
 		return ret;
 	if (p->cq) {
-		ret = xfer_reap(p, comps, 2);
+		ret = mrlt_reap(p, comps, 2);
 		if (ret < 0)
 			return ret;
 		for (int i = 0; i < 2; i++)
 			if (comps[i].err)
 				return -comps[i].err;
 	} else {
-		ret = xfer_wait_cntr(p->rx_cntr, n);
+		ret = mrlt_wait_cntr(p->rx_cntr, n);
 		if (!ret)
-			ret = xfer_wait_cntr(p->tx_cntr, n);
+			ret = mrlt_wait_cntr(p->tx_cntr, n);
 		if (ret)
 			return ret;
 	}
-	return xfer_verify(dst, len, seed) == -1 ? 0 : WRONG_BYTES;
+	return mrlt_verify(dst, len, seed) == -1 ? 0 : WRONG_BYTES;
 }
 
 static const char *round_error(int ret)
@@ -111,37 +114,178 @@ static const char *round_error(int ret)
 	return ret == WRONG_BYTES ? "wrong bytes" : fi_strerror(-ret);
 }
 
+/* ---- children ------------------------------------------------------------ */
+
+/* Set first thing in a child (forked, or exec'd as a control). */
+static int forked_child;
+
+/* LeakSanitizer off in a child: the parent's threads do not exist there, so
+ * what only their stacks referenced would be reported. */
+__attribute__((visibility("default"))) int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void)
+{
+	return forked_child;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Where a hung child's threads are, for the log: each thread's kernel
+ * wait, and its stack when gdb is installed. */
+static void describe_hung(pid_t pid)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+		 "for t in /proc/%d/task/*; do echo \"# $t: $(cat $t/wchan) "
+		 "$(cut -d' ' -f1 $t/syscall)\"; done; "
+		 "command -v gdb >/dev/null && gdb -q -batch -p %d "
+		 "-ex 'thread apply all bt' 2>&1 | sed 's/^/# /'",
+		 (int)pid, (int)pid);
+	fflush(stdout);
+	if (system(cmd) == -1)
+		printf("# (cannot describe child %d)\n", (int)pid);
+}
+
+/* Wait for pid within CHILD_SECONDS (a pidfd: a poll with a timeout);
+ * describe and kill it on expiry. Returns the wait status, or -1 when it
+ * had to be killed. */
+static int wait_child(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0), status = 0, ret = 0;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	double deadline = now() + CHILD_SECONDS;
+
+	while (fd >= 0 &&
+	       (ret = poll(&pfd, 1, (int)((deadline - now()) * 1000) + 1)) < 0 &&
+	       errno == EINTR && now() < deadline)
+		;
+	if (fd >= 0)
+		close(fd);
+	if (fd < 0 || ret <= 0) {
+		describe_hung(pid);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return -1;
+	}
+	return waitpid(pid, &status, 0) == pid ? status : -1;
+}
+
 /* ---- refused closes ------------------------------------------------------ */
 
 /*
- * Refusals these providers (libfabric 1.17) make only after tearing down part
- * of the object, with no hook loaded: using or closing it afterwards crashes
- * (a double free, SIGSEGV), or the close is not refused at all. The hook has
- * nothing to keep usable there.
+ * The no-hook control of a refused close (--bare-refusal WHAT PROVIDER, run
+ * with FI_HOOK unset): the objects of case WHAT on the bare provider, the
+ * refused close, then every close; its exit status says how that went. A
+ * provider that tears down part of the object before refusing
+ * crashes here (a double free, SIGSEGV): the hook has nothing to keep
+ * usable there.
  */
-static const struct {
-	const char *prov, *what, *why;
-} broken_refusals[] = {
-	{ "tcp;ofi_rxm", "domain", "double free at the next close" },
-	{ "tcp;ofi_rxm", "domain with MRs", "double free at the next close" },
-	{ "tcp;ofi_rxm", "cq", "double free at the next close" },
-	{ "udp;ofi_rxd", "domain with MRs", "SIGSEGV closing the MR" },
-	{ "sockets", "fabric", "closes a fabric with a domain open" },
+enum bare_status {
+	BARE_REFUSED = 0,
+	BARE_CLOSED = 1,
+	BARE_UNAVAILABLE = 2,
+	BARE_LATER_CLOSE = 3,
 };
 
-/* Whether prov refuses closing `what` soundly; else the case is a skip. */
+static enum bare_status bare_refusal_run(const char *what, char *buf)
+{
+	struct mrlt_pair_opts opts = { .prov = prov,
+				       .counters_only = !strcmp(what, "counter") };
+	struct fi_info *info;
+	struct mrlt_domain d;
+	struct fid_mr *mr;
+	struct mrlt_pair p;
+	struct fid *fid;
+
+	if (!strcmp(what, "domain with MRs")) {
+		/* As its case: a domain holding an MR, no endpoint. */
+		if (mrlt_getinfo(mrlt_hints(prov, FI_EP_RDM, FI_MSG), NULL, NULL,
+				 0, &info) || mrlt_domain_open(info, &d) ||
+		    mrlt_mr_reg(&d, NULL, buf, LEN, FI_REMOTE_READ, &mr))
+			return BARE_UNAVAILABLE;
+		if (!fi_close(&d.domain->fid))
+			return BARE_CLOSED;
+		return fi_close(&mr->fid) || fi_close(&d.domain->fid) ||
+		       fi_close(&d.fabric->fid) ? BARE_LATER_CLOSE : BARE_REFUSED;
+	}
+	if (mrlt_pair_open(&opts, &p))
+		return BARE_UNAVAILABLE;
+	if (!strcmp(what, "fabric"))
+		fid = &p.fabric->fid;
+	else if (!strcmp(what, "av"))
+		fid = &p.av->fid;
+	else if (!strcmp(what, "cq"))
+		fid = &p.cq->fid;
+	else if (!strcmp(what, "counter"))
+		fid = &p.tx_cntr->fid;
+	else
+		fid = &p.domain->fid;
+	if (!fi_close(fid))
+		return BARE_CLOSED;
+	return mrlt_pair_close(&p) ? BARE_LATER_CLOSE : BARE_REFUSED;
+}
+
+static enum bare_status bare_refusal(const char *what)
+{
+	char *buf = buffer(LEN);
+	enum bare_status st = bare_refusal_run(what, buf);
+
+	free(buf);
+	return st;
+}
+
+/* Whether prov refuses closing `what` soundly without the hook (the
+ * control, in a child of its own: libfabric reads FI_HOOK once per
+ * process); else the case is a skip with the control's reason. */
 static bool refusal_sound(const char *what)
 {
-	for (size_t i = 0; i < sizeof(broken_refusals) / sizeof(broken_refusals[0]); i++) {
-		if (strcmp(broken_refusals[i].prov, prov) ||
-		    strcmp(broken_refusals[i].what, what))
-			continue;
-		mrl_test_skip_current("%s's refused %s close is unsound without "
-				      "the hook: %s", prov, what,
-				      broken_refusals[i].why);
+	char *args[] = { "test_lifecycle", "--bare-refusal", (char *)what,
+			 (char *)prov, NULL };
+	char sig[64];
+	const char *why;
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		forked_child = 1;
+		unsetenv("FI_HOOK");
+		execv("/proc/self/exe", args);
+		_exit(127);
+	}
+	if (pid < 0) {
+		mrlt_fail(__FILE__, __LINE__, "fork: %s", strerror(errno));
 		return false;
 	}
-	return true;
+	status = wait_child(pid);
+	if (status == -1) {
+		why = "the control did not exit in time";
+	} else if (WIFSIGNALED(status)) {
+		snprintf(sig, sizeof(sig), "killed by signal %d (%s)",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)));
+		why = sig;
+	} else if (WEXITSTATUS(status) == BARE_REFUSED ||
+		   WEXITSTATUS(status) == BARE_UNAVAILABLE) {
+		return true;
+	} else if (WEXITSTATUS(status) == BARE_CLOSED) {
+		why = "the provider closes it";
+	} else if (WEXITSTATUS(status) == BARE_LATER_CLOSE) {
+		why = "a close after the refusal fails";
+	} else {
+		mrlt_fail(__FILE__, __LINE__, "the no-hook control of the %s "
+			  "close exited with %d", what, WEXITSTATUS(status));
+		return false;
+	}
+	mrlt_skip_current("%s's refused %s close is unsound without the hook: "
+			  "%s", prov, what, why);
+	return false;
 }
 
 /* A domain close refused for its open endpoints: a hook that frees its cache
@@ -149,12 +293,12 @@ static bool refusal_sound(const char *what)
  * memory, and the extension answer -FI_EINVAL on a domain still open. */
 static void test_refused_domain_close_leaves_endpoints_posting(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_mrlease_stats s0, s1;
 	char *src = buffer(LEN), *dst = buffer(LEN);
 	int ret;
 
-	if (!refusal_sound("domain") || !pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!refusal_sound("domain") || !pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	ret = round_trip(&p, src, dst, LEN, 1, 1);
 	CHECK_MSG(!ret, "before the close: %s", round_error(ret));
@@ -174,7 +318,7 @@ static void test_refused_domain_close_leaves_endpoints_posting(void)
 	CHECK_FI(stats_of(&p, &s1));
 	CHECK(s1.lookups >= s0.lookups + 8);
 	CHECK_EQ(0, s1.leases);
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(dst);
@@ -198,28 +342,28 @@ static int span_page(void *arg, const void *addr, size_t len,
 static void test_refused_domain_close_leaves_mrs_and_extension_working(void)
 {
 	struct fi_info *info;
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	struct fi_mrlease_ops *ops = NULL;
 	struct fi_mrlease_stats s0, s1;
 	struct fid_mr *remote, *local, *again, *pin;
-	char *rbuf = mrl_alloc(LEN), *lbuf = mrl_alloc(LEN), *arena = mrl_alloc(4 * LEN);
+	char *rbuf = mrlt_alloc(LEN), *lbuf = mrlt_alloc(LEN), *arena = mrlt_alloc(4 * LEN);
 	int ret;
 
 	if (!refusal_sound("domain with MRs"))
 		return;
-	ret = mrl_getinfo(mrl_hints(prov, FI_EP_RDM, FI_MSG), NULL, NULL, 0, &info);
+	ret = mrlt_getinfo(mrlt_hints(prov, FI_EP_RDM, FI_MSG), NULL, NULL, 0, &info);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip_current("%s not available", prov);
+		mrlt_skip_current("%s not available", prov);
 		return;
 	}
 	CHECK_FI(ret);
-	CHECK_FI(mrl_domain_open(info, &d));
+	CHECK_FI(mrlt_domain_open(info, &d));
 	CHECK_FI(fi_open_ops(&d.domain->fid, FI_MRLEASE_OPS_1, 0, (void **)&ops,
 			     NULL));
 	/* An MR the provider holds (remote access is never cached) and one
 	 * served from the cache (local access: a lease). */
-	CHECK_FI(mrl_mr_reg(&d, NULL, rbuf, LEN, FI_REMOTE_READ, &remote));
-	CHECK_FI(mrl_mr_reg(&d, NULL, lbuf, LEN, FI_SEND | FI_RECV, &local));
+	CHECK_FI(mrlt_mr_reg(&d, NULL, rbuf, LEN, FI_REMOTE_READ, &remote));
+	CHECK_FI(mrlt_mr_reg(&d, NULL, lbuf, LEN, FI_SEND | FI_RECV, &local));
 	memset(&s0, 0, sizeof(s0));
 	CHECK_FI(ops->query_stats(d.domain, &s0, sizeof(s0)));
 	CHECK_EQ(1, s0.leases);
@@ -234,32 +378,32 @@ static void test_refused_domain_close_leaves_mrs_and_extension_working(void)
 	CHECK_FI(ops->query_stats(d.domain, &s1, sizeof(s1)));
 	CHECK_EQ(1, s1.leases);
 	/* The leased entry stayed indexed: the same local MR is a hit. */
-	CHECK_FI(mrl_mr_reg(&d, NULL, lbuf, LEN, FI_SEND | FI_RECV, &again));
+	CHECK_FI(mrlt_mr_reg(&d, NULL, lbuf, LEN, FI_SEND | FI_RECV, &again));
 	CHECK_FI(ops->query_stats(d.domain, &s1, sizeof(s1)));
 	CHECK_EQ(s0.hits + 1, s1.hits);
 	CHECK_EQ(s0.registrations, s1.registrations);
 	CHECK_FI(ops->pin(d.domain, arena, 4 * LEN, &pin));
-	mrl_track_fid(&pin->fid);
+	mrlt_track_fid(&pin->fid);
 	CHECK_FI(ops->set_span(d.domain, span_page, NULL));
 	CHECK_FI(ops->set_span(d.domain, NULL, NULL));
 
-	CHECK_EQ(0, mrl_close(&pin->fid, "pin"));
-	CHECK_EQ(0, mrl_close(&again->fid, "cached MR"));
-	CHECK_EQ(0, mrl_close(&local->fid, "cached MR"));
-	CHECK_EQ(0, mrl_close(&remote->fid, "remote MR"));
-	CHECK_EQ(0, mrl_close(&d.domain->fid, "domain"));
+	CHECK_EQ(0, mrlt_close(&pin->fid, "pin"));
+	CHECK_EQ(0, mrlt_close(&again->fid, "cached MR"));
+	CHECK_EQ(0, mrlt_close(&local->fid, "cached MR"));
+	CHECK_EQ(0, mrlt_close(&remote->fid, "remote MR"));
+	CHECK_EQ(0, mrlt_close(&d.domain->fid, "domain"));
 }
 
 /* A CQ close refused for a bound endpoint: a hook that drops its CQ state
  * first loses the completions, and the leases they release, read after it. */
 static void test_refused_cq_close_leaves_cq_completing(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_mrlease_stats s;
 	char *src = buffer(LEN), *dst = buffer(LEN);
 	int ret;
 
-	if (!refusal_sound("cq") || !pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!refusal_sound("cq") || !pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	ret = fi_close(&p.cq->fid);
 	CHECK_MSG(ret < 0, "the provider closed a CQ bound to endpoints (%d)", ret);
@@ -270,7 +414,7 @@ static void test_refused_cq_close_leaves_cq_completing(void)
 	}
 	CHECK_FI(stats_of(&p, &s));
 	CHECK_EQ(0, s.leases);
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(dst);
@@ -280,13 +424,13 @@ out:
  * counter state first never releases the counters-only endpoint's leases. */
 static void test_refused_counter_close_leaves_counter_counting(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	long spins = 0;
 	char *src = buffer(LEN), *dst = buffer(LEN);
 	int ret;
 
 	if (!refusal_sound("counter") ||
-	    !pair_open(&p, (struct xfer_opts){ .counters_only = true }))
+	    !pair_open(&p, (struct mrlt_pair_opts){ .counters_only = true }))
 		goto out;
 	ret = fi_close(&p.tx_cntr->fid);
 	CHECK_MSG(ret < 0, "the provider closed a counter bound to an endpoint "
@@ -299,12 +443,12 @@ static void test_refused_counter_close_leaves_counter_counting(void)
 		CHECK_MSG(!ret, "round %llu: %s", (unsigned long long)i,
 			  round_error(ret));
 	}
-	while (xfer_live_leases(&p) != 0 && ++spins < XFER_MAX_POLLS) {
+	while (mrlt_live_leases(&p) != 0 && ++spins < MRLT_MAX_POLLS) {
 		fi_cntr_read(p.tx_cntr);
 		fi_cntr_read(p.rx_cntr);
 	}
-	CHECK_EQ(0, xfer_live_leases(&p));
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_live_leases(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(dst);
@@ -314,12 +458,12 @@ out:
  * leaves the endpoints sending to addresses nothing resolves. */
 static void test_refused_av_close_leaves_av_addressing(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	char *src = buffer(LEN), *dst = buffer(LEN), name[256];
 	size_t len = sizeof(name);
 	int ret;
 
-	if (!refusal_sound("av") || !pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!refusal_sound("av") || !pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	ret = fi_close(&p.av->fid);
 	CHECK_MSG(ret < 0, "the provider closed an AV bound to endpoints (%d)",
@@ -330,7 +474,7 @@ static void test_refused_av_close_leaves_av_addressing(void)
 		CHECK_MSG(!ret, "round %llu: %s", (unsigned long long)i,
 			  round_error(ret));
 	}
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(dst);
@@ -340,13 +484,13 @@ out:
  * first can open no second domain on it, nor keep the first one posting. */
 static void test_refused_fabric_close_leaves_fabric_opening(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fid_domain *second;
 	struct fi_mrlease_stats s;
 	char *src = buffer(LEN), *dst = buffer(LEN);
 	int ret;
 
-	if (!refusal_sound("fabric") || !pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!refusal_sound("fabric") || !pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	ret = fi_close(&p.fabric->fid);
 	CHECK_MSG(ret < 0, "the provider closed a fabric with a domain open (%d)",
@@ -357,7 +501,7 @@ static void test_refused_fabric_close_leaves_fabric_opening(void)
 	CHECK_EQ(0, fi_close(&second->fid));
 	ret = round_trip(&p, src, dst, LEN, 1, 1);
 	CHECK_MSG(!ret, "%s", round_error(ret));
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
 	free(dst);
@@ -401,7 +545,7 @@ static struct fi_provider *plugin_provider(void)
 #define POST_ROUNDS 200
 
 struct poster {
-	struct xfer_pair *p;
+	struct mrlt_pair *p;
 	char *src[BUFS], *dst;
 	char *fresh;		/* FRESH buffers of LEN */
 	atomic_int rounds;	/* done, for the main thread */
@@ -412,7 +556,7 @@ struct poster {
 	char what[160];
 };
 
-static void poster_init(struct poster *t, struct xfer_pair *p)
+static void poster_init(struct poster *t, struct mrlt_pair *p)
 {
 	t->p = p;
 	t->dst = buffer(LEN);
@@ -460,11 +604,11 @@ static void *poster_main(void *arg)
 /* Wait (bounded, yielding) until *v >= want. */
 static bool wait_at_least(atomic_int *v, int want)
 {
-	struct mrl_wait w;
+	struct mrlt_wait w;
 
-	mrl_wait_init(&w);
+	mrlt_wait_init(&w);
 	while (atomic_load(v) < want) {
-		if (mrl_wait_over(&w))
+		if (mrlt_wait_over(&w))
 			return false;
 		sched_yield();
 	}
@@ -479,14 +623,14 @@ static void test_cleanup_while_posting_leaves_poster_running(void)
 {
 	struct fi_provider *plugin = plugin_provider();
 	struct fi_mrlease_stats s0, s1;
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct poster t = { 0 };
 	pthread_t th;
 	int stats_ret = -FI_EOTHER;
 	bool started;
 
 	CHECK_MSG(plugin && plugin->cleanup, "cannot find the plugin's cleanup");
-	if (!pair_open(&p, (struct xfer_opts){ 0 }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		return;
 	poster_init(&t, &p);
 	CHECK(!pthread_create(&th, NULL, poster_main, &t));
@@ -511,14 +655,13 @@ static void test_cleanup_while_posting_leaves_poster_running(void)
 	CHECK_EQ(s0.deregistrations, s1.deregistrations);
 	CHECK(s1.registrations > s0.registrations);
 	CHECK_EQ(0, s1.leases);
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 	poster_fini(&t);
 }
 
 /* ---- fork while a thread is inside leased transfers ---------------------- */
 
 #define CHILDREN 50
-#define CHILD_SECONDS 60	/* bound of one child's life */
 
 /*
  * Whether a child may allocate when other threads of its parent were
@@ -550,36 +693,17 @@ static const char *const child_step[] = {
 	"parent's", "close",
 };
 
-/* Set first thing in a child. */
-static int forked_child;
-
-/* LeakSanitizer off in a child: the parent's threads do not exist there, so
- * what only their stacks referenced would be reported. */
-__attribute__((visibility("default"))) int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void)
-{
-	return forked_child;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A child that uses libfabric afresh: its own pair, a leased round trip, a
  * cache whose process-wide counts are its domain's alone. */
 static enum child_status child_fresh(void)
 {
-	struct xfer_opts opts = { .prov = prov };
+	struct mrlt_pair_opts opts = { .prov = prov };
 	struct fi_mrlease_stats dom, all;
-	struct xfer_pair cp;
+	struct mrlt_pair cp;
 	enum child_status st = CHILD_OK;
 	char *src = buffer(LEN), *dst = buffer(LEN);
 
-	if (xfer_pair_open(&opts, &cp) || !cp.mrl)
+	if (mrlt_pair_open(&opts, &cp) || !cp.mrl)
 		return CHILD_OPEN;
 	if (round_trip(&cp, src, dst, LEN, 77, 1))
 		st = CHILD_XFER;
@@ -595,52 +719,11 @@ static enum child_status child_fresh(void)
 			(unsigned long long)dom.registrations,
 			(unsigned long long)all.lookups,
 			(unsigned long long)dom.lookups);
-	if (xfer_pair_close(&cp) && !st)
+	if (mrlt_pair_close(&cp) && !st)
 		st = CHILD_CLOSE;
 	free(src);
 	free(dst);
 	return st;
-}
-
-/* Where a hung child's threads are, for the log: each thread's kernel
- * wait, and its stack when gdb is installed. */
-static void describe_hung(pid_t pid)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd),
-		 "for t in /proc/%d/task/*; do echo \"# $t: $(cat $t/wchan) "
-		 "$(cut -d' ' -f1 $t/syscall)\"; done; "
-		 "command -v gdb >/dev/null && gdb -q -batch -p %d "
-		 "-ex 'thread apply all bt' 2>&1 | sed 's/^/# /'",
-		 (int)pid, (int)pid);
-	fflush(stdout);
-	if (system(cmd) == -1)
-		printf("# (cannot describe child %d)\n", (int)pid);
-}
-
-/* Wait for pid within CHILD_SECONDS (a pidfd: a poll with a timeout);
- * describe and kill it on expiry. Returns the wait status, or -1 when it
- * had to be killed. */
-static int wait_child(pid_t pid)
-{
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0), status = 0, ret = 0;
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	double deadline = now() + CHILD_SECONDS;
-
-	while (fd >= 0 &&
-	       (ret = poll(&pfd, 1, (int)((deadline - now()) * 1000) + 1)) < 0 &&
-	       errno == EINTR && now() < deadline)
-		;
-	if (fd >= 0)
-		close(fd);
-	if (fd < 0 || ret <= 0) {
-		describe_hung(pid);
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		return -1;
-	}
-	return waitpid(pid, &status, 0) == pid ? status : -1;
 }
 
 static bool child_ok(int n, int status)
@@ -667,7 +750,7 @@ static bool child_ok(int n, int status)
 }
 
 struct churner {
-	struct xfer_pair *p;
+	struct mrlt_pair *p;
 	char **bufs;
 	atomic_int stop;
 	int err;
@@ -713,7 +796,7 @@ static void test_fork_children_exit_or_start_clean_while_parent_leases(void)
 {
 	struct fi_mrlease_stats s0, s1;
 	struct churner c = { 0 };
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct poster t = { 0 };
 	pthread_t th, inv, mrs;
 	bool churn;
@@ -721,13 +804,13 @@ static void test_fork_children_exit_or_start_clean_while_parent_leases(void)
 	double t0;
 
 	if (!FORK_CHILD_MAY_MALLOC) {
-		mrl_test_skip_current("AddressSanitizer's allocator is not held "
+		mrlt_skip_current("AddressSanitizer's allocator is not held "
 				      "across fork: a child can wait forever in "
 				      "malloc for a lock a parent thread held, "
 				      "with or without the hook");
 		return;
 	}
-	if (!pair_open(&p, (struct xfer_opts){ .thread_safe = true }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){ .thread_safe = true }))
 		return;
 	/* MRs from another thread than the poster's need a thread-safe
 	 * domain; without one the writer side alone is busy. */
@@ -792,7 +875,7 @@ static void test_fork_children_exit_or_start_clean_while_parent_leases(void)
 	CHECK_FI(stats_of(&p, &s1));
 	CHECK(s1.lookups >= s0.lookups + 2 * BUFS);
 	CHECK_EQ(0, s1.leases);
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 	poster_fini(&t);
 }
 
@@ -800,27 +883,31 @@ int main(int argc, char **argv)
 {
 	char prefix[128];
 
-	(void)argc;
+	if (argc == 4 && !strcmp(argv[1], "--bare-refusal")) {
+		forked_child = 1;
+		prov = argv[3];
+		return bare_refusal(argv[2]);
+	}
 	xfer_reexec(argv, "mrlease", NULL);
 	for (const char *const *pv = xfer_providers; *pv; pv++) {
 		prov = *pv;
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
-		mrl_test_set_prefix(prefix);
-		MRL_RUN(test_refused_domain_close_leaves_endpoints_posting);
-		MRL_RUN(test_refused_domain_close_leaves_mrs_and_extension_working);
-		MRL_RUN(test_refused_cq_close_leaves_cq_completing);
-		MRL_RUN(test_refused_counter_close_leaves_counter_counting);
-		MRL_RUN(test_refused_av_close_leaves_av_addressing);
-		MRL_RUN(test_refused_fabric_close_leaves_fabric_opening);
-		MRL_RUN(test_fork_children_exit_or_start_clean_while_parent_leases);
+		mrlt_set_prefix(prefix);
+		MRLT_RUN(test_refused_domain_close_leaves_endpoints_posting);
+		MRLT_RUN(test_refused_domain_close_leaves_mrs_and_extension_working);
+		MRLT_RUN(test_refused_cq_close_leaves_cq_completing);
+		MRLT_RUN(test_refused_counter_close_leaves_counter_counting);
+		MRLT_RUN(test_refused_av_close_leaves_av_addressing);
+		MRLT_RUN(test_refused_fabric_close_leaves_fabric_opening);
+		MRLT_RUN(test_fork_children_exit_or_start_clean_while_parent_leases);
 	}
 	/* Last: libfabric's cleanup gives the cache up, and every later domain
 	 * builds a new one. */
 	for (const char *const *pv = xfer_providers; *pv; pv++) {
 		prov = *pv;
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
-		mrl_test_set_prefix(prefix);
-		MRL_RUN(test_cleanup_while_posting_leaves_poster_running);
+		mrlt_set_prefix(prefix);
+		MRLT_RUN(test_cleanup_while_posting_leaves_poster_running);
 	}
-	return mrl_test_done();
+	return mrlt_done();
 }
