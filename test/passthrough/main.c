@@ -62,6 +62,8 @@ int main(int argc, char **argv)
 	mrlt_set_prefix(prefix);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
+	if (!strncmp(group, "control-", 8))
+		return pt_control_run(group + 8);
 	if (!strcmp(group, "rdm")) {
 		MRLT_RUN(test_hook_wraps_every_object_class_and_closes_every_wrapper);
 		MRLT_RUN(test_mrlease_ops_answer_only_under_the_hook);

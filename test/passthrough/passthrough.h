@@ -79,6 +79,19 @@ int pt_wait_bytes(const void *dst, const void *src, size_t len,
  * (or mrlease-built) hook answers MRL_DEBUG_OPS_1 on it. */
 struct mrl_debug_ops *pt_debug_ops(struct fid *fid, int *ret);
 
+/*
+ * A control for the running test: this program again for pt_prov with the
+ * hooks of FI_HOOK other than mrlease alone (their names into hooks), doing
+ * `what` (pt_control_run). Returns 0 or the negative fi_errno it ended with;
+ * PT_CONTROL_NONE when FI_HOOK names no other hook or the control did not
+ * run to the end.
+ */
+#define PT_CONTROL_NONE 1
+int pt_control(const char *what, char *hooks, size_t len);
+/* The control's side (group "control-WHAT"): its exit status. "eq_open":
+ * fi_eq_open on pt_prov's fabric. */
+int pt_control_run(const char *what);
+
 /* hook.c */
 void test_mrlease_ops_answer_only_under_the_hook(void);
 void test_msg_mrlease_ops_answer_only_under_the_hook(void);

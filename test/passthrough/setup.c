@@ -5,8 +5,10 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <rdma/fi_atomic.h>
@@ -149,4 +151,77 @@ struct mrl_debug_ops *pt_debug_ops(struct fid *fid, int *ret)
 
 	*ret = fi_open_ops(fid, MRL_DEBUG_OPS_1, 0, (void **)&ops, NULL);
 	return *ret ? NULL : ops;
+}
+
+/* ------------------------------------------------------------------------
+ * Controls with the other hooks of FI_HOOK alone.
+ */
+
+/* FI_HOOK without mrlease ("noop;mrlease" -> "noop") into buf; false when
+ * nothing else is left. */
+static bool other_hooks(char *buf, size_t len)
+{
+	const char *hooks = getenv("FI_HOOK");
+	char *copy, *tok, *save = NULL;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (!hooks)
+		return false;
+	copy = strdup(hooks);
+	for (tok = strtok_r(copy, ";", &save); tok;
+	     tok = strtok_r(NULL, ";", &save))
+		if (strcmp(tok, "mrlease") && n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s",
+					      n ? ";" : "", tok);
+	free(copy);
+	return n > 0 && n < len;
+}
+
+int pt_control(const char *what, char *hooks, size_t len)
+{
+	char group[64];
+	char *args[] = { "test_passthrough", (char *)pt_prov, group, NULL };
+	int status;
+	pid_t pid;
+
+	if (!other_hooks(hooks, len))
+		return PT_CONTROL_NONE;
+	snprintf(group, sizeof(group), "control-%s", what);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		setenv("FI_HOOK", hooks, 1);
+		setenv("MRL_PT_EXPECT_HOOK", "0", 1);
+		execv("/proc/self/exe", args);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+		printf("# control %s: %s\n", what, strerror(errno));
+		return PT_CONTROL_NONE;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) == 127) {
+		printf("# control %s with FI_HOOK=%s: wait status %d\n", what,
+		       hooks, status);
+		return PT_CONTROL_NONE;
+	}
+	return -WEXITSTATUS(status);
+}
+
+int pt_control_run(const char *what)
+{
+	struct mrlt_domain d;
+	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_NONE };
+	struct fid_eq *eq;
+	int ret;
+
+	if (strcmp(what, "eq_open"))
+		return 127;
+	ret = pt_open_domain(FI_EP_RDM, 0, &d) ? 0 : -FI_ENODATA;
+	if (!ret)
+		ret = fi_eq_open(d.fabric, &eq_attr, &eq, NULL);
+	if (!ret)
+		mrlt_track_fid(&eq->fid);
+	mrlt_close_all();
+	return ret < 0 && ret > -127 ? -ret : ret ? 126 : 0;
 }
