@@ -7,7 +7,7 @@
 #include <rdma/fi_errno.h>
 
 #include "cache_registrar.h"
-#include "mrl_test.h"
+#include "mrlt.h"
 
 /* One per registration made in records mode, never freed: a handle closed
  * twice still points at its record. */

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "mrl_arena.h"
-#include "mrl_test.h"
+#include "mrlt.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -189,17 +189,17 @@ static void test_freed_arena_blocks_are_poisoned_under_asan(void)
 	mrl_arena_free(again, LEAF);
 	mrl_arena_free(next, LEAF);
 #else
-	mrl_test_skip_current("not an AddressSanitizer build");
+	mrlt_skip_current("not an AddressSanitizer build");
 #endif
 }
 
 int main(void)
 {
-	MRL_RUN(test_blocks_below_the_threshold_map_no_chunk);
-	MRL_RUN(test_blocks_beyond_the_threshold_come_from_aligned_chunks);
-	MRL_RUN(test_freed_blocks_are_reused_by_size_and_zeroed);
-	MRL_RUN(test_blocks_the_arena_cannot_serve_still_work);
-	MRL_RUN(test_threads_never_share_a_block);
-	MRL_RUN(test_freed_arena_blocks_are_poisoned_under_asan);
-	return mrl_test_done();
+	MRLT_RUN(test_blocks_below_the_threshold_map_no_chunk);
+	MRLT_RUN(test_blocks_beyond_the_threshold_come_from_aligned_chunks);
+	MRLT_RUN(test_freed_blocks_are_reused_by_size_and_zeroed);
+	MRLT_RUN(test_blocks_the_arena_cannot_serve_still_work);
+	MRLT_RUN(test_threads_never_share_a_block);
+	MRLT_RUN(test_freed_arena_blocks_are_poisoned_under_asan);
+	return mrlt_done();
 }

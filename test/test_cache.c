@@ -15,7 +15,7 @@
 #include "cache_registrar.h"
 #include "mrl_arena.h"
 #include "mrl_cache.h"
-#include "mrl_test.h"
+#include "mrlt.h"
 
 static uintptr_t page_size;
 #define P(n) ((uintptr_t)0x100000000ull + (uintptr_t)(n) * page_size)
@@ -1211,36 +1211,36 @@ static void test_allocation_failures_leave_nothing_behind(void)
 int main(void)
 {
 	page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
-	MRL_RUN(test_lookup_finds_wide_entry_behind_narrow_one);
-	MRL_RUN(test_covering_lookup_agrees_with_brute_force);
-	MRL_RUN(test_invalidate_finds_entries_counted_at_every_filter_level);
-	MRL_RUN(test_track_at_same_base_replaces_and_old_lease_stays_open);
-	MRL_RUN(test_invalidate_spares_ranges_that_only_touch);
-	MRL_RUN(test_zero_length_and_wrapping_ranges_follow_documented_rules);
-	MRL_RUN(test_eviction_never_touches_leased_or_pinned_entries);
-	MRL_RUN(test_eviction_spares_entries_hit_since_the_last_sweep);
-	MRL_RUN(test_eviction_keeps_registered_bytes_under_max_size);
-	MRL_RUN(test_failing_registrar_leaves_nothing_behind);
-	MRL_RUN(test_resource_refusal_evicts_unleased_entries_and_retries_once);
-	MRL_RUN(test_cache_keys_come_from_top_half_and_skip_taken_keys);
-	MRL_RUN(test_cache_registrations_are_local_only);
-	MRL_RUN(test_miss_registers_the_page_aligned_extent_of_the_operand);
-	MRL_RUN(test_span_resolver_widens_and_foreign_span_is_ignored);
-	MRL_RUN(test_invalidate_during_a_miss_keeps_it_out_of_the_index);
-	MRL_RUN(test_acquire_based_registers_exact_range_even_inside_a_wider_entry);
-	MRL_RUN(test_acquire_based_replaces_shorter_entry_and_its_lease_stays_open);
-	MRL_RUN(test_acquire_based_entry_is_removed_by_invalidate);
-	MRL_RUN(test_clear_domain_retires_only_its_own_entries);
-	MRL_RUN(test_stats_count_lookups_hits_misses_and_leases);
-	MRL_RUN(test_alternating_two_entries_on_one_thread_hits_both_hot_ways);
-	MRL_RUN(test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entries);
-	MRL_RUN(test_domains_beyond_the_stat_slots_share_one_and_still_work);
-	MRL_RUN(test_entries_in_every_slab_keep_their_own_handles);
-	MRL_RUN(test_closed_domain_slabs_are_adopted_by_the_next_domain);
-	MRL_RUN(test_filter_directory_grows_and_finds_every_gib);
-	MRL_RUN(test_index_reserve_covers_every_insert_shape);
-	MRL_RUN(test_allocation_failures_leave_nothing_behind);
-	MRL_RUN(test_huge_page_chunks_serve_a_large_cache_and_are_reused);
-	MRL_RUN(test_every_registration_closed_exactly_once);
-	return mrl_test_done();
+	MRLT_RUN(test_lookup_finds_wide_entry_behind_narrow_one);
+	MRLT_RUN(test_covering_lookup_agrees_with_brute_force);
+	MRLT_RUN(test_invalidate_finds_entries_counted_at_every_filter_level);
+	MRLT_RUN(test_track_at_same_base_replaces_and_old_lease_stays_open);
+	MRLT_RUN(test_invalidate_spares_ranges_that_only_touch);
+	MRLT_RUN(test_zero_length_and_wrapping_ranges_follow_documented_rules);
+	MRLT_RUN(test_eviction_never_touches_leased_or_pinned_entries);
+	MRLT_RUN(test_eviction_spares_entries_hit_since_the_last_sweep);
+	MRLT_RUN(test_eviction_keeps_registered_bytes_under_max_size);
+	MRLT_RUN(test_failing_registrar_leaves_nothing_behind);
+	MRLT_RUN(test_resource_refusal_evicts_unleased_entries_and_retries_once);
+	MRLT_RUN(test_cache_keys_come_from_top_half_and_skip_taken_keys);
+	MRLT_RUN(test_cache_registrations_are_local_only);
+	MRLT_RUN(test_miss_registers_the_page_aligned_extent_of_the_operand);
+	MRLT_RUN(test_span_resolver_widens_and_foreign_span_is_ignored);
+	MRLT_RUN(test_invalidate_during_a_miss_keeps_it_out_of_the_index);
+	MRLT_RUN(test_acquire_based_registers_exact_range_even_inside_a_wider_entry);
+	MRLT_RUN(test_acquire_based_replaces_shorter_entry_and_its_lease_stays_open);
+	MRLT_RUN(test_acquire_based_entry_is_removed_by_invalidate);
+	MRLT_RUN(test_clear_domain_retires_only_its_own_entries);
+	MRLT_RUN(test_stats_count_lookups_hits_misses_and_leases);
+	MRLT_RUN(test_alternating_two_entries_on_one_thread_hits_both_hot_ways);
+	MRLT_RUN(test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entries);
+	MRLT_RUN(test_domains_beyond_the_stat_slots_share_one_and_still_work);
+	MRLT_RUN(test_entries_in_every_slab_keep_their_own_handles);
+	MRLT_RUN(test_closed_domain_slabs_are_adopted_by_the_next_domain);
+	MRLT_RUN(test_filter_directory_grows_and_finds_every_gib);
+	MRLT_RUN(test_index_reserve_covers_every_insert_shape);
+	MRLT_RUN(test_allocation_failures_leave_nothing_behind);
+	MRLT_RUN(test_huge_page_chunks_serve_a_large_cache_and_are_reused);
+	MRLT_RUN(test_every_registration_closed_exactly_once);
+	return mrlt_done();
 }

@@ -17,7 +17,7 @@
 
 #include "cache_registrar.h"
 #include "mrl_cache.h"
-#include "mrl_test.h"
+#include "mrlt.h"
 
 static size_t page_size;
 static struct creg_tcp tcp;
@@ -577,17 +577,17 @@ int main(void)
 	page_size = (size_t)sysconf(_SC_PAGESIZE);
 	have_tcp = creg_tcp_open(&tcp) == 0;
 	if (have_tcp)
-		MRL_RUN(test_descriptors_stay_valid_while_invalidate_reregisters_underneath);
+		MRLT_RUN(test_descriptors_stay_valid_while_invalidate_reregisters_underneath);
 	else
-		mrl_test_skip("test_descriptors_stay_valid_while_invalidate_reregisters_underneath",
+		mrlt_skip("test_descriptors_stay_valid_while_invalidate_reregisters_underneath",
 			      "no tcp provider on loopback");
-	MRL_RUN(test_concurrent_misses_on_same_range_do_not_leak);
-	MRL_RUN(test_concurrent_based_misses_on_same_base_do_not_leak);
-	MRL_RUN(test_churn_on_all_threads_closes_every_registration_once);
-	MRL_RUN(test_hot_slot_never_leases_a_retired_or_recycled_entry);
-	MRL_RUN(test_filter_growth_never_hides_an_inserted_entry);
-	MRL_RUN(test_pin_release_racing_invalidate_and_domain_close_closes_once);
-	MRL_RUN(test_every_registration_closed_exactly_once);
+	MRLT_RUN(test_concurrent_misses_on_same_range_do_not_leak);
+	MRLT_RUN(test_concurrent_based_misses_on_same_base_do_not_leak);
+	MRLT_RUN(test_churn_on_all_threads_closes_every_registration_once);
+	MRLT_RUN(test_hot_slot_never_leases_a_retired_or_recycled_entry);
+	MRLT_RUN(test_filter_growth_never_hides_an_inserted_entry);
+	MRLT_RUN(test_pin_release_racing_invalidate_and_domain_close_closes_once);
+	MRLT_RUN(test_every_registration_closed_exactly_once);
 	if (have_tcp) {
 		ret = creg_tcp_close(&tcp);
 		if (ret) {
@@ -595,5 +595,5 @@ int main(void)
 			return EXIT_FAILURE;
 		}
 	}
-	return mrl_test_done();
+	return mrlt_done();
 }

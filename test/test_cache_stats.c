@@ -20,7 +20,7 @@
 
 #include "cache_registrar.h"
 #include "mrl_cache.h"
-#include "mrl_test.h"
+#include "mrlt.h"
 
 static uintptr_t page_size;
 #define P(n) ((uintptr_t)0x300000000ull + (uintptr_t)(n) * page_size)
@@ -148,7 +148,7 @@ static void test_stats_snapshots_stay_possible_while_threads_lease_and_invalidat
 	pthread_t th[POSTERS + 1];
 	struct traffic t = { 0 };
 	const char *bad = NULL;
-	struct mrl_wait w;
+	struct mrlt_wait w;
 	struct creg creg;
 	int i, started;
 	long n = 0;
@@ -163,8 +163,8 @@ static void test_stats_snapshots_stay_possible_while_threads_lease_and_invalidat
 		sched_yield();
 	memset(&dom_prev, 0, sizeof(dom_prev));
 	memset(&all_prev, 0, sizeof(all_prev));
-	mrl_wait_init_for(&w, SNAPSHOT_SECONDS);
-	for (; n < SNAPSHOTS && !bad && started == POSTERS + 1 && !mrl_wait_over(&w); n++) {
+	mrlt_wait_init_for(&w, SNAPSHOT_SECONDS);
+	for (; n < SNAPSHOTS && !bad && started == POSTERS + 1 && !mrlt_wait_over(&w); n++) {
 		mrl_cache_domain_stats(t.dom, &s);
 		if ((bad = impossible(&s, &dom_prev)))
 			break;
@@ -446,12 +446,12 @@ static void test_caps_restored_under_threads_and_each_registration_closes_once(v
 int main(void)
 {
 	page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
-	MRL_RUN(test_stats_snapshots_stay_possible_while_threads_lease_and_invalidate);
-	MRL_RUN(test_process_wide_counts_keep_every_domain_past_the_stat_slots);
-	MRL_RUN(test_caps_restored_when_the_last_lease_of_a_burst_goes);
-	MRL_RUN(test_size_cap_restored_when_leases_end);
-	MRL_RUN(test_entry_over_caps_retired_while_leased_closes_once);
-	MRL_RUN(test_caps_restored_under_threads_and_each_registration_closes_once);
-	MRL_RUN(test_every_registration_closed_exactly_once);
-	return mrl_test_done();
+	MRLT_RUN(test_stats_snapshots_stay_possible_while_threads_lease_and_invalidate);
+	MRLT_RUN(test_process_wide_counts_keep_every_domain_past_the_stat_slots);
+	MRLT_RUN(test_caps_restored_when_the_last_lease_of_a_burst_goes);
+	MRLT_RUN(test_size_cap_restored_when_leases_end);
+	MRLT_RUN(test_entry_over_caps_retired_while_leased_closes_once);
+	MRLT_RUN(test_caps_restored_under_threads_and_each_registration_closes_once);
+	MRLT_RUN(test_every_registration_closed_exactly_once);
+	return mrlt_done();
 }

@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 
 #include "mrl_churn.h"
-#include "mrl_test.h"
+#include "mrlt.h"
 
 #define PAGE ((uintptr_t)4096)
 #define BASE ((uintptr_t)0x7f0000000000)
@@ -117,11 +117,11 @@ static void test_concurrent_misses_share_one_count(void)
 
 int main(void)
 {
-	MRL_RUN(test_a_noted_range_passes_exactly_its_count);
-	MRL_RUN(test_zero_passes_never_pass);
-	MRL_RUN(test_only_overlapping_misses_pass);
-	MRL_RUN(test_noting_the_same_range_again_restarts_its_count);
-	MRL_RUN(test_old_ranges_leave_the_ring);
-	MRL_RUN(test_concurrent_misses_share_one_count);
-	return mrl_test_done();
+	MRLT_RUN(test_a_noted_range_passes_exactly_its_count);
+	MRLT_RUN(test_zero_passes_never_pass);
+	MRLT_RUN(test_only_overlapping_misses_pass);
+	MRLT_RUN(test_noting_the_same_range_again_restarts_its_count);
+	MRLT_RUN(test_old_ranges_leave_the_ring);
+	MRLT_RUN(test_concurrent_misses_share_one_count);
+	return mrlt_done();
 }

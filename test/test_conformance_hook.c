@@ -33,7 +33,6 @@
 #include <rdma/fi_tagged.h>
 #include <rdma/fi_trigger.h>
 
-#include "mrl_test.h"
 #include "xfer_util.h"
 
 /* fi_poll and fi_wait, poll sets and wait sets are deprecated from
@@ -74,7 +73,7 @@ static bool hook_matches(struct fid_domain *domain)
 	int ret = fi_open_ops(&domain->fid, FI_MRLEASE_OPS_1, 0, &ops, NULL);
 
 	if ((ret == 0) != hooked) {
-		mrl_test_fail(__FILE__, __LINE__, "FI_MRLEASE_OPS_1 on the "
+		mrlt_fail(__FILE__, __LINE__, "FI_MRLEASE_OPS_1 on the "
 			      "domain: %d, but FI_HOOK is %s", ret,
 			      hooked ? "mrlease" : "unset");
 		return false;
@@ -83,53 +82,53 @@ static bool hook_matches(struct fid_domain *domain)
 }
 
 /* Fabric and domain for prov; false with the case skipped or failed. */
-static bool open_domain(struct mrl_domain *d)
+static bool open_domain(struct mrlt_domain *d)
 {
-	struct fi_info *hints = mrl_hints(prov, prov_ep_type(), FI_MSG);
+	struct fi_info *hints = mrlt_hints(prov, prov_ep_type(), FI_MSG);
 	struct fi_info *info;
 	int ret;
 
-	ret = mrl_getinfo(hints, NULL, NULL, 0, &info);
+	ret = mrlt_getinfo(hints, NULL, NULL, 0, &info);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip_current("%s offers no such info", prov);
+		mrlt_skip_current("%s offers no such info", prov);
 		return false;
 	}
-	if (ret || mrl_domain_open(info, d))
+	if (ret || mrlt_domain_open(info, d))
 		return false;
 	return hook_matches(d->domain);
 }
 
 /* An xfer pair with or without the hook, as this run is; false with the
  * case skipped (the provider cannot) or failed. */
-static bool pair_open(struct xfer_opts opts, struct xfer_pair *p)
+static bool pair_open(struct mrlt_pair_opts opts, struct mrlt_pair *p)
 {
 	int ret;
 
 	opts.prov = prov;
-	ret = xfer_pair_open(&opts, p);
+	ret = mrlt_pair_open(&opts, p);
 	/* Whatever a failed open left (nothing, or its buffer). */
 	if (ret)
-		xfer_pair_close(p);
+		mrlt_pair_close(p);
 	if (ret == -FI_ENODATA || ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP) {
-		mrl_test_skip_current("%s cannot: %s", prov, fi_strerror(-ret));
+		mrlt_skip_current("%s cannot: %s", prov, fi_strerror(-ret));
 		return false;
 	}
 	if (ret) {
-		mrl_test_fail(__FILE__, __LINE__, "xfer_pair_open: %s",
+		mrlt_fail(__FILE__, __LINE__, "mrlt_pair_open: %s",
 			      fi_strerror(-ret));
 		return false;
 	}
 	if (!p->mrl != !hooked) {
-		mrl_test_fail(__FILE__, __LINE__, "FI_MRLEASE_OPS_1 %s, but "
+		mrlt_fail(__FILE__, __LINE__, "FI_MRLEASE_OPS_1 %s, but "
 			      "FI_HOOK is %s", p->mrl ? "answers" : "refused",
 			      hooked ? "mrlease" : "unset");
-		xfer_pair_close(p);
+		mrlt_pair_close(p);
 		return false;
 	}
 	if (opts.thread_safe &&
 	    p->info->domain_attr->threading != FI_THREAD_SAFE) {
-		mrl_test_skip_current("%s: not FI_THREAD_SAFE", prov);
-		xfer_pair_close(p);
+		mrlt_skip_current("%s: not FI_THREAD_SAFE", prov);
+		mrlt_pair_close(p);
 		return false;
 	}
 	return true;
@@ -146,7 +145,7 @@ static bool pair_open(struct xfer_opts opts, struct xfer_pair *p)
  */
 static void test_eq_read_returns_application_written_events_untouched(void)
 {
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_UNSPEC,
 				   .flags = FI_WRITE };
 	/* Memory that is no fid: every word 0x4141... (read as a fid, its
@@ -161,7 +160,7 @@ static void test_eq_read_returns_application_written_events_untouched(void)
 	if (!open_domain(&d))
 		return;
 	CHECK_FI(fi_eq_open(d.fabric, &attr, &eq, NULL));
-	mrl_track_fid(&eq->fid);
+	mrlt_track_fid(&eq->fid);
 	memset(junk, 0x41, sizeof(junk));
 	fids[0] = &d.fabric->fid;
 	fids[1] = &eq->fid;
@@ -224,7 +223,7 @@ static bool signalled_read_rc(ssize_t rc)
  */
 static void test_cq_sread_after_signal_returns_before_its_timeout(void)
 {
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_TAGGED,
 				   .wait_obj = FI_WAIT_UNSPEC, .size = 64 };
 	struct fi_cq_tagged_entry e;
@@ -237,12 +236,12 @@ static void test_cq_sread_after_signal_returns_before_its_timeout(void)
 		return;
 	ret = fi_cq_open(d.domain, &attr, &cq, NULL);
 	if (ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP || ret == -FI_EINVAL) {
-		mrl_test_skip_current("%s: no CQ with FI_WAIT_UNSPEC: %s", prov,
+		mrlt_skip_current("%s: no CQ with FI_WAIT_UNSPEC: %s", prov,
 				      fi_strerror(-ret));
 		return;
 	}
 	CHECK_FI(ret);
-	mrl_track_fid(&cq->fid);
+	mrlt_track_fid(&cq->fid);
 	CHECK_FI(fi_cq_signal(cq));
 	t0 = now_ms();
 	rc = fi_cq_sread(cq, &e, 1, NULL, SREAD_TIMEOUT_MS);
@@ -292,11 +291,11 @@ static int blocked_reader_start(struct blocked_reader *r, pthread_t *thread)
  * it (it returns by its own timeout anyway) and check it was woken. */
 static void blocked_reader_check(struct blocked_reader *r, pthread_t thread)
 {
-	struct mrl_wait w;
+	struct mrlt_wait w;
 	bool done;
 
-	mrl_wait_init_for(&w, READER_GUARD_S);
-	while (!(done = atomic_load(&r->done)) && !mrl_wait_over(&w))
+	mrlt_wait_init_for(&w, READER_GUARD_S);
+	while (!(done = atomic_load(&r->done)) && !mrlt_wait_over(&w))
 		sched_yield();
 	pthread_join(thread, NULL);
 	CHECK_MSG(done, "the blocked reader did not return within %.0f s",
@@ -316,23 +315,23 @@ static void blocked_reader_check(struct blocked_reader *r, pthread_t thread)
  */
 static void cq_signal_wakes_a_blocked_reader(bool from)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct blocked_reader r = { .from = from };
 	pthread_t thread;
 
-	if (!pair_open((struct xfer_opts){ .cq_wait = FI_WAIT_UNSPEC,
+	if (!pair_open((struct mrlt_pair_opts){ .cq_wait = FI_WAIT_UNSPEC,
 					   .thread_safe = true }, &p))
 		return;
 	r.cq = p.cq;
 	CHECK_EQ(0, blocked_reader_start(&r, &thread));
 	/* Signalled once the reader runs; whether it is inside the wait yet
 	 * or not, the signal must end that read. */
-	if (!mrl_wait_until_int(&r.started, 1))
-		mrl_test_fail(__FILE__, __LINE__, "reader never started");
+	if (!mrlt_wait_until_int(&r.started, 1))
+		mrlt_fail(__FILE__, __LINE__, "reader never started");
 	else
 		CHECK_FI(fi_cq_signal(p.cq));
 	blocked_reader_check(&r, thread);
-	CHECK_EQ(0, xfer_pair_close(&p));
+	CHECK_EQ(0, mrlt_pair_close(&p));
 }
 
 static void test_cq_signal_wakes_a_thread_blocked_in_sread(void)
@@ -360,12 +359,12 @@ static void test_cq_signal_wakes_a_thread_blocked_in_sreadfrom(void)
  */
 static void test_cq_signal_is_not_swallowed_by_hidden_completions(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct blocked_reader r = { .from = false };
 	struct fi_context2 ctx[HIDDEN_WRITES];
 	char *src = NULL, *dst = NULL;
 	struct fid_mr *mr = NULL;
-	struct mrl_wait w;
+	struct mrlt_wait w;
 	pthread_t thread;
 	bool running = false;
 	long long leases;
@@ -374,32 +373,32 @@ static void test_cq_signal_is_not_swallowed_by_hidden_completions(void)
 		/* Without the hook nothing is hidden: the bare provider's
 		 * half of this is test_cq_signal_wakes_a_thread_blocked_in_
 		 * sread. */
-		mrl_test_skip_current("only the hook hides completions");
+		mrlt_skip_current("only the hook hides completions");
 		return;
 	}
-	if (!pair_open((struct xfer_opts){ .cq_wait = FI_WAIT_UNSPEC,
+	if (!pair_open((struct mrlt_pair_opts){ .cq_wait = FI_WAIT_UNSPEC,
 					   .selective = true,
 					   .thread_safe = true }, &p))
 		return;
 	src = malloc(HIDDEN_LEN);
 	dst = calloc(1, HIDDEN_LEN);
 	if (!src || !dst) {
-		mrl_test_fail(__FILE__, __LINE__, "out of memory");
+		mrlt_fail(__FILE__, __LINE__, "out of memory");
 		goto out;
 	}
-	xfer_fill(src, HIDDEN_LEN, 5);
-	if (xfer_mr_reg(&p, dst, HIDDEN_LEN, FI_REMOTE_WRITE, &mr)) {
-		mrl_test_fail(__FILE__, __LINE__, "xfer_mr_reg failed");
+	mrlt_fill(src, HIDDEN_LEN, 5);
+	if (mrlt_pair_mr_reg(&p, dst, HIDDEN_LEN, FI_REMOTE_WRITE, &mr)) {
+		mrlt_fail(__FILE__, __LINE__, "mrlt_pair_mr_reg failed");
 		goto out;
 	}
 	r.cq = p.cq;
 	if (blocked_reader_start(&r, &thread)) {
-		mrl_test_fail(__FILE__, __LINE__, "pthread_create failed");
+		mrlt_fail(__FILE__, __LINE__, "pthread_create failed");
 		goto out;
 	}
 	running = true;
-	if (!mrl_wait_until_int(&r.started, 1)) {
-		mrl_test_fail(__FILE__, __LINE__, "reader never started");
+	if (!mrlt_wait_until_int(&r.started, 1)) {
+		mrlt_fail(__FILE__, __LINE__, "reader never started");
 		goto out;
 	}
 	/* Leased (FI_MRLEASE_MIN_SIZE=0), no completion asked: the hook
@@ -407,7 +406,7 @@ static void test_cq_signal_is_not_swallowed_by_hidden_completions(void)
 	for (int i = 0; i < HIDDEN_WRITES; i++) {
 		struct iovec iov = { .iov_base = src, .iov_len = HIDDEN_LEN };
 		struct fi_rma_iov rma = {
-			.addr = xfer_rma_addr(&p, dst, dst),
+			.addr = mrlt_pair_rma_addr(&p, dst, dst),
 			.len = HIDDEN_LEN,
 			.key = fi_mr_key(mr),
 		};
@@ -416,46 +415,46 @@ static void test_cq_signal_is_not_swallowed_by_hidden_completions(void)
 			.rma_iov = &rma, .rma_iov_count = 1, .context = &ctx[i],
 		};
 		ssize_t rc;
-		struct mrl_wait pw;
+		struct mrlt_wait pw;
 
-		mrl_wait_init(&pw);
+		mrlt_wait_init(&pw);
 		while ((rc = fi_writemsg(p.ep[0], &msg, 0)) == -FI_EAGAIN &&
-		       !mrl_wait_over(&pw))
+		       !mrlt_wait_over(&pw))
 			sched_yield();
 		if (rc) {
-			mrl_test_fail(__FILE__, __LINE__, "fi_writemsg: %zd", rc);
+			mrlt_fail(__FILE__, __LINE__, "fi_writemsg: %zd", rc);
 			goto out;
 		}
 	}
 	/* The blocked reader read (and the hook dropped) every hidden
 	 * completion: their leases are gone, and the read goes on. */
-	mrl_wait_init(&w);
-	while ((leases = xfer_live_leases(&p)) > 0 && !atomic_load(&r.done) &&
-	       !mrl_wait_over(&w))
+	mrlt_wait_init(&w);
+	while ((leases = mrlt_live_leases(&p)) > 0 && !atomic_load(&r.done) &&
+	       !mrlt_wait_over(&w))
 		sched_yield();
 	if (atomic_load(&r.done)) {
-		mrl_test_fail(__FILE__, __LINE__, "the reader returned %zd "
+		mrlt_fail(__FILE__, __LINE__, "the reader returned %zd "
 			      "before the signal (hidden completions shown?)",
 			      r.rc);
 		goto out;
 	}
 	if (leases) {
-		mrl_test_fail(__FILE__, __LINE__, "%lld leases still held: the "
+		mrlt_fail(__FILE__, __LINE__, "%lld leases still held: the "
 			      "blocked reader never read the hidden "
 			      "completions", leases);
 		goto out;
 	}
 	if (fi_cq_signal(p.cq))
-		mrl_test_fail(__FILE__, __LINE__, "fi_cq_signal failed");
+		mrlt_fail(__FILE__, __LINE__, "fi_cq_signal failed");
 out:
 	if (running)
 		blocked_reader_check(&r, thread);
-	if (!mrl_test_failed() && xfer_wait_pattern(&p, dst, HIDDEN_LEN, 5) >= 0)
-		mrl_test_fail(__FILE__, __LINE__, "hidden writes lost data");
+	if (!mrlt_failed() && mrlt_wait_pattern(&p, dst, HIDDEN_LEN, 5) >= 0)
+		mrlt_fail(__FILE__, __LINE__, "hidden writes lost data");
 	if (mr)
 		fi_close(&mr->fid);
-	if (xfer_pair_close(&p))
-		mrl_test_fail(__FILE__, __LINE__, "xfer_pair_close failed");
+	if (mrlt_pair_close(&p))
+		mrlt_fail(__FILE__, __LINE__, "mrlt_pair_close failed");
 	free(src);
 	free(dst);
 }
@@ -494,20 +493,20 @@ static const char *const trigger_family_names[] = {
 /* A small tagged send from ep[0] to ep[1] and its receive (a tag no
  * other receive takes), both completed with no completion of waiting
  * (the triggered op) among them. */
-static bool ping_passes_the_waiting_op(struct xfer_pair *p, void *waiting)
+static bool ping_passes_the_waiting_op(struct mrlt_pair *p, void *waiting)
 {
 	struct fi_context2 sctx, rctx;
-	struct xfer_comp c;
+	struct mrlt_comp c;
 	uint64_t out = 7, in = 0;
 	int seen = 0;
 
-	if (XFER_POST(p, fi_trecv(p->ep[1], &in, sizeof(in), NULL,
+	if (MRLT_PAIR_POST(p, fi_trecv(p->ep[1], &in, sizeof(in), NULL,
 				  FI_ADDR_UNSPEC, 0x51, 0, &rctx)) ||
-	    XFER_POST(p, fi_tsend(p->ep[0], &out, sizeof(out), NULL,
+	    MRLT_PAIR_POST(p, fi_tsend(p->ep[0], &out, sizeof(out), NULL,
 				  p->addr[1], 0x51, &sctx)))
 		return false;
 	while (seen < 2) {
-		if (xfer_reap(p, &c, 1) != 1 || c.err || c.ctx == waiting)
+		if (mrlt_reap(p, &c, 1) != 1 || c.err || c.ctx == waiting)
 			return false;
 		seen += c.ctx == &sctx || c.ctx == &rctx;
 	}
@@ -516,7 +515,7 @@ static bool ping_passes_the_waiting_op(struct xfer_pair *p, void *waiting)
 
 /* Post family's op from ep[0] to ep[1] (dst registered as mr for RMA and
  * atomics) with FI_TRIGGER and context trig. */
-static ssize_t trigger_post(struct xfer_pair *p, enum trigger_family family,
+static ssize_t trigger_post(struct mrlt_pair *p, enum trigger_family family,
 			    void *src, void *dst, struct fid_mr *mr,
 			    struct fi_triggered_context *trig)
 {
@@ -526,7 +525,7 @@ static ssize_t trigger_post(struct xfer_pair *p, enum trigger_family family,
 	struct fi_rma_ioc rma_ioc = { .count = 1 };
 
 	if (mr) {
-		rma.addr = rma_ioc.addr = xfer_rma_addr(p, dst, dst);
+		rma.addr = rma_ioc.addr = mrlt_pair_rma_addr(p, dst, dst);
 		rma.key = rma_ioc.key = fi_mr_key(mr);
 	}
 	switch (family) {
@@ -578,20 +577,20 @@ static void triggered_op_waits_for_its_threshold(enum trigger_family family)
 		struct fi_triggered_context2 c2;
 	} trig = { .c = { .event_type = FI_TRIGGER_THRESHOLD } };
 	struct fi_context2 rctx;
-	struct xfer_comp comps[2];
+	struct mrlt_comp comps[2];
 	struct fid_mr *mr = NULL;
 	struct fid_cntr *cntr = NULL;
-	struct xfer_pair p;
-	uint64_t *src = mrl_alloc(TRIGGER_LEN), *dst = mrl_alloc(TRIGGER_LEN);
+	struct mrlt_pair p;
+	uint64_t *src = mrlt_alloc(TRIGGER_LEN), *dst = mrlt_alloc(TRIGGER_LEN);
 	size_t ncomps = family == TRIG_SEND || family == TRIG_TSEND ? 2 : 1;
 	ssize_t rc;
 	int n;
 
-	if (!pair_open((struct xfer_opts){ .caps = FI_MSG | FI_TAGGED | FI_RMA |
+	if (!pair_open((struct mrlt_pair_opts){ .caps = FI_MSG | FI_TAGGED | FI_RMA |
 					   FI_ATOMIC | FI_TRIGGER }, &p))
 		return;
 	if (fi_cntr_open(p.domain, &cattr, &cntr, NULL)) {
-		mrl_test_fail(__FILE__, __LINE__, "fi_cntr_open failed");
+		mrlt_fail(__FILE__, __LINE__, "fi_cntr_open failed");
 		cntr = NULL;
 		goto out;
 	}
@@ -602,44 +601,44 @@ static void triggered_op_waits_for_its_threshold(enum trigger_family family)
 		src[0] = 1000;
 		dst[0] = 37;
 	} else {
-		xfer_fill(src, TRIGGER_LEN, 99);
+		mrlt_fill(src, TRIGGER_LEN, 99);
 	}
 	if ((family == TRIG_WRITE || family == TRIG_ATOMIC) &&
-	    xfer_mr_reg(&p, dst, TRIGGER_LEN, FI_REMOTE_WRITE | FI_REMOTE_READ,
+	    mrlt_pair_mr_reg(&p, dst, TRIGGER_LEN, FI_REMOTE_WRITE | FI_REMOTE_READ,
 			&mr)) {
-		mrl_test_fail(__FILE__, __LINE__, "xfer_mr_reg failed");
+		mrlt_fail(__FILE__, __LINE__, "mrlt_pair_mr_reg failed");
 		goto out;
 	}
 	if (family == TRIG_SEND)
-		rc = XFER_POST(&p, fi_recv(p.ep[1], dst, TRIGGER_LEN, NULL,
+		rc = MRLT_PAIR_POST(&p, fi_recv(p.ep[1], dst, TRIGGER_LEN, NULL,
 					   FI_ADDR_UNSPEC, &rctx));
 	else if (family == TRIG_TSEND)
-		rc = XFER_POST(&p, fi_trecv(p.ep[1], dst, TRIGGER_LEN, NULL,
+		rc = MRLT_PAIR_POST(&p, fi_trecv(p.ep[1], dst, TRIGGER_LEN, NULL,
 					    FI_ADDR_UNSPEC, 0x7a, 0, &rctx));
 	else
 		rc = 0;
 	if (rc) {
-		mrl_test_fail(__FILE__, __LINE__, "receive: %zd", rc);
+		mrlt_fail(__FILE__, __LINE__, "receive: %zd", rc);
 		goto out;
 	}
 
 	trig.c.trigger.threshold.cntr = cntr;
 	trig.c.trigger.threshold.threshold = 1;
-	rc = XFER_POST(&p, trigger_post(&p, family, src, dst, mr, &trig.c));
+	rc = MRLT_PAIR_POST(&p, trigger_post(&p, family, src, dst, mr, &trig.c));
 	if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP) {
-		mrl_test_skip_current("%s: %s with FI_TRIGGER: %s", prov, what,
+		mrlt_skip_current("%s: %s with FI_TRIGGER: %s", prov, what,
 				      fi_strerror((int)-rc));
 		goto out;
 	}
 	if (rc) {
-		mrl_test_fail(__FILE__, __LINE__, "%s with FI_TRIGGER: %zd",
+		mrlt_fail(__FILE__, __LINE__, "%s with FI_TRIGGER: %zd",
 			      what, rc);
 		goto out;
 	}
 	/* With every operand leased, the hook's op is the context the
 	 * provider reads. */
-	if (hooked && min_size_0_set() && xfer_live_leases(&p) < 1) {
-		mrl_test_fail(__FILE__, __LINE__, "%s was not leased", what);
+	if (hooked && min_size_0_set() && mrlt_live_leases(&p) < 1) {
+		mrlt_fail(__FILE__, __LINE__, "%s was not leased", what);
 		goto out;
 	}
 	/* Below its threshold the op does nothing: a send posted after it
@@ -648,7 +647,7 @@ static void triggered_op_waits_for_its_threshold(enum trigger_family family)
 	if (!ping_passes_the_waiting_op(&p, &trig.c) ||
 	    (family == TRIG_ATOMIC ? dst[0] != 37 :
 	     !all_zero(dst, TRIGGER_LEN))) {
-		mrl_test_fail(__FILE__, __LINE__, "%s ran below its threshold",
+		mrlt_fail(__FILE__, __LINE__, "%s ran below its threshold",
 			      what);
 		goto out;
 	}
@@ -656,14 +655,14 @@ static void triggered_op_waits_for_its_threshold(enum trigger_family family)
 	if (family == TRIG_ATOMIC)
 		src[0] = 5;
 	else
-		xfer_fill(src, TRIGGER_LEN, 23);
+		mrlt_fill(src, TRIGGER_LEN, 23);
 	if (fi_cntr_add(cntr, 1)) {
-		mrl_test_fail(__FILE__, __LINE__, "fi_cntr_add failed");
+		mrlt_fail(__FILE__, __LINE__, "fi_cntr_add failed");
 		goto out;
 	}
-	n = xfer_reap(&p, comps, ncomps);
+	n = mrlt_reap(&p, comps, ncomps);
 	if (n != (int)ncomps) {
-		mrl_test_fail(__FILE__, __LINE__, "%s: %d of %zu completions "
+		mrlt_fail(__FILE__, __LINE__, "%s: %d of %zu completions "
 			      "after the threshold", what, n, ncomps);
 		goto out;
 	}
@@ -672,7 +671,7 @@ static void triggered_op_waits_for_its_threshold(enum trigger_family family)
 
 		if (comps[i].err || !(mine || (ncomps == 2 &&
 					      comps[i].ctx == &rctx))) {
-			mrl_test_fail(__FILE__, __LINE__, "%s: completion %zu: "
+			mrlt_fail(__FILE__, __LINE__, "%s: completion %zu: "
 				      "context %p (want %p), error %d", what,
 				      i, comps[i].ctx, (void *)&trig.c,
 				      comps[i].err);
@@ -680,29 +679,29 @@ static void triggered_op_waits_for_its_threshold(enum trigger_family family)
 		}
 	}
 	if (family == TRIG_ATOMIC) {
-		struct mrl_wait w;
+		struct mrlt_wait w;
 
-		mrl_wait_init(&w);
+		mrlt_wait_init(&w);
 		while (__atomic_load_n(&dst[0], __ATOMIC_ACQUIRE) != 42 &&
-		       !mrl_wait_over(&w))
-			xfer_progress(&p);
+		       !mrlt_wait_over(&w))
+			mrlt_pair_progress(&p);
 		if (dst[0] != 42)
-			mrl_test_fail(__FILE__, __LINE__, "atomic sum: %" PRIu64
+			mrlt_fail(__FILE__, __LINE__, "atomic sum: %" PRIu64
 				      ", want 42", dst[0]);
-	} else if (xfer_wait_pattern(&p, dst, TRIGGER_LEN, 23) >= 0) {
-		mrl_test_fail(__FILE__, __LINE__, "%s delivered other data",
+	} else if (mrlt_wait_pattern(&p, dst, TRIGGER_LEN, 23) >= 0) {
+		mrlt_fail(__FILE__, __LINE__, "%s delivered other data",
 			      what);
 	}
-	if (xfer_live_leases(&p) > 0)
-		mrl_test_fail(__FILE__, __LINE__, "%lld leases left after the "
-			      "completion", xfer_live_leases(&p));
+	if (mrlt_live_leases(&p) > 0)
+		mrlt_fail(__FILE__, __LINE__, "%lld leases left after the "
+			      "completion", mrlt_live_leases(&p));
 out:
 	if (mr)
 		fi_close(&mr->fid);
 	if (cntr && fi_close(&cntr->fid))
-		mrl_test_fail(__FILE__, __LINE__, "closing the counter failed");
-	if (xfer_pair_close(&p))
-		mrl_test_fail(__FILE__, __LINE__, "xfer_pair_close failed");
+		mrlt_fail(__FILE__, __LINE__, "closing the counter failed");
+	if (mrlt_pair_close(&p))
+		mrlt_fail(__FILE__, __LINE__, "mrlt_pair_close failed");
 }
 
 static void test_triggered_write_waits_for_its_threshold(void)
@@ -734,18 +733,18 @@ static void test_triggered_atomic_waits_for_its_threshold(void)
 /* Post one leased write from ep[0] into dst (registered as mr) with flags
  * (0 under FI_SELECTIVE_COMPLETION: no completion asked, so the hook asks
  * for one and hides it). */
-static ssize_t post_write(struct xfer_pair *p, void *src, void *dst,
+static ssize_t post_write(struct mrlt_pair *p, void *src, void *dst,
 			  struct fid_mr *mr, uint64_t flags, void *ctx)
 {
 	struct iovec iov = { .iov_base = src, .iov_len = HIDDEN_LEN };
-	struct fi_rma_iov rma = { .addr = xfer_rma_addr(p, dst, dst),
+	struct fi_rma_iov rma = { .addr = mrlt_pair_rma_addr(p, dst, dst),
 				  .len = HIDDEN_LEN, .key = fi_mr_key(mr) };
 	struct fi_msg_rma msg = {
 		.msg_iov = &iov, .iov_count = 1, .addr = p->addr[1],
 		.rma_iov = &rma, .rma_iov_count = 1, .context = ctx,
 	};
 
-	return XFER_POST(p, fi_writemsg(p->ep[0], &msg, flags));
+	return MRLT_PAIR_POST(p, fi_writemsg(p->ep[0], &msg, flags));
 }
 
 /* What reports a CQ ready in the readiness cases. */
@@ -761,7 +760,7 @@ struct ready_set {
 };
 
 /* Whether r's probe says p->cq has something to read (< 0: it failed). */
-static int ready_probe(struct xfer_pair *p, struct ready_set *r)
+static int ready_probe(struct mrlt_pair *p, struct ready_set *r)
 {
 	struct fid *fids[1] = { &p->cq->fid };
 	void *ctx[2];
@@ -789,16 +788,16 @@ static int ready_probe(struct xfer_pair *p, struct ready_set *r)
 static void cq_ready_only_with_a_readable_completion(enum ready_probe probe)
 {
 	const char *what = ready_probe_names[probe];
-	struct xfer_opts opts = { .selective = true,
+	struct mrlt_pair_opts opts = { .selective = true,
 				  .cq_wait = FI_WAIT_UNSPEC };
 	struct ready_set r = { .probe = probe };
 	struct fi_cq_tagged_entry e[4];
 	struct fi_context2 ctx, vctx[HIDDEN_ROUNDS];
 	int seen[HIDDEN_ROUNDS] = { 0 };
 	struct fid_mr *mr = NULL;
-	struct xfer_pair p;
-	char *src = mrl_alloc(HIDDEN_LEN), *dst = mrl_alloc(HIDDEN_LEN);
-	struct mrl_wait w;
+	struct mrlt_pair p;
+	char *src = mrlt_alloc(HIDDEN_LEN), *dst = mrlt_alloc(HIDDEN_LEN);
+	struct mrlt_wait w;
 	ssize_t rc;
 	int ret;
 
@@ -809,35 +808,35 @@ static void cq_ready_only_with_a_readable_completion(enum ready_probe probe)
 
 		ret = fi_poll_open(p.domain, &attr, &r.poll);
 		if (ret) {
-			mrl_test_skip_current("%s: fi_poll_open: %s", prov,
+			mrlt_skip_current("%s: fi_poll_open: %s", prov,
 					      fi_strerror(-ret));
 			goto out;
 		}
 		if (fi_poll_add(r.poll, &p.cq->fid, 0)) {
-			mrl_test_fail(__FILE__, __LINE__, "fi_poll_add failed");
+			mrlt_fail(__FILE__, __LINE__, "fi_poll_add failed");
 			goto out;
 		}
 	}
-	if (xfer_mr_reg(&p, dst, HIDDEN_LEN, FI_REMOTE_WRITE, &mr)) {
-		mrl_test_fail(__FILE__, __LINE__, "xfer_mr_reg failed");
+	if (mrlt_pair_mr_reg(&p, dst, HIDDEN_LEN, FI_REMOTE_WRITE, &mr)) {
+		mrlt_fail(__FILE__, __LINE__, "mrlt_pair_mr_reg failed");
 		goto out;
 	}
-	xfer_fill(src, HIDDEN_LEN, 31);
+	mrlt_fill(src, HIDDEN_LEN, 31);
 	/* Hidden completions only: whenever the probe says ready, a read
 	 * must return an entry (it cannot: none is the application's), until
 	 * every hidden op has completed (its lease released). */
 	for (int i = 0; i < HIDDEN_ROUNDS; i++) {
 		rc = post_write(&p, src, dst, mr, 0, &ctx);
 		if (rc) {
-			mrl_test_fail(__FILE__, __LINE__, "fi_writemsg: %zd", rc);
+			mrlt_fail(__FILE__, __LINE__, "fi_writemsg: %zd", rc);
 			goto out;
 		}
 	}
-	mrl_wait_init(&w);
-	while (xfer_live_leases(&p) > 0 && !mrl_wait_over(&w)) {
+	mrlt_wait_init(&w);
+	while (mrlt_live_leases(&p) > 0 && !mrlt_wait_over(&w)) {
 		ret = ready_probe(&p, &r);
 		if (ret < 0) {
-			mrl_test_fail(__FILE__, __LINE__, "%s: %s", what,
+			mrlt_fail(__FILE__, __LINE__, "%s: %s", what,
 				      fi_strerror(-ret));
 			goto out;
 		}
@@ -845,20 +844,20 @@ static void cq_ready_only_with_a_readable_completion(enum ready_probe probe)
 			continue;
 		rc = fi_cq_read(p.cq, e, 4);
 		if (rc == -FI_EAGAIN) {
-			mrl_test_fail(__FILE__, __LINE__, "%s reported the CQ "
+			mrlt_fail(__FILE__, __LINE__, "%s reported the CQ "
 				      "ready, fi_cq_read returned -FI_EAGAIN",
 				      what);
 			goto out;
 		}
 		if (rc > 0) {
-			mrl_test_fail(__FILE__, __LINE__, "fi_cq_read returned "
+			mrlt_fail(__FILE__, __LINE__, "fi_cq_read returned "
 				      "a completion nobody asked for (context "
 				      "%p)", e[0].op_context);
 			goto out;
 		}
 	}
-	if (xfer_live_leases(&p) > 0) {
-		mrl_test_fail(__FILE__, __LINE__, "hidden writes never "
+	if (mrlt_live_leases(&p) > 0) {
+		mrlt_fail(__FILE__, __LINE__, "hidden writes never "
 			      "completed");
 		goto out;
 	}
@@ -869,15 +868,15 @@ static void cq_ready_only_with_a_readable_completion(enum ready_probe probe)
 		rc = post_write(&p, src, dst, mr, i % 2 ? FI_COMPLETION : 0,
 				i % 2 ? (void *)&vctx[i / 2] : (void *)&ctx);
 		if (rc) {
-			mrl_test_fail(__FILE__, __LINE__, "fi_writemsg: %zd", rc);
+			mrlt_fail(__FILE__, __LINE__, "fi_writemsg: %zd", rc);
 			goto out;
 		}
 	}
-	mrl_wait_init(&w);
-	while (!(ret = ready_probe(&p, &r)) && !mrl_wait_over(&w))
+	mrlt_wait_init(&w);
+	while (!(ret = ready_probe(&p, &r)) && !mrlt_wait_over(&w))
 		;
 	if (ret != 1) {
-		mrl_test_fail(__FILE__, __LINE__, "%s never reported the "
+		mrlt_fail(__FILE__, __LINE__, "%s never reported the "
 			      "completions: %d", what, ret);
 		goto out;
 	}
@@ -886,12 +885,12 @@ static void cq_ready_only_with_a_readable_completion(enum ready_probe probe)
 
 		rc = got % 2 ? fi_cq_sread(p.cq, e, 1, NULL, SREAD_TIMEOUT_MS) :
 			       fi_cq_readfrom(p.cq, e, 1, &src_addr);
-		if (rc == -FI_EAGAIN && !mrl_wait_over(&w))
+		if (rc == -FI_EAGAIN && !mrlt_wait_over(&w))
 			continue;
 		if (rc != 1 || e[0].op_context < (void *)&vctx[0] ||
 		    e[0].op_context >= (void *)&vctx[HIDDEN_ROUNDS] ||
 		    seen[(struct fi_context2 *)e[0].op_context - vctx]++) {
-			mrl_test_fail(__FILE__, __LINE__, "%s said ready; "
+			mrlt_fail(__FILE__, __LINE__, "%s said ready; "
 				      "read %d: %zd, context %p", what, got,
 				      rc, rc == 1 ? e[0].op_context : NULL);
 			goto out;
@@ -900,7 +899,7 @@ static void cq_ready_only_with_a_readable_completion(enum ready_probe probe)
 	}
 	rc = fi_cq_read(p.cq, e, 4);
 	if (rc != -FI_EAGAIN)
-		mrl_test_fail(__FILE__, __LINE__, "a read after the last "
+		mrlt_fail(__FILE__, __LINE__, "a read after the last "
 			      "completion: %zd", rc);
 out:
 	if (mr)
@@ -909,8 +908,8 @@ out:
 		fi_poll_del(r.poll, &p.cq->fid, 0);
 		fi_close(&r.poll->fid);
 	}
-	if (xfer_pair_close(&p))
-		mrl_test_fail(__FILE__, __LINE__, "xfer_pair_close failed");
+	if (mrlt_pair_close(&p))
+		mrlt_fail(__FILE__, __LINE__, "mrlt_pair_close failed");
 }
 
 static void test_poll_set_reports_a_cq_only_with_a_readable_completion(void)
@@ -945,15 +944,15 @@ static long long domain_leases(struct fid_domain *domain)
 		int try_rc_ = (expr);                                         \
 		if (try_rc_)                                                  \
 			return try_rc_;                                       \
-		mrl_track_fid(fidp);                                          \
+		mrlt_track_fid(fidp);                                          \
 	} while (0)
 
 /*
  * The sender of the wait-set case, around its CQ (on the wait set): an
- * endpoint bound FI_SELECTIVE_COMPLETION (mrl_peer_open binds neither).
+ * endpoint bound FI_SELECTIVE_COMPLETION (mrlt_peer_open binds neither).
  */
-static int wait_sender_open(struct mrl_domain *d, struct fid_cq *cq,
-			    struct mrl_peer *s)
+static int wait_sender_open(struct mrlt_domain *d, struct fid_cq *cq,
+			    struct mrlt_peer *s)
 {
 	struct fi_av_attr av_attr = { .type = d->info->domain_attr->av_type };
 	int ret;
@@ -995,20 +994,20 @@ static bool wait_then_read(struct fid_wait *wait, struct fid_cq *cq,
 	if (ret) {
 		if (ret == -FI_ETIMEDOUT || ret == -FI_EAGAIN)
 			return true;
-		mrl_test_fail(__FILE__, __LINE__, "fi_wait: %d", ret);
+		mrlt_fail(__FILE__, __LINE__, "fi_wait: %d", ret);
 		return false;
 	}
 	*rc = fi_cq_read(cq, e, 4);
 	after = domain_leases(domain);
 	if (*rc == -FI_EAGAIN && after < before) {
-		mrl_test_fail(__FILE__, __LINE__, "fi_wait returned 0, then "
+		mrlt_fail(__FILE__, __LINE__, "fi_wait returned 0, then "
 			      "fi_cq_read -FI_EAGAIN while %lld hidden "
 			      "completions were consumed: one the application "
 			      "cannot read woke it", before - after);
 		return false;
 	}
 	if (*rc < 0 && *rc != -FI_EAGAIN) {
-		mrl_test_fail(__FILE__, __LINE__, "fi_cq_read: %zd", *rc);
+		mrlt_fail(__FILE__, __LINE__, "fi_cq_read: %zd", *rc);
 		return false;
 	}
 	return true;
@@ -1028,13 +1027,13 @@ static void test_wait_set_wakes_only_for_a_readable_completion(void)
 				      .wait_obj = FI_WAIT_SET };
 	struct fi_context2 ctx[WAIT_SENDS], rctx[WAIT_SENDS + 1], vctx;
 	struct fi_cq_tagged_entry e[4];
-	struct mrl_peer s, r;
-	struct mrl_domain d;
+	struct mrlt_peer s, r;
+	struct mrlt_domain d;
 	struct fid_wait *wait;
 	struct fid_cq *cq;
-	struct mrl_wait w;
-	char *buf = mrl_alloc(WAIT_LEN);
-	char *rbuf = mrl_alloc((WAIT_SENDS + 1) * WAIT_LEN);
+	struct mrlt_wait w;
+	char *buf = mrlt_alloc(WAIT_LEN);
+	char *rbuf = mrlt_alloc((WAIT_SENDS + 1) * WAIT_LEN);
 	int received = 0, ret;
 	ssize_t rc;
 
@@ -1042,26 +1041,26 @@ static void test_wait_set_wakes_only_for_a_readable_completion(void)
 		return;
 	ret = fi_wait_open(d.fabric, &wait_attr, &wait);
 	if (ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP || ret == -FI_EINVAL) {
-		mrl_test_skip_current("%s: fi_wait_open: %s", prov,
+		mrlt_skip_current("%s: fi_wait_open: %s", prov,
 				      fi_strerror(-ret));
 		return;
 	}
 	CHECK_FI(ret);
-	mrl_track_fid(&wait->fid);
+	mrlt_track_fid(&wait->fid);
 	cq_attr.wait_set = wait;
 	ret = fi_cq_open(d.domain, &cq_attr, &cq, NULL);
 	if (ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP || ret == -FI_EINVAL) {
-		mrl_test_skip_current("%s: no CQ on a wait set: %s", prov,
+		mrlt_skip_current("%s: no CQ on a wait set: %s", prov,
 				      fi_strerror(-ret));
 		return;
 	}
 	CHECK_FI(ret);
-	mrl_track_fid(&cq->fid);
+	mrlt_track_fid(&cq->fid);
 	CHECK_FI(wait_sender_open(&d, cq, &s));
-	CHECK_FI(mrl_peer_open(&d, NULL, &r));
-	CHECK_FI(mrl_peers_connect(&s, &r));
+	CHECK_FI(mrlt_peer_open(&d, NULL, &r));
+	CHECK_FI(mrlt_peers_connect(&s, &r));
 	for (int i = 0; i < WAIT_SENDS; i++)
-		CHECK_EQ(0, MRL_POST(fi_recv(r.ep, rbuf + i * WAIT_LEN,
+		CHECK_EQ(0, MRLT_POST(fi_recv(r.ep, rbuf + i * WAIT_LEN,
 					     WAIT_LEN, NULL, r.peer, &rctx[i]),
 				     &r, &s));
 	/* No completion asked: with every operand leased the hook asks the
@@ -1071,13 +1070,13 @@ static void test_wait_set_wakes_only_for_a_readable_completion(void)
 		struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1,
 				      .addr = s.peer, .context = &ctx[i] };
 
-		CHECK_EQ(0, MRL_POST(fi_sendmsg(s.ep, &msg, 0), &s, &r));
+		CHECK_EQ(0, MRLT_POST(fi_sendmsg(s.ep, &msg, 0), &s, &r));
 	}
 	/* Until every send arrived and its lease is gone, nothing the
 	 * application asked for completes on the sender's CQ. */
-	mrl_wait_init(&w);
+	mrlt_wait_init(&w);
 	while ((received < WAIT_SENDS || domain_leases(d.domain) > 0) &&
-	       !mrl_wait_over(&w)) {
+	       !mrlt_wait_over(&w)) {
 		if (!wait_then_read(wait, cq, d.domain, e, &rc))
 			return;
 		CHECK_MSG(rc <= 0, "fi_cq_read returned a completion nobody "
@@ -1094,7 +1093,7 @@ static void test_wait_set_wakes_only_for_a_readable_completion(void)
 		  "completed");
 	/* One the application asks a completion for: fi_wait reports it and
 	 * the read returns it. */
-	CHECK_EQ(0, MRL_POST(fi_recv(r.ep, rbuf + WAIT_SENDS * WAIT_LEN,
+	CHECK_EQ(0, MRLT_POST(fi_recv(r.ep, rbuf + WAIT_SENDS * WAIT_LEN,
 				     WAIT_LEN, NULL, r.peer,
 				     &rctx[WAIT_SENDS]), &r, &s));
 	{
@@ -1102,15 +1101,15 @@ static void test_wait_set_wakes_only_for_a_readable_completion(void)
 		struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1,
 				      .addr = s.peer, .context = &vctx };
 
-		CHECK_EQ(0, MRL_POST(fi_sendmsg(s.ep, &msg, FI_COMPLETION), &s,
+		CHECK_EQ(0, MRLT_POST(fi_sendmsg(s.ep, &msg, FI_COMPLETION), &s,
 				     &r));
 	}
-	mrl_wait_init(&w);
+	mrlt_wait_init(&w);
 	do {
 		if (!wait_then_read(wait, cq, d.domain, e, &rc))
 			return;
-		mrl_progress(&r);
-	} while (rc <= 0 && !mrl_wait_over(&w));
+		mrlt_progress(&r);
+	} while (rc <= 0 && !mrlt_wait_over(&w));
 	CHECK_MSG(rc == 1 && e[0].op_context == &vctx, "fi_cq_read after "
 		  "fi_wait: %zd, context %p (want %p)", rc,
 		  rc > 0 ? e[0].op_context : NULL, (void *)&vctx);
@@ -1125,7 +1124,7 @@ static void test_getinfo_loads_the_plugin(void)
 {
 	struct fi_info *info = NULL;
 
-	if (!fi_getinfo(MRL_FI_VERSION, NULL, NULL, 0, NULL, &info))
+	if (!fi_getinfo(MRLT_FI_VERSION, NULL, NULL, 0, NULL, &info))
 		fi_freeinfo(info);
 }
 
@@ -1316,7 +1315,7 @@ static void child_echo(const char *label, const struct child_run *run)
 	}
 }
 
-/* The case and provider mrl_test_run is running in the parent. */
+/* The case and provider mrlt_run is running in the parent. */
 static const struct conf_case *parent_case;
 static const char *parent_prov;
 
@@ -1327,28 +1326,28 @@ static void run_case_in_children(void)
 	struct child_run run, control;
 
 	if (child_run(parent_case, parent_prov, true, NULL, &run)) {
-		mrl_test_fail(__FILE__, __LINE__, "cannot run a child: %s",
+		mrlt_fail(__FILE__, __LINE__, "cannot run a child: %s",
 			      strerror(errno));
 		free(run.output);
 		return;
 	}
 	if (run.verdict == CHILD_SKIP)
-		mrl_test_skip_current("%s", run.why);
+		mrlt_skip_current("%s", run.why);
 	if (run.verdict != CHILD_FAIL)
 		goto out;
 	if (child_run(parent_case, parent_prov, false, NULL, &control)) {
-		mrl_test_fail(__FILE__, __LINE__, "cannot run the control: %s",
+		mrlt_fail(__FILE__, __LINE__, "cannot run the control: %s",
 			      strerror(errno));
 		free(control.output);
 		goto out;
 	}
 	if (control.verdict == CHILD_FAIL) {
 		child_echo("without the hook (control)", &control);
-		mrl_test_skip_current("%s: fails without the hook too (%s)",
+		mrlt_skip_current("%s: fails without the hook too (%s)",
 				      parent_prov, control.why);
 	} else {
 		child_echo("with FI_HOOK=mrlease", &run);
-		mrl_test_fail(__FILE__, __LINE__, "%s with FI_HOOK=mrlease; "
+		mrlt_fail(__FILE__, __LINE__, "%s with FI_HOOK=mrlease; "
 			      "without the hook: %s", run.why,
 			      control.verdict == CHILD_PASS ? "passes" :
 			      control.why);
@@ -1440,12 +1439,12 @@ static int run_one_case(const char *name, const char *p)
 	hooked = getenv("FI_HOOK") && *getenv("FI_HOOK");
 	snprintf(prefix, sizeof(prefix), "%s FI_HOOK=%s: ", p,
 		 hooked ? getenv("FI_HOOK") : "(unset)");
-	mrl_test_set_prefix(prefix);
+	mrlt_set_prefix(prefix);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (size_t i = 0; i < NCASES; i++)
 		if (!strcmp(cases[i].name, name)) {
-			mrl_test_run(cases[i].name, cases[i].fn);
-			return mrl_test_done();
+			mrlt_run(cases[i].name, cases[i].fn);
+			return mrlt_done();
 		}
 	fprintf(stderr, "no case %s\n", name);
 	return EXIT_FAILURE;
@@ -1471,15 +1470,15 @@ int main(int argc, char **argv)
 		for (const char *const *p = cases[i].provs; *p; p++) {
 			parent_prov = *p;
 			snprintf(prefix, sizeof(prefix), "%s: ", *p);
-			mrl_test_set_prefix(prefix);
+			mrlt_set_prefix(prefix);
 			snprintf(name, sizeof(name), "%s%s%s%s", cases[i].name,
 				 cases[i].env ? " (" : "",
 				 cases[i].env ? cases[i].env[0] : "",
 				 cases[i].env ? ")" : "");
-			mrl_test_run(name, run_case_in_children);
+			mrlt_run(name, run_case_in_children);
 		}
 	}
-	mrl_test_set_prefix(NULL);
-	MRL_RUN(test_fi_provider_naming_mrlease_warns_once_with_the_fix);
-	return mrl_test_done();
+	mrlt_set_prefix(NULL);
+	MRLT_RUN(test_fi_provider_naming_mrlease_warns_once_with_the_fix);
+	return mrlt_done();
 }

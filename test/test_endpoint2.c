@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mrl_test.h"
 #include "xfer_util.h"
 
 #define LEN (64 * 1024)
@@ -36,7 +35,7 @@ struct lease_trace {
 	long long after;	/* live leases once both operations ended */
 };
 
-static struct fi_mrlease_stats stats(struct xfer_pair *p)
+static struct fi_mrlease_stats stats(struct mrlt_pair *p)
 {
 	struct fi_mrlease_stats s;
 
@@ -45,8 +44,8 @@ static struct fi_mrlease_stats stats(struct xfer_pair *p)
 	return s;
 }
 
-/* The bindings xfer_pair_open gives its endpoints. */
-static int bind_like_pair(const struct xfer_opts *o, struct xfer_pair *p,
+/* The bindings mrlt_pair_open gives its endpoints. */
+static int bind_like_pair(const struct mrlt_pair_opts *o, struct mrlt_pair *p,
 			  struct fid_ep *ep)
 {
 	int ret = fi_ep_bind(ep, &p->av->fid, 0);
@@ -65,7 +64,7 @@ static int bind_like_pair(const struct xfer_opts *o, struct xfer_pair *p,
 
 /* Replace the pair's endpoints by endpoints opened through the domain's
  * endpoint2 entry from the same fi_info, bound and enabled alike. */
-static int reopen_with_endpoint2(const struct xfer_opts *o, struct xfer_pair *p)
+static int reopen_with_endpoint2(const struct mrlt_pair_opts *o, struct mrlt_pair *p)
 {
 	char name[256];
 	size_t len;
@@ -101,37 +100,37 @@ static int reopen_with_endpoint2(const struct xfer_opts *o, struct xfer_pair *p)
 
 /* Wait until the operations of one exchange ended as o's endpoints report
  * them, reading what drives their completions until no lease is left. */
-static int wait_exchange(const struct xfer_opts *o, struct xfer_pair *p,
+static int wait_exchange(const struct mrlt_pair_opts *o, struct mrlt_pair *p,
 			 void *sctx, void *rctx, const void *dst)
 {
 	struct fi_cq_tagged_entry e[4];
-	struct xfer_comp c[2];
+	struct mrlt_comp c[2];
 	long spins = 0;
 	ssize_t n;
 	int ret;
 
 	if (o->counters_only) {
-		ret = xfer_wait_cntr(p->rx_cntr, 1);
+		ret = mrlt_wait_cntr(p->rx_cntr, 1);
 		if (!ret)
-			ret = xfer_wait_cntr(p->tx_cntr, 1);
+			ret = mrlt_wait_cntr(p->tx_cntr, 1);
 		if (ret)
 			return ret;
 	} else if (!o->selective) {
-		ret = xfer_reap(p, c, 2);
+		ret = mrlt_reap(p, c, 2);
 		if (ret != 2)
 			return ret < 0 ? ret : -FI_EOTHER;
 		if (c[0].err || c[1].err ||
 		    !((c[0].ctx == sctx && c[1].ctx == rctx) ||
 		      (c[0].ctx == rctx && c[1].ctx == sctx)))
 			return -FI_EOTHER;
-	} else if (xfer_wait_pattern(p, dst, LEN, 21) >= 0) {
+	} else if (mrlt_wait_pattern(p, dst, LEN, 21) >= 0) {
 		return -FI_ETIMEDOUT;
 	} else if (p->nstash) {
 		return -FI_EOTHER; /* a completion nobody asked for */
 	}
 	/* Hidden completions (selective, counters only) release the leases
 	 * as the application reads; nothing of them may show. */
-	while (xfer_live_leases(p) > 0 && ++spins < XFER_MAX_POLLS) {
+	while (mrlt_live_leases(p) > 0 && ++spins < MRLT_MAX_POLLS) {
 		if (o->counters_only) {
 			fi_cntr_read(p->tx_cntr);
 			fi_cntr_read(p->rx_cntr);
@@ -149,10 +148,10 @@ static int wait_exchange(const struct xfer_opts *o, struct xfer_pair *p,
  * with desc NULL and the endpoints' default op flags; *t gets what the
  * leases did. False when the case is a skip or failed (already recorded).
  */
-static bool exchange(struct xfer_opts o, enum open_kind kind,
+static bool exchange(struct mrlt_pair_opts o, enum open_kind kind,
 		     struct lease_trace *t)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct fi_context2 sctx, rctx;
 	struct fi_mrlease_stats s;
 	char *src = NULL, *dst = NULL;
@@ -160,25 +159,25 @@ static bool exchange(struct xfer_opts o, enum open_kind kind,
 	int ret;
 
 	o.prov = prov;
-	if (!xfer_pair_open_hooked(&o, &p))
+	if (!mrlt_pair_open_hooked(&o, &p))
 		return false;
 	if (posix_memalign((void **)&src, 4096, LEN) ||
 	    posix_memalign((void **)&dst, 4096, LEN))
 		abort();
-	xfer_fill(src, LEN, 21);
+	mrlt_fill(src, LEN, 21);
 	memset(dst, 0, LEN);
 	if (kind == OPEN_ENDPOINT2 && (ret = reopen_with_endpoint2(&o, &p))) {
-		mrl_test_fail(__FILE__, __LINE__, "endpoint2: %s",
+		mrlt_fail(__FILE__, __LINE__, "endpoint2: %s",
 			      fi_strerror(-ret));
 		goto out;
 	}
-	ret = (int)XFER_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL,
+	ret = (int)MRLT_PAIR_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL,
 					 FI_ADDR_UNSPEC, &rctx));
 	if (ret)
 		goto err;
-	t->recv_posted = xfer_live_leases(&p);
+	t->recv_posted = mrlt_live_leases(&p);
 	s = stats(&p);
-	ret = (int)XFER_POST(&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1],
+	ret = (int)MRLT_PAIR_POST(&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1],
 					 &sctx));
 	if (ret)
 		goto err;
@@ -186,20 +185,20 @@ static bool exchange(struct xfer_opts o, enum open_kind kind,
 	ret = wait_exchange(&o, &p, &sctx, &rctx, dst);
 	if (ret)
 		goto err;
-	t->after = xfer_live_leases(&p);
-	if (xfer_verify(dst, LEN, 21) >= 0) {
-		mrl_test_fail(__FILE__, __LINE__, "received data differs");
+	t->after = mrlt_live_leases(&p);
+	if (mrlt_verify(dst, LEN, 21) >= 0) {
+		mrlt_fail(__FILE__, __LINE__, "received data differs");
 		goto out;
 	}
 	ok = true;
 	goto out;
 err:
-	mrl_test_fail(__FILE__, __LINE__, "%s exchange: %s",
+	mrlt_fail(__FILE__, __LINE__, "%s exchange: %s",
 		      kind == OPEN_ENDPOINT ? "fi_endpoint" : "endpoint2",
 		      fi_strerror(-ret));
 out:
-	if (xfer_pair_close(&p) && ok) {
-		mrl_test_fail(__FILE__, __LINE__, "closing the pair failed");
+	if (mrlt_pair_close(&p) && ok) {
+		mrlt_fail(__FILE__, __LINE__, "closing the pair failed");
 		ok = false;
 	}
 	free(src);
@@ -209,7 +208,7 @@ out:
 
 /* The same exchange through fi_endpoint and through endpoint2: both lease
  * the receive while it is posted and the send, and give every lease back. */
-static void check_leases_like_endpoint(struct xfer_opts o)
+static void check_leases_like_endpoint(struct mrlt_pair_opts o)
 {
 	struct lease_trace ep1 = { 0 }, ep2 = { 0 };
 
@@ -230,7 +229,7 @@ static void check_leases_like_endpoint(struct xfer_opts o)
  * op flags; the reference the other two cases are read against. */
 static void test_endpoint2_with_cq_leases_like_endpoint(void)
 {
-	check_leases_like_endpoint((struct xfer_opts){ 0 });
+	check_leases_like_endpoint((struct mrlt_pair_opts){ 0 });
 }
 
 /* A selective-completion endpoint whose default flags lack FI_COMPLETION:
@@ -239,7 +238,7 @@ static void test_endpoint2_with_cq_leases_like_endpoint(void)
  * provider requiring local descriptors would fail it). */
 static void test_endpoint2_selective_completion_leases_like_endpoint(void)
 {
-	check_leases_like_endpoint((struct xfer_opts){ .selective = true });
+	check_leases_like_endpoint((struct mrlt_pair_opts){ .selective = true });
 }
 
 /* A counters-only endpoint reports no operation to the application: its
@@ -247,7 +246,7 @@ static void test_endpoint2_selective_completion_leases_like_endpoint(void)
  * endpoint's default flags. */
 static void test_endpoint2_counters_only_leases_like_endpoint(void)
 {
-	check_leases_like_endpoint((struct xfer_opts){ .counters_only = true });
+	check_leases_like_endpoint((struct mrlt_pair_opts){ .counters_only = true });
 }
 
 int main(int argc, char **argv)
@@ -260,10 +259,10 @@ int main(int argc, char **argv)
 	for (const char *const *pv = xfer_providers; *pv; pv++) {
 		prov = *pv;
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
-		mrl_test_set_prefix(prefix);
-		MRL_RUN(test_endpoint2_with_cq_leases_like_endpoint);
-		MRL_RUN(test_endpoint2_selective_completion_leases_like_endpoint);
-		MRL_RUN(test_endpoint2_counters_only_leases_like_endpoint);
+		mrlt_set_prefix(prefix);
+		MRLT_RUN(test_endpoint2_with_cq_leases_like_endpoint);
+		MRLT_RUN(test_endpoint2_selective_completion_leases_like_endpoint);
+		MRLT_RUN(test_endpoint2_counters_only_leases_like_endpoint);
 	}
-	return mrl_test_done();
+	return mrlt_done();
 }

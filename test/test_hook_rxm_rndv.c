@@ -27,7 +27,6 @@
 
 #include <rdma/fi_errno.h>
 
-#include "mrl_test.h"
 #include "xfer_util.h"
 
 #define PROV "tcp;ofi_rxm"
@@ -44,39 +43,39 @@ enum {
 
 static int child_sendv(void)
 {
-	struct xfer_opts opts = { .prov = PROV, .caps = FI_MSG, .mr_local = true };
-	struct xfer_pair pair;
+	struct mrlt_pair_opts opts = { .prov = PROV, .caps = FI_MSG, .mr_local = true };
+	struct mrlt_pair pair;
 	struct fid_mr *smr = NULL, *rmr = NULL;
 	struct fi_context2 ctx[2];
-	struct xfer_comp comp[2];
+	struct mrlt_comp comp[2];
 	char *src, *dst;
 	int ret, result = RNDV_ERROR;
 
-	if (xfer_pair_open(&opts, &pair))
+	if (mrlt_pair_open(&opts, &pair))
 		return RNDV_UNAVAILABLE;
 	src = aligned_alloc(4096, 64 * 1024);
 	dst = aligned_alloc(4096, 64 * 1024);
 	if (!src || !dst)
 		goto out;
-	if (xfer_mr_reg(&pair, src, LEN, FI_SEND, &smr) ||
-	    xfer_mr_reg(&pair, dst, LEN, FI_RECV, &rmr))
+	if (mrlt_pair_mr_reg(&pair, src, LEN, FI_SEND, &smr) ||
+	    mrlt_pair_mr_reg(&pair, dst, LEN, FI_RECV, &rmr))
 		goto out;
 	{
 		struct iovec iov[2] = { { src, LEN / 2 }, { src + LEN / 2, LEN / 2 } };
 		void *desc[2] = { fi_mr_desc(smr), fi_mr_desc(smr) };
 
-		xfer_fill(src, LEN, 7);
+		mrlt_fill(src, LEN, 7);
 		memset(dst, 0, LEN);
-		if (XFER_POST(&pair, fi_recv(pair.ep[1], dst, LEN, fi_mr_desc(rmr),
+		if (MRLT_PAIR_POST(&pair, fi_recv(pair.ep[1], dst, LEN, fi_mr_desc(rmr),
 					     pair.addr[0], &ctx[1])) ||
-		    XFER_POST(&pair, fi_sendv(pair.ep[0], iov, desc, 2,
+		    MRLT_PAIR_POST(&pair, fi_sendv(pair.ep[0], iov, desc, 2,
 					      pair.addr[1], &ctx[0])))
 			goto out;
 	}
-	ret = xfer_reap(&pair, comp, 2);
+	ret = mrlt_reap(&pair, comp, 2);
 	if (ret != 2 || comp[0].err || comp[1].err)
 		goto out;
-	if (xfer_verify(dst, LEN, 7) == -1)
+	if (mrlt_verify(dst, LEN, 7) == -1)
 		result = RNDV_INTACT;
 	else if (!memcmp(dst + LEN / 2, src, LEN / 2))
 		result = RNDV_SECOND_IOV_HOLDS_FIRST;
@@ -87,7 +86,7 @@ out:
 		result = RNDV_ERROR;
 	if (smr && fi_close(&smr->fid))
 		result = RNDV_ERROR;
-	if (xfer_pair_close(&pair))
+	if (mrlt_pair_close(&pair))
 		result = RNDV_ERROR;
 	free(src);
 	free(dst);
@@ -141,7 +140,7 @@ static void test_passthrough_two_iov_rendezvous_sendv_matches_bare_provider(void
 	int pass, mrl;
 
 	if (bare == RNDV_UNAVAILABLE) {
-		mrl_test_skip_current(PROV " unavailable");
+		mrlt_skip_current(PROV " unavailable");
 		return;
 	}
 	pass = run_child("mrcheck", off);
@@ -162,7 +161,7 @@ static void test_passthrough_two_iov_sar_sendv_delivers_every_iov(void)
 	int r = run_child("mrcheck", env);
 
 	if (r == RNDV_UNAVAILABLE) {
-		mrl_test_skip_current(PROV " unavailable");
+		mrlt_skip_current(PROV " unavailable");
 		return;
 	}
 	printf("# passthrough, dynamic rbuf off: %s\n", describe(r));
@@ -174,7 +173,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return child_sendv();
 	self = argv[0];
-	MRL_RUN(test_passthrough_two_iov_rendezvous_sendv_matches_bare_provider);
-	MRL_RUN(test_passthrough_two_iov_sar_sendv_delivers_every_iov);
-	return mrl_test_done();
+	MRLT_RUN(test_passthrough_two_iov_rendezvous_sendv_matches_bare_provider);
+	MRLT_RUN(test_passthrough_two_iov_sar_sendv_delivers_every_iov);
+	return mrlt_done();
 }

@@ -35,7 +35,6 @@
 
 #include <rdma/fi_rma.h>
 
-#include "mrl_test.h"
 #include "xfer_util.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -70,7 +69,7 @@ static const char *const child_step[] = {
 };
 
 /* Parent state: the pair, its target and the leasing thread's. */
-static struct xfer_pair pair;
+static struct mrlt_pair pair;
 static char *target;
 static struct fid_mr *target_mr;
 static char *cached[CACHED];
@@ -117,29 +116,29 @@ static char *map_anon(size_t len, void *at)
 
 /* Write src (seed's pattern) to the start of tgt with desc NULL and check
  * the bytes that landed: 0, a negative fi_errno, or WRONG_BYTES. */
-static int write_verified(struct xfer_pair *p, struct fid_mr *tmr, char *tgt,
+static int write_verified(struct mrlt_pair *p, struct fid_mr *tmr, char *tgt,
 			  const char *src, size_t len, uint64_t seed)
 {
 	struct fi_context2 ctx;
-	struct xfer_comp comp;
+	struct mrlt_comp comp;
 	ssize_t ret;
 
-	ret = XFER_POST(p, fi_write(p->ep[0], src, len, NULL, p->addr[1],
-				    xfer_rma_addr(p, tgt, tgt), fi_mr_key(tmr),
+	ret = MRLT_PAIR_POST(p, fi_write(p->ep[0], src, len, NULL, p->addr[1],
+				    mrlt_pair_rma_addr(p, tgt, tgt), fi_mr_key(tmr),
 				    &ctx));
 	if (ret)
 		return (int)ret;
-	ret = xfer_reap(p, &comp, 1);
+	ret = mrlt_reap(p, &comp, 1);
 	if (ret < 0)
 		return (int)ret;
 	if (comp.err)
 		return -comp.err;
-	return xfer_wait_pattern(p, tgt, len, seed) == -1 ? 0 : WRONG_BYTES;
+	return mrlt_wait_pattern(p, tgt, len, seed) == -1 ? 0 : WRONG_BYTES;
 }
 
 /* ---- the child ------------------------------------------------------- */
 
-static int child_stats(struct xfer_pair *p, struct fi_mrlease_stats *dom,
+static int child_stats(struct mrlt_pair *p, struct fi_mrlease_stats *dom,
 		       struct fi_mrlease_stats *all)
 {
 	return p->mrl->query_stats(p->domain, dom, sizeof(*dom)) ||
@@ -149,15 +148,15 @@ static int child_stats(struct xfer_pair *p, struct fi_mrlease_stats *dom,
 /* A child's whole life on its own pair; returns its exit status. */
 static enum child_status child_transfer(int n)
 {
-	struct xfer_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA };
-	struct xfer_pair cp;
+	struct mrlt_pair_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair cp;
 	struct fi_mrlease_stats dom0, all0, dom1, all1;
 	struct fid_mr *cmr = NULL;
 	enum child_status st = CHILD_OK;
 	uint64_t seed = 1000u * (uint64_t)n;
 	char *ctgt = NULL, *buf;
 
-	if (xfer_pair_open(&opts, &cp) || !cp.mrl)
+	if (mrlt_pair_open(&opts, &cp) || !cp.mrl)
 		return CHILD_OPEN;
 	ctgt = map_anon(BUF_LEN, NULL);
 	buf = map_anon(BUF_LEN, NULL);
@@ -165,11 +164,11 @@ static enum child_status child_transfer(int n)
 		st = CHILD_MAP;
 		goto out;
 	}
-	if (xfer_mr_reg(&cp, ctgt, BUF_LEN, FI_REMOTE_WRITE, &cmr)) {
+	if (mrlt_pair_mr_reg(&cp, ctgt, BUF_LEN, FI_REMOTE_WRITE, &cmr)) {
 		st = CHILD_OPEN;
 		goto out;
 	}
-	xfer_fill(buf, BUF_LEN, seed);
+	mrlt_fill(buf, BUF_LEN, seed);
 	if (write_verified(&cp, cmr, ctgt, buf, BUF_LEN, seed)) {
 		st = CHILD_XFER1;
 		goto out;
@@ -184,7 +183,7 @@ static enum child_status child_transfer(int n)
 		st = CHILD_REMAP;
 		goto out;
 	}
-	xfer_fill(buf, BUF_LEN, seed + 1);
+	mrlt_fill(buf, BUF_LEN, seed + 1);
 	if (write_verified(&cp, cmr, ctgt, buf, BUF_LEN, seed + 1)) {
 		st = CHILD_XFER2;
 		goto out;
@@ -210,7 +209,7 @@ static enum child_status child_transfer(int n)
 out:
 	if (cmr && fi_close(&cmr->fid) && !st)
 		st = CHILD_CLOSE;
-	if (xfer_pair_close(&cp) && !st)
+	if (mrlt_pair_close(&cp) && !st)
 		st = CHILD_CLOSE;
 	if (buf)
 		munmap(buf, BUF_LEN);
@@ -233,7 +232,7 @@ static void *leasing_main(void *arg)
 		uint64_t seed = 7u << 20 | i;
 		int ret;
 
-		xfer_fill(src, len, seed);
+		mrlt_fill(src, len, seed);
 		ret = write_verified(&pair, target_mr, target, src, len, seed);
 		if (!ret) {
 			fresh = map_anon(BUF_LEN, NULL);
@@ -242,7 +241,7 @@ static void *leasing_main(void *arg)
 					 "mmap failed");
 				break;
 			}
-			xfer_fill(fresh, BUF_LEN, ~seed);
+			mrlt_fill(fresh, BUF_LEN, ~seed);
 			ret = write_verified(&pair, target_mr, target, fresh,
 					     BUF_LEN, ~seed);
 			munmap(fresh, BUF_LEN);
@@ -357,7 +356,7 @@ static int join_leasing(pthread_t th)
  * its own monitor and transfers; and the parent carries on. */
 static void test_fork_children_transfer_while_parent_leases(void)
 {
-	struct xfer_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA,
+	struct mrlt_pair_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA,
 				  .thread_safe = true };
 	struct fi_mrlease_ops *mrl;
 	struct fi_mrlease_stats s0, s1, all;
@@ -366,16 +365,16 @@ static void test_fork_children_transfer_while_parent_leases(void)
 	int failed_children = 0, transferring = 0;
 	double t0;
 
-	if (!xfer_pair_open_hooked(&opts, &pair))
+	if (!mrlt_pair_open_hooked(&opts, &pair))
 		return;
 	mrl = pair.mrl;
 	target = map_anon(TARGET_LEN, NULL);
 	CHECK(target);
-	CHECK_FI(xfer_mr_reg(&pair, target, TARGET_LEN, FI_REMOTE_WRITE, &target_mr));
+	CHECK_FI(mrlt_pair_mr_reg(&pair, target, TARGET_LEN, FI_REMOTE_WRITE, &target_mr));
 	for (int i = 0; i < CACHED; i++) {
 		cached[i] = map_anon(BUF_LEN, NULL);
 		CHECK(cached[i]);
-		xfer_fill(cached[i], BUF_LEN, (uint64_t)i);
+		mrlt_fill(cached[i], BUF_LEN, (uint64_t)i);
 		CHECK_EQ(0, write_verified(&pair, target_mr, target, cached[i],
 					   BUF_LEN, (uint64_t)i));
 	}
@@ -427,13 +426,13 @@ static void test_fork_children_transfer_while_parent_leases(void)
 	 * retires the entry of a buffer it unmaps. */
 	CHECK_FI(mrl->query_stats(pair.domain, &s0, sizeof(s0)));
 	for (int i = 0; i < CACHED; i++) {
-		xfer_fill(cached[i], BUF_LEN, 99u + (uint64_t)i);
+		mrlt_fill(cached[i], BUF_LEN, 99u + (uint64_t)i);
 		CHECK_EQ(0, write_verified(&pair, target_mr, target, cached[i],
 					   BUF_LEN, 99u + (uint64_t)i));
 	}
 	munmap(cached[0], BUF_LEN);
 	CHECK(map_anon(BUF_LEN, cached[0]));
-	xfer_fill(cached[0], BUF_LEN, 123);
+	mrlt_fill(cached[0], BUF_LEN, 123);
 	CHECK_EQ(0, write_verified(&pair, target_mr, target, cached[0], BUF_LEN, 123));
 	CHECK_FI(mrl->query_stats(pair.domain, &s1, sizeof(s1)));
 	printf("# parent after the children: lookups %llu misses %llu "
@@ -445,11 +444,11 @@ static void test_fork_children_transfer_while_parent_leases(void)
 	       (unsigned long long)s1.deferred_closes);
 	CHECK(s1.monitor_invalidations > s0.monitor_invalidations);
 	CHECK(s1.misses > s0.misses);
-	CHECK_EQ(0, xfer_live_leases(&pair));
+	CHECK_EQ(0, mrlt_live_leases(&pair));
 
 	CHECK_FI(fi_close(&target_mr->fid));
 	target_mr = NULL;
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 	CHECK_FI(mrl->query_stats(NULL, &all, sizeof(all)));
 	CHECK_EQ(all.registrations, all.deregistrations);
 	CHECK_EQ(0, all.leases);
@@ -465,8 +464,8 @@ int main(int argc, char **argv)
 
 	(void)argc;
 	xfer_reexec(argv, "mrlease", env);
-	MRL_RUN(test_fork_children_transfer_while_parent_leases);
-	status = mrl_test_done();
+	MRLT_RUN(test_fork_children_transfer_while_parent_leases);
+	status = mrlt_done();
 	if (hung) {
 		fflush(stdout);
 		_exit(EXIT_FAILURE);

@@ -22,10 +22,11 @@ void xfer_reexec(char **argv, const char *hook, const char *const *extra_env);
 
 /*
  * TO BE REMOVED: the shared pair's former names, for the tests not yet
- * migrated to fixture_rdm.h's (test_conformance_hook.c, test_e2e_xfer.c,
- * test_xfer_multi_recv_race.c, test_hook_rxm_rndv.c, test_lifecycle.c,
- * test_monitor_fork.c). Delete this block with their last use.
+ * migrated to fixture_rdm.h's (test_e2e_xfer.c, test_xfer_multi_recv_race.c,
+ * test_lifecycle.c). Delete this block with their last use; -DMRLT_NO_COMPAT
+ * leaves it out.
  */
+#ifndef MRLT_NO_COMPAT
 #define xfer_opts mrlt_pair_opts
 #define xfer_pair mrlt_pair
 #define xfer_pair_open mrlt_pair_open
@@ -49,5 +50,6 @@ void xfer_reexec(char **argv, const char *hook, const char *const *extra_env);
 #define xfer_pattern mrlt_pattern
 #define xfer_fill mrlt_fill
 #define xfer_verify mrlt_verify
+#endif /* MRLT_NO_COMPAT */
 
 #endif /* XFER_UTIL_H */

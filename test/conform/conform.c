@@ -339,23 +339,23 @@ static void case_compare(void)
 	if (!run_ok(hp) || diffs) {
 		if (settings[cur.setting].with_noop &&
 		    noop_alone_differs_the_same(hp)) {
-			mrl_test_skip_current("libfabric's noop hook alone "
+			mrlt_skip_current("libfabric's noop hook alone "
 					      "differs the same way");
 		} else if (settings[cur.setting].with_noop &&
 			   noop_alone_fails()) {
 			describe_status(&cur.noop, why, sizeof(why));
-			mrl_test_skip_current("libfabric's noop hook alone "
+			mrlt_skip_current("libfabric's noop hook alone "
 					      "fails: %s%s%s", why,
 					      cur.noop.notes[0] ? ": " : "",
 					      cur.noop.notes);
 		} else if (known_what)
-			mrl_test_skip_current("hook differs: %s", known_what);
+			mrlt_skip_current("hook differs: %s", known_what);
 		else
-			mrl_test_fail(__FILE__, __LINE__, "%zu of %zu lines "
+			mrlt_fail(__FILE__, __LINE__, "%zu of %zu lines "
 				      "differ", diffs, base->n);
 	} else if (hp->hook != 1 && !(hp->hook == -1 && base->hook == -1)) {
 		/* -1 in both: the semantic ended before opening a domain. */
-		mrl_test_fail(__FILE__, __LINE__, "the hook was not in the path "
+		mrlt_fail(__FILE__, __LINE__, "the hook was not in the path "
 			      "(@hook %d)", hp->hook);
 	} else if (known_what) {
 		/* Some known differences depend on timing: one run that
@@ -401,14 +401,14 @@ static void run_provider_semantic(size_t sem, const char *prov,
 
 			snprintf(reason, sizeof(reason), "no-hook run failed: %s",
 				 why);
-			mrl_test_skip(name, reason);
+			mrlt_skip(name, reason);
 			continue;
 		}
 		cur.sem = sem;
 		cur.prov = prov;
 		cur.setting = s;
 		cur.base = &base;
-		mrl_test_run(name, case_compare);
+		mrlt_run(name, case_compare);
 	}
 	run_free(&base);
 	if (!failed) {
@@ -470,5 +470,5 @@ int main(int argc, char **argv)
 			run_provider_semantic(s, providers[p], only_setting);
 		}
 	}
-	return mrl_test_done();
+	return mrlt_done();
 }

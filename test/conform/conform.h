@@ -33,7 +33,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#include "../mrl_test.h"
+#include "../fixture_rdm.h"
 
 /* Exit status of a semantic's child: the transcript is complete (whatever
  * the provider supports), or a step the semantic needs failed in a way
@@ -117,7 +117,7 @@ struct cf_opts {
 };
 
 struct cf_rig {
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	bool msg;                 /* FI_EP_MSG (tcp) */
 	struct fid_ep *ep[2];     /* msg: ep[0] connects, ep[1] accepts */
 	struct fid_cq *cq[2];
@@ -140,7 +140,7 @@ enum fi_ep_type cf_ep_type(void);
 int cf_info(enum fi_ep_type type, uint64_t caps, bool thread_safe,
 	    struct fi_info **info);
 /* Fabric and domain from info; prints "@hook 0|1". */
-int cf_domain_open(struct fi_info *info, struct mrl_domain *d);
+int cf_domain_open(struct fi_info *info, struct mrlt_domain *d);
 /* The whole rig. A failure is printed ("rig: fi_xxx = rc") and returned. */
 int cf_rig_open(struct cf_rig *r, const struct cf_opts *o);
 /* Exit status for a failed set-up step: CF_DONE when the provider just

@@ -24,8 +24,8 @@ struct bufs {
 
 static void bufs_alloc(struct bufs *b, size_t len)
 {
-	b->s = mrl_alloc(len);
-	b->r = mrl_alloc(len);
+	b->s = mrlt_alloc(len);
+	b->r = mrlt_alloc(len);
 	memset(b->s, 0x3c, len);
 	cf_name(b->s, len, "sbuf");
 	cf_name(b->r, len, "rbuf");
@@ -330,7 +330,7 @@ int cf_poll_set(void)
 	cf_out("fi_poll_open: %s", cf_rc(ret));
 	if (ret)
 		goto out;
-	mrl_track_fid(&ps->fid);
+	mrlt_track_fid(&ps->fid);
 	cf_out("add cq1: %s", cf_rc(fi_poll_add(ps, &r.cq[1]->fid, 0)));
 	cf_out("add rx1: %s", cf_rc(fi_poll_add(ps, &r.rx[1]->fid, 0)));
 	cf_out("add tx0: %s", cf_rc(fi_poll_add(ps, &r.tx[0]->fid, 0)));

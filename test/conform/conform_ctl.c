@@ -22,7 +22,7 @@
 int cf_info_attrs(void)
 {
 	struct fi_info *info;
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	struct fi_domain_attr *da;
 	struct fi_ep_attr *ea;
 	int ret;
@@ -143,7 +143,7 @@ static int cntr_semantic(bool waits)
 	cf_out("fi_cntr_open: %s", cf_rc(ret));
 	if (ret)
 		return CF_BROKEN;
-	mrl_track_fid(&c->fid);
+	mrlt_track_fid(&c->fid);
 	cf_name(c, 0, "cntr");
 	cf_name(&ctx_c, 1, "ctx_cntr");
 	if (waits)
@@ -160,8 +160,8 @@ static int cntr_semantic(bool waits)
 	cntr_print(c, "after seterr");
 
 	/* Counters of an endpoint's operations. */
-	sbuf = mrl_alloc(4096);
-	rbuf = mrl_alloc(4096);
+	sbuf = mrlt_alloc(4096);
+	rbuf = mrlt_alloc(4096);
 	cf_name(&ctx[0], sizeof(ctx[0]), "ctx0");
 	cf_name(&ctx[1], sizeof(ctx[1]), "ctx1");
 	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], rbuf, 4096, NULL,
@@ -283,7 +283,7 @@ int cf_av(void)
 	cf_out("fi_av_open: %s", cf_rc(ret));
 	if (ret)
 		return CF_BROKEN;
-	mrl_track_fid(&av->fid);
+	mrlt_track_fid(&av->fid);
 	cf_name(av, 0, "av");
 	cf_name(&ctx_av, 1, "ctx_av");
 	/* fi_av(3) gives the AV the application's context, yet providers
@@ -374,14 +374,14 @@ int cf_av_event(void)
 	ret = fi_eq_open(r.d.fabric, &eattr, &eq, NULL);
 	if (ret)
 		return CF_BROKEN;
-	mrl_track_fid(&eq->fid);
+	mrlt_track_fid(&eq->fid);
 	cf_name(eq, 0, "eq");
 	attr.type = r.d.info->domain_attr->av_type;
 	ret = fi_av_open(r.d.domain, &attr, &av, &ctx_av);
 	cf_out("fi_av_open(FI_EVENT): %s", cf_rc(ret));
 	if (ret)
 		goto out;
-	mrl_track_fid(&av->fid);
+	mrlt_track_fid(&av->fid);
 	cf_name(av, 0, "av");
 	cf_name(&ctx_av, 1, "ctx_av");
 	cf_out("insert before the bind: %s",
@@ -506,22 +506,22 @@ static int ep_opt(bool before)
 	ret = fi_cq_open(r.d.domain, &cattr, &cq, NULL);
 	if (ret)
 		return CF_BROKEN;
-	mrl_track_fid(&cq->fid);
+	mrlt_track_fid(&cq->fid);
 	if (!r.msg) {
 		aattr.type = r.d.info->domain_attr->av_type;
 		if (fi_av_open(r.d.domain, &aattr, &av, NULL))
 			return CF_BROKEN;
-		mrl_track_fid(&av->fid);
+		mrlt_track_fid(&av->fid);
 	} else {
 		if (fi_eq_open(r.d.fabric, &eattr, &eq, NULL))
 			return CF_BROKEN;
-		mrl_track_fid(&eq->fid);
+		mrlt_track_fid(&eq->fid);
 	}
 	ret = fi_endpoint(r.d.domain, r.d.info, &ep, NULL);
 	cf_out("fi_endpoint: %s", cf_rc(ret));
 	if (ret)
 		return CF_BROKEN;
-	mrl_track_fid(&ep->fid);
+	mrlt_track_fid(&ep->fid);
 	if (!before)
 		goto enable;
 	getopts_print(ep, "before enable");

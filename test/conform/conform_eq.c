@@ -82,7 +82,7 @@ static ssize_t eq_write(struct fid_eq *eq, uint32_t event, fid_t fid,
 
 /* Fabric, domain and an EQ with attr: false (with *status set) when the
  * semantic ends there. */
-static bool open_eq(struct mrl_domain *d, struct fi_eq_attr *attr,
+static bool open_eq(struct mrlt_domain *d, struct fi_eq_attr *attr,
 		    struct fid_eq **eq, void *ctx, int *status)
 {
 	enum fi_wait_obj wait_obj;
@@ -106,7 +106,7 @@ static bool open_eq(struct mrl_domain *d, struct fi_eq_attr *attr,
 		*status = cf_setup_failed(ret);
 		return false;
 	}
-	mrl_track_fid(&(*eq)->fid);
+	mrlt_track_fid(&(*eq)->fid);
 	cf_name(*eq, 0, "eq");
 	cf_name(ctx, 1, "ctx_eq");
 	cf_out("eq context: %s", cf_ptr((*eq)->fid.context));
@@ -126,7 +126,7 @@ int cf_eq_rw(void)
 	struct fi_eq_attr fd_attr = { .size = 16, .flags = FI_WRITE,
 				      .wait_obj = FI_WAIT_FD };
 	struct fid_eq *eq, *fd_eq;
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	struct eq_event out;
 	struct pollfd pfd;
 	char ctx_eq, ctx_fd_eq, buf[128];
@@ -179,7 +179,7 @@ int cf_eq_rw(void)
 	cf_out("fi_eq_open(FI_WAIT_FD): %s", cf_rc(ret));
 	if (ret)
 		goto out;
-	mrl_track_fid(&fd_eq->fid);
+	mrlt_track_fid(&fd_eq->fid);
 	cf_name(fd_eq, 0, "fd_eq");
 	ret = fi_control(&fd_eq->fid, FI_GETWAIT, &fd);
 	cf_out("FI_GETWAIT: %s fd=%s", cf_rc(ret), fd >= 0 ? "valid" : "none");
@@ -259,7 +259,7 @@ int cf_eq_sread(void)
 	struct sigaction sa = { .sa_handler = on_sigusr1 };
 	struct eq_reader r = { 0 };
 	struct fid_eq *eq, *none_eq;
-	struct mrl_domain d;
+	struct mrlt_domain d;
 	struct fi_eq_entry e;
 	struct fi_context2 ctx[3];
 	pthread_t thread;
@@ -339,7 +339,7 @@ int cf_eq_sread(void)
 	rc = fi_eq_open(d.fabric, &none_attr, &none_eq, &ctx_none);
 	cf_out("fi_eq_open(FI_WAIT_NONE): %s", cf_rc(rc));
 	if (!rc) {
-		mrl_track_fid(&none_eq->fid);
+		mrlt_track_fid(&none_eq->fid);
 		t0 = cf_now_ms();
 		rc = CF_BLOCKING("fi_eq_sread", 200,
 				 fi_eq_sread(none_eq, &event, &e, sizeof(e),
@@ -431,7 +431,7 @@ int cf_eq_readerr(void)
 	cf_out("fi_eq_open: %s", cf_rc(ret));
 	if (ret)
 		return CF_BROKEN;
-	mrl_track_fid(&eq->fid);
+	mrlt_track_fid(&eq->fid);
 	cf_name(eq, 0, "err_eq");
 	cf_name(&ctx, sizeof(ctx), "ctx");
 	if (r.msg) {
@@ -442,12 +442,12 @@ int cf_eq_readerr(void)
 			      fi_getname(&pep->fid, addr, &addrlen) ||
 			      fi_close(&pep->fid);
 		cf_out("closed listener: %s", cf_rc(ret));
-		cli = mrl_track_info(fi_dupinfo(r.d.info));
+		cli = mrlt_track_info(fi_dupinfo(r.d.info));
 		ret = fi_endpoint(r.d.domain, cli, &ep, &ctx_ep);
 		cf_out("fi_endpoint: %s", cf_rc(ret));
 		if (ret)
 			return CF_BROKEN;
-		mrl_track_fid(&ep->fid);
+		mrlt_track_fid(&ep->fid);
 		cf_name(ep, 0, "cli");
 		cf_name(&ctx_ep, 1, "ctx_cli");
 		cf_out("bind eq: %s", cf_rc(fi_ep_bind(ep, &eq->fid, 0)));
@@ -461,7 +461,7 @@ int cf_eq_readerr(void)
 		cf_out("fi_av_open(FI_EVENT): %s", cf_rc(ret));
 		if (ret)
 			return cf_setup_failed(ret);
-		mrl_track_fid(&av->fid);
+		mrlt_track_fid(&av->fid);
 		cf_name(av, 0, "ev_av");
 		ret = fi_av_bind(av, &eq->fid, 0);
 		cf_out("fi_av_bind: %s", cf_rc(ret));
@@ -520,12 +520,12 @@ int cf_cm(void)
 	ret = fi_eq_open(r.d.fabric, &attr, &eq, NULL);
 	if (ret)
 		return CF_BROKEN;
-	mrl_track_fid(&eq->fid);
+	mrlt_track_fid(&eq->fid);
 	cf_name(eq, 0, "cli_eq");
-	cli = mrl_track_info(fi_dupinfo(r.d.info));
+	cli = mrlt_track_info(fi_dupinfo(r.d.info));
 	if (!cli || fi_endpoint(r.d.domain, cli, &ep, &ctx_cli))
 		return CF_BROKEN;
-	mrl_track_fid(&ep->fid);
+	mrlt_track_fid(&ep->fid);
 	cf_name(ep, 0, "cli");
 	cf_name(&ctx_cli, 1, "ctx_cli");
 	cf_out("cli bind: %s", cf_rc(fi_ep_bind(ep, &eq->fid, 0)));

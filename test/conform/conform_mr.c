@@ -73,7 +73,7 @@ static ssize_t reg(struct cf_rig *r, void *buf, size_t len, uint64_t access,
 		*mr = NULL;
 		return ret;
 	}
-	mrl_track_fid(&(*mr)->fid);
+	mrlt_track_fid(&(*mr)->fid);
 	cf_name(*mr, 0, what);
 	mr_print(*mr, what);
 	return 0;
@@ -107,13 +107,13 @@ int cf_mr(void)
 	if (ret == -FI_ENODATA) {
 		o.caps = FI_MSG;
 		rma = false;
-		mrl_close_all();
+		mrlt_close_all();
 		ret = cf_rig_open(&r, &o);
 	}
 	if (ret)
 		return cf_setup_failed(ret);
-	s = mrl_alloc(MR_LEN);
-	d = mrl_alloc(MR_LEN);
+	s = mrlt_alloc(MR_LEN);
+	d = mrlt_alloc(MR_LEN);
 	memset(s, 0x6e, MR_LEN);
 	cf_name(s, MR_LEN, "sbuf");
 	cf_name(d, MR_LEN, "dbuf");
@@ -136,7 +136,7 @@ int cf_mr(void)
 	ret = fi_mr_regv(r.d.domain, iov, 2, FI_SEND, 0, KEY_C, 0, &v, &ctx[3]);
 	cf_out("regv 2 iovs: %s", cf_rc(ret));
 	if (!ret) {
-		mrl_track_fid(&v->fid);
+		mrlt_track_fid(&v->fid);
 		cf_name(v, 0, "mr_v");
 		mr_print(v, "mr_v");
 	}
@@ -144,7 +144,7 @@ int cf_mr(void)
 			 &ctx[3]);
 	cf_out("regv 1 iov: %s", cf_rc(ret));
 	if (!ret) {
-		mrl_track_fid(&v->fid);
+		mrlt_track_fid(&v->fid);
 		mr_print(v, "mr_v1");
 	}
 
@@ -160,7 +160,7 @@ int cf_mr(void)
 	cf_out("regattr remote: %s", cf_rc(ret));
 	if (ret)
 		goto out;
-	mrl_track_fid(&rem->fid);
+	mrlt_track_fid(&rem->fid);
 	cf_name(rem, 0, "mr_rem");
 	mr_print(rem, "mr_rem");
 	mr_key_print(&r, rem, "mr_rem", KEY_D);
@@ -172,7 +172,7 @@ int cf_mr(void)
 	cf_out("raw_attr mr_rem: %s", cf_rc(ret));
 	ret = fi_cntr_open(r.d.domain, &cattr, &cntr, NULL);
 	if (!ret) {
-		mrl_track_fid(&cntr->fid);
+		mrlt_track_fid(&cntr->fid);
 		cf_out("bind mr_rem to a counter: %s",
 		       cf_rc(fi_mr_bind(rem, &cntr->fid, FI_REMOTE_WRITE)));
 	}
@@ -194,7 +194,7 @@ int cf_mr(void)
 
 	/* One handle closed, the other on the same memory still works. */
 	if (b)
-		cf_out("close mr_b: %s", cf_rc(mrl_close(&b->fid, "mr_b")));
+		cf_out("close mr_b: %s", cf_rc(mrlt_close(&b->fid, "mr_b")));
 	memset(d, 0, MR_LEN);
 	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], d, MR_LEN,
 						    rl ? fi_mr_desc(rl) : NULL,
@@ -257,8 +257,8 @@ int cf_mr_key(void)
 	}
 	if (ret)
 		return cf_setup_failed(ret);
-	s = mrl_alloc(MR_LEN);
-	d = mrl_alloc(MR_LEN);
+	s = mrlt_alloc(MR_LEN);
+	d = mrlt_alloc(MR_LEN);
 	cf_out("provider keys: %s", prov_key(&r) ? "yes" : "no");
 	if (!reg(&r, s, MR_LEN, FI_SEND | FI_RECV, KEY_A, &a, &ctx[0], "local"))
 		mr_key_print(&r, a, "local", KEY_A);
@@ -329,8 +329,8 @@ int cf_trigger(void)
 	ret = cf_rig_open(&r, &o);
 	if (ret)
 		return cf_setup_failed(ret);
-	s = mrl_alloc(TRIG_LEN);
-	d = mrl_alloc(TRIG_LEN);
+	s = mrlt_alloc(TRIG_LEN);
+	d = mrlt_alloc(TRIG_LEN);
 	cf_name(s, TRIG_LEN, "sbuf");
 	cf_name(d, TRIG_LEN, "dbuf");
 	for (int i = 0; i < 3; i++) {
@@ -350,7 +350,7 @@ int cf_trigger(void)
 	cf_out("fi_cntr_open: %s", cf_rc(ret));
 	if (ret)
 		return CF_BROKEN;
-	mrl_track_fid(&cntr->fid);
+	mrlt_track_fid(&cntr->fid);
 
 	/* A send waiting for 1. */
 	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], d, TRIG_LEN,

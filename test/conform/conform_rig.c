@@ -251,25 +251,25 @@ enum fi_ep_type cf_ep_type(void)
 int cf_info(enum fi_ep_type type, uint64_t caps, bool thread_safe,
 	    struct fi_info **info)
 {
-	struct fi_info *hints = mrl_hints(cf_prov, type ? type : cf_ep_type(),
+	struct fi_info *hints = mrlt_hints(cf_prov, type ? type : cf_ep_type(),
 					  caps ? caps : FI_MSG | FI_TAGGED);
 	int ret;
 
 	if (thread_safe)
 		hints->domain_attr->threading = FI_THREAD_SAFE;
-	ret = mrl_getinfo(hints, NULL, NULL, 0, info);
+	ret = mrlt_getinfo(hints, NULL, NULL, 0, info);
 	if (ret)
 		cf_out("getinfo(%s): %s", cf_flags(caps, FI_TYPE_CAPS),
 		       cf_rc(ret));
 	return ret;
 }
 
-int cf_domain_open(struct fi_info *info, struct mrl_domain *d)
+int cf_domain_open(struct fi_info *info, struct mrlt_domain *d)
 {
 	void *ops = NULL;
 	int ret;
 
-	ret = mrl_domain_open(info, d);
+	ret = mrlt_domain_open(info, d);
 	if (ret) {
 		cf_out("domain: %s", cf_rc(ret));
 		return ret;
@@ -318,7 +318,7 @@ static int open_companions(struct cf_rig *r, const struct cf_opts *o, int i)
 	}
 	TRY("fi_cq_open", fi_cq_open(r->d.domain, &cq, &r->cq[i],
 				     &r->ctx_cq[i]));
-	mrl_track_fid(&r->cq[i]->fid);
+	mrlt_track_fid(&r->cq[i]->fid);
 	name_indexed(r->cq[i], "cq", i);
 	name_indexed(&r->ctx_cq[i], "ctx_cq", i);
 	if (o->cntrs) {
@@ -326,10 +326,10 @@ static int open_companions(struct cf_rig *r, const struct cf_opts *o, int i)
 			cntr.events = FI_CNTR_EVENTS_COMP;
 		TRY("fi_cntr_open", fi_cntr_open(r->d.domain, &cntr, &r->tx[i],
 						 &r->ctx_tx[i]));
-		mrl_track_fid(&r->tx[i]->fid);
+		mrlt_track_fid(&r->tx[i]->fid);
 		TRY("fi_cntr_open", fi_cntr_open(r->d.domain, &cntr, &r->rx[i],
 						 &r->ctx_rx[i]));
-		mrl_track_fid(&r->rx[i]->fid);
+		mrlt_track_fid(&r->rx[i]->fid);
 		name_indexed(r->tx[i], "tx", i);
 		name_indexed(r->rx[i], "rx", i);
 		name_indexed(&r->ctx_tx[i], "ctx_tx", i);
@@ -362,12 +362,12 @@ static int rdm_side_open(struct cf_rig *r, const struct cf_opts *o, int i)
 		return ret;
 	TRY("fi_av_open", fi_av_open(r->d.domain, &av, &r->av[i],
 				     &r->ctx_av[i]));
-	mrl_track_fid(&r->av[i]->fid);
+	mrlt_track_fid(&r->av[i]->fid);
 	name_indexed(r->av[i], "av", i);
 	name_indexed(&r->ctx_av[i], "ctx_av", i);
 	TRY("fi_endpoint", fi_endpoint(r->d.domain, r->d.info, &r->ep[i],
 				       &r->ctx_ep[i]));
-	mrl_track_fid(&r->ep[i]->fid);
+	mrlt_track_fid(&r->ep[i]->fid);
 	name_indexed(r->ep[i], "ep", i);
 	name_indexed(&r->ctx_ep[i], "ctx_ep", i);
 	ret = bind_companions(r, o, i);
@@ -417,14 +417,14 @@ static int msg_side_open(struct cf_rig *r, const struct cf_opts *o, int i,
 	int ret;
 
 	TRY("fi_eq_open", fi_eq_open(r->d.fabric, &eq, &r->eq[i], NULL));
-	mrl_track_fid(&r->eq[i]->fid);
+	mrlt_track_fid(&r->eq[i]->fid);
 	name_indexed(r->eq[i], "eq", i);
 	ret = open_companions(r, o, i);
 	if (ret)
 		return ret;
 	TRY("fi_endpoint", fi_endpoint(r->d.domain, info, &r->ep[i],
 				       &r->ctx_ep[i]));
-	mrl_track_fid(&r->ep[i]->fid);
+	mrlt_track_fid(&r->ep[i]->fid);
 	name_indexed(r->ep[i], "ep", i);
 	name_indexed(&r->ctx_ep[i], "ctx_ep", i);
 	TRY("fi_ep_bind(eq)", fi_ep_bind(r->ep[i], &r->eq[i]->fid, 0));
@@ -493,16 +493,16 @@ static int msg_open(struct cf_rig *r, const struct cf_opts *o)
 	int ret;
 
 	TRY("fi_eq_open", fi_eq_open(r->d.fabric, &eq, &r->pep_eq, NULL));
-	mrl_track_fid(&r->pep_eq->fid);
+	mrlt_track_fid(&r->pep_eq->fid);
 	cf_name(r->pep_eq, 0, "pep_eq");
 	TRY("fi_passive_ep", fi_passive_ep(r->d.fabric, r->d.info, &r->pep,
 					   NULL));
-	mrl_track_fid(&r->pep->fid);
+	mrlt_track_fid(&r->pep->fid);
 	cf_name(r->pep, 0, "pep");
 	TRY("fi_pep_bind", fi_pep_bind(r->pep, &r->pep_eq->fid, 0));
 	TRY("fi_listen", fi_listen(r->pep));
 	TRY("fi_getname(pep)", fi_getname(&r->pep->fid, addr, &addrlen));
-	cli = mrl_track_info(fi_dupinfo(r->d.info));
+	cli = mrlt_track_info(fi_dupinfo(r->d.info));
 	if (!cli)
 		return -FI_ENOMEM;
 	free(cli->dest_addr);
@@ -522,7 +522,7 @@ static int msg_open(struct cf_rig *r, const struct cf_opts *o)
 			rc = cm_poll(r->pep_eq, log[0], sizeof(log[0]), &event,
 				     &ev.cm, sizeof(ev));
 			if (rc >= 0 && event == FI_CONNREQ) {
-				mrl_track_info(ev.cm.info);
+				mrlt_track_info(ev.cm.info);
 				ret = msg_side_open(r, o, 1, ev.cm.info);
 				if (ret)
 					return ret;
@@ -573,7 +573,7 @@ int cf_rig_open(struct cf_rig *r, const struct cf_opts *o)
 		cf_out("fi_wait_open: %s", cf_rc(ret));
 		if (ret)
 			return ret;
-		mrl_track_fid(&r->ws->fid);
+		mrlt_track_fid(&r->ws->fid);
 		cf_name(r->ws, 0, "ws");
 	}
 	return r->msg ? msg_open(r, o) : rdm_open(r, o);
@@ -687,5 +687,5 @@ uint64_t cf_cntr_until(struct cf_rig *r, struct fid_cntr *cntr, uint64_t value)
 
 void cf_close_all(void)
 {
-	cf_out("close: %s", cf_rc(mrl_close_all()));
+	cf_out("close: %s", cf_rc(mrlt_close_all()));
 }
