@@ -21,6 +21,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
+#include "mrl_assert.h"
 #include "mrl_cache.h"
 #include "mrl_hook.h"
 
@@ -291,6 +292,15 @@ static inline struct mrl_op *mrl_op_get_owned(struct mrl_op_pool *pool)
 void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 		      struct mrl_op *last);
 
+/* Whether op may go back to a free list: its leases were released (it is
+ * FREE: a second release would find it so) and it has no extras left. */
+static inline bool mrl_op_releasable(struct mrl_op *op)
+{
+	unsigned int s = atomic_load_explicit(&op->state, memory_order_relaxed);
+
+	return !op->next && s == MRL_OP_FREE;
+}
+
 /* Push one op whose next is NULL (no extras) onto a shared pool's stack. */
 static inline void mrl_op_put_shared(struct mrl_op_pool *pool,
 				     struct mrl_op *op)
@@ -313,6 +323,7 @@ static inline void mrl_op_put_shared(struct mrl_op_pool *pool,
 static inline void mrl_op_put_owned(struct mrl_op_pool *pool,
 				    struct mrl_op *op)
 {
+	mrl_assert(mrl_op_releasable(op));
 	op->owned_next = atomic_load_explicit(&pool->owned,
 					      memory_order_relaxed);
 	atomic_store_explicit(&pool->owned, op, memory_order_release);
@@ -322,6 +333,7 @@ static inline void mrl_op_put_owned(struct mrl_op_pool *pool,
  * shared stack; any thread. */
 static inline void mrl_op_put(struct mrl_op_pool *pool, struct mrl_op *op)
 {
+	mrl_assert(mrl_op_releasable(op));
 	if (pool->serial) {
 		op->next = pool->free;
 		pool->free = op;

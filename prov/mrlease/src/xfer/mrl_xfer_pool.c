@@ -154,6 +154,8 @@ void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 {
 	uint64_t head, top;
 
+	mrl_assert(atomic_load_explicit(&first->state, memory_order_relaxed) ==
+		   MRL_OP_FREE);
 	if (pool->serial) {
 		last->next = pool->free;
 		pool->free = first;
