@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "config.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <sched.h>
-
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -228,12 +232,12 @@ int mrlt_close_all(void)
  * Bounded waits.
  */
 
-static double now_seconds(void)
+double mrlt_now(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static unsigned long env_ulong(const char *name, unsigned long dflt)
@@ -252,7 +256,7 @@ void mrlt_wait_init(struct mrlt_wait *w)
 {
 	w->spins = 0;
 	w->max_spins = env_ulong("MRL_TEST_SPIN", MRLT_SPIN_MAX);
-	w->deadline = now_seconds() +
+	w->deadline = mrlt_now() +
 		      (double)env_ulong("MRL_TEST_WAIT_SECONDS", MRLT_WAIT_SECONDS);
 }
 
@@ -261,7 +265,7 @@ void mrlt_wait_init_for(struct mrlt_wait *w, double seconds)
 	double deadline;
 
 	mrlt_wait_init(w);
-	deadline = now_seconds() + seconds;
+	deadline = mrlt_now() + seconds;
 	if (deadline < w->deadline)
 		w->deadline = deadline;
 }
@@ -271,7 +275,7 @@ bool mrlt_wait_over(struct mrlt_wait *w)
 	if (++w->spins >= w->max_spins)
 		return true;
 	/* Reading the clock every poll would dominate a fast spin. */
-	return (w->spins & 1023) == 0 && now_seconds() > w->deadline;
+	return (w->spins & 1023) == 0 && mrlt_now() > w->deadline;
 }
 
 bool mrlt_wait_until_int(atomic_int *v, int want)
@@ -282,6 +286,62 @@ bool mrlt_wait_until_int(atomic_int *v, int want)
 	while (atomic_load(v) != want && !mrlt_wait_over(&w))
 		sched_yield();
 	return atomic_load(v) == want;
+}
+
+/* ------------------------------------------------------------------------
+ * Forked children.
+ */
+
+static volatile int leak_check_off;
+
+void mrlt_leak_check_off(void)
+{
+	leak_check_off = 1;
+}
+
+/* LeakSanitizer's switch, which it calls at its check. Weak, so that a
+ * program with a switch of its own keeps it. */
+__attribute__((weak, visibility("default"))) int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void)
+{
+	return leak_check_off;
+}
+
+static void describe_hung(pid_t pid)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+		 "for t in /proc/%d/task/*; do echo \"# $t: $(cat $t/wchan) "
+		 "$(cut -d' ' -f1 $t/syscall)\"; done; "
+		 "command -v gdb >/dev/null && gdb -q -batch -p %d "
+		 "-ex 'thread apply all bt' 2>&1 | sed 's/^/# /'",
+		 (int)pid, (int)pid);
+	fflush(stdout);
+	if (system(cmd) == -1)
+		printf("# (cannot describe child %d)\n", (int)pid);
+}
+
+int mrlt_wait_child(pid_t pid, double seconds)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0), status = 0, ret = 0;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	double deadline = mrlt_now() + seconds;
+
+	while (fd >= 0 &&
+	       (ret = poll(&pfd, 1, (int)((deadline - mrlt_now()) * 1000) + 1)) < 0 &&
+	       errno == EINTR && mrlt_now() < deadline)
+		;
+	if (fd >= 0)
+		close(fd);
+	if (fd < 0 || ret <= 0) {
+		/* No pidfd (kernel < 5.3) is treated as a hang. */
+		describe_hung(pid);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return -1;
+	}
+	return waitpid(pid, &status, 0) == pid ? status : -1;
 }
 
 /* ------------------------------------------------------------------------

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -163,6 +164,24 @@ bool mrlt_wait_over(struct mrlt_wait *w);
 /* Wait, yielding the CPU, until another thread stores `want` in *v; bounded
  * like mrlt_wait_over. Returns whether *v reached it. */
 bool mrlt_wait_until_int(atomic_int *v, int want);
+/* CLOCK_MONOTONIC in seconds. */
+double mrlt_now(void);
+
+/* ------------------------------------------------------------------------
+ * Forked children.
+ */
+
+/* Turn LeakSanitizer's check at exit off in this process, from a forked
+ * child: the parent's threads do not exist there and their stacks cannot
+ * be scanned ("Running thread ... was not suspended. False leaks are
+ * possible"), so what only they referenced would be reported as leaked.
+ * The parent is checked as usual. */
+void mrlt_leak_check_off(void);
+/* Wait for child pid within `seconds` (a pidfd: a poll with a timeout, no
+ * sleeping loop). On expiry, describe where its threads are (each one's
+ * kernel wait, and its stack when gdb is installed, as TAP comments) and
+ * kill it. Returns the wait status, or -1 when it had to be killed. */
+int mrlt_wait_child(pid_t pid, double seconds);
 
 
 /* ------------------------------------------------------------------------

@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fi_atomic.h>
@@ -47,14 +46,6 @@
 static const char *prov;
 /* Whether this process runs with FI_HOOK set (the hooked run of a case). */
 static bool hooked;
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ------------------------------------------------------------------------
  * Set-up shared by the cases.
@@ -243,9 +234,9 @@ static void test_cq_sread_after_signal_returns_before_its_timeout(void)
 	CHECK_FI(ret);
 	mrlt_track_fid(&cq->fid);
 	CHECK_FI(fi_cq_signal(cq));
-	t0 = now_ms();
+	t0 = mrlt_now() * 1e3;
 	rc = fi_cq_sread(cq, &e, 1, NULL, SREAD_TIMEOUT_MS);
-	elapsed = now_ms() - t0;
+	elapsed = mrlt_now() * 1e3 - t0;
 	CHECK_MSG(signalled_read_rc(rc), "fi_cq_sread after fi_cq_signal: %zd",
 		  rc);
 	CHECK_MSG(elapsed < SREAD_TIMEOUT_MS / 2,
@@ -271,11 +262,11 @@ static void *blocked_reader_main(void *arg)
 	double t0;
 
 	atomic_store(&r->started, 1);
-	t0 = now_ms();
+	t0 = mrlt_now() * 1e3;
 	r->rc = r->from ? fi_cq_sreadfrom(r->cq, e, 4, src, NULL,
 					  SREAD_TIMEOUT_MS) :
 			  fi_cq_sread(r->cq, e, 4, NULL, SREAD_TIMEOUT_MS);
-	r->elapsed_ms = now_ms() - t0;
+	r->elapsed_ms = mrlt_now() * 1e3 - t0;
 	atomic_store(&r->done, 1);
 	return NULL;
 }

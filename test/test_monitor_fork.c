@@ -19,16 +19,12 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,27 +74,6 @@ static atomic_long leased_writes;
 static char leasing_err[256];
 /* A thread or a child did not finish in time: exit without destructors. */
 static bool hung;
-/* Set first thing in a child, never cleared. */
-static int forked_child;
-
-/* LeakSanitizer's switch (it calls this at its check): off in a child,
- * where the parent's threads no longer exist and their stacks cannot be
- * scanned ("Running thread ... was not suspended. False leaks are
- * possible"), so what only they referenced would be reported. The parent
- * is checked as usual. */
-__attribute__((visibility("default"))) int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void)
-{
-	return forked_child;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static char *map_anon(size_t len, void *at)
 {
@@ -269,51 +244,6 @@ static void *invalidating_main(void *arg)
 	return NULL;
 }
 
-/* Describe where a hung child's threads are, for the log: each thread's
- * kernel wait, and its stack when gdb is installed. */
-static void describe_hung(pid_t pid)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd),
-		 "for t in /proc/%d/task/*; do echo \"# $t: $(cat $t/wchan) "
-		 "$(cut -d' ' -f1 $t/syscall)\"; done; "
-		 "command -v gdb >/dev/null && gdb -q -batch -p %d "
-		 "-ex 'thread apply all bt' 2>&1 | sed 's/^/# /'",
-		 (int)pid, (int)pid);
-	fflush(stdout);
-	if (system(cmd) == -1)
-		printf("# (cannot describe child %d)\n", (int)pid);
-}
-
-/* Wait for pid within CHILD_SECONDS (a pidfd, so the wait is a poll with a
- * timeout, no sleeping loop); kill -9 on expiry. Returns the wait status,
- * or -1 when it had to be killed. */
-static int wait_child(pid_t pid)
-{
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0), status = 0;
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	double deadline = now() + CHILD_SECONDS;
-	int ret = 0;
-
-	while (fd >= 0 && (ret = poll(&pfd, 1, (int)((deadline - now()) * 1000) + 1)) < 0 &&
-	       errno == EINTR && now() < deadline)
-		;
-	if (fd >= 0)
-		close(fd);
-	if (fd < 0 || ret <= 0) {
-		/* No pidfd (kernel < 5.3) is treated as a hang: never reached
-		 * on the kernels this runs on. */
-		describe_hung(pid);
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		return -1;
-	}
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	return status;
-}
-
 static int check_child(int n, int status)
 {
 	if (status == -1) {
@@ -389,7 +319,7 @@ static void test_fork_children_transfer_while_parent_leases(void)
 		pthread_join(th, NULL);
 		CHECK_MSG(false, "pthread_create failed");
 	}
-	t0 = now();
+	t0 = mrlt_now();
 	for (int n = 0; n < CHILDREN; n++) {
 		pid_t pid;
 		int status;
@@ -403,17 +333,17 @@ static void test_fork_children_transfer_while_parent_leases(void)
 			break;
 		}
 		if (pid == 0) {
-			forked_child = 1;
+			mrlt_leak_check_off();
 			exit(n % 2 ? child_transfer(n) : CHILD_OK);
 		}
 		transferring += n % 2;
-		status = wait_child(pid);
+		status = mrlt_wait_child(pid, CHILD_SECONDS);
 		if (check_child(n, status))
 			failed_children++;
 		writes_during += atomic_load(&leased_writes) - writes_before;
 	}
 	printf("# %d children (%d transferring) in %.1f s; the parent's leasing "
-	       "thread wrote %ld times meanwhile\n", CHILDREN, transferring, now() - t0,
+	       "thread wrote %ld times meanwhile\n", CHILDREN, transferring, mrlt_now() - t0,
 	       writes_during);
 	atomic_store(&stop_leasing, 1);
 	CHECK_MSG(!join_leasing(th) && !join_leasing(inv),

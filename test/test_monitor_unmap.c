@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include <rdma/fi_rma.h>
 
@@ -70,14 +69,6 @@ static bool slot_reserved[THREADS]; /* still PROT_NONE from set-up: replace it *
  * most one step apart). */
 static atomic_int stop[2];
 static double deadline;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int fail(struct worker *w, const char *fmt, ...)
 {
@@ -207,7 +198,7 @@ static void *worker_main(void *arg)
 			atomic_store(&stop[i % 2], 1);
 		else
 			w->iters++;
-		if (now_s() > deadline)
+		if (mrlt_now() > deadline)
 			atomic_store(&stop[i % 2], 1);
 		pthread_barrier_wait(&step);
 		if (atomic_load(&stop[i % 2]))
@@ -281,7 +272,7 @@ static bool run_loops(struct outcome *o)
 	}
 	atomic_store(&stop[0], 0);
 	atomic_store(&stop[1], 0);
-	deadline = now_s() + SECONDS;
+	deadline = mrlt_now() + SECONDS;
 	pthread_barrier_init(&step, NULL, THREADS);
 	chk->query(chk, &o->before, sizeof(o->before));
 	for (int t = 0; t < THREADS; t++) {

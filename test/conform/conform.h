@@ -20,6 +20,7 @@
 #ifndef CONFORM_H
 #define CONFORM_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -99,7 +100,7 @@ void cf_block_end(void);
 /* ------------------------------------------------------------------------
  * The rig: fabric, domain and two connected endpoints on loopback (RDM
  * through an AV each, or a connected FI_EP_MSG pair for tcp), each with
- * its own CQ and optional counters. Every fid is tracked (mrl_test.h) and
+ * its own CQ and optional counters. Every fid is tracked (mrlt.h) and
  * named (ep0, cq0, ...), every context too.
  */
 
@@ -158,6 +159,12 @@ void cf_progress(struct cf_rig *r);
 			cf_progress(r);                                        \
 		cf_rc_;                                                        \
 	})
+/* Post a receive of len bytes into rbuf on ep[1] (context rctx), then a
+ * send of len bytes from sbuf on ep[0] (sctx), desc NULL; prints
+ * "recv: rc" and "send: rc". */
+void cf_post_recv_send(struct cf_rig *r, void *rbuf, const void *sbuf,
+		       size_t len, struct fi_context2 *rctx,
+		       struct fi_context2 *sctx);
 /* Read one entry from cq[side] (readfrom when src is non-NULL), within
  * CF_WAIT_S, progressing the other side. Returns the last read's result
  * (1, -FI_EAVAIL, ..., -FI_EAGAIN when the bound was hit). */
@@ -172,6 +179,10 @@ void cf_print_cqerr(const char *what, struct fid_cq *cq);
 void cf_reap_print(struct cf_rig *r, int side, const char *what, bool from);
 /* Wait until *cntr reaches value (or CF_WAIT_S), progressing r. */
 uint64_t cf_cntr_until(struct cf_rig *r, struct fid_cntr *cntr, uint64_t value);
+/* Wait (yielding, within CF_WAIT_S) until another thread sets *started,
+ * the first thing it does; returns whether it did. The thread may not be
+ * inside its blocking call yet: what wakes it must work either way. */
+bool cf_wait_started(atomic_int *started);
 /* Close every tracked fid now; prints "close: rc". */
 void cf_close_all(void);
 

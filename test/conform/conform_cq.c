@@ -6,7 +6,6 @@
 #include "config.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,10 +67,7 @@ int cf_cq_rw(void)
 	       cf_rc(fi_cq_readfrom(r.cq[1], &e, 1, NULL)));
 	cf_print_cqerr("readerr empty", r.cq[1]);
 
-	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, SMALL, NULL,
-						    r.peer[1], &ctx[0]))));
-	cf_out("send: %s", cf_rc(CF_POST(&r, fi_send(r.ep[0], b.s, SMALL, NULL,
-						    r.peer[0], &ctx[1]))));
+	cf_post_recv_send(&r, b.r, b.s, SMALL, &ctx[0], &ctx[1]);
 	cf_reap_print(&r, 0, "send", false);
 	cf_reap_print(&r, 1, "recv", true);
 
@@ -164,15 +160,6 @@ static void *cq_reader_main(void *arg)
 	return NULL;
 }
 
-static bool cq_reader_started(struct cq_reader *c)
-{
-	double end = cf_now_ms() + CF_WAIT_S * 1e3;
-
-	while (!atomic_load(&c->started) && cf_now_ms() < end)
-		sched_yield();
-	return atomic_load(&c->started);
-}
-
 /*
  * fi_cq(3): fi_cq_sread waits for a completion up to its timeout
  * (-FI_EAGAIN after it), returns one that arrives meanwhile, and returns
@@ -212,10 +199,7 @@ int cf_cq_sread(void)
 	cf_out("sread after the signal: %s %s", cf_rc(rc),
 	       cf_timing(cf_now_ms() - t0, 2000));
 
-	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, LARGE, NULL,
-						    r.peer[1], &ctx[0]))));
-	cf_out("send: %s", cf_rc(CF_POST(&r, fi_send(r.ep[0], b.s, LARGE, NULL,
-						    r.peer[0], &ctx[1]))));
+	cf_post_recv_send(&r, b.r, b.s, LARGE, &ctx[0], &ctx[1]);
 	memset(&e, 0, sizeof(e));
 	t0 = cf_now_ms();
 	/* The sender's side needs progress too: its CQ is read. */
@@ -247,7 +231,7 @@ int cf_cq_sread(void)
 						    r.peer[1], &ctx[2]))));
 	if (pthread_create(&thread, NULL, cq_reader_main, &c))
 		return CF_BROKEN;
-	cq_reader_started(&c);
+	cf_wait_started(&c.started);
 	cf_out("send: %s", cf_rc(fi_send(r.ep[0], b.s, SMALL, NULL, r.peer[0],
 					 &ctx[3])));
 	/* The sender's completion, read while the reader waits. */
@@ -267,7 +251,7 @@ int cf_cq_sread(void)
 	c.timeout_ms = 3000;
 	if (pthread_create(&thread, NULL, cq_reader_main, &c))
 		return CF_BROKEN;
-	if (cq_reader_started(&c))
+	if (cf_wait_started(&c.started))
 		cf_out("fi_cq_signal: %s", cf_rc(fi_cq_signal(r.cq[1])));
 	CF_BLOCKING("a thread in fi_cq_sread", 3000,
 		    pthread_join(thread, NULL));
@@ -336,10 +320,7 @@ int cf_poll_set(void)
 	cf_out("add tx0: %s", cf_rc(fi_poll_add(ps, &r.tx[0]->fid, 0)));
 	poll_print(ps, "poll idle");
 
-	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, SMALL, NULL,
-						    r.peer[1], &ctx[0]))));
-	cf_out("send: %s", cf_rc(CF_POST(&r, fi_send(r.ep[0], b.s, SMALL, NULL,
-						    r.peer[0], &ctx[1]))));
+	cf_post_recv_send(&r, b.r, b.s, SMALL, &ctx[0], &ctx[1]);
 	cf_out("rx1: %llu", (unsigned long long)cf_cntr_until(&r, r.rx[1], 1));
 	cf_out("tx0: %llu", (unsigned long long)cf_cntr_until(&r, r.tx[0], 1));
 	poll_print(ps, "poll after the transfer");
@@ -348,10 +329,7 @@ int cf_poll_set(void)
 	poll_print(ps, "poll drained");
 	cf_out("del cq1: %s", cf_rc(fi_poll_del(ps, &r.cq[1]->fid, 0)));
 	cf_out("del cq1 again: %s", cf_rc(fi_poll_del(ps, &r.cq[1]->fid, 0)));
-	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, SMALL, NULL,
-						    r.peer[1], &ctx[0]))));
-	cf_out("send: %s", cf_rc(CF_POST(&r, fi_send(r.ep[0], b.s, SMALL, NULL,
-						    r.peer[0], &ctx[1]))));
+	cf_post_recv_send(&r, b.r, b.s, SMALL, &ctx[0], &ctx[1]);
 	cf_out("rx1: %llu", (unsigned long long)cf_cntr_until(&r, r.rx[1], 2));
 	cf_out("tx0: %llu", (unsigned long long)cf_cntr_until(&r, r.tx[0], 2));
 	poll_print(ps, "poll without cq1");
@@ -401,10 +379,7 @@ int cf_wait_set(void)
 	cf_out("fi_cntr_add(tx1): %s", cf_rc(fi_cntr_add(r.tx[1], 1)));
 	wait_print(r.ws, "wait after fi_cntr_add", 2000);
 
-	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, SMALL, NULL,
-						    r.peer[1], &ctx[0]))));
-	cf_out("send: %s", cf_rc(CF_POST(&r, fi_send(r.ep[0], b.s, SMALL, NULL,
-						    r.peer[0], &ctx[1]))));
+	cf_post_recv_send(&r, b.r, b.s, SMALL, &ctx[0], &ctx[1]);
 	/* Waits of 100 ms with the sender's side progressed between them,
 	 * until the receive's completion is there. */
 	end = cf_now_ms() + CF_WAIT_S * 1e3;
@@ -459,10 +434,7 @@ int cf_cancel(void)
 							 &ctx[2])));
 	cf_out("read after: %s", cf_rc(fi_cq_read(r.cq[1], NULL, 0)));
 
-	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, LARGE, NULL,
-						    r.peer[1], &ctx[3]))));
-	cf_out("send: %s", cf_rc(CF_POST(&r, fi_send(r.ep[0], b.s, LARGE, NULL,
-						    r.peer[0], &ctx[4]))));
+	cf_post_recv_send(&r, b.r, b.s, LARGE, &ctx[3], &ctx[4]);
 	cf_reap_print(&r, 0, "send", false);
 	cf_reap_print(&r, 1, "recv", false);
 	cf_out("fi_cancel(completed): %s", cf_rc(fi_cancel(&r.ep[1]->fid,

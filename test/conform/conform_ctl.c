@@ -94,15 +94,13 @@ static void cntr_wake(struct fid_cntr *cntr, uint64_t threshold,
 {
 	struct cntr_waiter w = { .cntr = cntr, .threshold = threshold,
 				 .timeout_ms = 3000 };
-	double end = cf_now_ms() + CF_WAIT_S * 1e3;
 	pthread_t thread;
 
 	if (pthread_create(&thread, NULL, cntr_waiter_main, &w)) {
 		cf_out("%s: pthread_create failed", what);
 		return;
 	}
-	while (!atomic_load(&w.started) && cf_now_ms() < end)
-		sched_yield();
+	cf_wait_started(&w.started);
 	cf_out("%s: %s", what, cf_rc(act(cntr, value)));
 	CF_BLOCKING("a thread in fi_cntr_wait", 3000,
 		    pthread_join(thread, NULL));
@@ -164,10 +162,7 @@ static int cntr_semantic(bool waits)
 	rbuf = mrlt_alloc(4096);
 	cf_name(&ctx[0], sizeof(ctx[0]), "ctx0");
 	cf_name(&ctx[1], sizeof(ctx[1]), "ctx1");
-	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], rbuf, 4096, NULL,
-						    r.peer[1], &ctx[0]))));
-	cf_out("send: %s", cf_rc(CF_POST(&r, fi_send(r.ep[0], sbuf, 4096, NULL,
-						    r.peer[0], &ctx[1]))));
+	cf_post_recv_send(&r, rbuf, sbuf, 4096, &ctx[0], &ctx[1]);
 	cf_out("rx1: %llu", (unsigned long long)cf_cntr_until(&r, r.rx[1], 1));
 	cf_out("tx0: %llu", (unsigned long long)cf_cntr_until(&r, r.tx[0], 1));
 	cf_reap_print(&r, 1, "recv", false);

@@ -6,7 +6,6 @@
 
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -234,17 +233,6 @@ static void on_sigusr1(int sig)
 	(void)sig;
 }
 
-/* Wait for the reader to start (it may not be inside its wait yet: what
- * wakes it must work either way). */
-static bool reader_started(struct eq_reader *r)
-{
-	double end = cf_now_ms() + CF_WAIT_S * 1e3;
-
-	while (!atomic_load(&r->started) && cf_now_ms() < end)
-		sched_yield();
-	return atomic_load(&r->started);
-}
-
 /*
  * fi_eq(3): fi_eq_sread returns -FI_EAGAIN when its timeout expires with
  * nothing to read, returns an event queued before or during the wait, can
@@ -302,7 +290,7 @@ int cf_eq_sread(void)
 		cf_out("pthread_create failed");
 		return CF_BROKEN;
 	}
-	if (reader_started(&r))
+	if (cf_wait_started(&r.started))
 		cf_out("write while blocked: %s",
 		       cf_rc(eq_write(eq, FI_NOTIFY, &eq->fid, &ctx[1], 2,
 				      sizeof(e))));
@@ -323,7 +311,7 @@ int cf_eq_sread(void)
 		cf_out("pthread_create failed");
 		return CF_BROKEN;
 	}
-	reader_started(&r);
+	cf_wait_started(&r.started);
 	end = cf_now_ms() + CF_WAIT_S * 1e3;
 	while (!atomic_load(&r.done) && cf_now_ms() < end) {
 		pthread_kill(thread, SIGUSR1);

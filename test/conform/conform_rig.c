@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rdma/fi_ext_mrlease.h"
@@ -186,10 +185,7 @@ const char *cf_addr(fi_addr_t addr)
 
 double cf_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return mrlt_now() * 1e3;
 }
 
 const char *cf_timing(double elapsed_ms, int timeout_ms)
@@ -655,6 +651,16 @@ void cf_print_cqerr(const char *what, struct fid_cq *cq)
 	       s == buf ? "=buf" : s ? "other" : "NULL", s ? s : "");
 }
 
+void cf_post_recv_send(struct cf_rig *r, void *rbuf, const void *sbuf,
+		       size_t len, struct fi_context2 *rctx,
+		       struct fi_context2 *sctx)
+{
+	cf_out("recv: %s", cf_rc(CF_POST(r, fi_recv(r->ep[1], rbuf, len, NULL,
+						   r->peer[1], rctx))));
+	cf_out("send: %s", cf_rc(CF_POST(r, fi_send(r->ep[0], sbuf, len, NULL,
+						   r->peer[0], sctx))));
+}
+
 void cf_reap_print(struct cf_rig *r, int side, const char *what, bool from)
 {
 	struct fi_cq_tagged_entry e;
@@ -673,6 +679,15 @@ void cf_reap_print(struct cf_rig *r, int side, const char *what, bool from)
 	} else {
 		cf_out("%s: %s", what, cf_rc(rc));
 	}
+}
+
+bool cf_wait_started(atomic_int *started)
+{
+	double end = cf_now_ms() + CF_WAIT_S * 1e3;
+
+	while (!atomic_load(started) && cf_now_ms() < end)
+		sched_yield();
+	return atomic_load(started);
 }
 
 uint64_t cf_cntr_until(struct cf_rig *r, struct fid_cntr *cntr, uint64_t value)
