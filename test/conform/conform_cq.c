@@ -21,23 +21,27 @@ struct bufs {
 	char *s, *r;
 };
 
-static void bufs_alloc(struct bufs *b, size_t len)
+/* The rig of o, buffers of len bytes on each side ("sbuf", "rbuf") and
+ * nctx contexts named ctx0, ctx1, ...; returns cf_rig_open's error. */
+static int rig_open(struct cf_rig *r, const struct cf_opts *o, struct bufs *b,
+		    size_t len, struct fi_context2 *ctx, int nctx)
 {
+	char name[32];
+	int ret;
+
+	ret = cf_rig_open(r, o);
+	if (ret)
+		return ret;
 	b->s = mrlt_alloc(len);
 	b->r = mrlt_alloc(len);
 	memset(b->s, 0x3c, len);
 	cf_name(b->s, len, "sbuf");
 	cf_name(b->r, len, "rbuf");
-}
-
-static void name_ctxs(struct fi_context2 *ctx, int n, const char *base)
-{
-	char name[32];
-
-	for (int i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "%s%d", base, i);
+	for (int i = 0; i < nctx; i++) {
+		snprintf(name, sizeof(name), "ctx%d", i);
 		cf_name(&ctx[i], sizeof(ctx[i]), name);
 	}
+	return 0;
 }
 
 /*
@@ -56,11 +60,9 @@ int cf_cq_rw(void)
 	ssize_t rc;
 	int ret;
 
-	ret = cf_rig_open(&r, &o);
+	ret = rig_open(&r, &o, &b, LARGE, ctx, 8);
 	if (ret)
 		return cf_setup_failed(ret);
-	bufs_alloc(&b, LARGE);
-	name_ctxs(ctx, 8, "ctx");
 	cf_out("cq context: %s", cf_ptr(r.cq[0]->fid.context));
 	cf_out("read empty: %s", cf_rc(fi_cq_read(r.cq[1], &e, 1)));
 	cf_out("readfrom empty: %s",
@@ -181,11 +183,9 @@ int cf_cq_sread(void)
 	ssize_t rc;
 	int ret;
 
-	ret = cf_rig_open(&r, &o);
+	ret = rig_open(&r, &o, &b, LARGE, ctx, 4);
 	if (ret)
 		return cf_setup_failed(ret);
-	bufs_alloc(&b, LARGE);
-	name_ctxs(ctx, 4, "ctx");
 
 	t0 = cf_now_ms();
 	rc = CF_BLOCKING("fi_cq_sread", 200,
@@ -305,11 +305,9 @@ int cf_poll_set(void)
 	struct bufs b;
 	int ret;
 
-	ret = cf_rig_open(&r, &o);
+	ret = rig_open(&r, &o, &b, SMALL, ctx, 2);
 	if (ret)
 		return cf_setup_failed(ret);
-	bufs_alloc(&b, SMALL);
-	name_ctxs(ctx, 2, "ctx");
 	ret = fi_poll_open(r.d.domain, &attr, &ps);
 	cf_out("fi_poll_open: %s", cf_rc(ret));
 	if (ret)
@@ -367,11 +365,9 @@ int cf_wait_set(void)
 	double end;
 	int ret;
 
-	ret = cf_rig_open(&r, &o);
+	ret = rig_open(&r, &o, &b, SMALL, ctx, 2);
 	if (ret)
 		return cf_setup_failed(ret);
-	bufs_alloc(&b, SMALL);
-	name_ctxs(ctx, 2, "ctx");
 	fids[0] = &r.cq[1]->fid;
 	fids[1] = &r.rx[1]->fid;
 	cf_out("trywait idle: %s", cf_rc(fi_trywait(r.d.fabric, fids, 2)));
@@ -414,11 +410,9 @@ int cf_cancel(void)
 	struct bufs b;
 	int ret;
 
-	ret = cf_rig_open(&r, &o);
+	ret = rig_open(&r, &o, &b, LARGE, ctx, 6);
 	if (ret)
 		return cf_setup_failed(ret);
-	bufs_alloc(&b, LARGE);
-	name_ctxs(ctx, 6, "ctx");
 
 	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, LARGE, NULL,
 						    r.peer[1], &ctx[0]))));
