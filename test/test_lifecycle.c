@@ -19,17 +19,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fi_ext_mrlease.h>
@@ -114,68 +110,6 @@ static const char *round_error(int ret)
 	return ret == WRONG_BYTES ? "wrong bytes" : fi_strerror(-ret);
 }
 
-/* ---- children ------------------------------------------------------------ */
-
-/* Set first thing in a child (forked, or exec'd as a control). */
-static int forked_child;
-
-/* LeakSanitizer off in a child: the parent's threads do not exist there, so
- * what only their stacks referenced would be reported. */
-__attribute__((visibility("default"))) int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void)
-{
-	return forked_child;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Where a hung child's threads are, for the log: each thread's kernel
- * wait, and its stack when gdb is installed. */
-static void describe_hung(pid_t pid)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd),
-		 "for t in /proc/%d/task/*; do echo \"# $t: $(cat $t/wchan) "
-		 "$(cut -d' ' -f1 $t/syscall)\"; done; "
-		 "command -v gdb >/dev/null && gdb -q -batch -p %d "
-		 "-ex 'thread apply all bt' 2>&1 | sed 's/^/# /'",
-		 (int)pid, (int)pid);
-	fflush(stdout);
-	if (system(cmd) == -1)
-		printf("# (cannot describe child %d)\n", (int)pid);
-}
-
-/* Wait for pid within CHILD_SECONDS (a pidfd: a poll with a timeout);
- * describe and kill it on expiry. Returns the wait status, or -1 when it
- * had to be killed. */
-static int wait_child(pid_t pid)
-{
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0), status = 0, ret = 0;
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	double deadline = now() + CHILD_SECONDS;
-
-	while (fd >= 0 &&
-	       (ret = poll(&pfd, 1, (int)((deadline - now()) * 1000) + 1)) < 0 &&
-	       errno == EINTR && now() < deadline)
-		;
-	if (fd >= 0)
-		close(fd);
-	if (fd < 0 || ret <= 0) {
-		describe_hung(pid);
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		return -1;
-	}
-	return waitpid(pid, &status, 0) == pid ? status : -1;
-}
-
 /* ---- refused closes ------------------------------------------------------ */
 
 /*
@@ -255,7 +189,6 @@ static bool refusal_sound(const char *what)
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
-		forked_child = 1;
 		unsetenv("FI_HOOK");
 		execv("/proc/self/exe", args);
 		_exit(127);
@@ -264,7 +197,7 @@ static bool refusal_sound(const char *what)
 		mrlt_fail(__FILE__, __LINE__, "fork: %s", strerror(errno));
 		return false;
 	}
-	status = wait_child(pid);
+	status = mrlt_wait_child(pid, CHILD_SECONDS);
 	if (status == -1) {
 		why = "the control did not exit in time";
 	} else if (WIFSIGNALED(status)) {
@@ -346,7 +279,8 @@ static void test_refused_domain_close_leaves_mrs_and_extension_working(void)
 	struct fi_mrlease_ops *ops = NULL;
 	struct fi_mrlease_stats s0, s1;
 	struct fid_mr *remote, *local, *again, *pin;
-	char *rbuf = mrlt_alloc(LEN), *lbuf = mrlt_alloc(LEN), *arena = mrlt_alloc(4 * LEN);
+	char *rbuf = mrlt_alloc(LEN), *lbuf = mrlt_alloc(LEN);
+	char *arena = mrlt_alloc(4 * LEN);
 	int ret;
 
 	if (!refusal_sound("domain with MRs"))
@@ -831,7 +765,7 @@ static void test_fork_children_exit_or_start_clean_while_parent_leases(void)
 		pthread_join(th, NULL);
 		CHECK_MSG(false, "pthread_create failed");
 	}
-	t0 = now();
+	t0 = mrlt_now();
 	for (int n = 0; n < CHILDREN && !t.err; n++) {
 		int before = atomic_load(&t.rounds);
 		pid_t pid;
@@ -844,15 +778,15 @@ static void test_fork_children_exit_or_start_clean_while_parent_leases(void)
 			break;
 		}
 		if (pid == 0) {
-			forked_child = 1;
+			mrlt_leak_check_off();
 			exit(n % 2 ? child_fresh() : CHILD_OK);
 		}
-		if (!child_ok(n, wait_child(pid)))
+		if (!child_ok(n, mrlt_wait_child(pid, CHILD_SECONDS)))
 			failed++;
 		rounds_during += atomic_load(&t.rounds) - before;
 	}
 	printf("# %s: %d children in %.1f s; the parent's poster made %d round "
-	       "trips meanwhile%s\n", prov, CHILDREN, now() - t0, rounds_during,
+	       "trips meanwhile%s\n", prov, CHILDREN, mrlt_now() - t0, rounds_during,
 	       churn ? "" : " (no MR churn: domain not thread-safe)");
 	atomic_store(&c.stop, 1);
 	atomic_store(&t.stop, 1);
@@ -884,7 +818,7 @@ int main(int argc, char **argv)
 	char prefix[128];
 
 	if (argc == 4 && !strcmp(argv[1], "--bare-refusal")) {
-		forked_child = 1;
+		mrlt_leak_check_off();
 		prov = argv[3];
 		return bare_refusal(argv[2]);
 	}

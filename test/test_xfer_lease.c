@@ -8,7 +8,8 @@
  * show the leases, hits and registrations.
  *
  * Runs itself again with FI_HOOK=mrlease and FI_MRLEASE_MIN_SIZE=64, and
- * with FI_HOOK unset as the no-hook control of the multi-recv case.
+ * with FI_HOOK unset as the no-hook control of the multi-recv and atomics
+ * cases.
  */
 #include "config.h"
 
@@ -27,6 +28,7 @@
 
 #define LEN (64 * 1024)
 #define MIN_SIZE 64
+#define CONTROL_SECONDS 120	/* bound of a no-hook control's life */
 
 static const char *prov;
 
@@ -75,6 +77,207 @@ static int reap_two(struct mrlt_pair *p, void *a, void *b)
 		return -FI_EOTHER;
 	return 0;
 }
+
+/* ---- no-hook controls --------------------------------------------------- */
+
+enum { MR_BUF = 16 * 1024, MR_MSG = 4 * 1024 };
+
+/* What the bare provider does with a case's traffic, as the exit status of
+ * the case's no-hook control. */
+enum bare_status {
+	BARE_AS_DOCUMENTED = 0,
+	BARE_UNAVAILABLE,	/* no such pair or feature: the case decides */
+	BARE_KEPT,		/* FI_MULTI_RECV not reported */
+	BARE_EARLY,		/* released before the minimum free space */
+	BARE_WRONG,		/* wrong results */
+	BARE_ERROR,		/* a post or completion failed */
+	BARE_NSTATUS
+};
+
+static const char *const bare_said[BARE_NSTATUS] = {
+	[BARE_KEPT] = "it never reports FI_MULTI_RECV",
+	[BARE_EARLY] = "it releases the buffer before the minimum free space "
+		       "is reached",
+	[BARE_WRONG] = "wrong results",
+	[BARE_ERROR] = "a post or a completion fails",
+};
+
+/*
+ * The multi-recv case's traffic on the bare provider: three messages into a
+ * buffer that holds four, the minimum free space two of them.
+ * fi_endpoint(3): the buffer is released once less than that minimum is
+ * left, after the third.
+ */
+static enum bare_status bare_multi_recv(void)
+{
+	struct mrlt_pair p;
+	struct mrlt_pair_opts opts = { .prov = prov,
+				       .caps = FI_MSG | FI_MULTI_RECV,
+				       .min_multi_recv = 2 * MR_MSG };
+	struct fi_context2 rctx, sctx[3];
+	char *dst = buffer(MR_BUF, 0), *src = buffer(3 * MR_MSG, 17);
+	struct iovec riov = { dst, MR_BUF };
+	struct fi_msg rmsg = { .msg_iov = &riov, .iov_count = 1,
+			       .addr = FI_ADDR_UNSPEC, .context = &rctx };
+	enum bare_status st = BARE_AS_DOCUMENTED;
+	int recvs = 0, sends = 0;
+	bool released = false;
+	struct mrlt_comp c;
+
+	if (mrlt_pair_open(&opts, &p)) {
+		st = BARE_UNAVAILABLE;
+		goto out;
+	}
+	if (MRLT_PAIR_POST(&p, fi_recvmsg(p.ep[1], &rmsg, FI_MULTI_RECV)))
+		st = BARE_ERROR;
+	for (int i = 0; i < 3 && !st; i++)
+		if (MRLT_PAIR_POST(&p, fi_send(p.ep[0], src + i * MR_MSG, MR_MSG,
+					       NULL, p.addr[1], &sctx[i])))
+			st = BARE_ERROR;
+	while (!st && (sends < 3 || !released)) {
+		int ret = mrlt_reap(&p, &c, 1);
+
+		if (ret == -FI_ETIMEDOUT)
+			st = BARE_KEPT;
+		else if (ret != 1 || c.err)
+			st = BARE_ERROR;
+		else if (c.ctx != &rctx)
+			sends++;
+		else if (c.flags & FI_RECV)
+			recvs++;
+		if (!st && c.ctx == &rctx && (c.flags & FI_MULTI_RECV)) {
+			released = true;
+			if (recvs < 3)
+				st = BARE_EARLY;
+		}
+	}
+	mrlt_pair_close(&p);
+out:
+	free(src);
+	free(dst);
+	return st;
+}
+
+/* The atomics case's fetch and compare atomics on the bare provider, with
+ * registered operands: N-element uint64 FI_SUM, then FI_CSWAP. */
+static enum bare_status bare_atomics(void)
+{
+	enum { N = 64 };
+	struct mrlt_pair p;
+	struct mrlt_pair_opts opts = { .prov = prov };
+	uint64_t *tgt = buffer(N * 8, 0), *src = buffer(N * 8, 0);
+	uint64_t *res = buffer(N * 8, 0), *cmp = buffer(N * 8, 0);
+	enum bare_status st = BARE_AS_DOCUMENTED;
+	struct fi_context2 ctx;
+	struct fid_mr *mr;
+	struct mrlt_comp c;
+	size_t count = 0;
+	uint64_t raddr;
+
+	if (mrlt_pair_open(&opts, &p)) {
+		st = BARE_UNAVAILABLE;
+		goto out;
+	}
+	if (fi_compare_atomicvalid(p.ep[0], FI_UINT64, FI_CSWAP, &count) ||
+	    count < N || fi_fetch_atomicvalid(p.ep[0], FI_UINT64, FI_SUM,
+					      &count) || count < N ||
+	    mrlt_pair_mr_reg(&p, tgt, N * 8, FI_REMOTE_READ | FI_REMOTE_WRITE,
+			     &mr)) {
+		st = BARE_UNAVAILABLE;
+		goto close;
+	}
+	for (int i = 0; i < N; i++) {
+		tgt[i] = 100 + i;
+		src[i] = i;
+		cmp[i] = 100 + 2 * i;
+	}
+	raddr = mrlt_pair_rma_addr(&p, tgt, tgt);
+	if (MRLT_PAIR_POST(&p, fi_fetch_atomic(p.ep[0], src, N, NULL, res, NULL,
+					       p.addr[1], raddr, fi_mr_key(mr),
+					       FI_UINT64, FI_SUM, &ctx)) ||
+	    mrlt_reap(&p, &c, 1) != 1 || c.err) {
+		st = BARE_ERROR;
+		goto close_mr;
+	}
+	for (int i = 0; i < N; i++) {
+		if (res[i] != 100u + (uint64_t)i || tgt[i] != cmp[i])
+			st = BARE_WRONG;
+		src[i] = 7000 + (uint64_t)i;
+	}
+	if (!st &&
+	    (MRLT_PAIR_POST(&p, fi_compare_atomic(p.ep[0], src, N, NULL, cmp,
+						  NULL, res, NULL, p.addr[1],
+						  raddr, fi_mr_key(mr),
+						  FI_UINT64, FI_CSWAP, &ctx)) ||
+	     mrlt_reap(&p, &c, 1) != 1 || c.err))
+		st = BARE_ERROR;
+	for (int i = 0; i < N && !st; i++)
+		if (res[i] != cmp[i] || tgt[i] != src[i])
+			st = BARE_WRONG;
+close_mr:
+	fi_close(&mr->fid);
+close:
+	mrlt_pair_close(&p);
+out:
+	free(tgt);
+	free(src);
+	free(res);
+	free(cmp);
+	return st;
+}
+
+/*
+ * Whether the bare provider does what case `control` needs as its man page
+ * says: the control (--bare CONTROL PROVIDER) in a child with FI_HOOK unset,
+ * libfabric reading it once per process. Otherwise (a wrong result, an
+ * error, a crash) the case is a skip with the control's reason: the
+ * provider's, not the hook's.
+ */
+static bool bare_sound(const char *control, const char *what)
+{
+	char *args[] = { "test_xfer_lease", "--bare", (char *)control,
+			 (char *)prov, NULL };
+	int status, st;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		unsetenv("FI_HOOK");
+		execv("/proc/self/exe", args);
+		_exit(127);
+	}
+	if (pid < 0) {
+		mrlt_fail(__FILE__, __LINE__, "fork: %s", strerror(errno));
+		return false;
+	}
+	status = mrlt_wait_child(pid, CONTROL_SECONDS);
+	if (status == -1) {
+		mrlt_skip_current("%s without the hook, %s: the control did "
+				  "not exit within %d s", prov, what,
+				  CONTROL_SECONDS);
+		return false;
+	}
+	if (WIFSIGNALED(status)) {
+		mrlt_skip_current("%s without the hook, %s: killed by signal %d "
+				  "(%s)", prov, what, WTERMSIG(status),
+				  strsignal(WTERMSIG(status)));
+		return false;
+	}
+	st = WEXITSTATUS(status);
+	if (st == BARE_AS_DOCUMENTED || st == BARE_UNAVAILABLE)
+		return true;
+	if (st < BARE_NSTATUS && bare_said[st]) {
+		mrlt_skip_current("%s without the hook, %s: %s", prov, what,
+				  bare_said[st]);
+		return false;
+	}
+	mrlt_fail(__FILE__, __LINE__, "the no-hook control %s exited with %d",
+		  control, st);
+	return false;
+}
+
+/* ---- cases -------------------------------------------------------------- */
 
 /* A NULL-desc send/recv leases both buffers for exactly as long as they
  * are in flight; without it a provider needing FI_MR_LOCAL fails the post,
@@ -273,14 +476,8 @@ static void test_null_desc_atomics_lease_source_compare_and_result(void)
 	size_t count = 0;
 	uint64_t raddr, before;
 
-	if (!strcmp(prov, "udp;ofi_rxd")) {
-		/* Seen on the fast path too, where the hook forwards the call
-		 * unchanged: wrong fetch results,
-		 * FI_ATOMIC_READ crashing in its CQ read, lost completions. */
-		mrlt_skip_current("%s: fetch atomics unreliable in 1.17",
-				      prov);
+	if (!bare_sound("atomics", "uint64 fetch and compare atomics"))
 		goto out;
-	}
 	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
 		goto out;
 	if (fi_compare_atomicvalid(p.ep[0], FI_UINT64, FI_CSWAP, &count) ||
@@ -555,123 +752,6 @@ out:
 	free(dst);
 }
 
-enum { MR_BUF = 16 * 1024, MR_MSG = 4 * 1024 };
-
-/* What the provider does with the multi-recv case's traffic, as the exit
- * status of its no-hook control. */
-enum multi_recv_status {
-	MULTI_RECV_RELEASED = 0,  /* three receives, then FI_MULTI_RECV */
-	MULTI_RECV_UNAVAILABLE,	  /* no such pair: the case decides */
-	MULTI_RECV_KEPT,	  /* FI_MULTI_RECV not reported */
-	MULTI_RECV_EARLY,	  /* released before the third message */
-	MULTI_RECV_ERROR,	  /* a post or completion failed */
-};
-
-/*
- * The multi-recv case's traffic on the bare provider (--bare-multi-recv
- * PROVIDER, run with FI_HOOK unset): three messages into a buffer that
- * holds four, the minimum free space two of them. fi_endpoint(3): the
- * buffer is released once less than that minimum is left, after the third.
- */
-static enum multi_recv_status bare_multi_recv(void)
-{
-	struct mrlt_pair p;
-	struct mrlt_pair_opts opts = { .prov = prov,
-				       .caps = FI_MSG | FI_MULTI_RECV,
-				       .min_multi_recv = 2 * MR_MSG };
-	struct fi_context2 rctx, sctx[3];
-	char *dst = buffer(MR_BUF, 0), *src = buffer(3 * MR_MSG, 17);
-	struct iovec riov = { dst, MR_BUF };
-	struct fi_msg rmsg = { .msg_iov = &riov, .iov_count = 1,
-			       .addr = FI_ADDR_UNSPEC, .context = &rctx };
-	enum multi_recv_status st = MULTI_RECV_RELEASED;
-	int recvs = 0, sends = 0;
-	bool released = false;
-	struct mrlt_comp c;
-
-	if (mrlt_pair_open(&opts, &p)) {
-		st = MULTI_RECV_UNAVAILABLE;
-		goto out;
-	}
-	if (MRLT_PAIR_POST(&p, fi_recvmsg(p.ep[1], &rmsg, FI_MULTI_RECV)))
-		st = MULTI_RECV_ERROR;
-	for (int i = 0; i < 3 && !st; i++)
-		if (MRLT_PAIR_POST(&p, fi_send(p.ep[0], src + i * MR_MSG, MR_MSG,
-					       NULL, p.addr[1], &sctx[i])))
-			st = MULTI_RECV_ERROR;
-	while (!st && (sends < 3 || !released)) {
-		int ret = mrlt_reap(&p, &c, 1);
-
-		if (ret == -FI_ETIMEDOUT)
-			st = MULTI_RECV_KEPT;
-		else if (ret != 1 || c.err)
-			st = MULTI_RECV_ERROR;
-		else if (c.ctx != &rctx)
-			sends++;
-		else if (c.flags & FI_RECV)
-			recvs++;
-		if (!st && c.ctx == &rctx && (c.flags & FI_MULTI_RECV)) {
-			released = true;
-			if (recvs < 3)
-				st = MULTI_RECV_EARLY;
-		}
-	}
-	mrlt_pair_close(&p);
-out:
-	free(src);
-	free(dst);
-	return st;
-}
-
-/* Whether the bare provider releases the multi-recv case's buffer as
- * fi_endpoint(3) says (the control, in a child with FI_HOOK unset:
- * libfabric reads it once per process); else the case is a skip with the
- * control's reason. */
-static bool multi_recv_sound(void)
-{
-	static const char *const said[] = {
-		[MULTI_RECV_KEPT] = "it never reports FI_MULTI_RECV",
-		[MULTI_RECV_EARLY] = "it releases the buffer before the "
-				     "minimum free space is reached",
-		[MULTI_RECV_ERROR] = "a post or a completion fails",
-	};
-	char *args[] = { "test_xfer_lease", "--bare-multi-recv", (char *)prov,
-			 NULL };
-	char why[64];
-	int status;
-	pid_t pid;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		unsetenv("FI_HOOK");
-		execv("/proc/self/exe", args);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
-		mrlt_fail(__FILE__, __LINE__, "the no-hook control: %s",
-			  strerror(errno));
-		return false;
-	}
-	if (WIFEXITED(status) && (WEXITSTATUS(status) == MULTI_RECV_RELEASED ||
-				  WEXITSTATUS(status) == MULTI_RECV_UNAVAILABLE))
-		return true;
-	if (WIFEXITED(status) && WEXITSTATUS(status) > MULTI_RECV_UNAVAILABLE &&
-	    WEXITSTATUS(status) <= MULTI_RECV_ERROR) {
-		mrlt_skip_current("%s without the hook, FI_OPT_MIN_MULTI_RECV "
-				  "%d: %s", prov, 2 * MR_MSG,
-				  said[WEXITSTATUS(status)]);
-		return false;
-	}
-	if (WIFSIGNALED(status))
-		snprintf(why, sizeof(why), "killed by signal %d",
-			 WTERMSIG(status));
-	else
-		snprintf(why, sizeof(why), "exited with %d", WEXITSTATUS(status));
-	mrlt_fail(__FILE__, __LINE__, "the no-hook control %s", why);
-	return false;
-}
-
 /* A multi-recv buffer stays leased across the messages it receives and is
  * released when the provider reports FI_MULTI_RECV; releasing at the first
  * message would let the registration close under the rest. */
@@ -688,7 +768,8 @@ static void test_multi_recv_buffer_released_with_fi_multi_recv(void)
 	int recvs = 0, sends = 0;
 	bool released = false;
 
-	if (!multi_recv_sound() || !pair_open(&p, (struct mrlt_pair_opts){
+	if (!bare_sound("multi-recv", "FI_OPT_MIN_MULTI_RECV 8192") ||
+	    !pair_open(&p, (struct mrlt_pair_opts){
 			.caps = FI_MSG | FI_MULTI_RECV,
 			.min_multi_recv = 2 * MSG }))
 		goto out;
@@ -1011,9 +1092,13 @@ int main(int argc, char **argv)
 	static const char *const env[] = { "FI_MRLEASE_MIN_SIZE=64", NULL };
 	char prefix[128];
 
-	if (argc == 3 && !strcmp(argv[1], "--bare-multi-recv")) {
-		prov = argv[2];
-		return bare_multi_recv();
+	if (argc == 4 && !strcmp(argv[1], "--bare")) {
+		prov = argv[3];
+		if (!strcmp(argv[2], "multi-recv"))
+			return bare_multi_recv();
+		if (!strcmp(argv[2], "atomics"))
+			return bare_atomics();
+		return 127;
 	}
 	xfer_reexec(argv, "mrlease", env);
 	for (const char *const *pv = xfer_providers; *pv; pv++) {
