@@ -22,7 +22,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
-#include "mrl_test.h"
+#include "mrlt.h"
+#include "fixture_rdm.h"
 #include "xfer_util.h"
 
 #define BUF_SIZE (96 * 1024)
@@ -40,7 +41,7 @@ struct bufs {
 	bool app_descs;
 };
 
-static int bufs_open(struct xfer_pair *pair, struct bufs *b, bool app_descs)
+static int bufs_open(struct mrlt_pair *pair, struct bufs *b, bool app_descs)
 {
 	int ret;
 
@@ -51,16 +52,18 @@ static int bufs_open(struct xfer_pair *pair, struct bufs *b, bool app_descs)
 	b->tgt = aligned_alloc(4096, BUF_SIZE);
 	if (!b->src || !b->dst || !b->tgt)
 		return -FI_ENOMEM;
-	ret = xfer_mr_reg(pair, b->tgt, BUF_SIZE,
-			  FI_REMOTE_READ | FI_REMOTE_WRITE, &b->tgt_mr);
+	ret = mrlt_pair_mr_reg(pair, b->tgt, BUF_SIZE,
+			       FI_REMOTE_READ | FI_REMOTE_WRITE, &b->tgt_mr);
 	if (ret || !app_descs)
 		return ret;
-	ret = xfer_mr_reg(pair, b->src, BUF_SIZE,
-			  FI_SEND | FI_WRITE | FI_READ | FI_RECV, &b->src_mr);
+	ret = mrlt_pair_mr_reg(pair, b->src, BUF_SIZE,
+			       FI_SEND | FI_WRITE | FI_READ | FI_RECV,
+			       &b->src_mr);
 	if (ret)
 		return ret;
-	return xfer_mr_reg(pair, b->dst, BUF_SIZE,
-			   FI_SEND | FI_WRITE | FI_READ | FI_RECV, &b->dst_mr);
+	return mrlt_pair_mr_reg(pair, b->dst, BUF_SIZE,
+				FI_SEND | FI_WRITE | FI_READ | FI_RECV,
+				&b->dst_mr);
 }
 
 static int bufs_close(struct bufs *b)
@@ -89,9 +92,9 @@ static void *D(struct fid_mr *mr)
  * target's remote CQ data events (NULL context) are skipped. */
 #define REAP_OK(pair, n)                                                       \
 	do {                                                                   \
-		struct xfer_comp c_;                                           \
+		struct mrlt_comp c_;                                           \
 		for (int i_ = 0; i_ < (n); i_++) {                             \
-			CHECK_EQ(1, xfer_reap((pair), &c_, 1));                \
+			CHECK_EQ(1, mrlt_reap((pair), &c_, 1));                \
 			if (!c_.ctx && (c_.flags & FI_REMOTE_CQ_DATA)) {       \
 				i_--;                                          \
 				continue;                                      \
@@ -102,15 +105,15 @@ static void *D(struct fid_mr *mr)
 		}                                                              \
 	} while (0)
 
-#define POST(pair, expr) CHECK_FI(XFER_POST(pair, expr))
+#define POST(pair, expr) CHECK_FI(MRLT_PAIR_POST(pair, expr))
 
 /* Nothing left over from the previous operations (one look), except the
  * target's remote CQ data events of fi_writedata (NULL context). */
 #define NO_STRAY(pair)                                                         \
 	do {                                                                   \
-		struct xfer_comp s_;                                           \
+		struct mrlt_comp s_;                                           \
 		int n_;                                                        \
-		while ((n_ = xfer_reap_some((pair), &s_, 1)) == 1 && !s_.ctx && \
+		while ((n_ = mrlt_reap_some((pair), &s_, 1)) == 1 && !s_.ctx && \
 		       (s_.flags & FI_REMOTE_CQ_DATA))                         \
 			;                                                      \
 		CHECK_MSG(n_ == 0, "stray completion: ctx %p flags 0x%llx err %d", \
@@ -119,17 +122,17 @@ static void *D(struct fid_mr *mr)
 			  n_ > 0 ? s_.err : n_);                               \
 	} while (0)
 
-static int open_pair(struct xfer_pair *pair, struct xfer_opts *opts)
+static int open_pair(struct mrlt_pair *pair, struct mrlt_pair_opts *opts)
 {
 	int ret;
 
 	opts->prov = prov;
 	opts->mr_local = mr_local;
-	ret = xfer_pair_open(opts, pair);
+	ret = mrlt_pair_open(opts, pair);
 	if (ret == -FI_ENODATA && !opts->caps) {
 		/* No atomics on this provider: the other families still run. */
 		opts->caps = FI_MSG | FI_TAGGED | FI_RMA;
-		ret = xfer_pair_open(opts, pair);
+		ret = mrlt_pair_open(opts, pair);
 	}
 	return ret;
 }
@@ -137,14 +140,14 @@ static int open_pair(struct xfer_pair *pair, struct xfer_opts *opts)
 /* Leases and violations after a test: both must be zero. */
 #define CHECK_CLEAN(pair)                                                      \
 	do {                                                                   \
-		CHECK_EQ(0, xfer_violations(pair));                            \
+		CHECK_EQ(0, mrlt_violations(pair));                            \
 		if ((pair)->mrl)                                               \
-			CHECK_EQ(0, xfer_live_leases(pair));                   \
+			CHECK_EQ(0, mrlt_live_leases(pair));                   \
 	} while (0)
 
 /* two_iov: also the forms whose second iov sits at an offset inside the
  * first's MR (with app descs, both iovs carry the same MR's desc). */
-static void msg_families(struct xfer_pair *pair, struct bufs *b, size_t len,
+static void msg_families(struct mrlt_pair *pair, struct bufs *b, size_t len,
 			 bool two_iov)
 {
 	struct fi_context2 c[2];
@@ -159,41 +162,41 @@ static void msg_families(struct xfer_pair *pair, struct bufs *b, size_t len,
 
 	NO_STRAY(pair);
 	/* send / recv */
-	xfer_fill(b->src, len, ++seed);
+	mrlt_fill(b->src, len, ++seed);
 	memset(b->dst, 0, len);
 	POST(pair, fi_recv(pair->ep[1], b->dst, len, D(b->dst_mr), pair->addr[0], &c[1]));
 	POST(pair, fi_send(pair->ep[0], b->src, len, D(b->src_mr), pair->addr[1], &c[0]));
 	REAP_OK(pair, 2);
-	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
+	CHECK_EQ(-1, mrlt_verify(b->dst, len, seed));
 	if (!two_iov)
 		goto senddata;
 	/* sendv / recvv */
-	xfer_fill(b->src, len, ++seed);
+	mrlt_fill(b->src, len, ++seed);
 	memset(b->dst, 0, len);
 	POST(pair, fi_recvv(pair->ep[1], riov, rd, 2, pair->addr[0], &c[1]));
 	POST(pair, fi_sendv(pair->ep[0], siov, sd, 2, pair->addr[1], &c[0]));
 	REAP_OK(pair, 2);
-	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
+	CHECK_EQ(-1, mrlt_verify(b->dst, len, seed));
 	/* sendmsg / recvmsg, NULL desc array in NULL mode */
-	xfer_fill(b->src, len, ++seed);
+	mrlt_fill(b->src, len, ++seed);
 	memset(b->dst, 0, len);
 	if (!b->app_descs)
 		smsg.desc = rmsg.desc = NULL;
 	POST(pair, fi_recvmsg(pair->ep[1], &rmsg, 0));
 	POST(pair, fi_sendmsg(pair->ep[0], &smsg, FI_COMPLETION));
 	REAP_OK(pair, 2);
-	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
+	CHECK_EQ(-1, mrlt_verify(b->dst, len, seed));
 senddata:
-	xfer_fill(b->src, len, ++seed);
+	mrlt_fill(b->src, len, ++seed);
 	memset(b->dst, 0, len);
 	POST(pair, fi_recv(pair->ep[1], b->dst, len, D(b->dst_mr), pair->addr[0], &c[1]));
 	POST(pair, fi_senddata(pair->ep[0], b->src, len, D(b->src_mr), 0xabc,
 			       pair->addr[1], &c[0]));
 	REAP_OK(pair, 2);
-	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
+	CHECK_EQ(-1, mrlt_verify(b->dst, len, seed));
 }
 
-static void tagged_families(struct xfer_pair *pair, struct bufs *b, size_t len,
+static void tagged_families(struct mrlt_pair *pair, struct bufs *b, size_t len,
 			    bool two_iov)
 {
 	struct fi_context2 c[2];
@@ -207,42 +210,42 @@ static void tagged_families(struct xfer_pair *pair, struct bufs *b, size_t len,
 	uint64_t seed = len * 7;
 
 	NO_STRAY(pair);
-	xfer_fill(b->src, len, ++seed);
+	mrlt_fill(b->src, len, ++seed);
 	memset(b->dst, 0, len);
 	POST(pair, fi_trecv(pair->ep[1], b->dst, len, D(b->dst_mr), pair->addr[0], 5, 0, &c[1]));
 	POST(pair, fi_tsend(pair->ep[0], b->src, len, D(b->src_mr), pair->addr[1], 5, &c[0]));
 	REAP_OK(pair, 2);
-	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
+	CHECK_EQ(-1, mrlt_verify(b->dst, len, seed));
 	if (!two_iov)
 		goto tsenddata;
-	xfer_fill(b->src, len, ++seed);
+	mrlt_fill(b->src, len, ++seed);
 	memset(b->dst, 0, len);
 	POST(pair, fi_trecvv(pair->ep[1], riov, rd, 2, pair->addr[0], 6, 0, &c[1]));
 	POST(pair, fi_tsendv(pair->ep[0], siov, sd, 2, pair->addr[1], 6, &c[0]));
 	REAP_OK(pair, 2);
-	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
-	xfer_fill(b->src, len, ++seed);
+	CHECK_EQ(-1, mrlt_verify(b->dst, len, seed));
+	mrlt_fill(b->src, len, ++seed);
 	memset(b->dst, 0, len);
 	if (!b->app_descs)
 		smsg.desc = rmsg.desc = NULL;
 	POST(pair, fi_trecvmsg(pair->ep[1], &rmsg, 0));
 	POST(pair, fi_tsendmsg(pair->ep[0], &smsg, FI_COMPLETION));
 	REAP_OK(pair, 2);
-	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
+	CHECK_EQ(-1, mrlt_verify(b->dst, len, seed));
 tsenddata:
-	xfer_fill(b->src, len, ++seed);
+	mrlt_fill(b->src, len, ++seed);
 	memset(b->dst, 0, len);
 	POST(pair, fi_trecv(pair->ep[1], b->dst, len, D(b->dst_mr), pair->addr[0], 7, 0, &c[1]));
 	POST(pair, fi_tsenddata(pair->ep[0], b->src, len, D(b->src_mr), 0xdef,
 				pair->addr[1], 7, &c[0]));
 	REAP_OK(pair, 2);
-	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
+	CHECK_EQ(-1, mrlt_verify(b->dst, len, seed));
 }
 
-static void rma_families(struct xfer_pair *pair, struct bufs *b, size_t len)
+static void rma_families(struct mrlt_pair *pair, struct bufs *b, size_t len)
 {
 	struct fi_context2 c;
-	uint64_t raddr = xfer_rma_addr(pair, b->tgt, b->tgt), key = fi_mr_key(b->tgt_mr);
+	uint64_t raddr = mrlt_pair_rma_addr(pair, b->tgt, b->tgt), key = fi_mr_key(b->tgt_mr);
 	struct iovec liov[2] = { { b->src, len / 2 }, { b->src + len / 2, len - len / 2 } };
 	struct iovec diov[2] = { { b->dst, len / 2 }, { b->dst + len / 2, len - len / 2 } };
 	void *ld[2] = { D(b->src_mr), D(b->src_mr) }, *dd[2] = { D(b->dst_mr), D(b->dst_mr) };
@@ -259,54 +262,54 @@ static void rma_families(struct xfer_pair *pair, struct bufs *b, size_t len)
 		wmsg.desc = rmsg.desc = NULL;
 	NO_STRAY(pair);
 	/* write, then read back: the GET is the seed's operation */
-	xfer_fill(b->src, len, ++seed);
+	mrlt_fill(b->src, len, ++seed);
 	POST(pair, fi_write(pair->ep[0], b->src, len, D(b->src_mr), pair->addr[1], raddr, key, &c));
 	REAP_OK(pair, 1);
-	CHECK_EQ(-1, xfer_wait_pattern(pair, b->tgt, len, seed));
+	CHECK_EQ(-1, mrlt_wait_pattern(pair, b->tgt, len, seed));
 	memset(b->dst, 0, len);
 	POST(pair, fi_read(pair->ep[0], b->dst, len, D(b->dst_mr), pair->addr[1], raddr, key, &c));
 	REAP_OK(pair, 1);
-	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
-	xfer_fill(b->src, len, ++seed);
+	CHECK_EQ(-1, mrlt_verify(b->dst, len, seed));
+	mrlt_fill(b->src, len, ++seed);
 	POST(pair, fi_writev(pair->ep[0], liov, ld, 2, pair->addr[1], raddr, key, &c));
 	REAP_OK(pair, 1);
-	CHECK_EQ(-1, xfer_wait_pattern(pair, b->tgt, len, seed));
+	CHECK_EQ(-1, mrlt_wait_pattern(pair, b->tgt, len, seed));
 	memset(b->dst, 0, len);
 	POST(pair, fi_readv(pair->ep[0], diov, dd, 2, pair->addr[1], raddr, key, &c));
 	REAP_OK(pair, 1);
-	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
-	xfer_fill(b->src, len, ++seed);
+	CHECK_EQ(-1, mrlt_verify(b->dst, len, seed));
+	mrlt_fill(b->src, len, ++seed);
 	POST(pair, fi_writemsg(pair->ep[0], &wmsg, FI_COMPLETION));
 	REAP_OK(pair, 1);
-	CHECK_EQ(-1, xfer_wait_pattern(pair, b->tgt, len, seed));
+	CHECK_EQ(-1, mrlt_wait_pattern(pair, b->tgt, len, seed));
 	memset(b->dst, 0, len);
 	POST(pair, fi_readmsg(pair->ep[0], &rmsg, FI_COMPLETION));
 	REAP_OK(pair, 1);
-	CHECK_EQ(-1, xfer_verify(b->dst, len, seed));
-	xfer_fill(b->src, len, ++seed);
+	CHECK_EQ(-1, mrlt_verify(b->dst, len, seed));
+	mrlt_fill(b->src, len, ++seed);
 	POST(pair, fi_writedata(pair->ep[0], b->src, len, D(b->src_mr), 0x1234,
 				pair->addr[1], raddr, key, &c));
 	/* The target may also report the remote CQ data (NULL context). */
 	{
-		struct xfer_comp comp;
+		struct mrlt_comp comp;
 		bool mine = false;
 
 		for (int i = 0; i < 2 && !mine; i++) {
-			CHECK_EQ(1, xfer_reap(pair, &comp, 1));
+			CHECK_EQ(1, mrlt_reap(pair, &comp, 1));
 			CHECK_EQ(0, comp.err);
 			mine = comp.ctx == &c;
 		}
 		CHECK(mine);
 	}
-	CHECK_EQ(-1, xfer_wait_pattern(pair, b->tgt, len, seed));
+	CHECK_EQ(-1, mrlt_wait_pattern(pair, b->tgt, len, seed));
 }
 
-static void atomic_families(struct xfer_pair *pair, struct bufs *b)
+static void atomic_families(struct mrlt_pair *pair, struct bufs *b)
 {
 	struct fi_context2 c;
 	uint64_t *src = (uint64_t *)b->src, *res = (uint64_t *)b->dst;
 	uint64_t *tgt = (uint64_t *)b->tgt, *cmp = (uint64_t *)(b->src + 4096);
-	uint64_t raddr = xfer_rma_addr(pair, b->tgt, b->tgt), key = fi_mr_key(b->tgt_mr);
+	uint64_t raddr = mrlt_pair_rma_addr(pair, b->tgt, b->tgt), key = fi_mr_key(b->tgt_mr);
 	size_t count = 0;
 
 	if (!(pair->info->caps & FI_ATOMIC) ||
@@ -345,7 +348,7 @@ static void atomic_families(struct xfer_pair *pair, struct bufs *b)
  * MR starting before it arrives wrong with or without a hook
  * (test_hook_rxm_rndv proves it on the bare provider). mrlease's own leases
  * start at the iov there; the application's cannot be helped. */
-static bool rxm_rendezvous_offset0(const struct xfer_pair *pair, size_t len)
+static bool rxm_rendezvous_offset0(const struct mrlt_pair *pair, size_t len)
 {
 	return mr_local && !strcmp(prov, "tcp;ofi_rxm") && len > 16384 &&
 	       !(pair->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
@@ -354,14 +357,14 @@ static bool rxm_rendezvous_offset0(const struct xfer_pair *pair, size_t len)
 static void every_op_family(bool app_descs)
 {
 	struct mrcheck_stats chk0, chk1;
-	struct xfer_opts opts = { 0 };
-	struct xfer_pair pair;
+	struct mrlt_pair_opts opts = { 0 };
+	struct mrlt_pair pair;
 	struct bufs b;
 	int ret;
 
 	ret = open_pair(&pair, &opts);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip(prov, "provider unavailable");
+		mrlt_skip(prov, "provider unavailable");
 		return;
 	}
 	CHECK_FI(ret);
@@ -370,7 +373,7 @@ static void every_op_family(bool app_descs)
 	CHECK_MSG(pair.chk_all, "mrcheck not stacked");
 	CHECK_FI(pair.chk_all->query(pair.chk_all, &chk0, sizeof(chk0)));
 	CHECK_FI(bufs_open(&pair, &b, app_descs));
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && !mrl_test_failed(); i++) {
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && !mrlt_failed(); i++) {
 		bool two_iov = !app_descs ||
 			       !rxm_rendezvous_offset0(&pair, sizes[i]);
 
@@ -380,20 +383,20 @@ static void every_op_family(bool app_descs)
 			snprintf(name, sizeof(name),
 				 "app_descs_two_iov_msg_tagged_%zuB[%s]",
 				 sizes[i], prov);
-			mrl_test_skip(name, "the application's desc for an iov at "
-				      "an offset in its MR: libfabric 1.17 rxm "
-				      "rendezvous reads from the MR's start");
+			mrlt_skip(name, "the application's desc for an iov at "
+				  "an offset in its MR: libfabric 1.17 rxm "
+				  "rendezvous reads from the MR's start");
 		}
 		msg_families(&pair, &b, sizes[i], two_iov);
-		if (!mrl_test_failed() && (pair.info->caps & FI_TAGGED))
+		if (!mrlt_failed() && (pair.info->caps & FI_TAGGED))
 			tagged_families(&pair, &b, sizes[i], two_iov);
-		if (!mrl_test_failed())
+		if (!mrlt_failed())
 			rma_families(&pair, &b, sizes[i]);
 	}
-	if (mrl_test_failed())
+	if (mrlt_failed())
 		return;
 	atomic_families(&pair, &b);
-	if (mrl_test_failed())
+	if (mrlt_failed())
 		return;
 	/* The checker saw (and tracked) every post: it is in the path. */
 	CHECK_FI(pair.chk_all->query(pair.chk_all, &chk1, sizeof(chk1)));
@@ -401,10 +404,10 @@ static void every_op_family(bool app_descs)
 	CHECK(chk1.ops_tracked - chk0.ops_tracked >= 40);
 	CHECK_EQ(0, chk1.ops_in_flight);
 	/* App MRs served from the cache hold their lease until fi_close. */
-	CHECK_EQ(0, xfer_violations(&pair));
+	CHECK_EQ(0, mrlt_violations(&pair));
 	CHECK_FI(bufs_close(&b));
 	CHECK_CLEAN(&pair);
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 }
 
 /* A NULL desc must be legal on every op family: mrlease resolves it and
@@ -432,7 +435,7 @@ enum rndv_form { RNDV_SEND, RNDV_SENDV, RNDV_SENDMSG, RNDV_TSEND,
  * second one not page aligned) with desc for every iov (NULL: mrlease
  * resolves), receive it into dst with a NULL desc; *wrong = the first byte of
  * dst that differs from src, or -1. */
-static void rndv_send_once(struct xfer_pair *pair, enum rndv_form form,
+static void rndv_send_once(struct mrlt_pair *pair, enum rndv_form form,
 			   char *src, void *desc, char *dst, long *wrong)
 {
 	struct fi_context2 c[2];
@@ -452,29 +455,29 @@ static void rndv_send_once(struct xfer_pair *pair, enum rndv_form form,
 				    pair->addr[0], &c[1]));
 	switch (form) {
 	case RNDV_SEND:
-		ret = XFER_POST(pair, fi_send(pair->ep[0], src, RNDV_LEN, desc,
-					      pair->addr[1], &c[0]));
+		ret = MRLT_PAIR_POST(pair, fi_send(pair->ep[0], src, RNDV_LEN, desc,
+						   pair->addr[1], &c[0]));
 		break;
 	case RNDV_SENDV:
-		ret = XFER_POST(pair, fi_sendv(pair->ep[0], iov, d, 2,
-					       pair->addr[1], &c[0]));
+		ret = MRLT_PAIR_POST(pair, fi_sendv(pair->ep[0], iov, d, 2,
+						    pair->addr[1], &c[0]));
 		break;
 	case RNDV_SENDMSG:
-		ret = XFER_POST(pair, fi_sendmsg(pair->ep[0], &msg,
-						 FI_COMPLETION));
+		ret = MRLT_PAIR_POST(pair, fi_sendmsg(pair->ep[0], &msg,
+						      FI_COMPLETION));
 		break;
 	case RNDV_TSEND:
-		ret = XFER_POST(pair, fi_tsend(pair->ep[0], src, RNDV_LEN, desc,
-					       pair->addr[1], 11, &c[0]));
+		ret = MRLT_PAIR_POST(pair, fi_tsend(pair->ep[0], src, RNDV_LEN, desc,
+						    pair->addr[1], 11, &c[0]));
 		break;
 	case RNDV_TSENDV:
-		ret = XFER_POST(pair, fi_tsendv(pair->ep[0], iov, d, 2,
-						pair->addr[1], 11, &c[0]));
+		ret = MRLT_PAIR_POST(pair, fi_tsendv(pair->ep[0], iov, d, 2,
+						     pair->addr[1], 11, &c[0]));
 		break;
 	default:
-		ret = XFER_POST(pair, fi_tsenddata(pair->ep[0], src, RNDV_LEN,
-						   desc, 0x5a, pair->addr[1],
-						   11, &c[0]));
+		ret = MRLT_PAIR_POST(pair, fi_tsenddata(pair->ep[0], src, RNDV_LEN,
+							desc, 0x5a, pair->addr[1],
+							11, &c[0]));
 		break;
 	}
 	CHECK_FI(ret);
@@ -489,7 +492,7 @@ static void rndv_send_once(struct xfer_pair *pair, enum rndv_form form,
  * registered whole through mrlease (served from, so entered into, the
  * cache: the wide entries). */
 struct rndv_setup {
-	struct xfer_pair pair;
+	struct mrlt_pair pair;
 	char *buf, *dst;
 	struct fid_mr *wide, *dwide;
 };
@@ -497,7 +500,7 @@ struct rndv_setup {
 /* 0, -FI_ENODATA (provider unavailable) or an error. */
 static int rndv_open(struct rndv_setup *r, uint64_t seed)
 {
-	struct xfer_opts opts = { .caps = FI_MSG | FI_TAGGED };
+	struct mrlt_pair_opts opts = { .caps = FI_MSG | FI_TAGGED };
 	int ret;
 
 	memset(r, 0, sizeof(*r));
@@ -508,14 +511,14 @@ static int rndv_open(struct rndv_setup *r, uint64_t seed)
 	r->dst = aligned_alloc(4096, BUF_SIZE);
 	if (!r->buf || !r->dst)
 		return -FI_ENOMEM;
-	xfer_fill(r->buf, BUF_SIZE, seed);
-	ret = xfer_mr_reg(&r->pair, r->buf, BUF_SIZE, FI_SEND | FI_RECV,
-			  &r->wide);
+	mrlt_fill(r->buf, BUF_SIZE, seed);
+	ret = mrlt_pair_mr_reg(&r->pair, r->buf, BUF_SIZE, FI_SEND | FI_RECV,
+			       &r->wide);
 	if (ret)
 		return ret;
 	/* Receives hit this one, so registrations counted are the sends'. */
-	return xfer_mr_reg(&r->pair, r->dst, BUF_SIZE, FI_SEND | FI_RECV,
-			   &r->dwide);
+	return mrlt_pair_mr_reg(&r->pair, r->dst, BUF_SIZE, FI_SEND | FI_RECV,
+				&r->dwide);
 }
 
 /* Close what rndv_open opened; leases and violations must be zero. */
@@ -526,7 +529,7 @@ static void rndv_close(struct rndv_setup *r)
 	if (r->dwide)
 		CHECK_FI(fi_close(&r->dwide->fid));
 	CHECK_CLEAN(&r->pair);
-	CHECK_FI(xfer_pair_close(&r->pair));
+	CHECK_FI(mrlt_pair_close(&r->pair));
 	free(r->buf);
 	free(r->dst);
 }
@@ -547,7 +550,7 @@ static void test_rendezvous_send_inside_wider_registration_arrives_intact(void)
 {
 	struct fi_mrlease_stats st0, st1;
 	struct rndv_setup r;
-	struct xfer_pair *pair = &r.pair;
+	struct mrlt_pair *pair = &r.pair;
 	struct fi_context2 c[2];
 	bool offset0;
 	char *src;
@@ -556,7 +559,7 @@ static void test_rendezvous_send_inside_wider_registration_arrives_intact(void)
 
 	ret = rndv_open(&r, 77);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip_current("provider unavailable");
+		mrlt_skip_current("provider unavailable");
 		return;
 	}
 	CHECK_FI(ret);
@@ -599,8 +602,8 @@ static void test_rendezvous_send_inside_wider_registration_arrives_intact(void)
 
 		snprintf(name, sizeof(name), "rendezvous_control_wide_desc[%s]",
 			 prov);
-		mrl_test_skip(name, "the provider reads each iov at its offset "
-			      "in the MR: the control cannot show the failure");
+		mrlt_skip(name, "the provider reads each iov at its offset "
+			  "in the MR: the control cannot show the failure");
 	} else if (!offset0) {
 		CHECK_EQ(-1, wrong);
 	}
@@ -622,12 +625,12 @@ static void test_app_mr_at_iov_inside_wider_registration_arrives_intact(void)
 
 	ret = rndv_open(&r, 78);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip_current("provider unavailable");
+		mrlt_skip_current("provider unavailable");
 		return;
 	}
 	CHECK_FI(ret);
-	CHECK_FI(xfer_mr_reg(&r.pair, r.buf + RNDV_OFF, RNDV_LEN,
-			     FI_SEND | FI_RECV, &narrow));
+	CHECK_FI(mrlt_pair_mr_reg(&r.pair, r.buf + RNDV_OFF, RNDV_LEN,
+				  FI_SEND | FI_RECV, &narrow));
 	rndv_send_once(&r.pair, RNDV_SEND, r.buf + RNDV_OFF, fi_mr_desc(narrow),
 		       r.dst, &wrong);
 	CHECK_EQ(-1, wrong);
@@ -639,30 +642,30 @@ static void test_app_mr_at_iov_inside_wider_registration_arrives_intact(void)
  * leases and give the application its context, like a success. */
 static void test_error_completion_releases_leases(void)
 {
-	struct xfer_opts opts = { 0 };
-	struct xfer_pair pair;
+	struct mrlt_pair_opts opts = { 0 };
+	struct mrlt_pair pair;
 	struct bufs b;
 	struct fi_context2 c;
-	struct xfer_comp comp;
+	struct mrlt_comp comp;
 	int ret;
 
 	ret = open_pair(&pair, &opts);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip(prov, "provider unavailable");
+		mrlt_skip(prov, "provider unavailable");
 		return;
 	}
 	CHECK_FI(ret);
 	CHECK_FI(bufs_open(&pair, &b, false));
 	/* A bad key, and an address nothing maps (shm does not check keys). */
-	ret = (int)XFER_POST(&pair, fi_read(pair.ep[0], b.dst, 4096, NULL, pair.addr[1],
-					    0x1000, fi_mr_key(b.tgt_mr) + 0x777, &c));
+	ret = (int)MRLT_PAIR_POST(&pair, fi_read(pair.ep[0], b.dst, 4096, NULL, pair.addr[1],
+						 0x1000, fi_mr_key(b.tgt_mr) + 0x777, &c));
 	if (ret == 0) {
-		ret = xfer_reap_within(&pair, &comp, 1, 2000000);
+		ret = mrlt_reap_within(&pair, &comp, 1, 2000000);
 		/* shm also reports the target's failure (NULL context). */
 		for (int i = 0; i < 2 && ret == 1 && !comp.ctx; i++) {
 			printf("# %s: target-side error entry (err %d) skipped\n",
 			       prov, comp.err);
-			ret = xfer_reap_within(&pair, &comp, 1, 2000000);
+			ret = mrlt_reap_within(&pair, &comp, 1, 2000000);
 		}
 		if (ret == -FI_ETIMEDOUT) {
 			/* udp;ofi_rxd drops a bad-key request and retries
@@ -691,23 +694,23 @@ static void test_error_completion_releases_leases(void)
 	}
 	CHECK_CLEAN(&pair);
 	CHECK_FI(bufs_close(&b));
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 }
 
 /* fi_cancel with the application's context must cancel the right posted
  * receive and its error completion must release the lease. */
 static void test_cancel_of_posted_receive_releases_lease(void)
 {
-	struct xfer_opts opts = { 0 };
-	struct xfer_pair pair;
+	struct mrlt_pair_opts opts = { 0 };
+	struct mrlt_pair pair;
 	struct bufs b;
 	struct fi_context2 c1, c2;
-	struct xfer_comp comp;
+	struct mrlt_comp comp;
 	int ret;
 
 	ret = open_pair(&pair, &opts);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip(prov, "provider unavailable");
+		mrlt_skip(prov, "provider unavailable");
 		return;
 	}
 	CHECK_FI(ret);
@@ -715,31 +718,31 @@ static void test_cancel_of_posted_receive_releases_lease(void)
 	POST(&pair, fi_recv(pair.ep[1], b.dst, 8192, NULL, pair.addr[0], &c1));
 	POST(&pair, fi_recv(pair.ep[1], b.dst + 8192, 8192, NULL, pair.addr[0], &c2));
 	CHECK_FI(fi_cancel(&pair.ep[1]->fid, &c2));
-	CHECK_EQ(1, xfer_reap(&pair, &comp, 1));
+	CHECK_EQ(1, mrlt_reap(&pair, &comp, 1));
 	CHECK(comp.ctx == &c2);
 	CHECK_EQ(FI_ECANCELED, comp.err);
 	CHECK_FI(fi_cancel(&pair.ep[1]->fid, &c1));
-	CHECK_EQ(1, xfer_reap(&pair, &comp, 1));
+	CHECK_EQ(1, mrlt_reap(&pair, &comp, 1));
 	CHECK(comp.ctx == &c1);
 	CHECK_EQ(FI_ECANCELED, comp.err);
 	CHECK_CLEAN(&pair);
 	CHECK_FI(bufs_close(&b));
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 }
 
 /* Closing an endpoint with receives still posted must release their
  * leases once the provider let go, and never close a registration early. */
 static void test_ep_close_with_ops_outstanding_releases_leases(void)
 {
-	struct xfer_opts opts = { 0 };
-	struct xfer_pair pair;
+	struct mrlt_pair_opts opts = { 0 };
+	struct mrlt_pair pair;
 	struct bufs b;
 	struct fi_context2 c[4];
 	int ret;
 
 	ret = open_pair(&pair, &opts);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip(prov, "provider unavailable");
+		mrlt_skip(prov, "provider unavailable");
 		return;
 	}
 	CHECK_FI(ret);
@@ -748,35 +751,35 @@ static void test_ep_close_with_ops_outstanding_releases_leases(void)
 		POST(&pair, fi_recv(pair.ep[1], b.dst + i * 8192, 8192, NULL,
 				    pair.addr[0], &c[i]));
 	if (pair.mrl)
-		CHECK(xfer_live_leases(&pair) > 0);
+		CHECK(mrlt_live_leases(&pair) > 0);
 	CHECK_FI(fi_close(&pair.ep[1]->fid));
 	pair.ep[1] = NULL;
 	CHECK_CLEAN(&pair);
 	CHECK_FI(bufs_close(&b));
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 }
 
 /* Completions the application did not ask for must not reach it, yet the
  * operation's leases must still be released. */
 static void test_selective_completion_hides_and_releases(void)
 {
-	struct xfer_opts opts = { .selective = true };
-	struct xfer_pair pair;
+	struct mrlt_pair_opts opts = { .selective = true };
+	struct mrlt_pair pair;
 	struct bufs b;
 	struct fi_context2 c[3];
 	struct iovec iov = { 0 };
 	struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1 };
-	struct xfer_comp comp[2];
+	struct mrlt_comp comp[2];
 	int ret;
 
 	ret = open_pair(&pair, &opts);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip(prov, "provider unavailable");
+		mrlt_skip(prov, "provider unavailable");
 		return;
 	}
 	CHECK_FI(ret);
 	CHECK_FI(bufs_open(&pair, &b, false));
-	xfer_fill(b.src, 8192, 3);
+	mrlt_fill(b.src, 8192, 3);
 	/* Receives ask for completions; the first send does not. */
 	iov = (struct iovec){ b.dst, 8192 };
 	msg.addr = pair.addr[0];
@@ -786,9 +789,9 @@ static void test_selective_completion_hides_and_releases(void)
 	msg.addr = pair.addr[1];
 	msg.context = &c[1];
 	POST(&pair, fi_sendmsg(pair.ep[0], &msg, 0));
-	CHECK_EQ(1, xfer_reap(&pair, comp, 1));
+	CHECK_EQ(1, mrlt_reap(&pair, comp, 1));
 	CHECK(comp[0].ctx == &c[0]);
-	CHECK_EQ(-1, xfer_verify(b.dst, 8192, 3));
+	CHECK_EQ(-1, mrlt_verify(b.dst, 8192, 3));
 	/* A signalled op after it: the unsignalled one must never show up. */
 	iov = (struct iovec){ b.dst + 8192, 64 };
 	msg.addr = pair.addr[0];
@@ -798,33 +801,33 @@ static void test_selective_completion_hides_and_releases(void)
 	msg.addr = pair.addr[1];
 	msg.context = &c[2];
 	POST(&pair, fi_sendmsg(pair.ep[0], &msg, FI_COMPLETION));
-	CHECK_EQ(2, xfer_reap(&pair, comp, 2));
+	CHECK_EQ(2, mrlt_reap(&pair, comp, 2));
 	for (int i = 0; i < 2; i++)
 		CHECK(comp[i].ctx == &c[0] || comp[i].ctx == &c[2]);
-	CHECK_EQ(0, xfer_reap_some(&pair, comp, 2));
+	CHECK_EQ(0, mrlt_reap_some(&pair, comp, 2));
 	CHECK_CLEAN(&pair);
 	CHECK_FI(bufs_close(&b));
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 }
 
 /* A multi-receive buffer is held until the provider releases it
  * (FI_MULTI_RECV); its lease must end then, not at the first message. */
 static void test_multi_recv_buffer_released_with_provider(void)
 {
-	struct xfer_opts opts = { .caps = FI_MSG | FI_MULTI_RECV, .min_multi_recv = 4096 };
-	struct xfer_pair pair;
+	struct mrlt_pair_opts opts = { .caps = FI_MSG | FI_MULTI_RECV, .min_multi_recv = 4096 };
+	struct mrlt_pair pair;
 	struct bufs b;
 	struct fi_context2 rc, sc[4];
 	struct iovec iov;
 	struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1 };
-	struct xfer_comp comp;
+	struct mrlt_comp comp;
 	bool released = false;
 	int sends_done = 0, recvs = 0;
 	int ret;
 
 	ret = open_pair(&pair, &opts);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip(prov, "FI_MULTI_RECV unavailable");
+		mrlt_skip(prov, "FI_MULTI_RECV unavailable");
 		return;
 	}
 	CHECK_FI(ret);
@@ -834,22 +837,22 @@ static void test_multi_recv_buffer_released_with_provider(void)
 	msg.context = &rc;
 	POST(&pair, fi_recvmsg(pair.ep[1], &msg, FI_MULTI_RECV));
 	for (int i = 0; i < 4; i++) {
-		xfer_fill(b.src + i * 4096, 4096, 40 + i);
+		mrlt_fill(b.src + i * 4096, 4096, 40 + i);
 		POST(&pair, fi_send(pair.ep[0], b.src + i * 4096, 4096, NULL,
 				    pair.addr[1], &sc[i]));
 	}
 	while (!(released && sends_done == 4)) {
-		CHECK_EQ(1, xfer_reap(&pair, &comp, 1));
+		CHECK_EQ(1, mrlt_reap(&pair, &comp, 1));
 		CHECK_EQ(0, comp.err);
 		if (comp.ctx == &rc) {
 			if (comp.flags & FI_RECV) {
 				CHECK(comp.buf != NULL);
-				CHECK_EQ(-1, xfer_verify(comp.buf, 4096, 40 + recvs));
+				CHECK_EQ(-1, mrlt_verify(comp.buf, 4096, 40 + recvs));
 				recvs++;
 			}
 			released |= (comp.flags & FI_MULTI_RECV) != 0;
 			if (!released && pair.mrl && sends_done == 4 && recvs < 4)
-				CHECK(xfer_live_leases(&pair) > 0);
+				CHECK(mrlt_live_leases(&pair) > 0);
 		} else {
 			sends_done++;
 		}
@@ -857,54 +860,54 @@ static void test_multi_recv_buffer_released_with_provider(void)
 	CHECK_EQ(4, recvs);
 	CHECK_CLEAN(&pair);
 	CHECK_FI(bufs_close(&b));
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 }
 
 /* An endpoint bound only to counters never sees a completion entry, yet
  * every lease its operations took must end. */
 static void test_counters_only_endpoint_releases_leases(void)
 {
-	struct xfer_opts opts = { .counters_only = true };
-	struct xfer_pair pair;
+	struct mrlt_pair_opts opts = { .counters_only = true };
+	struct mrlt_pair pair;
 	struct bufs b;
 	int ret;
 
 	ret = open_pair(&pair, &opts);
 	if (ret == -FI_ENODATA || ret == -FI_ENOCQ) {
-		mrl_test_skip(prov, ret == -FI_ENOCQ ? "provider requires a CQ"
+		mrlt_skip(prov, ret == -FI_ENOCQ ? "provider requires a CQ"
 						     : "provider unavailable");
 		return;
 	}
 	CHECK_FI(ret);
 	CHECK_FI(bufs_open(&pair, &b, false));
 	for (int i = 0; i < 8; i++) {
-		xfer_fill(b.src, 16384, 60 + i);
+		mrlt_fill(b.src, 16384, 60 + i);
 		memset(b.dst, 0, 16384);
 		POST(&pair, fi_recv(pair.ep[1], b.dst, 16384, NULL, pair.addr[0], NULL));
 		POST(&pair, fi_send(pair.ep[0], b.src, 16384, NULL, pair.addr[1], NULL));
-		CHECK_FI(xfer_wait_cntr(pair.rx_cntr, (uint64_t)i + 1));
-		CHECK_FI(xfer_wait_cntr(pair.tx_cntr, (uint64_t)i + 1));
-		CHECK_EQ(-1, xfer_verify(b.dst, 16384, 60 + i));
+		CHECK_FI(mrlt_wait_cntr(pair.rx_cntr, (uint64_t)i + 1));
+		CHECK_FI(mrlt_wait_cntr(pair.tx_cntr, (uint64_t)i + 1));
+		CHECK_EQ(-1, mrlt_verify(b.dst, 16384, 60 + i));
 	}
-	CHECK_FI(XFER_POST(&pair, fi_write(pair.ep[0], b.src, 16384, NULL, pair.addr[1],
-					   xfer_rma_addr(&pair, b.tgt, b.tgt),
-					   fi_mr_key(b.tgt_mr), NULL)));
-	CHECK_FI(xfer_wait_cntr(pair.tx_cntr, 9));
+	CHECK_FI(MRLT_PAIR_POST(&pair, fi_write(pair.ep[0], b.src, 16384, NULL, pair.addr[1],
+						mrlt_pair_rma_addr(&pair, b.tgt, b.tgt),
+						fi_mr_key(b.tgt_mr), NULL)));
+	CHECK_FI(mrlt_wait_cntr(pair.tx_cntr, 9));
 	/* Counters may run ahead of mrlease's own completion handling: give
 	 * it bounded progress before judging. */
-	for (long i = 0; i < 1000000 && pair.mrl && xfer_live_leases(&pair); i++)
-		xfer_progress(&pair);
+	for (long i = 0; i < 1000000 && pair.mrl && mrlt_live_leases(&pair); i++)
+		mrlt_pair_progress(&pair);
 	CHECK_CLEAN(&pair);
 	CHECK_FI(bufs_close(&b));
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 }
 
 /* Remote-access registrations expose memory to peers: never widened,
  * shared or cached. Two of the same buffer are distinct registrations. */
 static void test_remote_access_registrations_bypass_cache(void)
 {
-	struct xfer_opts opts = { 0 };
-	struct xfer_pair pair;
+	struct mrlt_pair_opts opts = { 0 };
+	struct mrlt_pair pair;
 	struct fi_mrlease_stats before, after;
 	char *buf = aligned_alloc(4096, 65536), *dst = aligned_alloc(4096, 65536);
 	struct fid_mr *mr1 = NULL, *mr2 = NULL;
@@ -914,14 +917,14 @@ static void test_remote_access_registrations_bypass_cache(void)
 	CHECK(buf && dst);
 	ret = open_pair(&pair, &opts);
 	if (ret == -FI_ENODATA) {
-		mrl_test_skip(prov, "provider unavailable");
+		mrlt_skip(prov, "provider unavailable");
 		return;
 	}
 	CHECK_FI(ret);
 	CHECK_MSG(pair.mrl, "mrlease not stacked");
 	CHECK_FI(pair.mrl->query_stats(pair.domain, &before, sizeof(before)));
-	CHECK_FI(xfer_mr_reg(&pair, buf, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr1));
-	CHECK_FI(xfer_mr_reg(&pair, buf, 65536, FI_REMOTE_READ, &mr2));
+	CHECK_FI(mrlt_pair_mr_reg(&pair, buf, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr1));
+	CHECK_FI(mrlt_pair_mr_reg(&pair, buf, 65536, FI_REMOTE_READ, &mr2));
 	CHECK_FI(pair.mrl->query_stats(pair.domain, &after, sizeof(after)));
 	CHECK_EQ(before.entries, after.entries);
 	CHECK_EQ(before.registrations, after.registrations);
@@ -929,20 +932,20 @@ static void test_remote_access_registrations_bypass_cache(void)
 	CHECK(mr1 != mr2);
 	/* Closing one leaves the other fully usable. */
 	CHECK_FI(fi_close(&mr1->fid));
-	xfer_fill(buf, 65536, 99);
-	CHECK_FI(XFER_POST(&pair, fi_read(pair.ep[0], dst, 65536, NULL, pair.addr[1],
-					  xfer_rma_addr(&pair, buf, buf),
-					  fi_mr_key(mr2), &c)));
+	mrlt_fill(buf, 65536, 99);
+	CHECK_FI(MRLT_PAIR_POST(&pair, fi_read(pair.ep[0], dst, 65536, NULL, pair.addr[1],
+					       mrlt_pair_rma_addr(&pair, buf, buf),
+					       fi_mr_key(mr2), &c)));
 	{
-		struct xfer_comp comp;
+		struct mrlt_comp comp;
 
-		CHECK_EQ(1, xfer_reap(&pair, &comp, 1));
+		CHECK_EQ(1, mrlt_reap(&pair, &comp, 1));
 		CHECK_EQ(0, comp.err);
 	}
-	CHECK_EQ(-1, xfer_verify(dst, 65536, 99));
+	CHECK_EQ(-1, mrlt_verify(dst, 65536, 99));
 	CHECK_FI(fi_close(&mr2->fid));
 	CHECK_CLEAN(&pair);
-	CHECK_FI(xfer_pair_close(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
 	free(buf);
 	free(dst);
 }
@@ -957,7 +960,7 @@ static void run_provider(const char *name)
 #define RUN(fn)                                                                \
 	do {                                                                   \
 		snprintf(label, sizeof(label), "%s[%s]", #fn, name);           \
-		mrl_test_run(label, fn);                                       \
+		mrlt_run(label, fn);                                       \
 	} while (0)
 	RUN(test_every_op_family_with_null_desc);
 	RUN(test_every_op_family_with_app_descs);
@@ -991,5 +994,5 @@ int main(int argc, char **argv)
 		for (const char *const *p = xfer_providers; *p; p++)
 			run_provider(*p);
 	}
-	return mrl_test_done();
+	return mrlt_done();
 }

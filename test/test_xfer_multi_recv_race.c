@@ -33,7 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mrl_test.h"
+#include "mrlt.h"
+#include "fixture_rdm.h"
 #include "mrl_xfer_ctl.h"
 #include "xfer_util.h"
 
@@ -55,9 +56,9 @@ enum a_call {
 };
 
 /* A blocking read waits at most this long per call, and A makes at most
- * A_SREAD_CALLS of them (the wall bound of mrl_wait_until_int). */
+ * A_SREAD_CALLS of them (the wall bound of mrlt_wait_until_int). */
 #define A_SREAD_TIMEOUT_MS 100
-#define A_SREAD_CALLS (MRL_WAIT_SECONDS * 1000 / A_SREAD_TIMEOUT_MS)
+#define A_SREAD_CALLS (MRLT_WAIT_SECONDS * 1000 / A_SREAD_TIMEOUT_MS)
 
 enum phase {
 	PHASE_ARMED,	/* A reads; the hook holds its first non-final recv */
@@ -67,7 +68,7 @@ enum phase {
 };
 
 struct race {
-	struct xfer_pair *p;
+	struct mrlt_pair *p;
 	enum a_call call;
 	atomic_int phase;
 	atomic_long holds;
@@ -96,7 +97,7 @@ static void hold_reader_a(void *arg, const void *entries, ssize_t n)
 		return;
 	atomic_fetch_add(&r->holds, 1);
 	atomic_store(&r->phase, PHASE_HELD);
-	(void)mrl_wait_until_int(&r->phase, PHASE_RELEASED);
+	(void)mrlt_wait_until_int(&r->phase, PHASE_RELEASED);
 }
 
 static bool a_call_blocks(enum a_call call)
@@ -131,7 +132,7 @@ static void *reader_a(void *arg)
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 	long polls = 0;
-	long max_polls = a_call_blocks(r->call) ? A_SREAD_CALLS : XFER_MAX_POLLS;
+	long max_polls = a_call_blocks(r->call) ? A_SREAD_CALLS : MRLT_MAX_POLLS;
 
 	is_reader_a = true;
 	while (++polls < max_polls) {
@@ -163,19 +164,19 @@ static void *reader_a(void *arg)
 
 static bool wait_phase(struct race *r, int phase)
 {
-	return mrl_wait_until_int(&r->phase, phase);
+	return mrlt_wait_until_int(&r->phase, phase);
 }
 
-static bool pair_open(struct xfer_pair *p, enum a_call call)
+static bool pair_open(struct mrlt_pair *p, enum a_call call)
 {
-	struct xfer_opts opts = {
+	struct mrlt_pair_opts opts = {
 		.prov = prov, .thread_safe = true,
 		.caps = FI_MSG | FI_MULTI_RECV,
 		.min_multi_recv = MIN_MULTI_RECV,
 		.cq_wait = a_call_blocks(call) ? FI_WAIT_UNSPEC : FI_WAIT_NONE,
 	};
 
-	return xfer_pair_open_hooked_safe(&opts, p);
+	return mrlt_pair_open_hooked_safe(&opts, p);
 }
 
 struct sends {
@@ -200,12 +201,12 @@ static void sends_mark(struct sends *s, void *ctx)
 }
 
 /* Send message i (pattern seed i + 1) from ep[0] to ep[1]. */
-static void send_one(struct xfer_pair *p, struct sends *s, char *src)
+static void send_one(struct mrlt_pair *p, struct sends *s, char *src)
 {
 	int i = s->n++;
 
-	CHECK_FI(XFER_POST(p, fi_send(p->ep[0], src + (size_t)i * MSG, MSG,
-				      NULL, p->addr[1], &s->ctx[i])));
+	CHECK_FI(MRLT_PAIR_POST(p, fi_send(p->ep[0], src + (size_t)i * MSG, MSG,
+					   NULL, p->addr[1], &s->ctx[i])));
 }
 
 /*
@@ -217,7 +218,7 @@ static void send_one(struct xfer_pair *p, struct sends *s, char *src)
 static void race_to_final(struct race *r, struct sends *s, char *src,
 			  char *xbuf, struct fi_context2 *xctx, bool cancel)
 {
-	struct xfer_pair *p = r->p;
+	struct mrlt_pair *p = r->p;
 	struct iovec riov = { xbuf, BUF };
 	struct fi_msg rmsg = { .msg_iov = &riov, .iov_count = 1,
 			       .addr = FI_ADDR_UNSPEC, .context = xctx };
@@ -225,9 +226,9 @@ static void race_to_final(struct race *r, struct sends *s, char *src,
 	bool final = false, more = false;
 	long polls = 0;
 
-	CHECK_FI(XFER_POST(p, fi_recvmsg(p->ep[1], &rmsg, FI_MULTI_RECV)));
+	CHECK_FI(MRLT_PAIR_POST(p, fi_recvmsg(p->ep[1], &rmsg, FI_MULTI_RECV)));
 	/* Leased (its CQ guarded first), or there is nothing to test. */
-	CHECK_EQ(1, xfer_live_leases(p));
+	CHECK_EQ(1, mrlt_live_leases(p));
 	CHECK_FI(fi_control(&p->ep[1]->fid, MRL_XFER_CTL_TEST_READING, &hook));
 	CHECK_EQ(0, pthread_create(&r->th, NULL, reader_a, r));
 	r->started = true;
@@ -242,7 +243,7 @@ static void race_to_final(struct race *r, struct sends *s, char *src,
 		send_one(p, s, src);
 	for (int i = 0; i < r->a_nsends; i++)
 		sends_mark(s, r->a_sends[i]);
-	while ((!final || !sends_done(s)) && ++polls < XFER_MAX_POLLS) {
+	while ((!final || !sends_done(s)) && ++polls < MRLT_MAX_POLLS) {
 		struct fi_cq_tagged_entry e;
 		struct fi_cq_err_entry err;
 		ssize_t n = fi_cq_read(p->cq, &e, 1);
@@ -284,7 +285,7 @@ static void race_to_final(struct race *r, struct sends *s, char *src,
 	CHECK(final);
 	CHECK(sends_done(s));
 	/* X's lease went with its final completion. */
-	CHECK_EQ(0, xfer_live_leases(p));
+	CHECK_EQ(0, mrlt_live_leases(p));
 }
 
 /* Let A translate its entry and wait for it. */
@@ -292,7 +293,7 @@ static void release_a(struct race *r)
 {
 	atomic_store(&r->phase, PHASE_RELEASED);
 	if (r->started && pthread_join(r->th, NULL))
-		mrl_test_fail(__FILE__, __LINE__, "pthread_join");
+		mrlt_fail(__FILE__, __LINE__, "pthread_join");
 	r->started = false;
 }
 
@@ -309,16 +310,16 @@ static void check_a_saw_x(struct race *r, struct fi_context2 *xctx)
 
 /* The receive posted after X's release completes now, with its own
  * context and data. */
-static void finish_y(struct xfer_pair *p, struct sends *s, char *src,
+static void finish_y(struct mrlt_pair *p, struct sends *s, char *src,
 		     char *xbuf, char *ybuf, struct fi_context2 *yctx)
 {
 	bool got_y = false;
 	long polls = 0;
 
 	/* Still posted and leased. */
-	CHECK_EQ(1, xfer_live_leases(p));
+	CHECK_EQ(1, mrlt_live_leases(p));
 	send_one(p, s, src);
-	while ((!got_y || !sends_done(s)) && ++polls < XFER_MAX_POLLS) {
+	while ((!got_y || !sends_done(s)) && ++polls < MRLT_MAX_POLLS) {
 		struct fi_cq_tagged_entry e;
 		ssize_t n = fi_cq_read(p->cq, &e, 1);
 
@@ -338,21 +339,21 @@ static void finish_y(struct xfer_pair *p, struct sends *s, char *src,
 	CHECK(got_y);
 	/* X's messages (one before a cancel). */
 	for (int i = 0; i < s->n - 1; i++)
-		CHECK_EQ(-1, xfer_verify(xbuf + (size_t)i * MSG, MSG,
+		CHECK_EQ(-1, mrlt_verify(xbuf + (size_t)i * MSG, MSG,
 					 (uint64_t)i + 1));
-	CHECK_EQ(-1, xfer_verify(ybuf, MSG, (uint64_t)s->n));
-	CHECK_EQ(0, xfer_live_leases(p));
+	CHECK_EQ(-1, mrlt_verify(ybuf, MSG, (uint64_t)s->n));
+	CHECK_EQ(0, mrlt_live_leases(p));
 }
 
-static void post_y(struct xfer_pair *p, char *ybuf, struct fi_context2 *yctx)
+static void post_y(struct mrlt_pair *p, char *ybuf, struct fi_context2 *yctx)
 {
 	/* Without the deferral this takes X off the pool. */
-	CHECK_FI(XFER_POST(p, fi_recv(p->ep[1], ybuf, MSG, NULL,
-				      FI_ADDR_UNSPEC, yctx)));
-	CHECK_EQ(1, xfer_live_leases(p));
+	CHECK_FI(MRLT_PAIR_POST(p, fi_recv(p->ep[1], ybuf, MSG, NULL,
+					   FI_ADDR_UNSPEC, yctx)));
+	CHECK_EQ(1, mrlt_live_leases(p));
 }
 
-static void close_ep1(struct xfer_pair *p)
+static void close_ep1(struct mrlt_pair *p)
 {
 	/* X is off its pool, waiting for A: close its endpoint. */
 	CHECK_EQ(0, fi_close(&p->ep[1]->fid));
@@ -371,7 +372,7 @@ static char *buffer(size_t len)
 
 static void held_entry_across_reuse(enum a_call call, bool cancel)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct race r = { .p = &p, .call = call };
 	struct sends s = { .n = 0 };
 	struct fi_context2 xctx, yctx;
@@ -381,18 +382,18 @@ static void held_entry_across_reuse(enum a_call call, bool cancel)
 	atomic_init(&r.phase, PHASE_ARMED);
 	atomic_init(&r.holds, 0);
 	for (int i = 0; i < MAX_SENDS; i++)
-		xfer_fill(src + (size_t)i * MSG, MSG, (uint64_t)i + 1);
+		mrlt_fill(src + (size_t)i * MSG, MSG, (uint64_t)i + 1);
 	if (pair_open(&p, call)) {
 		race_to_final(&r, &s, src, xbuf, &xctx, cancel);
-		if (!mrl_test_failed())
+		if (!mrlt_failed())
 			post_y(&p, ybuf, &yctx);
 		release_a(&r);
-		if (!mrl_test_failed())
+		if (!mrlt_failed())
 			check_a_saw_x(&r, &xctx);
-		if (!mrl_test_failed())
+		if (!mrlt_failed())
 			finish_y(&p, &s, src, xbuf, ybuf, &yctx);
-		if (xfer_pair_close(&p))
-			mrl_test_fail(__FILE__, __LINE__, "xfer_pair_close");
+		if (mrlt_pair_close(&p))
+			mrlt_fail(__FILE__, __LINE__, "mrlt_pair_close");
 	}
 	free(src);
 	free(xbuf);
@@ -442,7 +443,7 @@ static void test_multi_recv_cancel_while_a_reader_holds_an_entry_keeps_its_conte
  * wrong context) and pushing it onto freed memory (use after free, ASan). */
 static void test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early(void)
 {
-	struct xfer_pair p;
+	struct mrlt_pair p;
 	struct race r = { .p = &p };
 	struct sends s = { .n = 0 };
 	struct fi_context2 xctx;
@@ -451,20 +452,20 @@ static void test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early(void
 	atomic_init(&r.phase, PHASE_ARMED);
 	atomic_init(&r.holds, 0);
 	for (int i = 0; i < MAX_SENDS; i++)
-		xfer_fill(src + (size_t)i * MSG, MSG, (uint64_t)i + 1);
+		mrlt_fill(src + (size_t)i * MSG, MSG, (uint64_t)i + 1);
 	if (pair_open(&p, r.call)) {
 		race_to_final(&r, &s, src, xbuf, &xctx, false);
-		if (!mrl_test_failed())
+		if (!mrlt_failed())
 			close_ep1(&p);
 		release_a(&r);
-		if (!mrl_test_failed())
+		if (!mrlt_failed())
 			check_a_saw_x(&r, &xctx);
-		if (!mrl_test_failed() && xfer_verify(xbuf, MSG, 1) != -1)
-			mrl_test_fail(__FILE__, __LINE__, "X's first message");
-		if (!mrl_test_failed() && xfer_live_leases(&p) != 0)
-			mrl_test_fail(__FILE__, __LINE__, "leases left");
-		if (xfer_pair_close(&p))
-			mrl_test_fail(__FILE__, __LINE__, "xfer_pair_close");
+		if (!mrlt_failed() && mrlt_verify(xbuf, MSG, 1) != -1)
+			mrlt_fail(__FILE__, __LINE__, "X's first message");
+		if (!mrlt_failed() && mrlt_live_leases(&p) != 0)
+			mrlt_fail(__FILE__, __LINE__, "leases left");
+		if (mrlt_pair_close(&p))
+			mrlt_fail(__FILE__, __LINE__, "mrlt_pair_close");
 	}
 	free(src);
 	free(xbuf);
@@ -481,13 +482,13 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(provs) / sizeof(provs[0]); i++) {
 		prov = provs[i];
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
-		mrl_test_set_prefix(prefix);
-		MRL_RUN(test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reuse);
-		MRL_RUN(test_multi_recv_entry_held_in_readfrom_keeps_its_context_across_reuse);
-		MRL_RUN(test_multi_recv_entry_held_in_sread_keeps_its_context_across_reuse);
-		MRL_RUN(test_multi_recv_entry_held_in_sreadfrom_keeps_its_context_across_reuse);
-		MRL_RUN(test_multi_recv_cancel_while_a_reader_holds_an_entry_keeps_its_context);
-		MRL_RUN(test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early);
+		mrlt_set_prefix(prefix);
+		MRLT_RUN(test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reuse);
+		MRLT_RUN(test_multi_recv_entry_held_in_readfrom_keeps_its_context_across_reuse);
+		MRLT_RUN(test_multi_recv_entry_held_in_sread_keeps_its_context_across_reuse);
+		MRLT_RUN(test_multi_recv_entry_held_in_sreadfrom_keeps_its_context_across_reuse);
+		MRLT_RUN(test_multi_recv_cancel_while_a_reader_holds_an_entry_keeps_its_context);
+		MRLT_RUN(test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early);
 	}
-	return mrl_test_done();
+	return mrlt_done();
 }
