@@ -80,6 +80,7 @@ static int reap_two(struct mrlt_pair *p, void *a, void *b)
 
 /* ---- no-hook controls --------------------------------------------------- */
 
+/* The multi-recv case's buffer and message sizes. */
 enum { MR_BUF = 16 * 1024, MR_MSG = 4 * 1024 };
 
 /* What the bare provider does with a case's traffic, as the exit status of
