@@ -1,13 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * TO BE REMOVED: the test helpers' former mrl_ names (mrl_ is the
- * provider's prefix), for the tests not yet migrated to mrlt.h and
- * fixture_rdm.h: test_e2e_xfer.c, test_xfer_multi_recv_race.c. A migrated
- * test includes mrlt.h (and fixture_rdm.h) instead, which also lets it
- * include the provider's mrl_hook.h (its own struct mrl_domain and struct
- * mrl_wait); delete this header with its last includer. Building with
- * -DMRLT_NO_COMPAT leaves the old names out, to check that a test no
- * longer needs them.
+ * provider's prefix). No test includes this header any more: every one
+ * includes mrlt.h (and fixture_rdm.h) instead. Delete it, with its line in
+ * Makefile.am. -DMRLT_NO_COMPAT leaves the old names out.
  */
 #ifndef MRL_TEST_H
 #define MRL_TEST_H

@@ -21,9 +21,9 @@ extern const char *const xfer_providers[];
 void xfer_reexec(char **argv, const char *hook, const char *const *extra_env);
 
 /*
- * TO BE REMOVED: the shared pair's former names, for the tests not yet
- * migrated to fixture_rdm.h's (test_e2e_xfer.c, test_xfer_multi_recv_race.c).
- * Delete this block with their last use; -DMRLT_NO_COMPAT leaves it out.
+ * TO BE REMOVED: the shared pair's former names; no test uses them any
+ * more (fixture_rdm.h's mrlt_ names instead). Delete this block;
+ * -DMRLT_NO_COMPAT leaves it out.
  */
 #ifndef MRLT_NO_COMPAT
 #define xfer_opts mrlt_pair_opts
