@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # bench/xfer_ir.sh [BUILDDIR]: instructions the mrlease hook adds per leased
-# fi_write (hit path), with the callgrind recipe of mrl_xfer.h, as a table
-# per function and one RESULT line.
+# fi_write (hit path), with the callgrind recipe of bench/README.md, as a
+# table per function and one RESULT line.
 #
 # bench/xfer_bench --child MODE --sizes 16384 --window 1 runs under
 # valgrind --tool=callgrind for N1 and N2 writes (default 2000 and 6000;

@@ -1,9 +1,4 @@
 # SPDX-License-Identifier: BSD-2-Clause
-# The fixture of every test on a real provider (fixture_rdm.h) is part of
-# the test library; mrl_test.h is the former names' shim.
-test_libmrltest_la_SOURCES += test/mrlt.h test/fixture_rdm.c test/fixture_rdm.h
-test_libmrltest_la_LIBADD += -ldl
-
 # Included from Makefile.am: the passthrough layer against real providers.
 # test/passthrough/ holds test/test_passthrough's sources, one subject each,
 # linked into one program (the layer's counters are per process).

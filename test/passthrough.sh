@@ -16,9 +16,9 @@
 # "setups" (FI_EP_MSG over tcp, stacking, FI_PROVIDER filters, a misspelt
 # FI_HOOK), or nothing for both. The suite runs the two halves as separate
 # entries (passthrough-rdm.sh, passthrough-setups.sh) so that each stays
-# well inside test/run-suite's per-entry timeout under sanitizers.
+# well inside test/run-entry.sh's per-entry timeout under sanitizers.
 #
-# Environment (from test/run-suite): MRL_TOP_BUILDDIR, FI_PROVIDER_PATH,
+# Environment (from test/run-entry.sh): MRL_TOP_BUILDDIR, FI_PROVIDER_PATH,
 # FI_*_IFACE. MRL_PT_PROVIDERS limits the RDM providers run.
 set -u
 builddir=${MRL_TOP_BUILDDIR:-$(pwd)}

@@ -9,8 +9,9 @@
  * The window is a few instructions, so the test makes it wide without
  * sleeping: the completion is a hidden one (FI_SELECTIVE_COMPLETION, no
  * FI_COMPLETION asked), which takes the out-of-line mrl_op_complete, and the
- * endpoint's test hook (MRL_XFER_CTL_TEST_COMPLETING, mrl_xfer.h) holds the
- * completer inside that window until the main thread's fi_close returned.
+ * endpoint's test hook (MRL_XFER_CTL_TEST_COMPLETING, mrl_xfer_ctl.h) holds
+ * the completer inside that window until the main thread's fi_close
+ * returned.
  * A second test runs the natural race (no hook) many times, for TSan, on
  * the providers that survive it without mrlease.
  *

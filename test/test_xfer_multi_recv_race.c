@@ -3,7 +3,7 @@
  * FI_MULTI_RECV with two CQ readers on a shared (FI_THREAD_SAFE) pool: a
  * leased multi-recv buffer is one op with many completions. Reader A's
  * inner read returns a non-final entry naming the buffer's op X and A is
- * held (MRL_XFER_CTL_TEST_READING, mrl_xfer.h) before translating it; the
+ * held (MRL_XFER_CTL_TEST_READING, mrl_xfer_ctl.h) before translating it; the
  * main thread (reader B) reads X's final entry (FI_MULTI_RECV), which
  * releases X's lease, and posts another leased receive, which would take X
  * off the pool if X had gone back. Then A translates: it must report the

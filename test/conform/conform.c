@@ -321,6 +321,33 @@ static size_t print_differences(const struct run *base, const struct run *h)
 	return diffs;
 }
 
+/*
+ * Some results depend on timing in the provider itself (a counter wait
+ * racing its wake-up on sockets returns a positive errno now and then).
+ * A hooked transcript that the provider alone also gives, in one of a few
+ * more runs without the hook, is one the application can already see: not
+ * a difference the hook makes.
+ */
+#define CF_BASE_RERUNS 3
+
+static bool provider_alone_gives(const struct run *hp)
+{
+	for (int i = 0; i < CF_BASE_RERUNS; i++) {
+		struct run again;
+		bool same;
+
+		child_collect(child_start(cur.sem, cur.prov, NULL, NULL), &again);
+		same = run_ok(&again) && same_lines(&again, hp);
+		run_free(&again);
+		if (same) {
+			printf("#   the provider alone gave the hooked "
+			       "transcript in rerun %d\n", i + 1);
+			return true;
+		}
+	}
+	return false;
+}
+
 static void case_compare(void)
 {
 	const struct run *base = cur.base;
@@ -350,6 +377,8 @@ static void case_compare(void)
 					      cur.noop.notes);
 		} else if (known_what)
 			mrlt_skip_current("hook differs: %s", known_what);
+		else if (run_ok(hp) && provider_alone_gives(hp))
+			return;
 		else
 			mrlt_fail(__FILE__, __LINE__, "%zu of %zu lines "
 				      "differ", diffs, base->n);

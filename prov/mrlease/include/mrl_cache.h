@@ -51,7 +51,8 @@
  * fault. The hit path therefore writes the leased
  * entry's reference count and the thread's own counters, nothing shared; two
  * threads on distinct entries do not slow each other. It and
- * mrl_lease_release are inline (below), about 40 instructions for the pair.
+ * mrl_lease_release are inline (below); bench/README.md (xfer_ir) counts
+ * their instructions.
  * Other lookups walk the index inside a read section: the nearest base first
  * (one descent, a quaternary search per node), the subtree max ends only when
  * that entry does not cover.

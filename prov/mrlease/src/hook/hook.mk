@@ -3,6 +3,7 @@
 # prov/mrlease/include/mrl_hook.h is the map of every wrapper).
 prov_mrlease_libmrlease_core_la_SOURCES += \
 	prov/mrlease/include/mrl_hook.h \
+	prov/mrlease/include/mrl_class.h \
 	prov/mrlease/include/mrl_debug.h \
 	prov/mrlease/src/hook/hook_fid.c \
 	prov/mrlease/src/hook/hook_fabric.c \

@@ -9,7 +9,6 @@ prov_mrlease_libmrlease_core_la_SOURCES += \
 	prov/mrlease/include/mrl_xfer_state.h \
 	prov/mrlease/include/mrl_xfer_inline.h \
 	prov/mrlease/include/mrl_xfer_ctl.h \
-	prov/mrlease/include/mrl_class.h \
 	prov/mrlease/src/xfer/mrl_xfer_pool.c \
 	prov/mrlease/src/xfer/mrl_xfer_post.c \
 	prov/mrlease/src/xfer/mrl_xfer_ep.c \
