@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * bench/cost_bench: what mrlease saves where registrations are expensive
- * (issue 15, item 3). Over tcp a registration is a table insert, so the
+ * bench/cost_bench: what mrlease saves where registrations are expensive.
+ * Over tcp a registration is a table insert, so the
  * test-only mrcheck hook is stacked below and given a registration cost
  * model (MRCHECK_REG_COST*, test/mrcheck/mrcheck.h): every registration on
  * the domain the application opened spends a + b * bytes of its thread's

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * bench/monitor_bench: what the userfaultfd memory monitor costs (issue 12,
- * item 8), each figure against a baseline measured in the same run.
+ * bench/monitor_bench: what the userfaultfd memory monitor costs, each
+ * figure against a baseline measured in the same run.
  *
  * Everything goes through libfabric: FI_HOOK=mrlease over loopback
  * tcp;ofi_rxm (MONITOR_BENCH_PROV), FI_MRLEASE_MIN_SIZE=0 so every operand

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench/thread_bench: does mrlease's rate scale with posting threads as the
- * provider's does (issue 15, item 4)? One FI_THREAD_SAFE domain over
+ * provider's does? One FI_THREAD_SAFE domain over
  * loopback tcp;ofi_rxm per process; N = 1 or 2 posting threads, each with
  * an endpoint pair and a CQ of its own on that domain, each writing with
  * fi_write from its own source buffers into its own registered target,

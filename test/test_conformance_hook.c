@@ -126,7 +126,7 @@ static bool pair_open(struct mrlt_pair_opts opts, struct mrlt_pair *p)
 }
 
 /* ------------------------------------------------------------------------
- * Event queues (item 1 of issue 13).
+ * Event queues.
  */
 
 /*
@@ -191,7 +191,7 @@ static void test_eq_read_returns_application_written_events_untouched(void)
 }
 
 /* ------------------------------------------------------------------------
- * fi_cq_signal (item 2 of issue 13).
+ * fi_cq_signal.
  */
 
 /* Every blocking read below is given this timeout; a signal must end it
@@ -451,7 +451,7 @@ out:
 }
 
 /* ------------------------------------------------------------------------
- * Triggered operations (item 5 of issue 13).
+ * Triggered operations.
  */
 
 #define TRIGGER_LEN 4096
@@ -716,7 +716,7 @@ static void test_triggered_atomic_waits_for_its_threshold(void)
 }
 
 /* ------------------------------------------------------------------------
- * Poll sets, wait sets and fi_trywait (item 3 of issue 13).
+ * Poll sets, wait sets and fi_trywait.
  */
 
 #define HIDDEN_ROUNDS 4
@@ -1110,7 +1110,7 @@ static void test_wait_set_wakes_only_for_a_readable_completion(void)
  * The cases, and how each runs.
  */
 
-/* Loads the plugin (FI_PROVIDER's check at load, item 6 of issue 13). */
+/* Loads the plugin (FI_PROVIDER's check at load). */
 static void test_getinfo_loads_the_plugin(void)
 {
 	struct fi_info *info = NULL;
@@ -1349,7 +1349,7 @@ out:
 }
 
 /* ------------------------------------------------------------------------
- * FI_PROVIDER naming the hook (item 6 of issue 13).
+ * FI_PROVIDER naming the hook.
  */
 
 /* Lines of out that are mrlease's warning about FI_PROVIDER. */

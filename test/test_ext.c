@@ -399,7 +399,7 @@ static void test_query_stats_without_domain_counts_every_domain(void)
 
 /* ------------------------------------------------------------------ */
 /* Span resolvers: observable only once a NULL-descriptor operand or a  */
-/* local fi_mr_reg is served from the cache (the data path, issue 4).   */
+/* local fi_mr_reg is served from the cache (the data path).           */
 /* ------------------------------------------------------------------ */
 
 struct span_probe {
