@@ -29,15 +29,18 @@
 /* Milliseconds server s may take to answer (its timeout_s, else
  * BENCH_TIMEOUT seconds, default 120): a hung child is killed rather than
  * blocking the run. */
-static int bu_timeout_ms(const struct bu_server *s)
+static int
+bu_timeout_ms(const struct bu_server *s)
 {
-	long t = s->timeout_s > 0 ? s->timeout_s : bu_env_long("BENCH_TIMEOUT", 120);
+	long t = s->timeout_s > 0 ? s->timeout_s :
+				    bu_env_long("BENCH_TIMEOUT", 120);
 
-	return (int)(t > 0 && t < 86400 ? t : 120) * 1000;
+	return (int) (t > 0 && t < 86400 ? t : 120) * 1000;
 }
 
-int bu_server_start(struct bu_server *s, char *const *args,
-		    void (*env)(void *arg), void *arg)
+int
+bu_server_start(struct bu_server *s, char *const *args, void (*env)(void *arg),
+		void *arg)
 {
 	char self[PATH_MAX], *argv[32];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -99,7 +102,8 @@ err_cmd:
 	return err;
 }
 
-static int bu_server_reap(struct bu_server *s, bool kill_it)
+static int
+bu_server_reap(struct bu_server *s, bool kill_it)
 {
 	int status = -1;
 
@@ -118,21 +122,24 @@ static int bu_server_reap(struct bu_server *s, bool kill_it)
 	return status;
 }
 
-void bu_server_kill(struct bu_server *s)
+void
+bu_server_kill(struct bu_server *s)
 {
 	bu_server_reap(s, true);
 }
 
-static bool bu_server_gets(struct bu_server *s, char *line, int len)
+static bool
+bu_server_gets(struct bu_server *s, char *line, int len)
 {
-	struct pollfd p = { .fd = fileno(s->out), .events = POLLIN };
+	struct pollfd p = {.fd = fileno(s->out), .events = POLLIN};
 
 	return poll(&p, 1, bu_timeout_ms(s)) > 0 && fgets(line, len, s->out);
 }
 
 /* A server that did not answer as it should: reap it (killed unless it
  * has exited) and say why. */
-static int bu_server_failed(struct bu_server *s, const char *doing)
+static int
+bu_server_failed(struct bu_server *s, const char *doing)
 {
 	bool exited = feof(s->out) || ferror(s->cmd);
 	int status = bu_server_reap(s, !exited);
@@ -140,8 +147,10 @@ static int bu_server_failed(struct bu_server *s, const char *doing)
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
 		return -FI_ENODATA;
 	if (!exited)
-		fprintf(stderr, "bench: %s: no answer within the timeout, or an "
-			"unexpected one, %s; killed\n", s->name, doing);
+		fprintf(stderr,
+			"bench: %s: no answer within the timeout, or an "
+			"unexpected one, %s; killed\n",
+			s->name, doing);
 	else if (WIFEXITED(status))
 		fprintf(stderr, "bench: %s exited with status %d %s\n", s->name,
 			WEXITSTATUS(status), doing);
@@ -151,7 +160,8 @@ static int bu_server_failed(struct bu_server *s, const char *doing)
 	return -FI_EOTHER;
 }
 
-int bu_server_ready(struct bu_server *s)
+int
+bu_server_ready(struct bu_server *s)
 {
 	char line[64];
 
@@ -160,7 +170,8 @@ int bu_server_ready(struct bu_server *s)
 	return 0;
 }
 
-int bu_server_ask(struct bu_server *s, const char *cmd, char *ans, int len)
+int
+bu_server_ask(struct bu_server *s, const char *cmd, char *ans, int len)
 {
 	if (fprintf(s->cmd, "%s\n", cmd) < 0 || fflush(s->cmd) ||
 	    !bu_server_gets(s, ans, len))
@@ -168,8 +179,9 @@ int bu_server_ask(struct bu_server *s, const char *cmd, char *ans, int len)
 	return 0;
 }
 
-int bu_server_quit(struct bu_server *s, void (*each_line)(const char *line, void *arg),
-		   void *arg)
+int
+bu_server_quit(struct bu_server *s,
+	       void (*each_line)(const char *line, void *arg), void *arg)
 {
 	char line[4096];
 	int status;
@@ -181,22 +193,23 @@ int bu_server_quit(struct bu_server *s, void (*each_line)(const char *line, void
 			each_line(line, arg);
 	status = bu_server_reap(s, false);
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		fprintf(stderr, "bench: %s failed at quit (status %d)\n", s->name,
-			status);
+		fprintf(stderr, "bench: %s failed at quit (status %d)\n",
+			s->name, status);
 		return -FI_EOTHER;
 	}
 	return 0;
 }
 
-int bu_servers_start(struct bu_server *sv, int n, const char *const *names,
-		     void (*env)(void *arg), int *ids)
+int
+bu_servers_start(struct bu_server *sv, int n, const char *const *names,
+		 void (*env)(void *arg), int *ids)
 {
 	int ret = 0;
 
 	for (int m = 0; m < n && !ret; m++) {
-		char *args[] = { "--serve", (char *)names[m], NULL };
+		char *args[] = {"--serve", (char *) names[m], NULL};
 
-		sv[m] = (struct bu_server){ .name = names[m] };
+		sv[m] = (struct bu_server){.name = names[m]};
 		ret = bu_server_start(&sv[m], args, env, &ids[m]);
 	}
 	for (int m = 0; m < n && !ret; m++)
@@ -207,7 +220,8 @@ int bu_servers_start(struct bu_server *sv, int n, const char *const *names,
 	return ret;
 }
 
-int bu_servers_end(struct bu_server *sv, int n, int ret)
+int
+bu_servers_end(struct bu_server *sv, int n, int ret)
 {
 	for (int m = 0; m < n; m++)
 		if (ret)
@@ -217,12 +231,14 @@ int bu_servers_end(struct bu_server *sv, int n, int ret)
 	return ret;
 }
 
-bool bu_serve_gets(char *line, int len)
+bool
+bu_serve_gets(char *line, int len)
 {
 	return fgets(line, len, stdin) != NULL;
 }
 
-void bu_serve_answer(const char *fmt, ...)
+void
+bu_serve_answer(const char *fmt, ...)
 {
 	va_list args;
 
@@ -234,71 +250,80 @@ void bu_serve_answer(const char *fmt, ...)
 
 /* ---- statistics ------------------------------------------------------ */
 
-double bu_now_s(void)
+double
+bu_now_s(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
-double bu_cpu_s(void)
+double
+bu_cpu_s(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
-long bu_env_long(const char *name, long def)
+long
+bu_env_long(const char *name, long def)
 {
 	const char *v = getenv(name);
 
 	return v && *v ? strtol(v, NULL, 10) : def;
 }
 
-long bu_env_clamp(const char *name, long def, long lo, long hi)
+long
+bu_env_clamp(const char *name, long def, long lo, long hi)
 {
 	long v = bu_env_long(name, def);
 
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-const char *bu_env_str(const char *name, const char *def)
+const char *
+bu_env_str(const char *name, const char *def)
 {
 	const char *v = getenv(name);
 
 	return v && *v ? v : def;
 }
 
-static int bu_cmp_double(const void *a, const void *b)
+static int
+bu_cmp_double(const void *a, const void *b)
 {
-	double x = *(const double *)a, y = *(const double *)b;
+	double x = *(const double *) a, y = *(const double *) b;
 
 	return x < y ? -1 : x > y;
 }
 
-double bu_quantile(double *v, int n, double p)
+double
+bu_quantile(double *v, int n, double p)
 {
 	double pos = p * (n - 1);
-	int lo = (int)pos;
+	int lo = (int) pos;
 
 	if (n < 1)
 		return 0;
-	qsort(v, (size_t)n, sizeof(*v), bu_cmp_double);
+	qsort(v, (size_t) n, sizeof(*v), bu_cmp_double);
 	if (lo >= n - 1)
 		return v[n - 1];
 	return v[lo] + (v[lo + 1] - v[lo]) * (pos - lo);
 }
 
-double bu_median(double *v, int n)
+double
+bu_median(double *v, int n)
 {
 	return bu_quantile(v, n, 0.5);
 }
 
-void bu_shuffle(int *order, int n, int r)
+void
+bu_shuffle(int *order, int n, int r)
 {
-	uint32_t x = 2654435761u * (uint32_t)(r + 1);
+	uint32_t x = 2654435761u * (uint32_t) (r + 1);
 
 	for (int k = 0; k < n; k++)
 		order[k] = k;
@@ -306,14 +331,15 @@ void bu_shuffle(int *order, int n, int r)
 		int j, t;
 
 		x = x * 1664525u + 1013904223u;
-		j = (int)((x >> 16) % (uint32_t)(k + 1));
+		j = (int) ((x >> 16) % (uint32_t) (k + 1));
 		t = order[k];
 		order[k] = order[j];
 		order[j] = t;
 	}
 }
 
-int bu_pin_one_cpu(const char *env_name)
+int
+bu_pin_one_cpu(const char *env_name)
 {
 	const char *env = getenv(env_name);
 	cpu_set_t set;
@@ -337,7 +363,8 @@ int bu_pin_one_cpu(const char *env_name)
 	return sched_setaffinity(0, sizeof(set), &set) ? -1 : cpu;
 }
 
-void bu_builddir(char *buf, size_t len)
+void
+bu_builddir(char *buf, size_t len)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -348,13 +375,15 @@ void bu_builddir(char *buf, size_t len)
 		slash = strrchr(exe, '/');
 		if (slash)
 			*slash = '\0';
-		if (up == 0 && (slash = strrchr(exe, '/')) && !strcmp(slash, "/.libs"))
+		if (up == 0 && (slash = strrchr(exe, '/')) &&
+		    !strcmp(slash, "/.libs"))
 			*slash = '\0';
 	}
 	snprintf(buf, len, "%s", exe);
 }
 
-void bu_child_env(void)
+void
+bu_child_env(void)
 {
 	char builddir[PATH_MAX], path[PATH_MAX + 32];
 	const char *iface = getenv("FI_TCP_IFACE");
@@ -365,8 +394,9 @@ void bu_child_env(void)
 	setenv("FI_TCP_IFACE", iface ? iface : "lo", 1);
 }
 
-int bu_main(int argc, char **argv, const char *const *names, int n,
-	    int (*serve)(int mode), int (*parent)(void))
+int
+bu_main(int argc, char **argv, const char *const *names, int n,
+	int (*serve)(int mode), int (*parent)(void))
 {
 	if (argc == 3 && !strcmp(argv[1], "--serve")) {
 		for (int m = 0; m < n; m++)
@@ -385,7 +415,8 @@ int bu_main(int argc, char **argv, const char *const *names, int n,
 
 /* ---- what the figures were measured on ------------------------------ */
 
-void bu_machine(char *buf, size_t len)
+void
+bu_machine(char *buf, size_t len)
 {
 	char line[256], model[128] = "unknown CPU";
 	struct utsname u;
@@ -409,14 +440,16 @@ void bu_machine(char *buf, size_t len)
 		 sysconf(_SC_NPROCESSORS_ONLN), u.release);
 }
 
-double bu_load1(void)
+double
+bu_load1(void)
 {
 	double load[1];
 
 	return getloadavg(load, 1) == 1 ? load[0] : -1;
 }
 
-FILE *bu_data_open(const char *name)
+FILE *
+bu_data_open(const char *name)
 {
 	const char *dir = getenv("BENCH_DATA_DIR");
 	char path[PATH_MAX], machine[256], date[64];
@@ -429,7 +462,8 @@ FILE *bu_data_open(const char *name)
 	snprintf(path, sizeof(path), "%s/%s.dat", dir, name);
 	f = fopen(path, "w");
 	if (!f) {
-		fprintf(stderr, "bench: %s: %s; no data file\n", path, strerror(errno));
+		fprintf(stderr, "bench: %s: %s; no data file\n", path,
+			strerror(errno));
 		return NULL;
 	}
 	bu_machine(machine, sizeof(machine));

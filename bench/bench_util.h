@@ -42,8 +42,8 @@ int bu_server_ready(struct bu_server *s);
 int bu_server_ask(struct bu_server *s, const char *cmd, char *ans, int len);
 /* Send "quit", hand every line s prints before it exits to each_line
  * (may be NULL) and reap it. 0 if it exited with status 0. */
-int bu_server_quit(struct bu_server *s, void (*each_line)(const char *line, void *arg),
-		   void *arg);
+int bu_server_quit(struct bu_server *s,
+		   void (*each_line)(const char *line, void *arg), void *arg);
 /* Kill and reap s (nothing if it is not running). */
 void bu_server_kill(struct bu_server *s);
 /* Start n servers at once, server m as "--serve names[m]" with env(&ids[m]),
@@ -58,7 +58,8 @@ int bu_servers_end(struct bu_server *sv, int n, int ret);
 /* The server side: a command line from the parent into line (false at the
  * end of input: the parent is gone), and the answer. */
 bool bu_serve_gets(char *line, int len);
-void bu_serve_answer(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bu_serve_answer(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 
 double bu_now_s(void);
 /* This process's CPU time in seconds: what a slice spent, whatever else ran

@@ -42,8 +42,8 @@
 #include "config.h"
 
 #include <malloc.h>
-#include <sched.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,17 +60,19 @@
 #include <ucs/memory/rcache.h>
 #endif
 
-#define ADDR0 ((uintptr_t)0x100000000000ull)
+#define ADDR0 ((uintptr_t) 0x100000000000ull)
 static size_t page;
 static int reps = 5;
 static double op_scale = 1.0;
 
-static inline uintptr_t entry_base(size_t i)
+static inline uintptr_t
+entry_base(size_t i)
 {
 	return ADDR0 + 2 * i * page;
 }
 
-static double now_ns(void)
+static double
+now_ns(void)
 {
 	struct timespec ts;
 
@@ -80,7 +82,8 @@ static double now_ns(void)
 
 /* The 1-minute load average: figures from a shared 2-core machine are only
  * comparable with it (scale2 needs both cores free). */
-static double load1(void)
+static double
+load1(void)
 {
 	double l = -1;
 	FILE *f = fopen("/proc/loadavg", "r");
@@ -93,7 +96,8 @@ static double load1(void)
 	return l;
 }
 
-static size_t heap_bytes(void)
+static size_t
+heap_bytes(void)
 {
 	struct mallinfo2 mi = mallinfo2();
 
@@ -110,7 +114,7 @@ struct impl {
 	int (*hit)(void *c, uintptr_t s, uintptr_t e);
 	/* invalidate [s, e); NULL when the peer has no such call */
 	int (*inv)(void *c, uintptr_t s, uintptr_t e);
-	size_t inv_ops_div;	/* fewer invalidate ops for O(n) ones */
+	size_t inv_ops_div; /* fewer invalidate ops for O(n) ones */
 };
 
 /* mrlease */
@@ -120,26 +124,31 @@ struct mrl_b {
 	struct creg creg;
 };
 
-static void *mrl_create(size_t n)
+static void *
+mrl_create(size_t n)
 {
 	struct mrl_b *b = calloc(1, sizeof(*b));
-	struct mrl_cache_config cfg = { .max_count = 2 * n + 16, .max_size = SIZE_MAX };
+	struct mrl_cache_config cfg = {.max_count = 2 * n + 16,
+				       .max_size = SIZE_MAX};
 	struct mrl_domain_config dc;
 	struct mrl_registration *r;
 
 	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
 	dc = creg_domain_config(&b->creg);
-	if (mrl_cache_create(&cfg, &b->cache) || mrl_cache_domain_open(b->cache, &dc, &b->dom))
+	if (mrl_cache_create(&cfg, &b->cache) ||
+	    mrl_cache_domain_open(b->cache, &dc, &b->dom))
 		abort();
 	for (size_t i = 0; i < n; i++) {
-		if (mrl_cache_acquire(b->dom, entry_base(i), entry_base(i) + page, &r))
+		if (mrl_cache_acquire(b->dom, entry_base(i),
+				      entry_base(i) + page, &r))
 			abort();
 		mrl_lease_release(r);
 	}
 	return b;
 }
 
-static void mrl_destroy(void *c)
+static void
+mrl_destroy(void *c)
 {
 	struct mrl_b *b = c;
 
@@ -147,7 +156,8 @@ static void mrl_destroy(void *c)
 	free(b);
 }
 
-static int mrl_hit(void *c, uintptr_t s, uintptr_t e)
+static int
+mrl_hit(void *c, uintptr_t s, uintptr_t e)
 {
 	struct mrl_b *b = c;
 	struct mrl_registration *r;
@@ -158,9 +168,10 @@ static int mrl_hit(void *c, uintptr_t s, uintptr_t e)
 	return 0;
 }
 
-static int mrl_inv(void *c, uintptr_t s, uintptr_t e)
+static int
+mrl_inv(void *c, uintptr_t s, uintptr_t e)
 {
-	return mrl_cache_invalidate(((struct mrl_b *)c)->cache, s, e);
+	return mrl_cache_invalidate(((struct mrl_b *) c)->cache, s, e);
 }
 
 /* seed_array (reference): one mutex, sorted array by base, predecessor lookup,
@@ -182,7 +193,8 @@ struct sarr_b {
 	struct creg creg;
 };
 
-static void sarr_put(struct sarr_b *b, struct sarr_reg *r)
+static void
+sarr_put(struct sarr_b *b, struct sarr_reg *r)
 {
 	if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
 		creg_registrar.close(&b->creg, r->mr);
@@ -190,7 +202,8 @@ static void sarr_put(struct sarr_b *b, struct sarr_reg *r)
 	}
 }
 
-static void *sarr_create(size_t n)
+static void *
+sarr_create(size_t n)
 {
 	struct sarr_b *b = calloc(1, sizeof(*b));
 	void *desc;
@@ -201,18 +214,20 @@ static void *sarr_create(size_t n)
 		struct sarr_reg *r = malloc(sizeof(*r));
 
 		atomic_init(&r->refs, 1);
-		creg_registrar.reg(&b->creg, (void *)entry_base(i), page, MRL_CACHE_ACCESS, 0,
-				   &r->mr, &desc);
-		if (b->n == b->cap) {	/* a growing ordered map */
+		creg_registrar.reg(&b->creg, (void *) entry_base(i), page,
+				   MRL_CACHE_ACCESS, 0, &r->mr, &desc);
+		if (b->n == b->cap) { /* a growing ordered map */
 			b->cap = b->cap ? 2 * b->cap : 16;
 			b->v = realloc(b->v, b->cap * sizeof(*b->v));
 		}
-		b->v[b->n++] = (struct sarr_entry){ entry_base(i), entry_base(i) + page, r };
+		b->v[b->n++] = (struct sarr_entry){entry_base(i),
+						   entry_base(i) + page, r};
 	}
 	return b;
 }
 
-static void sarr_destroy(void *c)
+static void
+sarr_destroy(void *c)
 {
 	struct sarr_b *b = c;
 
@@ -224,7 +239,8 @@ static void sarr_destroy(void *c)
 }
 
 /* covering(): the entry with the nearest base <= start, if it covers. */
-static int sarr_hit(void *c, uintptr_t s, uintptr_t e)
+static int
+sarr_hit(void *c, uintptr_t s, uintptr_t e)
 {
 	struct sarr_b *b = c;
 	struct sarr_reg *r = NULL;
@@ -251,7 +267,8 @@ static int sarr_hit(void *c, uintptr_t s, uintptr_t e)
 }
 
 /* invalidate(): regions.range(..end).filter(start < entry.end), removed. */
-static int sarr_inv(void *c, uintptr_t s, uintptr_t e)
+static int
+sarr_inv(void *c, uintptr_t s, uintptr_t e)
 {
 	struct sarr_b *b = c;
 	struct sarr_reg *retired[64];
@@ -297,27 +314,27 @@ static int sarr_inv(void *c, uintptr_t s, uintptr_t e)
  * iterator goes), collecting the keys of entries with end > start, then
  * regions.remove(key) for each (see sbt_inv).
  */
-#define SBT_CAP 11
+#define SBT_CAP	 11
 #define SBT_KEEP 6
 
-struct sbt_arc {		/* ArcInner<Registration> */
+struct sbt_arc { /* ArcInner<Registration> */
 	atomic_long strong, weak;
 	void *mr;
 };
 
-struct sbt_val {		/* RegionEntry */
+struct sbt_val { /* RegionEntry */
 	uintptr_t end;
 	struct sbt_arc *reg;
 };
 
-struct sbt_node {		/* LeafNode<usize, RegionEntry> */
+struct sbt_node { /* LeafNode<usize, RegionEntry> */
 	struct sbt_node *parent;
 	uint16_t parent_idx, len;
 	uintptr_t keys[SBT_CAP];
 	struct sbt_val vals[SBT_CAP];
 };
 
-struct sbt_inode {		/* InternalNode<usize, RegionEntry> */
+struct sbt_inode { /* InternalNode<usize, RegionEntry> */
 	struct sbt_node data;
 	struct sbt_node *edges[SBT_CAP + 1];
 };
@@ -325,16 +342,18 @@ struct sbt_inode {		/* InternalNode<usize, RegionEntry> */
 struct sbt_b {
 	pthread_mutex_t lock;
 	struct sbt_node *root;
-	unsigned height;	/* 0: the root is a leaf */
+	unsigned height; /* 0: the root is a leaf */
 	struct creg creg;
 };
 
-static void sbt_put(struct sbt_b *b, struct sbt_arc *r)
+static void
+sbt_put(struct sbt_b *b, struct sbt_arc *r)
 {
 	/* Rust: a release decrement, then an acquire fence on the last; one
 	 * acq_rel decrement is the same instruction on x86 (and TSan takes no
 	 * fences). */
-	if (atomic_fetch_sub_explicit(&r->strong, 1, memory_order_acq_rel) == 1) {
+	if (atomic_fetch_sub_explicit(&r->strong, 1, memory_order_acq_rel) ==
+	    1) {
 		creg_registrar.close(&b->creg, r->mr);
 		free(r);
 	}
@@ -344,9 +363,10 @@ static void sbt_put(struct sbt_b *b, struct sbt_arc *r)
  * up to SBT_CAP), one key between two nodes moved up into *up. `child`
  * (internal levels) holds nk + 1 nodes; NULL for leaves. Returns the count of
  * nodes made and their keys moved up (nodes - 1). */
-static size_t sbt_level(const uintptr_t *keys, const struct sbt_val *vals, size_t nk,
-			struct sbt_node **child, struct sbt_node **out, uintptr_t *up_keys,
-			struct sbt_val *up_vals)
+static size_t
+sbt_level(const uintptr_t *keys, const struct sbt_val *vals, size_t nk,
+	  struct sbt_node **child, struct sbt_node **out, uintptr_t *up_keys,
+	  struct sbt_val *up_vals)
 {
 	size_t k = 0, c = 0, nodes = 0;
 
@@ -354,17 +374,19 @@ static size_t sbt_level(const uintptr_t *keys, const struct sbt_val *vals, size_
 		size_t take = nk - k <= SBT_CAP ? nk - k : SBT_KEEP;
 		struct sbt_node *n;
 
-		n = child ? calloc(1, sizeof(struct sbt_inode)) : calloc(1, sizeof(struct sbt_node));
+		n = child ? calloc(1, sizeof(struct sbt_inode)) :
+			    calloc(1, sizeof(struct sbt_node));
 		if (!n)
 			abort();
-		n->len = (uint16_t)take;
+		n->len = (uint16_t) take;
 		memcpy(n->keys, &keys[k], take * sizeof(*keys));
 		memcpy(n->vals, &vals[k], take * sizeof(*vals));
 		if (child) {
 			for (size_t i = 0; i <= take; i++) {
-				((struct sbt_inode *)n)->edges[i] = child[c + i];
+				((struct sbt_inode *) n)->edges[i] =
+					child[c + i];
 				child[c + i]->parent = n;
-				child[c + i]->parent_idx = (uint16_t)i;
+				child[c + i]->parent_idx = (uint16_t) i;
 			}
 			c += take + 1;
 		}
@@ -378,7 +400,8 @@ static size_t sbt_level(const uintptr_t *keys, const struct sbt_val *vals, size_
 	}
 }
 
-static void *sbt_create(size_t n)
+static void *
+sbt_create(size_t n)
 {
 	struct sbt_b *b = calloc(1, sizeof(*b));
 	uintptr_t *keys = malloc(n * sizeof(*keys));
@@ -399,10 +422,10 @@ static void *sbt_create(size_t n)
 			abort();
 		atomic_init(&r->strong, 1);
 		atomic_init(&r->weak, 1);
-		creg_registrar.reg(&b->creg, (void *)entry_base(i), page, MRL_CACHE_ACCESS, 0,
-				   &r->mr, &desc);
+		creg_registrar.reg(&b->creg, (void *) entry_base(i), page,
+				   MRL_CACHE_ACCESS, 0, &r->mr, &desc);
 		keys[i] = entry_base(i);
-		vals[i] = (struct sbt_val){ entry_base(i) + page, r };
+		vals[i] = (struct sbt_val){entry_base(i) + page, r};
 	}
 	/* Bottom-up; the scratch arrays are reused level by level (keys moved
 	 * up are written behind the ones still being read). */
@@ -426,18 +449,20 @@ static void *sbt_create(size_t n)
 	return b;
 }
 
-static void sbt_free(struct sbt_b *b, struct sbt_node *n, unsigned h)
+static void
+sbt_free(struct sbt_b *b, struct sbt_node *n, unsigned h)
 {
 	for (unsigned i = 0; i < n->len; i++)
 		if (n->vals[i].reg)
 			sbt_put(b, n->vals[i].reg);
 	if (h)
 		for (unsigned i = 0; i <= n->len; i++)
-			sbt_free(b, ((struct sbt_inode *)n)->edges[i], h - 1);
+			sbt_free(b, ((struct sbt_inode *) n)->edges[i], h - 1);
 	free(n);
 }
 
-static void sbt_destroy(void *c)
+static void
+sbt_destroy(void *c)
 {
 	struct sbt_b *b = c;
 
@@ -446,7 +471,8 @@ static void sbt_destroy(void *c)
 	free(b);
 }
 
-static int sbt_hit(void *c, uintptr_t s, uintptr_t e)
+static int
+sbt_hit(void *c, uintptr_t s, uintptr_t e)
 {
 	struct sbt_b *b = c;
 	const struct sbt_node *n, *lo;
@@ -457,7 +483,7 @@ static int sbt_hit(void *c, uintptr_t s, uintptr_t e)
 	pthread_mutex_lock(&b->lock);
 	/* range(..): the lower edge runs down the leftmost edges. */
 	for (lo = b->root, h = b->height; h; h--)
-		lo = ((const struct sbt_inode *)lo)->edges[0];
+		lo = ((const struct sbt_inode *) lo)->edges[0];
 	__asm__ __volatile__("" : : "r"(lo));
 	/* ..=start: search_node per level, linear. */
 	for (n = b->root, h = b->height;; h--) {
@@ -468,10 +494,10 @@ static int sbt_hit(void *c, uintptr_t s, uintptr_t e)
 			break;
 		}
 		if (i)
-			v = &n->vals[i - 1];	/* next_back's candidate */
+			v = &n->vals[i - 1]; /* next_back's candidate */
 		if (!h)
 			break;
-		n = ((const struct sbt_inode *)n)->edges[i];
+		n = ((const struct sbt_inode *) n)->edges[i];
 	}
 	if (v && e <= v->end && v->reg) {
 		r = v->reg;
@@ -487,12 +513,13 @@ static int sbt_hit(void *c, uintptr_t s, uintptr_t e)
 /* In-order walk of the keys < end below n (height h), collecting up to
  * `max` keys of entries with end > start; false once a key >= end is seen
  * (the end of range(..end)). */
-static bool sbt_walk(const struct sbt_node *n, unsigned h, uintptr_t s, uintptr_t e,
-		     uintptr_t *found, size_t *nfound, size_t max)
+static bool
+sbt_walk(const struct sbt_node *n, unsigned h, uintptr_t s, uintptr_t e,
+	 uintptr_t *found, size_t *nfound, size_t max)
 {
 	for (unsigned i = 0;; i++) {
-		if (h && !sbt_walk(((const struct sbt_inode *)n)->edges[i], h - 1, s, e,
-				   found, nfound, max))
+		if (h && !sbt_walk(((const struct sbt_inode *) n)->edges[i],
+				   h - 1, s, e, found, nfound, max))
 			return false;
 		if (i == n->len)
 			return true;
@@ -509,7 +536,8 @@ static bool sbt_walk(const struct sbt_node *n, unsigned h, uintptr_t s, uintptr_
  * (steal or merge); this model does not (the figures never remove: an
  * invalidate that finds entries does not occur in them). A predecessor
  * leaf emptied that way leaves a tombstone (end 0, covering nothing). */
-static struct sbt_arc *sbt_remove(struct sbt_b *b, uintptr_t key)
+static struct sbt_arc *
+sbt_remove(struct sbt_b *b, uintptr_t key)
 {
 	struct sbt_node *n = b->root, *leaf;
 	struct sbt_arc *r;
@@ -522,14 +550,14 @@ static struct sbt_arc *sbt_remove(struct sbt_b *b, uintptr_t key)
 			break;
 		if (!h)
 			return NULL;
-		n = ((struct sbt_inode *)n)->edges[i];
+		n = ((struct sbt_inode *) n)->edges[i];
 	}
 	r = n->vals[i].reg;
 	if (h) {
-		for (leaf = ((struct sbt_inode *)n)->edges[i]; --h;)
-			leaf = ((struct sbt_inode *)leaf)->edges[leaf->len];
-		if (!leaf->len) {	/* emptied (no rebalancing): a tombstone */
-			n->vals[i] = (struct sbt_val){ 0, NULL };
+		for (leaf = ((struct sbt_inode *) n)->edges[i]; --h;)
+			leaf = ((struct sbt_inode *) leaf)->edges[leaf->len];
+		if (!leaf->len) { /* emptied (no rebalancing): a tombstone */
+			n->vals[i] = (struct sbt_val){0, NULL};
 			return r;
 		}
 		n->keys[i] = leaf->keys[leaf->len - 1];
@@ -537,13 +565,16 @@ static struct sbt_arc *sbt_remove(struct sbt_b *b, uintptr_t key)
 		leaf->len--;
 		return r;
 	}
-	memmove(&n->keys[i], &n->keys[i + 1], (n->len - i - 1) * sizeof(n->keys[0]));
-	memmove(&n->vals[i], &n->vals[i + 1], (n->len - i - 1) * sizeof(n->vals[0]));
+	memmove(&n->keys[i], &n->keys[i + 1],
+		(n->len - i - 1) * sizeof(n->keys[0]));
+	memmove(&n->vals[i], &n->vals[i + 1],
+		(n->len - i - 1) * sizeof(n->vals[0]));
 	n->len--;
 	return r;
 }
 
-static int sbt_inv(void *c, uintptr_t s, uintptr_t e)
+static int
+sbt_inv(void *c, uintptr_t s, uintptr_t e)
 {
 	struct sbt_b *b = c;
 	struct sbt_arc *retired[64];
@@ -567,30 +598,33 @@ static int sbt_inv(void *c, uintptr_t s, uintptr_t e)
 
 #ifdef HAVE_UCS
 /* UCX rcache, memory events off, no-op registration. */
-static ucs_status_t ucx_mem_reg(void *ctx, ucs_rcache_t *rc, void *arg,
-				ucs_rcache_region_t *region, uint16_t flags)
+static ucs_status_t
+ucx_mem_reg(void *ctx, ucs_rcache_t *rc, void *arg, ucs_rcache_region_t *region,
+	    uint16_t flags)
 {
-	(void)ctx;
-	(void)rc;
-	(void)arg;
-	(void)region;
-	(void)flags;
+	(void) ctx;
+	(void) rc;
+	(void) arg;
+	(void) region;
+	(void) flags;
 	return UCS_OK;
 }
 
-static void ucx_mem_dereg(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *region)
+static void
+ucx_mem_dereg(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *region)
 {
-	(void)ctx;
-	(void)rc;
-	(void)region;
+	(void) ctx;
+	(void) rc;
+	(void) region;
 }
 
-static void ucx_dump(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *region,
-		     char *buf, size_t max)
+static void
+ucx_dump(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *region, char *buf,
+	 size_t max)
 {
-	(void)ctx;
-	(void)rc;
-	(void)region;
+	(void) ctx;
+	(void) rc;
+	(void) region;
 	if (max)
 		buf[0] = '\0';
 }
@@ -601,7 +635,8 @@ static const ucs_rcache_ops_t ucx_ops = {
 	.dump_region = ucx_dump,
 };
 
-static void *ucx_create(size_t n)
+static void *
+ucx_create(size_t n)
 {
 	ucs_rcache_params_t params = {
 		.region_struct_size = sizeof(ucs_rcache_region_t),
@@ -612,7 +647,7 @@ static void *ucx_create(size_t n)
 		.ops = &ucx_ops,
 		.context = NULL,
 		.flags = UCS_RCACHE_FLAG_NO_PFN_CHECK,
-		.max_regions = (unsigned long)-1,
+		.max_regions = (unsigned long) -1,
 		.max_size = SIZE_MAX,
 		.max_unreleased = SIZE_MAX,
 	};
@@ -622,24 +657,28 @@ static void *ucx_create(size_t n)
 	if (ucs_rcache_create(&params, "bench", NULL, &rc) != UCS_OK)
 		abort();
 	for (size_t i = 0; i < n; i++) {
-		if (ucs_rcache_get(rc, (void *)entry_base(i), page, PROT_READ | PROT_WRITE,
-				   NULL, &region) != UCS_OK)
+		if (ucs_rcache_get(rc, (void *) entry_base(i), page,
+				   PROT_READ | PROT_WRITE, NULL,
+				   &region) != UCS_OK)
 			abort();
 		ucs_rcache_region_put(rc, region);
 	}
 	return rc;
 }
 
-static void ucx_destroy(void *c)
+static void
+ucx_destroy(void *c)
 {
 	ucs_rcache_destroy(c);
 }
 
-static int ucx_hit(void *c, uintptr_t s, uintptr_t e)
+static int
+ucx_hit(void *c, uintptr_t s, uintptr_t e)
 {
 	ucs_rcache_region_t *region;
 
-	if (ucs_rcache_get(c, (void *)s, e - s, PROT_READ | PROT_WRITE, NULL, &region) != UCS_OK)
+	if (ucs_rcache_get(c, (void *) s, e - s, PROT_READ | PROT_WRITE, NULL,
+			   &region) != UCS_OK)
 		return -1;
 	ucs_rcache_region_put(c, region);
 	return 0;
@@ -647,13 +686,13 @@ static int ucx_hit(void *c, uintptr_t s, uintptr_t e)
 #endif
 
 static const struct impl impls[] = {
-	{ "mrlease", mrl_create, mrl_destroy, mrl_hit, mrl_inv, 1 },
-	{ "seed", sbt_create, sbt_destroy, sbt_hit, sbt_inv, 0 },
+	{"mrlease", mrl_create, mrl_destroy, mrl_hit, mrl_inv, 1},
+	{"seed", sbt_create, sbt_destroy, sbt_hit, sbt_inv, 0},
 #ifdef HAVE_UCS
-	{ "ucx", ucx_create, ucx_destroy, ucx_hit, NULL, 1 },
+	{"ucx", ucx_create, ucx_destroy, ucx_hit, NULL, 1},
 #endif
 	/* Last: a reference, not a peer (see the header comment). */
-	{ "seed_array", sarr_create, sarr_destroy, sarr_hit, sarr_inv, 0 },
+	{"seed_array", sarr_create, sarr_destroy, sarr_hit, sarr_inv, 0},
 };
 #define NIMPL (sizeof(impls) / sizeof(impls[0]))
 
@@ -661,7 +700,8 @@ static const struct impl impls[] = {
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
-static uint64_t rng(void)
+static uint64_t
+rng(void)
 {
 	rng_state ^= rng_state << 13;
 	rng_state ^= rng_state >> 7;
@@ -672,10 +712,11 @@ static uint64_t rng(void)
 #define NIDX (1u << 20)
 static uint32_t *idx;
 
-static void fill_idx(size_t n)
+static void
+fill_idx(size_t n)
 {
 	for (size_t i = 0; i < NIDX; i++)
-		idx[i] = (uint32_t)(rng() % n);
+		idx[i] = (uint32_t) (rng() % n);
 }
 
 static int misses;
@@ -692,12 +733,14 @@ static double batch_ns[MAX_BATCHES];
 static double batches_median(size_t nb);
 
 /* Batches of `batch` in `ops`, at most MAX_BATCHES. */
-static size_t batch_count(size_t ops, size_t batch)
+static size_t
+batch_count(size_t ops, size_t batch)
 {
 	return ops / batch < MAX_BATCHES ? ops / batch : MAX_BATCHES;
 }
 
-static double run_hot(const struct impl *im, void *c, size_t ops, size_t which)
+static double
+run_hot(const struct impl *im, void *c, size_t ops, size_t which)
 {
 	uintptr_t s = entry_base(which) + 64, e = s + 256;
 	size_t batch = 1000, nb = batch_count(ops, batch);
@@ -712,7 +755,8 @@ static double run_hot(const struct impl *im, void *c, size_t ops, size_t which)
 	return batches_median(nb);
 }
 
-static double run_rand(const struct impl *im, void *c, size_t ops)
+static double
+run_rand(const struct impl *im, void *c, size_t ops)
 {
 	size_t batch = 256, nb = batch_count(ops, batch), k = 0;
 	double t0;
@@ -736,17 +780,18 @@ static double run_rand(const struct impl *im, void *c, size_t ops)
  * 1e6 entries makes two such misses (an index leaf, then the entry), less
  * what huge pages spare (the walks) and what L3 still holds (some leaves).
  */
-#define CHASE_LINES ((size_t)1 << 20)
+#define CHASE_LINES ((size_t) 1 << 20)
 static uint64_t *chase;
 
-static int chase_init(void)
+static int
+chase_init(void)
 {
 	chase = aligned_alloc(64, CHASE_LINES * 64);
 	if (!chase)
 		return -1;
 	for (size_t i = 0; i < CHASE_LINES; i++)
 		chase[i * 8] = i;
-	for (size_t i = CHASE_LINES - 1; i > 0; i--) {	/* Sattolo: one cycle */
+	for (size_t i = CHASE_LINES - 1; i > 0; i--) { /* Sattolo: one cycle */
 		size_t j = rng() % i;
 		uint64_t t = chase[i * 8];
 
@@ -756,7 +801,8 @@ static int chase_init(void)
 	return 0;
 }
 
-static double run_mem_lat(size_t ops)
+static double
+run_mem_lat(size_t ops)
 {
 	size_t batch = 256, nb = batch_count(ops, batch);
 	uint64_t at = 0;
@@ -768,21 +814,25 @@ static double run_mem_lat(size_t ops)
 			at = chase[at * 8];
 		batch_ns[b] = (now_ns() - t0) / batch;
 	}
-	misses += at == UINT64_MAX;	/* keeps the chase */
+	misses += at == UINT64_MAX; /* keeps the chase */
 	return batches_median(nb);
 }
 
 /* A gap between two entries, random (outside: below every entry). */
-static double run_inv(const struct impl *im, void *c, size_t ops, bool outside)
+static double
+run_inv(const struct impl *im, void *c, size_t ops, bool outside)
 {
-	size_t batch = ops >= 256 * 16 ? 256 : 1, nb = batch_count(ops, batch), k = 0;
+	size_t batch = ops >= 256 * 16 ? 256 : 1, nb = batch_count(ops, batch),
+	       k = 0;
 	double t0;
 
 	for (size_t b = 0; b < nb; b++) {
 		t0 = now_ns();
 		for (size_t i = 0; i < batch; i++, k++) {
-			uintptr_t s = outside ? ADDR0 / 2 + (k & 1023) * page :
-						entry_base(idx[k & (NIDX - 1)]) + page;
+			uintptr_t s =
+				outside ?
+					ADDR0 / 2 + (k & 1023) * page :
+					entry_base(idx[k & (NIDX - 1)]) + page;
 
 			im->inv(c, s, s + page);
 		}
@@ -798,7 +848,8 @@ struct thr_arg {
 	pthread_barrier_t *go;
 };
 
-static void *thr_main(void *p)
+static void *
+thr_main(void *p)
 {
 	struct thr_arg *a = p;
 	uintptr_t s = entry_base(a->which) + 64, e = s + 256;
@@ -806,7 +857,8 @@ static void *thr_main(void *p)
 	int bad = 0;
 
 	CPU_ZERO(&cpus);
-	CPU_SET((int)(a->which / 1000) % (int)sysconf(_SC_NPROCESSORS_ONLN), &cpus);
+	CPU_SET((int) (a->which / 1000) % (int) sysconf(_SC_NPROCESSORS_ONLN),
+		&cpus);
 	pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
 	pthread_barrier_wait(a->go);
 	for (size_t i = 0; i < a->ops; i++)
@@ -817,7 +869,8 @@ static void *thr_main(void *p)
 }
 
 /* Throughput (ops/ns) of `threads` threads each hitting its own entry. */
-static double run_threads(const struct impl *im, void *c, size_t ops, int threads)
+static double
+run_threads(const struct impl *im, void *c, size_t ops, int threads)
 {
 	pthread_barrier_t go;
 	struct thr_arg a[2];
@@ -826,7 +879,7 @@ static double run_threads(const struct impl *im, void *c, size_t ops, int thread
 
 	pthread_barrier_init(&go, NULL, threads + 1);
 	for (int i = 0; i < threads; i++) {
-		a[i] = (struct thr_arg){ im, c, ops, 1000 * (size_t)i + 1, &go };
+		a[i] = (struct thr_arg){im, c, ops, 1000 * (size_t) i + 1, &go};
 		pthread_create(&th[i], NULL, thr_main, &a[i]);
 	}
 	pthread_barrier_wait(&go);
@@ -837,40 +890,45 @@ static double run_threads(const struct impl *im, void *c, size_t ops, int thread
 	return threads * ops / (now_ns() - t0);
 }
 
-static int cmp_double(const void *a, const void *b)
+static int
+cmp_double(const void *a, const void *b)
 {
-	double x = *(const double *)a, y = *(const double *)b;
+	double x = *(const double *) a, y = *(const double *) b;
 
 	return (x > y) - (x < y);
 }
 
-static double median(double *v, int n)
+static double
+median(double *v, int n)
 {
 	qsort(v, n, sizeof(*v), cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static double batches_median(size_t nb)
+static double
+batches_median(size_t nb)
 {
-	return median(batch_ns, (int)nb);
+	return median(batch_ns, (int) nb);
 }
 
 /* ---- figures ------------------------------------------------------------ */
 
 enum fig { HOT, RAND, INV, INV_OUT, SCALE, BPE, NFIG };
-static const char *fig_name[NFIG] = { "hit_hot", "hit_rand", "inv_miss", "inv_miss_out",
-				      "scale2", "bpe" };
-static const size_t sizes[] = { 1000, 100000, 1000000 };
+static const char *fig_name[NFIG] = {"hit_hot",	     "hit_rand", "inv_miss",
+				     "inv_miss_out", "scale2",	 "bpe"};
+static const size_t sizes[] = {1000, 100000, 1000000};
 #define NSIZE 3
 /* result[impl][size][figure]; negative: not measured */
 static double result[NIMPL][NSIZE][NFIG];
-static double mem_lat = -1;	/* median of run_mem_lat, taken with 1e6 */
+static double mem_lat = -1; /* median of run_mem_lat, taken with 1e6 */
 
-static void measure_size(int si)
+static void
+measure_size(int si)
 {
-	size_t n = sizes[si], hot_ops = (size_t)(2e6 * op_scale),
-	       rand_ops = (size_t)((n >= 1000000 ? 1e6 : 2e6) * op_scale),
-	       inv_ops = (size_t)(1e6 * op_scale), thr_ops = (size_t)(4e6 * op_scale);
+	size_t n = sizes[si], hot_ops = (size_t) (2e6 * op_scale),
+	       rand_ops = (size_t) ((n >= 1000000 ? 1e6 : 2e6) * op_scale),
+	       inv_ops = (size_t) (1e6 * op_scale),
+	       thr_ops = (size_t) (4e6 * op_scale);
 	void *c[NIMPL];
 	double v[NIMPL][NFIG][16], lat[16];
 	size_t before;
@@ -882,15 +940,16 @@ static void measure_size(int si)
 
 		before = heap_bytes();
 		c[k] = impls[k].create(n);
-		/* mrlease keeps closed domains' entry slabs for the next domains:
-		 * the ones this cache adopted from the previous size were
-		 * malloc'd before `before`; charge them here. */
+		/* mrlease keeps closed domains' entry slabs for the next
+		 * domains: the ones this cache adopted from the previous size
+		 * were malloc'd before `before`; charge them here. */
 		if (!k && idle > mrl_cache_pool_idle_bytes())
 			reused = idle - mrl_cache_pool_idle_bytes();
 		/* Huge-page chunks (mrlease past FI_MRLEASE_HUGEPAGE_AFTER) are
 		 * mapped, not malloc'd: charged whole, used or not. */
 		chunks = mrl_arena_mapped_bytes() - chunks;
-		result[k][si][BPE] = (double)(heap_bytes() - before + reused + chunks) / n;
+		result[k][si][BPE] =
+			(double) (heap_bytes() - before + reused + chunks) / n;
 		for (int f = 0; f < NFIG; f++)
 			if (f != BPE)
 				result[k][si][f] = -1;
@@ -901,7 +960,7 @@ static void measure_size(int si)
 		for (size_t k = 0; k < NIMPL; k++) {
 			const struct impl *im = &impls[k];
 
-			run_hot(im, c[k], hot_ops / 10, 1);	/* warm */
+			run_hot(im, c[k], hot_ops / 10, 1); /* warm */
 			v[k][HOT][r] = run_hot(im, c[k], hot_ops, 1);
 			v[k][RAND][r] = run_rand(im, c[k], rand_ops);
 			if (n == 1000000 && im->inv) {
@@ -933,9 +992,10 @@ static void measure_size(int si)
 	}
 }
 
-static const char *size_tag(int si)
+static const char *
+size_tag(int si)
 {
-	static const char *t[] = { "1e3", "1e5", "1e6" };
+	static const char *t[] = {"1e3", "1e5", "1e6"};
 
 	return t[si];
 }
@@ -944,22 +1004,23 @@ static const char *size_tag(int si)
  * A driver for callgrind/cachegrind (not a measurement by itself):
  *   cache_bench --drive IMPL hot|rand N OPS
  * builds IMPL with N entries, then runs OPS hits in drive_loop(), so
- *   valgrind --tool=callgrind --toggle-collect=drive_loop bench/cache_bench --drive ...
- * gives instructions per operation (Ir / OPS), and --cache-sim=yes the
- * last-level misses per operation, of the same workload as the figures.
+ *   valgrind --tool=callgrind --toggle-collect=drive_loop bench/cache_bench
+ * --drive ... gives instructions per operation (Ir / OPS), and --cache-sim=yes
+ * the last-level misses per operation, of the same workload as the figures.
  */
-static __attribute__((noinline)) void drive_loop(const struct impl *im, void *c, size_t n,
-						 size_t ops, bool hot)
+static __attribute__((noinline)) void
+drive_loop(const struct impl *im, void *c, size_t n, size_t ops, bool hot)
 {
 	for (size_t k = 0; k < ops; k++) {
 		uintptr_t s = entry_base(hot ? 1 : idx[k & (NIDX - 1)]) + 64;
 
 		misses += im->hit(c, s, s + 256) != 0;
 	}
-	(void)n;
+	(void) n;
 }
 
-static int drive(int argc, char **argv)
+static int
+drive(int argc, char **argv)
 {
 	const struct impl *im = NULL;
 	size_t n, ops;
@@ -980,24 +1041,31 @@ static int drive(int argc, char **argv)
 	if (!strcmp(argv[3], "inv") || !strcmp(argv[3], "inv_out")) {
 		if (!im->inv)
 			return 2;
-		run_inv(im, c, ops / 10, !strcmp(argv[3], "inv_out"));	/* warm */
-		printf("drove %zu %s %s ops on %zu entries, %.2f median batch\n", ops, im->name,
-		       argv[3], n, run_inv(im, c, ops, !strcmp(argv[3], "inv_out")));
+		run_inv(im, c, ops / 10,
+			!strcmp(argv[3], "inv_out")); /* warm */
+		printf("drove %zu %s %s ops on %zu entries, %.2f median "
+		       "batch\n",
+		       ops, im->name, argv[3], n,
+		       run_inv(im, c, ops, !strcmp(argv[3], "inv_out")));
 		im->destroy(c);
 		return 0;
 	}
-	drive_loop(im, c, n, ops / 10, !strcmp(argv[3], "hot"));	/* warm */
+	drive_loop(im, c, n, ops / 10, !strcmp(argv[3], "hot")); /* warm */
 	t0 = now_ns();
 	drive_loop(im, c, n, ops, !strcmp(argv[3], "hot"));
-	t0 = (now_ns() - t0) / (double)ops;
-	printf("drove %zu %s %s ops on %zu entries, %d missed, %.2f ns/op mean, %.2f median "
-	       "batch\n", ops, im->name, argv[3], n, misses, t0,
-	       strcmp(argv[3], "hot") ? run_rand(im, c, ops) : run_hot(im, c, ops, 1));
+	t0 = (now_ns() - t0) / (double) ops;
+	printf("drove %zu %s %s ops on %zu entries, %d missed, %.2f ns/op "
+	       "mean, %.2f median "
+	       "batch\n",
+	       ops, im->name, argv[3], n, misses, t0,
+	       strcmp(argv[3], "hot") ? run_rand(im, c, ops) :
+					run_hot(im, c, ops, 1));
 	im->destroy(c);
 	return misses ? 1 : 0;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	char line[8192];
 	size_t len = 0;
@@ -1007,7 +1075,7 @@ int main(int argc, char **argv)
 		reps = 3;
 		op_scale = 0.2;
 	}
-	page = (size_t)sysconf(_SC_PAGESIZE);
+	page = (size_t) sysconf(_SC_PAGESIZE);
 	idx = malloc(NIDX * sizeof(*idx));
 	if (!idx)
 		return 1;
@@ -1015,8 +1083,10 @@ int main(int argc, char **argv)
 		return drive(argc, argv);
 	if (chase_init())
 		return 1;
-	printf("# cache_bench: median of %d alternating repetitions, ns/op unless noted; "
-	       "load average %.2f at start\n", reps, load1());
+	printf("# cache_bench: median of %d alternating repetitions, ns/op "
+	       "unless noted; "
+	       "load average %.2f at start\n",
+	       reps, load1());
 	for (int si = 0; si < NSIZE; si++)
 		measure_size(si);
 	if (misses) {
@@ -1024,8 +1094,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	printf("# seed_array is a reference, not a peer: an idealised ordered map (a sorted\n"
-	       "# array, O(n) inserts) that no real map reaches, a lower bound\n");
+	printf("# seed_array is a reference, not a peer: an idealised ordered "
+	       "map (a sorted\n"
+	       "# array, O(n) inserts) that no real map reaches, a lower "
+	       "bound\n");
 	printf("%-14s", "figure");
 	for (size_t k = 0; k < NIMPL; k++)
 		printf(" %12s", impls[k].name);
@@ -1038,33 +1110,42 @@ int main(int argc, char **argv)
 
 			if (result[0][si][f] < 0)
 				continue;
-			snprintf(name, sizeof(name), "%s_%s", fig_name[f], size_tag(si));
+			snprintf(name, sizeof(name), "%s_%s", fig_name[f],
+				 size_tag(si));
 			printf("%-14s", name);
 			for (size_t k = 0; k < NIMPL; k++)
 				if (result[k][si][f] < 0)
 					printf(" %12s", "n/a");
 				else
 					printf(" %12.2f", result[k][si][f]);
-			/* ratio > 1: mrlease better (scale2: higher is better) */
+			/* ratio > 1: mrlease better (scale2: higher is better)
+			 */
 			for (size_t k = 1; k < NIMPL; k++) {
-				double x = result[0][si][f], y = result[k][si][f];
+				double x = result[0][si][f],
+				       y = result[k][si][f];
 
 				if (y < 0)
-					printf(" %9s_%-4s", "n/a", impls[k].name);
+					printf(" %9s_%-4s", "n/a",
+					       impls[k].name);
 				else
-					printf(" %8.2fx_%-4s", f == SCALE ? x / y : y / x, impls[k].name);
+					printf(" %8.2fx_%-4s",
+					       f == SCALE ? x / y : y / x,
+					       impls[k].name);
 			}
 			printf("\n");
 		}
 	}
 
-	printf("# memory latency (dependent random load over 64 MiB, 4 KiB pages): %.1f ns;\n"
-	       "# a random hit at 1e6 costs that many of them:", mem_lat);
+	printf("# memory latency (dependent random load over 64 MiB, 4 KiB "
+	       "pages): %.1f ns;\n"
+	       "# a random hit at 1e6 costs that many of them:",
+	       mem_lat);
 	for (size_t k = 0; k < NIMPL; k++)
-		printf(" %s %.2f", impls[k].name, result[k][NSIZE - 1][RAND] / mem_lat);
+		printf(" %s %.2f", impls[k].name,
+		       result[k][NSIZE - 1][RAND] / mem_lat);
 	printf("\n");
-	len += snprintf(line + len, sizeof(line) - len, "RESULT load1=%.2f mem_lat=%.1f",
-			load1(), mem_lat);
+	len += snprintf(line + len, sizeof(line) - len,
+			"RESULT load1=%.2f mem_lat=%.1f", load1(), mem_lat);
 	for (int si = 0; si < NSIZE; si++) {
 		for (int f = 0; f < NFIG; f++) {
 			if (result[0][si][f] < 0)
@@ -1072,19 +1153,24 @@ int main(int argc, char **argv)
 			for (size_t k = 0; k < NIMPL; k++) {
 				if (result[k][si][f] < 0)
 					continue;
-				len += snprintf(line + len, sizeof(line) - len, " %s_%s_%s=%.2f",
-						k ? impls[k].name : "mrl", fig_name[f],
-						size_tag(si), result[k][si][f]);
+				len += snprintf(line + len, sizeof(line) - len,
+						" %s_%s_%s=%.2f",
+						k ? impls[k].name : "mrl",
+						fig_name[f], size_tag(si),
+						result[k][si][f]);
 			}
 			for (size_t k = 1; k < NIMPL; k++) {
-				double x = result[0][si][f], y = result[k][si][f];
+				double x = result[0][si][f],
+				       y = result[k][si][f];
 
 				peer = &impls[k];
 				if (y > 0)
-					len += snprintf(line + len, sizeof(line) - len,
-							" ratio_%s_%s_%s=%.2f", peer->name,
-							fig_name[f], size_tag(si),
-							f == SCALE ? x / y : y / x);
+					len += snprintf(
+						line + len, sizeof(line) - len,
+						" ratio_%s_%s_%s=%.2f",
+						peer->name, fig_name[f],
+						size_tag(si),
+						f == SCALE ? x / y : y / x);
 			}
 		}
 	}

@@ -91,34 +91,38 @@
 #include "bench_util.h"
 
 enum { M_APP, M_PEROP, M_LEASE, M_EVICT, NMODES };
-static const char *const mode_names[NMODES] = { "app", "perop", "lease", "evict" };
+static const char *const mode_names[NMODES] = {"app", "perop", "lease",
+					       "evict"};
 
-static const size_t sizes[] = { 4096, 16384, 65536, 262144, 1048576, 4194304 };
-#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
-#define MAX_BUF ((size_t)4 << 20)
+static const size_t sizes[] = {4096, 16384, 65536, 262144, 1048576, 4194304};
+#define NSIZES	(sizeof(sizes) / sizeof(sizes[0]))
+#define MAX_BUF ((size_t) 4 << 20)
 
 /* Working sets: WORK_BUFS fits any cache; EVICT_BUFS is larger than
  * EVICT_CAP plus the writes in flight, whose entries a lease keeps. */
-#define WORK_BUFS 4
+#define WORK_BUFS  4
 #define EVICT_BUFS 24
-#define EVICT_CAP 4
+#define EVICT_CAP  4
 #define MAX_WINDOW 16
 
-#define MAX_ROUNDS 200
+#define MAX_ROUNDS    200
 #define SLICE_SECONDS 0.12
 #define CALIB_SECONDS 0.03
 
-static const char *bench_prov(void)
+static const char *
+bench_prov(void)
 {
 	return bu_env_str("COST_BENCH_PROV", "tcp;ofi_rxm");
 }
 
-static int window_size(void)
+static int
+window_size(void)
 {
-	return (int)bu_env_clamp("COST_BENCH_WINDOW", 8, 1, MAX_WINDOW);
+	return (int) bu_env_clamp("COST_BENCH_WINDOW", 8, 1, MAX_WINDOW);
 }
 
-static bool mode_leases(int mode)
+static bool
+mode_leases(int mode)
 {
 	return mode == M_LEASE || mode == M_EVICT;
 }
@@ -146,9 +150,11 @@ struct counts {
 	uint64_t charged, charged_ns, misses, evictions;
 };
 
-static void counts_now(struct child *c, struct counts *n)
+static void
+counts_now(struct child *c, struct counts *n)
 {
-	struct mrcheck_ops *chk = c->pair.chk_all ? c->pair.chk_all : c->pair.chk;
+	struct mrcheck_ops *chk =
+		c->pair.chk_all ? c->pair.chk_all : c->pair.chk;
 	struct mrcheck_stats cs;
 	struct fi_mrlease_stats ls;
 
@@ -163,7 +169,8 @@ static void counts_now(struct child *c, struct counts *n)
 	}
 }
 
-static int post_write(struct child *c, size_t size)
+static int
+post_write(struct child *c, size_t size)
 {
 	int idx = c->free_slots[--c->nfree];
 	struct slot *s = &c->slots[idx];
@@ -174,7 +181,7 @@ static int post_write(struct child *c, size_t size)
 
 	if (c->mode == M_PEROP) {
 		ret = fi_mr_reg(c->pair.domain, src, size, FI_WRITE, 0,
-				0x10000 + (uint64_t)idx, 0, &s->mr, NULL);
+				0x10000 + (uint64_t) idx, 0, &s->mr, NULL);
 		if (ret)
 			goto err;
 		desc = fi_mr_desc(s->mr);
@@ -184,7 +191,7 @@ static int post_write(struct child *c, size_t size)
 	while ((ret = fi_write(c->pair.ep[0], src, size, desc, c->pair.addr[1],
 			       mrlt_pair_rma_addr(&c->pair, c->dst, c->dst),
 			       fi_mr_key(c->dst_mr), &s->ctx)) == -FI_EAGAIN)
-		(void)fi_cq_read(c->pair.cq, NULL, 0);
+		(void) fi_cq_read(c->pair.cq, NULL, 0);
 	if (!ret)
 		return 0;
 	if (s->mr) {
@@ -194,12 +201,13 @@ static int post_write(struct child *c, size_t size)
 err:
 	c->free_slots[c->nfree++] = idx;
 	fprintf(stderr, "cost_bench %s: posting a %zu-byte write: %s\n",
-		mode_names[c->mode], size, fi_strerror((int)-ret));
-	return (int)ret;
+		mode_names[c->mode], size, fi_strerror((int) -ret));
+	return (int) ret;
 }
 
 /* Read completions until at most keep writes are outstanding. */
-static int reap(struct child *c, int keep)
+static int
+reap(struct child *c, int keep)
 {
 	struct fi_cq_tagged_entry e[16];
 	ssize_t n;
@@ -209,7 +217,7 @@ static int reap(struct child *c, int keep)
 		if (n == -FI_EAGAIN)
 			continue;
 		if (n < 0) {
-			struct fi_cq_err_entry err = { 0 };
+			struct fi_cq_err_entry err = {0};
 
 			fi_cq_readerr(c->pair.cq, &err, 0);
 			fprintf(stderr, "cost_bench %s: write failed: %s\n",
@@ -217,19 +225,20 @@ static int reap(struct child *c, int keep)
 			return -FI_EIO;
 		}
 		for (ssize_t i = 0; i < n; i++) {
-			struct slot *s = (struct slot *)e[i].op_context;
+			struct slot *s = (struct slot *) e[i].op_context;
 
 			if (s->mr) {
 				fi_close(&s->mr->fid);
 				s->mr = NULL;
 			}
-			c->free_slots[c->nfree++] = (int)(s - c->slots);
+			c->free_slots[c->nfree++] = (int) (s - c->slots);
 		}
 	}
 	return 0;
 }
 
-static int run_writes(struct child *c, size_t size, long n)
+static int
+run_writes(struct child *c, size_t size, long n)
 {
 	int ret;
 
@@ -242,7 +251,8 @@ static int run_writes(struct child *c, size_t size, long n)
 	return reap(c, 0);
 }
 
-static void child_close(struct child *c)
+static void
+child_close(struct child *c)
 {
 	for (size_t b = 0; b < c->nbufs; b++)
 		if (c->buf_mr[b])
@@ -256,9 +266,11 @@ static void child_close(struct child *c)
 
 /* Open the pair, the buffers and what the mode registers up front.
  * 0, 77 (provider unavailable) or 1. */
-static int child_open(struct child *c, int mode)
+static int
+child_open(struct child *c, int mode)
 {
-	struct mrlt_pair_opts xo = { .prov = bench_prov(), .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair_opts xo = {.prov = bench_prov(),
+				    .caps = FI_MSG | FI_RMA};
 	int ret;
 
 	memset(c, 0, sizeof(*c));
@@ -279,13 +291,14 @@ static int child_open(struct child *c, int mode)
 		goto err;
 	memset(c->bufs, 0x5a, c->nbufs * MAX_BUF);
 	memset(c->dst, 0, MAX_BUF);
-	ret = mrlt_pair_mr_reg(&c->pair, c->dst, MAX_BUF, FI_REMOTE_WRITE, &c->dst_mr);
+	ret = mrlt_pair_mr_reg(&c->pair, c->dst, MAX_BUF, FI_REMOTE_WRITE,
+			       &c->dst_mr);
 	for (size_t b = 0; !ret && mode == M_APP && b < c->nbufs; b++)
-		ret = mrlt_pair_mr_reg(&c->pair, c->bufs + b * MAX_BUF, MAX_BUF, FI_WRITE,
-				  &c->buf_mr[b]);
+		ret = mrlt_pair_mr_reg(&c->pair, c->bufs + b * MAX_BUF, MAX_BUF,
+				       FI_WRITE, &c->buf_mr[b]);
 	if (ret) {
-		fprintf(stderr, "cost_bench %s: fi_mr_reg: %s\n", mode_names[mode],
-			fi_strerror(-ret));
+		fprintf(stderr, "cost_bench %s: fi_mr_reg: %s\n",
+			mode_names[mode], fi_strerror(-ret));
 		goto err;
 	}
 	for (int i = 0; i < c->window; i++)
@@ -306,7 +319,8 @@ err:
  *     "calib SIZE SECS" writes for about SECS -> "calib n N secs S"
  *     "quit"            exit
  */
-static int serve_main(int mode)
+static int
+serve_main(int mode)
 {
 	struct child c;
 	char line[128];
@@ -315,7 +329,7 @@ static int serve_main(int mode)
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < NSIZES && !ret; i++)
-		ret = run_writes(&c, sizes[i], (long)(3 * c.nbufs) + c.window);
+		ret = run_writes(&c, sizes[i], (long) (3 * c.nbufs) + c.window);
 	if (!ret)
 		bu_serve_answer("ready\n");
 	while (!ret && bu_serve_gets(line, sizeof(line))) {
@@ -326,18 +340,21 @@ static int serve_main(int mode)
 
 		if (!strcmp(line, "quit\n"))
 			break;
-		if (sscanf(line, "calib %zu %lf", &size, &secs) == 2 && size <= MAX_BUF) {
+		if (sscanf(line, "calib %zu %lf", &size, &secs) == 2 &&
+		    size <= MAX_BUF) {
 			t0 = bu_now_s();
 			do {
 				ret = run_writes(&c, size, c.window);
 				n += c.window;
 			} while (!ret && bu_now_s() - t0 < secs);
-			bu_serve_answer("calib n %ld secs %.9f\n", n, bu_now_s() - t0);
+			bu_serve_answer("calib n %ld secs %.9f\n", n,
+					bu_now_s() - t0);
 			continue;
 		}
 		if (sscanf(line, "slice %zu %ld", &size, &n) != 2 || !size ||
 		    size > MAX_BUF || n < 1) {
-			fprintf(stderr, "cost_bench child: bad command: %s", line);
+			fprintf(stderr, "cost_bench child: bad command: %s",
+				line);
 			ret = 1;
 			break;
 		}
@@ -348,9 +365,11 @@ static int serve_main(int mode)
 		secs = bu_now_s() - t0;
 		u0 = bu_cpu_s() - u0;
 		counts_now(&c, &b);
-		bu_serve_answer("slice secs %.9f cpu %.9f charged %" PRIu64 " ns %" PRIu64
-				" misses %" PRIu64 " evictions %" PRIu64 "\n", secs, u0,
-				b.charged - a.charged, b.charged_ns - a.charged_ns,
+		bu_serve_answer("slice secs %.9f cpu %.9f charged %" PRIu64
+				" ns %" PRIu64 " misses %" PRIu64
+				" evictions %" PRIu64 "\n",
+				secs, u0, b.charged - a.charged,
+				b.charged_ns - a.charged_ns,
 				b.misses - a.misses, b.evictions - a.evictions);
 	}
 	child_close(&c);
@@ -359,21 +378,25 @@ static int serve_main(int mode)
 
 /* ---- parent ---------------------------------------------------------- */
 
-static void child_env(void *arg)
+static void
+child_env(void *arg)
 {
-	int mode = *(int *)arg;
+	int mode = *(int *) arg;
 	char builddir[PATH_MAX], path[2 * PATH_MAX + 64];
 	const char *hooks = getenv("MRL_TEST_HOOK_PATH");
 	char evict_cap[16];
 
 	bu_builddir(builddir, sizeof(builddir));
 	if (hooks)
-		snprintf(path, sizeof(path), "%s/prov/mrlease/.libs:%s", builddir, hooks);
+		snprintf(path, sizeof(path), "%s/prov/mrlease/.libs:%s",
+			 builddir, hooks);
 	else
-		snprintf(path, sizeof(path), "%s/prov/mrlease/.libs:%s/test/.libs",
-			 builddir, builddir);
+		snprintf(path, sizeof(path),
+			 "%s/prov/mrlease/.libs:%s/test/.libs", builddir,
+			 builddir);
 	setenv("FI_PROVIDER_PATH", path, 1);
-	setenv("FI_TCP_IFACE", getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
+	setenv("FI_TCP_IFACE",
+	       getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
 	setenv("FI_HOOK", mode_leases(mode) ? "mrcheck;mrlease" : "mrcheck", 1);
 	setenv("MRCHECK_REG_COST", "1", 1);
 	if (getenv("COST_BENCH_CHECK") && *getenv("COST_BENCH_CHECK") == '1')
@@ -394,8 +417,8 @@ static void child_env(void *arg)
  * other processes take the CPU for part of a slice, which only the
  * elapsed figure counts). */
 enum { T_WALL, T_CPU, NCLOCKS };
-static const char *const clock_names[NCLOCKS] = { "elapsed", "CPU time" };
-static const char *const clock_keys[NCLOCKS] = { "", "_cpu" };
+static const char *const clock_names[NCLOCKS] = {"elapsed", "CPU time"};
+static const char *const clock_keys[NCLOCKS] = {"", "_cpu"};
 
 /* One slice's answer. */
 struct sample {
@@ -405,9 +428,10 @@ struct sample {
 
 static struct sample samples[NSIZES][NMODES][MAX_ROUNDS];
 static long slice_writes[NSIZES];
-static int mode_ids[NMODES] = { M_APP, M_PEROP, M_LEASE, M_EVICT };
+static int mode_ids[NMODES] = {M_APP, M_PEROP, M_LEASE, M_EVICT};
 
-static int slice(struct bu_server *s, size_t size, long n, struct sample *out)
+static int
+slice(struct bu_server *s, size_t size, long n, struct sample *out)
 {
 	char cmd[64], ans[256];
 	double secs, cpu, charged, ns, misses, evictions;
@@ -417,9 +441,11 @@ static int slice(struct bu_server *s, size_t size, long n, struct sample *out)
 	ret = bu_server_ask(s, cmd, ans, sizeof(ans));
 	if (ret)
 		return ret;
-	if (sscanf(ans, "slice secs %lf cpu %lf charged %lf ns %lf misses %lf "
-		   "evictions %lf", &secs, &cpu, &charged, &ns, &misses,
-		   &evictions) != 6 || secs <= 0 || cpu <= 0) {
+	if (sscanf(ans,
+		   "slice secs %lf cpu %lf charged %lf ns %lf misses %lf "
+		   "evictions %lf",
+		   &secs, &cpu, &charged, &ns, &misses, &evictions) != 6 ||
+	    secs <= 0 || cpu <= 0) {
 		fprintf(stderr, "cost_bench: %s answered: %s", s->name, ans);
 		return -FI_EOTHER;
 	}
@@ -433,7 +459,8 @@ static int slice(struct bu_server *s, size_t size, long n, struct sample *out)
 }
 
 /* Writes per slice at size i: SLICE_SECONDS at the modes' median rate. */
-static int calibrate(struct bu_server sv[NMODES], size_t i)
+static int
+calibrate(struct bu_server sv[NMODES], size_t i)
 {
 	double rate[NMODES], secs;
 	char cmd[64], ans[128];
@@ -441,22 +468,25 @@ static int calibrate(struct bu_server sv[NMODES], size_t i)
 	int ret;
 
 	for (int m = 0; m < NMODES; m++) {
-		snprintf(cmd, sizeof(cmd), "calib %zu %.3f", sizes[i], CALIB_SECONDS);
+		snprintf(cmd, sizeof(cmd), "calib %zu %.3f", sizes[i],
+			 CALIB_SECONDS);
 		ret = bu_server_ask(&sv[m], cmd, ans, sizeof(ans));
 		if (ret)
 			return ret;
-		if (sscanf(ans, "calib n %ld secs %lf", &n, &secs) != 2 || secs <= 0)
+		if (sscanf(ans, "calib n %ld secs %lf", &n, &secs) != 2 ||
+		    secs <= 0)
 			return -FI_EOTHER;
 		rate[m] = n / secs;
 	}
-	slice_writes[i] = (long)(SLICE_SECONDS * bu_median(rate, NMODES));
+	slice_writes[i] = (long) (SLICE_SECONDS * bu_median(rate, NMODES));
 	if (slice_writes[i] < 4L * window_size())
 		slice_writes[i] = 4L * window_size();
 	return 0;
 }
 
 /* Rounds [r0, r1) of every size with one generation of servers. */
-static int measure_generation(int r0, int r1)
+static int
+measure_generation(int r0, int r1)
 {
 	struct bu_server sv[NMODES];
 	int order[NMODES], ret;
@@ -468,9 +498,10 @@ static int measure_generation(int r0, int r1)
 		if (!r0)
 			ret = calibrate(sv, i);
 		for (int r = r0; r < r1 && !ret; r++) {
-			bu_shuffle(order, NMODES, (int)i * MAX_ROUNDS + r);
+			bu_shuffle(order, NMODES, (int) i * MAX_ROUNDS + r);
 			for (int k = 0; k < NMODES && !ret; k++)
-				ret = slice(&sv[order[k]], sizes[i], slice_writes[i],
+				ret = slice(&sv[order[k]], sizes[i],
+					    slice_writes[i],
 					    &samples[i][order[k]][r]);
 		}
 	}
@@ -480,22 +511,27 @@ static int measure_generation(int r0, int r1)
 /* The pairs reported: numerator mode, denominator mode. */
 enum { P_LEASE_APP, P_LEASE_PEROP, P_EVICT_PEROP, P_PEROP_APP, NPAIRS };
 static const int pairs[NPAIRS][2] = {
-	{ M_LEASE, M_APP }, { M_LEASE, M_PEROP }, { M_EVICT, M_PEROP }, { M_PEROP, M_APP },
+	{M_LEASE, M_APP},
+	{M_LEASE, M_PEROP},
+	{M_EVICT, M_PEROP},
+	{M_PEROP, M_APP},
 };
-static const char *const pair_keys[NPAIRS] = { "lease_app", "lease_perop",
-					       "evict_perop", "perop_app" };
+static const char *const pair_keys[NPAIRS] = {"lease_app", "lease_perop",
+					      "evict_perop", "perop_app"};
 
 struct figures {
 	double rate[NCLOCKS][NMODES]; /* median slice rate */
 	double med[NCLOCKS][NPAIRS], q1[NCLOCKS][NPAIRS], q3[NCLOCKS][NPAIRS];
-	double charged[NMODES], misses[NMODES], evictions[NMODES]; /* per write, mean */
-	double ns_per_charge;         /* perop's mean charge */
+	double charged[NMODES], misses[NMODES],
+		evictions[NMODES]; /* per write, mean */
+	double ns_per_charge; /* perop's mean charge */
 	/* Per write, lease against perop: median over rounds of the paired
 	 * difference of the inverse rates, [quartiles] */
 	double saved_us[NCLOCKS], saved_q1[NCLOCKS], saved_q3[NCLOCKS];
 };
 
-static void figures_of(size_t i, int rounds, struct figures *f)
+static void
+figures_of(size_t i, int rounds, struct figures *f)
 {
 	double v[MAX_ROUNDS], ns = 0;
 
@@ -528,7 +564,8 @@ static void figures_of(size_t i, int rounds, struct figures *f)
 		}
 		for (int r = 0; r < rounds; r++)
 			v[r] = (1 / samples[i][M_PEROP][r].rate[k] -
-				1 / samples[i][M_LEASE][r].rate[k]) * 1e6;
+				1 / samples[i][M_LEASE][r].rate[k]) *
+			       1e6;
 		f->saved_q1[k] = bu_quantile(v, rounds, 0.25);
 		f->saved_us[k] = bu_quantile(v, rounds, 0.5);
 		f->saved_q3[k] = bu_quantile(v, rounds, 0.75);
@@ -536,37 +573,45 @@ static void figures_of(size_t i, int rounds, struct figures *f)
 }
 
 /* What each mode must have done in its warm slices; false (said) if not. */
-static bool sane(size_t i, const struct figures *f, double model_ns)
+static bool
+sane(size_t i, const struct figures *f, double model_ns)
 {
 	bool ok = true;
 
 	if (f->charged[M_APP] > 0 || f->charged[M_LEASE] > 0) {
-		fprintf(stderr, "cost_bench: %zu B: app or lease registered while warm "
-			"(%.3f, %.3f per write)\n", sizes[i], f->charged[M_APP],
-			f->charged[M_LEASE]);
+		fprintf(stderr,
+			"cost_bench: %zu B: app or lease registered while warm "
+			"(%.3f, %.3f per write)\n",
+			sizes[i], f->charged[M_APP], f->charged[M_LEASE]);
 		ok = false;
 	}
 	if (f->charged[M_PEROP] < 0.999 || f->charged[M_PEROP] > 1.001) {
-		fprintf(stderr, "cost_bench: %zu B: perop charged %.3f registrations "
-			"per write, not 1\n", sizes[i], f->charged[M_PEROP]);
+		fprintf(stderr,
+			"cost_bench: %zu B: perop charged %.3f registrations "
+			"per write, not 1\n",
+			sizes[i], f->charged[M_PEROP]);
 		ok = false;
 	}
 	if (f->misses[M_EVICT] < 0.9 || f->charged[M_EVICT] < 0.9) {
-		fprintf(stderr, "cost_bench: %zu B: evict missed %.3f and registered "
-			"%.3f per write: the working set fits the cache\n", sizes[i],
-			f->misses[M_EVICT], f->charged[M_EVICT]);
+		fprintf(stderr,
+			"cost_bench: %zu B: evict missed %.3f and registered "
+			"%.3f per write: the working set fits the cache\n",
+			sizes[i], f->misses[M_EVICT], f->charged[M_EVICT]);
 		ok = false;
 	}
 	if (f->ns_per_charge < model_ns) {
-		fprintf(stderr, "cost_bench: %zu B: a charge spent %.0f ns, the model "
-			"asks %.0f\n", sizes[i], f->ns_per_charge, model_ns);
+		fprintf(stderr,
+			"cost_bench: %zu B: a charge spent %.0f ns, the model "
+			"asks %.0f\n",
+			sizes[i], f->ns_per_charge, model_ns);
 		ok = false;
 	}
 	return ok;
 }
 
 /* The model the children run with (mrcheck's defaults unless set). */
-static void model_of(double *a, double *b)
+static void
+model_of(double *a, double *b)
 {
 	const char *env;
 
@@ -578,15 +623,19 @@ static void model_of(double *a, double *b)
 		*b = strtod(env, NULL);
 }
 
-static void print_figures(const struct figures fig[NSIZES], int rounds)
+static void
+print_figures(const struct figures fig[NSIZES], int rounds)
 {
 	for (int k = 0; k < NCLOCKS; k++) {
-		printf("# by %s: median slice rate per mode (writes/s); ratios: median "
-		       "over %d rounds of the round's paired ratio [quartiles]; saved_us: "
-		       "per write, lease against perop, paired\n", clock_names[k], rounds);
-		printf("# %8s %9s %9s %9s %9s %21s %21s %21s %23s\n", "size", "app/s",
-		       "perop/s", "lease/s", "evict/s", "lease/app", "lease/perop",
-		       "evict/perop", "saved_us");
+		printf("# by %s: median slice rate per mode (writes/s); "
+		       "ratios: median "
+		       "over %d rounds of the round's paired ratio "
+		       "[quartiles]; saved_us: "
+		       "per write, lease against perop, paired\n",
+		       clock_names[k], rounds);
+		printf("# %8s %9s %9s %9s %9s %21s %21s %21s %23s\n", "size",
+		       "app/s", "perop/s", "lease/s", "evict/s", "lease/app",
+		       "lease/perop", "evict/perop", "saved_us");
 		for (size_t i = 0; i < NSIZES; i++) {
 			const struct figures *f = &fig[i];
 
@@ -594,27 +643,31 @@ static void print_figures(const struct figures fig[NSIZES], int rounds)
 			       f->rate[k][M_APP], f->rate[k][M_PEROP],
 			       f->rate[k][M_LEASE], f->rate[k][M_EVICT]);
 			for (int p = 0; p < P_PEROP_APP; p++)
-				printf("  %5.3f [%5.3f %5.3f]", f->med[k][p], f->q1[k][p],
-				       f->q3[k][p]);
-			printf("  %6.1f [%6.1f %6.1f]\n", f->saved_us[k], f->saved_q1[k],
-			       f->saved_q3[k]);
+				printf("  %5.3f [%5.3f %5.3f]", f->med[k][p],
+				       f->q1[k][p], f->q3[k][p]);
+			printf("  %6.1f [%6.1f %6.1f]\n", f->saved_us[k],
+			       f->saved_q1[k], f->saved_q3[k]);
 		}
 	}
 	printf("# per write, mean over the timed slices: registrations charged "
-	       "(app/perop/lease/evict), cache misses and evictions (lease/evict), "
+	       "(app/perop/lease/evict), cache misses and evictions "
+	       "(lease/evict), "
 	       "perop's CPU ns per charge; writes per slice\n");
 	for (size_t i = 0; i < NSIZES; i++) {
 		const struct figures *f = &fig[i];
 
-		printf("# %8zu charged %.3f/%.3f/%.3f/%.3f misses %.3f/%.3f evictions "
-		       "%.3f/%.3f charge %.0f ns; %ld writes\n", sizes[i], f->charged[0],
-		       f->charged[1], f->charged[2], f->charged[3], f->misses[M_LEASE],
-		       f->misses[M_EVICT], f->evictions[M_LEASE], f->evictions[M_EVICT],
+		printf("# %8zu charged %.3f/%.3f/%.3f/%.3f misses %.3f/%.3f "
+		       "evictions "
+		       "%.3f/%.3f charge %.0f ns; %ld writes\n",
+		       sizes[i], f->charged[0], f->charged[1], f->charged[2],
+		       f->charged[3], f->misses[M_LEASE], f->misses[M_EVICT],
+		       f->evictions[M_LEASE], f->evictions[M_EVICT],
 		       f->ns_per_charge, slice_writes[i]);
 	}
 }
 
-static void write_data(const struct figures fig[NSIZES], int rounds, double a, double b)
+static void
+write_data(const struct figures fig[NSIZES], int rounds, double a, double b)
 {
 	FILE *f = bu_data_open("cost_bench");
 
@@ -622,10 +675,13 @@ static void write_data(const struct figures fig[NSIZES], int rounds, double a, d
 		return;
 	fprintf(f, "# prov: %s\n# model: a=%.0f ns b=%.3f ns/B\n# rounds: %d\n",
 		bench_prov(), a, b, rounds);
-	fprintf(f, "# model_charge_us: perop's mean CPU time per registration\n");
-	fprintf(f, "# columns, then the same again by CPU time: size app perop lease "
-		"evict lease_app q1 q3 lease_perop q1 q3 evict_perop q1 q3 saved_us q1 q3"
-		" | model_charge_us\n");
+	fprintf(f,
+		"# model_charge_us: perop's mean CPU time per registration\n");
+	fprintf(f, "# columns, then the same again by CPU time: size app perop "
+		   "lease "
+		   "evict lease_app q1 q3 lease_perop q1 q3 evict_perop q1 q3 "
+		   "saved_us q1 q3"
+		   " | model_charge_us\n");
 	for (size_t i = 0; i < NSIZES; i++) {
 		const struct figures *g = &fig[i];
 
@@ -635,38 +691,45 @@ static void write_data(const struct figures fig[NSIZES], int rounds, double a, d
 				g->rate[k][M_PEROP], g->rate[k][M_LEASE],
 				g->rate[k][M_EVICT]);
 			for (int p = 0; p < P_PEROP_APP; p++)
-				fprintf(f, " %.4f %.4f %.4f", g->med[k][p], g->q1[k][p],
-					g->q3[k][p]);
-			fprintf(f, " %.2f %.2f %.2f", g->saved_us[k], g->saved_q1[k],
-				g->saved_q3[k]);
+				fprintf(f, " %.4f %.4f %.4f", g->med[k][p],
+					g->q1[k][p], g->q3[k][p]);
+			fprintf(f, " %.2f %.2f %.2f", g->saved_us[k],
+				g->saved_q1[k], g->saved_q3[k]);
 		}
 		fprintf(f, " %.2f\n", g->ns_per_charge / 1e3);
 	}
 	fclose(f);
 }
 
-static int parent_main(void)
+static int
+parent_main(void)
 {
-	int rounds = (int)bu_env_clamp("COST_BENCH_ROUNDS", 40, 1, MAX_ROUNDS);
-	int gens = (int)bu_env_clamp("COST_BENCH_GENERATIONS", 5, 1, rounds);
+	int rounds = (int) bu_env_clamp("COST_BENCH_ROUNDS", 40, 1, MAX_ROUNDS);
+	int gens = (int) bu_env_clamp("COST_BENCH_GENERATIONS", 5, 1, rounds);
 	struct figures fig[NSIZES];
-	double a, b, min_lease_app[NCLOCKS] = { 1e9, 1e9 };
-	double min_lease_perop[NCLOCKS] = { 1e9, 1e9 };
+	double a, b, min_lease_app[NCLOCKS] = {1e9, 1e9};
+	double min_lease_perop[NCLOCKS] = {1e9, 1e9};
 	bool ok = true;
 	int ret = 0, cpu;
 
-	/* A child that died leaves a broken pipe: a write error, not a signal. */
+	/* A child that died leaves a broken pipe: a write error, not a signal.
+	 */
 	signal(SIGPIPE, SIG_IGN);
 	model_of(&a, &b);
 	cpu = bu_pin_one_cpu("COST_BENCH_CPU");
-	printf("# cost_bench: fi_write rate over %s under mrcheck's registration cost "
-	       "model (a=%.0f ns + b=%.3f ns/B, CPU busy), modes interleaved slice by "
-	       "slice: %d rounds per size by %d generations of children, window %d, "
-	       "children on CPU %d (-1: not pinned), load %.2f\n", bench_prov(), a, b,
-	       rounds, gens, window_size(), cpu, bu_load1());
+	printf("# cost_bench: fi_write rate over %s under mrcheck's "
+	       "registration cost "
+	       "model (a=%.0f ns + b=%.3f ns/B, CPU busy), modes interleaved "
+	       "slice by "
+	       "slice: %d rounds per size by %d generations of children, "
+	       "window %d, "
+	       "children on CPU %d (-1: not pinned), load %.2f\n",
+	       bench_prov(), a, b, rounds, gens, window_size(), cpu,
+	       bu_load1());
 	fflush(stdout);
 	for (int g = 0; g < gens && !ret; g++)
-		ret = measure_generation(g * rounds / gens, (g + 1) * rounds / gens);
+		ret = measure_generation(g * rounds / gens,
+					 (g + 1) * rounds / gens);
 	if (ret == -FI_ENODATA) {
 		printf("# provider unavailable: skipped\nRESULT skipped=1\n");
 		return 0;
@@ -677,38 +740,44 @@ static int parent_main(void)
 	}
 	for (size_t i = 0; i < NSIZES; i++) {
 		figures_of(i, rounds, &fig[i]);
-		ok &= sane(i, &fig[i], a + b * (double)sizes[i]);
+		ok &= sane(i, &fig[i], a + b * (double) sizes[i]);
 		for (int k = 0; k < NCLOCKS; k++) {
 			if (fig[i].med[k][P_LEASE_APP] < min_lease_app[k])
 				min_lease_app[k] = fig[i].med[k][P_LEASE_APP];
 			if (fig[i].med[k][P_LEASE_PEROP] < min_lease_perop[k])
-				min_lease_perop[k] = fig[i].med[k][P_LEASE_PEROP];
+				min_lease_perop[k] =
+					fig[i].med[k][P_LEASE_PEROP];
 		}
 	}
 	print_figures(fig, rounds);
 	write_data(fig, rounds, a, b);
 	printf("# load average (1 min) at the end: %.2f\n", bu_load1());
-	printf("RESULT prov=%s rounds=%d cpu=%d load1=%.2f sane=%d reg_cost_ns=%.0f "
-	       "reg_cost_ns_per_byte=%.3f", bench_prov(), rounds, cpu, bu_load1(), ok,
-	       a, b);
+	printf("RESULT prov=%s rounds=%d cpu=%d load1=%.2f sane=%d "
+	       "reg_cost_ns=%.0f "
+	       "reg_cost_ns_per_byte=%.3f",
+	       bench_prov(), rounds, cpu, bu_load1(), ok, a, b);
 	for (int k = 0; k < NCLOCKS; k++)
 		for (size_t i = 0; i < NSIZES; i++) {
 			for (int p = 0; p < NPAIRS; p++)
-				printf(" %s%s_%zu=%.3f", pair_keys[p], clock_keys[k],
-				       sizes[i], fig[i].med[k][p]);
+				printf(" %s%s_%zu=%.3f", pair_keys[p],
+				       clock_keys[k], sizes[i],
+				       fig[i].med[k][p]);
 			printf(" saved_us%s_%zu=%.1f", clock_keys[k], sizes[i],
 			       fig[i].saved_us[k]);
 		}
 	for (size_t i = 0; i < NSIZES; i++)
-		printf(" charge_us_%zu=%.1f", sizes[i], fig[i].ns_per_charge / 1e3);
+		printf(" charge_us_%zu=%.1f", sizes[i],
+		       fig[i].ns_per_charge / 1e3);
 	for (int k = 0; k < NCLOCKS; k++)
-		printf(" min_lease_app%s=%.3f min_lease_perop%s=%.3f", clock_keys[k],
-		       min_lease_app[k], clock_keys[k], min_lease_perop[k]);
+		printf(" min_lease_app%s=%.3f min_lease_perop%s=%.3f",
+		       clock_keys[k], min_lease_app[k], clock_keys[k],
+		       min_lease_perop[k]);
 	printf("\n");
 	return ok ? 0 : 1;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	return bu_main(argc, argv, mode_names, NMODES, serve_main, parent_main);
 }

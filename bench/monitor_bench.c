@@ -124,20 +124,21 @@
 
 #include "monitor_bench.h"
 
-const char *const mb_mode_names[NMODES] = { "mon", "perop", "off", "watch" };
-const char *const mb_mode_pinning[NMODES] = { "yes", "yes", "no", "yes" };
-const char *const mb_mode_monitor[NMODES] = { "userfaultfd", "none", "none",
-						  "userfaultfd" };
-const char *const mb_mode_churn[NMODES] = { NULL, NULL, NULL, "0" };
+const char *const mb_mode_names[NMODES] = {"mon", "perop", "off", "watch"};
+const char *const mb_mode_pinning[NMODES] = {"yes", "yes", "no", "yes"};
+const char *const mb_mode_monitor[NMODES] = {"userfaultfd", "none", "none",
+					     "userfaultfd"};
+const char *const mb_mode_churn[NMODES] = {NULL, NULL, NULL, "0"};
 
 #define MAX_ROUNDS 400
 
-static const size_t loop_sizes[] = { 4096, 65536, MAX_LOOP };
+static const size_t loop_sizes[] = {4096, 65536, MAX_LOOP};
 #define NSIZES (sizeof(loop_sizes) / sizeof(loop_sizes[0]))
 
 size_t mb_page;
 
-const char *mb_prov(void)
+const char *
+mb_prov(void)
 {
 	return bu_env_str("MONITOR_BENCH_PROV", "tcp;ofi_rxm");
 }
@@ -146,13 +147,14 @@ const char *mb_prov(void)
 
 /* What one slice answered. */
 struct sample {
-	double v[3];	/* munmap: in, cached, out ns; loops: v[0] the rate */
-	double phase[3];	/* unmap: µs per iteration mapping, writing, unmapping */
+	double v[3]; /* munmap: in, cached, out ns; loops: v[0] the rate */
+	double phase[3]; /* unmap: µs per iteration mapping, writing, unmapping
+			  */
 	double regs, events, invalidations, not_retained, deferred;
 };
 
 enum { TEST_MUNMAP, TEST_UNMAP, TEST_REUSE };
-static const char *const test_names[] = { "munmap", "unmap", "reuse" };
+static const char *const test_names[] = {"munmap", "unmap", "reuse"};
 
 /* A test and the configurations it compares: a against b. */
 struct pairing {
@@ -173,9 +175,11 @@ struct server {
 
 /* Start this program as --serve mode, stdin and stdout on pipes (all
  * close-on-exec, so no child holds another's pipe open). */
-static int server_start(struct server *s, int mode)
+static int
+server_start(struct server *s, int mode)
 {
-	char self[PATH_MAX], *argv[] = { self, "--serve", (char *)mb_mode_names[mode], NULL };
+	char self[PATH_MAX],
+		*argv[] = {self, "--serve", (char *) mb_mode_names[mode], NULL};
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int cmd[2], out[2];
 
@@ -212,13 +216,15 @@ static int server_start(struct server *s, int mode)
 
 /* One answer line, read unbuffered so poll() sees what is left; false on
  * end of file or after MONITOR_BENCH_TIMEOUT seconds. */
-static bool server_gets(struct server *s, char *line, size_t len)
+static bool
+server_gets(struct server *s, char *line, size_t len)
 {
-	int timeout_ms = (int)bu_env_long("MONITOR_BENCH_TIMEOUT", 120) * 1000 + 10000;
+	int timeout_ms =
+		(int) bu_env_long("MONITOR_BENCH_TIMEOUT", 120) * 1000 + 10000;
 	size_t n = 0;
 
 	while (n < len - 1) {
-		struct pollfd pfd = { .fd = s->out_fd, .events = POLLIN };
+		struct pollfd pfd = {.fd = s->out_fd, .events = POLLIN};
 		ssize_t r;
 
 		if (poll(&pfd, 1, timeout_ms) <= 0)
@@ -237,7 +243,8 @@ static bool server_gets(struct server *s, char *line, size_t len)
 
 /* Exit status of a server that ended (waited for); 77: provider missing,
  * 78: no memory monitor (mon's server). */
-static int server_wait(struct server *s)
+static int
+server_wait(struct server *s)
 {
 	int status = 0;
 
@@ -249,7 +256,8 @@ static int server_wait(struct server *s)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-static void servers_stop(struct server sv[NMODES], bool kill_them)
+static void
+servers_stop(struct server sv[NMODES], bool kill_them)
 {
 	for (int m = 0; m < NMODES; m++) {
 		if (sv[m].pid <= 0)
@@ -265,7 +273,8 @@ static void servers_stop(struct server sv[NMODES], bool kill_them)
 /* Start one server per configuration and wait for each to be ready. 0,
  * -FI_ENODATA (provider missing), -FI_ENOSYS (no memory monitor) or
  * -FI_EOTHER. */
-static int servers_start(struct server sv[NMODES])
+static int
+servers_start(struct server sv[NMODES])
 {
 	char line[256];
 
@@ -273,40 +282,50 @@ static int servers_start(struct server sv[NMODES])
 	for (int m = 0; m < NMODES; m++) {
 		if (server_start(&sv[m], m))
 			goto err;
-		if (!server_gets(&sv[m], line, sizeof(line)) || strcmp(line, "ready\n")) {
+		if (!server_gets(&sv[m], line, sizeof(line)) ||
+		    strcmp(line, "ready\n")) {
 			int status = server_wait(&sv[m]);
 
 			servers_stop(sv, true);
 			return status == 77 ? -FI_ENODATA :
-			       status == 78 ? -FI_ENOSYS : -FI_EOTHER;
+			       status == 78 ? -FI_ENOSYS :
+					      -FI_EOTHER;
 		}
 	}
 	return 0;
 err:
-	fprintf(stderr, "monitor_bench: cannot start a child: %s\n", strerror(errno));
+	fprintf(stderr, "monitor_bench: cannot start a child: %s\n",
+		strerror(errno));
 	servers_stop(sv, true);
 	return -FI_EOTHER;
 }
 
-static bool parse_sample(const char *line, struct sample *s)
+static bool
+parse_sample(const char *line, struct sample *s)
 {
-	const char *counts = strstr(line, " regs "), *phases = strstr(line, " map_us ");
+	const char *counts = strstr(line, " regs "),
+		   *phases = strstr(line, " map_us ");
 
 	memset(s, 0, sizeof(*s));
-	if (!(sscanf(line, "munmap in %lf cached %lf out %lf", &s->v[0], &s->v[1],
-		     &s->v[2]) == 3 ||
-	      sscanf(line, "loop rate %lf", &s->v[0]) == 1) || !counts)
+	if (!(sscanf(line, "munmap in %lf cached %lf out %lf", &s->v[0],
+		     &s->v[1], &s->v[2]) == 3 ||
+	      sscanf(line, "loop rate %lf", &s->v[0]) == 1) ||
+	    !counts)
 		return false;
 	if (phases)
-		sscanf(phases, " map_us %lf write_us %lf munmap_us %lf", &s->phase[0],
-		       &s->phase[1], &s->phase[2]);
-	return sscanf(counts, " regs %lf events %lf invalidations %lf not_retained %lf "
-		      "deferred %lf", &s->regs, &s->events, &s->invalidations,
-		      &s->not_retained, &s->deferred) == 5 && s->v[0] > 0;
+		sscanf(phases, " map_us %lf write_us %lf munmap_us %lf",
+		       &s->phase[0], &s->phase[1], &s->phase[2]);
+	return sscanf(counts,
+		      " regs %lf events %lf invalidations %lf not_retained %lf "
+		      "deferred %lf",
+		      &s->regs, &s->events, &s->invalidations, &s->not_retained,
+		      &s->deferred) == 5 &&
+	       s->v[0] > 0;
 }
 
 /* One slice of pairing p on mode's server. */
-static int slice(struct server *s, const struct pairing *p, int mode, struct sample *out)
+static int
+slice(struct server *s, const struct pairing *p, int mode, struct sample *out)
 {
 	char cmd[128], line[256];
 	int len;
@@ -315,13 +334,15 @@ static int slice(struct server *s, const struct pairing *p, int mode, struct sam
 		len = snprintf(cmd, sizeof(cmd), "munmap %ld\n",
 			       bu_env_long("MONITOR_BENCH_MUNMAPS", 300));
 	else
-		len = snprintf(cmd, sizeof(cmd), "%s %zu %s\n", test_names[p->test],
-			       p->size, getenv("MONITOR_BENCH_SECS") ?
-			       getenv("MONITOR_BENCH_SECS") : "0.1");
-	if (write(s->cmd_fd, cmd, (size_t)len) != len ||
+		len = snprintf(cmd, sizeof(cmd), "%s %zu %s\n",
+			       test_names[p->test], p->size,
+			       getenv("MONITOR_BENCH_SECS") ?
+				       getenv("MONITOR_BENCH_SECS") :
+				       "0.1");
+	if (write(s->cmd_fd, cmd, (size_t) len) != len ||
 	    !server_gets(s, line, sizeof(line)) || !parse_sample(line, out)) {
-		fprintf(stderr, "monitor_bench: %s child: no answer to %s", mb_mode_names[mode],
-			cmd);
+		fprintf(stderr, "monitor_bench: %s child: no answer to %s",
+			mb_mode_names[mode], cmd);
 		return -1;
 	}
 	return 0;
@@ -333,8 +354,9 @@ static int slice(struct server *s, const struct pairing *p, int mode, struct sam
  * measure something else. Bounds leave room for the last iteration's event,
  * which the monitor may apply after the slice read its counters.
  */
-static bool counts_sane(const struct pairing *p, int mode, const struct sample *s,
-			char *why, size_t len)
+static bool
+counts_sane(const struct pairing *p, int mode, const struct sample *s,
+	    char *why, size_t len)
 {
 	bool ok = true;
 
@@ -345,22 +367,25 @@ static bool counts_sane(const struct pairing *p, int mode, const struct sample *
 	else if (p->test == TEST_UNMAP && mode == MODE_MON)
 		/* Most rounds register per operation (churn), one in
 		 * FI_MRLEASE_MONITOR_CHURN + 1 is watched and invalidated. */
-		ok = s->invalidations > 0.02 && s->regs > 0.9 && s->not_retained < 0.99;
+		ok = s->invalidations > 0.02 && s->regs > 0.9 &&
+		     s->not_retained < 0.99;
 	else if (p->test == TEST_UNMAP && mode == MODE_PEROP)
 		ok = s->not_retained > 0.99;
 	else if (p->test == TEST_REUSE)
 		ok = s->regs == 0 && s->invalidations == 0;
 	if (mode != MODE_MON && mode != MODE_WATCH && s->events > 0)
 		ok = false;
-	snprintf(why, len, "%-5s %s %zu: regs %.3f events %.3f invalidations %.3f "
-		 "not_retained %.3f deferred %.3f per iteration", mb_mode_names[mode],
-		 test_names[p->test], p->size, s->regs, s->events, s->invalidations,
-		 s->not_retained, s->deferred);
+	snprintf(why, len,
+		 "%-5s %s %zu: regs %.3f events %.3f invalidations %.3f "
+		 "not_retained %.3f deferred %.3f per iteration",
+		 mb_mode_names[mode], test_names[p->test], p->size, s->regs,
+		 s->events, s->invalidations, s->not_retained, s->deferred);
 	return ok;
 }
 
 /* Rounds r0..r1-1 on one generation of servers. 0, or a negative code. */
-static int run_rounds(struct server sv[NMODES], int np, int r0, int r1, bool *sane)
+static int
+run_rounds(struct server sv[NMODES], int np, int r0, int r1, bool *sane)
 {
 	char why[256];
 
@@ -375,8 +400,10 @@ static int run_rounds(struct server sv[NMODES], int np, int r0, int r1, bool *sa
 
 				if (slice(&sv[mode], &pairings[p], mode, s))
 					return -FI_EOTHER;
-				if (!counts_sane(&pairings[p], mode, s, why, sizeof(why))) {
-					printf("# WRONG COUNTS (round %d) %s\n", r, why);
+				if (!counts_sane(&pairings[p], mode, s, why,
+						 sizeof(why))) {
+					printf("# WRONG COUNTS (round %d) %s\n",
+					       r, why);
 					*sane = false;
 				} else if (r == 0) {
 					printf("# counts %s\n", why);
@@ -392,7 +419,8 @@ struct figure {
 	double med, q1, q3;
 };
 
-static struct figure figure_of(int p, int rounds, int k, double (*f)(double a, double b))
+static struct figure
+figure_of(int p, int rounds, int k, double (*f)(double a, double b))
 {
 	double v[MAX_ROUNDS];
 	struct figure fig;
@@ -405,23 +433,27 @@ static struct figure figure_of(int p, int rounds, int k, double (*f)(double a, d
 	return fig;
 }
 
-static double ratio(double a, double b)
+static double
+ratio(double a, double b)
 {
 	return b > 0 ? a / b : 0;
 }
 
-static double diff(double a, double b)
+static double
+diff(double a, double b)
 {
 	return a - b;
 }
 
 /* Rates to the time per iteration a adds over b, in µs. */
-static double added_us(double a, double b)
+static double
+added_us(double a, double b)
 {
 	return a > 0 && b > 0 ? (1 / a - 1 / b) * 1e6 : 0;
 }
 
-static double raw_median(int p, int rounds, int side, int k)
+static double
+raw_median(int p, int rounds, int side, int k)
 {
 	double v[MAX_ROUNDS];
 
@@ -430,7 +462,8 @@ static double raw_median(int p, int rounds, int side, int k)
 	return bu_median(v, rounds);
 }
 
-static double phase_median(int p, int rounds, int side, int k)
+static double
+phase_median(int p, int rounds, int side, int k)
 {
 	double v[MAX_ROUNDS];
 
@@ -439,52 +472,67 @@ static double phase_median(int p, int rounds, int side, int k)
 	return bu_median(v, rounds);
 }
 
-/* ---- parent ---------------------------------------------------------------- */
+/* ---- parent ----------------------------------------------------------------
+ */
 
 /* What the callgrind part found (see the header). */
 struct ir_figures {
 	bool hit_ok, xfer_ok;
-	double hit[2];			/* per lease + release: on, off */
-	double xfer[2], cache[2];	/* per leased write: on, off */
+	double hit[2]; /* per lease + release: on, off */
+	double xfer[2], cache[2]; /* per leased write: on, off */
 	double spread;
 };
 
-static void print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
-			  bool sane)
+static void
+print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
+	      bool sane)
 {
-	static const char *const kinds[] = { "in", "cached", "out" };
+	static const char *const kinds[] = {"in", "cached", "out"};
 	struct figure mu[3], ma[3], fu[NPAIRINGS], fa[NPAIRINGS];
-	double min_unmap = 1e9, min_reuse = 1e9, load[1] = { -1 };
+	double min_unmap = 1e9, min_reuse = 1e9, load[1] = {-1};
 
-	printf("# munmap of one page, ns per call (median over rounds of each slice's "
+	printf("# munmap of one page, ns per call (median over rounds of each "
+	       "slice's "
 	       "median; paired ratio and added ns [q1 q3]):\n");
 	for (int k = 0; k < 3; k++) {
 		mu[k] = figure_of(0, rounds, k, ratio);
 		ma[k] = figure_of(0, rounds, k, diff);
-		printf("#   %-6s  on %7.0f  off %7.0f  ratio %5.2f [%.2f %.2f]  "
-		       "added %6.0f ns [%.0f %.0f]\n", kinds[k], raw_median(0, rounds, 0, k),
-		       raw_median(0, rounds, 1, k), mu[k].med, mu[k].q1, mu[k].q3,
-		       ma[k].med, ma[k].q1, ma[k].q3);
+		printf("#   %-6s  on %7.0f  off %7.0f  ratio %5.2f [%.2f %.2f] "
+		       " "
+		       "added %6.0f ns [%.0f %.0f]\n",
+		       kinds[k], raw_median(0, rounds, 0, k),
+		       raw_median(0, rounds, 1, k), mu[k].med, mu[k].q1,
+		       mu[k].q3, ma[k].med, ma[k].q1, ma[k].q3);
 	}
-	printf("# loops, iterations per second (median over rounds), paired ratio "
+	printf("# loops, iterations per second (median over rounds), paired "
+	       "ratio "
 	       "[q1 q3]:\n");
 	for (int p = 1; p < np; p++) {
 		const struct pairing *pp = &pairings[p];
 
 		fu[p] = figure_of(p, rounds, 0, ratio);
 		fa[p] = figure_of(p, rounds, 0, added_us);
-		printf("#   %-5s %7zu  %-5s %7.0f  %-5s %7.0f  ratio %.3f [%.3f %.3f]",
+		printf("#   %-5s %7zu  %-5s %7.0f  %-5s %7.0f  ratio %.3f "
+		       "[%.3f %.3f]",
 		       test_names[pp->test], pp->size, mb_mode_names[pp->a],
 		       raw_median(p, rounds, 0, 0), mb_mode_names[pp->b],
-		       raw_median(p, rounds, 1, 0), fu[p].med, fu[p].q1, fu[p].q3);
+		       raw_median(p, rounds, 1, 0), fu[p].med, fu[p].q1,
+		       fu[p].q3);
 		if (pp->test == TEST_UNMAP)
-			printf("  added %.1f us [%.1f %.1f]\n#     us per iteration "
-			       "mapping+filling / writing / unmapping: %s %.1f / %.1f / %.1f, "
-			       "%s %.1f / %.1f / %.1f", fa[p].med, fa[p].q1, fa[p].q3,
-			       mb_mode_names[pp->a], phase_median(p, rounds, 0, 0),
-			       phase_median(p, rounds, 0, 1), phase_median(p, rounds, 0, 2),
-			       mb_mode_names[pp->b], phase_median(p, rounds, 1, 0),
-			       phase_median(p, rounds, 1, 1), phase_median(p, rounds, 1, 2));
+			printf("  added %.1f us [%.1f %.1f]\n#     us per "
+			       "iteration "
+			       "mapping+filling / writing / unmapping: %s %.1f "
+			       "/ %.1f / %.1f, "
+			       "%s %.1f / %.1f / %.1f",
+			       fa[p].med, fa[p].q1, fa[p].q3,
+			       mb_mode_names[pp->a],
+			       phase_median(p, rounds, 0, 0),
+			       phase_median(p, rounds, 0, 1),
+			       phase_median(p, rounds, 0, 2),
+			       mb_mode_names[pp->b],
+			       phase_median(p, rounds, 1, 0),
+			       phase_median(p, rounds, 1, 1),
+			       phase_median(p, rounds, 1, 2));
 		printf("\n");
 		if (pp->test == TEST_UNMAP && fu[p].med < min_unmap)
 			min_unmap = fu[p].med;
@@ -496,7 +544,8 @@ static void print_figures(int np, int rounds, const struct ir_figures *irf, int 
 	printf("# load average (1 min) at the end %.2f on %ld cpus\n", load[0],
 	       sysconf(_SC_NPROCESSORS_ONLN));
 	if (!sane)
-		printf("# a configuration did not do what it is meant to: figures invalid\n");
+		printf("# a configuration did not do what it is meant to: "
+		       "figures invalid\n");
 
 	printf("RESULT prov=%s rounds=%d cpu=%d load1=%.2f sane=%d", mb_prov(),
 	       rounds, cpu, load[0], sane);
@@ -506,15 +555,19 @@ static void print_figures(int np, int rounds, const struct ir_figures *irf, int 
 	else
 		printf(" ir_hit_added=na");
 	if (irf->xfer_ok)
-		printf(" ir_added=%.1f ir_on=%.1f ir_off=%.1f ir_cache_added=%.1f "
-		       "ir_spread=%.1f", irf->xfer[0] - irf->xfer[1], irf->xfer[0],
-		       irf->xfer[1], irf->cache[0] - irf->cache[1], irf->spread);
+		printf(" ir_added=%.1f ir_on=%.1f ir_off=%.1f "
+		       "ir_cache_added=%.1f "
+		       "ir_spread=%.1f",
+		       irf->xfer[0] - irf->xfer[1], irf->xfer[0], irf->xfer[1],
+		       irf->cache[0] - irf->cache[1], irf->spread);
 	else
 		printf(" ir_added=na");
 	for (int k = 0; k < 3; k++)
-		printf(" munmap_%s_ratio=%.2f munmap_%s_added_ns=%.0f munmap_%s_on_ns=%.0f "
-		       "munmap_%s_off_ns=%.0f", kinds[k], mu[k].med, kinds[k], ma[k].med,
-		       kinds[k], raw_median(0, rounds, 0, k), kinds[k],
+		printf(" munmap_%s_ratio=%.2f munmap_%s_added_ns=%.0f "
+		       "munmap_%s_on_ns=%.0f "
+		       "munmap_%s_off_ns=%.0f",
+		       kinds[k], mu[k].med, kinds[k], ma[k].med, kinds[k],
+		       raw_median(0, rounds, 0, k), kinds[k],
 		       raw_median(0, rounds, 1, k));
 	for (int p = 1; p < np; p++) {
 		const struct pairing *pp = &pairings[p];
@@ -523,19 +576,21 @@ static void print_figures(int np, int rounds, const struct ir_figures *irf, int 
 		printf(" %s_%zu=%.3f", t, pp->size, fu[p].med);
 		if (pp->test == TEST_UNMAP)
 			printf(" %s_added_us_%zu=%.1f", t, pp->size, fa[p].med);
-		printf(" %s_%s_%zu=%.0f %s_%s_%zu=%.0f", t, mb_mode_names[pp->a], pp->size,
-		       raw_median(p, rounds, 0, 0), t, mb_mode_names[pp->b], pp->size,
-		       raw_median(p, rounds, 1, 0));
+		printf(" %s_%s_%zu=%.0f %s_%s_%zu=%.0f", t,
+		       mb_mode_names[pp->a], pp->size,
+		       raw_median(p, rounds, 0, 0), t, mb_mode_names[pp->b],
+		       pp->size, raw_median(p, rounds, 1, 0));
 	}
 	printf(" min_unmap=%.3f min_reuse=%.3f\n", min_unmap, min_reuse);
 }
 
-static int parent_main(void)
+static int
+parent_main(void)
 {
-	int rounds = (int)bu_env_long("MONITOR_BENCH_ROUNDS", 40);
-	int generations = (int)bu_env_long("MONITOR_BENCH_GENERATIONS", 5);
+	int rounds = (int) bu_env_long("MONITOR_BENCH_ROUNDS", 40);
+	int generations = (int) bu_env_long("MONITOR_BENCH_GENERATIONS", 5);
 	const char *cg = getenv("MONITOR_BENCH_CALLGRIND");
-	struct ir_figures irf = { 0 };
+	struct ir_figures irf = {0};
 	double t0 = bu_now_s();
 	bool sane = true;
 	struct server sv[NMODES];
@@ -543,17 +598,20 @@ static int parent_main(void)
 	char when[64];
 	int cpu, np = 0, ret;
 
-	/* A child that died leaves a broken pipe: a write error, not a signal. */
+	/* A child that died leaves a broken pipe: a write error, not a signal.
+	 */
 	signal(SIGPIPE, SIG_IGN);
 	rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
-	generations = generations < 1 ? 1 : generations > rounds ? rounds : generations;
-	pairings[np++] = (struct pairing){ TEST_MUNMAP, 0, MODE_WATCH, MODE_OFF };
+	generations = generations < 1	   ? 1 :
+		      generations > rounds ? rounds :
+					     generations;
+	pairings[np++] = (struct pairing){TEST_MUNMAP, 0, MODE_WATCH, MODE_OFF};
 	for (size_t i = 0; i < NSIZES; i++)
-		pairings[np++] = (struct pairing){ TEST_UNMAP, loop_sizes[i], MODE_MON,
-						   MODE_PEROP };
+		pairings[np++] = (struct pairing){TEST_UNMAP, loop_sizes[i],
+						  MODE_MON, MODE_PEROP};
 	for (size_t i = 0; i < NSIZES; i++)
-		pairings[np++] = (struct pairing){ TEST_REUSE, loop_sizes[i], MODE_MON,
-						   MODE_OFF };
+		pairings[np++] = (struct pairing){TEST_REUSE, loop_sizes[i],
+						  MODE_MON, MODE_OFF};
 
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M %Z", localtime(&now));
 	printf("# monitor_bench %s over %s\n", when, mb_prov());
@@ -562,35 +620,46 @@ static int parent_main(void)
 	if (!cg || strcmp(cg, "0")) {
 		irf.hit_ok = mb_callgrind_hit(irf.hit);
 		if (irf.hit_ok)
-			printf("# callgrind, the cache's hit path alone (lease + release, "
-			       "exact): monitor on %.1f, off %.1f instructions\n", irf.hit[0],
-			       irf.hit[1]);
+			printf("# callgrind, the cache's hit path alone (lease "
+			       "+ release, "
+			       "exact): monitor on %.1f, off %.1f "
+			       "instructions\n",
+			       irf.hit[0], irf.hit[1]);
 		else
-			printf("# callgrind: the hit driver failed, or ran without its "
+			printf("# callgrind: the hit driver failed, or ran "
+			       "without its "
 			       "monitor\n");
 		fflush(stdout);
-		irf.xfer_ok = mb_callgrind_xfer(irf.xfer, irf.cache, &irf.spread);
+		irf.xfer_ok =
+			mb_callgrind_xfer(irf.xfer, irf.cache, &irf.spread);
 		if (irf.xfer_ok)
-			printf("# callgrind, hook instructions per leased fi_write (16 KiB, "
-			       "hit path), smallest of the runs: monitor on %.1f (cache "
-			       "%.1f), off %.1f (cache %.1f); runs of one configuration %.1f "
-			       "apart\n", irf.xfer[0], irf.cache[0], irf.xfer[1], irf.cache[1],
-			       irf.spread);
+			printf("# callgrind, hook instructions per leased "
+			       "fi_write (16 KiB, "
+			       "hit path), smallest of the runs: monitor on "
+			       "%.1f (cache "
+			       "%.1f), off %.1f (cache %.1f); runs of one "
+			       "configuration %.1f "
+			       "apart\n",
+			       irf.xfer[0], irf.cache[0], irf.xfer[1],
+			       irf.cache[1], irf.spread);
 	}
 
 	/* Every child on one CPU: MONITOR_BENCH_CPU, else the
 	 * highest-numbered one allowed (-1: no pinning). */
 	cpu = bu_pin_one_cpu("MONITOR_BENCH_CPU");
-	printf("# %d rounds by %d generations of children, slices back to back, "
-	       "order alternating; children on CPU %d (-1: not pinned)\n", rounds,
-	       generations, cpu);
+	printf("# %d rounds by %d generations of children, slices back to "
+	       "back, "
+	       "order alternating; children on CPU %d (-1: not pinned)\n",
+	       rounds, generations, cpu);
 	fflush(stdout);
 	for (int g = 0; g < generations; g++) {
 		ret = servers_start(sv);
 		if (ret == -FI_ENODATA || ret == -FI_ENOSYS) {
-			printf("# %s: skipped\nRESULT skipped=1\n", ret == -FI_ENODATA ?
-			       "provider unavailable" : "no memory monitor (userfaultfd "
-			       "refused; FI_LOG_LEVEL=warn says why)");
+			printf("# %s: skipped\nRESULT skipped=1\n",
+			       ret == -FI_ENODATA ?
+				       "provider unavailable" :
+				       "no memory monitor (userfaultfd "
+				       "refused; FI_LOG_LEVEL=warn says why)");
 			return 0;
 		}
 		if (!ret)
@@ -607,11 +676,12 @@ static int parent_main(void)
 	return sane ? 0 : 1;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	int ret = 2;
 
-	mb_page = (size_t)sysconf(_SC_PAGESIZE);
+	mb_page = (size_t) sysconf(_SC_PAGESIZE);
 	if (argc == 1)
 		return parent_main();
 	if (argc == 3 && !strcmp(argv[1], "--serve"))
@@ -619,7 +689,8 @@ int main(int argc, char **argv)
 	else if (argc == 4 && !strcmp(argv[1], "--hit"))
 		ret = mb_hit_main(argv[2], strtol(argv[3], NULL, 10));
 	if (ret == 2)
-		fprintf(stderr, "usage: %s [--serve mon|perop|off | --hit on|off N]\n",
+		fprintf(stderr,
+			"usage: %s [--serve mon|perop|off | --hit on|off N]\n",
 			argv[0]);
 	return ret;
 }

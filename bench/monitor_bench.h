@@ -22,7 +22,7 @@ extern const char *const mb_mode_monitor[NMODES];
 extern const char *const mb_mode_churn[NMODES];
 
 /* The largest loop operand, and the target buffer's size. */
-#define MAX_LOOP ((size_t)1 << 20)
+#define MAX_LOOP ((size_t) 1 << 20)
 
 extern size_t mb_page;
 

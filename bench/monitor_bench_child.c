@@ -19,16 +19,16 @@
 #include <rdma/fi_rma.h>
 
 #include "../test/xfer_util.h"
+#include "monitor_bench.h"
 #include "mrl_cache.h"
 #include "mrl_monitor.h"
-#include "monitor_bench.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
 /* The monitor's watch granularity (mrl_monitor.h, "Watching"). */
-#define BLOCK ((size_t)2 << 20)
+#define BLOCK	   ((size_t) 2 << 20)
 #define REUSE_BUFS 4
 /* Untimed iterations before a slice: the first misses of its buffers. */
 #define WARM_ITERS (2 * REUSE_BUFS)
@@ -39,7 +39,8 @@
 
 /* The environment of a configuration, set by its child itself before
  * libfabric's first call reads it. */
-static void child_env(int mode)
+static void
+child_env(int mode)
 {
 	bu_child_env();
 	setenv("FI_HOOK", "mrlease", 1);
@@ -60,9 +61,10 @@ struct child {
 	struct fi_context2 ctx;
 };
 
-static int child_open(struct child *c)
+static int
+child_open(struct child *c)
 {
-	struct mrlt_pair_opts xo = { .prov = mb_prov(), .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair_opts xo = {.prov = mb_prov(), .caps = FI_MSG | FI_RMA};
 	int ret;
 
 	memset(c, 0, sizeof(*c));
@@ -72,7 +74,8 @@ static int child_open(struct child *c)
 		return ret == -FI_ENODATA ? 77 : 1;
 	}
 	if (!c->pair.mrl) {
-		fprintf(stderr, "monitor_bench child: FI_HOOK=mrlease but no %s\n",
+		fprintf(stderr,
+			"monitor_bench child: FI_HOOK=mrlease but no %s\n",
 			FI_MRLEASE_OPS_1);
 		goto err_close;
 	}
@@ -80,9 +83,11 @@ static int child_open(struct child *c)
 	if (!c->dst)
 		goto err_close;
 	memset(c->dst, 0, MAX_LOOP);
-	ret = mrlt_pair_mr_reg(&c->pair, c->dst, MAX_LOOP, FI_REMOTE_WRITE, &c->dst_mr);
+	ret = mrlt_pair_mr_reg(&c->pair, c->dst, MAX_LOOP, FI_REMOTE_WRITE,
+			       &c->dst_mr);
 	if (ret) {
-		fprintf(stderr, "monitor_bench child: fi_mr_reg: %s\n", fi_strerror(-ret));
+		fprintf(stderr, "monitor_bench child: fi_mr_reg: %s\n",
+			fi_strerror(-ret));
 		goto err_free;
 	}
 	return 0;
@@ -94,7 +99,8 @@ err_close:
 	return 1;
 }
 
-static int child_close(struct child *c)
+static int
+child_close(struct child *c)
 {
 	int ret = fi_close(&c->dst_mr->fid);
 
@@ -106,7 +112,8 @@ static int child_close(struct child *c)
 
 /* One fi_write of [src, src + len) with desc NULL, waited for: the
  * operand's lease is released before this returns. */
-static int write_wait(struct child *c, const void *src, size_t len)
+static int
+write_wait(struct child *c, const void *src, size_t len)
 {
 	struct fi_cq_tagged_entry e;
 	ssize_t n;
@@ -114,15 +121,16 @@ static int write_wait(struct child *c, const void *src, size_t len)
 	while ((n = fi_write(c->pair.ep[0], src, len, NULL, c->pair.addr[1],
 			     mrlt_pair_rma_addr(&c->pair, c->dst, c->dst),
 			     fi_mr_key(c->dst_mr), &c->ctx)) == -FI_EAGAIN)
-		(void)fi_cq_read(c->pair.cq, NULL, 0);
+		(void) fi_cq_read(c->pair.cq, NULL, 0);
 	if (n) {
-		fprintf(stderr, "monitor_bench child: fi_write: %s\n", fi_strerror((int)-n));
+		fprintf(stderr, "monitor_bench child: fi_write: %s\n",
+			fi_strerror((int) -n));
 		return -1;
 	}
 	while ((n = fi_cq_read(c->pair.cq, &e, 1)) == -FI_EAGAIN)
 		;
 	if (n < 0) {
-		struct fi_cq_err_entry err = { 0 };
+		struct fi_cq_err_entry err = {0};
 
 		fi_cq_readerr(c->pair.cq, &err, 0);
 		fprintf(stderr, "monitor_bench child: write failed: %s\n",
@@ -134,18 +142,22 @@ static int write_wait(struct child *c, const void *src, size_t len)
 
 /* The initiator's completion may come before the target's copy: drive
  * progress until the last write's bytes are there. */
-static int wait_landed(struct child *c, size_t len, unsigned char v)
+static int
+wait_landed(struct child *c, size_t len, unsigned char v)
 {
 	for (long i = 0; i < MRLT_MAX_POLLS; i++) {
-		if ((unsigned char)c->dst[0] == v && (unsigned char)c->dst[len - 1] == v)
+		if ((unsigned char) c->dst[0] == v &&
+		    (unsigned char) c->dst[len - 1] == v)
 			return 0;
-		(void)fi_cq_read(c->pair.cq, NULL, 0);
+		(void) fi_cq_read(c->pair.cq, NULL, 0);
 	}
-	fprintf(stderr, "monitor_bench child: the written bytes never arrived\n");
+	fprintf(stderr,
+		"monitor_bench child: the written bytes never arrived\n");
 	return -1;
 }
 
-static void query(struct child *c, struct fi_mrlease_stats *st)
+static void
+query(struct child *c, struct fi_mrlease_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	c->pair.mrl->query_stats(NULL, st, sizeof(*st));
@@ -153,18 +165,20 @@ static void query(struct child *c, struct fi_mrlease_stats *st)
 
 /* What the configuration did per timed iteration, from the cache's
  * counters (the end of an answer line). */
-static void print_counts(const struct fi_mrlease_stats *a,
-			 const struct fi_mrlease_stats *b, long iters)
+static void
+print_counts(const struct fi_mrlease_stats *a, const struct fi_mrlease_stats *b,
+	     long iters)
 {
-	double n = iters > 0 ? (double)iters : 1;
+	double n = iters > 0 ? (double) iters : 1;
 
 	printf(" regs %.3f events %.3f invalidations %.3f not_retained %.3f "
 	       "deferred %.3f\n",
-	       (double)(b->registrations - a->registrations) / n,
-	       (double)(b->monitor_events - a->monitor_events) / n,
-	       (double)(b->monitor_invalidations - a->monitor_invalidations) / n,
-	       (double)(b->not_retained - a->not_retained) / n,
-	       (double)(b->deferred_closes - a->deferred_closes) / n);
+	       (double) (b->registrations - a->registrations) / n,
+	       (double) (b->monitor_events - a->monitor_events) / n,
+	       (double) (b->monitor_invalidations - a->monitor_invalidations) /
+		       n,
+	       (double) (b->not_retained - a->not_retained) / n,
+	       (double) (b->deferred_closes - a->deferred_closes) / n);
 }
 
 /*
@@ -172,7 +186,8 @@ static void print_counts(const struct fi_mrlease_stats *a,
  * by a PROT_NONE mapping no one watches, so nothing else is placed there
  * and no event comes from it. 0 on failure.
  */
-static uintptr_t reserve(size_t len)
+static uintptr_t
+reserve(size_t len)
 {
 	size_t span = len + BLOCK;
 	char *p = mmap(NULL, span, PROT_NONE,
@@ -181,32 +196,35 @@ static uintptr_t reserve(size_t len)
 
 	if (p == MAP_FAILED)
 		return 0;
-	a = ((uintptr_t)p + BLOCK - 1) & ~(BLOCK - 1);
-	if (a > (uintptr_t)p)
-		munmap(p, a - (uintptr_t)p);
-	if ((uintptr_t)p + span > a + len)
-		munmap((void *)(a + len), (uintptr_t)p + span - (a + len));
+	a = ((uintptr_t) p + BLOCK - 1) & ~(BLOCK - 1);
+	if (a > (uintptr_t) p)
+		munmap(p, a - (uintptr_t) p);
+	if ((uintptr_t) p + span > a + len)
+		munmap((void *) (a + len), (uintptr_t) p + span - (a + len));
 	return a;
 }
 
 /* Map at addr: over our own reservation (MAP_FIXED), or into a hole we
  * made (MAP_FIXED_NOREPLACE: fails if anything else took it meanwhile). */
-static void *map_at(uintptr_t addr, size_t len, int prot, bool over_own)
+static void *
+map_at(uintptr_t addr, size_t len, int prot, bool over_own)
 {
-	void *p = mmap((void *)addr, len, prot,
+	void *p = mmap((void *) addr, len, prot,
 		       MAP_PRIVATE | MAP_ANONYMOUS |
 			       (over_own ? MAP_FIXED : MAP_FIXED_NOREPLACE),
 		       -1, 0);
 
-	if (p == MAP_FAILED || (uintptr_t)p != addr) {
-		fprintf(stderr, "monitor_bench child: mmap at %#" PRIxPTR ": %s\n",
+	if (p == MAP_FAILED || (uintptr_t) p != addr) {
+		fprintf(stderr,
+			"monitor_bench child: mmap at %#" PRIxPTR ": %s\n",
 			addr, p == MAP_FAILED ? strerror(errno) : "moved");
 		return NULL;
 	}
 	return p;
 }
 
-static double munmap_ns(void *p, size_t len)
+static double
+munmap_ns(void *p, size_t len)
 {
 	double t0 = bu_now_s();
 
@@ -223,8 +241,9 @@ static double munmap_ns(void *p, size_t len)
  * `which` (0: in, 1: cached) is timed first and the other is not timed;
  * out, which wakes nobody, is timed before both. Sets t[which] and t[2].
  */
-static int munmap_once(struct child *c, uintptr_t a, uintptr_t b, char v, int which,
-		       double t[3])
+static int
+munmap_once(struct child *c, uintptr_t a, uintptr_t b, char v, int which,
+	    double t[3])
 {
 	char *blk = map_at(a, BLOCK, PROT_READ | PROT_WRITE, true);
 	char *out = map_at(b, mb_page, PROT_READ | PROT_WRITE, true);
@@ -243,7 +262,8 @@ static int munmap_once(struct child *c, uintptr_t a, uintptr_t b, char v, int wh
 	t[2] = munmap_ns(out, mb_page);
 	t[which] = munmap_ns(pages[which], mb_page);
 	if (t[2] < 0 || t[which] < 0 || munmap(pages[!which], mb_page)) {
-		fprintf(stderr, "monitor_bench child: munmap: %s\n", strerror(errno));
+		fprintf(stderr, "monitor_bench child: munmap: %s\n",
+			strerror(errno));
 		return -1;
 	}
 	/* The rest, untimed (mon: one more event); then the holes are
@@ -256,7 +276,8 @@ static int munmap_once(struct child *c, uintptr_t a, uintptr_t b, char v, int wh
 
 /* Whether a write's registration stays cached past its lease: with
  * FI_MRLEASE_PINNING=yes, only when the monitor runs and watches it. */
-static bool monitor_retains(struct child *c)
+static bool
+monitor_retains(struct child *c)
 {
 	struct fi_mrlease_stats st0, st1;
 	char *p = mmap(NULL, mb_page, PROT_READ | PROT_WRITE,
@@ -275,48 +296,51 @@ static bool monitor_retains(struct child *c)
 
 /* "munmap N": answers "munmap in NS cached NS out NS" (medians; in and
  * cached from alternate iterations) and the counts per timed iteration. */
-static int child_munmap(struct child *c, long iters)
+static int
+child_munmap(struct child *c, long iters)
 {
 	struct fi_mrlease_stats st0, st1;
 	uintptr_t a = reserve(2 * BLOCK);
-	double *ns[3] = { NULL }, t[3];
-	long got[3] = { 0 };
+	double *ns[3] = {NULL}, t[3];
+	long got[3] = {0};
 	int ret = -1;
 
 	if (!a || iters < 2)
 		return -1;
 	for (int k = 0; k < 3; k++)
-		if (!(ns[k] = calloc((size_t)iters, sizeof(double))))
+		if (!(ns[k] = calloc((size_t) iters, sizeof(double))))
 			goto out;
 	/* a + BLOCK: a block of its own, never watched. */
 	for (long i = 0; i < WARM_ITERS; i++)
-		if (munmap_once(c, a, a + BLOCK, (char)i, (int)(i & 1), t))
+		if (munmap_once(c, a, a + BLOCK, (char) i, (int) (i & 1), t))
 			goto out;
 	query(c, &st0);
 	for (long i = 0; i < iters; i++) {
-		int which = (int)(i & 1);
+		int which = (int) (i & 1);
 
-		if (munmap_once(c, a, a + BLOCK, (char)i, which, t))
+		if (munmap_once(c, a, a + BLOCK, (char) i, which, t))
 			goto out;
 		ns[which][got[which]++] = t[which];
 		ns[2][got[2]++] = t[2];
 	}
 	query(c, &st1);
-	printf("munmap in %.1f cached %.1f out %.1f", bu_median(ns[0], (int)got[0]),
-	       bu_median(ns[1], (int)got[1]), bu_median(ns[2], (int)got[2]));
+	printf("munmap in %.1f cached %.1f out %.1f",
+	       bu_median(ns[0], (int) got[0]), bu_median(ns[1], (int) got[1]),
+	       bu_median(ns[2], (int) got[2]));
 	print_counts(&st0, &st1, iters);
 	ret = 0;
 out:
 	for (int k = 0; k < 3; k++)
 		free(ns[k]);
-	munmap((void *)a, 2 * BLOCK);
+	munmap((void *) a, 2 * BLOCK);
 	return ret;
 }
 
 /* One iteration of the unmap loop at addr; adds the seconds spent mapping
  * and filling, writing, unmapping to phase[0..2]. */
-static int unmap_once(struct child *c, uintptr_t addr, size_t size, unsigned char v,
-		      double phase[3])
+static int
+unmap_once(struct child *c, uintptr_t addr, size_t size, unsigned char v,
+	   double phase[3])
 {
 	double t0 = bu_now_s(), t1, t2;
 	char *p = map_at(addr, size, PROT_READ | PROT_WRITE, false);
@@ -329,7 +353,8 @@ static int unmap_once(struct child *c, uintptr_t addr, size_t size, unsigned cha
 		return -1;
 	t2 = bu_now_s();
 	if (munmap(p, size)) {
-		fprintf(stderr, "monitor_bench child: munmap: %s\n", strerror(errno));
+		fprintf(stderr, "monitor_bench child: munmap: %s\n",
+			strerror(errno));
 		return -1;
 	}
 	phase[0] += t1 - t0;
@@ -341,32 +366,34 @@ static int unmap_once(struct child *c, uintptr_t addr, size_t size, unsigned cha
 /* "unmap SIZE SECS": answers "loop rate R" (iterations per second), the µs
  * per iteration of its phases ("map_us M write_us W munmap_us U": where
  * the monitor's cost lands) and the counts. */
-static int child_unmap(struct child *c, size_t size, double secs)
+static int
+child_unmap(struct child *c, size_t size, double secs)
 {
 	struct fi_mrlease_stats st0, st1;
 	uintptr_t addr = reserve(BLOCK);
-	double t0, t, phase[3] = { 0 };
+	double t0, t, phase[3] = {0};
 	long n = 0;
 	int ret = -1;
 
 	if (!addr)
 		return -1;
 	/* A hole of our own, which each iteration maps into. */
-	munmap((void *)addr, BLOCK);
+	munmap((void *) addr, BLOCK);
 	for (long i = 0; i < WARM_ITERS; i++)
-		if (unmap_once(c, addr, size, (unsigned char)(i | 1), phase))
+		if (unmap_once(c, addr, size, (unsigned char) (i | 1), phase))
 			return -1;
 	memset(phase, 0, sizeof(phase));
 	query(c, &st0);
 	t0 = bu_now_s();
 	do {
-		if (unmap_once(c, addr, size, (unsigned char)(++n | 1), phase))
+		if (unmap_once(c, addr, size, (unsigned char) (++n | 1), phase))
 			return -1;
 	} while ((t = bu_now_s() - t0) < secs);
 	query(c, &st1);
-	if (!wait_landed(c, size, (unsigned char)(n | 1))) {
-		printf("loop rate %.1f map_us %.2f write_us %.2f munmap_us %.2f",
-		       (double)n / t, phase[0] / n * 1e6, phase[1] / n * 1e6,
+	if (!wait_landed(c, size, (unsigned char) (n | 1))) {
+		printf("loop rate %.1f map_us %.2f write_us %.2f munmap_us "
+		       "%.2f",
+		       (double) n / t, phase[0] / n * 1e6, phase[1] / n * 1e6,
 		       phase[2] / n * 1e6);
 		print_counts(&st0, &st1, n);
 		ret = 0;
@@ -383,7 +410,8 @@ struct reuse_set {
 	char *buf[REUSE_BUFS];
 };
 
-static char **reuse_bufs(size_t size, bool *fresh)
+static char **
+reuse_bufs(size_t size, bool *fresh)
 {
 	static struct reuse_set sets[8];
 
@@ -394,8 +422,9 @@ static char **reuse_bufs(size_t size, bool *fresh)
 			continue;
 		if (!set->size) {
 			for (int i = 0; i < REUSE_BUFS; i++) {
-				set->buf[i] = mmap(NULL, size, PROT_READ | PROT_WRITE,
-						   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+				set->buf[i] = mmap(
+					NULL, size, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 				if (set->buf[i] == MAP_FAILED)
 					return NULL;
 			}
@@ -408,7 +437,8 @@ static char **reuse_bufs(size_t size, bool *fresh)
 }
 
 /* "reuse SIZE SECS": the same REUSE_BUFS buffers written in turn. */
-static int child_reuse(struct child *c, size_t size, double secs)
+static int
+child_reuse(struct child *c, size_t size, double secs)
 {
 	struct fi_mrlease_stats st0, st1;
 	bool fresh = false;
@@ -433,9 +463,9 @@ static int child_reuse(struct child *c, size_t size, double secs)
 			return -1;
 	} while ((t = bu_now_s() - t0) < secs);
 	query(c, &st1);
-	if (wait_landed(c, size, (unsigned char)(0x40 + (n - 1) % REUSE_BUFS)))
+	if (wait_landed(c, size, (unsigned char) (0x40 + (n - 1) % REUSE_BUFS)))
 		return -1;
-	printf("loop rate %.1f", (double)n / t);
+	printf("loop rate %.1f", (double) n / t);
 	print_counts(&st0, &st1, n);
 	return 0;
 }
@@ -447,9 +477,10 @@ static int child_reuse(struct child *c, size_t size, double secs)
  * than MONITOR_BENCH_TIMEOUT (a monitor that never reads, a lost
  * completion) ends the child by SIGALRM rather than blocking the run.
  */
-int mb_serve_main(const char *mode_name)
+int
+mb_serve_main(const char *mode_name)
 {
-	unsigned timeout = (unsigned)bu_env_long("MONITOR_BENCH_TIMEOUT", 120);
+	unsigned timeout = (unsigned) bu_env_long("MONITOR_BENCH_TIMEOUT", 120);
 	struct child c;
 	char line[128];
 	int mode = -1, ret;
@@ -495,7 +526,8 @@ int mb_serve_main(const char *mode_name)
 		else
 			r = -1;
 		if (r) {
-			fprintf(stderr, "monitor_bench %s: failed: %s", mode_name, line);
+			fprintf(stderr, "monitor_bench %s: failed: %s",
+				mode_name, line);
 			break;
 		}
 		fflush(stdout);
@@ -506,7 +538,8 @@ int mb_serve_main(const char *mode_name)
 	return ret;
 }
 
-/* ---- hit driver: the cache's hit path alone, for callgrind ---------------- */
+/* ---- hit driver: the cache's hit path alone, for callgrind ----------------
+ */
 
 /*
  * --hit on|off N: a cache of this program's own over a registrar that
@@ -518,56 +551,63 @@ int mb_serve_main(const char *mode_name)
  * counts are exact, unlike a transfer's (see mb_callgrind_hit). Answers
  * "hit monitor M retained R hits H".
  */
-static void hit_init(void *arg)
+static void
+hit_init(void *arg)
 {
-	(void)arg;
+	(void) arg;
 	mrl_cache_thread_attach();
 }
 
-static void hit_hold(void *arg)
+static void
+hit_hold(void *arg)
 {
-	(void)arg;
+	(void) arg;
 	mrl_cache_barrier_raise();
 }
 
-static void hit_invalidate(void *arg, uintptr_t start, uintptr_t end)
+static void
+hit_invalidate(void *arg, uintptr_t start, uintptr_t end)
 {
 	mrl_cache_invalidate_deferred(arg, start, end);
 }
 
-static void hit_release(void *arg)
+static void
+hit_release(void *arg)
 {
-	(void)arg;
+	(void) arg;
 	mrl_cache_barrier_lower();
 }
 
-static int hit_reg(void *ctx, const void *addr, size_t len, uint64_t access,
-		   uint64_t key, void **mr, void **desc)
+static int
+hit_reg(void *ctx, const void *addr, size_t len, uint64_t access, uint64_t key,
+	void **mr, void **desc)
 {
 	static char handle;
 
-	(void)ctx, (void)addr, (void)len, (void)access, (void)key;
+	(void) ctx, (void) addr, (void) len, (void) access, (void) key;
 	*mr = &handle;
 	*desc = NULL;
 	return 0;
 }
 
-static int hit_close(void *ctx, void *mr)
+static int
+hit_close(void *ctx, void *mr)
 {
-	(void)ctx, (void)mr;
+	(void) ctx, (void) mr;
 	return 0;
 }
 
-static bool hit_watch(void *ctx, uintptr_t lo, uintptr_t hi)
+static bool
+hit_watch(void *ctx, uintptr_t lo, uintptr_t hi)
 {
-	(void)ctx;
+	(void) ctx;
 	return mrl_monitor_watch(lo, hi);
 }
 
 /* The measured loop, alone in its function so callgrind counts only it
  * (--toggle-collect=hit_loop). */
-static __attribute__((noinline)) int hit_loop(struct mrl_cache_domain *dom,
-					      uintptr_t lo, uintptr_t hi, long n)
+static __attribute__((noinline)) int
+hit_loop(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t hi, long n)
 {
 	struct mrl_registration *reg;
 
@@ -579,16 +619,20 @@ static __attribute__((noinline)) int hit_loop(struct mrl_cache_domain *dom,
 	return 0;
 }
 
-int mb_hit_main(const char *mode, long n)
+int
+mb_hit_main(const char *mode, long n)
 {
 	bool on = !strcmp(mode, "on");
-	struct mrl_registrar registrar = { .reg = hit_reg, .close = hit_close,
-					   .watch = on ? hit_watch : NULL };
-	struct mrl_domain_config dcfg = { .registrar = &registrar, .mr_key_size = 8 };
-	struct mrl_cache_config ccfg = { 0 };
-	struct mrl_monitor_client client = { .thread_init = hit_init, .hold = hit_hold,
-					     .invalidate = hit_invalidate,
-					     .release = hit_release };
+	struct mrl_registrar registrar = {.reg = hit_reg,
+					  .close = hit_close,
+					  .watch = on ? hit_watch : NULL};
+	struct mrl_domain_config dcfg = {.registrar = &registrar,
+					 .mr_key_size = 8};
+	struct mrl_cache_config ccfg = {0};
+	struct mrl_monitor_client client = {.thread_init = hit_init,
+					    .hold = hit_hold,
+					    .invalidate = hit_invalidate,
+					    .release = hit_release};
 	struct mrl_cache_domain *dom;
 	struct mrl_registration *reg;
 	struct fi_mrlease_stats st;
@@ -596,18 +640,19 @@ int mb_hit_main(const char *mode, long n)
 	uintptr_t buf;
 	int ret = 1;
 
-	if ((!on && strcmp(mode, "off")) || n < 1 || mrl_cache_create(&ccfg, &cache))
+	if ((!on && strcmp(mode, "off")) || n < 1 ||
+	    mrl_cache_create(&ccfg, &cache))
 		return 2;
 	client.arg = cache;
 	if (on && mrl_monitor_start(NULL, &client))
 		goto out_cache;
 	if (mrl_cache_domain_open(cache, &dcfg, &dom))
 		goto out_monitor;
-	buf = (uintptr_t)mmap(NULL, 4 * mb_page, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if ((void *)buf == MAP_FAILED)
+	buf = (uintptr_t) mmap(NULL, 4 * mb_page, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if ((void *) buf == MAP_FAILED)
 		goto out_domain;
-	memset((void *)buf, 1, 4 * mb_page);
+	memset((void *) buf, 1, 4 * mb_page);
 	/* The miss (and the watch), outside the loop. */
 	if (mrl_cache_acquire(dom, buf, buf + 4 * mb_page, &reg))
 		goto out_buf;
@@ -615,7 +660,8 @@ int mb_hit_main(const char *mode, long n)
 	if (hit_loop(dom, buf, buf + 4 * mb_page, n))
 		goto out_buf;
 	mrl_cache_domain_stats(dom, &st);
-	printf("hit monitor %d retained %d hits %" PRIu64 "\n", mrl_monitor_running(),
+	printf("hit monitor %d retained %d hits %" PRIu64 "\n",
+	       mrl_monitor_running(),
 	       st.not_retained == 0 && st.registrations == 1, st.hits);
 	ret = 0;
 out_buf:
@@ -624,7 +670,7 @@ out_buf:
 	 * event that munmap waits for. */
 	mrl_cache_domain_close(dom);
 	mrl_monitor_stop();
-	munmap((void *)buf, 4 * mb_page);
+	munmap((void *) buf, 4 * mb_page);
 	mrl_cache_destroy(cache);
 	return ret;
 out_domain:
@@ -635,4 +681,3 @@ out_cache:
 	mrl_cache_destroy(cache);
 	return ret;
 }
-

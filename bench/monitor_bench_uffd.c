@@ -25,7 +25,8 @@
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
 #endif
 
-__attribute__((visibility("default"))) long syscall(long number, ...)
+__attribute__((visibility("default"))) long
+syscall(long number, ...)
 {
 	static long (*next)(long, ...);
 	va_list ap;
@@ -41,12 +42,12 @@ __attribute__((visibility("default"))) long syscall(long number, ...)
 	if (number == SYS_userfaultfd) {
 		dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
 		if (dev >= 0) {
-			fd = ioctl(dev, USERFAULTFD_IOC_NEW, (int)a[0]);
+			fd = ioctl(dev, USERFAULTFD_IOC_NEW, (int) a[0]);
 			close(dev);
 			return fd;
 		}
 	}
 	if (!next)
-		next = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+		next = (long (*)(long, ...)) dlsym(RTLD_NEXT, "syscall");
 	return next(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

@@ -24,8 +24,8 @@
  * with 1, lease's over nohook's. On a shared machine the elapsed scaling
  * follows how much of the two CPUs other processes left; the CPU figure
  * does not, and contention on shared state (cache lines moving between
- * the threads, spinning) shows in it as CPU time per write. The rates of lease over
- * nohook at N = 1 and N = 2 are printed too, with the cache's statistics
+ * the threads, spinning) shows in it as CPU time per write. The rates of lease
+ * over nohook at N = 1 and N = 2 are printed too, with the cache's statistics
  * (every timed lookup a hit).
  *
  * Method (xfer_bench's, unpinned: two threads need both CPUs). One server
@@ -66,28 +66,30 @@
 #include "bench_util.h"
 
 enum { M_NOHOOK, M_LEASE, M_SHARED, NMODES };
-static const char *const mode_names[NMODES] = { "nohook", "lease", "shared" };
+static const char *const mode_names[NMODES] = {"nohook", "lease", "shared"};
 
-static const size_t sizes[] = { 64, 4096, 65536 };
-#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
-#define MAX_BUF ((size_t)65536)
+static const size_t sizes[] = {64, 4096, 65536};
+#define NSIZES	    (sizeof(sizes) / sizeof(sizes[0]))
+#define MAX_BUF	    ((size_t) 65536)
 #define MAX_THREADS 2
-#define MAX_WINDOW 64
+#define MAX_WINDOW  64
 /* Source buffers per thread, taken in turn. */
 #define LANE_BUFS 2
 
-#define MAX_ROUNDS 200
+#define MAX_ROUNDS    200
 #define SLICE_SECONDS 0.08
 #define CALIB_SECONDS 0.3
 
-static const char *bench_prov(void)
+static const char *
+bench_prov(void)
 {
 	return bu_env_str("THREAD_BENCH_PROV", "tcp;ofi_rxm");
 }
 
-static int window_size(void)
+static int
+window_size(void)
 {
-	return (int)bu_env_clamp("THREAD_BENCH_WINDOW", 16, 1, MAX_WINDOW);
+	return (int) bu_env_clamp("THREAD_BENCH_WINDOW", 16, 1, MAX_WINDOW);
 }
 
 /* ---- server: one mode, its threads ---------------------------------- */
@@ -115,19 +117,21 @@ struct server {
 	struct mrlt_pair pair;
 	struct lane lane[MAX_THREADS];
 	pthread_t thread[MAX_THREADS];
-	int nthreads;                 /* started */
+	int nthreads; /* started */
 	/* lock protects go, active, done and quit; the threads wait on
 	 * start, the server thread on finished. */
 	pthread_mutex_t lock;
 	pthread_cond_t start, finished;
-	uint64_t go;                  /* slice generation */
+	uint64_t go; /* slice generation */
 	int active, done;
 	bool quit;
 };
 
-static int lane_open(struct server *sv, struct lane *l)
+static int
+lane_open(struct server *sv, struct lane *l)
 {
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 1024 };
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED,
+				     .size = 1024};
 	struct mrlt_pair *p = &sv->pair;
 	char name[2][256];
 	size_t len;
@@ -140,7 +144,8 @@ static int lane_open(struct server *sv, struct lane *l)
 		if (!ret)
 			ret = fi_ep_bind(l->ep[i], &p->av->fid, 0);
 		if (!ret)
-			ret = fi_ep_bind(l->ep[i], &l->cq->fid, FI_TRANSMIT | FI_RECV);
+			ret = fi_ep_bind(l->ep[i], &l->cq->fid,
+					 FI_TRANSMIT | FI_RECV);
 		if (!ret)
 			ret = fi_enable(l->ep[i]);
 		len = sizeof(name[i]);
@@ -153,7 +158,8 @@ static int lane_open(struct server *sv, struct lane *l)
 	return ret;
 }
 
-static void lane_close(struct lane *l)
+static void
+lane_close(struct lane *l)
 {
 	if (l->src_mr)
 		fi_close(&l->src_mr->fid);
@@ -170,11 +176,13 @@ static void lane_close(struct lane *l)
 	free(l->dst);
 }
 
-static int lane_post(struct server *sv, struct lane *l, size_t size)
+static int
+lane_post(struct server *sv, struct lane *l, size_t size)
 {
 	/* shared: every thread's operand is lane 0's first buffer. */
-	char *src = sv->mode == M_SHARED ? sv->lane[0].src :
-		l->src + (l->next++ % LANE_BUFS) * MAX_BUF;
+	char *src = sv->mode == M_SHARED ?
+			    sv->lane[0].src :
+			    l->src + (l->next++ % LANE_BUFS) * MAX_BUF;
 	void *desc = sv->mode == M_NOHOOK ? fi_mr_desc(l->src_mr) : NULL;
 	int c = l->free_ctx[--l->nfree];
 	ssize_t ret;
@@ -182,16 +190,17 @@ static int lane_post(struct server *sv, struct lane *l, size_t size)
 	while ((ret = fi_write(l->ep[0], src, size, desc, l->addr[1],
 			       mrlt_pair_rma_addr(&sv->pair, l->dst, l->dst),
 			       fi_mr_key(l->dst_mr), &l->ctx[c])) == -FI_EAGAIN)
-		(void)fi_cq_read(l->cq, NULL, 0);
+		(void) fi_cq_read(l->cq, NULL, 0);
 	if (ret) {
 		l->free_ctx[l->nfree++] = c;
 		fprintf(stderr, "thread_bench %s: fi_write: %s\n",
-			mode_names[sv->mode], fi_strerror((int)-ret));
+			mode_names[sv->mode], fi_strerror((int) -ret));
 	}
-	return (int)ret;
+	return (int) ret;
 }
 
-static int lane_reap(struct server *sv, struct lane *l, int keep)
+static int
+lane_reap(struct server *sv, struct lane *l, int keep)
 {
 	struct fi_cq_tagged_entry e[16];
 	ssize_t n;
@@ -201,7 +210,7 @@ static int lane_reap(struct server *sv, struct lane *l, int keep)
 		if (n == -FI_EAGAIN)
 			continue;
 		if (n < 0) {
-			struct fi_cq_err_entry err = { 0 };
+			struct fi_cq_err_entry err = {0};
 
 			fi_cq_readerr(l->cq, &err, 0);
 			fprintf(stderr, "thread_bench %s: write failed: %s\n",
@@ -210,12 +219,14 @@ static int lane_reap(struct server *sv, struct lane *l, int keep)
 		}
 		for (ssize_t i = 0; i < n; i++)
 			l->free_ctx[l->nfree++] =
-				(int)((struct fi_context2 *)e[i].op_context - l->ctx);
+				(int) ((struct fi_context2 *) e[i].op_context -
+				       l->ctx);
 	}
 	return 0;
 }
 
-static int lane_run(struct server *sv, struct lane *l, size_t size, long n)
+static int
+lane_run(struct server *sv, struct lane *l, size_t size, long n)
 {
 	int ret;
 
@@ -234,7 +245,8 @@ struct worker_arg {
 };
 
 /* A posting thread: one slice per generation it is active in. */
-static void *worker(void *p)
+static void *
+worker(void *p)
 {
 	struct worker_arg *a = p;
 	struct server *sv = a->sv;
@@ -266,7 +278,8 @@ static void *worker(void *p)
 
 /* One slice: n writes of size in each of the first nthreads threads at
  * once; its elapsed seconds, or a negative code. */
-static double run_slice(struct server *sv, size_t size, int nthreads, long n)
+static double
+run_slice(struct server *sv, size_t size, int nthreads, long n)
 {
 	double t0, t1;
 	int ret = 0;
@@ -291,7 +304,8 @@ static double run_slice(struct server *sv, size_t size, int nthreads, long n)
 	return ret ? ret : t1 - t0;
 }
 
-static void server_close(struct server *sv)
+static void
+server_close(struct server *sv)
 {
 	pthread_mutex_lock(&sv->lock);
 	sv->quit = true;
@@ -305,10 +319,12 @@ static void server_close(struct server *sv)
 }
 
 /* 0, 77 (provider unavailable or not thread safe) or 1. */
-static int server_open(struct server *sv, int mode, struct worker_arg args[MAX_THREADS])
+static int
+server_open(struct server *sv, int mode, struct worker_arg args[MAX_THREADS])
 {
-	struct mrlt_pair_opts xo = { .prov = bench_prov(), .caps = FI_MSG | FI_RMA,
-				.thread_safe = true };
+	struct mrlt_pair_opts xo = {.prov = bench_prov(),
+				    .caps = FI_MSG | FI_RMA,
+				    .thread_safe = true};
 	int ret;
 
 	memset(sv, 0, sizeof(*sv));
@@ -321,19 +337,22 @@ static int server_open(struct server *sv, int mode, struct worker_arg args[MAX_T
 	if (ret)
 		return ret == -FI_ENODATA ? 77 : 1;
 	if (sv->pair.info->domain_attr->threading != FI_THREAD_SAFE) {
-		fprintf(stderr, "thread_bench: %s grants no FI_THREAD_SAFE domain\n",
+		fprintf(stderr,
+			"thread_bench: %s grants no FI_THREAD_SAFE domain\n",
 			bench_prov());
 		mrlt_pair_close(&sv->pair);
 		return 77;
 	}
 	if (mode != M_NOHOOK && !sv->pair.mrl) {
-		fprintf(stderr, "thread_bench %s: mrlease is not on the domain\n",
+		fprintf(stderr,
+			"thread_bench %s: mrlease is not on the domain\n",
 			mode_names[mode]);
 		goto err;
 	}
-	sv->lane[0] = (struct lane){ .ep = { sv->pair.ep[0], sv->pair.ep[1] },
-				     .cq = sv->pair.cq,
-				     .addr = { sv->pair.addr[0], sv->pair.addr[1] } };
+	sv->lane[0] =
+		(struct lane){.ep = {sv->pair.ep[0], sv->pair.ep[1]},
+			      .cq = sv->pair.cq,
+			      .addr = {sv->pair.addr[0], sv->pair.addr[1]}};
 	for (int t = 0; t < MAX_THREADS; t++) {
 		struct lane *l = &sv->lane[t];
 
@@ -345,17 +364,19 @@ static int server_open(struct server *sv, int mode, struct worker_arg args[MAX_T
 			goto err;
 		memset(l->src, 0x5a, LANE_BUFS * MAX_BUF);
 		memset(l->dst, 0, MAX_BUF);
-		ret = mrlt_pair_mr_reg(&sv->pair, l->dst, MAX_BUF, FI_REMOTE_WRITE, &l->dst_mr);
+		ret = mrlt_pair_mr_reg(&sv->pair, l->dst, MAX_BUF,
+				       FI_REMOTE_WRITE, &l->dst_mr);
 		if (!ret && mode == M_NOHOOK)
-			ret = mrlt_pair_mr_reg(&sv->pair, l->src, LANE_BUFS * MAX_BUF,
-					  FI_WRITE, &l->src_mr);
+			ret = mrlt_pair_mr_reg(&sv->pair, l->src,
+					       LANE_BUFS * MAX_BUF, FI_WRITE,
+					       &l->src_mr);
 		if (ret)
 			goto err;
 		for (int i = 0; i < sv->window; i++)
 			l->free_ctx[l->nfree++] = i;
 	}
 	for (int t = 0; t < MAX_THREADS; t++) {
-		args[t] = (struct worker_arg){ .sv = sv, .idx = t };
+		args[t] = (struct worker_arg){.sv = sv, .idx = t};
 		if (pthread_create(&sv->thread[t], NULL, worker, &args[t]))
 			goto err;
 		sv->nthreads++;
@@ -369,7 +390,8 @@ err:
 	return 1;
 }
 
-static uint64_t cache_stat(struct server *sv, bool misses)
+static uint64_t
+cache_stat(struct server *sv, bool misses)
 {
 	struct fi_mrlease_stats st;
 
@@ -385,7 +407,8 @@ static uint64_t cache_stat(struct server *sv, bool misses)
  *                       process's CPU seconds over the slice)
  *     "quit"
  */
-static int serve_main(int mode)
+static int
+serve_main(int mode)
 {
 	static struct server sv;
 	struct worker_arg args[MAX_THREADS];
@@ -409,9 +432,11 @@ static int serve_main(int mode)
 
 		if (!strcmp(line, "quit\n"))
 			break;
-		if (sscanf(line, "slice %zu %d %ld", &size, &t, &n) != 3 || !size ||
-		    size > MAX_BUF || t < 1 || t > MAX_THREADS || n < 1) {
-			fprintf(stderr, "thread_bench child: bad command: %s", line);
+		if (sscanf(line, "slice %zu %d %ld", &size, &t, &n) != 3 ||
+		    !size || size > MAX_BUF || t < 1 || t > MAX_THREADS ||
+		    n < 1) {
+			fprintf(stderr, "thread_bench child: bad command: %s",
+				line);
 			ret = 1;
 			break;
 		}
@@ -424,8 +449,9 @@ static int serve_main(int mode)
 			ret = 1;
 			break;
 		}
-		bu_serve_answer("slice secs %.9f cpu %.9f lookups %" PRIu64 " misses %"
-				PRIu64 "\n", secs, u0, cache_stat(&sv, false) - l0,
+		bu_serve_answer("slice secs %.9f cpu %.9f lookups %" PRIu64
+				" misses %" PRIu64 "\n",
+				secs, u0, cache_stat(&sv, false) - l0,
 				cache_stat(&sv, true) - m0);
 	}
 	server_close(&sv);
@@ -434,9 +460,10 @@ static int serve_main(int mode)
 
 /* ---- parent ---------------------------------------------------------- */
 
-static void child_env(void *arg)
+static void
+child_env(void *arg)
 {
-	int mode = *(int *)arg;
+	int mode = *(int *) arg;
 
 	bu_child_env();
 	if (mode == M_NOHOOK)
@@ -452,11 +479,12 @@ static double rate[NSIZES][NMODES][MAX_THREADS][MAX_ROUNDS];
 static double crate[NSIZES][NMODES][MAX_THREADS][MAX_ROUNDS];
 static long slice_writes[NSIZES];
 static uint64_t lookups[NSIZES][NMODES], misses[NSIZES][NMODES];
-static int mode_ids[NMODES] = { M_NOHOOK, M_LEASE, M_SHARED };
+static int mode_ids[NMODES] = {M_NOHOOK, M_LEASE, M_SHARED};
 
 /* One slice; its aggregate rate in *r, per CPU second in *cr. */
-static int slice(struct bu_server *s, size_t i, int threads, long n, double *r,
-		 double *cr, uint64_t *lk, uint64_t *ms)
+static int
+slice(struct bu_server *s, size_t i, int threads, long n, double *r, double *cr,
+      uint64_t *lk, uint64_t *ms)
 {
 	char cmd[64], ans[160];
 	uint64_t l, m;
@@ -467,13 +495,15 @@ static int slice(struct bu_server *s, size_t i, int threads, long n, double *r,
 	ret = bu_server_ask(s, cmd, ans, sizeof(ans));
 	if (ret)
 		return ret;
-	if (sscanf(ans, "slice secs %lf cpu %lf lookups %" SCNu64 " misses %" SCNu64,
-		   &secs, &cpu, &l, &m) != 4 || secs <= 0 || cpu <= 0) {
+	if (sscanf(ans,
+		   "slice secs %lf cpu %lf lookups %" SCNu64 " misses %" SCNu64,
+		   &secs, &cpu, &l, &m) != 4 ||
+	    secs <= 0 || cpu <= 0) {
 		fprintf(stderr, "thread_bench: %s answered: %s", s->name, ans);
 		return -FI_EOTHER;
 	}
-	*r = (double)threads * n / secs;
-	*cr = (double)threads * n / cpu;
+	*r = (double) threads * n / secs;
+	*cr = (double) threads * n / cpu;
 	*lk += l;
 	*ms += m;
 	return 0;
@@ -486,7 +516,8 @@ static int slice(struct bu_server *s, size_t i, int threads, long n, double *r,
  * writes only fill the socket buffers), and slices calibrated on it run
  * several times too long.
  */
-static int calibrate(struct bu_server sv[NMODES], size_t i)
+static int
+calibrate(struct bu_server sv[NMODES], size_t i)
 {
 	double cal[NMODES], r, cr;
 	long n = 200;
@@ -504,13 +535,15 @@ static int calibrate(struct bu_server sv[NMODES], size_t i)
 		}
 		cal[m] = done / secs;
 	}
-	slice_writes[i] = ret ? 0 : (long)(SLICE_SECONDS * bu_median(cal, NMODES));
+	slice_writes[i] =
+		ret ? 0 : (long) (SLICE_SECONDS * bu_median(cal, NMODES));
 	if (slice_writes[i] < 4L * window_size())
 		slice_writes[i] = 4L * window_size();
 	return ret;
 }
 
-static int measure_generation(int r0, int r1)
+static int
+measure_generation(int r0, int r1)
 {
 	struct bu_server sv[NMODES];
 	int order[NMODES * MAX_THREADS], ret;
@@ -525,13 +558,16 @@ static int measure_generation(int r0, int r1)
 			memset(misses[i], 0, sizeof(misses[i]));
 		}
 		for (int r = r0; r < r1 && !ret; r++) {
-			bu_shuffle(order, NMODES * MAX_THREADS, (int)i * MAX_ROUNDS + r);
+			bu_shuffle(order, NMODES * MAX_THREADS,
+				   (int) i * MAX_ROUNDS + r);
 			for (int k = 0; k < NMODES * MAX_THREADS && !ret; k++) {
-				int m = order[k] / MAX_THREADS, t = order[k] % MAX_THREADS;
+				int m = order[k] / MAX_THREADS,
+				    t = order[k] % MAX_THREADS;
 
 				ret = slice(&sv[m], i, t + 1, slice_writes[i],
-					    &rate[i][m][t][r], &crate[i][m][t][r],
-					    &lookups[i][m], &misses[i][m]);
+					    &rate[i][m][t][r],
+					    &crate[i][m][t][r], &lookups[i][m],
+					    &misses[i][m]);
 			}
 		}
 	}
@@ -539,7 +575,7 @@ static int measure_generation(int r0, int r1)
 }
 
 struct figures {
-	double rate[NMODES][MAX_THREADS];   /* medians */
+	double rate[NMODES][MAX_THREADS]; /* medians */
 	double scale[NMODES], scale_q1[NMODES], scale_q3[NMODES];
 	/* lease and shared: scaling factor over nohook's, per round */
 	double sr[NMODES], sr_q1[NMODES], sr_q3[NMODES];
@@ -551,16 +587,19 @@ struct figures {
 	double eff[NMODES], er[NMODES], er_q1[NMODES], er_q3[NMODES];
 };
 
-static void figures_of(size_t i, int rounds, struct figures *f)
+static void
+figures_of(size_t i, int rounds, struct figures *f)
 {
 	double v[MAX_ROUNDS];
 
 	for (int m = 0; m < NMODES; m++) {
 		for (int t = 0; t < MAX_THREADS; t++) {
-			memcpy(v, rate[i][m][t], sizeof(double) * (size_t)rounds);
+			memcpy(v, rate[i][m][t],
+			       sizeof(double) * (size_t) rounds);
 			f->rate[m][t] = bu_median(v, rounds);
 			for (int r = 0; r < rounds; r++)
-				v[r] = rate[i][m][t][r] / rate[i][M_NOHOOK][t][r];
+				v[r] = rate[i][m][t][r] /
+				       rate[i][M_NOHOOK][t][r];
 			f->vs[m][t] = bu_median(v, rounds);
 		}
 		for (int r = 0; r < rounds; r++)
@@ -570,7 +609,8 @@ static void figures_of(size_t i, int rounds, struct figures *f)
 		f->scale_q3[m] = bu_quantile(v, rounds, 0.75);
 		for (int r = 0; r < rounds; r++)
 			v[r] = (rate[i][m][1][r] / rate[i][m][0][r]) /
-			       (rate[i][M_NOHOOK][1][r] / rate[i][M_NOHOOK][0][r]);
+			       (rate[i][M_NOHOOK][1][r] /
+				rate[i][M_NOHOOK][0][r]);
 		f->sr_q1[m] = bu_quantile(v, rounds, 0.25);
 		f->sr[m] = bu_quantile(v, rounds, 0.5);
 		f->sr_q3[m] = bu_quantile(v, rounds, 0.75);
@@ -579,21 +619,27 @@ static void figures_of(size_t i, int rounds, struct figures *f)
 		f->eff[m] = bu_median(v, rounds);
 		for (int r = 0; r < rounds; r++)
 			v[r] = (crate[i][m][1][r] / crate[i][m][0][r]) /
-			       (crate[i][M_NOHOOK][1][r] / crate[i][M_NOHOOK][0][r]);
+			       (crate[i][M_NOHOOK][1][r] /
+				crate[i][M_NOHOOK][0][r]);
 		f->er_q1[m] = bu_quantile(v, rounds, 0.25);
 		f->er[m] = bu_quantile(v, rounds, 0.5);
 		f->er_q3[m] = bu_quantile(v, rounds, 0.75);
 	}
 }
 
-static void print_figures(const struct figures fig[NSIZES], int rounds)
+static void
+print_figures(const struct figures fig[NSIZES], int rounds)
 {
-	printf("# aggregate writes/s, medians; scaling = rate(2)/rate(1); scaling "
-	       "ratio = the mode's scaling over nohook's; all paired per round, "
-	       "median over %d rounds [quartiles]\n", rounds);
-	printf("# %6s %9s %9s %9s %9s %9s %9s %21s %21s %21s %21s\n", "size", "nohook1",
-	       "nohook2", "lease1", "lease2", "shared1", "shared2", "nohook scaling",
-	       "lease scaling", "lease/nohook scaling", "shared/nohook scaling");
+	printf("# aggregate writes/s, medians; scaling = rate(2)/rate(1); "
+	       "scaling "
+	       "ratio = the mode's scaling over nohook's; all paired per "
+	       "round, "
+	       "median over %d rounds [quartiles]\n",
+	       rounds);
+	printf("# %6s %9s %9s %9s %9s %9s %9s %21s %21s %21s %21s\n", "size",
+	       "nohook1", "nohook2", "lease1", "lease2", "shared1", "shared2",
+	       "nohook scaling", "lease scaling", "lease/nohook scaling",
+	       "shared/nohook scaling");
 	for (size_t i = 0; i < NSIZES; i++) {
 		const struct figures *f = &fig[i];
 
@@ -601,34 +647,45 @@ static void print_figures(const struct figures fig[NSIZES], int rounds)
 		for (int m = 0; m < NMODES; m++)
 			printf(" %9.0f %9.0f", f->rate[m][0], f->rate[m][1]);
 		for (int m = 0; m < 2; m++)
-			printf("  %5.3f [%5.3f %5.3f]", f->scale[m], f->scale_q1[m],
-			       f->scale_q3[m]);
+			printf("  %5.3f [%5.3f %5.3f]", f->scale[m],
+			       f->scale_q1[m], f->scale_q3[m]);
 		for (int m = M_LEASE; m < NMODES; m++)
-			printf("  %5.3f [%5.3f %5.3f]", f->sr[m], f->sr_q1[m], f->sr_q3[m]);
+			printf("  %5.3f [%5.3f %5.3f]", f->sr[m], f->sr_q1[m],
+			       f->sr_q3[m]);
 		printf("\n");
 	}
-	printf("# lease/nohook and shared/nohook rate at N = 1 and 2 (paired medians); "
-	       "cache lookups and misses over every timed slice (lease, shared); "
+	printf("# lease/nohook and shared/nohook rate at N = 1 and 2 (paired "
+	       "medians); "
+	       "cache lookups and misses over every timed slice (lease, "
+	       "shared); "
 	       "writes per thread per slice\n");
 	for (size_t i = 0; i < NSIZES; i++)
-		printf("# %6zu lease %.3f %.3f shared %.3f %.3f; lookups %" PRIu64
-		       " %" PRIu64 " misses %" PRIu64 " %" PRIu64 "; %ld writes\n",
+		printf("# %6zu lease %.3f %.3f shared %.3f %.3f; lookups "
+		       "%" PRIu64 " %" PRIu64 " misses %" PRIu64 " %" PRIu64
+		       "; %ld writes\n",
 		       sizes[i], fig[i].vs[M_LEASE][0], fig[i].vs[M_LEASE][1],
 		       fig[i].vs[M_SHARED][0], fig[i].vs[M_SHARED][1],
-		       lookups[i][M_LEASE], lookups[i][M_SHARED], misses[i][M_LEASE],
-		       misses[i][M_SHARED], slice_writes[i]);
-	printf("# by CPU time: writes per CPU second with 2 threads over with 1 "
-	       "(nohook, lease, shared), and lease's and shared's over nohook's "
+		       lookups[i][M_LEASE], lookups[i][M_SHARED],
+		       misses[i][M_LEASE], misses[i][M_SHARED],
+		       slice_writes[i]);
+	printf("# by CPU time: writes per CPU second with 2 threads over with "
+	       "1 "
+	       "(nohook, lease, shared), and lease's and shared's over "
+	       "nohook's "
 	       "[quartiles]\n");
 	for (size_t i = 0; i < NSIZES; i++)
-		printf("# %6zu %.3f %.3f %.3f  lease %.3f [%.3f %.3f]  shared %.3f "
-		       "[%.3f %.3f]\n", sizes[i], fig[i].eff[M_NOHOOK],
-		       fig[i].eff[M_LEASE], fig[i].eff[M_SHARED], fig[i].er[M_LEASE],
-		       fig[i].er_q1[M_LEASE], fig[i].er_q3[M_LEASE], fig[i].er[M_SHARED],
-		       fig[i].er_q1[M_SHARED], fig[i].er_q3[M_SHARED]);
+		printf("# %6zu %.3f %.3f %.3f  lease %.3f [%.3f %.3f]  shared "
+		       "%.3f "
+		       "[%.3f %.3f]\n",
+		       sizes[i], fig[i].eff[M_NOHOOK], fig[i].eff[M_LEASE],
+		       fig[i].eff[M_SHARED], fig[i].er[M_LEASE],
+		       fig[i].er_q1[M_LEASE], fig[i].er_q3[M_LEASE],
+		       fig[i].er[M_SHARED], fig[i].er_q1[M_SHARED],
+		       fig[i].er_q3[M_SHARED]);
 }
 
-static void write_data(const struct figures fig[NSIZES], int rounds)
+static void
+write_data(const struct figures fig[NSIZES], int rounds)
 {
 	FILE *f = bu_data_open("thread_bench");
 
@@ -636,8 +693,9 @@ static void write_data(const struct figures fig[NSIZES], int rounds)
 		return;
 	fprintf(f, "# prov: %s\n# rounds: %d\n", bench_prov(), rounds);
 	fprintf(f, "# size nohook1 nohook2 lease1 lease2 shared1 shared2 "
-		"scale_nohook q1 q3 scale_lease q1 q3 scale_shared q1 q3 "
-		"sr_lease q1 q3 sr_shared q1 q3 cpu_sr_lease q1 q3 cpu_sr_shared q1 q3\n");
+		   "scale_nohook q1 q3 scale_lease q1 q3 scale_shared q1 q3 "
+		   "sr_lease q1 q3 sr_shared q1 q3 cpu_sr_lease q1 q3 "
+		   "cpu_sr_shared q1 q3\n");
 	for (size_t i = 0; i < NSIZES; i++) {
 		const struct figures *g = &fig[i];
 
@@ -645,35 +703,42 @@ static void write_data(const struct figures fig[NSIZES], int rounds)
 		for (int m = 0; m < NMODES; m++)
 			fprintf(f, " %.1f %.1f", g->rate[m][0], g->rate[m][1]);
 		for (int m = 0; m < NMODES; m++)
-			fprintf(f, " %.4f %.4f %.4f", g->scale[m], g->scale_q1[m],
-				g->scale_q3[m]);
+			fprintf(f, " %.4f %.4f %.4f", g->scale[m],
+				g->scale_q1[m], g->scale_q3[m]);
 		for (int m = M_LEASE; m < NMODES; m++)
-			fprintf(f, " %.4f %.4f %.4f", g->sr[m], g->sr_q1[m], g->sr_q3[m]);
+			fprintf(f, " %.4f %.4f %.4f", g->sr[m], g->sr_q1[m],
+				g->sr_q3[m]);
 		for (int m = M_LEASE; m < NMODES; m++)
-			fprintf(f, " %.4f %.4f %.4f", g->er[m], g->er_q1[m], g->er_q3[m]);
+			fprintf(f, " %.4f %.4f %.4f", g->er[m], g->er_q1[m],
+				g->er_q3[m]);
 		fprintf(f, "\n");
 	}
 	fclose(f);
 }
 
-static int parent_main(void)
+static int
+parent_main(void)
 {
-	int rounds = (int)bu_env_clamp("THREAD_BENCH_ROUNDS", 40, 1, MAX_ROUNDS);
-	int gens = (int)bu_env_clamp("THREAD_BENCH_GENERATIONS", 5, 1, rounds);
+	int rounds =
+		(int) bu_env_clamp("THREAD_BENCH_ROUNDS", 40, 1, MAX_ROUNDS);
+	int gens = (int) bu_env_clamp("THREAD_BENCH_GENERATIONS", 5, 1, rounds);
 	struct figures fig[NSIZES];
-	double min_sr[NMODES] = { 0, 1e9, 1e9 }, min_er[NMODES] = { 0, 1e9, 1e9 };
+	double min_sr[NMODES] = {0, 1e9, 1e9}, min_er[NMODES] = {0, 1e9, 1e9};
 	bool hits = true;
 	int ret = 0;
 
 	signal(SIGPIPE, SIG_IGN);
-	printf("# thread_bench: fi_write rate over %s, 1 and 2 posting threads on one "
+	printf("# thread_bench: fi_write rate over %s, 1 and 2 posting threads "
+	       "on one "
 	       "FI_THREAD_SAFE domain, %d rounds per size by %d generations of "
-	       "children, window %d per thread, unpinned on %ld CPUs, load %.2f\n",
+	       "children, window %d per thread, unpinned on %ld CPUs, load "
+	       "%.2f\n",
 	       bench_prov(), rounds, gens, window_size(),
 	       sysconf(_SC_NPROCESSORS_ONLN), bu_load1());
 	fflush(stdout);
 	for (int g = 0; g < gens && !ret; g++)
-		ret = measure_generation(g * rounds / gens, (g + 1) * rounds / gens);
+		ret = measure_generation(g * rounds / gens,
+					 (g + 1) * rounds / gens);
 	if (ret == -FI_ENODATA) {
 		printf("# provider unavailable or not thread safe: skipped\n"
 		       "RESULT skipped=1\n");
@@ -693,9 +758,12 @@ static int parent_main(void)
 			/* Warm: a timed lookup that missed would measure the
 			 * registrar, not the cache's shared state. */
 			if (misses[i][m] || !lookups[i][m]) {
-				fprintf(stderr, "thread_bench: %zu B %s: %" PRIu64
-					" lookups, %" PRIu64 " misses while warm\n",
-					sizes[i], mode_names[m], lookups[i][m], misses[i][m]);
+				fprintf(stderr,
+					"thread_bench: %zu B %s: %" PRIu64
+					" lookups, %" PRIu64
+					" misses while warm\n",
+					sizes[i], mode_names[m], lookups[i][m],
+					misses[i][m]);
 				hits = false;
 			}
 		}
@@ -703,25 +771,32 @@ static int parent_main(void)
 	print_figures(fig, rounds);
 	write_data(fig, rounds);
 	printf("# load average (1 min) at the end: %.2f\n", bu_load1());
-	printf("RESULT prov=%s rounds=%d load1=%.2f sane=%d", bench_prov(), rounds,
-	       bu_load1(), hits);
+	printf("RESULT prov=%s rounds=%d load1=%.2f sane=%d", bench_prov(),
+	       rounds, bu_load1(), hits);
 	for (size_t i = 0; i < NSIZES; i++)
-		printf(" scale_nohook_%zu=%.3f scale_lease_%zu=%.3f scale_shared_%zu=%.3f "
-		       "sr_lease_%zu=%.3f sr_shared_%zu=%.3f lease_nohook1_%zu=%.3f "
-		       "lease_nohook2_%zu=%.3f", sizes[i], fig[i].scale[M_NOHOOK],
-		       sizes[i], fig[i].scale[M_LEASE], sizes[i], fig[i].scale[M_SHARED],
-		       sizes[i], fig[i].sr[M_LEASE], sizes[i], fig[i].sr[M_SHARED],
-		       sizes[i], fig[i].vs[M_LEASE][0], sizes[i], fig[i].vs[M_LEASE][1]);
+		printf(" scale_nohook_%zu=%.3f scale_lease_%zu=%.3f "
+		       "scale_shared_%zu=%.3f "
+		       "sr_lease_%zu=%.3f sr_shared_%zu=%.3f "
+		       "lease_nohook1_%zu=%.3f "
+		       "lease_nohook2_%zu=%.3f",
+		       sizes[i], fig[i].scale[M_NOHOOK], sizes[i],
+		       fig[i].scale[M_LEASE], sizes[i], fig[i].scale[M_SHARED],
+		       sizes[i], fig[i].sr[M_LEASE], sizes[i],
+		       fig[i].sr[M_SHARED], sizes[i], fig[i].vs[M_LEASE][0],
+		       sizes[i], fig[i].vs[M_LEASE][1]);
 	for (size_t i = 0; i < NSIZES; i++)
-		printf(" cpu_sr_lease_%zu=%.3f cpu_sr_shared_%zu=%.3f", sizes[i],
-		       fig[i].er[M_LEASE], sizes[i], fig[i].er[M_SHARED]);
+		printf(" cpu_sr_lease_%zu=%.3f cpu_sr_shared_%zu=%.3f",
+		       sizes[i], fig[i].er[M_LEASE], sizes[i],
+		       fig[i].er[M_SHARED]);
 	printf(" min_sr_lease=%.3f min_sr_shared=%.3f min_cpu_sr_lease=%.3f "
-	       "min_cpu_sr_shared=%.3f\n", min_sr[M_LEASE], min_sr[M_SHARED],
-	       min_er[M_LEASE], min_er[M_SHARED]);
+	       "min_cpu_sr_shared=%.3f\n",
+	       min_sr[M_LEASE], min_sr[M_SHARED], min_er[M_LEASE],
+	       min_er[M_SHARED]);
 	return hits ? 0 : 1;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	return bu_main(argc, argv, mode_names, NMODES, serve_main, parent_main);
 }

@@ -22,10 +22,10 @@
  * bu_pin_one_cpu() picks. Each child opens its endpoint pair, registers, warms
  * up every size, says "ready" and then runs one timed slice per command on
  * its stdin ("slice SIZE N": N writes of SIZE, XFER_BENCH_WINDOW of them in
- * flight; it answers with the elapsed seconds). The parent commands one child at a time, so the
- * others wait in read() and the slice has the CPU to itself. Per size: one
- * calibration round (every mode one short slice; N is then chosen so a
- * slice takes about SLICE_SECONDS at the modes' median rate), then
+ * flight; it answers with the elapsed seconds). The parent commands one child
+ * at a time, so the others wait in read() and the slice has the CPU to itself.
+ * Per size: one calibration round (every mode one short slice; N is then chosen
+ * so a slice takes about SLICE_SECONDS at the modes' median rate), then
  * XFER_BENCH_REPS rounds in which every mode runs one slice of N writes, in
  * a different pseudo-random mode order per round. The rounds are shared by
  * XFER_BENCH_GENERATIONS sets of fresh children (see measure(): a process
@@ -93,11 +93,18 @@
 
 #include "bench_util.h"
 
-enum { MODE_APP = 1, MODE_LEASE = 2, MODE_PEROP = 3, MODE_NOOP = 4,
-       MODE_LEASE_ALL = 5, NMODES = 5 };
+enum {
+	MODE_APP = 1,
+	MODE_LEASE = 2,
+	MODE_PEROP = 3,
+	MODE_NOOP = 4,
+	MODE_LEASE_ALL = 5,
+	NMODES = 5
+};
 
 /* Modes in which mrlease resolves the operands (desc NULL). */
-static inline bool mode_leases(int mode)
+static inline bool
+mode_leases(int mode)
 {
 	return mode == MODE_LEASE || mode == MODE_LEASE_ALL;
 }
@@ -105,9 +112,9 @@ static inline bool mode_leases(int mode)
 #define NSIZES 6
 extern const char *const mode_names[NMODES + 1];
 extern const size_t bench_sizes[NSIZES];
-#define MAX_BUF 65536
+#define MAX_BUF	   65536
 #define MAX_WINDOW 64
-#define MAX_REPS 160
+#define MAX_REPS   160
 
 /* The provider measured (XFER_BENCH_PROV). */
 const char *bench_prov(void);
@@ -118,11 +125,11 @@ struct child_opts {
 	int mode;
 	size_t sizes[NSIZES];
 	size_t nsizes;
-	long iters;      /* 0: per-size default */
+	long iters; /* 0: per-size default */
 	int window;
 	long empty_polls;
-	bool send;       /* --op send: fi_send/fi_recv pairs, not fi_write */
-	bool serve;      /* --serve: timed slices on the parent's command */
+	bool send; /* --op send: fi_send/fi_recv pairs, not fi_write */
+	bool serve; /* --serve: timed slices on the parent's command */
 };
 
 /* 30000 writes below 16 KiB (rates within 1% run to run when pinned), 1 GiB
@@ -166,7 +173,7 @@ struct server {
  * registrations of all timed slices. */
 struct rounds {
 	int n;
-	long iters[NSIZES];  /* writes per slice */
+	long iters[NSIZES]; /* writes per slice */
 	double rate[NSIZES][NMODES + 1][MAX_REPS];
 	uint64_t regs[NSIZES][NMODES + 1];
 };

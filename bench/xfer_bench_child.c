@@ -28,9 +28,10 @@
 /* 30000 writes below 16 KiB (rates within 1% run to run when pinned), 1 GiB
  * of data from 16 KiB up (their runs move by several percent: memory
  * bandwidth is the host's). */
-long default_iters(size_t size)
+long
+default_iters(size_t size)
 {
-	long n = (long)((1UL << 30) / size);
+	long n = (long) ((1UL << 30) / size);
 
 	if (size < 16384 && n > 30000)
 		n = 30000;
@@ -41,7 +42,7 @@ struct slot {
 	struct fi_context2 ctx;
 	struct fi_context2 rctx; /* --op send: the receive's */
 	struct fid_mr *mr; /* mode 3: this write's registration */
-	int pending;       /* completions still to come (2 for a send) */
+	int pending; /* completions still to come (2 for a send) */
 };
 
 struct run {
@@ -51,8 +52,8 @@ struct run {
 	struct fid_mr *rdst_mr; /* --op send, modes 1 and 4: receive buffer */
 	char *src, *dst;
 	struct fid_mr *src_mr, *dst_mr;
-	uint64_t regs;   /* registrations made by the application */
-	long polls;      /* fi_cq_read calls in the timed loops */
+	uint64_t regs; /* registrations made by the application */
+	long polls; /* fi_cq_read calls in the timed loops */
 	long all_polls, all_ops; /* over the whole child, for callgrind */
 	struct slot slots[MAX_WINDOW];
 	int free_slots[MAX_WINDOW], nfree;
@@ -60,15 +61,16 @@ struct run {
 
 /* Post with expr, retrying on -FI_EAGAIN after a zero-count CQ read that
  * drives progress without consuming completions (reap() reads those). */
-#define RETRY_POST(r, expr)                                                    \
-	({                                                                     \
-		ssize_t retry_r_;                                              \
-		while ((retry_r_ = (expr)) == -FI_EAGAIN)                      \
-			(void)fi_cq_read((r)->pair->cq, NULL, 0);              \
-		retry_r_;                                                      \
+#define RETRY_POST(r, expr)                                        \
+	({                                                         \
+		ssize_t retry_r_;                                  \
+		while ((retry_r_ = (expr)) == -FI_EAGAIN)          \
+			(void) fi_cq_read((r)->pair->cq, NULL, 0); \
+		retry_r_;                                          \
 	})
 
-static int post_write(struct run *r, size_t size)
+static int
+post_write(struct run *r, size_t size)
 {
 	struct slot *s = &r->slots[r->free_slots[--r->nfree]];
 	void *desc = NULL;
@@ -77,9 +79,10 @@ static int post_write(struct run *r, size_t size)
 	if (r->mode == MODE_PEROP) {
 		ret = fi_mr_reg(r->pair->domain, r->src, size,
 				r->send ? FI_SEND : FI_WRITE, 0,
-				0x10000 + (uint64_t)(s - r->slots), 0, &s->mr, NULL);
+				0x10000 + (uint64_t) (s - r->slots), 0, &s->mr,
+				NULL);
 		if (ret)
-			return (int)ret;
+			return (int) ret;
 		r->regs++;
 		desc = fi_mr_desc(s->mr);
 	} else if (!mode_leases(r->mode)) {
@@ -92,28 +95,30 @@ static int post_write(struct run *r, size_t size)
 		ret = RETRY_POST(r, fi_recv(r->pair->ep[1], r->dst, size, rdesc,
 					    FI_ADDR_UNSPEC, &s->rctx));
 		if (ret) {
-			r->free_slots[r->nfree++] = (int)(s - r->slots);
-			return (int)ret;
+			r->free_slots[r->nfree++] = (int) (s - r->slots);
+			return (int) ret;
 		}
 		s->pending = 2;
 	}
 	ret = r->send ?
-		RETRY_POST(r, fi_send(r->pair->ep[0], r->src, size, desc,
-				      r->pair->addr[1], &s->ctx)) :
-		RETRY_POST(r, fi_write(r->pair->ep[0], r->src, size, desc,
-				       r->pair->addr[1],
-				       mrlt_pair_rma_addr(r->pair, r->dst, r->dst),
-				       fi_mr_key(r->dst_mr), &s->ctx));
+		      RETRY_POST(r, fi_send(r->pair->ep[0], r->src, size, desc,
+					    r->pair->addr[1], &s->ctx)) :
+		      RETRY_POST(r, fi_write(r->pair->ep[0], r->src, size, desc,
+					     r->pair->addr[1],
+					     mrlt_pair_rma_addr(r->pair, r->dst,
+								r->dst),
+					     fi_mr_key(r->dst_mr), &s->ctx));
 	if (ret) {
-		r->free_slots[r->nfree++] = (int)(s - r->slots);
-		return (int)ret;
+		r->free_slots[r->nfree++] = (int) (s - r->slots);
+		return (int) ret;
 	}
 	r->all_ops++;
 	return 0;
 }
 
 /* Read completions until at most `keep` writes are outstanding. */
-static int reap(struct run *r, int window, int keep)
+static int
+reap(struct run *r, int window, int keep)
 {
 	struct fi_cq_tagged_entry e[16];
 	ssize_t n;
@@ -125,16 +130,17 @@ static int reap(struct run *r, int window, int keep)
 		if (n == -FI_EAGAIN)
 			continue;
 		if (n < 0) {
-			struct fi_cq_err_entry err = { 0 };
+			struct fi_cq_err_entry err = {0};
 
 			fi_cq_readerr(r->pair->cq, &err, 0);
-			fprintf(stderr, "write failed: %s\n", fi_strerror(err.err));
+			fprintf(stderr, "write failed: %s\n",
+				fi_strerror(err.err));
 			return -FI_EIO;
 		}
 		for (ssize_t i = 0; i < n; i++) {
 			/* A slot's send or receive context: the slot. */
-			struct slot *s = &r->slots[((char *)e[i].op_context -
-						    (char *)r->slots) /
+			struct slot *s = &r->slots[((char *) e[i].op_context -
+						    (char *) r->slots) /
 						   sizeof(struct slot)];
 
 			if (--s->pending)
@@ -143,13 +149,14 @@ static int reap(struct run *r, int window, int keep)
 				fi_close(&s->mr->fid);
 				s->mr = NULL;
 			}
-			r->free_slots[r->nfree++] = (int)(s - r->slots);
+			r->free_slots[r->nfree++] = (int) (s - r->slots);
 		}
 	}
 	return 0;
 }
 
-static int run_size(struct run *r, size_t size, long iters, int window)
+static int
+run_size(struct run *r, size_t size, long iters, int window)
 {
 	int ret;
 
@@ -166,7 +173,8 @@ static int run_size(struct run *r, size_t size, long iters, int window)
 	return reap(r, window, 0);
 }
 
-static uint64_t lease_registrations(struct mrlt_pair *pair)
+static uint64_t
+lease_registrations(struct mrlt_pair *pair)
 {
 	struct fi_mrlease_stats st;
 
@@ -177,7 +185,8 @@ static uint64_t lease_registrations(struct mrlt_pair *pair)
 
 /* Close what child_open built (any part of it). Returns 0, or 1 if a close
  * failed. */
-static int child_close(struct run *r)
+static int
+child_close(struct run *r)
 {
 	int ret = 0;
 
@@ -200,10 +209,11 @@ static int child_close(struct run *r)
  * 4). Returns 0, 77 when the provider is unavailable (the parent reports a
  * skip) or 1.
  */
-static int child_open(const struct child_opts *o, struct mrlt_pair *pair,
-		      struct run *r)
+static int
+child_open(const struct child_opts *o, struct mrlt_pair *pair, struct run *r)
 {
-	struct mrlt_pair_opts xo = { .prov = bench_prov(), .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair_opts xo = {.prov = bench_prov(),
+				    .caps = FI_MSG | FI_RMA};
 	int ret;
 
 	memset(r, 0, sizeof(*r));
@@ -216,7 +226,8 @@ static int child_open(const struct child_opts *o, struct mrlt_pair *pair,
 		return ret == -FI_ENODATA ? 77 : 1;
 	}
 	if (mode_leases(o->mode) && !pair->mrl)
-		fprintf(stderr, "xfer_bench: FI_HOOK=mrlease but no %s on the domain\n",
+		fprintf(stderr,
+			"xfer_bench: FI_HOOK=mrlease but no %s on the domain\n",
 			FI_MRLEASE_OPS_1);
 	r->src = aligned_alloc(4096, MAX_BUF);
 	r->dst = aligned_alloc(4096, MAX_BUF);
@@ -224,19 +235,22 @@ static int child_open(const struct child_opts *o, struct mrlt_pair *pair,
 		goto err_close;
 	memset(r->src, 0x5a, MAX_BUF);
 	memset(r->dst, 0, MAX_BUF);
-	ret = mrlt_pair_mr_reg(pair, r->dst, MAX_BUF, FI_REMOTE_WRITE, &r->dst_mr);
+	ret = mrlt_pair_mr_reg(pair, r->dst, MAX_BUF, FI_REMOTE_WRITE,
+			       &r->dst_mr);
 	if (!ret && (o->mode == MODE_APP || o->mode == MODE_NOOP)) {
 		ret = mrlt_pair_mr_reg(pair, r->src, MAX_BUF,
-				  o->send ? FI_SEND : FI_WRITE, &r->src_mr);
+				       o->send ? FI_SEND : FI_WRITE,
+				       &r->src_mr);
 		r->regs++;
 		if (!ret && o->send) {
 			ret = mrlt_pair_mr_reg(pair, r->dst, MAX_BUF, FI_RECV,
-					  &r->rdst_mr);
+					       &r->rdst_mr);
 			r->regs++;
 		}
 	}
 	if (ret) {
-		fprintf(stderr, "xfer_bench: fi_mr_reg: %s\n", fi_strerror(-ret));
+		fprintf(stderr, "xfer_bench: fi_mr_reg: %s\n",
+			fi_strerror(-ret));
 		goto err_close;
 	}
 	for (int i = 0; i < o->window; i++)
@@ -249,14 +263,17 @@ err_close:
 }
 
 /* Connection set-up and first registrations of a size, untimed. */
-static int warm_up(struct run *r, size_t size, long iters, int window)
+static int
+warm_up(struct run *r, size_t size, long iters, int window)
 {
 	return run_size(r, size, iters / 10 + 1, window);
 }
 
-static void print_totals(struct run *r)
+static void
+print_totals(struct run *r)
 {
-	printf("total_regs %" PRIu64 "\n", r->regs + lease_registrations(r->pair));
+	printf("total_regs %" PRIu64 "\n",
+	       r->regs + lease_registrations(r->pair));
 	printf("totals polls %ld ops %ld\n", r->all_polls, r->all_ops);
 	fflush(stdout);
 }
@@ -264,7 +281,8 @@ static void print_totals(struct run *r)
 /* A single run: every size of o, each warmed up and then timed in BLOCKS
  * slices (the report is the fastest slice's rate), then o->empty_polls
  * empty CQ reads (the callgrind recipe prices one with them). */
-int child_main(const struct child_opts *o)
+int
+child_main(const struct child_opts *o)
 {
 	struct mrlt_pair pair;
 	struct run r;
@@ -296,11 +314,13 @@ int child_main(const struct child_opts *o)
 				best = n / (t1 - t0);
 			done += n;
 		}
-		printf("size %zu rate %.1f regs %" PRIu64 " polls %ld ops %ld\n", size,
-		       best, r.regs + lease_registrations(&pair) - regs0, r.polls, iters);
+		printf("size %zu rate %.1f regs %" PRIu64
+		       " polls %ld ops %ld\n",
+		       size, best, r.regs + lease_registrations(&pair) - regs0,
+		       r.polls, iters);
 	}
 	for (long i = 0; i < o->empty_polls && !ret; i++) {
-		(void)fi_cq_read(pair.cq, NULL, 0);
+		(void) fi_cq_read(pair.cq, NULL, 0);
 		r.all_polls++;
 	}
 	print_totals(&r);
@@ -318,7 +338,8 @@ int child_main(const struct child_opts *o)
  * never compete with a slice for the CPU. End of input without "quit"
  * means the parent is gone: exit 1.
  */
-int serve_main(const struct child_opts *o)
+int
+serve_main(const struct child_opts *o)
 {
 	struct mrlt_pair pair;
 	struct run r;
@@ -347,7 +368,8 @@ int serve_main(const struct child_opts *o)
 		}
 		if (sscanf(line, "slice %zu %ld", &size, &n) != 2 || size < 1 ||
 		    size > MAX_BUF || n < 1) {
-			fprintf(stderr, "xfer_bench child: bad command: %s", line);
+			fprintf(stderr, "xfer_bench child: bad command: %s",
+				line);
 			ret = 1;
 			break;
 		}
@@ -363,7 +385,8 @@ int serve_main(const struct child_opts *o)
 		fflush(stdout);
 	}
 	if (!ret && !quit) {
-		fprintf(stderr, "xfer_bench child %d: commands ended without quit\n",
+		fprintf(stderr,
+			"xfer_bench child %d: commands ended without quit\n",
 			o->mode);
 		ret = 1;
 	}

@@ -23,7 +23,8 @@
 #include "../test/xfer_util.h"
 #include "xfer_bench.h"
 
-static void child_env(int mode)
+static void
+child_env(int mode)
 {
 	bu_child_env();
 	unsetenv("FI_MRLEASE_MIN_SIZE");
@@ -38,12 +39,14 @@ static void child_env(int mode)
 }
 
 /* The environment of a --serve child, set in the child (bu_server_start). */
-static void serve_env(void *mode)
+static void
+serve_env(void *mode)
 {
-	child_env(*(int *)mode);
+	child_env(*(int *) mode);
 }
 
-static void servers_kill(struct server sv[NMODES + 1])
+static void
+servers_kill(struct server sv[NMODES + 1])
 {
 	for (int m = 1; m <= NMODES; m++)
 		bu_server_kill(&sv[m].bu);
@@ -51,23 +54,27 @@ static void servers_kill(struct server sv[NMODES + 1])
 
 /* Start one --serve child per mode, all at once, and wait until every one
  * has warmed up. On failure every child is gone. */
-static int servers_start(struct server sv[NMODES + 1])
+static int
+servers_start(struct server sv[NMODES + 1])
 {
 	static char names[NMODES + 1][32];
 	static int modes[NMODES + 1];
-	/* Seconds a child may take to answer (XFER_BENCH_TIMEOUT, default 120). */
-	int timeout_s = (int)bu_env_clamp("XFER_BENCH_TIMEOUT", 120, 0, 86399);
+	/* Seconds a child may take to answer (XFER_BENCH_TIMEOUT, default 120).
+	 */
+	int timeout_s = (int) bu_env_clamp("XFER_BENCH_TIMEOUT", 120, 0, 86399);
 	int ret = 0;
 
 	for (int m = 1; m <= NMODES; m++) {
-		snprintf(names[m], sizeof(names[m]), "xfer_bench mode %s child", mode_names[m]);
+		snprintf(names[m], sizeof(names[m]), "xfer_bench mode %s child",
+			 mode_names[m]);
 		modes[m] = m;
-		sv[m] = (struct server){ .mode = m,
-					 .bu = { .name = names[m], .timeout_s = timeout_s } };
+		sv[m] = (struct server){
+			.mode = m,
+			.bu = {.name = names[m], .timeout_s = timeout_s}};
 	}
 	for (int m = 1; m <= NMODES && !ret; m++) {
 		char mode_s[8];
-		char *args[] = { "--child", mode_s, "--serve", NULL };
+		char *args[] = {"--child", mode_s, "--serve", NULL};
 
 		snprintf(mode_s, sizeof(mode_s), "%d", m);
 		ret = bu_server_start(&sv[m].bu, args, serve_env, &modes[m]);
@@ -86,8 +93,9 @@ static int servers_start(struct server sv[NMODES + 1])
 
 /* One timed slice of n writes of size in a server; *secs its time, *regs
  * the provider registrations it made. */
-static int server_slice(struct server *s, size_t size, long n, double *secs,
-			uint64_t *regs)
+static int
+server_slice(struct server *s, size_t size, long n, double *secs,
+	     uint64_t *regs)
 {
 	char cmd[64], line[128];
 	long polls;
@@ -97,23 +105,28 @@ static int server_slice(struct server *s, size_t size, long n, double *secs,
 	ret = bu_server_ask(&s->bu, cmd, line, sizeof(line));
 	if (ret)
 		return ret;
-	if (sscanf(line, "slice secs %lf regs %" SCNu64 " polls %ld", secs, regs,
-		   &polls) != 3 || *secs <= 0) {
-		fprintf(stderr, "xfer_bench: mode %s child: unexpected answer in a "
-			"slice; killed\n", mode_names[s->mode]);
+	if (sscanf(line, "slice secs %lf regs %" SCNu64 " polls %ld", secs,
+		   regs, &polls) != 3 ||
+	    *secs <= 0) {
+		fprintf(stderr,
+			"xfer_bench: mode %s child: unexpected answer in a "
+			"slice; killed\n",
+			mode_names[s->mode]);
 		bu_server_kill(&s->bu);
 		return -FI_EOTHER;
 	}
 	return 0;
 }
 
-static void total_regs_line(const char *line, void *s)
+static void
+total_regs_line(const char *line, void *s)
 {
-	sscanf(line, "total_regs %" SCNu64, &((struct server *)s)->total_regs);
+	sscanf(line, "total_regs %" SCNu64, &((struct server *) s)->total_regs);
 }
 
 /* Tell a server to quit, read its totals and reap it (on every path). */
-static int server_quit(struct server *s)
+static int
+server_quit(struct server *s)
 {
 	return bu_server_quit(&s->bu, total_regs_line, s);
 }
@@ -124,7 +137,8 @@ static int server_quit(struct server *s)
  * first: each mode one slice of default_iters / CALIB_DIV writes, N from the
  * modes' median rate.
  */
-static int measure_sizes(struct server sv[NMODES + 1], struct rounds *ro, int r0, int r1)
+static int
+measure_sizes(struct server sv[NMODES + 1], struct rounds *ro, int r0, int r1)
 {
 	double secs, calib[NMODES];
 	uint64_t regs;
@@ -136,12 +150,14 @@ static int measure_sizes(struct server sv[NMODES + 1], struct rounds *ro, int r0
 
 		if (!r0) {
 			for (int m = 1; m <= NMODES; m++) {
-				ret = server_slice(&sv[m], size, n0, &secs, &regs);
+				ret = server_slice(&sv[m], size, n0, &secs,
+						   &regs);
 				if (ret)
 					return ret;
 				calib[m - 1] = n0 / secs;
 			}
-			ro->iters[i] = (long)(SLICE_SECONDS * bu_median(calib, NMODES));
+			ro->iters[i] = (long) (SLICE_SECONDS *
+					       bu_median(calib, NMODES));
 			if (ro->iters[i] < 100)
 				ro->iters[i] = 100;
 		}
@@ -150,11 +166,12 @@ static int measure_sizes(struct server sv[NMODES + 1], struct rounds *ro, int r0
 			 * always runs right after the same other one (a slice
 			 * can leave the machine slower or faster for the
 			 * next: caches, memory returned). */
-			bu_shuffle(order, NMODES, (int)i * ro->n + r);
+			bu_shuffle(order, NMODES, (int) i * ro->n + r);
 			for (int k = 0; k < NMODES; k++) {
 				int m = order[k] + 1;
 
-				ret = server_slice(&sv[m], size, ro->iters[i], &secs, &regs);
+				ret = server_slice(&sv[m], size, ro->iters[i],
+						   &secs, &regs);
 				if (ret)
 					return ret;
 				ro->rate[i][m][r] = ro->iters[i] / secs;
@@ -174,7 +191,8 @@ static int measure_sizes(struct server sv[NMODES + 1], struct rounds *ro, int r0
  * processes per mode. Every child is gone on return. -FI_ENODATA: the
  * provider is unavailable.
  */
-int measure(struct server sv[NMODES + 1], struct rounds *ro, int generations)
+int
+measure(struct server sv[NMODES + 1], struct rounds *ro, int generations)
 {
 	int ret = 0;
 

@@ -17,14 +17,14 @@
 #include <rdma/fi_rma.h>
 
 #define MSG_SIZE (256 * 1024)
-#define ROUNDS 16
+#define ROUNDS	 16
 
 #define TRY(expr)                                                              \
 	do {                                                                   \
-		long rc_ = (long)(expr);                                       \
+		long rc_ = (long) (expr);                                      \
 		if (rc_ < 0) {                                                 \
 			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, \
-				#expr, fi_strerror((int)-rc_));                \
+				#expr, fi_strerror((int) -rc_));               \
 			exit(EXIT_FAILURE);                                    \
 		}                                                              \
 	} while (0)
@@ -36,11 +36,11 @@ struct peer {
 	fi_addr_t other;
 };
 
-static void open_peer(struct fid_domain *domain, struct fi_info *info,
-		      struct peer *peer)
+static void
+open_peer(struct fid_domain *domain, struct fi_info *info, struct peer *peer)
 {
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA };
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA};
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
 
 	TRY(fi_endpoint(domain, info, &peer->ep, NULL));
 	TRY(fi_cq_open(domain, &cq_attr, &peer->cq, NULL));
@@ -50,7 +50,8 @@ static void open_peer(struct fid_domain *domain, struct fi_info *info,
 	TRY(fi_enable(peer->ep));
 }
 
-static void connect_peers(struct peer *a, struct peer *b)
+static void
+connect_peers(struct peer *a, struct peer *b)
 {
 	char name[256];
 	size_t len = sizeof(name);
@@ -63,18 +64,19 @@ static void connect_peers(struct peer *a, struct peer *b)
 }
 
 /* Post, progressing both peers while the provider asks to retry. */
-#define POST(expr, a, b)                                                       \
-	do {                                                                   \
-		ssize_t post_rc_;                                              \
-		while ((post_rc_ = (expr)) == -FI_EAGAIN) {                    \
-			(void)fi_cq_read((a)->cq, NULL, 0);                    \
-			(void)fi_cq_read((b)->cq, NULL, 0);                    \
-		}                                                              \
-		TRY(post_rc_);                                                 \
+#define POST(expr, a, b)                                     \
+	do {                                                 \
+		ssize_t post_rc_;                            \
+		while ((post_rc_ = (expr)) == -FI_EAGAIN) {  \
+			(void) fi_cq_read((a)->cq, NULL, 0); \
+			(void) fi_cq_read((b)->cq, NULL, 0); \
+		}                                            \
+		TRY(post_rc_);                               \
 	} while (0)
 
 /* Progress both peers until one completion arrives on cq. */
-static void wait_completion(struct peer *waiter, struct peer *other)
+static void
+wait_completion(struct peer *waiter, struct peer *other)
 {
 	struct fi_cq_data_entry entry;
 	struct fi_cq_err_entry err;
@@ -92,17 +94,19 @@ static void wait_completion(struct peer *waiter, struct peer *other)
 			exit(EXIT_FAILURE);
 		}
 		TRY(ret == -FI_EAGAIN ? 0 : ret);
-		(void)fi_cq_read(other->cq, NULL, 0);
+		(void) fi_cq_read(other->cq, NULL, 0);
 	}
 }
 
-static void print_stats(struct fid_domain *domain)
+static void
+print_stats(struct fid_domain *domain)
 {
 	struct fi_mrlease_ops *ops;
 	struct fi_mrlease_stats stats;
 	int ret;
 
-	ret = fi_open_ops(&domain->fid, FI_MRLEASE_OPS_1, 0, (void **)&ops, NULL);
+	ret = fi_open_ops(&domain->fid, FI_MRLEASE_OPS_1, 0, (void **) &ops,
+			  NULL);
 	if (ret) {
 		printf("mrlease hook: not active (%s); set FI_HOOK=mrlease\n",
 		       fi_strerror(-ret));
@@ -114,28 +118,31 @@ static void print_stats(struct fid_domain *domain)
 		return;
 	}
 	printf("mrlease hook: active; process-wide lease cache statistics:\n");
-	printf("  %-18s %12llu\n", "lookups", (unsigned long long)stats.lookups);
-	printf("  %-18s %12llu\n", "hits", (unsigned long long)stats.hits);
-	printf("  %-18s %12llu\n", "misses", (unsigned long long)stats.misses);
+	printf("  %-18s %12llu\n", "lookups",
+	       (unsigned long long) stats.lookups);
+	printf("  %-18s %12llu\n", "hits", (unsigned long long) stats.hits);
+	printf("  %-18s %12llu\n", "misses", (unsigned long long) stats.misses);
 	printf("  %-18s %12llu\n", "registrations",
-	       (unsigned long long)stats.registrations);
+	       (unsigned long long) stats.registrations);
 	printf("  %-18s %12llu\n", "deregistrations",
-	       (unsigned long long)stats.deregistrations);
+	       (unsigned long long) stats.deregistrations);
 	printf("  %-18s %12llu\n", "invalidations",
-	       (unsigned long long)stats.invalidations);
-	printf("  %-18s %12llu\n", "entries", (unsigned long long)stats.entries);
-	printf("  %-18s %12llu\n", "leases", (unsigned long long)stats.leases);
+	       (unsigned long long) stats.invalidations);
+	printf("  %-18s %12llu\n", "entries",
+	       (unsigned long long) stats.entries);
+	printf("  %-18s %12llu\n", "leases", (unsigned long long) stats.leases);
 	printf("  %-18s %12llu\n", "registered_bytes",
-	       (unsigned long long)stats.registered_bytes);
+	       (unsigned long long) stats.registered_bytes);
 }
 
-int main(void)
+int
+main(void)
 {
 	struct fi_info *hints, *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_mr *target_mr;
-	struct peer a = { 0 }, b = { 0 };
+	struct peer a = {0}, b = {0};
 	char *src, *dst, *target;
 	uint64_t key, remote;
 	int i;
@@ -172,7 +179,8 @@ int main(void)
 	}
 	key = fi_mr_key(target_mr);
 	remote = (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
-			 (uint64_t)(uintptr_t)target : 0;
+			 (uint64_t) (uintptr_t) target :
+			 0;
 
 	for (i = 0; i < ROUNDS; i++) {
 		memset(src, 'a' + i, MSG_SIZE);
@@ -186,7 +194,8 @@ int main(void)
 		}
 		/* The remote CQ data tells b that the write has landed. */
 		POST(fi_writedata(a.ep, src, MSG_SIZE, NULL, i, a.other, remote,
-				  key, NULL), &a, &b);
+				  key, NULL),
+		     &a, &b);
 		wait_completion(&a, &b);
 		wait_completion(&b, &a);
 		if (memcmp(src, target, MSG_SIZE)) {
@@ -195,8 +204,8 @@ int main(void)
 		}
 	}
 	printf("moved %d x %d KiB by fi_send and %d x %d KiB by fi_writedata, "
-	       "data verified\n", ROUNDS, MSG_SIZE / 1024, ROUNDS,
-	       MSG_SIZE / 1024);
+	       "data verified\n",
+	       ROUNDS, MSG_SIZE / 1024, ROUNDS, MSG_SIZE / 1024);
 	print_stats(domain);
 
 	TRY(fi_close(&target_mr->fid));

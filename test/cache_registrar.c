@@ -14,7 +14,7 @@
 struct creg_record {
 	struct creg_record *next;
 	struct creg *creg;
-	struct fid_mr *mr;	/* real registration, or NULL */
+	struct fid_mr *mr; /* real registration, or NULL */
 	atomic_int closes;
 };
 
@@ -23,8 +23,9 @@ static struct creg_record *creg_records;
 static atomic_long creg_registered, creg_closed, creg_double_closed;
 static atomic_ulong creg_fake_id = 1;
 
-static int creg_reg(void *ctx, const void *addr, size_t len, uint64_t access,
-		    uint64_t key, void **mr, void **desc)
+static int
+creg_reg(void *ctx, const void *addr, size_t len, uint64_t access, uint64_t key,
+	 void **mr, void **desc)
 {
 	struct creg *creg = ctx;
 	struct creg_record *rec;
@@ -42,13 +43,14 @@ static int creg_reg(void *ctx, const void *addr, size_t len, uint64_t access,
 	}
 	atomic_store(&creg->last_key, key);
 	atomic_store(&creg->last_access, access);
-	atomic_store(&creg->last_addr, (uintptr_t)addr);
+	atomic_store(&creg->last_addr, (uintptr_t) addr);
 	atomic_store(&creg->last_len, len);
 	ret = atomic_load(&creg->fail_code);
 	if (ret)
 		goto refuse;
 	left = atomic_load(&creg->enokey_left);
-	while (left > 0 && !atomic_compare_exchange_weak(&creg->enokey_left, &left, left - 1))
+	while (left > 0 && !atomic_compare_exchange_weak(&creg->enokey_left,
+							 &left, left - 1))
 		;
 	if (left > 0) {
 		ret = -FI_ENOKEY;
@@ -61,12 +63,14 @@ static int creg_reg(void *ctx, const void *addr, size_t len, uint64_t access,
 	}
 
 	if (creg->domain) {
-		ret = fi_mr_reg(creg->domain, addr, len, access, 0, key, 0, &fmr, NULL);
+		ret = fi_mr_reg(creg->domain, addr, len, access, 0, key, 0,
+				&fmr, NULL);
 		if (ret)
 			goto refuse;
 	}
 	if (creg->flags & CREG_NO_RECORDS) {
-		*mr = (void *)(uintptr_t)(atomic_fetch_add(&creg_fake_id, 1) << 4);
+		*mr = (void *) (uintptr_t) (atomic_fetch_add(&creg_fake_id, 1)
+					    << 4);
 		*desc = *mr;
 	} else {
 		rec = calloc(1, sizeof(*rec));
@@ -94,7 +98,8 @@ refuse:
 	return ret;
 }
 
-static int creg_close(void *ctx, void *mr)
+static int
+creg_close(void *ctx, void *mr)
 {
 	struct creg *creg = ctx;
 	struct creg_record *rec = mr;
@@ -120,12 +125,14 @@ const struct mrl_registrar creg_registrar = {
 	.close = creg_close,
 };
 
-void creg_init(struct creg *creg, struct fid_domain *domain, unsigned flags)
+void
+creg_init(struct creg *creg, struct fid_domain *domain, unsigned flags)
 {
-	*creg = (struct creg){ .domain = domain, .flags = flags };
+	*creg = (struct creg){.domain = domain, .flags = flags};
 }
 
-struct mrl_domain_config creg_domain_config(struct creg *creg)
+struct mrl_domain_config
+creg_domain_config(struct creg *creg)
 {
 	return (struct mrl_domain_config){
 		.registrar = &creg_registrar,
@@ -135,32 +142,38 @@ struct mrl_domain_config creg_domain_config(struct creg *creg)
 	};
 }
 
-struct fid_mr *creg_fid(void *mr)
+struct fid_mr *
+creg_fid(void *mr)
 {
-	return ((struct creg_record *)mr)->mr;
+	return ((struct creg_record *) mr)->mr;
 }
 
-bool creg_is_closed(void *mr)
+bool
+creg_is_closed(void *mr)
 {
-	return atomic_load(&((struct creg_record *)mr)->closes) != 0;
+	return atomic_load(&((struct creg_record *) mr)->closes) != 0;
 }
 
-long creg_total_registered(void)
+long
+creg_total_registered(void)
 {
 	return atomic_load(&creg_registered);
 }
 
-long creg_total_closed(void)
+long
+creg_total_closed(void)
 {
 	return atomic_load(&creg_closed);
 }
 
-long creg_total_double_closed(void)
+long
+creg_total_double_closed(void)
 {
 	return atomic_load(&creg_double_closed);
 }
 
-long creg_total_open_records(void)
+long
+creg_total_open_records(void)
 {
 	struct creg_record *rec;
 	long open = 0;
@@ -172,7 +185,8 @@ long creg_total_open_records(void)
 	return open;
 }
 
-int creg_tcp_open(struct creg_tcp *tcp)
+int
+creg_tcp_open(struct creg_tcp *tcp)
 {
 	struct fi_info *hints;
 	int ret;
@@ -204,7 +218,8 @@ err_info:
 	return ret;
 }
 
-int creg_tcp_close(struct creg_tcp *tcp)
+int
+creg_tcp_close(struct creg_tcp *tcp)
 {
 	int ret = 0, r;
 
@@ -222,21 +237,23 @@ int creg_tcp_close(struct creg_tcp *tcp)
 	return ret;
 }
 
-int creg_span_fn(void *arg, const void *addr, size_t len, void **base, size_t *slen)
+int
+creg_span_fn(void *arg, const void *addr, size_t len, void **base, size_t *slen)
 {
 	struct creg_span *span = arg;
 
-	(void)addr;
-	(void)len;
+	(void) addr;
+	(void) len;
 	span->calls++;
-	*base = (void *)span->base;
+	*base = (void *) span->base;
 	*slen = span->len;
 	return 0;
 }
 
 /* Suite-wide: a registration closed twice faults inside a provider, one
  * never closed leaks pinned memory; the counting registrar saw every one. */
-void test_every_registration_closed_exactly_once(void)
+void
+test_every_registration_closed_exactly_once(void)
 {
 	CHECK(creg_total_registered() > 0);
 	CHECK_EQ(creg_total_registered(), creg_total_closed());

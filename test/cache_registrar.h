@@ -24,25 +24,26 @@
 #include "mrl_cache.h"
 
 enum creg_flags {
-	CREG_NO_RECORDS = 1 << 0,	/* fake handles, counters only */
+	CREG_NO_RECORDS = 1 << 0, /* fake handles, counters only */
 };
 
 struct creg {
-	struct fid_domain *domain;	/* NULL: fake registrations */
+	struct fid_domain *domain; /* NULL: fake registrations */
 	unsigned flags;
 	atomic_long registered, closed, double_closed, live;
 	atomic_ulong last_key;
 	atomic_ulong last_access;
-	atomic_uintptr_t last_addr;	/* range of the last reg() call */
+	atomic_uintptr_t last_addr; /* range of the last reg() call */
 	atomic_size_t last_len;
 	/* Failure injection, read at each reg(). */
-	atomic_int fail_code;		/* fail every call with this (0: off) */
-	atomic_int enokey_left;		/* answer -FI_ENOKEY this many times */
-	atomic_long max_live;		/* -FI_ENOSPC at this many live (0: off) */
-	atomic_long refusals;		/* failed reg() calls, injected or real */
-	/* When set, reg() waits on it before registering (to line up misses). */
+	atomic_int fail_code; /* fail every call with this (0: off) */
+	atomic_int enokey_left; /* answer -FI_ENOKEY this many times */
+	atomic_long max_live; /* -FI_ENOSPC at this many live (0: off) */
+	atomic_long refusals; /* failed reg() calls, injected or real */
+	/* When set, reg() waits on it before registering (to line up misses).
+	 */
 	pthread_barrier_t *gate;
-	atomic_int gate_uses;		/* how many reg() calls still wait */
+	atomic_int gate_uses; /* how many reg() calls still wait */
 	/* When set, called inside reg() before registering (once, then
 	 * cleared): lets a test run an invalidate while a miss registers. */
 	void (*on_reg)(void *arg);
@@ -76,7 +77,8 @@ struct creg_span {
 	int calls;
 };
 
-int creg_span_fn(void *arg, const void *addr, size_t len, void **base, size_t *slen);
+int creg_span_fn(void *arg, const void *addr, size_t len, void **base,
+		 size_t *slen);
 
 /* The suite-wide check every cache test program ends with (TAP test). */
 void test_every_registration_closed_exactly_once(void);

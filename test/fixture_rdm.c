@@ -17,26 +17,26 @@
 
 /* Run a libfabric call inside a tracked helper: on error record it and
  * return. */
-#define TRY(expr)                                                              \
-	do {                                                                   \
-		long long try_rc_ = (long long)(expr);                         \
-		if (try_rc_ < 0) {                                             \
-			FAIL("%s = %lld (%s)", #expr, try_rc_,                 \
-			     fi_strerror((int)-try_rc_));                      \
-			return (int)try_rc_;                                   \
-		}                                                              \
+#define TRY(expr)                                              \
+	do {                                                   \
+		long long try_rc_ = (long long) (expr);        \
+		if (try_rc_ < 0) {                             \
+			FAIL("%s = %lld (%s)", #expr, try_rc_, \
+			     fi_strerror((int) -try_rc_));     \
+			return (int) try_rc_;                  \
+		}                                              \
 	} while (0)
 
 /* A step of an untracked helper: on error say which call failed (stderr, a
  * '#' line in the TAP log) and leave through `label`, which undoes. */
-#define STEP(expr, label)                                                      \
-	do {                                                                   \
-		ret = (int)(expr);                                             \
-		if (ret < 0) {                                                 \
-			fprintf(stderr, "# %s = %d (%s)\n", #expr, ret,         \
-				fi_strerror(-ret));                            \
-			goto label;                                            \
-		}                                                              \
+#define STEP(expr, label)                                               \
+	do {                                                            \
+		ret = (int) (expr);                                     \
+		if (ret < 0) {                                          \
+			fprintf(stderr, "# %s = %d (%s)\n", #expr, ret, \
+				fi_strerror(-ret));                     \
+			goto label;                                     \
+		}                                                       \
 	} while (0)
 
 /* ------------------------------------------------------------------------
@@ -46,8 +46,9 @@
 
 /* fi_getinfo keeping the first result whose prov_name is exactly the hinted
  * one, preferring FI_SOCKADDR_IN; *info is a copy of it alone. */
-static int info_pick(const struct fi_info *hints, const char *node,
-		     const char *service, uint64_t flags, struct fi_info **info)
+static int
+info_pick(const struct fi_info *hints, const char *node, const char *service,
+	  uint64_t flags, struct fi_info **info)
 {
 	struct fi_info *list = NULL, *cur, *pick = NULL;
 	const char *want = hints->fabric_attr->prov_name;
@@ -72,8 +73,9 @@ static int info_pick(const struct fi_info *hints, const char *node,
 	return *info ? 0 : -FI_ENOMEM;
 }
 
-static int fabric_domain_open(struct fi_info *info, struct fid_fabric **fabric,
-			      struct fid_domain **domain)
+static int
+fabric_domain_open(struct fi_info *info, struct fid_fabric **fabric,
+		   struct fid_domain **domain)
 {
 	int ret;
 
@@ -98,26 +100,28 @@ struct ep_binds {
 		struct fid_cntr *cntr;
 		uint64_t flags;
 	} cntr[4];
-	size_t min_multi_recv;  /* FI_OPT_MIN_MULTI_RECV when non-zero */
+	size_t min_multi_recv; /* FI_OPT_MIN_MULTI_RECV when non-zero */
 };
 
 /* shm derives its shared-memory region from the endpoint name, and every
  * endpoint opened from one info would ask for the same one. */
-static int set_unique_name(struct fid_ep *ep)
+static int
+set_unique_name(struct fid_ep *ep)
 {
 	static atomic_uint serial;
 	char name[64];
 
-	snprintf(name, sizeof(name), "fi_shm://mrltest-%d-%u", (int)getpid(),
+	snprintf(name, sizeof(name), "fi_shm://mrltest-%d-%u", (int) getpid(),
 		 atomic_fetch_add(&serial, 1));
 	return fi_setname(&ep->fid, name, strlen(name) + 1);
 }
 
 /* An endpoint bound as b says (a name of its own under FI_ADDR_STR),
  * enabled, and its name in name (*namelen: in, the buffer's size). */
-static int ep_open(struct fid_domain *domain, struct fi_info *info,
-		   const struct ep_binds *b, void *ctx, struct fid_ep **ep,
-		   void *name, size_t *namelen)
+static int
+ep_open(struct fid_domain *domain, struct fi_info *info,
+	const struct ep_binds *b, void *ctx, struct fid_ep **ep, void *name,
+	size_t *namelen)
 {
 	int ret;
 
@@ -128,22 +132,26 @@ static int ep_open(struct fid_domain *domain, struct fi_info *info,
 	for (size_t i = 0; i < sizeof(b->cntr) / sizeof(b->cntr[0]); i++)
 		if (b->cntr[i].cntr)
 			STEP(fi_ep_bind(*ep, &b->cntr[i].cntr->fid,
-					b->cntr[i].flags), err_ep);
+					b->cntr[i].flags),
+			     err_ep);
 	if (info->addr_format == FI_ADDR_STR)
 		STEP(set_unique_name(*ep), err_ep);
 	/* FI_OPT_MIN_MULTI_RECV: before fi_enable where the provider takes
 	 * it there (fi_endpoint(3) recommends it; libfabric 2.x's rxm sizes
 	 * its receive queue then and ignores a later value), after it
 	 * everywhere (libfabric 1.17's shm faults on it before). */
-	if (b->min_multi_recv && strstr(info->fabric_attr->prov_name, "ofi_rxm"))
+	if (b->min_multi_recv &&
+	    strstr(info->fabric_attr->prov_name, "ofi_rxm"))
 		STEP(fi_setopt(&(*ep)->fid, FI_OPT_ENDPOINT,
 			       FI_OPT_MIN_MULTI_RECV, &b->min_multi_recv,
-			       sizeof(b->min_multi_recv)), err_ep);
+			       sizeof(b->min_multi_recv)),
+		     err_ep);
 	STEP(fi_enable(*ep), err_ep);
 	if (b->min_multi_recv)
 		STEP(fi_setopt(&(*ep)->fid, FI_OPT_ENDPOINT,
 			       FI_OPT_MIN_MULTI_RECV, &b->min_multi_recv,
-			       sizeof(b->min_multi_recv)), err_ep);
+			       sizeof(b->min_multi_recv)),
+		     err_ep);
 	STEP(fi_getname(&(*ep)->fid, name, namelen), err_ep);
 	return 0;
 err_ep:
@@ -155,9 +163,10 @@ err:
 
 /* Register buf in domain under `key`, then bind and enable it on ep when
  * the domain has FI_MR_ENDPOINT (ep must then be non-NULL). */
-static int mr_open(struct fid_domain *domain, const struct fi_info *info,
-		   struct fid_ep *ep, void *buf, size_t len, uint64_t access,
-		   uint64_t key, struct fid_mr **mr)
+static int
+mr_open(struct fid_domain *domain, const struct fi_info *info,
+	struct fid_ep *ep, void *buf, size_t len, uint64_t access, uint64_t key,
+	struct fid_mr **mr)
 {
 	int ret;
 
@@ -175,7 +184,8 @@ err:
 	return ret;
 }
 
-uint64_t mrlt_next_key(void)
+uint64_t
+mrlt_next_key(void)
 {
 	static _Atomic uint64_t next = 0x1000;
 
@@ -186,7 +196,8 @@ uint64_t mrlt_next_key(void)
  * Information and domains (tracked).
  */
 
-struct fi_info *mrlt_hints(const char *prov, enum fi_ep_type type, uint64_t caps)
+struct fi_info *
+mrlt_hints(const char *prov, enum fi_ep_type type, uint64_t caps)
 {
 	struct fi_info *hints = fi_allocinfo();
 
@@ -207,8 +218,9 @@ struct fi_info *mrlt_hints(const char *prov, enum fi_ep_type type, uint64_t caps
 	return hints;
 }
 
-int mrlt_getinfo(struct fi_info *hints, const char *node, const char *service,
-		 uint64_t flags, struct fi_info **info)
+int
+mrlt_getinfo(struct fi_info *hints, const char *node, const char *service,
+	     uint64_t flags, struct fi_info **info)
 {
 	const char *want = hints->fabric_attr->prov_name;
 	int ret = info_pick(hints, node, service, flags, info);
@@ -223,7 +235,8 @@ int mrlt_getinfo(struct fi_info *hints, const char *node, const char *service,
 	return 0;
 }
 
-int mrlt_domain_open(struct fi_info *info, struct mrlt_domain *d)
+int
+mrlt_domain_open(struct fi_info *info, struct mrlt_domain *d)
 {
 	memset(d, 0, sizeof(*d));
 	d->info = info;
@@ -237,8 +250,8 @@ int mrlt_domain_open(struct fi_info *info, struct mrlt_domain *d)
  * Peers: an endpoint each with its own companions (tracked).
  */
 
-static int open_cntr(struct mrlt_domain *d, enum fi_wait_obj wait,
-		     struct fid_cntr **cntr)
+static int
+open_cntr(struct mrlt_domain *d, enum fi_wait_obj wait, struct fid_cntr **cntr)
 {
 	struct fi_cntr_attr attr = {
 		.events = FI_CNTR_EVENTS_COMP,
@@ -250,12 +263,13 @@ static int open_cntr(struct mrlt_domain *d, enum fi_wait_obj wait,
 	return 0;
 }
 
-int mrlt_peer_open(struct mrlt_domain *d, const struct mrlt_peer_opts *opts,
-		   struct mrlt_peer *p)
+int
+mrlt_peer_open(struct mrlt_domain *d, const struct mrlt_peer_opts *opts,
+	       struct mrlt_peer *p)
 {
 	static const struct mrlt_peer_opts none;
-	struct fi_cq_attr cq_attr = { 0 };
-	struct fi_av_attr av_attr = { 0 };
+	struct fi_cq_attr cq_attr = {0};
+	struct fi_av_attr av_attr = {0};
 	struct ep_binds b;
 
 	if (!opts)
@@ -263,7 +277,8 @@ int mrlt_peer_open(struct mrlt_domain *d, const struct mrlt_peer_opts *opts,
 	memset(p, 0, sizeof(*p));
 	p->dom = d;
 	p->peer = FI_ADDR_UNSPEC;
-	cq_attr.format = opts->cq_format ? opts->cq_format : FI_CQ_FORMAT_TAGGED;
+	cq_attr.format =
+		opts->cq_format ? opts->cq_format : FI_CQ_FORMAT_TAGGED;
 	cq_attr.wait_obj = opts->cq_wait;
 	cq_attr.size = 0;
 	av_attr.type = d->info->domain_attr->av_type;
@@ -285,9 +300,10 @@ int mrlt_peer_open(struct mrlt_domain *d, const struct mrlt_peer_opts *opts,
 		.av = p->av,
 		.cq = p->cq,
 		.cq_flags = FI_TRANSMIT | FI_RECV,
-		.cntr = { { p->tx_cntr, FI_SEND }, { p->rx_cntr, FI_RECV },
-			  { p->rma_cntr, FI_READ | FI_WRITE },
-			  { p->remote_cntr, FI_REMOTE_WRITE | FI_REMOTE_READ } },
+		.cntr = {{p->tx_cntr, FI_SEND},
+			 {p->rx_cntr, FI_RECV},
+			 {p->rma_cntr, FI_READ | FI_WRITE},
+			 {p->remote_cntr, FI_REMOTE_WRITE | FI_REMOTE_READ}},
 	};
 	p->namelen = sizeof(p->name);
 	TRY(ep_open(d->domain, d->info, &b, p, &p->ep, p->name, &p->namelen));
@@ -295,7 +311,8 @@ int mrlt_peer_open(struct mrlt_domain *d, const struct mrlt_peer_opts *opts,
 	return 0;
 }
 
-int mrlt_peers_connect(struct mrlt_peer *a, struct mrlt_peer *b)
+int
+mrlt_peers_connect(struct mrlt_peer *a, struct mrlt_peer *b)
 {
 	TRY(fi_av_insert(a->av, b->name, 1, &a->peer, 0, NULL));
 	TRY(fi_av_insert(b->av, a->name, 1, &b->peer, 0, NULL));
@@ -306,8 +323,9 @@ int mrlt_peers_connect(struct mrlt_peer *a, struct mrlt_peer *b)
 	return 0;
 }
 
-int mrlt_rdm_pair_open(struct mrlt_domain *d, const struct mrlt_peer_opts *opts,
-		       struct mrlt_peer *a, struct mrlt_peer *b)
+int
+mrlt_rdm_pair_open(struct mrlt_domain *d, const struct mrlt_peer_opts *opts,
+		   struct mrlt_peer *a, struct mrlt_peer *b)
 {
 	int ret;
 
@@ -319,7 +337,8 @@ int mrlt_rdm_pair_open(struct mrlt_domain *d, const struct mrlt_peer_opts *opts,
 	return ret;
 }
 
-void mrlt_progress(struct mrlt_peer *p)
+void
+mrlt_progress(struct mrlt_peer *p)
 {
 	struct fi_eq_cm_entry entry;
 	uint32_t event;
@@ -327,16 +346,18 @@ void mrlt_progress(struct mrlt_peer *p)
 	if (!p)
 		return;
 	if (p->eq)
-		(void)fi_eq_read(p->eq, &event, &entry, sizeof(entry), FI_PEEK);
+		(void) fi_eq_read(p->eq, &event, &entry, sizeof(entry),
+				  FI_PEEK);
 	if (p->cq)
-		(void)fi_cq_read(p->cq, NULL, 0);
+		(void) fi_cq_read(p->cq, NULL, 0);
 	if (p->tx_cntr)
-		(void)fi_cntr_read(p->tx_cntr);
+		(void) fi_cntr_read(p->tx_cntr);
 	if (p->rx_cntr)
-		(void)fi_cntr_read(p->rx_cntr);
+		(void) fi_cntr_read(p->rx_cntr);
 }
 
-static void describe_cq_err(struct fid_cq *cq, const char *what)
+static void
+describe_cq_err(struct fid_cq *cq, const char *what)
 {
 	struct fi_cq_err_entry err;
 	ssize_t ret;
@@ -344,16 +365,17 @@ static void describe_cq_err(struct fid_cq *cq, const char *what)
 	memset(&err, 0, sizeof(err));
 	ret = fi_cq_readerr(cq, &err, 0);
 	if (ret < 0)
-		FAIL("%s: error completion, and fi_cq_readerr = %zd (%s)",
-		     what, ret, fi_strerror((int)-ret));
+		FAIL("%s: error completion, and fi_cq_readerr = %zd (%s)", what,
+		     ret, fi_strerror((int) -ret));
 	else
 		FAIL("%s: error completion err=%d (%s) prov_errno=%d (%s)",
 		     what, err.err, fi_strerror(err.err), err.prov_errno,
 		     fi_cq_strerror(cq, err.prov_errno, err.err_data, NULL, 0));
 }
 
-int mrlt_cq_wait(struct mrlt_peer *p, struct mrlt_peer *other, void *entry,
-		fi_addr_t *src_addr, const char *what)
+int
+mrlt_cq_wait(struct mrlt_peer *p, struct mrlt_peer *other, void *entry,
+	     fi_addr_t *src_addr, const char *what)
 {
 	struct mrlt_wait w;
 	ssize_t ret;
@@ -370,8 +392,8 @@ int mrlt_cq_wait(struct mrlt_peer *p, struct mrlt_peer *other, void *entry,
 		}
 		if (ret != -FI_EAGAIN) {
 			FAIL("%s: fi_cq_read = %zd (%s)", what, ret,
-			     fi_strerror((int)-ret));
-			return ret < 0 ? (int)ret : -FI_EOTHER;
+			     fi_strerror((int) -ret));
+			return ret < 0 ? (int) ret : -FI_EOTHER;
 		}
 		mrlt_progress(other);
 	} while (!mrlt_wait_over(&w));
@@ -379,8 +401,9 @@ int mrlt_cq_wait(struct mrlt_peer *p, struct mrlt_peer *other, void *entry,
 	return -FI_ETIMEDOUT;
 }
 
-int mrlt_cq_wait_err(struct mrlt_peer *p, struct mrlt_peer *other,
-		    struct fi_cq_err_entry *err, const char *what)
+int
+mrlt_cq_wait_err(struct mrlt_peer *p, struct mrlt_peer *other,
+		 struct fi_cq_err_entry *err, const char *what)
 {
 	struct fi_cq_tagged_entry entry;
 	struct mrlt_wait w;
@@ -394,21 +417,22 @@ int mrlt_cq_wait_err(struct mrlt_peer *p, struct mrlt_peer *other,
 			ret = fi_cq_readerr(p->cq, err, 0);
 			if (ret != 1) {
 				FAIL("%s: fi_cq_readerr = %zd (%s)", what, ret,
-				     fi_strerror((int)-ret));
-				return ret < 0 ? (int)ret : -FI_EOTHER;
+				     fi_strerror((int) -ret));
+				return ret < 0 ? (int) ret : -FI_EOTHER;
 			}
 			return 0;
 		}
 		if (ret == 1) {
 			FAIL("%s: expected an error entry, got a completion "
-			     "(flags %s)", what,
+			     "(flags %s)",
+			     what,
 			     fi_tostr(&entry.flags, FI_TYPE_CQ_EVENT_FLAGS));
 			return -FI_EOTHER;
 		}
 		if (ret != -FI_EAGAIN) {
 			FAIL("%s: fi_cq_read = %zd (%s)", what, ret,
-			     fi_strerror((int)-ret));
-			return ret < 0 ? (int)ret : -FI_EOTHER;
+			     fi_strerror((int) -ret));
+			return ret < 0 ? (int) ret : -FI_EOTHER;
 		}
 		mrlt_progress(other);
 	} while (!mrlt_wait_over(&w));
@@ -416,8 +440,9 @@ int mrlt_cq_wait_err(struct mrlt_peer *p, struct mrlt_peer *other,
 	return -FI_ETIMEDOUT;
 }
 
-int mrlt_cntr_wait(struct fid_cntr *cntr, uint64_t value, struct mrlt_peer *self,
-		  struct mrlt_peer *other, const char *what)
+int
+mrlt_cntr_wait(struct fid_cntr *cntr, uint64_t value, struct mrlt_peer *self,
+	       struct mrlt_peer *other, const char *what)
 {
 	struct mrlt_wait w;
 	uint64_t errs = fi_cntr_readerr(cntr), got;
@@ -428,21 +453,23 @@ int mrlt_cntr_wait(struct fid_cntr *cntr, uint64_t value, struct mrlt_peer *self
 		if (got >= value)
 			return 0;
 		if (fi_cntr_readerr(cntr) != errs) {
-			FAIL("%s: counter error count rose to %llu (value %llu)",
-			     what, (unsigned long long)fi_cntr_readerr(cntr),
-			     (unsigned long long)got);
+			FAIL("%s: counter error count rose to %llu (value "
+			     "%llu)",
+			     what, (unsigned long long) fi_cntr_readerr(cntr),
+			     (unsigned long long) got);
 			return -FI_EIO;
 		}
 		mrlt_progress(self);
 		mrlt_progress(other);
 	} while (!mrlt_wait_over(&w));
 	FAIL("%s: counter at %llu, waited for %llu, after %lu polls", what,
-	     (unsigned long long)got, (unsigned long long)value, w.spins);
+	     (unsigned long long) got, (unsigned long long) value, w.spins);
 	return -FI_ETIMEDOUT;
 }
 
-int mrlt_mr_reg(struct mrlt_domain *d, struct fid_ep *ep, void *buf, size_t len,
-		uint64_t access, struct fid_mr **mr)
+int
+mrlt_mr_reg(struct mrlt_domain *d, struct fid_ep *ep, void *buf, size_t len,
+	    uint64_t access, struct fid_mr **mr)
 {
 	if ((d->info->domain_attr->mr_mode & FI_MR_ENDPOINT) && !ep) {
 		FAIL("FI_MR_ENDPOINT domain needs an endpoint to bind");
@@ -454,17 +481,20 @@ int mrlt_mr_reg(struct mrlt_domain *d, struct fid_ep *ep, void *buf, size_t len,
 	return 0;
 }
 
-uint64_t mrlt_rma_addr(const struct mrlt_domain *d, const void *buf)
+uint64_t
+mrlt_rma_addr(const struct mrlt_domain *d, const void *buf)
 {
 	return (d->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
-		       (uint64_t)(uintptr_t)buf : 0;
+		       (uint64_t) (uintptr_t) buf :
+		       0;
 }
 
 /* ------------------------------------------------------------------------
  * FI_EP_MSG endpoints and pairs (tracked).
  */
 
-ssize_t mrlt_eq_poll(struct fid_eq *eq, uint32_t *event, void *buf, size_t len)
+ssize_t
+mrlt_eq_poll(struct fid_eq *eq, uint32_t *event, void *buf, size_t len)
 {
 	struct fi_eq_err_entry err;
 	ssize_t ret;
@@ -477,20 +507,21 @@ ssize_t mrlt_eq_poll(struct fid_eq *eq, uint32_t *event, void *buf, size_t len)
 		ret = fi_eq_readerr(eq, &err, 0);
 		if (ret < 0)
 			FAIL("EQ error entry, and fi_eq_readerr = %zd (%s)",
-			     ret, fi_strerror((int)-ret));
+			     ret, fi_strerror((int) -ret));
 		else
 			FAIL("EQ error entry: fid %p err=%d (%s) prov_errno=%d",
-			     (void *)err.fid, err.err, fi_strerror(err.err),
+			     (void *) err.fid, err.err, fi_strerror(err.err),
 			     err.prov_errno);
 		return -FI_EAVAIL;
 	}
 	if (ret != -FI_EAGAIN)
-		FAIL("fi_eq_read = %zd (%s)", ret, fi_strerror((int)-ret));
+		FAIL("fi_eq_read = %zd (%s)", ret, fi_strerror((int) -ret));
 	return ret;
 }
 
-int mrlt_eq_wait(struct fid_eq *eq, uint32_t expected, void *buf, size_t len,
-		struct mrlt_peer *a, struct mrlt_peer *b, const char *what)
+int
+mrlt_eq_wait(struct fid_eq *eq, uint32_t expected, void *buf, size_t len,
+	     struct mrlt_peer *a, struct mrlt_peer *b, const char *what)
 {
 	struct mrlt_wait w;
 	uint32_t event;
@@ -508,7 +539,7 @@ int mrlt_eq_wait(struct fid_eq *eq, uint32_t expected, void *buf, size_t len,
 			return -FI_EOTHER;
 		}
 		if (ret != -FI_EAGAIN)
-			return (int)ret;
+			return (int) ret;
 		mrlt_progress(a);
 		mrlt_progress(b);
 	} while (!mrlt_wait_over(&w));
@@ -516,8 +547,9 @@ int mrlt_eq_wait(struct fid_eq *eq, uint32_t expected, void *buf, size_t len,
 	return -FI_ETIMEDOUT;
 }
 
-int mrlt_eq_wait_err(struct fid_eq *eq, struct fi_eq_err_entry *err,
-		    struct mrlt_peer *a, struct mrlt_peer *b, const char *what)
+int
+mrlt_eq_wait_err(struct fid_eq *eq, struct fi_eq_err_entry *err,
+		 struct mrlt_peer *a, struct mrlt_peer *b, const char *what)
 {
 	struct fi_eq_cm_entry entry;
 	struct mrlt_wait w;
@@ -532,20 +564,20 @@ int mrlt_eq_wait_err(struct fid_eq *eq, struct fi_eq_err_entry *err,
 			ret = fi_eq_readerr(eq, err, 0);
 			if (ret < 0) {
 				FAIL("%s: fi_eq_readerr = %zd (%s)", what, ret,
-				     fi_strerror((int)-ret));
-				return (int)ret;
+				     fi_strerror((int) -ret));
+				return (int) ret;
 			}
 			return 0;
 		}
 		if (ret >= 0) {
-			FAIL("%s: expected an EQ error entry, got event %s", what,
-			     fi_tostr(&event, FI_TYPE_EQ_EVENT));
+			FAIL("%s: expected an EQ error entry, got event %s",
+			     what, fi_tostr(&event, FI_TYPE_EQ_EVENT));
 			return -FI_EOTHER;
 		}
 		if (ret != -FI_EAGAIN) {
 			FAIL("%s: fi_eq_read = %zd (%s)", what, ret,
-			     fi_strerror((int)-ret));
-			return (int)ret;
+			     fi_strerror((int) -ret));
+			return (int) ret;
 		}
 		mrlt_progress(a);
 		mrlt_progress(b);
@@ -554,20 +586,22 @@ int mrlt_eq_wait_err(struct fid_eq *eq, struct fi_eq_err_entry *err,
 	return -FI_ETIMEDOUT;
 }
 
-static int open_eq(struct mrlt_domain *d, struct fid_eq **eq)
+static int
+open_eq(struct mrlt_domain *d, struct fid_eq **eq)
 {
-	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_eq_attr attr = {.wait_obj = FI_WAIT_UNSPEC};
 
 	TRY(fi_eq_open(d->fabric, &attr, eq, NULL));
 	mrlt_track_fid(&(*eq)->fid);
 	return 0;
 }
 
-int mrlt_msg_ep_open(struct mrlt_domain *d, struct fi_info *info,
-		    const void *dest, size_t destlen, struct fid_ep *srx,
-		    struct fid_eq **eq, struct fid_ep **ep, struct fid_cq **cq)
+int
+mrlt_msg_ep_open(struct mrlt_domain *d, struct fi_info *info, const void *dest,
+		 size_t destlen, struct fid_ep *srx, struct fid_eq **eq,
+		 struct fid_ep **ep, struct fid_cq **cq)
 {
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA };
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA};
 
 	info = fi_dupinfo(info);
 	if (!info) {
@@ -598,8 +632,9 @@ int mrlt_msg_ep_open(struct mrlt_domain *d, struct fi_info *info,
 	return 0;
 }
 
-int mrlt_pep_listen(struct mrlt_domain *d, struct fid_eq **eq,
-		   struct fid_pep **pep, void *addr, size_t *addrlen)
+int
+mrlt_pep_listen(struct mrlt_domain *d, struct fid_eq **eq, struct fid_pep **pep,
+		void *addr, size_t *addrlen)
 {
 	TRY(open_eq(d, eq));
 	TRY(fi_passive_ep(d->fabric, d->info, pep, NULL));
@@ -611,8 +646,9 @@ int mrlt_pep_listen(struct mrlt_domain *d, struct fid_eq **eq,
 }
 
 /* One step of the connection hand-shake: poll all three EQs once. */
-static int msg_pair_step(struct mrlt_msg_pair *p, struct fid_ep *srx,
-			 bool *srv_up, bool *cli_up)
+static int
+msg_pair_step(struct mrlt_msg_pair *p, struct fid_ep *srx, bool *srv_up,
+	      bool *cli_up)
 {
 	struct {
 		struct fi_eq_cm_entry cm;
@@ -632,12 +668,12 @@ static int msg_pair_step(struct mrlt_msg_pair *p, struct fid_ep *srx,
 		p->connreq_handle = ev.cm.info->handle;
 		mrlt_track_info(ev.cm.info);
 		TRY(mrlt_msg_ep_open(p->dom, ev.cm.info, NULL, 0, srx,
-				    &p->srv_eq, &p->srv, &p->srv_cq));
+				     &p->srv_eq, &p->srv, &p->srv_cq));
 		p->srv_side.cq = p->srv_cq;
 		p->srv_side.eq = p->srv_eq;
 		TRY(fi_accept(p->srv, NULL, 0));
 	} else if (ret != -FI_EAGAIN) {
-		return (int)ret;
+		return (int) ret;
 	}
 	if (p->srv_eq && !*srv_up) {
 		ret = mrlt_eq_poll(p->srv_eq, &event, &ev, sizeof(ev));
@@ -650,7 +686,7 @@ static int msg_pair_step(struct mrlt_msg_pair *p, struct fid_ep *srx,
 			p->srv_connected_fid = ev.cm.fid;
 			*srv_up = true;
 		} else if (ret != -FI_EAGAIN) {
-			return (int)ret;
+			return (int) ret;
 		}
 	}
 	if (!*cli_up) {
@@ -664,14 +700,15 @@ static int msg_pair_step(struct mrlt_msg_pair *p, struct fid_ep *srx,
 			p->cli_connected_fid = ev.cm.fid;
 			*cli_up = true;
 		} else if (ret != -FI_EAGAIN) {
-			return (int)ret;
+			return (int) ret;
 		}
 	}
 	return 0;
 }
 
-int mrlt_msg_pair_open(struct mrlt_domain *d, struct fid_ep *srx,
-		      struct mrlt_msg_pair *p)
+int
+mrlt_msg_pair_open(struct mrlt_domain *d, struct fid_ep *srx,
+		   struct mrlt_msg_pair *p)
 {
 	char addr[128];
 	size_t addrlen = sizeof(addr);
@@ -683,7 +720,7 @@ int mrlt_msg_pair_open(struct mrlt_domain *d, struct fid_ep *srx,
 	p->dom = d;
 	TRY(mrlt_pep_listen(d, &p->pep_eq, &p->pep, addr, &addrlen));
 	TRY(mrlt_msg_ep_open(d, d->info, addr, addrlen, NULL, &p->cli_eq,
-			    &p->cli, &p->cli_cq));
+			     &p->cli, &p->cli_cq));
 	p->cli_side.cq = p->cli_cq;
 	p->cli_side.eq = p->cli_eq;
 	TRY(fi_connect(p->cli, addr, NULL, 0));
@@ -697,8 +734,10 @@ int mrlt_msg_pair_open(struct mrlt_domain *d, struct fid_ep *srx,
 			return 0;
 	} while (!mrlt_wait_over(&w));
 	FAIL("connection not established after %lu polls (CONNREQ %s, server "
-	     "%s, client %s)", w.spins, p->srv ? "seen" : "missing",
-	     srv_up ? "connected" : "waiting", cli_up ? "connected" : "waiting");
+	     "%s, client %s)",
+	     w.spins, p->srv ? "seen" : "missing",
+	     srv_up ? "connected" : "waiting",
+	     cli_up ? "connected" : "waiting");
 	return -FI_ETIMEDOUT;
 }
 
@@ -706,7 +745,8 @@ int mrlt_msg_pair_open(struct mrlt_domain *d, struct fid_ep *srx,
  * Shared pair: two endpoints, one AV, one CQ (or counters); untracked.
  */
 
-static int pair_getinfo(const struct mrlt_pair_opts *opts, struct fi_info **info)
+static int
+pair_getinfo(const struct mrlt_pair_opts *opts, struct fi_info **info)
 {
 	struct fi_info *hints;
 	int ret;
@@ -714,16 +754,16 @@ static int pair_getinfo(const struct mrlt_pair_opts *opts, struct fi_info **info
 	hints = fi_allocinfo();
 	if (!hints)
 		return -FI_ENOMEM;
-	hints->caps = opts->caps ? opts->caps
-				 : FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC;
+	hints->caps = opts->caps ? opts->caps :
+				   FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC;
 	if (opts->rx_op_flags & FI_MULTI_RECV)
 		hints->caps |= FI_MULTI_RECV;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->domain_attr->threading = opts->thread_safe ? FI_THREAD_SAFE
-							  : FI_THREAD_DOMAIN;
+	hints->domain_attr->threading =
+		opts->thread_safe ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
 	hints->tx_attr->op_flags = 0;
 	hints->rx_attr->op_flags = opts->rx_op_flags;
 	hints->fabric_attr->prov_name = strdup(opts->prov);
@@ -738,21 +778,22 @@ static int pair_getinfo(const struct mrlt_pair_opts *opts, struct fi_info **info
 
 /* The mrlease and mrcheck extension ops of the pair's domain and fabric;
  * absent means the hook is not stacked. */
-static void pair_open_ext(struct mrlt_pair *pair)
+static void
+pair_open_ext(struct mrlt_pair *pair)
 {
 	struct mrcheck_ops *chk;
 	struct mrcheck_stats st;
 
 	if (fi_open_ops(&pair->domain->fid, FI_MRLEASE_OPS_1, 0,
-			(void **)&pair->mrl, NULL))
+			(void **) &pair->mrl, NULL))
 		pair->mrl = NULL;
 	if (fi_open_ops(&pair->domain->fid, MRCHECK_OPS_1, 0,
-			(void **)&pair->chk, NULL))
+			(void **) &pair->chk, NULL))
 		pair->chk = NULL;
 	/* The layer above may not forward MRCHECK_OPS_1: then straight from
 	 * the loaded plugin. */
 	if (fi_open_ops(&pair->fabric->fid, MRCHECK_OPS_1, 0,
-			(void **)&pair->chk_all, NULL))
+			(void **) &pair->chk_all, NULL))
 		pair->chk_all = mrcheck_loaded_ops();
 	chk = pair->chk_all ? pair->chk_all : pair->chk;
 	if (chk && !chk->query(chk, &st, sizeof(st))) {
@@ -761,11 +802,12 @@ static void pair_open_ext(struct mrlt_pair *pair)
 	}
 }
 
-static int pair_ep_open(const struct mrlt_pair_opts *opts,
-			struct mrlt_pair *pair, int i, void *name, size_t *len)
+static int
+pair_ep_open(const struct mrlt_pair_opts *opts, struct mrlt_pair *pair, int i,
+	     void *name, size_t *len)
 {
-	struct ep_binds b = { .av = pair->av,
-			      .min_multi_recv = opts->min_multi_recv };
+	struct ep_binds b = {.av = pair->av,
+			     .min_multi_recv = opts->min_multi_recv};
 
 	if (opts->counters_only) {
 		b.cntr[0].cntr = pair->tx_cntr;
@@ -781,12 +823,14 @@ static int pair_ep_open(const struct mrlt_pair_opts *opts,
 		       len);
 }
 
-int mrlt_pair_open(const struct mrlt_pair_opts *opts, struct mrlt_pair *pair)
+int
+mrlt_pair_open(const struct mrlt_pair_opts *opts, struct mrlt_pair *pair)
 {
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED,
-				      .size = 1024, .wait_obj = opts->cq_wait };
-	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED,
+				     .size = 1024,
+				     .wait_obj = opts->cq_wait};
+	struct fi_cntr_attr cntr_attr = {.events = FI_CNTR_EVENTS_COMP};
 	char name[2][256];
 	size_t len;
 	int ret, i;
@@ -812,10 +856,12 @@ int mrlt_pair_open(const struct mrlt_pair_opts *opts, struct mrlt_pair *pair)
 	if (ret)
 		goto err;
 	if (opts->counters_only) {
-		ret = fi_cntr_open(pair->domain, &cntr_attr, &pair->tx_cntr, NULL);
+		ret = fi_cntr_open(pair->domain, &cntr_attr, &pair->tx_cntr,
+				   NULL);
 		if (ret)
 			goto err;
-		ret = fi_cntr_open(pair->domain, &cntr_attr, &pair->rx_cntr, NULL);
+		ret = fi_cntr_open(pair->domain, &cntr_attr, &pair->rx_cntr,
+				   NULL);
 	} else {
 		ret = fi_cq_open(pair->domain, &cq_attr, &pair->cq, NULL);
 	}
@@ -828,7 +874,8 @@ int mrlt_pair_open(const struct mrlt_pair_opts *opts, struct mrlt_pair *pair)
 			goto err;
 	}
 	for (i = 0; i < 2; i++) {
-		ret = fi_av_insert(pair->av, name[i], 1, &pair->addr[i], 0, NULL);
+		ret = fi_av_insert(pair->av, name[i], 1, &pair->addr[i], 0,
+				   NULL);
 		if (ret != 1) {
 			ret = ret < 0 ? ret : -FI_EOTHER;
 			goto err;
@@ -842,14 +889,15 @@ err:
 	return ret;
 }
 
-bool mrlt_pair_open_hooked(const struct mrlt_pair_opts *opts,
-			   struct mrlt_pair *pair)
+bool
+mrlt_pair_open_hooked(const struct mrlt_pair_opts *opts, struct mrlt_pair *pair)
 {
 	int ret = mrlt_pair_open(opts, pair);
 
 	if (ret == -FI_ENODATA || ret == -FI_ENOCQ || ret == -FI_ENOSYS ||
 	    ret == -FI_EOPNOTSUPP) {
-		mrlt_skip_current("%s cannot: %s", opts->prov, fi_strerror(-ret));
+		mrlt_skip_current("%s cannot: %s", opts->prov,
+				  fi_strerror(-ret));
 		return false;
 	}
 	if (ret) {
@@ -864,22 +912,24 @@ bool mrlt_pair_open_hooked(const struct mrlt_pair_opts *opts,
 	return true;
 }
 
-bool mrlt_pair_open_hooked_safe(const struct mrlt_pair_opts *opts,
-				struct mrlt_pair *pair)
+bool
+mrlt_pair_open_hooked_safe(const struct mrlt_pair_opts *opts,
+			   struct mrlt_pair *pair)
 {
 	if (!mrlt_pair_open_hooked(opts, pair))
 		return false;
 	if (pair->info->domain_attr->threading != FI_THREAD_SAFE) {
 		mrlt_skip_current("%s: threading %d, not FI_THREAD_SAFE",
 				  opts->prov,
-				  (int)pair->info->domain_attr->threading);
+				  (int) pair->info->domain_attr->threading);
 		mrlt_pair_close(pair);
 		return false;
 	}
 	return true;
 }
 
-static int close_fid(struct fid *fid, int first)
+static int
+close_fid(struct fid *fid, int first)
 {
 	int ret;
 
@@ -887,12 +937,13 @@ static int close_fid(struct fid *fid, int first)
 		return first;
 	ret = fi_close(fid);
 	if (ret)
-		fprintf(stderr, "# fi_close(class %zu) = %d (%s)\n", fid->fclass,
-			ret, fi_strerror(-ret));
+		fprintf(stderr, "# fi_close(class %zu) = %d (%s)\n",
+			fid->fclass, ret, fi_strerror(-ret));
 	return first ? first : ret;
 }
 
-int mrlt_pair_close(struct mrlt_pair *pair)
+int
+mrlt_pair_close(struct mrlt_pair *pair)
 {
 	int ret = 0, i;
 
@@ -910,12 +961,13 @@ int mrlt_pair_close(struct mrlt_pair *pair)
 	memset(pair, 0, sizeof(*pair));
 	return ret;
 }
-static int pair_read_err(struct mrlt_pair *pair, struct mrlt_comp *comp)
+static int
+pair_read_err(struct mrlt_pair *pair, struct mrlt_comp *comp)
 {
-	struct fi_cq_err_entry err = { 0 };
+	struct fi_cq_err_entry err = {0};
 	int ret;
 
-	ret = (int)fi_cq_readerr(pair->cq, &err, 0);
+	ret = (int) fi_cq_readerr(pair->cq, &err, 0);
 	if (ret < 0)
 		return ret;
 	comp->ctx = err.op_context;
@@ -928,7 +980,8 @@ static int pair_read_err(struct mrlt_pair *pair, struct mrlt_comp *comp)
 	return 1;
 }
 
-static int pair_read_cq(struct mrlt_pair *pair, struct mrlt_comp *comps, size_t n)
+static int
+pair_read_cq(struct mrlt_pair *pair, struct mrlt_comp *comps, size_t n)
 {
 	struct fi_cq_tagged_entry entries[16];
 	ssize_t ret;
@@ -942,8 +995,8 @@ static int pair_read_cq(struct mrlt_pair *pair, struct mrlt_comp *comps, size_t 
 	if (ret == -FI_EAVAIL)
 		return pair_read_err(pair, comps);
 	if (ret < 0)
-		return (int)ret;
-	for (i = 0; i < (size_t)ret; i++) {
+		return (int) ret;
+	for (i = 0; i < (size_t) ret; i++) {
 		comps[i] = (struct mrlt_comp){
 			.ctx = entries[i].op_context,
 			.flags = entries[i].flags,
@@ -953,10 +1006,11 @@ static int pair_read_cq(struct mrlt_pair *pair, struct mrlt_comp *comps, size_t 
 			.tag = entries[i].tag,
 		};
 	}
-	return (int)ret;
+	return (int) ret;
 }
 
-int mrlt_reap_some(struct mrlt_pair *pair, struct mrlt_comp *comps, size_t n)
+int
+mrlt_reap_some(struct mrlt_pair *pair, struct mrlt_comp *comps, size_t n)
 {
 	size_t i;
 
@@ -967,40 +1021,44 @@ int mrlt_reap_some(struct mrlt_pair *pair, struct mrlt_comp *comps, size_t n)
 		pair->nstash -= n;
 		for (i = 0; i < pair->nstash; i++)
 			pair->stash[i] = pair->stash[i + n];
-		return (int)n;
+		return (int) n;
 	}
 	return pair_read_cq(pair, comps, n);
 }
 
-void mrlt_pair_progress(struct mrlt_pair *pair)
+void
+mrlt_pair_progress(struct mrlt_pair *pair)
 {
 	int ret;
 
 	if (!pair->cq) {
-		(void)fi_cntr_read(pair->tx_cntr);
-		(void)fi_cntr_read(pair->rx_cntr);
+		(void) fi_cntr_read(pair->tx_cntr);
+		(void) fi_cntr_read(pair->rx_cntr);
 		return;
 	}
 	if (pair->nstash == MRLT_STASH) {
 		/* Full: progress without taking entries. */
-		(void)fi_cq_read(pair->cq, NULL, 0);
+		(void) fi_cq_read(pair->cq, NULL, 0);
 		return;
 	}
 	ret = pair_read_cq(pair, pair->stash + pair->nstash,
 			   MRLT_STASH - pair->nstash);
 	if (ret > 0)
-		pair->nstash += (size_t)ret;
+		pair->nstash += (size_t) ret;
 	else if (ret < 0 && ret != -FI_EAGAIN)
-		fprintf(stderr, "# mrlt_pair_progress: %s\n", fi_strerror(-ret));
+		fprintf(stderr, "# mrlt_pair_progress: %s\n",
+			fi_strerror(-ret));
 }
 
-int mrlt_reap(struct mrlt_pair *pair, struct mrlt_comp *comps, size_t n)
+int
+mrlt_reap(struct mrlt_pair *pair, struct mrlt_comp *comps, size_t n)
 {
 	return mrlt_reap_within(pair, comps, n, MRLT_MAX_POLLS);
 }
 
-int mrlt_reap_within(struct mrlt_pair *pair, struct mrlt_comp *comps, size_t n,
-		     long max_polls)
+int
+mrlt_reap_within(struct mrlt_pair *pair, struct mrlt_comp *comps, size_t n,
+		 long max_polls)
 {
 	size_t got = 0;
 	long polls = 0;
@@ -1010,16 +1068,17 @@ int mrlt_reap_within(struct mrlt_pair *pair, struct mrlt_comp *comps, size_t n,
 		ret = mrlt_reap_some(pair, comps + got, n - got);
 		if (ret < 0)
 			return ret;
-		got += (size_t)ret;
+		got += (size_t) ret;
 		if (ret == 0 && ++polls > max_polls)
 			return -FI_ETIMEDOUT;
 		if (ret == 0 && (polls & 1023) == 0)
 			sched_yield();
 	}
-	return (int)n;
+	return (int) n;
 }
 
-int mrlt_wait_cntr(struct fid_cntr *cntr, uint64_t value)
+int
+mrlt_wait_cntr(struct fid_cntr *cntr, uint64_t value)
 {
 	long polls;
 
@@ -1034,17 +1093,19 @@ int mrlt_wait_cntr(struct fid_cntr *cntr, uint64_t value)
 	return -FI_ETIMEDOUT;
 }
 
-struct mrlt_op *mrlt_op_start(struct mrlt_op *op)
+struct mrlt_op *
+mrlt_op_start(struct mrlt_op *op)
 {
 	atomic_store(&op->done, 0);
 	op->err = 0;
 	return op;
 }
 
-int mrlt_pair_poll_ops(struct mrlt_pair *pair)
+int
+mrlt_pair_poll_ops(struct mrlt_pair *pair)
 {
 	struct fi_cq_tagged_entry e[8];
-	struct fi_cq_err_entry err = { 0 };
+	struct fi_cq_err_entry err = {0};
 	ssize_t n = fi_cq_read(pair->cq, e, 8);
 
 	if (n == -FI_EAGAIN)
@@ -1059,14 +1120,16 @@ int mrlt_pair_poll_ops(struct mrlt_pair *pair)
 		return 0;
 	}
 	if (n < 0)
-		return (int)n;
+		return (int) n;
 	for (ssize_t i = 0; i < n; i++)
 		if (e[i].op_context)
-			atomic_store(&((struct mrlt_op *)e[i].op_context)->done, 1);
+			atomic_store(
+				&((struct mrlt_op *) e[i].op_context)->done, 1);
 	return 0;
 }
 
-int mrlt_op_wait(struct mrlt_pair *pair, struct mrlt_op *op)
+int
+mrlt_op_wait(struct mrlt_pair *pair, struct mrlt_op *op)
 {
 	for (long polls = 0; !atomic_load(&op->done); polls++) {
 		if (polls > MRLT_MAX_POLLS || mrlt_pair_poll_ops(pair))
@@ -1077,8 +1140,9 @@ int mrlt_op_wait(struct mrlt_pair *pair, struct mrlt_op *op)
 	return op->err ? -op->err : 0;
 }
 
-int mrlt_pair_mr_reg(struct mrlt_pair *pair, void *buf, size_t len,
-		     uint64_t access, struct fid_mr **mr)
+int
+mrlt_pair_mr_reg(struct mrlt_pair *pair, void *buf, size_t len, uint64_t access,
+		 struct fid_mr **mr)
 {
 	uint64_t mode = pair->info->domain_attr->mr_mode;
 	uint64_t key = (mode & FI_MR_PROV_KEY) ? 0 : mrlt_next_key();
@@ -1089,37 +1153,41 @@ int mrlt_pair_mr_reg(struct mrlt_pair *pair, void *buf, size_t len,
 	return mr_open(pair->domain, pair->info, ep, buf, len, access, key, mr);
 }
 
-uint64_t mrlt_pair_rma_addr(const struct mrlt_pair *pair, const void *mr_base,
-			    const void *buf)
+uint64_t
+mrlt_pair_rma_addr(const struct mrlt_pair *pair, const void *mr_base,
+		   const void *buf)
 {
 	if (pair->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
-		return (uint64_t)(uintptr_t)buf;
-	return (uint64_t)((const char *)buf - (const char *)mr_base);
+		return (uint64_t) (uintptr_t) buf;
+	return (uint64_t) ((const char *) buf - (const char *) mr_base);
 }
 
-long long mrlt_live_leases(const struct mrlt_pair *pair)
+long long
+mrlt_live_leases(const struct mrlt_pair *pair)
 {
 	struct fi_mrlease_stats stats;
 
 	if (!pair->mrl ||
 	    pair->mrl->query_stats(pair->domain, &stats, sizeof(stats)))
 		return -1;
-	return (long long)stats.leases;
+	return (long long) stats.leases;
 }
 
-long long mrlt_violations(const struct mrlt_pair *pair)
+long long
+mrlt_violations(const struct mrlt_pair *pair)
 {
 	struct mrcheck_ops *chk = pair->chk_all ? pair->chk_all : pair->chk;
 	struct mrcheck_stats stats;
 
 	if (!chk || chk->query(chk, &stats, sizeof(stats)))
 		return -1;
-	return (long long)((stats.violations - pair->violations0) -
-			   (stats.acknowledged - pair->acknowledged0));
+	return (long long) ((stats.violations - pair->violations0) -
+			    (stats.acknowledged - pair->acknowledged0));
 }
 
-long mrlt_wait_pattern(struct mrlt_pair *pair, const void *buf, size_t len,
-		       uint64_t seed)
+long
+mrlt_wait_pattern(struct mrlt_pair *pair, const void *buf, size_t len,
+		  uint64_t seed)
 {
 	long at = mrlt_verify(buf, len, seed);
 
@@ -1129,4 +1197,3 @@ long mrlt_wait_pattern(struct mrlt_pair *pair, const void *buf, size_t len,
 	}
 	return at;
 }
-

@@ -35,9 +35,9 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 
-#include "rdma/fi_ext_mrlease.h"
 #include "mrcheck/mrcheck.h"
 #include "mrlt.h"
+#include "rdma/fi_ext_mrlease.h"
 
 /* ------------------------------------------------------------------------
  * Information and domains.
@@ -54,7 +54,8 @@
  * PROV_KEY, ENDPOINT: handle them with mrlt_mr_reg/mrlt_rma_addr), so desc
  * NULL is always legal. The caller may adjust the hints before mrlt_getinfo.
  */
-struct fi_info *mrlt_hints(const char *prov, enum fi_ep_type type, uint64_t caps);
+struct fi_info *mrlt_hints(const char *prov, enum fi_ep_type type,
+			   uint64_t caps);
 /*
  * fi_getinfo(MRLT_FI_VERSION, node, service, flags, hints) keeping the first
  * result whose prov_name is exactly the hinted one, preferring
@@ -63,7 +64,7 @@ struct fi_info *mrlt_hints(const char *prov, enum fi_ep_type type, uint64_t caps
  * provider offers nothing matching (so callers can turn it into a skip).
  */
 int mrlt_getinfo(struct fi_info *hints, const char *node, const char *service,
-		uint64_t flags, struct fi_info **info);
+		 uint64_t flags, struct fi_info **info);
 
 /* A fabric and a domain opened from one info; all tracked. */
 struct mrlt_domain {
@@ -75,13 +76,13 @@ int mrlt_domain_open(struct fi_info *info, struct mrlt_domain *d);
 
 /* How mrlt_peer_open builds an endpoint's companions. */
 struct mrlt_peer_opts {
-	enum fi_cq_format cq_format;  /* 0: FI_CQ_FORMAT_TAGGED */
-	enum fi_wait_obj cq_wait;     /* 0 (FI_WAIT_NONE) or e.g. FI_WAIT_UNSPEC */
-	bool cntrs;                   /* open and bind tx_cntr, rx_cntr and
-				       * rma_cntr (see struct mrlt_peer) */
+	enum fi_cq_format cq_format; /* 0: FI_CQ_FORMAT_TAGGED */
+	enum fi_wait_obj cq_wait; /* 0 (FI_WAIT_NONE) or e.g. FI_WAIT_UNSPEC */
+	bool cntrs; /* open and bind tx_cntr, rx_cntr and
+		     * rma_cntr (see struct mrlt_peer) */
 	enum fi_wait_obj cntr_wait;
-	bool remote_cntr;             /* with cntrs: also remote_cntr
-				       * (needs FI_RMA_EVENT in the info) */
+	bool remote_cntr; /* with cntrs: also remote_cntr
+			   * (needs FI_RMA_EVENT in the info) */
 };
 
 /* One RDM/DGRAM endpoint with its CQ (bound FI_TRANSMIT|FI_RECV), AV,
@@ -91,14 +92,14 @@ struct mrlt_peer {
 	struct fid_ep *ep;
 	struct fid_cq *cq;
 	struct fid_av *av;
-	struct fid_cntr *tx_cntr;     /* FI_SEND */
-	struct fid_cntr *rx_cntr;     /* FI_RECV */
-	struct fid_cntr *rma_cntr;    /* FI_READ | FI_WRITE */
+	struct fid_cntr *tx_cntr; /* FI_SEND */
+	struct fid_cntr *rx_cntr; /* FI_RECV */
+	struct fid_cntr *rma_cntr; /* FI_READ | FI_WRITE */
 	struct fid_cntr *remote_cntr; /* FI_REMOTE_WRITE | FI_REMOTE_READ */
-	struct fid_eq *eq;            /* optional: peeked by mrlt_progress (the
-				       * connection manager progresses there) */
-	fi_addr_t peer;               /* the other endpoint in av */
-	char name[256];               /* fi_getname of ep */
+	struct fid_eq *eq; /* optional: peeked by mrlt_progress (the
+			    * connection manager progresses there) */
+	fi_addr_t peer; /* the other endpoint in av */
+	char name[256]; /* fi_getname of ep */
 	size_t namelen;
 };
 
@@ -109,12 +110,12 @@ struct mrlt_peer {
  * endpoints opened from one info would otherwise collide.
  */
 int mrlt_peer_open(struct mrlt_domain *d, const struct mrlt_peer_opts *opts,
-		  struct mrlt_peer *p);
+		   struct mrlt_peer *p);
 /* Insert each peer's name into the other's AV (synchronously). */
 int mrlt_peers_connect(struct mrlt_peer *a, struct mrlt_peer *b);
 /* Both of the above for two endpoints on one domain. */
 int mrlt_rdm_pair_open(struct mrlt_domain *d, const struct mrlt_peer_opts *opts,
-		      struct mrlt_peer *a, struct mrlt_peer *b);
+		       struct mrlt_peer *a, struct mrlt_peer *b);
 
 /* Drive p's progress without consuming completions or events (CQ read of
  * 0 entries, counter reads, FI_PEEK read of p->eq). NULL is ignored. */
@@ -125,17 +126,17 @@ void mrlt_progress(struct mrlt_peer *p);
  * and b (either may be NULL), within the wait bound. Evaluates to the
  * post's last return value (-FI_EAGAIN if the bound was hit).
  */
-#define MRLT_POST(expr, a, b)                                                   \
-	({                                                                     \
-		ssize_t post_rc_;                                              \
-		struct mrlt_wait post_w_;                                       \
-		mrlt_wait_init(&post_w_);                                       \
-		while ((post_rc_ = (ssize_t)(expr)) == -FI_EAGAIN &&          \
-		       !mrlt_wait_over(&post_w_)) {                             \
-			mrlt_progress(a);                                       \
-			mrlt_progress(b);                                       \
-		}                                                              \
-		post_rc_;                                                      \
+#define MRLT_POST(expr, a, b)                                         \
+	({                                                            \
+		ssize_t post_rc_;                                     \
+		struct mrlt_wait post_w_;                             \
+		mrlt_wait_init(&post_w_);                             \
+		while ((post_rc_ = (ssize_t) (expr)) == -FI_EAGAIN && \
+		       !mrlt_wait_over(&post_w_)) {                   \
+			mrlt_progress(a);                             \
+			mrlt_progress(b);                             \
+		}                                                     \
+		post_rc_;                                             \
 	})
 
 /*
@@ -145,18 +146,19 @@ void mrlt_progress(struct mrlt_peer *p);
  * (naming `what`) and returns a negative fi_errno; returns 0 on success.
  */
 int mrlt_cq_wait(struct mrlt_peer *p, struct mrlt_peer *other, void *entry,
-		fi_addr_t *src_addr, const char *what);
+		 fi_addr_t *src_addr, const char *what);
 /*
  * Wait for an error entry on p->cq and read it with fi_cq_readerr into err
  * (zeroed first). A successful completion instead records a failure.
  * Returns 0 when an error entry was read.
  */
 int mrlt_cq_wait_err(struct mrlt_peer *p, struct mrlt_peer *other,
-		    struct fi_cq_err_entry *err, const char *what);
+		     struct fi_cq_err_entry *err, const char *what);
 /* Wait until fi_cntr_read(cntr) >= value, progressing `self` and `other`
  * meanwhile. A counter error (fi_cntr_readerr grows) records a failure. */
-int mrlt_cntr_wait(struct fid_cntr *cntr, uint64_t value, struct mrlt_peer *self,
-		  struct mrlt_peer *other, const char *what);
+int mrlt_cntr_wait(struct fid_cntr *cntr, uint64_t value,
+		   struct mrlt_peer *self, struct mrlt_peer *other,
+		   const char *what);
 
 /*
  * Register buf for `access` on d (tracked), binding and enabling it on ep
@@ -166,7 +168,7 @@ int mrlt_cntr_wait(struct fid_cntr *cntr, uint64_t value, struct mrlt_peer *self
  * with fi_mr_key.
  */
 int mrlt_mr_reg(struct mrlt_domain *d, struct fid_ep *ep, void *buf, size_t len,
-	       uint64_t access, struct fid_mr **mr);
+		uint64_t access, struct fid_mr **mr);
 /* A requested key no other helper call in this process used (from 0x1000
  * up; keys below are free for tests that pick their own). */
 uint64_t mrlt_next_key(void);
@@ -182,17 +184,18 @@ ssize_t mrlt_eq_poll(struct fid_eq *eq, uint32_t *event, void *buf, size_t len);
  * NULL: some providers, tcp for one, notice a peer's shutdown only while
  * their CQ is read); the event must be `expected`. */
 int mrlt_eq_wait(struct fid_eq *eq, uint32_t expected, void *buf, size_t len,
-		struct mrlt_peer *a, struct mrlt_peer *b, const char *what);
+		 struct mrlt_peer *a, struct mrlt_peer *b, const char *what);
 
 /* Wait (bounded) for an error entry on eq and read it with fi_eq_readerr
  * into err (zeroed first); a regular event instead is a failure. */
 int mrlt_eq_wait_err(struct fid_eq *eq, struct fi_eq_err_entry *err,
-		    struct mrlt_peer *a, struct mrlt_peer *b, const char *what);
+		     struct mrlt_peer *a, struct mrlt_peer *b,
+		     const char *what);
 
 /* A passive endpoint from d->info bound to a new EQ (*eq) and listening;
  * its address in addr (*addrlen bytes, in: the buffer's size). */
 int mrlt_pep_listen(struct mrlt_domain *d, struct fid_eq **eq,
-		   struct fid_pep **pep, void *addr, size_t *addrlen);
+		    struct fid_pep **pep, void *addr, size_t *addrlen);
 /*
  * An FI_EP_MSG endpoint from (a copy of) info with its own new EQ and CQ
  * (FI_CQ_FORMAT_DATA, bound FI_TRANSMIT|FI_RECV), enabled. dest non-NULL
@@ -201,8 +204,9 @@ int mrlt_pep_listen(struct mrlt_domain *d, struct fid_eq **eq,
  * non-NULL: opened with rx_ctx_cnt FI_SHARED_CONTEXT and bound to srx.
  */
 int mrlt_msg_ep_open(struct mrlt_domain *d, struct fi_info *info,
-		    const void *dest, size_t destlen, struct fid_ep *srx,
-		    struct fid_eq **eq, struct fid_ep **ep, struct fid_cq **cq);
+		     const void *dest, size_t destlen, struct fid_ep *srx,
+		     struct fid_eq **eq, struct fid_ep **ep,
+		     struct fid_cq **cq);
 
 /*
  * A connected FI_EP_MSG pair in one domain (e.g. plain "tcp"): a passive
@@ -218,31 +222,33 @@ struct mrlt_msg_pair {
 	struct fid_pep *pep;
 	struct fid_ep *srv, *cli;
 	struct fid_cq *srv_cq, *cli_cq;
-	fid_t connreq_fid;       /* fid of the FI_CONNREQ event (want: pep) */
-	fid_t srv_connected_fid; /* FI_CONNECTED on the server side (want: srv) */
-	fid_t cli_connected_fid; /* FI_CONNECTED on the client side (want: cli) */
-	void *connreq_handle;    /* info->handle of the FI_CONNREQ */
-	struct mrlt_peer cli_side, srv_side; /* views of the CQs and EQs for
-					     * mrlt_cq_wait/mrlt_progress/MRLT_POST */
+	fid_t connreq_fid; /* fid of the FI_CONNREQ event (want: pep) */
+	fid_t srv_connected_fid; /* FI_CONNECTED on the server side (want: srv)
+				  */
+	fid_t cli_connected_fid; /* FI_CONNECTED on the client side (want: cli)
+				  */
+	void *connreq_handle; /* info->handle of the FI_CONNREQ */
+	struct mrlt_peer cli_side,
+		srv_side; /* views of the CQs and EQs for
+			   * mrlt_cq_wait/mrlt_progress/MRLT_POST */
 };
 /* srx non-NULL: the server endpoint is opened with rx_ctx_cnt
  * FI_SHARED_CONTEXT and bound to it. */
 int mrlt_msg_pair_open(struct mrlt_domain *d, struct fid_ep *srx,
-		      struct mrlt_msg_pair *p);
-
+		       struct mrlt_msg_pair *p);
 
 /* ------------------------------------------------------------------------
  * Shared pair: two endpoints, one AV, one CQ (or counters).
  */
 
 struct mrlt_pair_opts {
-	const char *prov;      /* fabric_attr->prov_name, e.g. "tcp;ofi_rxm" */
-	uint64_t caps;         /* 0: FI_MSG|FI_TAGGED|FI_RMA|FI_ATOMIC */
-	bool mr_local;         /* open the domain with FI_MR_LOCAL in mr_mode */
-	bool selective;        /* bind the CQ with FI_SELECTIVE_COMPLETION */
-	bool counters_only;    /* bind counters, no CQ */
-	bool thread_safe;      /* ask for FI_THREAD_SAFE */
-	uint64_t rx_op_flags;  /* e.g. FI_MULTI_RECV */
+	const char *prov; /* fabric_attr->prov_name, e.g. "tcp;ofi_rxm" */
+	uint64_t caps; /* 0: FI_MSG|FI_TAGGED|FI_RMA|FI_ATOMIC */
+	bool mr_local; /* open the domain with FI_MR_LOCAL in mr_mode */
+	bool selective; /* bind the CQ with FI_SELECTIVE_COMPLETION */
+	bool counters_only; /* bind counters, no CQ */
+	bool thread_safe; /* ask for FI_THREAD_SAFE */
+	uint64_t rx_op_flags; /* e.g. FI_MULTI_RECV */
 	size_t min_multi_recv; /* FI_OPT_MIN_MULTI_RECV when non-zero */
 	enum fi_wait_obj cq_wait; /* the CQ's wait object (0: FI_WAIT_NONE) */
 };
@@ -252,13 +258,13 @@ struct mrlt_pair {
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_av *av;
-	struct fid_cq *cq;                 /* NULL when counters_only */
+	struct fid_cq *cq; /* NULL when counters_only */
 	struct fid_cntr *tx_cntr, *rx_cntr; /* only when counters_only */
 	struct fid_ep *ep[2];
-	fi_addr_t addr[2];                 /* addr[i]: ep[i]'s address in av */
-	struct fi_mrlease_ops *mrl;        /* NULL without the mrlease hook */
-	struct mrcheck_ops *chk;           /* domain counters, NULL without mrcheck */
-	struct mrcheck_ops *chk_all;       /* process-wide counters */
+	fi_addr_t addr[2]; /* addr[i]: ep[i]'s address in av */
+	struct fi_mrlease_ops *mrl; /* NULL without the mrlease hook */
+	struct mrcheck_ops *chk; /* domain counters, NULL without mrcheck */
+	struct mrcheck_ops *chk_all; /* process-wide counters */
 	/* Completions read while retrying a post (MRLT_PAIR_POST), handed out
 	 * first by mrlt_reap. */
 	struct mrlt_comp *stash;
@@ -280,10 +286,12 @@ int mrlt_pair_open(const struct mrlt_pair_opts *opts, struct mrlt_pair *pair);
  * missing makes the case a skip, any other failure (or the mrlease hook not
  * active) fails it. True when the pair is open with the hook on.
  */
-bool mrlt_pair_open_hooked(const struct mrlt_pair_opts *opts, struct mrlt_pair *pair);
+bool mrlt_pair_open_hooked(const struct mrlt_pair_opts *opts,
+			   struct mrlt_pair *pair);
 /* The same for a case that needs FI_THREAD_SAFE endpoints (opts->thread_safe):
  * a provider that grants less makes the case a skip. */
-bool mrlt_pair_open_hooked_safe(const struct mrlt_pair_opts *opts, struct mrlt_pair *pair);
+bool mrlt_pair_open_hooked_safe(const struct mrlt_pair_opts *opts,
+				struct mrlt_pair *pair);
 /* Close everything; returns the first non-zero fi_close result. */
 int mrlt_pair_close(struct mrlt_pair *pair);
 
@@ -294,12 +302,12 @@ struct mrlt_comp {
 	size_t len;
 	void *buf;
 	uint64_t data, tag;
-	int err;  /* 0, or the positive FI_E* of an error entry */
+	int err; /* 0, or the positive FI_E* of an error entry */
 };
 
 /* Poll budget for one completion: a test that hangs fails instead. */
 #define MRLT_MAX_POLLS 50000000L
-#define MRLT_STASH 1024
+#define MRLT_STASH     1024
 
 /*
  * Read exactly n completions (error entries included) from pair's CQ into
@@ -317,14 +325,14 @@ void mrlt_pair_progress(struct mrlt_pair *pair);
 
 /* Post with expr, retrying while it returns -FI_EAGAIN (connection set-up,
  * full queues) and driving progress in between; bounded. */
-#define MRLT_PAIR_POST(pair, expr)                                                  \
-	({                                                                     \
-		ssize_t post_r_;                                               \
-		long post_n_ = 0;                                              \
-		while ((post_r_ = (expr)) == -FI_EAGAIN &&                     \
-		       ++post_n_ < MRLT_MAX_POLLS)                             \
-			mrlt_pair_progress(pair);                                   \
-		post_r_;                                                       \
+#define MRLT_PAIR_POST(pair, expr)                         \
+	({                                                 \
+		ssize_t post_r_;                           \
+		long post_n_ = 0;                          \
+		while ((post_r_ = (expr)) == -FI_EAGAIN && \
+		       ++post_n_ < MRLT_MAX_POLLS)         \
+			mrlt_pair_progress(pair);          \
+		post_r_;                                   \
 	})
 
 /* Wait until counter reaches value (bounded); counters_only pairs. */
@@ -339,7 +347,7 @@ int mrlt_wait_cntr(struct fid_cntr *cntr, uint64_t value);
 struct mrlt_op {
 	struct fi_context2 ctx; /* FI_CONTEXT: first */
 	atomic_int done;
-	int err;                /* positive FI_E* of an error entry */
+	int err; /* positive FI_E* of an error entry */
 };
 /* Reset op for a new post; returns op. */
 struct mrlt_op *mrlt_op_start(struct mrlt_op *op);
@@ -354,11 +362,11 @@ int mrlt_op_wait(struct mrlt_pair *pair, struct mrlt_op *op);
  * Register buf with access; picks a requested key where the domain lacks
  * FI_MR_PROV_KEY and binds/enables where it has FI_MR_ENDPOINT.
  */
-int mrlt_pair_mr_reg(struct mrlt_pair *pair, void *buf, size_t len, uint64_t access,
-		struct fid_mr **mr);
+int mrlt_pair_mr_reg(struct mrlt_pair *pair, void *buf, size_t len,
+		     uint64_t access, struct fid_mr **mr);
 /* The remote address to give RMA/atomic calls for target buf inside mr. */
 uint64_t mrlt_pair_rma_addr(const struct mrlt_pair *pair, const void *mr_base,
-		       const void *buf);
+			    const void *buf);
 
 /* Live leases of the domain (query_stats), or -1 without the hook. */
 long long mrlt_live_leases(const struct mrlt_pair *pair);

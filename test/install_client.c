@@ -17,7 +17,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_ext_mrlease.h>
 
-int main(void)
+int
+main(void)
 {
 	struct fi_mrlease_stats pinned, process;
 	struct fi_mrlease_ops *ops;
@@ -42,7 +43,7 @@ int main(void)
 		return 1;
 	}
 
-	ret = fi_open_ops(&domain->fid, FI_MRLEASE_OPS_1, 0, (void **)&ops,
+	ret = fi_open_ops(&domain->fid, FI_MRLEASE_OPS_1, 0, (void **) &ops,
 			  NULL);
 	if (ret == -FI_ENOSYS) {
 		printf("hook off\n");
@@ -58,10 +59,11 @@ int main(void)
 		ret = 1;
 		goto out;
 	}
-	printf("pinned registrations=%llu entries=%llu process_registrations=%llu\n",
-	       (unsigned long long)pinned.registrations,
-	       (unsigned long long)pinned.entries,
-	       (unsigned long long)process.registrations);
+	printf("pinned registrations=%llu entries=%llu "
+	       "process_registrations=%llu\n",
+	       (unsigned long long) pinned.registrations,
+	       (unsigned long long) pinned.entries,
+	       (unsigned long long) process.registrations);
 out:
 	if (fi_close(&domain->fid) || fi_close(&fabric->fid))
 		ret = 1;

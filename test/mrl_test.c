@@ -23,7 +23,8 @@ static bool current_failed;
 static char *current_skip;
 static char name_prefix[256];
 
-void mrlt_fail(const char *file, int line, const char *fmt, ...)
+void
+mrlt_fail(const char *file, int line, const char *fmt, ...)
 {
 	va_list args;
 
@@ -38,17 +39,20 @@ void mrlt_fail(const char *file, int line, const char *fmt, ...)
 	fflush(stdout);
 }
 
-bool mrlt_failed(void)
+bool
+mrlt_failed(void)
 {
 	return current_failed;
 }
 
-void mrlt_set_prefix(const char *prefix)
+void
+mrlt_set_prefix(const char *prefix)
 {
 	snprintf(name_prefix, sizeof(name_prefix), "%s", prefix ? prefix : "");
 }
 
-void mrlt_skip_current(const char *fmt, ...)
+void
+mrlt_skip_current(const char *fmt, ...)
 {
 	va_list args;
 
@@ -59,7 +63,8 @@ void mrlt_skip_current(const char *fmt, ...)
 	va_end(args);
 }
 
-void mrlt_run(const char *name, void (*fn)(void))
+void
+mrlt_run(const char *name, void (*fn)(void))
 {
 	current_failed = false;
 	free(current_skip);
@@ -81,14 +86,16 @@ void mrlt_run(const char *name, void (*fn)(void))
 	fflush(stdout);
 }
 
-void mrlt_skip(const char *name, const char *why)
+void
+mrlt_skip(const char *name, const char *why)
 {
 	printf("ok %d - %s%s # SKIP %s\n", ++test_number, name_prefix, name,
 	       why);
 	fflush(stdout);
 }
 
-int mrlt_done(void)
+int
+mrlt_done(void)
 {
 	printf("1..%d\n", test_number);
 	return test_failures ? EXIT_FAILURE : EXIT_SUCCESS;
@@ -107,7 +114,8 @@ struct tracked {
 /* Newest first. */
 static struct tracked *tracked_head;
 
-static void track(int kind, void *ptr)
+static void
+track(int kind, void *ptr)
 {
 	struct tracked *t;
 
@@ -124,12 +132,14 @@ static void track(int kind, void *ptr)
 	tracked_head = t;
 }
 
-void mrlt_track_fid(struct fid *fid)
+void
+mrlt_track_fid(struct fid *fid)
 {
 	track(TRACK_FID, fid);
 }
 
-void *mrlt_alloc(size_t size)
+void *
+mrlt_alloc(size_t size)
 {
 	void *p = calloc(1, size ? size : 1);
 
@@ -141,25 +151,38 @@ void *mrlt_alloc(size_t size)
 	return p;
 }
 
-struct fi_info *mrlt_track_info(struct fi_info *info)
+struct fi_info *
+mrlt_track_info(struct fi_info *info)
 {
 	track(TRACK_INFO, info);
 	return info;
 }
 
-static const char *fid_class_name(const struct fid *fid)
+static const char *
+fid_class_name(const struct fid *fid)
 {
 	static const char *const names[] = {
-		[FI_CLASS_FABRIC] = "fabric", [FI_CLASS_DOMAIN] = "domain",
-		[FI_CLASS_EP] = "ep", [FI_CLASS_SEP] = "scalable ep",
-		[FI_CLASS_RX_CTX] = "rx context", [FI_CLASS_SRX_CTX] = "srx",
-		[FI_CLASS_TX_CTX] = "tx context", [FI_CLASS_STX_CTX] = "stx",
-		[FI_CLASS_PEP] = "passive ep", [FI_CLASS_INTERFACE] = "interface",
-		[FI_CLASS_AV] = "av", [FI_CLASS_MR] = "mr", [FI_CLASS_EQ] = "eq",
-		[FI_CLASS_CQ] = "cq", [FI_CLASS_CNTR] = "cntr",
-		[FI_CLASS_WAIT] = "wait set", [FI_CLASS_POLL] = "poll set",
-		[FI_CLASS_CONNREQ] = "connreq", [FI_CLASS_MC] = "mc",
-		[FI_CLASS_NIC] = "nic", [FI_CLASS_AV_SET] = "av set",
+		[FI_CLASS_FABRIC] = "fabric",
+		[FI_CLASS_DOMAIN] = "domain",
+		[FI_CLASS_EP] = "ep",
+		[FI_CLASS_SEP] = "scalable ep",
+		[FI_CLASS_RX_CTX] = "rx context",
+		[FI_CLASS_SRX_CTX] = "srx",
+		[FI_CLASS_TX_CTX] = "tx context",
+		[FI_CLASS_STX_CTX] = "stx",
+		[FI_CLASS_PEP] = "passive ep",
+		[FI_CLASS_INTERFACE] = "interface",
+		[FI_CLASS_AV] = "av",
+		[FI_CLASS_MR] = "mr",
+		[FI_CLASS_EQ] = "eq",
+		[FI_CLASS_CQ] = "cq",
+		[FI_CLASS_CNTR] = "cntr",
+		[FI_CLASS_WAIT] = "wait set",
+		[FI_CLASS_POLL] = "poll set",
+		[FI_CLASS_CONNREQ] = "connreq",
+		[FI_CLASS_MC] = "mc",
+		[FI_CLASS_NIC] = "nic",
+		[FI_CLASS_AV_SET] = "av set",
 	};
 
 	if (fid->fclass < sizeof(names) / sizeof(names[0]) &&
@@ -168,7 +191,8 @@ static const char *fid_class_name(const struct fid *fid)
 	return "fid";
 }
 
-int mrlt_close(struct fid *fid, const char *what)
+int
+mrlt_close(struct fid *fid, const char *what)
 {
 	struct tracked **pp, *t;
 	int ret;
@@ -185,13 +209,13 @@ int mrlt_close(struct fid *fid, const char *what)
 	}
 	ret = fi_close(fid);
 	if (ret)
-		mrlt_fail(__FILE__, __LINE__,
-			      "fi_close(%s) = %d (%s)", what,
-			      ret, fi_strerror(-ret));
+		mrlt_fail(__FILE__, __LINE__, "fi_close(%s) = %d (%s)", what,
+			  ret, fi_strerror(-ret));
 	return ret;
 }
 
-int mrlt_close_all(void)
+int
+mrlt_close_all(void)
 {
 	struct tracked *t, *next, *rest = NULL;
 	int ret, first = 0;
@@ -208,9 +232,9 @@ int mrlt_close_all(void)
 		ret = fi_close(t->ptr);
 		if (ret) {
 			mrlt_fail(__FILE__, __LINE__,
-				      "fi_close(%s %p) = %d (%s)",
-				      fid_class_name(t->ptr), t->ptr, ret,
-				      fi_strerror(-ret));
+				  "fi_close(%s %p) = %d (%s)",
+				  fid_class_name(t->ptr), t->ptr, ret,
+				  fi_strerror(-ret));
 			if (!first)
 				first = ret;
 		}
@@ -232,15 +256,17 @@ int mrlt_close_all(void)
  * Bounded waits.
  */
 
-double mrlt_now(void)
+double
+mrlt_now(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
-static unsigned long env_ulong(const char *name, unsigned long dflt)
+static unsigned long
+env_ulong(const char *name, unsigned long dflt)
 {
 	const char *v = getenv(name);
 	char *end;
@@ -252,15 +278,17 @@ static unsigned long env_ulong(const char *name, unsigned long dflt)
 	return *end ? dflt : x;
 }
 
-void mrlt_wait_init(struct mrlt_wait *w)
+void
+mrlt_wait_init(struct mrlt_wait *w)
 {
 	w->spins = 0;
 	w->max_spins = env_ulong("MRL_TEST_SPIN", MRLT_SPIN_MAX);
-	w->deadline = mrlt_now() +
-		      (double)env_ulong("MRL_TEST_WAIT_SECONDS", MRLT_WAIT_SECONDS);
+	w->deadline = mrlt_now() + (double) env_ulong("MRL_TEST_WAIT_SECONDS",
+						      MRLT_WAIT_SECONDS);
 }
 
-void mrlt_wait_init_for(struct mrlt_wait *w, double seconds)
+void
+mrlt_wait_init_for(struct mrlt_wait *w, double seconds)
 {
 	double deadline;
 
@@ -270,7 +298,8 @@ void mrlt_wait_init_for(struct mrlt_wait *w, double seconds)
 		w->deadline = deadline;
 }
 
-bool mrlt_wait_over(struct mrlt_wait *w)
+bool
+mrlt_wait_over(struct mrlt_wait *w)
 {
 	if (++w->spins >= w->max_spins)
 		return true;
@@ -278,7 +307,8 @@ bool mrlt_wait_over(struct mrlt_wait *w)
 	return (w->spins & 1023) == 0 && mrlt_now() > w->deadline;
 }
 
-bool mrlt_wait_until_int(atomic_int *v, int want)
+bool
+mrlt_wait_until_int(atomic_int *v, int want)
 {
 	struct mrlt_wait w;
 
@@ -294,7 +324,8 @@ bool mrlt_wait_until_int(atomic_int *v, int want)
 
 static volatile int leak_check_off;
 
-void mrlt_leak_check_off(void)
+void
+mrlt_leak_check_off(void)
 {
 	leak_check_off = 1;
 }
@@ -302,12 +333,14 @@ void mrlt_leak_check_off(void)
 /* LeakSanitizer's switch, which it calls at its check. Weak, so that a
  * program with a switch of its own keeps it. */
 __attribute__((weak, visibility("default"))) int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void)
+int
+__lsan_is_turned_off(void)
 {
 	return leak_check_off;
 }
 
-static void describe_hung(pid_t pid)
+static void
+describe_hung(pid_t pid)
 {
 	char cmd[512];
 
@@ -316,20 +349,22 @@ static void describe_hung(pid_t pid)
 		 "$(cut -d' ' -f1 $t/syscall)\"; done; "
 		 "command -v gdb >/dev/null && gdb -q -batch -p %d "
 		 "-ex 'thread apply all bt' 2>&1 | sed 's/^/# /'",
-		 (int)pid, (int)pid);
+		 (int) pid, (int) pid);
 	fflush(stdout);
 	if (system(cmd) == -1)
-		printf("# (cannot describe child %d)\n", (int)pid);
+		printf("# (cannot describe child %d)\n", (int) pid);
 }
 
-int mrlt_wait_child(pid_t pid, double seconds)
+int
+mrlt_wait_child(pid_t pid, double seconds)
 {
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0), status = 0, ret = 0;
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int fd = (int) syscall(SYS_pidfd_open, pid, 0), status = 0, ret = 0;
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 	double deadline = mrlt_now() + seconds;
 
 	while (fd >= 0 &&
-	       (ret = poll(&pfd, 1, (int)((deadline - mrlt_now()) * 1000) + 1)) < 0 &&
+	       (ret = poll(&pfd, 1,
+			   (int) ((deadline - mrlt_now()) * 1000) + 1)) < 0 &&
 	       errno == EINTR && mrlt_now() < deadline)
 		;
 	if (fd >= 0)
@@ -348,7 +383,8 @@ int mrlt_wait_child(pid_t pid, double seconds)
  * Data patterns.
  */
 
-void mrlt_fill(void *buf, size_t len, uint64_t seed)
+void
+mrlt_fill(void *buf, size_t len, uint64_t seed)
 {
 	uint8_t *p = buf;
 	size_t i;
@@ -357,13 +393,14 @@ void mrlt_fill(void *buf, size_t len, uint64_t seed)
 		p[i] = mrlt_pattern(seed, i);
 }
 
-long mrlt_verify(const void *buf, size_t len, uint64_t seed)
+long
+mrlt_verify(const void *buf, size_t len, uint64_t seed)
 {
 	const uint8_t *p = buf;
 	size_t i;
 
 	for (i = 0; i < len; i++)
 		if (p[i] != mrlt_pattern(seed, i))
-			return (long)i;
+			return (long) i;
 	return -1;
 }

@@ -29,8 +29,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include <rdma/fabric.h>
@@ -62,58 +62,56 @@ void mrlt_skip_current(const char *fmt, ...)
 
 #define MRLT_RUN(fn) mrlt_run(#fn, fn)
 
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			mrlt_fail(__FILE__, __LINE__, "%s", #cond);        \
-			return;                                                \
-		}                                                              \
+#define CHECK(cond)                                                 \
+	do {                                                        \
+		if (!(cond)) {                                      \
+			mrlt_fail(__FILE__, __LINE__, "%s", #cond); \
+			return;                                     \
+		}                                                   \
 	} while (0)
 
-#define CHECK_MSG(cond, ...)                                                   \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			mrlt_fail(__FILE__, __LINE__, __VA_ARGS__);        \
-			return;                                                \
-		}                                                              \
+#define CHECK_MSG(cond, ...)                                        \
+	do {                                                        \
+		if (!(cond)) {                                      \
+			mrlt_fail(__FILE__, __LINE__, __VA_ARGS__); \
+			return;                                     \
+		}                                                   \
 	} while (0)
 
 /* A libfabric call expected to return 0 (or a count >= 0). */
 #define CHECK_FI(expr)                                                         \
 	do {                                                                   \
-		long long check_rc_ = (long long)(expr);                       \
+		long long check_rc_ = (long long) (expr);                      \
 		if (check_rc_ < 0) {                                           \
-			mrlt_fail(__FILE__, __LINE__, "%s = %lld (%s)",    \
-				      #expr, check_rc_,                        \
-				      fi_strerror((int)-check_rc_));           \
+			mrlt_fail(__FILE__, __LINE__, "%s = %lld (%s)", #expr, \
+				  check_rc_, fi_strerror((int) -check_rc_));   \
 			return;                                                \
 		}                                                              \
 	} while (0)
 
-#define CHECK_EQ(expected, actual)                                             \
-	do {                                                                   \
-		long long check_e_ = (long long)(expected);                    \
-		long long check_a_ = (long long)(actual);                      \
-		if (check_e_ != check_a_) {                                    \
+#define CHECK_EQ(expected, actual)                                         \
+	do {                                                               \
+		long long check_e_ = (long long) (expected);               \
+		long long check_a_ = (long long) (actual);                 \
+		if (check_e_ != check_a_) {                                \
 			mrlt_fail(__FILE__, __LINE__,                      \
-				      "%s == %s: expected %lld, got %lld",     \
-				      #expected, #actual, check_e_, check_a_); \
-			return;                                                \
-		}                                                              \
+				  "%s == %s: expected %lld, got %lld",     \
+				  #expected, #actual, check_e_, check_a_); \
+			return;                                            \
+		}                                                          \
 	} while (0)
 
 /* Two pointers must be equal (fids, contexts). */
-#define CHECK_PTR(expected, actual)                                            \
-	do {                                                                   \
-		const void *check_pe_ = (const void *)(expected);              \
-		const void *check_pa_ = (const void *)(actual);                \
-		if (check_pe_ != check_pa_) {                                  \
-			mrlt_fail(__FILE__, __LINE__,                      \
-				      "%s == %s: expected %p, got %p",         \
-				      #expected, #actual, check_pe_,           \
-				      check_pa_);                              \
-			return;                                                \
-		}                                                              \
+#define CHECK_PTR(expected, actual)                                           \
+	do {                                                                  \
+		const void *check_pe_ = (const void *) (expected);            \
+		const void *check_pa_ = (const void *) (actual);              \
+		if (check_pe_ != check_pa_) {                                 \
+			mrlt_fail(__FILE__, __LINE__,                         \
+				  "%s == %s: expected %p, got %p", #expected, \
+				  #actual, check_pe_, check_pa_);             \
+			return;                                               \
+		}                                                             \
 	} while (0)
 
 /* ------------------------------------------------------------------------
@@ -146,7 +144,7 @@ int mrlt_close_all(void);
  * environment variables MRL_TEST_SPIN and MRL_TEST_WAIT_SECONDS. A wait
  * that hits the bound fails the test naming what it waited for.
  */
-#define MRLT_SPIN_MAX 50000000UL
+#define MRLT_SPIN_MAX	  50000000UL
 #define MRLT_WAIT_SECONDS 20
 
 /* State of one bounded wait: mrlt_wait_init(), then mrlt_wait_over() once per
@@ -183,19 +181,19 @@ void mrlt_leak_check_off(void);
  * kill it. Returns the wait status, or -1 when it had to be killed. */
 int mrlt_wait_child(pid_t pid, double seconds);
 
-
 /* ------------------------------------------------------------------------
  * Data patterns.
  */
 
 /* A deterministic byte for seed and offset: data a transfer must deliver. */
-static inline uint8_t mrlt_pattern(uint64_t seed, size_t i)
+static inline uint8_t
+mrlt_pattern(uint64_t seed, size_t i)
 {
 	uint64_t x = seed * 0x9e3779b97f4a7c15ULL + i;
 
 	x ^= x >> 29;
 	x *= 0xbf58476d1ce4e5b9ULL;
-	return (uint8_t)(x >> 32);
+	return (uint8_t) (x >> 32);
 }
 /* Fill buf with the pattern of seed. */
 void mrlt_fill(void *buf, size_t len, uint64_t seed);

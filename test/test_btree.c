@@ -16,24 +16,25 @@
 #include "mrl_btree.h"
 #include "mrlt.h"
 
-#define PAGE ((uintptr_t)4096)
+#define PAGE ((uintptr_t) 4096)
 #define NENT 4096
 
 /* Entries the tree points to: a slab (header, hot parts, cold parts), so
  * mrl_registration_cold() works as in the cache. */
-static struct mrl_slab *slab_new(uint32_t n)
+static struct mrl_slab *
+slab_new(uint32_t n)
 {
-	size_t bytes = sizeof(struct mrl_slab) +
-		       n * (sizeof(struct mrl_registration) +
-			    sizeof(struct mrl_reg_cold));
-	struct mrl_slab *slab = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+	size_t bytes =
+		sizeof(struct mrl_slab) + n * (sizeof(struct mrl_registration) +
+					       sizeof(struct mrl_reg_cold));
+	struct mrl_slab *slab = aligned_alloc(64, (bytes + 63) & ~(size_t) 63);
 
 	if (!slab)
 		abort();
 	memset(slab, 0, bytes);
 	slab->n = n;
 	for (uint32_t i = 0; i < n; i++)
-		slab->reg[i].idx = (uint16_t)i;
+		slab->reg[i].idx = (uint16_t) i;
 	return slab;
 }
 
@@ -43,13 +44,15 @@ struct fixture {
 	struct mrl_slab *slab;
 };
 
-static void fx_init(struct fixture *fx)
+static void
+fx_init(struct fixture *fx)
 {
 	memset(fx, 0, sizeof(*fx));
 	fx->slab = slab_new(NENT);
 }
 
-static void fx_fini(struct fixture *fx)
+static void
+fx_fini(struct fixture *fx)
 {
 	struct mrl_registration *chain = NULL;
 
@@ -58,14 +61,16 @@ static void fx_fini(struct fixture *fx)
 	free(fx->slab);
 }
 
-static unsigned spare_nodes(const struct fixture *fx)
+static unsigned
+spare_nodes(const struct fixture *fx)
 {
 	return fx->res.nspare[0] + fx->res.nspare[1];
 }
 
 /* Fill the reserve with what an insert at `base` can take, as the cache
  * does before its write section; need[] is what the tree asked for. */
-static void reserve_for(struct fixture *fx, uintptr_t base, unsigned need[2])
+static void
+reserve_for(struct fixture *fx, uintptr_t base, unsigned need[2])
 {
 	mrl_btree_need(&fx->tree, base, need);
 	for (int leaf = 0; leaf < 2; leaf++)
@@ -80,8 +85,8 @@ static void reserve_for(struct fixture *fx, uintptr_t base, unsigned need[2])
 }
 
 /* Entry i of the slab as [base, end), inserted; the nodes it took. */
-static unsigned insert(struct fixture *fx, unsigned i, uintptr_t base,
-		       uintptr_t end)
+static unsigned
+insert(struct fixture *fx, unsigned i, uintptr_t base, uintptr_t end)
 {
 	struct mrl_registration *e = &fx->slab->reg[i];
 	unsigned need[2], before;
@@ -95,7 +100,8 @@ static unsigned insert(struct fixture *fx, unsigned i, uintptr_t base,
 }
 
 /* An empty index finds nothing, walks nothing, and asks for one leaf. */
-static void test_empty_index_finds_nothing(void)
+static void
+test_empty_index_finds_nothing(void)
 {
 	struct fixture fx;
 	unsigned need[2];
@@ -116,7 +122,8 @@ static void test_empty_index_finds_nothing(void)
 /* Lookups at the edges of ranges (ends are exclusive): a covering lookup
  * that stopped at the nearest base would miss a wide entry behind a narrow
  * one and register the same pages again. */
-static void test_lookups_respect_range_edges_and_wide_entries(void)
+static void
+test_lookups_respect_range_edges_and_wide_entries(void)
 {
 	struct fixture fx;
 	struct mrl_registration *r = NULL;
@@ -124,8 +131,8 @@ static void test_lookups_respect_range_edges_and_wide_entries(void)
 	fx_init(&fx);
 	insert(&fx, 0, 0x1000, 0x3000);
 	insert(&fx, 1, 0x5000, 0x6000);
-	insert(&fx, 2, 0x100000, 0x900000);	/* wide */
-	insert(&fx, 3, 0x200000, 0x201000);	/* narrow, inside the wide */
+	insert(&fx, 2, 0x100000, 0x900000); /* wide */
+	insert(&fx, 3, 0x200000, 0x201000); /* narrow, inside the wide */
 	CHECK(mrl_btree_check(&fx.tree, 4));
 
 	CHECK_PTR(&fx.slab->reg[0], mrl_btree_find_base(&fx.tree, 0x1000));
@@ -165,7 +172,8 @@ static void test_lookups_respect_range_edges_and_wide_entries(void)
  * exactly and the next splits three nodes. The reserve's estimate is what
  * each insert takes: an estimate short by one would make an insert under
  * the cache's lock run out of nodes halfway. */
-static void test_splits_at_node_boundaries_take_what_was_reserved(void)
+static void
+test_splits_at_node_boundaries_take_what_was_reserved(void)
 {
 	struct fixture fx;
 	unsigned need[2], taken;
@@ -177,8 +185,8 @@ static void test_splits_at_node_boundaries_take_what_was_reserved(void)
 	CHECK_EQ(1, fx.tree.height);
 
 	mrl_btree_need(&fx.tree, (MRL_BT_FAN + 1) * PAGE, need);
-	CHECK_EQ(1, need[0]);	/* a new root */
-	CHECK_EQ(1, need[1]);	/* a leaf */
+	CHECK_EQ(1, need[0]); /* a new root */
+	CHECK_EQ(1, need[1]); /* a leaf */
 	taken = insert(&fx, MRL_BT_FAN, (MRL_BT_FAN + 1) * PAGE,
 		       (MRL_BT_FAN + 2) * PAGE);
 	CHECK_EQ(2, taken);
@@ -196,7 +204,7 @@ static void test_splits_at_node_boundaries_take_what_was_reserved(void)
 	CHECK(mrl_btree_check(&fx.tree, MRL_BT_FAN * MRL_BT_FAN));
 
 	mrl_btree_need(&fx.tree, (MRL_BT_FAN * MRL_BT_FAN + 1) * PAGE, need);
-	CHECK_EQ(2, need[0]);	/* the split root's sibling and a new root */
+	CHECK_EQ(2, need[0]); /* the split root's sibling and a new root */
 	CHECK_EQ(1, need[1]);
 	CHECK_EQ(3, insert(&fx, MRL_BT_FAN * MRL_BT_FAN,
 			   (MRL_BT_FAN * MRL_BT_FAN + 1) * PAGE,
@@ -206,8 +214,8 @@ static void test_splits_at_node_boundaries_take_what_was_reserved(void)
 
 	/* A split in the middle of a full leaf moves half of it; its parent
 	 * (the root's full left child) splits too. */
-	CHECK_EQ(2, insert(&fx, MRL_BT_FAN * MRL_BT_FAN + 1,
-			   PAGE + PAGE / 2, PAGE + PAGE / 2 + 1));
+	CHECK_EQ(2, insert(&fx, MRL_BT_FAN * MRL_BT_FAN + 1, PAGE + PAGE / 2,
+			   PAGE + PAGE / 2 + 1));
 	CHECK(mrl_btree_check(&fx.tree, MRL_BT_FAN * MRL_BT_FAN + 2));
 	CHECK_PTR(&fx.slab->reg[MRL_BT_FAN * MRL_BT_FAN + 1],
 		  mrl_btree_find_base(&fx.tree, PAGE + PAGE / 2));
@@ -218,7 +226,8 @@ static void test_splits_at_node_boundaries_take_what_was_reserved(void)
  * lone right-hand path gives back its leaf, its inner node and the root;
  * emptying the tree gives back every node. A node kept after it emptied
  * would be searched by every later lookup. */
-static void test_removals_unlink_emptied_nodes_and_collapse_the_root(void)
+static void
+test_removals_unlink_emptied_nodes_and_collapse_the_root(void)
 {
 	const unsigned n = MRL_BT_FAN * MRL_BT_FAN + 1;
 	struct fixture fx;
@@ -242,7 +251,7 @@ static void test_removals_unlink_emptied_nodes_and_collapse_the_root(void)
 
 	/* From the middle out, checking after each. */
 	for (unsigned k = 0; k < n - 1; k++) {
-		unsigned i = (k * 97) % (n - 1);	/* 97 is prime to 256 */
+		unsigned i = (k * 97) % (n - 1); /* 97 is prime to 256 */
 
 		mrl_btree_remove(&fx.tree, &fx.res, (i + 1) * PAGE);
 		CHECK(mrl_btree_find_base(&fx.tree, (i + 1) * PAGE) == NULL);
@@ -256,7 +265,8 @@ static void test_removals_unlink_emptied_nodes_and_collapse_the_root(void)
 
 /* The walk (the CLOCK hand's) visits every base once, in order, from any
  * key; a walk that skipped a leaf would never evict its entries. */
-static void test_ordered_walk_visits_every_base_once_in_order(void)
+static void
+test_ordered_walk_visits_every_base_once_in_order(void)
 {
 	struct fixture fx;
 	struct mrl_registration *e;
@@ -265,7 +275,7 @@ static void test_ordered_walk_visits_every_base_once_in_order(void)
 
 	fx_init(&fx);
 	for (unsigned i = 0; i < 1000; i++) {
-		unsigned slot = (i * 389) % 1000;	/* shuffled */
+		unsigned slot = (i * 389) % 1000; /* shuffled */
 
 		insert(&fx, i, (slot + 1) * 2 * PAGE,
 		       (slot + 1) * 2 * PAGE + PAGE);
@@ -291,7 +301,8 @@ static void test_ordered_walk_visits_every_base_once_in_order(void)
 
 /* Emptying the tree at once (a domain's close) chains every entry once and
  * gives back every node. */
-static void test_give_all_chains_every_entry_once(void)
+static void
+test_give_all_chains_every_entry_once(void)
 {
 	struct fixture fx;
 	struct mrl_registration *chain = NULL, *e;
@@ -313,7 +324,8 @@ static void test_give_all_chains_every_entry_once(void)
 
 /* The checker itself: an index whose keys are out of order, or whose max
  * end is stale, fails it (else the checks above could not fail). */
-static void test_check_rejects_a_corrupted_index(void)
+static void
+test_check_rejects_a_corrupted_index(void)
 {
 	struct fixture fx;
 	struct mrl_btnode *leaf;
@@ -325,7 +337,7 @@ static void test_check_rejects_a_corrupted_index(void)
 		insert(&fx, i, (i + 1) * PAGE, (i + 2) * PAGE);
 	CHECK(mrl_btree_check(&fx.tree, 40));
 	CHECK(!mrl_btree_check(&fx.tree, 41));
-	root = (struct mrl_btinner *)fx.tree.root;
+	root = (struct mrl_btinner *) fx.tree.root;
 	leaf = root->node.ptr[0];
 	k = leaf->key[1];
 	leaf->key[1] = leaf->key[2];
@@ -347,7 +359,8 @@ static void test_check_rejects_a_corrupted_index(void)
 
 static uint64_t rng_state;
 
-static uint64_t rng(void)
+static uint64_t
+rng(void)
 {
 	uint64_t x = rng_state;
 
@@ -361,15 +374,17 @@ static uint64_t rng(void)
 #define SLOTS 3000
 static struct mrl_registration *model[SLOTS];
 
-static struct mrl_registration *model_pred(uintptr_t start)
+static struct mrl_registration *
+model_pred(uintptr_t start)
 {
-	for (long s = (long)(start / PAGE); s >= 0; s--)
+	for (long s = (long) (start / PAGE); s >= 0; s--)
 		if (s < SLOTS && model[s])
 			return model[s];
 	return NULL;
 }
 
-static bool model_has_cover(uintptr_t start, uintptr_t end)
+static bool
+model_has_cover(uintptr_t start, uintptr_t end)
 {
 	for (unsigned s = 0; s < SLOTS && s * PAGE <= start; s++)
 		if (model[s] && model[s]->end >= end)
@@ -377,7 +392,8 @@ static bool model_has_cover(uintptr_t start, uintptr_t end)
 	return false;
 }
 
-static bool model_has_overlap(uintptr_t start, uintptr_t end)
+static bool
+model_has_overlap(uintptr_t start, uintptr_t end)
 {
 	for (unsigned s = 0; s < SLOTS && s * PAGE < end; s++)
 		if (model[s] && model[s]->end > start)
@@ -391,7 +407,8 @@ static bool model_has_overlap(uintptr_t start, uintptr_t end)
  * each change: a lookup that disagrees with a sorted array is a hit on the
  * wrong registration, or a miss that registers the same pages twice.
  */
-static void test_random_sequence_matches_a_reference_model(void)
+static void
+test_random_sequence_matches_a_reference_model(void)
 {
 	const char *env = getenv("MRL_BTREE_SEED");
 	uint64_t seed = env ? strtoull(env, NULL, 0) : 0x5eed1e55ull;
@@ -399,7 +416,7 @@ static void test_random_sequence_matches_a_reference_model(void)
 	struct fixture fx;
 
 	printf("# seed %#llx (MRL_BTREE_SEED to replay)\n",
-	       (unsigned long long)seed);
+	       (unsigned long long) seed);
 	rng_state = seed ? seed : 1;
 	memset(model, 0, sizeof(model));
 	fx_init(&fx);
@@ -414,8 +431,9 @@ static void test_random_sequence_matches_a_reference_model(void)
 		/* Grow to about 2000 entries, then churn around it. */
 		if (op < 3 || (op < 5 && count < 2000)) {
 			/* Mostly page-sized, sometimes wide. */
-			uintptr_t len = (rng() % 4 ? 1 + rng() % 3 :
-					 1 + rng() % 64) * PAGE;
+			uintptr_t len =
+				(rng() % 4 ? 1 + rng() % 3 : 1 + rng() % 64) *
+				PAGE;
 			if (model[s]) {
 				mrl_btree_remove(&fx.tree, &fx.res, base);
 				free_idx[nfree++] = model[s]->idx;
@@ -426,7 +444,7 @@ static void test_random_sequence_matches_a_reference_model(void)
 			model[s] = mrl_btree_find_base(&fx.tree, base);
 			CHECK_MSG(model[s] && model[s]->end == base + len,
 				  "step %u: inserted %#lx not found", step,
-				  (unsigned long)base);
+				  (unsigned long) base);
 			count++;
 		} else if (op < 5) {
 			mrl_btree_remove(&fx.tree, &fx.res, base);
@@ -447,10 +465,10 @@ static void test_random_sequence_matches_a_reference_model(void)
 		CHECK_MSG(r ? r->base <= start && r->end >= end :
 			      !model_has_cover(start, end),
 			  "step %u: cover of [%#lx, %#lx)", step,
-			  (unsigned long)start, (unsigned long)end);
+			  (unsigned long) start, (unsigned long) end);
 		CHECK_MSG(!!r == model_has_cover(start, end),
 			  "step %u: cover of [%#lx, %#lx) missed", step,
-			  (unsigned long)start, (unsigned long)end);
+			  (unsigned long) start, (unsigned long) end);
 		/* The predecessor if it covers; NULL may also mean a leaf whose
 		 * first entries went (the caller then searches for a cover). */
 		m = model_pred(start);
@@ -458,18 +476,19 @@ static void test_random_sequence_matches_a_reference_model(void)
 		pred_hits += r != NULL;
 		CHECK_MSG(!r || (r == m && m->end >= end),
 			  "step %u: predecessor of %#lx", step,
-			  (unsigned long)start);
+			  (unsigned long) start);
 		r = mrl_btree_find_overlap(&fx.tree, start, end);
 		CHECK_MSG(r ? r->base < end && r->end > start :
 			      !model_has_overlap(start, end),
 			  "step %u: overlap of [%#lx, %#lx)", step,
-			  (unsigned long)start, (unsigned long)end);
+			  (unsigned long) start, (unsigned long) end);
 		CHECK_MSG(!!r == model_has_overlap(start, end),
 			  "step %u: overlap of [%#lx, %#lx) missed", step,
-			  (unsigned long)start, (unsigned long)end);
+			  (unsigned long) start, (unsigned long) end);
 		r = mrl_btree_find_based(&fx.tree, base, base + PAGE);
 		CHECK(r == (model[s] && model[s]->end >= base + PAGE ?
-			    model[s] : NULL));
+				    model[s] :
+				    NULL));
 	}
 	/* Most covering predecessors are found by the fast descent. */
 	CHECK(pred_hits > 1000);
@@ -491,7 +510,8 @@ static void test_random_sequence_matches_a_reference_model(void)
 
 /* Inserts that take the most nodes: each with the reserve filled exactly to
  * the estimate, in descending and random order. */
-static void test_reserve_estimate_is_exactly_what_inserts_take(void)
+static void
+test_reserve_estimate_is_exactly_what_inserts_take(void)
 {
 	struct fixture fx;
 	unsigned need[2], before, n = 0;
@@ -518,7 +538,8 @@ static void test_reserve_estimate_is_exactly_what_inserts_take(void)
 	fx_fini(&fx);
 }
 
-int main(void)
+int
+main(void)
 {
 	MRLT_RUN(test_empty_index_finds_nothing);
 	MRLT_RUN(test_lookups_respect_range_edges_and_wide_entries);

@@ -18,13 +18,14 @@
 #include "mrlt.h"
 
 static uintptr_t page_size;
-#define P(n) ((uintptr_t)0x100000000ull + (uintptr_t)(n) * page_size)
+#define P(n) ((uintptr_t) 0x100000000ull + (uintptr_t) (n) *page_size)
 
 static struct mrl_cache *cache;
 static struct creg creg;
 static struct mrl_cache_domain *dom;
 
-static int fixture_open_config(const struct mrl_cache_config *config)
+static int
+fixture_open_config(const struct mrl_cache_config *config)
 {
 	struct mrl_domain_config dconf;
 	int ret;
@@ -37,14 +38,17 @@ static int fixture_open_config(const struct mrl_cache_config *config)
 	return mrl_cache_domain_open(cache, &dconf, &dom);
 }
 
-static int fixture_open(size_t max_count, size_t max_size)
+static int
+fixture_open(size_t max_count, size_t max_size)
 {
-	struct mrl_cache_config config = { .max_count = max_count, .max_size = max_size };
+	struct mrl_cache_config config = {.max_count = max_count,
+					  .max_size = max_size};
 
 	return fixture_open_config(&config);
 }
 
-static void fixture_close(void)
+static void
+fixture_close(void)
 {
 	mrl_cache_destroy(cache);
 	cache = NULL;
@@ -53,13 +57,14 @@ static void fixture_close(void)
 
 /* Register [lo, hi) through the counting registrar and track it; returns the
  * caller's lease (NULL on failure). */
-static struct mrl_registration *track(struct mrl_cache_domain *d, struct creg *cr,
-				      uintptr_t lo, uintptr_t hi)
+static struct mrl_registration *
+track(struct mrl_cache_domain *d, struct creg *cr, uintptr_t lo, uintptr_t hi)
 {
 	struct mrl_registration *reg;
 	void *mr, *desc;
 
-	if (creg_registrar.reg(cr, (void *)lo, hi - lo, MRL_CACHE_ACCESS, 0, &mr, &desc))
+	if (creg_registrar.reg(cr, (void *) lo, hi - lo, MRL_CACHE_ACCESS, 0,
+			       &mr, &desc))
 		return NULL;
 	if (mrl_cache_track(d, lo, hi, mr, desc, &reg)) {
 		creg_registrar.close(cr, mr);
@@ -68,14 +73,16 @@ static struct mrl_registration *track(struct mrl_cache_domain *d, struct creg *c
 	return reg;
 }
 
-static unsigned refs(struct mrl_registration *reg)
+static unsigned
+refs(struct mrl_registration *reg)
 {
 	return mrl_registration_refs(reg);
 }
 
 /* An index keyed by base only answers with the nearest base: a narrow entry
  * in front of a wide one made every operand behind it miss and re-register. */
-static void test_lookup_finds_wide_entry_behind_narrow_one(void)
+static void
+test_lookup_finds_wide_entry_behind_narrow_one(void)
 {
 	struct mrl_registration *wide, *narrow, *got;
 
@@ -105,7 +112,8 @@ static void test_lookup_finds_wide_entry_behind_narrow_one(void)
 
 /* Brute force against the index, through inserts, replacements and
  * invalidates: a wrong max-end after a rotation silently misses entries. */
-static void test_covering_lookup_agrees_with_brute_force(void)
+static void
+test_covering_lookup_agrees_with_brute_force(void)
 {
 	enum { N = 3000, SPACE = 1 << 14, Q = 20000 };
 	static uintptr_t lo[SPACE], hi[SPACE];
@@ -119,10 +127,10 @@ static void test_covering_lookup_agrees_with_brute_force(void)
 		int b = rand() % SPACE, len = 1 + rand() % 64;
 
 		if (i % 3 == 0)
-			len = 1 + rand() % 2048;	/* some wide ones */
+			len = 1 + rand() % 2048; /* some wide ones */
 		lo[b] = P(b);
 		hi[b] = P(b + len);
-		reg = track(dom, &creg, lo[b], hi[b]);	/* replaces at b */
+		reg = track(dom, &creg, lo[b], hi[b]); /* replaces at b */
 		CHECK(reg);
 		mrl_lease_release(reg);
 		if (i % 10 == 9) {
@@ -138,14 +146,15 @@ static void test_covering_lookup_agrees_with_brute_force(void)
 	for (int q = 0; q < Q; q++) {
 		int b = rand() % SPACE;
 
-		s = P(b) + (uintptr_t)(rand() % 4096);
-		e = s + 1 + (uintptr_t)(rand() % (q % 2 ? 64 : 64 * 4096));
+		s = P(b) + (uintptr_t) (rand() % 4096);
+		e = s + 1 + (uintptr_t) (rand() % (q % 2 ? 64 : 64 * 4096));
 		expect = false;
 		for (int j = 0; j < SPACE && !expect; j++)
 			expect = hi[j] && lo[j] <= s && e <= hi[j];
 		reg = mrl_cache_lookup(dom, s, e);
-		CHECK_MSG(expect == (reg != NULL), "query %d [%#lx, %#lx): expected %d",
-			  q, (unsigned long)s, (unsigned long)e, expect);
+		CHECK_MSG(expect == (reg != NULL),
+			  "query %d [%#lx, %#lx): expected %d", q,
+			  (unsigned long) s, (unsigned long) e, expect);
 		if (reg) {
 			CHECK(reg->base <= s && e <= reg->end);
 			CHECK(hi[(reg->base - P(0)) / page_size] == reg->end);
@@ -159,17 +168,21 @@ static void test_covering_lookup_agrees_with_brute_force(void)
 /* Invalidate skips its index walk when a lock-free page filter says nothing
  * is there; a wrong "nothing" would leave stale registrations cached. Entries
  * counted at page, 2 MiB and 1 GiB granularity must all be found. */
-static void test_invalidate_finds_entries_counted_at_every_filter_level(void)
+static void
+test_invalidate_finds_entries_counted_at_every_filter_level(void)
 {
 	const uintptr_t mib2 = 2ull << 20, gib = 1ull << 30, g0 = 64 * gib;
 	struct mrl_registration *r;
 	struct {
 		uintptr_t lo, hi, probe;
 	} cases[] = {
-		{ g0 + 5 * page_size, g0 + 7 * page_size, g0 + 6 * page_size + 10 },
-		{ g0 + mib2, g0 + 3 * mib2, g0 + 2 * mib2 + 100 * page_size },
-		{ g0 + gib - page_size, g0 + 3 * gib + page_size, g0 + 2 * gib + 7 },
-		{ g0 + 5 * gib + 3, g0 + 5 * gib + 9, g0 + 5 * gib + 8 },	/* unaligned */
+		{g0 + 5 * page_size, g0 + 7 * page_size,
+		 g0 + 6 * page_size + 10},
+		{g0 + mib2, g0 + 3 * mib2, g0 + 2 * mib2 + 100 * page_size},
+		{g0 + gib - page_size, g0 + 3 * gib + page_size,
+		 g0 + 2 * gib + 7},
+		{g0 + 5 * gib + 3, g0 + 5 * gib + 9,
+		 g0 + 5 * gib + 8}, /* unaligned */
 	};
 
 	CHECK_FI(fixture_open(0, 0));
@@ -178,13 +191,16 @@ static void test_invalidate_finds_entries_counted_at_every_filter_level(void)
 		CHECK(r);
 		mrl_lease_release(r);
 		/* A miss right next to it leaves it alone... */
-		CHECK_FI(mrl_cache_invalidate(cache, cases[i].hi, cases[i].hi + 1));
-		CHECK_FI(mrl_cache_invalidate(cache, cases[i].lo - 1, cases[i].lo));
+		CHECK_FI(mrl_cache_invalidate(cache, cases[i].hi,
+					      cases[i].hi + 1));
+		CHECK_FI(mrl_cache_invalidate(cache, cases[i].lo - 1,
+					      cases[i].lo));
 		r = mrl_cache_lookup(dom, cases[i].lo, cases[i].hi);
 		CHECK(r);
 		mrl_lease_release(r);
 		/* ...one byte inside retires it. */
-		CHECK_FI(mrl_cache_invalidate(cache, cases[i].probe, cases[i].probe + 1));
+		CHECK_FI(mrl_cache_invalidate(cache, cases[i].probe,
+					      cases[i].probe + 1));
 		CHECK(mrl_cache_lookup(dom, cases[i].lo, cases[i].hi) == NULL);
 		CHECK_EQ(i + 1, atomic_load(&creg.closed));
 	}
@@ -196,7 +212,8 @@ static void test_invalidate_finds_entries_counted_at_every_filter_level(void)
 
 /* track() at a base already present must supersede it without closing a
  * registration an in-flight operation still holds. */
-static void test_track_at_same_base_replaces_and_old_lease_stays_open(void)
+static void
+test_track_at_same_base_replaces_and_old_lease_stays_open(void)
 {
 	struct mrl_registration *old, *new, *got;
 
@@ -204,7 +221,7 @@ static void test_track_at_same_base_replaces_and_old_lease_stays_open(void)
 	old = track(dom, &creg, P(0), P(4));
 	CHECK(old);
 	new = track(dom, &creg, P(0), P(8));
-	CHECK(new && new != old);
+	CHECK(new &&new != old);
 	got = mrl_cache_lookup(dom, P(0), P(1));
 	CHECK(got == new);
 	mrl_lease_release(got);
@@ -219,7 +236,8 @@ static void test_track_at_same_base_replaces_and_old_lease_stays_open(void)
 
 /* End is exclusive: an allocator purging the page just before or after a
  * registration must not throw away a neighbour that only touches it. */
-static void test_invalidate_spares_ranges_that_only_touch(void)
+static void
+test_invalidate_spares_ranges_that_only_touch(void)
 {
 	struct mrl_registration *reg, *got;
 
@@ -248,7 +266,8 @@ static void test_invalidate_spares_ranges_that_only_touch(void)
 
 /* Zero-length and wrapping ranges come from arithmetic bugs in callers; the
  * cache must answer as documented and never register or retire for them. */
-static void test_zero_length_and_wrapping_ranges_follow_documented_rules(void)
+static void
+test_zero_length_and_wrapping_ranges_follow_documented_rules(void)
 {
 	struct mrl_registration *reg, *got;
 
@@ -264,10 +283,12 @@ static void test_zero_length_and_wrapping_ranges_follow_documented_rules(void)
 
 	CHECK_EQ(-FI_EINVAL, mrl_cache_acquire(dom, P(5), P(5), &got));
 	CHECK_EQ(-FI_EINVAL, mrl_cache_acquire(dom, P(6), P(5), &got));
-	CHECK_EQ(-FI_EINVAL, mrl_cache_acquire(dom, UINTPTR_MAX - 10, UINTPTR_MAX, &got));
+	CHECK_EQ(-FI_EINVAL,
+		 mrl_cache_acquire(dom, UINTPTR_MAX - 10, UINTPTR_MAX, &got));
 	CHECK(mrl_cache_lookup(dom, P(5), P(5)) == NULL);
 	CHECK_EQ(-FI_EINVAL, mrl_cache_pin(dom, P(5), 0, &got));
-	CHECK_EQ(-FI_EINVAL, mrl_cache_pin(dom, UINTPTR_MAX - page_size + 1, 2 * page_size, &got));
+	CHECK_EQ(-FI_EINVAL, mrl_cache_pin(dom, UINTPTR_MAX - page_size + 1,
+					   2 * page_size, &got));
 	CHECK_EQ(-FI_EINVAL, mrl_cache_pin(dom, UINTPTR_MAX - 10, 5, &got));
 	CHECK_EQ(1, atomic_load(&creg.registered));
 	CHECK_EQ(0, atomic_load(&creg.closed));
@@ -277,7 +298,8 @@ static void test_zero_length_and_wrapping_ranges_follow_documented_rules(void)
 
 /* Evicting an entry an operation still uses, or a pinned arena, would make
  * the next lookup register again (or, with a bug, close it under a post). */
-static void test_eviction_never_touches_leased_or_pinned_entries(void)
+static void
+test_eviction_never_touches_leased_or_pinned_entries(void)
 {
 	struct mrl_registration *pin, *held[3], *r;
 	struct fi_mrlease_stats st;
@@ -314,8 +336,8 @@ static void test_eviction_never_touches_leased_or_pinned_entries(void)
 	for (int i = 30; i < 33; i++) {
 		r = mrl_cache_lookup(dom, P(i), P(i) + 8);
 		CHECK(r);
-		mrl_lease_release(r);	/* the lookup's */
-		mrl_lease_release(r);	/* the acquire's */
+		mrl_lease_release(r); /* the lookup's */
+		mrl_lease_release(r); /* the acquire's */
 	}
 	mrl_cache_unpin(pin);
 	fixture_close();
@@ -325,7 +347,8 @@ static void test_eviction_never_touches_leased_or_pinned_entries(void)
 /* max_size bounds registered bytes (pinned memory) as max_count bounds MRs. */
 /* CLOCK is what keeps a send loop's buffers cached under pressure: an entry
  * hit since the last sweep must outlive one nobody touched. */
-static void test_eviction_spares_entries_hit_since_the_last_sweep(void)
+static void
+test_eviction_spares_entries_hit_since_the_last_sweep(void)
 {
 	struct mrl_registration *r, *got[4];
 	struct fi_mrlease_stats st;
@@ -333,7 +356,8 @@ static void test_eviction_spares_entries_hit_since_the_last_sweep(void)
 	uintptr_t untouched = 0;
 
 	CHECK_FI(fixture_open(4, 0));
-	for (int i = 0; i < 5; i++) {	/* the fifth evicts one of the first four */
+	for (int i = 0; i < 5;
+	     i++) { /* the fifth evicts one of the first four */
 		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &r));
 		mrl_lease_release(r);
 	}
@@ -348,11 +372,11 @@ static void test_eviction_spares_entries_hit_since_the_last_sweep(void)
 		if (!got[i])
 			continue;
 		if (!skipped++) {
-			untouched = got[i]->base;	/* not hit from now on */
+			untouched = got[i]->base; /* not hit from now on */
 			mrl_lease_release(got[i]);
 			continue;
 		}
-		mrl_lease_release(got[i]);	/* hit: used bit set */
+		mrl_lease_release(got[i]); /* hit: used bit set */
 	}
 	CHECK_FI(mrl_cache_acquire(dom, P(9), P(9) + 8, &r));
 	mrl_lease_release(r);
@@ -374,7 +398,8 @@ static void test_eviction_spares_entries_hit_since_the_last_sweep(void)
 	CHECK_EQ(atomic_load(&creg.registered), atomic_load(&creg.closed));
 }
 
-static void test_eviction_keeps_registered_bytes_under_max_size(void)
+static void
+test_eviction_keeps_registered_bytes_under_max_size(void)
 {
 	struct mrl_registration *r;
 	struct fi_mrlease_stats st;
@@ -392,7 +417,8 @@ static void test_eviction_keeps_registered_bytes_under_max_size(void)
 
 /* A failed registration that left an entry behind would hand out a handle
  * the provider never created. */
-static void test_failing_registrar_leaves_nothing_behind(void)
+static void
+test_failing_registrar_leaves_nothing_behind(void)
 {
 	struct mrl_registration *r;
 	struct fi_mrlease_stats st;
@@ -416,7 +442,8 @@ static void test_failing_registrar_leaves_nothing_behind(void)
 
 /* Providers refuse registrations when a device or RLIMIT_MEMLOCK is full; a
  * cache holding idle registrations must give them back and try again once. */
-static void test_resource_refusal_evicts_unleased_entries_and_retries_once(void)
+static void
+test_resource_refusal_evicts_unleased_entries_and_retries_once(void)
 {
 	struct mrl_registration *r, *held[3];
 	struct fi_mrlease_stats st;
@@ -449,7 +476,8 @@ static void test_resource_refusal_evicts_unleased_entries_and_retries_once(void)
 
 /* Providers without FI_MR_PROV_KEY take the caller's key: cache keys must
  * stay out of the application's range and survive a key already taken. */
-static void test_cache_keys_come_from_top_half_and_skip_taken_keys(void)
+static void
+test_cache_keys_come_from_top_half_and_skip_taken_keys(void)
 {
 	struct mrl_registration *r;
 	struct mrl_domain_config dconf;
@@ -491,23 +519,27 @@ static void test_cache_keys_come_from_top_half_and_skip_taken_keys(void)
 
 /* A cache registration shared between operations must never expose memory
  * to peers: local access only. */
-static void test_cache_registrations_are_local_only(void)
+static void
+test_cache_registrations_are_local_only(void)
 {
 	struct mrl_registration *r;
 
 	CHECK_FI(fixture_open(0, 0));
 	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &r));
-	CHECK_EQ(FI_SEND | FI_RECV | FI_READ | FI_WRITE, atomic_load(&creg.last_access));
+	CHECK_EQ(FI_SEND | FI_RECV | FI_READ | FI_WRITE,
+		 atomic_load(&creg.last_access));
 	mrl_lease_release(r);
 	CHECK_FI(mrl_cache_pin(dom, P(4), page_size, &r));
-	CHECK_EQ(FI_SEND | FI_RECV | FI_READ | FI_WRITE, atomic_load(&creg.last_access));
+	CHECK_EQ(FI_SEND | FI_RECV | FI_READ | FI_WRITE,
+		 atomic_load(&creg.last_access));
 	mrl_cache_unpin(r);
 	fixture_close();
 }
 
 /* A miss registers whole pages around the operand, so neighbours on the same
  * page hit; the registered extent must contain the operand. */
-static void test_miss_registers_the_page_aligned_extent_of_the_operand(void)
+static void
+test_miss_registers_the_page_aligned_extent_of_the_operand(void)
 {
 	struct mrl_registration *r, *n;
 
@@ -524,9 +556,10 @@ static void test_miss_registers_the_page_aligned_extent_of_the_operand(void)
 
 /* Rule 6 at unit level: the resolver widens, a span not containing the
  * operand is ignored, a hit never asks. */
-static void test_span_resolver_widens_and_foreign_span_is_ignored(void)
+static void
+test_span_resolver_widens_and_foreign_span_is_ignored(void)
 {
-	struct creg_span ans = { .base = P(0), .len = 16 * page_size };
+	struct creg_span ans = {.base = P(0), .len = 16 * page_size};
 	struct mrl_registration *r, *n;
 
 	CHECK_FI(fixture_open(0, 0));
@@ -547,7 +580,8 @@ static void test_span_resolver_widens_and_foreign_span_is_ignored(void)
 	fixture_close();
 }
 
-static void invalidate_during_reg(void *arg)
+static void
+invalidate_during_reg(void *arg)
 {
 	uintptr_t *range = arg;
 
@@ -556,7 +590,8 @@ static void invalidate_during_reg(void *arg)
 
 /* An invalidate that runs while a miss is registering the same pages must
  * keep that registration out of the index, or stale pages stay cached. */
-static void test_invalidate_during_a_miss_keeps_it_out_of_the_index(void)
+static void
+test_invalidate_during_a_miss_keeps_it_out_of_the_index(void)
 {
 	uintptr_t range[2];
 	struct mrl_registration *r;
@@ -577,7 +612,8 @@ static void test_invalidate_during_a_miss_keeps_it_out_of_the_index(void)
 /* rxm rendezvous over tcp reads each iov from offset 0 of its MR: a lease on
  * a wider entry starting below the operand would make the peer read the wrong
  * bytes, so acquire_based must register exactly [start, end). */
-static void test_acquire_based_registers_exact_range_even_inside_a_wider_entry(void)
+static void
+test_acquire_based_registers_exact_range_even_inside_a_wider_entry(void)
 {
 	uintptr_t s = P(2) + 100, e = P(2) + 300;
 	struct mrl_registration *wide, *r, *again;
@@ -625,7 +661,8 @@ static void test_acquire_based_registers_exact_range_even_inside_a_wider_entry(v
 
 /* A longer operand at the base of a shorter entry must replace it (as track
  * does) without closing the registration an in-flight send still uses. */
-static void test_acquire_based_replaces_shorter_entry_and_its_lease_stays_open(void)
+static void
+test_acquire_based_replaces_shorter_entry_and_its_lease_stays_open(void)
 {
 	uintptr_t s = P(4) + 64;
 	struct mrl_registration *shorter, *longer, *got;
@@ -636,7 +673,7 @@ static void test_acquire_based_replaces_shorter_entry_and_its_lease_stays_open(v
 	CHECK(longer != shorter);
 	CHECK_EQ(2, atomic_load(&creg.registered));
 	CHECK_EQ(0, atomic_load(&creg.closed));
-	CHECK_EQ(1, refs(shorter));	/* the index let go, the lease holds */
+	CHECK_EQ(1, refs(shorter)); /* the index let go, the lease holds */
 	got = mrl_cache_lookup(dom, s, s + 50);
 	CHECK(got == longer);
 	mrl_lease_release(got);
@@ -654,9 +691,10 @@ static void test_acquire_based_replaces_shorter_entry_and_its_lease_stays_open(v
 
 /* An allocator purging the pages of a based entry must drop it, or the next
  * send from recycled memory would use a stale registration. */
-static void test_acquire_based_entry_is_removed_by_invalidate(void)
+static void
+test_acquire_based_entry_is_removed_by_invalidate(void)
 {
-	uintptr_t s = P(6) + 8, range[2] = { P(9), P(10) };
+	uintptr_t s = P(6) + 8, range[2] = {P(9), P(10)};
 	struct mrl_registration *r, *again;
 
 	CHECK_FI(fixture_open(0, 0));
@@ -684,7 +722,8 @@ static void test_acquire_based_entry_is_removed_by_invalidate(void)
 
 /* Closing one domain (a worker going away) must leave another's entries
  * alone and let its own leased registrations close once, later. */
-static void test_clear_domain_retires_only_its_own_entries(void)
+static void
+test_clear_domain_retires_only_its_own_entries(void)
 {
 	struct mrl_cache_domain *other;
 	struct mrl_domain_config dconf;
@@ -714,14 +753,15 @@ static void test_clear_domain_retires_only_its_own_entries(void)
 }
 
 /* The counters are what operators read to size the cache: they must add up. */
-static void test_stats_count_lookups_hits_misses_and_leases(void)
+static void
+test_stats_count_lookups_hits_misses_and_leases(void)
 {
 	struct mrl_registration *r, *s;
 	struct fi_mrlease_stats st, all;
 
 	CHECK_FI(fixture_open(0, 0));
-	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &r));	/* miss */
-	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &s));	/* hit */
+	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &r)); /* miss */
+	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &s)); /* hit */
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_EQ(2, st.lookups);
 	CHECK_EQ(1, st.hits);
@@ -753,15 +793,17 @@ static void test_stats_count_lookups_hits_misses_and_leases(void)
 
 /* A request/response thread alternates a send and a receive buffer: a
  * one-entry hot slot missed on every acquire and walked the index each time. */
-static void test_alternating_two_entries_on_one_thread_hits_both_hot_ways(void)
+static void
+test_alternating_two_entries_on_one_thread_hits_both_hot_ways(void)
 {
-	uintptr_t sa = P(0) + 64, ea = P(0) + 512, sb = P(4) + 64, eb = P(4) + 512;
+	uintptr_t sa = P(0) + 64, ea = P(0) + 512, sb = P(4) + 64,
+		  eb = P(4) + 512;
 	struct mrl_registration *a, *b, *r;
 	struct fi_mrlease_stats st0, st;
 	uint64_t walks;
 
 	CHECK_FI(fixture_open(0, 0));
-	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &a));	/* misses */
+	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &a)); /* misses */
 	CHECK_FI(mrl_cache_acquire(dom, sb, eb, &b));
 	CHECK(a != b);
 	mrl_lease_release(a);
@@ -803,18 +845,20 @@ static void test_alternating_two_entries_on_one_thread_hits_both_hot_ways(void)
 
 /* A hot way's entry retired while a lease keeps it open still takes the
  * increment: only the way's generation stops it being leased again. */
-static void test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entries(void)
+static void
+test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entries(void)
 {
-	uintptr_t sa = P(0) + 64, ea = P(0) + 512, sb = P(4) + 64, eb = P(4) + 512;
+	uintptr_t sa = P(0) + 64, ea = P(0) + 512, sb = P(4) + 64,
+		  eb = P(4) + 512;
 	uintptr_t sc = P(12) + 64, ec = P(12) + 512;
 	struct mrl_registration *a, *b, *c, *r;
 	uint64_t walks;
 
 	CHECK_FI(fixture_open(0, 0));
-	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &a));	/* misses, held */
+	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &a)); /* misses, held */
 	CHECK_FI(mrl_cache_acquire(dom, sb, eb, &b));
-	CHECK_FI(mrl_cache_acquire(dom, sc, ec, &c));	/* stays live */
-	for (int i = 0; i < 2; i++) {	/* way 0: b, way 1: a */
+	CHECK_FI(mrl_cache_acquire(dom, sc, ec, &c)); /* stays live */
+	for (int i = 0; i < 2; i++) { /* way 0: b, way 1: a */
 		CHECK_FI(mrl_cache_acquire(dom, sa, ea, &r));
 		CHECK(r == a);
 		mrl_lease_release(r);
@@ -842,7 +886,7 @@ static void test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entrie
 		mrl_lease_release(r);
 	}
 	mrl_lease_release(a);
-	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &a));	/* hot: way 1 */
+	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &a)); /* hot: way 1 */
 	walks = mrl_cache_thread_index_walks();
 	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(8)));
 	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &r));
@@ -864,7 +908,7 @@ static void test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entrie
 	mrl_lease_release(a);
 	mrl_lease_release(b);
 	mrl_lease_release(c);
-	CHECK_EQ(4, atomic_load(&creg.closed));		/* a twice, b, c */
+	CHECK_EQ(4, atomic_load(&creg.closed)); /* a twice, b, c */
 	fixture_close();
 	CHECK_EQ(6, atomic_load(&creg.closed));
 	CHECK_EQ(0, atomic_load(&creg.double_closed));
@@ -872,7 +916,8 @@ static void test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entrie
 
 /* A process with more domains than statistic slots (rxm stacks two per
  * fabric) must keep working: the extra domains share one counter slot. */
-static void test_domains_beyond_the_stat_slots_share_one_and_still_work(void)
+static void
+test_domains_beyond_the_stat_slots_share_one_and_still_work(void)
 {
 	enum { N = MRL_CACHE_STAT_SLOTS + 8 };
 	static struct mrl_cache_domain *doms[N];
@@ -888,7 +933,8 @@ static void test_domains_beyond_the_stat_slots_share_one_and_still_work(void)
 		CHECK_FI(mrl_cache_domain_open(cache, &dconf, &doms[i]));
 		CHECK_FI(mrl_cache_acquire(doms[i], P(i), P(i) + 8, &r));
 		mrl_lease_release(r);
-		CHECK_FI(mrl_cache_acquire(doms[i], P(i), P(i) + 8, &r));	/* hit */
+		CHECK_FI(mrl_cache_acquire(doms[i], P(i), P(i) + 8,
+					   &r)); /* hit */
 		mrl_lease_release(r);
 	}
 	mrl_cache_stats(cache, &st);
@@ -908,30 +954,36 @@ static void test_domains_beyond_the_stat_slots_share_one_and_still_work(void)
 /* Entries live in per-domain slabs of several sizes and find their cold part
  * (the registrar's handle) by index arithmetic: an off-by-one there would
  * close another entry's handle or read a neighbour's. */
-static void test_entries_in_every_slab_keep_their_own_handles(void)
+static void
+test_entries_in_every_slab_keep_their_own_handles(void)
 {
-	enum { N = 700 };	/* slabs of 32, 32, 64, 128, 256 and 256 */
+	enum { N = 700 }; /* slabs of 32, 32, 64, 128, 256 and 256 */
 	static struct mrl_registration *regs[N];
 	struct fi_mrlease_stats st;
 
 	CHECK_FI(fixture_open(0, 0));
 	for (int i = 0; i < N; i++) {
-		CHECK_FI(mrl_cache_acquire(dom, P(2 * i) + 8, P(2 * i) + 16, &regs[i]));
+		CHECK_FI(mrl_cache_acquire(dom, P(2 * i) + 8, P(2 * i) + 16,
+					   &regs[i]));
 		/* The counting registrar hands out its record as both. */
-		CHECK(mrl_registration_mr(regs[i]) == mrl_registration_desc(regs[i]));
-		CHECK(regs[i]->base == P(2 * i) && regs[i]->end == P(2 * i + 1));
+		CHECK(mrl_registration_mr(regs[i]) ==
+		      mrl_registration_desc(regs[i]));
+		CHECK(regs[i]->base == P(2 * i) &&
+		      regs[i]->end == P(2 * i + 1));
 	}
 	for (int i = 0; i < N; i++) {
 		CHECK(!creg_is_closed(mrl_registration_mr(regs[i])));
 		for (int j = i + 1; j < N && j < i + 40; j++)
-			CHECK(mrl_registration_mr(regs[i]) != mrl_registration_mr(regs[j]));
+			CHECK(mrl_registration_mr(regs[i]) !=
+			      mrl_registration_mr(regs[j]));
 	}
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_EQ(N, st.entries);
 	/* Retire every other one: each closes its own handle, and only that. */
 	for (int i = 0; i < N; i += 2) {
 		CHECK_FI(mrl_cache_invalidate(cache, P(2 * i), P(2 * i) + 1));
-		CHECK(!creg_is_closed(mrl_registration_mr(regs[i])));	/* leased */
+		CHECK(!creg_is_closed(
+			mrl_registration_mr(regs[i]))); /* leased */
 		mrl_lease_release(regs[i]);
 	}
 	CHECK_EQ(N / 2, atomic_load(&creg.closed));
@@ -946,7 +998,8 @@ static void test_entries_in_every_slab_keep_their_own_handles(void)
 
 /* A closed domain's entry slabs are kept (the lock-free hit path may still
  * touch them) and must be reused by the next domain, not leaked per domain. */
-static void test_closed_domain_slabs_are_adopted_by_the_next_domain(void)
+static void
+test_closed_domain_slabs_are_adopted_by_the_next_domain(void)
 {
 	struct mrl_registration *r;
 	size_t idle0, idle1, idle2;
@@ -974,30 +1027,36 @@ static void test_closed_domain_slabs_are_adopted_by_the_next_domain(void)
 
 /* The filter's directory of GiBs starts at 8 slots and doubles as entries
  * spread out; a key lost in a growth would make invalidate skip an entry. */
-static void test_filter_directory_grows_and_finds_every_gib(void)
+static void
+test_filter_directory_grows_and_finds_every_gib(void)
 {
 	enum { G = 40 };
-	const uintptr_t gib = 1ull << 30, g0 = 256 * gib, whole = g0 + 100 * gib;
+	const uintptr_t gib = 1ull << 30, g0 = 256 * gib,
+			whole = g0 + 100 * gib;
 	struct mrl_registration *r, *big, *inside;
 	struct fi_mrlease_stats st;
 
 	CHECK_FI(fixture_open(0, 0));
 	for (uintptr_t k = 0; k < G; k++) {
-		/* Every third GiB skipped: the probes below cross empty ones. */
+		/* Every third GiB skipped: the probes below cross empty ones.
+		 */
 		r = track(dom, &creg, g0 + 3 * k * gib + k * page_size,
 			  g0 + 3 * k * gib + (k + 1) * page_size);
 		CHECK(r);
 		mrl_lease_release(r);
 	}
-	big = track(dom, &creg, whole, whole + gib);	/* counted per GiB */
-	inside = track(dom, &creg, whole + 5 * page_size, whole + 6 * page_size);
+	big = track(dom, &creg, whole, whole + gib); /* counted per GiB */
+	inside =
+		track(dom, &creg, whole + 5 * page_size, whole + 6 * page_size);
 	CHECK(big && inside);
 	mrl_lease_release(big);
 	mrl_lease_release(inside);
-	/* Misses in every touched GiB and across the empty ones retire nothing. */
+	/* Misses in every touched GiB and across the empty ones retire nothing.
+	 */
 	for (uintptr_t k = 0; k < G; k++)
-		CHECK_FI(mrl_cache_invalidate(cache, g0 + 3 * k * gib + (k + 2) * page_size,
-					      g0 + 3 * k * gib + gib));
+		CHECK_FI(mrl_cache_invalidate(
+			cache, g0 + 3 * k * gib + (k + 2) * page_size,
+			g0 + 3 * k * gib + gib));
 	CHECK_FI(mrl_cache_invalidate(cache, g0 + gib, g0 + 3 * gib));
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_EQ(G + 2, st.entries);
@@ -1011,9 +1070,11 @@ static void test_filter_directory_grows_and_finds_every_gib(void)
 		CHECK_EQ(k + 1, atomic_load(&creg.closed));
 	}
 	/* Inside the whole GiB, away from the small entry: only the big one. */
-	CHECK_FI(mrl_cache_invalidate(cache, whole + gib / 2, whole + gib / 2 + 1));
+	CHECK_FI(mrl_cache_invalidate(cache, whole + gib / 2,
+				      whole + gib / 2 + 1));
 	CHECK_EQ(G + 1, atomic_load(&creg.closed));
-	r = mrl_cache_lookup(dom, whole + 5 * page_size, whole + 5 * page_size + 1);
+	r = mrl_cache_lookup(dom, whole + 5 * page_size,
+			     whole + 5 * page_size + 1);
 	CHECK(r == inside);
 	if (r)
 		mrl_lease_release(r);
@@ -1025,7 +1086,8 @@ static void test_filter_directory_grows_and_finds_every_gib(void)
  * on its path; a shortfall would crash a write section halfway. Ascending and
  * descending runs, replacements at the base of a lone entry (whose removal
  * sends the insert to a full neighbour) and holes, checked by lookups. */
-static void test_index_reserve_covers_every_insert_shape(void)
+static void
+test_index_reserve_covers_every_insert_shape(void)
 {
 	enum { N = 6000 };
 	static bool live[2 * N];
@@ -1033,13 +1095,13 @@ static void test_index_reserve_covers_every_insert_shape(void)
 	int n = 0;
 
 	CHECK_FI(fixture_open(1u << 20, 0));
-	for (int i = 0; i < N; i++) {		/* ascending: appends split */
+	for (int i = 0; i < N; i++) { /* ascending: appends split */
 		r = track(dom, &creg, P(2 * i), P(2 * i + 1));
 		CHECK(r);
 		mrl_lease_release(r);
 		live[2 * i] = true;
 	}
-	for (int i = 2 * N - 1; i > 0; i -= 2) {	/* descending, between */
+	for (int i = 2 * N - 1; i > 0; i -= 2) { /* descending, between */
 		r = track(dom, &creg, P(i), P(i + 1));
 		CHECK(r);
 		mrl_lease_release(r);
@@ -1052,7 +1114,7 @@ static void test_index_reserve_covers_every_insert_shape(void)
 			live[i] = false;
 		}
 	}
-	for (int i = 0; i < 2 * N; i += 16) {	/* replace the lone ones */
+	for (int i = 0; i < 2 * N; i += 16) { /* replace the lone ones */
 		r = track(dom, &creg, P(i), P(i + 1));
 		CHECK(r);
 		mrl_lease_release(r);
@@ -1075,7 +1137,8 @@ static void test_index_reserve_covers_every_insert_shape(void)
 
 /* Acquire N one-page entries two pages apart, then find each again by a
  * lookup inside it; false at the first that misses or is wrong. */
-static bool fill_and_find(int n)
+static bool
+fill_and_find(int n)
 {
 	struct mrl_registration *r;
 
@@ -1098,9 +1161,11 @@ static bool fill_and_find(int n)
 /* Past FI_MRLEASE_HUGEPAGE_AFTER the cache's slabs and index nodes come from
  * huge-page chunks: entries there must resolve like any other, and a domain
  * closed and refilled must reuse the chunks rather than map more each time. */
-static void test_huge_page_chunks_serve_a_large_cache_and_are_reused(void)
+static void
+test_huge_page_chunks_serve_a_large_cache_and_are_reused(void)
 {
-	struct mrl_cache_config huge = { .huge_after = 1 }, never = { .huge_after = SIZE_MAX };
+	struct mrl_cache_config huge = {.huge_after = 1},
+				never = {.huge_after = SIZE_MAX};
 	size_t mapped0 = mrl_arena_mapped_bytes(), mapped1;
 
 	CHECK_FI(fixture_open_config(&never));
@@ -1129,10 +1194,11 @@ static void test_huge_page_chunks_serve_a_large_cache_and_are_reused(void)
  * before the index changes (its registration closed, nothing half-inserted),
  * and out of memory for the filter must leave it answering "maybe": a stale
  * "no" would skip an invalidate. The cache works normally afterwards. */
-static void test_allocation_failures_leave_nothing_behind(void)
+static void
+test_allocation_failures_leave_nothing_behind(void)
 {
 	enum { N = 300 };
-	const uintptr_t base = (uintptr_t)512 << 30, mib2 = 2ull << 20;
+	const uintptr_t base = (uintptr_t) 512 << 30, mib2 = 2ull << 20;
 	struct fi_mrlease_stats st;
 	struct mrl_registration *r;
 	int enomem = 0, ret;
@@ -1142,7 +1208,7 @@ static void test_allocation_failures_leave_nothing_behind(void)
 	/* Pages of one 2 MiB block, its filter nodes made by the first: each
 	 * acquire has its first slab or index node allocation fail once. */
 	for (int i = 0; i < N; i++) {
-		uintptr_t s = base + (uintptr_t)i * page_size;
+		uintptr_t s = base + (uintptr_t) i * page_size;
 
 		mrl_cache_fail_allocs(i ? 1 : 0);
 		ret = mrl_cache_acquire(dom, s, s + 8, &r);
@@ -1152,7 +1218,8 @@ static void test_allocation_failures_leave_nothing_behind(void)
 			enomem++;
 			CHECK(mrl_cache_lookup(dom, s, s + 8) == NULL);
 			CHECK_EQ(entries, atomic_load(&creg.live));
-			CHECK_FI(mrl_cache_acquire(dom, s, s + 8, &r));	/* recovers */
+			CHECK_FI(mrl_cache_acquire(dom, s, s + 8,
+						   &r)); /* recovers */
 		}
 		mrl_lease_release(r);
 		entries++;
@@ -1161,21 +1228,23 @@ static void test_allocation_failures_leave_nothing_behind(void)
 		CHECK_EQ(entries, atomic_load(&creg.live));
 	}
 	/* Every leaf split taking a single node failed (entry slabs too, when
-	 * no closed domain left idle ones): ascending inserts split every 16. */
+	 * no closed domain left idle ones): ascending inserts split every 16.
+	 */
 	CHECK_MSG(enomem >= N / 16 - 3, "%d acquires failed", enomem);
 	/* Free entries ready (so no slab is needed below): retired ones. */
 	for (int i = 0; i < 8; i++) {
-		uintptr_t s = base + (uintptr_t)(N + i) * page_size;
+		uintptr_t s = base + (uintptr_t) (N + i) * page_size;
 
 		CHECK_FI(mrl_cache_acquire(dom, s, s + 8, &r));
 		mrl_lease_release(r);
 	}
-	CHECK_FI(mrl_cache_invalidate(cache, base + N * page_size, base + (N + 8) * page_size));
+	CHECK_FI(mrl_cache_invalidate(cache, base + N * page_size,
+				      base + (N + 8) * page_size));
 	/* An entry in a new 2 MiB block needs a filter leaf first: that
 	 * failing leaves the acquire intact and the filter answering "maybe"
 	 * from then on (the next entries are not counted in it at all). */
 	for (int i = 0; i < 8; i++) {
-		uintptr_t s = base + (uintptr_t)(i + 1) * mib2 + 5 * page_size;
+		uintptr_t s = base + (uintptr_t) (i + 1) * mib2 + 5 * page_size;
 
 		mrl_cache_fail_allocs(i ? 0 : 1);
 		ret = mrl_cache_acquire(dom, s, s + 8, &r);
@@ -1185,7 +1254,7 @@ static void test_allocation_failures_leave_nothing_behind(void)
 		entries++;
 	}
 	for (int i = 0; i < N; i++) {
-		uintptr_t s = base + (uintptr_t)i * page_size;
+		uintptr_t s = base + (uintptr_t) i * page_size;
 
 		r = mrl_cache_lookup(dom, s, s + 1);
 		CHECK(r && r->base == s && r->end == s + page_size);
@@ -1194,7 +1263,7 @@ static void test_allocation_failures_leave_nothing_behind(void)
 	}
 	/* Invalidate finds every entry, filtered or not. */
 	for (int i = 0; i < 8; i++) {
-		uintptr_t s = base + (uintptr_t)(i + 1) * mib2 + 5 * page_size;
+		uintptr_t s = base + (uintptr_t) (i + 1) * mib2 + 5 * page_size;
 
 		CHECK_FI(mrl_cache_invalidate(cache, s + 100, s + 101));
 		CHECK(mrl_cache_lookup(dom, s, s + 1) == NULL);
@@ -1208,9 +1277,10 @@ static void test_allocation_failures_leave_nothing_behind(void)
 	CHECK_EQ(0, atomic_load(&creg.double_closed));
 }
 
-int main(void)
+int
+main(void)
 {
-	page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+	page_size = (uintptr_t) sysconf(_SC_PAGESIZE);
 	MRLT_RUN(test_lookup_finds_wide_entry_behind_narrow_one);
 	MRLT_RUN(test_covering_lookup_agrees_with_brute_force);
 	MRLT_RUN(test_invalidate_finds_entries_counted_at_every_filter_level);
@@ -1221,19 +1291,23 @@ int main(void)
 	MRLT_RUN(test_eviction_spares_entries_hit_since_the_last_sweep);
 	MRLT_RUN(test_eviction_keeps_registered_bytes_under_max_size);
 	MRLT_RUN(test_failing_registrar_leaves_nothing_behind);
-	MRLT_RUN(test_resource_refusal_evicts_unleased_entries_and_retries_once);
+	MRLT_RUN(
+		test_resource_refusal_evicts_unleased_entries_and_retries_once);
 	MRLT_RUN(test_cache_keys_come_from_top_half_and_skip_taken_keys);
 	MRLT_RUN(test_cache_registrations_are_local_only);
 	MRLT_RUN(test_miss_registers_the_page_aligned_extent_of_the_operand);
 	MRLT_RUN(test_span_resolver_widens_and_foreign_span_is_ignored);
 	MRLT_RUN(test_invalidate_during_a_miss_keeps_it_out_of_the_index);
-	MRLT_RUN(test_acquire_based_registers_exact_range_even_inside_a_wider_entry);
-	MRLT_RUN(test_acquire_based_replaces_shorter_entry_and_its_lease_stays_open);
+	MRLT_RUN(
+		test_acquire_based_registers_exact_range_even_inside_a_wider_entry);
+	MRLT_RUN(
+		test_acquire_based_replaces_shorter_entry_and_its_lease_stays_open);
 	MRLT_RUN(test_acquire_based_entry_is_removed_by_invalidate);
 	MRLT_RUN(test_clear_domain_retires_only_its_own_entries);
 	MRLT_RUN(test_stats_count_lookups_hits_misses_and_leases);
 	MRLT_RUN(test_alternating_two_entries_on_one_thread_hits_both_hot_ways);
-	MRLT_RUN(test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entries);
+	MRLT_RUN(
+		test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entries);
 	MRLT_RUN(test_domains_beyond_the_stat_slots_share_one_and_still_work);
 	MRLT_RUN(test_entries_in_every_slab_keep_their_own_handles);
 	MRLT_RUN(test_closed_domain_slabs_are_adopted_by_the_next_domain);

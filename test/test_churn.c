@@ -13,12 +13,12 @@
 #include "mrl_churn.h"
 #include "mrlt.h"
 
-#define PAGE ((uintptr_t)4096)
-#define BASE ((uintptr_t)0x7f0000000000)
+#define PAGE ((uintptr_t) 4096)
+#define BASE ((uintptr_t) 0x7f0000000000)
 
 /* How many of `tries` misses on [lo, hi) pass. */
-static unsigned passes_of(uintptr_t lo, uintptr_t hi, uint64_t passes,
-			  unsigned tries)
+static unsigned
+passes_of(uintptr_t lo, uintptr_t hi, uint64_t passes, unsigned tries)
 {
 	unsigned n = 0;
 
@@ -27,7 +27,8 @@ static unsigned passes_of(uintptr_t lo, uintptr_t hi, uint64_t passes,
 	return n;
 }
 
-static void test_a_noted_range_passes_exactly_its_count(void)
+static void
+test_a_noted_range_passes_exactly_its_count(void)
 {
 	mrl_churn_reset();
 	CHECK_EQ(0u, passes_of(BASE, BASE + PAGE, 3, 10));
@@ -35,25 +36,28 @@ static void test_a_noted_range_passes_exactly_its_count(void)
 	CHECK_EQ(3u, passes_of(BASE + PAGE, BASE + 2 * PAGE, 3, 10));
 }
 
-static void test_zero_passes_never_pass(void)
+static void
+test_zero_passes_never_pass(void)
 {
 	mrl_churn_reset();
 	mrl_churn_note(BASE, BASE + 16 * PAGE);
 	CHECK_EQ(0u, passes_of(BASE, BASE + PAGE, 0, 10));
 }
 
-static void test_only_overlapping_misses_pass(void)
+static void
+test_only_overlapping_misses_pass(void)
 {
 	mrl_churn_reset();
 	mrl_churn_note(BASE + 4 * PAGE, BASE + 8 * PAGE);
-	CHECK(!mrl_churn_pass(BASE, BASE + 4 * PAGE, 8));	/* ends at it */
+	CHECK(!mrl_churn_pass(BASE, BASE + 4 * PAGE, 8)); /* ends at it */
 	CHECK(!mrl_churn_pass(BASE + 8 * PAGE, BASE + 9 * PAGE, 8));
 	CHECK(mrl_churn_pass(BASE + 3 * PAGE, BASE + 5 * PAGE, 8));
 	CHECK(mrl_churn_pass(BASE + 7 * PAGE, BASE + 12 * PAGE, 8));
-	CHECK(mrl_churn_pass(BASE, BASE + 64 * PAGE, 8));	/* covers it */
+	CHECK(mrl_churn_pass(BASE, BASE + 64 * PAGE, 8)); /* covers it */
 }
 
-static void test_noting_the_same_range_again_restarts_its_count(void)
+static void
+test_noting_the_same_range_again_restarts_its_count(void)
 {
 	mrl_churn_reset();
 	mrl_churn_note(BASE, BASE + PAGE);
@@ -64,7 +68,8 @@ static void test_noting_the_same_range_again_restarts_its_count(void)
 
 /* The ring holds a bounded number of ranges: enough newer ones push the
  * oldest out, and a miss there is watched again. */
-static void test_old_ranges_leave_the_ring(void)
+static void
+test_old_ranges_leave_the_ring(void)
 {
 	unsigned kept = 0;
 
@@ -86,11 +91,12 @@ static void test_old_ranges_leave_the_ring(void)
 static atomic_uint racer_passed;
 static atomic_int racer_go;
 
-static void *racer(void *arg)
+static void *
+racer(void *arg)
 {
 	unsigned n;
 
-	(void)arg;
+	(void) arg;
 	while (!atomic_load(&racer_go))
 		;
 	n = passes_of(BASE, BASE + PAGE, PASSES, 1000);
@@ -99,7 +105,8 @@ static void *racer(void *arg)
 }
 
 /* Misses racing on one note pass PASSES times in all, not per thread. */
-static void test_concurrent_misses_share_one_count(void)
+static void
+test_concurrent_misses_share_one_count(void)
 {
 	pthread_t th[RACERS];
 
@@ -112,10 +119,11 @@ static void test_concurrent_misses_share_one_count(void)
 	atomic_store(&racer_go, 1);
 	for (int i = 0; i < RACERS; i++)
 		pthread_join(th[i], NULL);
-	CHECK_EQ((unsigned)PASSES, atomic_load(&racer_passed));
+	CHECK_EQ((unsigned) PASSES, atomic_load(&racer_passed));
 }
 
-int main(void)
+int
+main(void)
 {
 	MRLT_RUN(test_a_noted_range_passes_exactly_its_count);
 	MRLT_RUN(test_zero_passes_never_pass);

@@ -17,28 +17,31 @@
 
 static const char *prov = "tcp;ofi_rxm";
 
-static struct mrcheck_stats stats_of(struct mrlt_pair *pair)
+static struct mrcheck_stats
+stats_of(struct mrlt_pair *pair)
 {
-	struct mrcheck_stats st = { 0 };
+	struct mrcheck_stats st = {0};
 
 	if (pair->chk)
 		pair->chk->query(pair->chk, &st, sizeof(st));
 	return st;
 }
 
-static int open_pair(struct mrlt_pair *pair)
+static int
+open_pair(struct mrlt_pair *pair)
 {
-	struct mrlt_pair_opts opts = { .prov = prov };
+	struct mrlt_pair_opts opts = {.prov = prov};
 
 	return mrlt_pair_open(&opts, pair);
 }
 
 /* A NULL desc reaching a FI_MR_LOCAL provider is an invalid lkey: mrcheck
  * must fail the post and count it, or mrlease's resolution is unverified. */
-static void test_mrcheck_fails_a_post_with_null_desc(void)
+static void
+test_mrcheck_fails_a_post_with_null_desc(void)
 {
 	struct mrlt_pair pair;
-	char buf[64] = { 0 };
+	char buf[64] = {0};
 	struct mrcheck_stats before, after;
 	ssize_t ret;
 
@@ -48,7 +51,8 @@ static void test_mrcheck_fails_a_post_with_null_desc(void)
 	ret = fi_send(pair.ep[0], buf, sizeof(buf), NULL, pair.addr[1], NULL);
 	after = stats_of(&pair);
 	CHECK_EQ(-FI_EINVAL, ret);
-	CHECK_EQ(before.by_kind[MRCHECK_NO_DESC] + 1, after.by_kind[MRCHECK_NO_DESC]);
+	CHECK_EQ(before.by_kind[MRCHECK_NO_DESC] + 1,
+		 after.by_kind[MRCHECK_NO_DESC]);
 	CHECK_EQ(1, pair.chk->acknowledge(pair.chk));
 	CHECK_EQ(0, mrlt_violations(&pair));
 	CHECK_FI(mrlt_pair_close(&pair));
@@ -56,7 +60,8 @@ static void test_mrcheck_fails_a_post_with_null_desc(void)
 
 /* Correct use (registered buffers, completions read) must never be flagged,
  * and the application must get its own contexts back. */
-static void test_mrcheck_accepts_live_descs_and_returns_app_contexts(void)
+static void
+test_mrcheck_accepts_live_descs_and_returns_app_contexts(void)
 {
 	struct mrlt_pair pair;
 	char *src = malloc(4096), *dst = malloc(4096);
@@ -71,9 +76,11 @@ static void test_mrcheck_accepts_live_descs_and_returns_app_contexts(void)
 	memset(dst, 0, 4096);
 	CHECK_FI(mrlt_pair_mr_reg(&pair, src, 4096, FI_SEND, &smr));
 	CHECK_FI(mrlt_pair_mr_reg(&pair, dst, 4096, FI_RECV, &dmr));
-	CHECK_FI(fi_recv(pair.ep[1], dst, 4096, fi_mr_desc(dmr), pair.addr[0], &rctx));
-	CHECK_FI(MRLT_PAIR_POST(&pair, fi_send(pair.ep[0], src, 4096, fi_mr_desc(smr),
-					      pair.addr[1], &sctx)));
+	CHECK_FI(fi_recv(pair.ep[1], dst, 4096, fi_mr_desc(dmr), pair.addr[0],
+			 &rctx));
+	CHECK_FI(MRLT_PAIR_POST(&pair,
+				fi_send(pair.ep[0], src, 4096, fi_mr_desc(smr),
+					pair.addr[1], &sctx)));
 	CHECK_EQ(2, mrlt_reap(&pair, comp, 2));
 	for (int i = 0; i < 2; i++) {
 		CHECK_EQ(0, comp[i].err);
@@ -93,7 +100,8 @@ static void test_mrcheck_accepts_live_descs_and_returns_app_contexts(void)
 
 /* The seed's crash: a registration closed while a transfer that uses it
  * is still posted. mrcheck must report it at the close. */
-static void test_mrcheck_reports_mr_closed_under_inflight_op(void)
+static void
+test_mrcheck_reports_mr_closed_under_inflight_op(void)
 {
 	struct mrlt_pair pair;
 	char *dst = malloc(4096);
@@ -105,7 +113,8 @@ static void test_mrcheck_reports_mr_closed_under_inflight_op(void)
 	CHECK(dst);
 	CHECK_FI(open_pair(&pair));
 	CHECK_FI(mrlt_pair_mr_reg(&pair, dst, 4096, FI_RECV, &dmr));
-	CHECK_FI(fi_recv(pair.ep[1], dst, 4096, fi_mr_desc(dmr), pair.addr[0], &rctx));
+	CHECK_FI(fi_recv(pair.ep[1], dst, 4096, fi_mr_desc(dmr), pair.addr[0],
+			 &rctx));
 	CHECK_EQ(1, stats_of(&pair).ops_in_flight);
 	before = stats_of(&pair);
 	CHECK_FI(fi_close(&dmr->fid));
@@ -125,7 +134,8 @@ static void test_mrcheck_reports_mr_closed_under_inflight_op(void)
 }
 
 /* A cancelled receive is over: closing its MR afterwards is legal. */
-static void test_mrcheck_allows_close_after_cancel_completion(void)
+static void
+test_mrcheck_allows_close_after_cancel_completion(void)
 {
 	struct mrlt_pair pair;
 	char *dst = malloc(4096);
@@ -150,7 +160,8 @@ static void test_mrcheck_allows_close_after_cancel_completion(void)
 
 /* Closing an endpoint ends its operations (the provider let go), so the
  * MR may be closed afterwards without a report. */
-static void test_mrcheck_ep_close_ends_outstanding_ops(void)
+static void
+test_mrcheck_ep_close_ends_outstanding_ops(void)
 {
 	struct mrlt_pair pair;
 	char *dst = malloc(4096);
@@ -160,7 +171,8 @@ static void test_mrcheck_ep_close_ends_outstanding_ops(void)
 	CHECK(dst);
 	CHECK_FI(open_pair(&pair));
 	CHECK_FI(mrlt_pair_mr_reg(&pair, dst, 4096, FI_RECV, &dmr));
-	CHECK_FI(fi_recv(pair.ep[1], dst, 4096, fi_mr_desc(dmr), pair.addr[0], &rctx));
+	CHECK_FI(fi_recv(pair.ep[1], dst, 4096, fi_mr_desc(dmr), pair.addr[0],
+			 &rctx));
 	CHECK_FI(fi_close(&pair.ep[1]->fid));
 	pair.ep[1] = NULL;
 	CHECK_EQ(0, stats_of(&pair).ops_in_flight);
@@ -171,7 +183,8 @@ static void test_mrcheck_ep_close_ends_outstanding_ops(void)
 }
 
 /* Stale, foreign and too-short descs are as fatal as a NULL one. */
-static void test_mrcheck_rejects_closed_unknown_and_short_descs(void)
+static void
+test_mrcheck_rejects_closed_unknown_and_short_descs(void)
 {
 	struct mrlt_pair pair;
 	char *buf = malloc(8192);
@@ -186,14 +199,19 @@ static void test_mrcheck_rejects_closed_unknown_and_short_descs(void)
 	CHECK_FI(fi_close(&stale->fid));
 	CHECK_FI(mrlt_pair_mr_reg(&pair, buf, 4096, FI_SEND, &mr));
 	before = stats_of(&pair);
-	CHECK_EQ(-FI_EINVAL, fi_send(pair.ep[0], buf, 64, stale_desc, pair.addr[1], NULL));
-	CHECK_EQ(-FI_EINVAL, fi_send(pair.ep[0], buf, 64, (void *)0x1234, pair.addr[1], NULL));
-	CHECK_EQ(-FI_EINVAL, fi_send(pair.ep[0], buf + 4000, 200, fi_mr_desc(mr),
+	CHECK_EQ(-FI_EINVAL,
+		 fi_send(pair.ep[0], buf, 64, stale_desc, pair.addr[1], NULL));
+	CHECK_EQ(-FI_EINVAL, fi_send(pair.ep[0], buf, 64, (void *) 0x1234,
 				     pair.addr[1], NULL));
+	CHECK_EQ(-FI_EINVAL, fi_send(pair.ep[0], buf + 4000, 200,
+				     fi_mr_desc(mr), pair.addr[1], NULL));
 	after = stats_of(&pair);
-	CHECK_EQ(before.by_kind[MRCHECK_CLOSED_DESC] + 1, after.by_kind[MRCHECK_CLOSED_DESC]);
-	CHECK_EQ(before.by_kind[MRCHECK_UNKNOWN_DESC] + 1, after.by_kind[MRCHECK_UNKNOWN_DESC]);
-	CHECK_EQ(before.by_kind[MRCHECK_NOT_COVERED] + 1, after.by_kind[MRCHECK_NOT_COVERED]);
+	CHECK_EQ(before.by_kind[MRCHECK_CLOSED_DESC] + 1,
+		 after.by_kind[MRCHECK_CLOSED_DESC]);
+	CHECK_EQ(before.by_kind[MRCHECK_UNKNOWN_DESC] + 1,
+		 after.by_kind[MRCHECK_UNKNOWN_DESC]);
+	CHECK_EQ(before.by_kind[MRCHECK_NOT_COVERED] + 1,
+		 after.by_kind[MRCHECK_NOT_COVERED]);
 	CHECK_EQ(3, pair.chk->acknowledge(pair.chk));
 	CHECK_FI(fi_close(&mr->fid));
 	CHECK_EQ(0, mrlt_violations(&pair));
@@ -203,7 +221,8 @@ static void test_mrcheck_rejects_closed_unknown_and_short_descs(void)
 
 /* An RMA read lands in the local buffer until its completion: the local
  * MR is in use until then, and the data must arrive through mrcheck. */
-static void test_mrcheck_tracks_rma_read_until_completion(void)
+static void
+test_mrcheck_tracks_rma_read_until_completion(void)
 {
 	struct mrlt_pair pair;
 	char *src = malloc(8192), *dst = malloc(8192);
@@ -217,9 +236,11 @@ static void test_mrcheck_tracks_rma_read_until_completion(void)
 	memset(dst, 0, 8192);
 	CHECK_FI(mrlt_pair_mr_reg(&pair, src, 8192, FI_REMOTE_READ, &smr));
 	CHECK_FI(mrlt_pair_mr_reg(&pair, dst, 8192, FI_READ, &dmr));
-	CHECK_FI(MRLT_PAIR_POST(&pair, fi_read(pair.ep[0], dst, 8192, fi_mr_desc(dmr),
-					  pair.addr[1], mrlt_pair_rma_addr(&pair, src, src),
-					  fi_mr_key(smr), &ctx)));
+	CHECK_FI(MRLT_PAIR_POST(&pair,
+				fi_read(pair.ep[0], dst, 8192, fi_mr_desc(dmr),
+					pair.addr[1],
+					mrlt_pair_rma_addr(&pair, src, src),
+					fi_mr_key(smr), &ctx)));
 	CHECK_EQ(1, mrlt_reap(&pair, &comp, 1));
 	CHECK(comp.ctx == &ctx);
 	CHECK_EQ(0, comp.err);
@@ -232,23 +253,26 @@ static void test_mrcheck_tracks_rma_read_until_completion(void)
 	free(dst);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	struct mrlt_pair pair;
-	struct mrlt_pair_opts opts = { .prov = prov };
+	struct mrlt_pair_opts opts = {.prov = prov};
 	int ret;
 
-	(void)argc;
+	(void) argc;
 	xfer_reexec(argv, "mrcheck", NULL);
 	ret = mrlt_pair_open(&opts, &pair);
 	if (ret) {
-		mrlt_skip("mrcheck", ret == -FI_ENODATA ? "tcp;ofi_rxm unavailable"
-							    : fi_strerror(-ret));
+		mrlt_skip("mrcheck", ret == -FI_ENODATA ?
+					     "tcp;ofi_rxm unavailable" :
+					     fi_strerror(-ret));
 		return mrlt_done();
 	}
 	if (!pair.chk) {
 		mrlt_pair_close(&pair);
-		printf("# FI_HOOK=mrcheck did not stack mrcheck (FI_PROVIDER_PATH=%s)\n",
+		printf("# FI_HOOK=mrcheck did not stack mrcheck "
+		       "(FI_PROVIDER_PATH=%s)\n",
 		       getenv("FI_PROVIDER_PATH"));
 		printf("not ok 1 - mrcheck is loaded\n1..1\n");
 		return EXIT_FAILURE;

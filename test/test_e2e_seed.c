@@ -17,42 +17,47 @@
 
 #include "xfer_util.h"
 
-#define EXTENT (2u << 20)
-#define SLOT (64u * 1024)
-#define VALUE (48u * 1024)
+#define EXTENT	(2u << 20)
+#define SLOT	(64u * 1024)
+#define VALUE	(48u * 1024)
 #define NVALUES 8
 
 static char *extent;
 
 /* The allocator's extent lookup: every value lives in the one extent. */
-static int extent_span(void *arg, const void *addr, size_t len, void **base,
-		       size_t *span_len)
+static int
+extent_span(void *arg, const void *addr, size_t len, void **base,
+	    size_t *span_len)
 {
-	(void)arg;
-	if ((const char *)addr < extent || (const char *)addr + len > extent + EXTENT)
+	(void) arg;
+	if ((const char *) addr < extent ||
+	    (const char *) addr + len > extent + EXTENT)
 		return -1;
 	*base = extent;
 	*span_len = EXTENT;
 	return 0;
 }
 
-static struct fi_mrlease_stats stats(struct mrlt_pair *pair)
+static struct fi_mrlease_stats
+stats(struct mrlt_pair *pair)
 {
-	struct fi_mrlease_stats st = { 0 };
+	struct fi_mrlease_stats st = {0};
 
 	pair->mrl->query_stats(pair->domain, &st, sizeof(st));
 	return st;
 }
 
 /* freeing_one_value_must_not_deregister_a_neighbour_still_in_flight */
-static void test_invalidate_keeps_inflight_neighbours_registration_open(void)
+static void
+test_invalidate_keeps_inflight_neighbours_registration_open(void)
 {
-	struct mrlt_pair_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair_opts opts = {.prov = "tcp;ofi_rxm",
+				      .caps = FI_MSG | FI_RMA};
 	struct mrlt_pair pair;
 	struct fi_mrlease_stats st0, st;
 	struct fi_context2 ctx[NVALUES];
 	struct mrlt_comp comp[NVALUES];
-	static const int first[] = { 0, 1, 2 }, later[] = { 4, 5 };
+	static const int first[] = {0, 1, 2}, later[] = {4, 5};
 	char *remote = aligned_alloc(4096, NVALUES * SLOT);
 	struct fid_mr *rmr = NULL;
 	int ret;
@@ -65,22 +70,26 @@ static void test_invalidate_keeps_inflight_neighbours_registration_open(void)
 		return;
 	}
 	CHECK_FI(ret);
-	CHECK_MSG(pair.mrl, "mrlease not stacked (%s unavailable)", FI_MRLEASE_OPS_1);
+	CHECK_MSG(pair.mrl, "mrlease not stacked (%s unavailable)",
+		  FI_MRLEASE_OPS_1);
 	CHECK_FI(pair.mrl->set_span(pair.domain, extent_span, NULL));
 	for (int v = 0; v < NVALUES; v++)
 		mrlt_fill(remote + v * SLOT, VALUE, 1000 + v);
 	memset(extent, 0, EXTENT);
-	CHECK_FI(mrlt_pair_mr_reg(&pair, remote, NVALUES * SLOT, FI_REMOTE_READ, &rmr));
+	CHECK_FI(mrlt_pair_mr_reg(&pair, remote, NVALUES * SLOT, FI_REMOTE_READ,
+				  &rmr));
 	st0 = stats(&pair);
 
 	/* GETs into values 0..2: one registration covers the whole extent. */
 	for (int i = 0; i < 3; i++) {
 		int v = first[i];
 
-		CHECK_FI(MRLT_PAIR_POST(&pair, fi_read(pair.ep[0], extent + v * SLOT, VALUE,
-						  NULL, pair.addr[1],
-						  mrlt_pair_rma_addr(&pair, remote, remote + v * SLOT),
-						  fi_mr_key(rmr), &ctx[v])));
+		CHECK_FI(MRLT_PAIR_POST(
+			&pair, fi_read(pair.ep[0], extent + v * SLOT, VALUE,
+				       NULL, pair.addr[1],
+				       mrlt_pair_rma_addr(&pair, remote,
+							  remote + v * SLOT),
+				       fi_mr_key(rmr), &ctx[v])));
 	}
 	st = stats(&pair);
 	CHECK_EQ(1, st.registrations - st0.registrations);
@@ -98,10 +107,12 @@ static void test_invalidate_keeps_inflight_neighbours_registration_open(void)
 	for (int i = 0; i < 2; i++) {
 		int v = later[i];
 
-		CHECK_FI(MRLT_PAIR_POST(&pair, fi_read(pair.ep[0], extent + v * SLOT, VALUE,
-						  NULL, pair.addr[1],
-						  mrlt_pair_rma_addr(&pair, remote, remote + v * SLOT),
-						  fi_mr_key(rmr), &ctx[v])));
+		CHECK_FI(MRLT_PAIR_POST(
+			&pair, fi_read(pair.ep[0], extent + v * SLOT, VALUE,
+				       NULL, pair.addr[1],
+				       mrlt_pair_rma_addr(&pair, remote,
+							  remote + v * SLOT),
+				       fi_mr_key(rmr), &ctx[v])));
 	}
 	st = stats(&pair);
 	CHECK_EQ(2, st.registrations - st0.registrations);
@@ -109,11 +120,13 @@ static void test_invalidate_keeps_inflight_neighbours_registration_open(void)
 	CHECK_EQ(5, mrlt_reap(&pair, comp, 5));
 	for (int i = 0; i < 5; i++) {
 		CHECK_EQ(0, comp[i].err);
-		CHECK(comp[i].ctx >= (void *)&ctx[0] && comp[i].ctx < (void *)&ctx[NVALUES]);
+		CHECK(comp[i].ctx >= (void *) &ctx[0] &&
+		      comp[i].ctx < (void *) &ctx[NVALUES]);
 	}
 	for (int v = 0; v < NVALUES; v++) {
 		if (v == 0 || v == 1 || v == 2 || v == 4 || v == 5)
-			CHECK_EQ(-1, mrlt_verify(extent + v * SLOT, VALUE, 1000 + v));
+			CHECK_EQ(-1, mrlt_verify(extent + v * SLOT, VALUE,
+						 1000 + v));
 	}
 	/* The retired registration closed once its last GET completed. */
 	st = stats(&pair);
@@ -127,11 +140,12 @@ static void test_invalidate_keeps_inflight_neighbours_registration_open(void)
 	free(remote);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
-	static const char *const env[] = { "FI_MRLEASE_MIN_SIZE=0", NULL };
+	static const char *const env[] = {"FI_MRLEASE_MIN_SIZE=0", NULL};
 
-	(void)argc;
+	(void) argc;
 	xfer_reexec(argv, "mrcheck;mrlease", env);
 	MRLT_RUN(test_invalidate_keeps_inflight_neighbours_registration_open);
 	return mrlt_done();

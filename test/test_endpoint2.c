@@ -30,12 +30,13 @@ enum open_kind { OPEN_ENDPOINT, OPEN_ENDPOINT2 };
 
 /* What one send/recv exchange did to the domain's leases. */
 struct lease_trace {
-	long long recv_posted;	/* live leases with only the receive posted */
-	bool send_looked_up;	/* the send's operand went through the cache */
-	long long after;	/* live leases once both operations ended */
+	long long recv_posted; /* live leases with only the receive posted */
+	bool send_looked_up; /* the send's operand went through the cache */
+	long long after; /* live leases once both operations ended */
 };
 
-static struct fi_mrlease_stats stats(struct mrlt_pair *p)
+static struct fi_mrlease_stats
+stats(struct mrlt_pair *p)
 {
 	struct fi_mrlease_stats s;
 
@@ -45,8 +46,9 @@ static struct fi_mrlease_stats stats(struct mrlt_pair *p)
 }
 
 /* The bindings mrlt_pair_open gives its endpoints. */
-static int bind_like_pair(const struct mrlt_pair_opts *o, struct mrlt_pair *p,
-			  struct fid_ep *ep)
+static int
+bind_like_pair(const struct mrlt_pair_opts *o, struct mrlt_pair *p,
+	       struct fid_ep *ep)
 {
 	int ret = fi_ep_bind(ep, &p->av->fid, 0);
 
@@ -64,7 +66,8 @@ static int bind_like_pair(const struct mrlt_pair_opts *o, struct mrlt_pair *p,
 
 /* Replace the pair's endpoints by endpoints opened through the domain's
  * endpoint2 entry from the same fi_info, bound and enabled alike. */
-static int reopen_with_endpoint2(const struct mrlt_pair_opts *o, struct mrlt_pair *p)
+static int
+reopen_with_endpoint2(const struct mrlt_pair_opts *o, struct mrlt_pair *p)
 {
 	char name[256];
 	size_t len;
@@ -100,8 +103,9 @@ static int reopen_with_endpoint2(const struct mrlt_pair_opts *o, struct mrlt_pai
 
 /* Wait until the operations of one exchange ended as o's endpoints report
  * them, reading what drives their completions until no lease is left. */
-static int wait_exchange(const struct mrlt_pair_opts *o, struct mrlt_pair *p,
-			 void *sctx, void *rctx, const void *dst)
+static int
+wait_exchange(const struct mrlt_pair_opts *o, struct mrlt_pair *p, void *sctx,
+	      void *rctx, const void *dst)
 {
 	struct fi_cq_tagged_entry e[4];
 	struct mrlt_comp c[2];
@@ -138,7 +142,7 @@ static int wait_exchange(const struct mrlt_pair_opts *o, struct mrlt_pair *p,
 		}
 		n = fi_cq_read(p->cq, e, 4);
 		if (n != -FI_EAGAIN)
-			return n < 0 ? (int)n : -FI_EOTHER;
+			return n < 0 ? (int) n : -FI_EOTHER;
 	}
 	return 0;
 }
@@ -148,8 +152,8 @@ static int wait_exchange(const struct mrlt_pair_opts *o, struct mrlt_pair *p,
  * with desc NULL and the endpoints' default op flags; *t gets what the
  * leases did. False when the case is a skip or failed (already recorded).
  */
-static bool exchange(struct mrlt_pair_opts o, enum open_kind kind,
-		     struct lease_trace *t)
+static bool
+exchange(struct mrlt_pair_opts o, enum open_kind kind, struct lease_trace *t)
 {
 	struct mrlt_pair p;
 	struct fi_context2 sctx, rctx;
@@ -161,24 +165,24 @@ static bool exchange(struct mrlt_pair_opts o, enum open_kind kind,
 	o.prov = prov;
 	if (!mrlt_pair_open_hooked(&o, &p))
 		return false;
-	if (posix_memalign((void **)&src, 4096, LEN) ||
-	    posix_memalign((void **)&dst, 4096, LEN))
+	if (posix_memalign((void **) &src, 4096, LEN) ||
+	    posix_memalign((void **) &dst, 4096, LEN))
 		abort();
 	mrlt_fill(src, LEN, 21);
 	memset(dst, 0, LEN);
 	if (kind == OPEN_ENDPOINT2 && (ret = reopen_with_endpoint2(&o, &p))) {
 		mrlt_fail(__FILE__, __LINE__, "endpoint2: %s",
-			      fi_strerror(-ret));
+			  fi_strerror(-ret));
 		goto out;
 	}
-	ret = (int)MRLT_PAIR_POST(&p, fi_recv(p.ep[1], dst, LEN, NULL,
-					 FI_ADDR_UNSPEC, &rctx));
+	ret = (int) MRLT_PAIR_POST(
+		&p, fi_recv(p.ep[1], dst, LEN, NULL, FI_ADDR_UNSPEC, &rctx));
 	if (ret)
 		goto err;
 	t->recv_posted = mrlt_live_leases(&p);
 	s = stats(&p);
-	ret = (int)MRLT_PAIR_POST(&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1],
-					 &sctx));
+	ret = (int) MRLT_PAIR_POST(
+		&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1], &sctx));
 	if (ret)
 		goto err;
 	t->send_looked_up = stats(&p).lookups > s.lookups;
@@ -194,8 +198,8 @@ static bool exchange(struct mrlt_pair_opts o, enum open_kind kind,
 	goto out;
 err:
 	mrlt_fail(__FILE__, __LINE__, "%s exchange: %s",
-		      kind == OPEN_ENDPOINT ? "fi_endpoint" : "endpoint2",
-		      fi_strerror(-ret));
+		  kind == OPEN_ENDPOINT ? "fi_endpoint" : "endpoint2",
+		  fi_strerror(-ret));
 out:
 	if (mrlt_pair_close(&p) && ok) {
 		mrlt_fail(__FILE__, __LINE__, "closing the pair failed");
@@ -208,9 +212,10 @@ out:
 
 /* The same exchange through fi_endpoint and through endpoint2: both lease
  * the receive while it is posted and the send, and give every lease back. */
-static void check_leases_like_endpoint(struct mrlt_pair_opts o)
+static void
+check_leases_like_endpoint(struct mrlt_pair_opts o)
 {
-	struct lease_trace ep1 = { 0 }, ep2 = { 0 };
+	struct lease_trace ep1 = {0}, ep2 = {0};
 
 	if (!exchange(o, OPEN_ENDPOINT, &ep1))
 		return;
@@ -227,41 +232,47 @@ static void check_leases_like_endpoint(struct mrlt_pair_opts o)
 
 /* Completions on a CQ: no conversion, so leasing never depended on the
  * op flags; the reference the other two cases are read against. */
-static void test_endpoint2_with_cq_leases_like_endpoint(void)
+static void
+test_endpoint2_with_cq_leases_like_endpoint(void)
 {
-	check_leases_like_endpoint((struct mrlt_pair_opts){ 0 });
+	check_leases_like_endpoint((struct mrlt_pair_opts){0});
 }
 
 /* A selective-completion endpoint whose default flags lack FI_COMPLETION:
  * its fi_send/fi_recv complete silently, so a leased one must be converted
  * with the flags it would have had; without them it goes unleased (and a
  * provider requiring local descriptors would fail it). */
-static void test_endpoint2_selective_completion_leases_like_endpoint(void)
+static void
+test_endpoint2_selective_completion_leases_like_endpoint(void)
 {
-	check_leases_like_endpoint((struct mrlt_pair_opts){ .selective = true });
+	check_leases_like_endpoint((struct mrlt_pair_opts){.selective = true});
 }
 
 /* A counters-only endpoint reports no operation to the application: its
  * leased operations complete on the hook's internal CQ, converted with the
  * endpoint's default flags. */
-static void test_endpoint2_counters_only_leases_like_endpoint(void)
+static void
+test_endpoint2_counters_only_leases_like_endpoint(void)
 {
-	check_leases_like_endpoint((struct mrlt_pair_opts){ .counters_only = true });
+	check_leases_like_endpoint(
+		(struct mrlt_pair_opts){.counters_only = true});
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
-	static const char *const env[] = { "FI_MRLEASE_MIN_SIZE=64", NULL };
+	static const char *const env[] = {"FI_MRLEASE_MIN_SIZE=64", NULL};
 	char prefix[128];
 
-	(void)argc;
+	(void) argc;
 	xfer_reexec(argv, "mrlease", env);
 	for (const char *const *pv = xfer_providers; *pv; pv++) {
 		prov = *pv;
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
 		mrlt_set_prefix(prefix);
 		MRLT_RUN(test_endpoint2_with_cq_leases_like_endpoint);
-		MRLT_RUN(test_endpoint2_selective_completion_leases_like_endpoint);
+		MRLT_RUN(
+			test_endpoint2_selective_completion_leases_like_endpoint);
 		MRLT_RUN(test_endpoint2_counters_only_leases_like_endpoint);
 	}
 	return mrlt_done();

@@ -4,9 +4,9 @@
  * it: fi_open_ops on hooked objects of loopback tcp;ofi_rxm, pins,
  * invalidate across domains and at the edges, span resolvers, the
  * statistics record's size rules, every bad input, and all of it racing on
- * several threads. (Pins in real transfers: test_ext_mrcheck.c.) Runs with FI_HOOK=mrlease (set here before
- * libfabric's first call); `--without-hook` is the child run that checks
- * the extension is absent when the hook is off.
+ * several threads. (Pins in real transfers: test_ext_mrcheck.c.) Runs with
+ * FI_HOOK=mrlease (set here before libfabric's first call); `--without-hook` is
+ * the child run that checks the extension is absent when the hook is off.
  */
 #include "config.h"
 
@@ -22,22 +22,23 @@
 
 #include "fixture_rdm.h"
 
-#define PROV "tcp;ofi_rxm"
+#define PROV  "tcp;ofi_rxm"
 #define ARENA (256 * 1024)
 
 static size_t page;
 
-static struct fi_mrlease_ops *ops_of(struct fid *fid)
+static struct fi_mrlease_ops *
+ops_of(struct fid *fid)
 {
 	struct fi_mrlease_ops *ops = NULL;
 
-	if (fi_open_ops(fid, FI_MRLEASE_OPS_1, 0, (void **)&ops, NULL))
+	if (fi_open_ops(fid, FI_MRLEASE_OPS_1, 0, (void **) &ops, NULL))
 		return NULL;
 	return ops;
 }
 
-static int domain_open_threading(struct mrlt_domain *d,
-				 enum fi_threading threading)
+static int
+domain_open_threading(struct mrlt_domain *d, enum fi_threading threading)
 {
 	struct fi_info *hints, *info;
 	int ret;
@@ -52,13 +53,14 @@ static int domain_open_threading(struct mrlt_domain *d,
 	return mrlt_domain_open(info, d);
 }
 
-static int domain_open(struct mrlt_domain *d)
+static int
+domain_open(struct mrlt_domain *d)
 {
 	return domain_open_threading(d, FI_THREAD_UNSPEC);
 }
 
-static struct fi_mrlease_stats stats_of(struct fi_mrlease_ops *ops,
-					struct fid_domain *domain)
+static struct fi_mrlease_stats
+stats_of(struct fi_mrlease_ops *ops, struct fid_domain *domain)
 {
 	struct fi_mrlease_stats s;
 
@@ -70,16 +72,17 @@ static struct fi_mrlease_stats stats_of(struct fi_mrlease_ops *ops,
 
 /* A page-aligned arena, so pins cover exactly what the test expects;
  * tracked, so it is freed however the test ends. */
-static char *arena_alloc(void)
+static char *
+arena_alloc(void)
 {
-	uintptr_t p = (uintptr_t)mrlt_alloc(ARENA + page);
+	uintptr_t p = (uintptr_t) mrlt_alloc(ARENA + page);
 
-	return (char *)((p + page - 1) & ~(uintptr_t)(page - 1));
+	return (char *) ((p + page - 1) & ~(uintptr_t) (page - 1));
 }
 
 /* The common start: a tcp;ofi_rxm domain, its extension, an arena. */
-static int open_all(struct mrlt_domain *d, struct fi_mrlease_ops **ops,
-		    char **arena)
+static int
+open_all(struct mrlt_domain *d, struct fi_mrlease_ops **ops, char **arena)
 {
 	int ret = domain_open(d);
 
@@ -87,7 +90,8 @@ static int open_all(struct mrlt_domain *d, struct fi_mrlease_ops **ops,
 		return ret;
 	*ops = ops_of(&d->domain->fid);
 	if (!*ops) {
-		mrlt_fail(__FILE__, __LINE__, "no FI_MRLEASE_OPS_1 on the domain");
+		mrlt_fail(__FILE__, __LINE__,
+			  "no FI_MRLEASE_OPS_1 on the domain");
 		return -FI_ENOSYS;
 	}
 	*arena = arena_alloc();
@@ -98,7 +102,8 @@ static int open_all(struct mrlt_domain *d, struct fi_mrlease_ops **ops,
 
 /* The application's only way to the cache: a wrong table, or one missing
  * from a fabric, would leave allocators no way to invalidate. */
-static void test_ops_open_answers_on_fabric_and_domain(void)
+static void
+test_ops_open_answers_on_fabric_and_domain(void)
 {
 	struct fi_mrlease_ops *from_fabric, *from_domain;
 	struct mrlt_domain d;
@@ -116,9 +121,10 @@ static void test_ops_open_answers_on_fabric_and_domain(void)
 /* Other names, other classes and unknown flags must not hand out this
  * table (an application probing for another extension would call into
  * the wrong functions). */
-static void test_ops_open_refuses_other_names_classes_and_flags(void)
+static void
+test_ops_open_refuses_other_names_classes_and_flags(void)
 {
-	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT };
+	struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_CONTEXT};
 	struct mrlt_domain d;
 	struct fid_cq *cq;
 	void *ops = NULL;
@@ -127,18 +133,19 @@ static void test_ops_open_refuses_other_names_classes_and_flags(void)
 	CHECK_FI(fi_cq_open(d.domain, &attr, &cq, NULL));
 	mrlt_track_fid(&cq->fid);
 
-	CHECK_EQ(-FI_ENOSYS, fi_open_ops(&d.domain->fid, "mrlease_ops_v2", 0,
-					 &ops, NULL));
-	CHECK_EQ(-FI_ENOSYS, fi_open_ops(&cq->fid, FI_MRLEASE_OPS_1, 0, &ops,
-					 NULL));
-	CHECK_EQ(-FI_EBADFLAGS, fi_open_ops(&d.domain->fid, FI_MRLEASE_OPS_1,
-					    1, &ops, NULL));
+	CHECK_EQ(-FI_ENOSYS,
+		 fi_open_ops(&d.domain->fid, "mrlease_ops_v2", 0, &ops, NULL));
+	CHECK_EQ(-FI_ENOSYS,
+		 fi_open_ops(&cq->fid, FI_MRLEASE_OPS_1, 0, &ops, NULL));
+	CHECK_EQ(-FI_EBADFLAGS,
+		 fi_open_ops(&d.domain->fid, FI_MRLEASE_OPS_1, 1, &ops, NULL));
 	CHECK(ops == NULL);
 }
 
 /* Run by the parent in a child process without FI_HOOK: the documented
  * way an application learns the hook is off is -FI_ENOSYS here. */
-static void test_ops_open_fails_without_the_hook(void)
+static void
+test_ops_open_fails_without_the_hook(void)
 {
 	char self[4096];
 	ssize_t len;
@@ -152,7 +159,7 @@ static void test_ops_open_fails_without_the_hook(void)
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		unsetenv("FI_HOOK");
-		execl(self, self, "--without-hook", (char *)NULL);
+		execl(self, self, "--without-hook", (char *) NULL);
 		_exit(127);
 	}
 	CHECK(waitpid(pid, &status, 0) == pid);
@@ -161,20 +168,23 @@ static void test_ops_open_fails_without_the_hook(void)
 		  status);
 }
 
-static int child_without_hook(void)
+static int
+child_without_hook(void)
 {
 	struct mrlt_domain d;
 
 	if (domain_open(&d))
 		return 2;
-	return ops_of(&d.fabric->fid) || ops_of(&d.domain->fid) ? 1 :
+	return ops_of(&d.fabric->fid) || ops_of(&d.domain->fid) ?
+		       1 :
 		       (mrlt_close_all() ? 3 : 0);
 }
 
 /* A pin is one registration up front, and closing its handle must close
  * it, or pinned arenas leak MRs. (Its descriptor in real transfers, under a
  * strict checker: test_ext_mrcheck.) */
-static void test_pin_registers_once_and_close_releases_it(void)
+static void
+test_pin_registers_once_and_close_releases_it(void)
 {
 	struct fi_mrlease_stats before, pinned, after;
 	struct fi_mrlease_ops *ops;
@@ -202,7 +212,8 @@ static void test_pin_registers_once_and_close_releases_it(void)
 /* The seed's crash through the API: invalidate retires a pinned entry at
  * once, but the registration its holder still uses stays open until the
  * handle closes, so its descriptor never dangles. */
-static void test_invalidate_retires_a_pin_that_stays_open_until_closed(void)
+static void
+test_invalidate_retires_a_pin_that_stays_open_until_closed(void)
 {
 	struct fi_mrlease_stats pinned, retired;
 	struct fi_mrlease_ops *ops;
@@ -230,7 +241,8 @@ static void test_invalidate_retires_a_pin_that_stays_open_until_closed(void)
 
 /* Reclaim is process-wide: an allocator does not know which domains
  * registered its pages, so one call must reach them all. */
-static void test_invalidate_reaches_every_domain(void)
+static void
+test_invalidate_reaches_every_domain(void)
 {
 	struct fid_mr *pin1, *pin2;
 	struct fi_mrlease_ops *ops;
@@ -256,7 +268,8 @@ static void test_invalidate_reaches_every_domain(void)
 /* End is exclusive: a range that only touches an entry must leave it, or
  * freeing one allocation retires its neighbour's registration for nothing;
  * and invalidate(NULL, 0) is the documented no-op. */
-static void test_invalidate_leaves_touching_ranges_and_empty_ranges_alone(void)
+static void
+test_invalidate_leaves_touching_ranges_and_empty_ranges_alone(void)
 {
 	struct fi_mrlease_ops *ops;
 	struct mrlt_domain d;
@@ -278,26 +291,28 @@ static void test_invalidate_leaves_touching_ranges_and_empty_ranges_alone(void)
 	CHECK_EQ(0, mrlt_close(&pin->fid, "pin"));
 }
 
-static int never_called_span(void *arg, const void *addr, size_t len,
-			     void **span_base, size_t *span_len)
+static int
+never_called_span(void *arg, const void *addr, size_t len, void **span_base,
+		  size_t *span_len)
 {
-	(void)arg, (void)addr, (void)len, (void)span_base, (void)span_len;
+	(void) arg, (void) addr, (void) len, (void) span_base, (void) span_len;
 	return -FI_ENOENT;
 }
 
 /* Each bad input gets -FI_EINVAL and leaves the cache exactly as it was: a
  * half-applied call (a pin registered before the error, a counter bumped)
  * would leak or mislead. */
-static void test_bad_input_returns_einval_and_changes_nothing(void)
+static void
+test_bad_input_returns_einval_and_changes_nothing(void)
 {
 	struct fi_mrlease_stats before_domain, before_process, s;
-	struct fid_mr *pin, *sentinel = (struct fid_mr *)&sentinel;
+	struct fid_mr *pin, *sentinel = (struct fid_mr *) &sentinel;
 	struct fid_mr *mr = sentinel;
 	struct fid_domain fake;
 	struct fi_mrlease_ops *ops;
 	struct mrlt_domain d;
 	char *arena;
-	const void *top = (const void *)(UINTPTR_MAX - page + 1);
+	const void *top = (const void *) (UINTPTR_MAX - page + 1);
 
 	CHECK_FI(open_all(&d, &ops, &arena));
 	CHECK_FI(ops->pin(d.domain, arena, ARENA, &pin));
@@ -317,8 +332,8 @@ static void test_bad_input_returns_einval_and_changes_nothing(void)
 	/* Domains that are not mrlease domains. */
 	CHECK_EQ(-FI_EINVAL, ops->pin(NULL, arena, page, &mr));
 	CHECK_EQ(-FI_EINVAL, ops->pin(&fake, arena, page, &mr));
-	CHECK_EQ(-FI_EINVAL, ops->pin((struct fid_domain *)d.fabric, arena,
-				      page, &mr));
+	CHECK_EQ(-FI_EINVAL,
+		 ops->pin((struct fid_domain *) d.fabric, arena, page, &mr));
 	CHECK_EQ(-FI_EINVAL, ops->set_span(NULL, never_called_span, NULL));
 	CHECK_EQ(-FI_EINVAL, ops->set_span(&fake, never_called_span, NULL));
 	CHECK_EQ(-FI_EINVAL, ops->query_stats(&fake, &s, sizeof(s)));
@@ -338,7 +353,8 @@ static void test_bad_input_returns_einval_and_changes_nothing(void)
 /* The record grows with later versions: an older caller's smaller size
  * gets the prefix it knows and nothing past it is written (that memory is
  * not the caller's); a newer caller's larger size finds zeros past ours. */
-static void test_query_stats_fills_a_prefix_or_zero_fills_the_tail(void)
+static void
+test_query_stats_fills_a_prefix_or_zero_fills_the_tail(void)
 {
 	const size_t prefix = offsetof(struct fi_mrlease_stats, registrations);
 	const size_t larger = sizeof(struct fi_mrlease_stats) + 64;
@@ -356,13 +372,14 @@ static void test_query_stats_fills_a_prefix_or_zero_fills_the_tail(void)
 	CHECK(full.registrations > 0 && full.entries > 0);
 
 	memset(buf, 0xaa, sizeof(buf));
-	CHECK_EQ(0, ops->query_stats(d.domain, (void *)buf, prefix));
+	CHECK_EQ(0, ops->query_stats(d.domain, (void *) buf, prefix));
 	CHECK(!memcmp(buf, &full, prefix));
 	for (size_t i = prefix; i < sizeof(buf); i++)
-		CHECK_MSG(buf[i] == 0xaa, "byte %zu past the prefix written", i);
+		CHECK_MSG(buf[i] == 0xaa, "byte %zu past the prefix written",
+			  i);
 
 	memset(buf, 0xaa, sizeof(buf));
-	CHECK_EQ(0, ops->query_stats(d.domain, (void *)buf, larger));
+	CHECK_EQ(0, ops->query_stats(d.domain, (void *) buf, larger));
 	CHECK(!memcmp(buf, &full, sizeof(full)));
 	for (size_t i = sizeof(full); i < larger; i++)
 		CHECK_MSG(buf[i] == 0, "tail byte %zu not zeroed", i);
@@ -372,7 +389,8 @@ static void test_query_stats_fills_a_prefix_or_zero_fills_the_tail(void)
 
 /* query_stats(NULL) answers for the whole process, so a tool can watch a
  * job without knowing its domains. */
-static void test_query_stats_without_domain_counts_every_domain(void)
+static void
+test_query_stats_without_domain_counts_every_domain(void)
 {
 	struct fi_mrlease_stats s1, s2, all;
 	struct fid_mr *pin1, *pin2;
@@ -392,7 +410,8 @@ static void test_query_stats_without_domain_counts_every_domain(void)
 	all = stats_of(ops, NULL);
 	CHECK(all.registrations >= s1.registrations + s2.registrations);
 	CHECK(all.entries >= s1.entries + s2.entries);
-	CHECK(all.registered_bytes >= s1.registered_bytes + s2.registered_bytes);
+	CHECK(all.registered_bytes >=
+	      s1.registered_bytes + s2.registered_bytes);
 	CHECK_EQ(0, mrlt_close(&pin1->fid, "pin1"));
 	CHECK_EQ(0, mrlt_close(&pin2->fid, "pin2"));
 }
@@ -404,20 +423,21 @@ static void test_query_stats_without_domain_counts_every_domain(void)
 
 struct span_probe {
 	struct fi_mrlease_ops *ops;
-	char *span;                  /* the extent answered */
+	char *span; /* the extent answered */
 	size_t span_len;
 	int calls;
-	const char *reclaim;         /* invalidated from inside the resolver */
+	const char *reclaim; /* invalidated from inside the resolver */
 	size_t reclaim_len;
 	int reclaim_ret;
 };
 
-static int probe_span(void *arg, const void *addr, size_t len,
-		      void **span_base, size_t *span_len)
+static int
+probe_span(void *arg, const void *addr, size_t len, void **span_base,
+	   size_t *span_len)
 {
 	struct span_probe *probe = arg;
 
-	(void)addr, (void)len;
+	(void) addr, (void) len;
 	probe->calls++;
 	if (probe->reclaim)
 		probe->reclaim_ret = probe->ops->invalidate(probe->reclaim,
@@ -429,8 +449,9 @@ static int probe_span(void *arg, const void *addr, size_t len,
 
 /* A local-only fi_mr_reg of [addr, addr + len), which the hook serves from
  * the cache (a lookup, and on a miss the span resolver). */
-static int local_reg(struct mrlt_domain *d, struct fi_mrlease_ops *ops,
-		     void *addr, size_t len, struct fid_mr **mr)
+static int
+local_reg(struct mrlt_domain *d, struct fi_mrlease_ops *ops, void *addr,
+	  size_t len, struct fid_mr **mr)
 {
 	uint64_t lookups = stats_of(ops, d->domain).lookups;
 	int ret;
@@ -442,7 +463,7 @@ static int local_reg(struct mrlt_domain *d, struct fi_mrlease_ops *ops,
 	mrlt_track_fid(&(*mr)->fid);
 	if (stats_of(ops, d->domain).lookups == lookups) {
 		mrlt_fail(__FILE__, __LINE__,
-			      "a local fi_mr_reg did not go through the cache");
+			  "a local fi_mr_reg did not go through the cache");
 		return -FI_EOTHER;
 	}
 	return 0;
@@ -450,9 +471,10 @@ static int local_reg(struct mrlt_domain *d, struct fi_mrlease_ops *ops,
 
 /* The resolver widens a miss to the allocator's extent, so neighbours share
  * one registration; removing it goes back to the operand's own pages. */
-static void test_set_span_widens_misses_until_removed(void)
+static void
+test_set_span_widens_misses_until_removed(void)
 {
-	struct span_probe probe = { 0 };
+	struct span_probe probe = {0};
 	struct fi_mrlease_stats s;
 	struct fid_mr *mr1, *mr2, *mr3;
 	struct mrlt_domain d;
@@ -481,16 +503,17 @@ static void test_set_span_widens_misses_until_removed(void)
 /* A resolver answer that does not contain the operand is ignored: trusting
  * it would register the wrong memory and leave the operand unregistered.
  * The operand's own pages are registered instead, and nothing fails. */
-static void test_span_not_containing_the_operand_is_ignored(void)
+static void
+test_span_not_containing_the_operand_is_ignored(void)
 {
-	struct span_probe probe = { 0 };
+	struct span_probe probe = {0};
 	struct fi_mrlease_stats before, after;
 	struct fid_mr *mr;
 	struct mrlt_domain d;
 	char *arena;
 
 	CHECK_FI(open_all(&d, &probe.ops, &arena));
-	probe.span = arena + ARENA / 2;      /* the other half of the arena */
+	probe.span = arena + ARENA / 2; /* the other half of the arena */
 	probe.span_len = ARENA / 2;
 	CHECK_EQ(0, probe.ops->set_span(d.domain, probe_span, &probe));
 
@@ -506,9 +529,10 @@ static void test_span_not_containing_the_operand_is_ignored(void)
 /* An allocator may purge while mrlease is resolving a miss (its own
  * lookups, or the provider's malloc, can trigger it): invalidate called
  * from inside the miss must neither deadlock nor be lost. */
-static void test_invalidate_inside_a_miss_neither_deadlocks_nor_is_lost(void)
+static void
+test_invalidate_inside_a_miss_neither_deadlocks_nor_is_lost(void)
 {
-	struct span_probe probe = { .reclaim_ret = 1 };
+	struct span_probe probe = {.reclaim_ret = 1};
 	struct fid_mr *pin, *mr;
 	struct mrlt_domain d;
 	char *arena;
@@ -542,15 +566,16 @@ struct churn {
 	char *arena;
 	atomic_bool stop;
 	atomic_int errors;
-	atomic_ulong invalidations;	/* pinners start after the first */
+	atomic_ulong invalidations; /* pinners start after the first */
 };
 
 struct pinner {
 	struct churn *churn;
-	char *region;           /* this thread's half of the arena */
+	char *region; /* this thread's half of the arena */
 };
 
-static void *pin_loop(void *arg)
+static void *
+pin_loop(void *arg)
 {
 	struct pinner *p = arg;
 	struct churn *c = p->churn;
@@ -560,7 +585,7 @@ static void *pin_loop(void *arg)
 	while (!atomic_load(&c->invalidations))
 		sched_yield();
 	for (int i = 0; i < CHURN_PINS; i++) {
-		char *base = p->region + (size_t)(i % 8) * 4 * page;
+		char *base = p->region + (size_t) (i % 8) * 4 * page;
 
 		if (c->ops->pin(c->domain, base, 4 * page, &pin) ||
 		    fi_close(&pin->fid))
@@ -569,7 +594,8 @@ static void *pin_loop(void *arg)
 	return NULL;
 }
 
-static void *invalidate_loop(void *arg)
+static void *
+invalidate_loop(void *arg)
 {
 	struct churn *c = arg;
 
@@ -581,7 +607,8 @@ static void *invalidate_loop(void *arg)
 	return NULL;
 }
 
-static void *stats_loop(void *arg)
+static void *
+stats_loop(void *arg)
 {
 	struct churn *c = arg;
 	struct fi_mrlease_stats s;
@@ -598,12 +625,13 @@ static void *stats_loop(void *arg)
  * same arena and a fourth reads statistics: a registration closed twice, or
  * never, or a lock held across a close, shows up as a failed call, a
  * count that does not balance, a hang or a ThreadSanitizer report. */
-static void test_pins_invalidate_and_stats_race_without_losing_a_registration(void)
+static void
+test_pins_invalidate_and_stats_race_without_losing_a_registration(void)
 {
 	struct fi_mrlease_stats before, after;
 	pthread_t pinners[2], invalidator, reader;
 	struct pinner p[2];
-	struct churn c = { 0 };
+	struct churn c = {0};
 	struct mrlt_domain d;
 
 	CHECK_FI(domain_open_threading(&d, FI_THREAD_SAFE));
@@ -615,7 +643,7 @@ static void test_pins_invalidate_and_stats_race_without_losing_a_registration(vo
 	CHECK(!pthread_create(&invalidator, NULL, invalidate_loop, &c));
 	CHECK(!pthread_create(&reader, NULL, stats_loop, &c));
 	for (int t = 0; t < 2; t++) {
-		p[t] = (struct pinner){ &c, c.arena + (size_t)t * ARENA / 2 };
+		p[t] = (struct pinner){&c, c.arena + (size_t) t * ARENA / 2};
 		CHECK(!pthread_create(&pinners[t], NULL, pin_loop, &p[t]));
 	}
 	for (int t = 0; t < 2; t++)
@@ -634,13 +662,14 @@ static void test_pins_invalidate_and_stats_race_without_losing_a_registration(vo
 	CHECK_EQ(0, after.registered_bytes);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
 		void (*fn)(void);
 	} tests[] = {
-#define T(fn) { #fn, fn }
+#define T(fn) {#fn, fn}
 		T(test_ops_open_answers_on_fabric_and_domain),
 		T(test_ops_open_refuses_other_names_classes_and_flags),
 		T(test_ops_open_fails_without_the_hook),
@@ -658,7 +687,7 @@ int main(int argc, char **argv)
 #undef T
 	};
 
-	page = (size_t)sysconf(_SC_PAGESIZE);
+	page = (size_t) sysconf(_SC_PAGESIZE);
 	if (argc > 1 && !strcmp(argv[1], "--without-hook"))
 		return child_without_hook();
 

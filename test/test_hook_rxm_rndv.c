@@ -30,7 +30,7 @@
 #include "xfer_util.h"
 
 #define PROV "tcp;ofi_rxm"
-#define LEN 40000
+#define LEN  40000
 
 /* Child exit codes. */
 enum {
@@ -41,9 +41,12 @@ enum {
 	RNDV_UNAVAILABLE = 77,
 };
 
-static int child_sendv(void)
+static int
+child_sendv(void)
 {
-	struct mrlt_pair_opts opts = { .prov = PROV, .caps = FI_MSG, .mr_local = true };
+	struct mrlt_pair_opts opts = {.prov = PROV,
+				      .caps = FI_MSG,
+				      .mr_local = true};
 	struct mrlt_pair pair;
 	struct fid_mr *smr = NULL, *rmr = NULL;
 	struct fi_context2 ctx[2];
@@ -61,15 +64,17 @@ static int child_sendv(void)
 	    mrlt_pair_mr_reg(&pair, dst, LEN, FI_RECV, &rmr))
 		goto out;
 	{
-		struct iovec iov[2] = { { src, LEN / 2 }, { src + LEN / 2, LEN / 2 } };
-		void *desc[2] = { fi_mr_desc(smr), fi_mr_desc(smr) };
+		struct iovec iov[2] = {{src, LEN / 2},
+				       {src + LEN / 2, LEN / 2}};
+		void *desc[2] = {fi_mr_desc(smr), fi_mr_desc(smr)};
 
 		mrlt_fill(src, LEN, 7);
 		memset(dst, 0, LEN);
-		if (MRLT_PAIR_POST(&pair, fi_recv(pair.ep[1], dst, LEN, fi_mr_desc(rmr),
-					     pair.addr[0], &ctx[1])) ||
+		if (MRLT_PAIR_POST(&pair, fi_recv(pair.ep[1], dst, LEN,
+						  fi_mr_desc(rmr), pair.addr[0],
+						  &ctx[1])) ||
 		    MRLT_PAIR_POST(&pair, fi_sendv(pair.ep[0], iov, desc, 2,
-					      pair.addr[1], &ctx[0])))
+						   pair.addr[1], &ctx[0])))
 			goto out;
 	}
 	ret = mrlt_reap(&pair, comp, 2);
@@ -96,9 +101,10 @@ out:
 static char *self;
 
 /* Runs the child under FI_HOOK=hook (NULL-terminated extra environment). */
-static int run_child(const char *hook, const char *const *env)
+static int
+run_child(const char *hook, const char *const *env)
 {
-	char *argv[] = { self, (char *)"--child", NULL };
+	char *argv[] = {self, (char *) "--child", NULL};
 	int status;
 	pid_t pid;
 
@@ -113,13 +119,15 @@ static int run_child(const char *hook, const char *const *env)
 	return WEXITSTATUS(status);
 }
 
-static const char *describe(int r)
+static const char *
+describe(int r)
 {
 	switch (r) {
 	case RNDV_INTACT:
 		return "every iov intact";
 	case RNDV_SECOND_IOV_HOLDS_FIRST:
-		return "second iov holds the first iov's bytes (rxm 1.17 rendezvous, "
+		return "second iov holds the first iov's bytes (rxm 1.17 "
+		       "rendezvous, "
 		       "FI_MR_LOCAL, no FI_MR_VIRT_ADDR)";
 	case RNDV_OTHER_CORRUPTION:
 		return "other corruption";
@@ -132,10 +140,11 @@ static const char *describe(int r)
 
 /* Fails if the passthrough changes what rxm does with FI_MR_LOCAL (e.g. by
  * dropping the dynamic-rbuf ops, or by forwarding iovs/descs differently). */
-static void test_passthrough_two_iov_rendezvous_sendv_matches_bare_provider(void)
+static void
+test_passthrough_two_iov_rendezvous_sendv_matches_bare_provider(void)
 {
-	static const char *const off[] = { "MRCHECK_OFF=1", NULL };
-	static const char *const lease[] = { "FI_MRLEASE_MIN_SIZE=1G", NULL };
+	static const char *const off[] = {"MRCHECK_OFF=1", NULL};
+	static const char *const lease[] = {"FI_MRLEASE_MIN_SIZE=1G", NULL};
 	int bare = run_child("", NULL);
 	int pass, mrl;
 
@@ -154,10 +163,11 @@ static void test_passthrough_two_iov_rendezvous_sendv_matches_bare_provider(void
 
 /* Fails if the passthrough loses an iov of a multi-iov send on rxm's
  * copying (SAR) path. */
-static void test_passthrough_two_iov_sar_sendv_delivers_every_iov(void)
+static void
+test_passthrough_two_iov_sar_sendv_delivers_every_iov(void)
 {
-	static const char *const env[] = { "MRCHECK_OFF=1",
-					   "FI_OFI_RXM_ENABLE_DYN_RBUF=0", NULL };
+	static const char *const env[] = {"MRCHECK_OFF=1",
+					  "FI_OFI_RXM_ENABLE_DYN_RBUF=0", NULL};
 	int r = run_child("mrcheck", env);
 
 	if (r == RNDV_UNAVAILABLE) {
@@ -168,12 +178,14 @@ static void test_passthrough_two_iov_sar_sendv_delivers_every_iov(void)
 	CHECK_EQ(RNDV_INTACT, r);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return child_sendv();
 	self = argv[0];
-	MRLT_RUN(test_passthrough_two_iov_rendezvous_sendv_matches_bare_provider);
+	MRLT_RUN(
+		test_passthrough_two_iov_rendezvous_sendv_matches_bare_provider);
 	MRLT_RUN(test_passthrough_two_iov_sar_sendv_delivers_every_iov);
 	return mrlt_done();
 }

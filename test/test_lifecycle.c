@@ -31,25 +31,27 @@
 #include <rdma/fi_ext_mrlease.h>
 #include <rdma/providers/fi_prov.h>
 
-#include "mrlt.h"
 #include "fixture_rdm.h"
+#include "mrlt.h"
 #include "xfer_util.h"
 
-#define LEN (64 * 1024)	/* above FI_MRLEASE_MIN_SIZE: every operand leased */
-#define WRONG_BYTES 1	/* round_trip: the bytes differ */
-#define CHILD_SECONDS 60	/* bound of one child's life */
+#define LEN	      (64 * 1024) /* above FI_MRLEASE_MIN_SIZE: every operand leased */
+#define WRONG_BYTES   1 /* round_trip: the bytes differ */
+#define CHILD_SECONDS 60 /* bound of one child's life */
 
 static const char *prov;
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static bool pair_open(struct mrlt_pair *p, struct mrlt_pair_opts opts)
+static bool
+pair_open(struct mrlt_pair *p, struct mrlt_pair_opts opts)
 {
 	opts.prov = prov;
 	return mrlt_pair_open_hooked(&opts, p);
 }
 
-static char *buffer(size_t len)
+static char *
+buffer(size_t len)
 {
 	void *buf = NULL;
 
@@ -59,7 +61,8 @@ static char *buffer(size_t len)
 	return buf;
 }
 
-static int stats_of(struct mrlt_pair *p, struct fi_mrlease_stats *s)
+static int
+stats_of(struct mrlt_pair *p, struct fi_mrlease_stats *s)
 {
 	memset(s, 0, sizeof(*s));
 	return p->mrl->query_stats(p->domain, s, sizeof(*s));
@@ -71,8 +74,9 @@ static int stats_of(struct mrlt_pair *p, struct fi_mrlease_stats *s)
  * Returns 0, a negative fi_errno, or WRONG_BYTES. `n` counts the rounds
  * of a counters-only pair (the counters' expected values).
  */
-static int round_trip(struct mrlt_pair *p, char *src, char *dst, size_t len,
-		      uint64_t seed, uint64_t n)
+static int
+round_trip(struct mrlt_pair *p, char *src, char *dst, size_t len, uint64_t seed,
+	   uint64_t n)
 {
 	struct fi_context2 rctx, sctx;
 	struct mrlt_comp comps[2];
@@ -80,12 +84,12 @@ static int round_trip(struct mrlt_pair *p, char *src, char *dst, size_t len,
 
 	mrlt_fill(src, len, seed);
 	memset(dst, 0, len);
-	ret = (int)MRLT_PAIR_POST(p, fi_recv(p->ep[1], dst, len, NULL, FI_ADDR_UNSPEC,
-					&rctx));
+	ret = (int) MRLT_PAIR_POST(
+		p, fi_recv(p->ep[1], dst, len, NULL, FI_ADDR_UNSPEC, &rctx));
 	if (ret)
 		return ret;
-	ret = (int)MRLT_PAIR_POST(p, fi_send(p->ep[0], src, len, NULL, p->addr[1],
-					&sctx));
+	ret = (int) MRLT_PAIR_POST(
+		p, fi_send(p->ep[0], src, len, NULL, p->addr[1], &sctx));
 	if (ret)
 		return ret;
 	if (p->cq) {
@@ -105,7 +109,8 @@ static int round_trip(struct mrlt_pair *p, char *src, char *dst, size_t len,
 	return mrlt_verify(dst, len, seed) == -1 ? 0 : WRONG_BYTES;
 }
 
-static const char *round_error(int ret)
+static const char *
+round_error(int ret)
 {
 	return ret == WRONG_BYTES ? "wrong bytes" : fi_strerror(-ret);
 }
@@ -127,10 +132,12 @@ enum bare_status {
 	BARE_LATER_CLOSE = 3,
 };
 
-static enum bare_status bare_refusal_run(const char *what, char *buf)
+static enum bare_status
+bare_refusal_run(const char *what, char *buf)
 {
-	struct mrlt_pair_opts opts = { .prov = prov,
-				       .counters_only = !strcmp(what, "counter") };
+	struct mrlt_pair_opts opts = {.prov = prov,
+				      .counters_only =
+					      !strcmp(what, "counter")};
 	struct fi_info *info;
 	struct mrlt_domain d;
 	struct fid_mr *mr;
@@ -139,14 +146,17 @@ static enum bare_status bare_refusal_run(const char *what, char *buf)
 
 	if (!strcmp(what, "domain with MRs")) {
 		/* As its case: a domain holding an MR, no endpoint. */
-		if (mrlt_getinfo(mrlt_hints(prov, FI_EP_RDM, FI_MSG), NULL, NULL,
-				 0, &info) || mrlt_domain_open(info, &d) ||
+		if (mrlt_getinfo(mrlt_hints(prov, FI_EP_RDM, FI_MSG), NULL,
+				 NULL, 0, &info) ||
+		    mrlt_domain_open(info, &d) ||
 		    mrlt_mr_reg(&d, NULL, buf, LEN, FI_REMOTE_READ, &mr))
 			return BARE_UNAVAILABLE;
 		if (!fi_close(&d.domain->fid))
 			return BARE_CLOSED;
 		return fi_close(&mr->fid) || fi_close(&d.domain->fid) ||
-		       fi_close(&d.fabric->fid) ? BARE_LATER_CLOSE : BARE_REFUSED;
+				       fi_close(&d.fabric->fid) ?
+			       BARE_LATER_CLOSE :
+			       BARE_REFUSED;
 	}
 	if (mrlt_pair_open(&opts, &p))
 		return BARE_UNAVAILABLE;
@@ -165,7 +175,8 @@ static enum bare_status bare_refusal_run(const char *what, char *buf)
 	return mrlt_pair_close(&p) ? BARE_LATER_CLOSE : BARE_REFUSED;
 }
 
-static enum bare_status bare_refusal(const char *what)
+static enum bare_status
+bare_refusal(const char *what)
 {
 	char *buf = buffer(LEN);
 	enum bare_status st = bare_refusal_run(what, buf);
@@ -177,10 +188,11 @@ static enum bare_status bare_refusal(const char *what)
 /* Whether prov refuses closing `what` soundly without the hook (the
  * control, in a child of its own: libfabric reads FI_HOOK once per
  * process); else the case is a skip with the control's reason. */
-static bool refusal_sound(const char *what)
+static bool
+refusal_sound(const char *what)
 {
-	char *args[] = { "test_lifecycle", "--bare-refusal", (char *)what,
-			 (char *)prov, NULL };
+	char *args[] = {"test_lifecycle", "--bare-refusal", (char *) what,
+			(char *) prov, NULL};
 	char sig[64];
 	const char *why;
 	int status;
@@ -212,26 +224,31 @@ static bool refusal_sound(const char *what)
 	} else if (WEXITSTATUS(status) == BARE_LATER_CLOSE) {
 		why = "a close after the refusal fails";
 	} else {
-		mrlt_fail(__FILE__, __LINE__, "the no-hook control of the %s "
-			  "close exited with %d", what, WEXITSTATUS(status));
+		mrlt_fail(__FILE__, __LINE__,
+			  "the no-hook control of the %s "
+			  "close exited with %d",
+			  what, WEXITSTATUS(status));
 		return false;
 	}
 	mrlt_skip_current("%s's refused %s close is unsound without the hook: "
-			  "%s", prov, what, why);
+			  "%s",
+			  prov, what, why);
 	return false;
 }
 
 /* A domain close refused for its open endpoints: a hook that frees its cache
  * domain before the provider agreed has their next NULL-desc post read freed
  * memory, and the extension answer -FI_EINVAL on a domain still open. */
-static void test_refused_domain_close_leaves_endpoints_posting(void)
+static void
+test_refused_domain_close_leaves_endpoints_posting(void)
 {
 	struct mrlt_pair p;
 	struct fi_mrlease_stats s0, s1;
 	char *src = buffer(LEN), *dst = buffer(LEN);
 	int ret;
 
-	if (!refusal_sound("domain") || !pair_open(&p, (struct mrlt_pair_opts){ 0 }))
+	if (!refusal_sound("domain") ||
+	    !pair_open(&p, (struct mrlt_pair_opts){0}))
 		goto out;
 	ret = round_trip(&p, src, dst, LEN, 1, 1);
 	CHECK_MSG(!ret, "before the close: %s", round_error(ret));
@@ -239,12 +256,14 @@ static void test_refused_domain_close_leaves_endpoints_posting(void)
 	CHECK(s0.entries >= 2);
 
 	ret = fi_close(&p.domain->fid);
-	CHECK_MSG(ret < 0, "the provider closed a domain with endpoints open "
-		  "(%d)", ret);
+	CHECK_MSG(ret < 0,
+		  "the provider closed a domain with endpoints open "
+		  "(%d)",
+		  ret);
 	for (uint64_t i = 2; i < 6; i++) {
 		ret = round_trip(&p, src, dst, LEN, i, i);
 		CHECK_MSG(!ret, "after the refused close, round %llu: %s",
-			  (unsigned long long)i, round_error(ret));
+			  (unsigned long long) i, round_error(ret));
 	}
 	/* Still the hook's domain: the extension answers on it, and the
 	 * rounds leased through its cache. */
@@ -259,12 +278,12 @@ out:
 
 static uintptr_t span_calls;
 
-static int span_page(void *arg, const void *addr, size_t len,
-		     void **base, size_t *span)
+static int
+span_page(void *arg, const void *addr, size_t len, void **base, size_t *span)
 {
-	(void)arg, (void)len;
+	(void) arg, (void) len;
 	span_calls++;
-	*base = (void *)((uintptr_t)addr & ~(uintptr_t)4095);
+	*base = (void *) ((uintptr_t) addr & ~(uintptr_t) 4095);
 	*span = 4096;
 	return 0;
 }
@@ -272,7 +291,8 @@ static int span_page(void *arg, const void *addr, size_t len,
 /* A domain close refused for its open MRs: a hook that gave its cache domain
  * up first has query_stats, pin and set_span answer -FI_EINVAL on a domain
  * still open, and serves its cached MRs no more. */
-static void test_refused_domain_close_leaves_mrs_and_extension_working(void)
+static void
+test_refused_domain_close_leaves_mrs_and_extension_working(void)
 {
 	struct fi_info *info;
 	struct mrlt_domain d;
@@ -285,15 +305,16 @@ static void test_refused_domain_close_leaves_mrs_and_extension_working(void)
 
 	if (!refusal_sound("domain with MRs"))
 		return;
-	ret = mrlt_getinfo(mrlt_hints(prov, FI_EP_RDM, FI_MSG), NULL, NULL, 0, &info);
+	ret = mrlt_getinfo(mrlt_hints(prov, FI_EP_RDM, FI_MSG), NULL, NULL, 0,
+			   &info);
 	if (ret == -FI_ENODATA) {
 		mrlt_skip_current("%s not available", prov);
 		return;
 	}
 	CHECK_FI(ret);
 	CHECK_FI(mrlt_domain_open(info, &d));
-	CHECK_FI(fi_open_ops(&d.domain->fid, FI_MRLEASE_OPS_1, 0, (void **)&ops,
-			     NULL));
+	CHECK_FI(fi_open_ops(&d.domain->fid, FI_MRLEASE_OPS_1, 0,
+			     (void **) &ops, NULL));
 	/* An MR the provider holds (remote access is never cached) and one
 	 * served from the cache (local access: a lease). */
 	CHECK_FI(mrlt_mr_reg(&d, NULL, rbuf, LEN, FI_REMOTE_READ, &remote));
@@ -330,20 +351,22 @@ static void test_refused_domain_close_leaves_mrs_and_extension_working(void)
 
 /* A CQ close refused for a bound endpoint: a hook that drops its CQ state
  * first loses the completions, and the leases they release, read after it. */
-static void test_refused_cq_close_leaves_cq_completing(void)
+static void
+test_refused_cq_close_leaves_cq_completing(void)
 {
 	struct mrlt_pair p;
 	struct fi_mrlease_stats s;
 	char *src = buffer(LEN), *dst = buffer(LEN);
 	int ret;
 
-	if (!refusal_sound("cq") || !pair_open(&p, (struct mrlt_pair_opts){ 0 }))
+	if (!refusal_sound("cq") || !pair_open(&p, (struct mrlt_pair_opts){0}))
 		goto out;
 	ret = fi_close(&p.cq->fid);
-	CHECK_MSG(ret < 0, "the provider closed a CQ bound to endpoints (%d)", ret);
+	CHECK_MSG(ret < 0, "the provider closed a CQ bound to endpoints (%d)",
+		  ret);
 	for (uint64_t i = 1; i < 4; i++) {
 		ret = round_trip(&p, src, dst, LEN, i, i);
-		CHECK_MSG(!ret, "round %llu: %s", (unsigned long long)i,
+		CHECK_MSG(!ret, "round %llu: %s", (unsigned long long) i,
 			  round_error(ret));
 	}
 	CHECK_FI(stats_of(&p, &s));
@@ -356,7 +379,8 @@ out:
 
 /* A counter close refused for a bound endpoint: a hook that drops its
  * counter state first never releases the counters-only endpoint's leases. */
-static void test_refused_counter_close_leaves_counter_counting(void)
+static void
+test_refused_counter_close_leaves_counter_counting(void)
 {
 	struct mrlt_pair p;
 	long spins = 0;
@@ -364,17 +388,21 @@ static void test_refused_counter_close_leaves_counter_counting(void)
 	int ret;
 
 	if (!refusal_sound("counter") ||
-	    !pair_open(&p, (struct mrlt_pair_opts){ .counters_only = true }))
+	    !pair_open(&p, (struct mrlt_pair_opts){.counters_only = true}))
 		goto out;
 	ret = fi_close(&p.tx_cntr->fid);
-	CHECK_MSG(ret < 0, "the provider closed a counter bound to an endpoint "
-		  "(%d)", ret);
+	CHECK_MSG(ret < 0,
+		  "the provider closed a counter bound to an endpoint "
+		  "(%d)",
+		  ret);
 	ret = fi_close(&p.rx_cntr->fid);
-	CHECK_MSG(ret < 0, "the provider closed a counter bound to an endpoint "
-		  "(%d)", ret);
+	CHECK_MSG(ret < 0,
+		  "the provider closed a counter bound to an endpoint "
+		  "(%d)",
+		  ret);
 	for (uint64_t i = 1; i < 4; i++) {
 		ret = round_trip(&p, src, dst, LEN, i, i);
-		CHECK_MSG(!ret, "round %llu: %s", (unsigned long long)i,
+		CHECK_MSG(!ret, "round %llu: %s", (unsigned long long) i,
 			  round_error(ret));
 	}
 	while (mrlt_live_leases(&p) != 0 && ++spins < MRLT_MAX_POLLS) {
@@ -390,14 +418,15 @@ out:
 
 /* An AV close refused for bound endpoints: a hook that forgets the AV first
  * leaves the endpoints sending to addresses nothing resolves. */
-static void test_refused_av_close_leaves_av_addressing(void)
+static void
+test_refused_av_close_leaves_av_addressing(void)
 {
 	struct mrlt_pair p;
 	char *src = buffer(LEN), *dst = buffer(LEN), name[256];
 	size_t len = sizeof(name);
 	int ret;
 
-	if (!refusal_sound("av") || !pair_open(&p, (struct mrlt_pair_opts){ 0 }))
+	if (!refusal_sound("av") || !pair_open(&p, (struct mrlt_pair_opts){0}))
 		goto out;
 	ret = fi_close(&p.av->fid);
 	CHECK_MSG(ret < 0, "the provider closed an AV bound to endpoints (%d)",
@@ -405,7 +434,7 @@ static void test_refused_av_close_leaves_av_addressing(void)
 	CHECK_FI(fi_av_lookup(p.av, p.addr[1], name, &len));
 	for (uint64_t i = 1; i < 4; i++) {
 		ret = round_trip(&p, src, dst, LEN, i, i);
-		CHECK_MSG(!ret, "round %llu: %s", (unsigned long long)i,
+		CHECK_MSG(!ret, "round %llu: %s", (unsigned long long) i,
 			  round_error(ret));
 	}
 	CHECK_EQ(0, mrlt_pair_close(&p));
@@ -416,7 +445,8 @@ out:
 
 /* A fabric close refused for its open domain: a hook that forgets the fabric
  * first can open no second domain on it, nor keep the first one posting. */
-static void test_refused_fabric_close_leaves_fabric_opening(void)
+static void
+test_refused_fabric_close_leaves_fabric_opening(void)
 {
 	struct mrlt_pair p;
 	struct fid_domain *second;
@@ -424,11 +454,12 @@ static void test_refused_fabric_close_leaves_fabric_opening(void)
 	char *src = buffer(LEN), *dst = buffer(LEN);
 	int ret;
 
-	if (!refusal_sound("fabric") || !pair_open(&p, (struct mrlt_pair_opts){ 0 }))
+	if (!refusal_sound("fabric") ||
+	    !pair_open(&p, (struct mrlt_pair_opts){0}))
 		goto out;
 	ret = fi_close(&p.fabric->fid);
-	CHECK_MSG(ret < 0, "the provider closed a fabric with a domain open (%d)",
-		  ret);
+	CHECK_MSG(ret < 0,
+		  "the provider closed a fabric with a domain open (%d)", ret);
 	CHECK_FI(fi_domain(p.fabric, p.info, &second, NULL));
 	memset(&s, 0, sizeof(s));
 	CHECK_FI(p.mrl->query_stats(second, &s, sizeof(s)));
@@ -445,11 +476,12 @@ out:
 
 /* The plugin's provider, as libfabric got it: its cleanup is what fi_fini
  * calls at exit (through libfabric's destructor). */
-static int find_plugin(struct dl_phdr_info *info, size_t size, void *arg)
+static int
+find_plugin(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	const char *name = info->dlpi_name, *slash;
 
-	(void)size;
+	(void) size;
 	slash = name ? strrchr(name, '/') : NULL;
 	if (slash && !strcmp(slash + 1, "libmrlease-fi.so")) {
 		snprintf(arg, PATH_MAX, "%s", name);
@@ -458,7 +490,8 @@ static int find_plugin(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-static struct fi_provider *plugin_provider(void)
+static struct fi_provider *
+plugin_provider(void)
 {
 	struct fi_provider *(*ini)(void);
 	char path[PATH_MAX] = "";
@@ -469,37 +502,39 @@ static struct fi_provider *plugin_provider(void)
 	h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
 	if (!h)
 		return NULL;
-	ini = (struct fi_provider * (*)(void))dlsym(h, "fi_prov_ini");
+	ini = (struct fi_provider * (*) (void) ) dlsym(h, "fi_prov_ini");
 	dlclose(h);
 	return ini ? ini() : NULL;
 }
 
-#define BUFS 8		/* more than a thread's two hot ways: index walks */
-#define FRESH 64	/* buffers used once each before they come round */
+#define BUFS	    8 /* more than a thread's two hot ways: index walks */
+#define FRESH	    64 /* buffers used once each before they come round */
 #define POST_ROUNDS 200
 
 struct poster {
 	struct mrlt_pair *p;
 	char *src[BUFS], *dst;
-	char *fresh;		/* FRESH buffers of LEN */
-	atomic_int rounds;	/* done, for the main thread */
-	atomic_int stop;	/* 1: stop after the round in progress */
-	atomic_int fresh_after;	/* rounds from a fresh buffer after `cleaned` */
-	atomic_int cleaned;	/* the cleanup returned */
+	char *fresh; /* FRESH buffers of LEN */
+	atomic_int rounds; /* done, for the main thread */
+	atomic_int stop; /* 1: stop after the round in progress */
+	atomic_int fresh_after; /* rounds from a fresh buffer after `cleaned` */
+	atomic_int cleaned; /* the cleanup returned */
 	int err;
 	char what[160];
 };
 
-static void poster_init(struct poster *t, struct mrlt_pair *p)
+static void
+poster_init(struct poster *t, struct mrlt_pair *p)
 {
 	t->p = p;
 	t->dst = buffer(LEN);
 	for (int i = 0; i < BUFS; i++)
 		t->src[i] = buffer(LEN);
-	t->fresh = buffer((size_t)FRESH * LEN);
+	t->fresh = buffer((size_t) FRESH * LEN);
 }
 
-static void poster_fini(struct poster *t)
+static void
+poster_fini(struct poster *t)
 {
 	for (int i = 0; i < BUFS; i++)
 		free(t->src[i]);
@@ -510,7 +545,8 @@ static void poster_fini(struct poster *t)
 /* NULL-desc rounds from the cached buffers in turn (hits through the index)
  * and, every fourth, from a buffer not used lately (a miss: a
  * registration). */
-static void *poster_main(void *arg)
+static void *
+poster_main(void *arg)
 {
 	struct poster *t = arg;
 
@@ -520,8 +556,8 @@ static void *poster_main(void *arg)
 		int ret;
 
 		if (fresh)
-			src = t->fresh + (size_t)(i / 4 % FRESH) * LEN;
-		ret = round_trip(t->p, src, t->dst, LEN, (uint64_t)i + 100, 0);
+			src = t->fresh + (size_t) (i / 4 % FRESH) * LEN;
+		ret = round_trip(t->p, src, t->dst, LEN, (uint64_t) i + 100, 0);
 		if (ret) {
 			t->err = ret;
 			snprintf(t->what, sizeof(t->what), "round %d: %s", i,
@@ -536,7 +572,8 @@ static void *poster_main(void *arg)
 }
 
 /* Wait (bounded, yielding) until *v >= want. */
-static bool wait_at_least(atomic_int *v, int want)
+static bool
+wait_at_least(atomic_int *v, int want)
 {
 	struct mrlt_wait w;
 
@@ -553,18 +590,20 @@ static bool wait_at_least(atomic_int *v, int want)
  * post: freeing the cache domains under them is a use after free in the hit
  * path (a double free when the application closes its domain), and closing
  * their registrations calls into provider objects still in use. */
-static void test_cleanup_while_posting_leaves_poster_running(void)
+static void
+test_cleanup_while_posting_leaves_poster_running(void)
 {
 	struct fi_provider *plugin = plugin_provider();
 	struct fi_mrlease_stats s0, s1;
 	struct mrlt_pair p;
-	struct poster t = { 0 };
+	struct poster t = {0};
 	pthread_t th;
 	int stats_ret = -FI_EOTHER;
 	bool started;
 
-	CHECK_MSG(plugin && plugin->cleanup, "cannot find the plugin's cleanup");
-	if (!pair_open(&p, (struct mrlt_pair_opts){ 0 }))
+	CHECK_MSG(plugin && plugin->cleanup,
+		  "cannot find the plugin's cleanup");
+	if (!pair_open(&p, (struct mrlt_pair_opts){0}))
 		return;
 	poster_init(&t, &p);
 	CHECK(!pthread_create(&th, NULL, poster_main, &t));
@@ -607,7 +646,8 @@ static void test_cleanup_while_posting_leaves_poster_running(void)
  * GetFromAllocator), on every provider and without FI_HOOK alike. The fork
  * case would then test the sanitizer, not the hook.
  */
-#if defined(__SANITIZE_ADDRESS__) && !(defined(__clang__) && __clang_major__ >= 18)
+#if defined(__SANITIZE_ADDRESS__) && \
+	!(defined(__clang__) && __clang_major__ >= 18)
 #define FORK_CHILD_MAY_MALLOC 0
 #else
 #define FORK_CHILD_MAY_MALLOC 1
@@ -615,23 +655,28 @@ static void test_cleanup_while_posting_leaves_poster_running(void)
 
 enum child_status {
 	CHILD_OK = 0,
-	CHILD_OPEN = 10,	/* opening its own pair */
-	CHILD_XFER,		/* its NULL-desc round trip */
-	CHILD_STATS,		/* query_stats */
-	CHILD_NOT_CLEAN,	/* its cache counts the parent's too */
-	CHILD_CLOSE,		/* closing */
+	CHILD_OPEN = 10, /* opening its own pair */
+	CHILD_XFER, /* its NULL-desc round trip */
+	CHILD_STATS, /* query_stats */
+	CHILD_NOT_CLEAN, /* its cache counts the parent's too */
+	CHILD_CLOSE, /* closing */
 };
 
 static const char *const child_step[] = {
-	"open", "round trip", "query_stats", "process-wide counts include the "
-	"parent's", "close",
+	"open",
+	"round trip",
+	"query_stats",
+	"process-wide counts include the "
+	"parent's",
+	"close",
 };
 
 /* A child that uses libfabric afresh: its own pair, a leased round trip, a
  * cache whose process-wide counts are its domain's alone. */
-static enum child_status child_fresh(void)
+static enum child_status
+child_fresh(void)
 {
-	struct mrlt_pair_opts opts = { .prov = prov };
+	struct mrlt_pair_opts opts = {.prov = prov};
 	struct fi_mrlease_stats dom, all;
 	struct mrlt_pair cp;
 	enum child_status st = CHILD_OK;
@@ -641,18 +686,20 @@ static enum child_status child_fresh(void)
 		return CHILD_OPEN;
 	if (round_trip(&cp, src, dst, LEN, 77, 1))
 		st = CHILD_XFER;
-	else if (stats_of(&cp, &dom) || cp.mrl->query_stats(NULL, &all, sizeof(all)))
+	else if (stats_of(&cp, &dom) ||
+		 cp.mrl->query_stats(NULL, &all, sizeof(all)))
 		st = CHILD_STATS;
 	else if (all.registrations != dom.registrations ||
 		 all.lookups != dom.lookups)
 		st = CHILD_NOT_CLEAN;
 	if (st == CHILD_NOT_CLEAN)
-		fprintf(stderr, "# child: registrations %llu (domain %llu), "
+		fprintf(stderr,
+			"# child: registrations %llu (domain %llu), "
 			"lookups %llu (domain %llu)\n",
-			(unsigned long long)all.registrations,
-			(unsigned long long)dom.registrations,
-			(unsigned long long)all.lookups,
-			(unsigned long long)dom.lookups);
+			(unsigned long long) all.registrations,
+			(unsigned long long) dom.registrations,
+			(unsigned long long) all.lookups,
+			(unsigned long long) dom.lookups);
 	if (mrlt_pair_close(&cp) && !st)
 		st = CHILD_CLOSE;
 	free(src);
@@ -660,7 +707,8 @@ static enum child_status child_fresh(void)
 	return st;
 }
 
-static bool child_ok(int n, int status)
+static bool
+child_ok(int n, int status)
 {
 	int s;
 
@@ -677,7 +725,8 @@ static bool child_ok(int n, int status)
 	if (s != CHILD_OK) {
 		printf("# child %d exited with %d (%s)\n", n, s,
 		       s >= CHILD_OPEN && s <= CHILD_CLOSE ?
-			       child_step[s - CHILD_OPEN] : "?");
+			       child_step[s - CHILD_OPEN] :
+			       "?");
 		return false;
 	}
 	return true;
@@ -692,7 +741,8 @@ struct churner {
 
 /* As an allocator's purge hook on the poster's buffers: the cache's writer
  * side is busy, so forks land while another thread holds it. */
-static void *invalidator_main(void *arg)
+static void *
+invalidator_main(void *arg)
 {
 	struct churner *c = arg;
 
@@ -704,15 +754,16 @@ static void *invalidator_main(void *arg)
 /* Local MRs over the poster's buffers, registered and closed in turn: served
  * from the cache, most of the time inside its lock-free index walk (a read
  * section), so forks land while another thread is a reader. */
-static void *mr_churn_main(void *arg)
+static void *
+mr_churn_main(void *arg)
 {
 	struct churner *c = arg;
 	struct fid_mr *mr;
 
 	for (unsigned i = 0; !atomic_load(&c->stop); i++) {
 		c->err = fi_mr_reg(c->p->domain, c->bufs[i % BUFS], LEN,
-				   FI_SEND | FI_RECV, 0, 0x7000 + i % BUFS, 0, &mr,
-				   NULL);
+				   FI_SEND | FI_RECV, 0, 0x7000 + i % BUFS, 0,
+				   &mr, NULL);
 		if (c->err)
 			break;
 		c->err = fi_close(&mr->fid);
@@ -726,12 +777,13 @@ static void *mr_churn_main(void *arg)
  * closing it at exit, or opening a domain in it, waits forever on a lock a
  * vanished thread held or for a reader that does not exist, and its counts
  * are the parent's. */
-static void test_fork_children_exit_or_start_clean_while_parent_leases(void)
+static void
+test_fork_children_exit_or_start_clean_while_parent_leases(void)
 {
 	struct fi_mrlease_stats s0, s1;
-	struct churner c = { 0 };
+	struct churner c = {0};
 	struct mrlt_pair p;
-	struct poster t = { 0 };
+	struct poster t = {0};
 	pthread_t th, inv, mrs;
 	bool churn;
 	int failed = 0, rounds_during = 0;
@@ -739,12 +791,12 @@ static void test_fork_children_exit_or_start_clean_while_parent_leases(void)
 
 	if (!FORK_CHILD_MAY_MALLOC) {
 		mrlt_skip_current("AddressSanitizer's allocator is not held "
-				      "across fork: a child can wait forever in "
-				      "malloc for a lock a parent thread held, "
-				      "with or without the hook");
+				  "across fork: a child can wait forever in "
+				  "malloc for a lock a parent thread held, "
+				  "with or without the hook");
 		return;
 	}
-	if (!pair_open(&p, (struct mrlt_pair_opts){ .thread_safe = true }))
+	if (!pair_open(&p, (struct mrlt_pair_opts){.thread_safe = true}))
 		return;
 	/* MRs from another thread than the poster's need a thread-safe
 	 * domain; without one the writer side alone is busy. */
@@ -786,7 +838,8 @@ static void test_fork_children_exit_or_start_clean_while_parent_leases(void)
 		rounds_during += atomic_load(&t.rounds) - before;
 	}
 	printf("# %s: %d children in %.1f s; the parent's poster made %d round "
-	       "trips meanwhile%s\n", prov, CHILDREN, mrlt_now() - t0, rounds_during,
+	       "trips meanwhile%s\n",
+	       prov, CHILDREN, mrlt_now() - t0, rounds_during,
 	       churn ? "" : " (no MR churn: domain not thread-safe)");
 	atomic_store(&c.stop, 1);
 	atomic_store(&t.stop, 1);
@@ -802,9 +855,11 @@ static void test_fork_children_exit_or_start_clean_while_parent_leases(void)
 	/* The parent carries on with its own cache. */
 	CHECK_FI(stats_of(&p, &s0));
 	for (int i = 0; i < BUFS; i++) {
-		int ret = round_trip(&p, t.src[i], t.dst, LEN, 500u + (uint64_t)i, 0);
+		int ret = round_trip(&p, t.src[i], t.dst, LEN,
+				     500u + (uint64_t) i, 0);
 
-		CHECK_MSG(!ret, "parent after the children: %s", round_error(ret));
+		CHECK_MSG(!ret, "parent after the children: %s",
+			  round_error(ret));
 	}
 	CHECK_FI(stats_of(&p, &s1));
 	CHECK(s1.lookups >= s0.lookups + 2 * BUFS);
@@ -813,7 +868,8 @@ static void test_fork_children_exit_or_start_clean_while_parent_leases(void)
 	poster_fini(&t);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	char prefix[128];
 
@@ -828,12 +884,14 @@ int main(int argc, char **argv)
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
 		mrlt_set_prefix(prefix);
 		MRLT_RUN(test_refused_domain_close_leaves_endpoints_posting);
-		MRLT_RUN(test_refused_domain_close_leaves_mrs_and_extension_working);
+		MRLT_RUN(
+			test_refused_domain_close_leaves_mrs_and_extension_working);
 		MRLT_RUN(test_refused_cq_close_leaves_cq_completing);
 		MRLT_RUN(test_refused_counter_close_leaves_counter_counting);
 		MRLT_RUN(test_refused_av_close_leaves_av_addressing);
 		MRLT_RUN(test_refused_fabric_close_leaves_fabric_opening);
-		MRLT_RUN(test_fork_children_exit_or_start_clean_while_parent_leases);
+		MRLT_RUN(
+			test_fork_children_exit_or_start_clean_while_parent_leases);
 	}
 	/* Last: libfabric's cleanup gives the cache up, and every later domain
 	 * builds a new one. */

@@ -24,10 +24,10 @@
 #include <unistd.h>
 
 #include "cache_registrar.h"
+#include "fixture_rdm.h"
 #include "mrl_cache.h"
 #include "mrl_lease.h"
 #include "mrl_monitor.h"
-#include "fixture_rdm.h"
 
 static struct mrl_cache *cache;
 static struct creg creg;
@@ -39,26 +39,29 @@ static bool monitor_ok;
 
 static __thread bool on_monitor;
 static pid_t monitor_tid;
-static atomic_int gate_closed;		/* invalidate waits while set */
-static atomic_int gate_waiting;		/* the monitor is at the gate */
+static atomic_int gate_closed; /* invalidate waits while set */
+static atomic_int gate_waiting; /* the monitor is at the gate */
 
-static void client_init(void *arg)
+static void
+client_init(void *arg)
 {
-	(void)arg;
+	(void) arg;
 	on_monitor = true;
-	monitor_tid = (pid_t)syscall(SYS_gettid);
+	monitor_tid = (pid_t) syscall(SYS_gettid);
 	mrl_cache_thread_attach();
 }
 
-static void client_hold(void *arg)
+static void
+client_hold(void *arg)
 {
-	(void)arg;
+	(void) arg;
 	mrl_cache_barrier_raise();
 }
 
-static void client_invalidate(void *arg, uintptr_t start, uintptr_t end)
+static void
+client_invalidate(void *arg, uintptr_t start, uintptr_t end)
 {
-	(void)arg;
+	(void) arg;
 	if (atomic_load(&gate_closed)) {
 		atomic_store(&gate_waiting, 1);
 		while (atomic_load(&gate_closed))
@@ -68,9 +71,10 @@ static void client_invalidate(void *arg, uintptr_t start, uintptr_t end)
 	mrl_cache_invalidate_deferred(cache, start, end);
 }
 
-static void client_release(void *arg)
+static void
+client_release(void *arg)
 {
-	(void)arg;
+	(void) arg;
 	mrl_cache_barrier_lower();
 }
 
@@ -83,13 +87,14 @@ static const struct mrl_monitor_client client = {
 
 /* ---- a registrar that watches, with hooks into reg and close ------------ */
 
-static void (*reg_hook)(void);		/* run inside the next reg() */
-static void *close_hook_mr;		/* close of this handle runs close_hook */
+static void (*reg_hook)(void); /* run inside the next reg() */
+static void *close_hook_mr; /* close of this handle runs close_hook */
 static void (*close_hook)(void);
 static atomic_int close_hook_tid;
 
-static int watch_reg(void *ctx, const void *addr, size_t len, uint64_t access,
-		     uint64_t key, void **mr, void **desc)
+static int
+watch_reg(void *ctx, const void *addr, size_t len, uint64_t access,
+	  uint64_t key, void **mr, void **desc)
 {
 	void (*hook)(void) = reg_hook;
 
@@ -99,18 +104,20 @@ static int watch_reg(void *ctx, const void *addr, size_t len, uint64_t access,
 	return creg_registrar.reg(ctx, addr, len, access, key, mr, desc);
 }
 
-static int watch_close(void *ctx, void *mr)
+static int
+watch_close(void *ctx, void *mr)
 {
 	if (mr == close_hook_mr && close_hook) {
-		atomic_store(&close_hook_tid, (int)syscall(SYS_gettid));
+		atomic_store(&close_hook_tid, (int) syscall(SYS_gettid));
 		close_hook();
 	}
 	return creg_registrar.close(ctx, mr);
 }
 
-static bool watch_range(void *ctx, uintptr_t lo, uintptr_t hi)
+static bool
+watch_range(void *ctx, uintptr_t lo, uintptr_t hi)
 {
-	(void)ctx;
+	(void) ctx;
 	return mrl_monitor_watch(lo, hi);
 }
 
@@ -122,35 +129,39 @@ static const struct mrl_registrar watch_registrar = {
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void stats(struct fi_mrlease_stats *st)
+static void
+stats(struct fi_mrlease_stats *st)
 {
 	mrl_cache_domain_stats(dom, st);
 }
 
 /* Lease [p, p + len) (registering on a miss) and give it back: the entry
  * stays cached when its range is watched. */
-static struct mrl_registration *touch(const void *p, size_t len)
+static struct mrl_registration *
+touch(const void *p, size_t len)
 {
 	struct mrl_registration *reg;
 
-	if (mrl_cache_acquire(dom, (uintptr_t)p, (uintptr_t)p + len, &reg))
+	if (mrl_cache_acquire(dom, (uintptr_t) p, (uintptr_t) p + len, &reg))
 		return NULL;
 	mrl_lease_release(reg);
 	return reg;
 }
 
 /* Whether a live entry covers [p, p + len), without registering. */
-static bool cached(const void *p, size_t len)
+static bool
+cached(const void *p, size_t len)
 {
 	struct mrl_registration *reg;
 
-	reg = mrl_cache_lookup(dom, (uintptr_t)p, (uintptr_t)p + len);
+	reg = mrl_cache_lookup(dom, (uintptr_t) p, (uintptr_t) p + len);
 	if (reg)
 		mrl_lease_release(reg);
 	return reg != NULL;
 }
 
-static void *map(size_t len, int flags)
+static void *
+map(size_t len, int flags)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0);
 
@@ -163,12 +174,14 @@ static void *map(size_t len, int flags)
 /* munmap returns once the monitor has read its event; the invalidation
  * (and its counters) follows. A lookup waits for it: use one before reading
  * the statistics. */
-static void settle(const void *p)
+static void
+settle(const void *p)
 {
-	(void)cached(p, 1);
+	(void) cached(p, 1);
 }
 
-static bool wait_for(atomic_int *v, int want)
+static bool
+wait_for(atomic_int *v, int want)
 {
 	for (long i = 0; i < 20000000; i++) {
 		if (atomic_load(v) == want)
@@ -178,12 +191,12 @@ static bool wait_for(atomic_int *v, int want)
 	return false;
 }
 
-#define NEED_MONITOR()                                                         \
-	do {                                                                   \
-		if (!monitor_ok) {                                             \
+#define NEED_MONITOR()                                                     \
+	do {                                                               \
+		if (!monitor_ok) {                                         \
 			mrlt_skip_current("userfaultfd unavailable here"); \
-			return;                                                \
-		}                                                              \
+			return;                                            \
+		}                                                          \
 	} while (0)
 
 /* ---- every way pages leave ---------------------------------------------- */
@@ -203,15 +216,22 @@ enum leave {
 };
 
 static const char *const leave_names[] = {
-	"munmap", "syscall(SYS_munmap)", "madvise(MADV_DONTNEED)",
-	"madvise(MADV_FREE)", "madvise(MADV_REMOVE)", "mremap shrinking",
-	"mremap moving", "mmap(MAP_FIXED) over it", "free() of an mmapped chunk",
+	"munmap",
+	"syscall(SYS_munmap)",
+	"madvise(MADV_DONTNEED)",
+	"madvise(MADV_FREE)",
+	"madvise(MADV_REMOVE)",
+	"mremap shrinking",
+	"mremap moving",
+	"mmap(MAP_FIXED) over it",
+	"free() of an mmapped chunk",
 	"sbrk shrinking the heap",
 };
 
 /* Set up memory for `how`, cache an entry over [*p, *p + *len) inside it,
  * make its pages leave, and say whether the entry is gone. */
-static int leave_once(enum leave how, char *why, size_t whylen)
+static int
+leave_once(enum leave how, char *why, size_t whylen)
 {
 	size_t len = 16 * page;
 	char *p, *q;
@@ -222,13 +242,14 @@ static int leave_once(enum leave how, char *why, size_t whylen)
 		p = map(len, MAP_SHARED | MAP_ANONYMOUS);
 		break;
 	case LEAVE_GLIBC_FREE:
-		p = malloc(4 << 20);	/* above the mmap threshold */
+		p = malloc(4 << 20); /* above the mmap threshold */
 		if (p)
 			memset(p, 1, 4 << 20);
 		break;
 	case LEAVE_BRK:
 		p = sbrk(0);
-		p = (char *)(((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1));
+		p = (char *) (((uintptr_t) p + page - 1) &
+			      ~(uintptr_t) (page - 1));
 		if (brk(p + len))
 			p = NULL;
 		else
@@ -244,7 +265,8 @@ static int leave_once(enum leave how, char *why, size_t whylen)
 	/* The last 4 pages: what shrinking takes away. */
 	q = p + 12 * page;
 	if (!touch(q, 4 * page) || !cached(q, 4 * page)) {
-		snprintf(why, whylen, "%s: entry not retained before", leave_names[how]);
+		snprintf(why, whylen, "%s: entry not retained before",
+			 leave_names[how]);
 		goto out;
 	}
 	switch (how) {
@@ -270,12 +292,14 @@ static int leave_once(enum leave how, char *why, size_t whylen)
 		p = mremap(p, len, 64 * len, MREMAP_MAYMOVE);
 		if (p == MAP_FAILED) {
 			/* Watching must not have split the mapping. */
-			snprintf(why, whylen, "%s: %s", leave_names[how], strerror(errno));
+			snprintf(why, whylen, "%s: %s", leave_names[how],
+				 strerror(errno));
 			p = q - 12 * page;
 			goto out;
 		}
 		if (p == q - 12 * page) {
-			snprintf(why, whylen, "%s: did not move", leave_names[how]);
+			snprintf(why, whylen, "%s: did not move",
+				 leave_names[how]);
 			goto out;
 		}
 		len *= 64;
@@ -296,7 +320,8 @@ static int leave_once(enum leave how, char *why, size_t whylen)
 		break;
 	}
 	if (cached(q, 4 * page))
-		snprintf(why, whylen, "%s: entry still cached after", leave_names[how]);
+		snprintf(why, whylen, "%s: entry still cached after",
+			 leave_names[how]);
 	else
 		ret = 0;
 out:
@@ -309,7 +334,8 @@ out:
 /* Allocators purge with madvise, glibc frees big chunks with munmap and
  * trims with brk, realloc moves with mremap: each one, unseen, would leave a
  * registration of pages the process no longer has. */
-static void test_every_way_pages_leave_is_caught(void)
+static void
+test_every_way_pages_leave_is_caught(void)
 {
 	struct fi_mrlease_stats before, after;
 	char why[160];
@@ -328,14 +354,16 @@ static void test_every_way_pages_leave_is_caught(void)
 			return;
 		}
 		stats(&after);
-		CHECK(after.monitor_invalidations > before.monitor_invalidations);
+		CHECK(after.monitor_invalidations >
+		      before.monitor_invalidations);
 	}
 	mrl_cache_drain(cache);
 }
 
 /* shmdt sends no event and userfaultfd refuses SysV segments: a cached
  * entry there would go stale unseen, so it lives only while leased. */
-static void test_sysv_shm_is_not_retained(void)
+static void
+test_sysv_shm_is_not_retained(void)
 {
 	struct fi_mrlease_stats before, after;
 	int id;
@@ -346,7 +374,7 @@ static void test_sysv_shm_is_not_retained(void)
 	CHECK(id >= 0);
 	p = shmat(id, NULL, 0);
 	shmctl(id, IPC_RMID, NULL);
-	CHECK(p != (void *)-1);
+	CHECK(p != (void *) -1);
 	stats(&before);
 	CHECK(touch(p, 4 * page) != NULL);
 	stats(&after);
@@ -357,7 +385,8 @@ static void test_sysv_shm_is_not_retained(void)
 
 /* A private file mapping cannot be watched (userfaultfd refuses it): keeping
  * its registration past the transfer would risk a stale one. */
-static void test_file_backed_memory_is_not_retained(void)
+static void
+test_file_backed_memory_is_not_retained(void)
 {
 	struct fi_mrlease_stats before, after;
 	char path[] = "/tmp/mrl_monitor_XXXXXX";
@@ -369,7 +398,7 @@ static void test_file_backed_memory_is_not_retained(void)
 	fd = mkstemp(path);
 	CHECK(fd >= 0);
 	unlink(path);
-	CHECK_EQ(0, ftruncate(fd, (off_t)(16 * page)));
+	CHECK_EQ(0, ftruncate(fd, (off_t) (16 * page)));
 	p = mmap(NULL, 16 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	close(fd);
 	CHECK(p != MAP_FAILED);
@@ -386,7 +415,8 @@ static void test_file_backed_memory_is_not_retained(void)
 
 /* ---- VMA count ----------------------------------------------------------- */
 
-static long vma_count(void)
+static long
+vma_count(void)
 {
 	char buf[4096];
 	long lines = 0;
@@ -404,7 +434,8 @@ static long vma_count(void)
 
 /* Watching each entry's own pages splits a VMA per entry: 100 000 entries
  * would pass vm.max_map_count (65530) and make mmap fail process-wide. */
-static void test_vma_count_stays_bounded_with_100000_entries(void)
+static void
+test_vma_count_stays_bounded_with_100000_entries(void)
 {
 	const size_t n = 100000;
 	struct fi_mrlease_stats st;
@@ -433,7 +464,8 @@ static void test_vma_count_stays_bounded_with_100000_entries(void)
 
 /* Watching part of a mapping must not split it: the application's mremap of
  * the whole mapping would then fail with EFAULT (a range spanning VMAs). */
-static void test_watching_an_entry_leaves_its_mapping_whole(void)
+static void
+test_watching_an_entry_leaves_its_mapping_whole(void)
 {
 	size_t len = 64ul << 20;
 	long before, after;
@@ -451,7 +483,7 @@ static void test_watching_an_entry_leaves_its_mapping_whole(void)
 	if (q == MAP_FAILED) {
 		munmap(p, len);
 		mrlt_fail(__FILE__, __LINE__, "mremap of the whole mapping: %s",
-			      strerror(errno));
+			  strerror(errno));
 		return;
 	}
 	CHECK(!cached(p + len / 2, page));
@@ -465,13 +497,14 @@ static void test_watching_an_entry_leaves_its_mapping_whole(void)
 struct window {
 	char *p;
 	size_t len;
-	void *old, *got;	/* registrar handles (never reused) */
+	void *old, *got; /* registrar handles (never reused) */
 	atomic_int primed, go, done;
 };
 
 /* The hot slot of this thread names the entry: the inline hit path would
  * lease it without a lookup if it ignored the barrier. */
-static void *window_reader(void *arg)
+static void *
+window_reader(void *arg)
 {
 	struct window *w = arg;
 
@@ -481,7 +514,8 @@ static void *window_reader(void *arg)
 	w->old = reg ? mrl_registration_mr(reg) : NULL;
 	atomic_store(&w->primed, 1);
 	wait_for(&w->go, 1);
-	if (!mrl_cache_acquire(dom, (uintptr_t)w->p, (uintptr_t)w->p + w->len, &reg)) {
+	if (!mrl_cache_acquire(dom, (uintptr_t) w->p, (uintptr_t) w->p + w->len,
+			       &reg)) {
 		w->got = mrl_registration_mr(reg);
 		mrl_lease_release(reg);
 	}
@@ -489,7 +523,8 @@ static void *window_reader(void *arg)
 	return NULL;
 }
 
-static void *window_unmapper(void *arg)
+static void *
+window_unmapper(void *arg)
 {
 	struct window *w = arg;
 
@@ -500,9 +535,10 @@ static void *window_unmapper(void *arg)
 /* munmap returns as soon as the monitor *reads* its event: a lookup between
  * that read and the invalidation would hand out a registration of pages that
  * are gone (fabtests' fi_unmap_mem loop). */
-static void test_no_lookup_sees_a_range_once_munmap_returned(void)
+static void
+test_no_lookup_sees_a_range_once_munmap_returned(void)
 {
-	struct window w = { .len = 4 * page };
+	struct window w = {.len = 4 * page};
 	pthread_t reader, unmapper;
 	uint64_t waits;
 	int done_early;
@@ -526,7 +562,8 @@ static void test_no_lookup_sees_a_range_once_munmap_returned(void)
 	held = wait_for(&gate_waiting, 1);
 	atomic_store(&w.go, 1);
 	/* The reader is held by the barrier, not by luck. */
-	while (held && mrl_cache_barrier_waits() == waits && !atomic_load(&w.done))
+	while (held && mrl_cache_barrier_waits() == waits &&
+	       !atomic_load(&w.done))
 		sched_yield();
 	done_early = atomic_load(&w.done);
 	atomic_store(&gate_closed, 0);
@@ -539,14 +576,16 @@ static void test_no_lookup_sees_a_range_once_munmap_returned(void)
 
 /* ---- deadlock rules ------------------------------------------------------ */
 
-static char *scratch;		/* a watched page the hooks unmap */
+static char *scratch; /* a watched page the hooks unmap */
 
-static void unmap_scratch(void)
+static void
+unmap_scratch(void)
 {
 	munmap(scratch, page);
 }
 
-static bool watched_scratch(void)
+static bool
+watched_scratch(void)
 {
 	scratch = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
 	return scratch && touch(scratch, page) && cached(scratch, page);
@@ -554,7 +593,8 @@ static bool watched_scratch(void)
 
 /* A provider's fi_close may free memory inside a watched range: on the
  * monitor thread it would wait for the monitor to read, i.e. for itself. */
-static void test_the_monitor_never_closes_a_registration(void)
+static void
+test_the_monitor_never_closes_a_registration(void)
 {
 	struct fi_mrlease_stats before, after;
 	struct mrl_registration *reg;
@@ -577,7 +617,7 @@ static void test_the_monitor_never_closes_a_registration(void)
 	CHECK_EQ(before.deferred_closes + 1, after.deferred_closes);
 	CHECK_EQ(0, atomic_load(&close_hook_tid));
 	mrl_cache_drain(cache);
-	CHECK_EQ((int)syscall(SYS_gettid), atomic_load(&close_hook_tid));
+	CHECK_EQ((int) syscall(SYS_gettid), atomic_load(&close_hook_tid));
 	CHECK(atomic_load(&close_hook_tid) != monitor_tid);
 	CHECK(!cached(scratch, page));
 	close_hook = NULL;
@@ -586,21 +626,23 @@ static void test_the_monitor_never_closes_a_registration(void)
 
 struct miss_arg {
 	char *p;
-	bool span;		/* resolve the miss's span through unmapping_span */
+	bool span; /* resolve the miss's span through unmapping_span */
 	atomic_int done;
 };
 
-static int unmapping_span(void *arg, const void *addr, size_t len, void **base,
-			  size_t *slen)
+static int
+unmapping_span(void *arg, const void *addr, size_t len, void **base,
+	       size_t *slen)
 {
-	(void)arg;
+	(void) arg;
 	unmap_scratch();
-	*base = (void *)addr;
+	*base = (void *) addr;
 	*slen = len;
 	return 0;
 }
 
-static void *miss_thread(void *arg)
+static void *
+miss_thread(void *arg)
 {
 	struct miss_arg *m = arg;
 
@@ -616,9 +658,10 @@ static void *miss_thread(void *arg)
 /* A miss on another thread that unmaps the watched scratch page from inside
  * the cache (the registrar's reg, or the span resolver): it must return, and
  * the monitor must have retired the scratch entry. */
-static void miss_unmapping_scratch(bool span)
+static void
+miss_unmapping_scratch(bool span)
 {
-	struct miss_arg m = { .span = span };
+	struct miss_arg m = {.span = span};
 	pthread_t t;
 
 	NEED_MONITOR();
@@ -630,7 +673,7 @@ static void miss_unmapping_scratch(bool span)
 	CHECK_EQ(0, pthread_create(&t, NULL, miss_thread, &m));
 	if (!wait_for(&m.done, 1)) {
 		mrlt_fail(__FILE__, __LINE__, "the miss never returned");
-		return;	/* leave the thread: it is stuck */
+		return; /* leave the thread: it is stuck */
 	}
 	pthread_join(t, NULL);
 	CHECK(!cached(scratch, page));
@@ -642,7 +685,8 @@ static void miss_unmapping_scratch(bool span)
 /* A miss in progress (a provider's reg freeing memory) may block in munmap
  * until the monitor reads; the monitor's invalidation must not wait for a
  * lock that miss holds. */
-static void test_a_miss_unmapping_memory_does_not_deadlock(void)
+static void
+test_a_miss_unmapping_memory_does_not_deadlock(void)
 {
 	miss_unmapping_scratch(false);
 }
@@ -650,7 +694,8 @@ static void test_a_miss_unmapping_memory_does_not_deadlock(void)
 /* An application's span resolver (its allocator's extent lookup) may purge
  * memory: called under the cache's lock, its munmap would wait for a
  * monitor waiting for that lock. */
-static void test_a_span_resolver_unmapping_memory_does_not_deadlock(void)
+static void
+test_a_span_resolver_unmapping_memory_does_not_deadlock(void)
 {
 	miss_unmapping_scratch(true);
 }
@@ -665,28 +710,32 @@ extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
 static atomic_long monitor_allocs;
 
-void *malloc(size_t n)
+void *
+malloc(size_t n)
 {
 	if (on_monitor)
 		atomic_fetch_add(&monitor_allocs, 1);
 	return __libc_malloc(n);
 }
 
-void *calloc(size_t n, size_t m)
+void *
+calloc(size_t n, size_t m)
 {
 	if (on_monitor)
 		atomic_fetch_add(&monitor_allocs, 1);
 	return __libc_calloc(n, m);
 }
 
-void *realloc(void *p, size_t n)
+void *
+realloc(void *p, size_t n)
 {
 	if (on_monitor)
 		atomic_fetch_add(&monitor_allocs, 1);
 	return __libc_realloc(p, n);
 }
 
-void *aligned_alloc(size_t a, size_t n)
+void *
+aligned_alloc(size_t a, size_t n)
 {
 	if (on_monitor)
 		atomic_fetch_add(&monitor_allocs, 1);
@@ -696,7 +745,8 @@ void *aligned_alloc(size_t a, size_t n)
 
 /* The monitor runs while another thread is inside munmap, possibly inside
  * the allocator holding its lock: an allocation there could deadlock. */
-static void test_monitor_invalidation_allocates_nothing(void)
+static void
+test_monitor_invalidation_allocates_nothing(void)
 {
 #ifdef MRL_COUNT_MALLOC
 	struct fi_mrlease_stats before, after;
@@ -708,12 +758,13 @@ static void test_monitor_invalidation_allocates_nothing(void)
 	for (int i = 0; i < 200; i++) {
 		p = map(8 * page, MAP_PRIVATE | MAP_ANONYMOUS);
 		CHECK(p != NULL);
-		CHECK(touch(p + (size_t)(i % 8) * page, page) != NULL);
+		CHECK(touch(p + (size_t) (i % 8) * page, page) != NULL);
 		munmap(p, 8 * page);
 	}
 	settle(p);
 	stats(&after);
-	CHECK(after.monitor_invalidations >= before.monitor_invalidations + 200);
+	CHECK(after.monitor_invalidations >=
+	      before.monitor_invalidations + 200);
 	CHECK_EQ(allocs, atomic_load(&monitor_allocs));
 	mrl_cache_drain(cache);
 #else
@@ -725,7 +776,8 @@ static void test_monitor_invalidation_allocates_nothing(void)
 
 /* An application calling invalidate before it unmaps (an allocator hook)
  * loses nothing with the monitor on: one close, no double close. */
-static void test_explicit_invalidate_composes_with_the_monitor(void)
+static void
+test_explicit_invalidate_composes_with_the_monitor(void)
 {
 	struct fi_mrlease_stats before, after;
 	long closed, doubles;
@@ -737,7 +789,8 @@ static void test_explicit_invalidate_composes_with_the_monitor(void)
 	CHECK(touch(p, 4 * page) != NULL);
 	closed = atomic_load(&creg.closed);
 	doubles = atomic_load(&creg.double_closed);
-	CHECK_EQ(0, mrl_cache_invalidate(cache, (uintptr_t)p, (uintptr_t)p + 4 * page));
+	CHECK_EQ(0, mrl_cache_invalidate(cache, (uintptr_t) p,
+					 (uintptr_t) p + 4 * page));
 	CHECK_EQ(closed + 1, atomic_load(&creg.closed));
 	stats(&before);
 	munmap(p, 4 * page);
@@ -751,7 +804,8 @@ static void test_explicit_invalidate_composes_with_the_monitor(void)
 
 /* verbs;ofi_rxm pins, tcp;ofi_rxm does not: the core provider decides, and
  * a provider nobody listed is taken to pin (the safe side). */
-static void test_pinning_is_decided_by_the_core_provider(void)
+static void
+test_pinning_is_decided_by_the_core_provider(void)
 {
 	CHECK(mrl_lease_provider_pins("verbs;ofi_rxm"));
 	CHECK(mrl_lease_provider_pins("efa"));
@@ -765,12 +819,13 @@ static void test_pinning_is_decided_by_the_core_provider(void)
 	CHECK(mrl_lease_provider_pins("tcpx"));
 }
 
-int main(void)
+int
+main(void)
 {
-	struct mrl_cache_config config = { .max_count = 400000 };
+	struct mrl_cache_config config = {.max_count = 400000};
 	struct mrl_domain_config dc;
 
-	page = (size_t)sysconf(_SC_PAGESIZE);
+	page = (size_t) sysconf(_SC_PAGESIZE);
 	creg_init(&creg, NULL, 0);
 	if (mrl_cache_create(&config, &cache))
 		return 1;

@@ -37,31 +37,36 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
-#define CHILDREN 50
-#define CHILD_SECONDS 20	/* bound of one child's life */
-#define JOIN_SECONDS 60		/* bound of the threads' last round */
-#define CACHED 4		/* buffers the parent keeps cached */
-#define BUF_LEN (64u * 1024)
-#define TARGET_LEN (1u << 20)
-#define WRONG_BYTES 1		/* write_verified: the bytes differ */
+#define CHILDREN      50
+#define CHILD_SECONDS 20 /* bound of one child's life */
+#define JOIN_SECONDS  60 /* bound of the threads' last round */
+#define CACHED	      4 /* buffers the parent keeps cached */
+#define BUF_LEN	      (64u * 1024)
+#define TARGET_LEN    (1u << 20)
+#define WRONG_BYTES   1 /* write_verified: the bytes differ */
 
 /* Child exit statuses: which step failed. */
 enum child_status {
 	CHILD_OK = 0,
-	CHILD_OPEN = 10,	/* opening fabric, domain, endpoints */
-	CHILD_MAP,		/* mmap */
-	CHILD_XFER1,		/* first write, or its bytes */
-	CHILD_REMAP,		/* the same address again after munmap */
-	CHILD_XFER2,		/* write from the new mapping, or its bytes */
-	CHILD_STALE,		/* the old entry served the new mapping */
-	CHILD_NO_EVENT,		/* the munmap reached no monitor */
-	CHILD_CLOSE,		/* closing */
+	CHILD_OPEN = 10, /* opening fabric, domain, endpoints */
+	CHILD_MAP, /* mmap */
+	CHILD_XFER1, /* first write, or its bytes */
+	CHILD_REMAP, /* the same address again after munmap */
+	CHILD_XFER2, /* write from the new mapping, or its bytes */
+	CHILD_STALE, /* the old entry served the new mapping */
+	CHILD_NO_EVENT, /* the munmap reached no monitor */
+	CHILD_CLOSE, /* closing */
 };
 
 static const char *const child_step[] = {
-	"open", "mmap", "first write", "mmap at the same address",
-	"write from the new mapping", "old entry reused",
-	"no monitor event for the munmap", "close",
+	"open",
+	"mmap",
+	"first write",
+	"mmap at the same address",
+	"write from the new mapping",
+	"old entry reused",
+	"no monitor event for the munmap",
+	"close",
 };
 
 /* Parent state: the pair, its target and the leasing thread's. */
@@ -75,10 +80,12 @@ static char leasing_err[256];
 /* A thread or a child did not finish in time: exit without destructors. */
 static bool hung;
 
-static char *map_anon(size_t len, void *at)
+static char *
+map_anon(size_t len, void *at)
 {
 	void *p = mmap(at, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0),
+		       MAP_PRIVATE | MAP_ANONYMOUS |
+			       (at ? MAP_FIXED_NOREPLACE : 0),
 		       -1, 0);
 
 	if (p == MAP_FAILED || (at && p != at)) {
@@ -91,21 +98,22 @@ static char *map_anon(size_t len, void *at)
 
 /* Write src (seed's pattern) to the start of tgt with desc NULL and check
  * the bytes that landed: 0, a negative fi_errno, or WRONG_BYTES. */
-static int write_verified(struct mrlt_pair *p, struct fid_mr *tmr, char *tgt,
-			  const char *src, size_t len, uint64_t seed)
+static int
+write_verified(struct mrlt_pair *p, struct fid_mr *tmr, char *tgt,
+	       const char *src, size_t len, uint64_t seed)
 {
 	struct fi_context2 ctx;
 	struct mrlt_comp comp;
 	ssize_t ret;
 
 	ret = MRLT_PAIR_POST(p, fi_write(p->ep[0], src, len, NULL, p->addr[1],
-				    mrlt_pair_rma_addr(p, tgt, tgt), fi_mr_key(tmr),
-				    &ctx));
+					 mrlt_pair_rma_addr(p, tgt, tgt),
+					 fi_mr_key(tmr), &ctx));
 	if (ret)
-		return (int)ret;
+		return (int) ret;
 	ret = mrlt_reap(p, &comp, 1);
 	if (ret < 0)
-		return (int)ret;
+		return (int) ret;
 	if (comp.err)
 		return -comp.err;
 	return mrlt_wait_pattern(p, tgt, len, seed) == -1 ? 0 : WRONG_BYTES;
@@ -113,22 +121,25 @@ static int write_verified(struct mrlt_pair *p, struct fid_mr *tmr, char *tgt,
 
 /* ---- the child ------------------------------------------------------- */
 
-static int child_stats(struct mrlt_pair *p, struct fi_mrlease_stats *dom,
-		       struct fi_mrlease_stats *all)
+static int
+child_stats(struct mrlt_pair *p, struct fi_mrlease_stats *dom,
+	    struct fi_mrlease_stats *all)
 {
 	return p->mrl->query_stats(p->domain, dom, sizeof(*dom)) ||
 	       p->mrl->query_stats(NULL, all, sizeof(*all));
 }
 
 /* A child's whole life on its own pair; returns its exit status. */
-static enum child_status child_transfer(int n)
+static enum child_status
+child_transfer(int n)
 {
-	struct mrlt_pair_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA };
+	struct mrlt_pair_opts opts = {.prov = "tcp;ofi_rxm",
+				      .caps = FI_MSG | FI_RMA};
 	struct mrlt_pair cp;
 	struct fi_mrlease_stats dom0, all0, dom1, all1;
 	struct fid_mr *cmr = NULL;
 	enum child_status st = CHILD_OK;
-	uint64_t seed = 1000u * (uint64_t)n;
+	uint64_t seed = 1000u * (uint64_t) n;
 	char *ctgt = NULL, *buf;
 
 	if (mrlt_pair_open(&opts, &cp) || !cp.mrl)
@@ -174,13 +185,14 @@ static enum child_status child_transfer(int n)
 		 dom1.monitor_invalidations == 0)
 		st = CHILD_NO_EVENT;
 	if (st)
-		fprintf(stderr, "# child %d: misses %llu -> %llu, monitor_events "
-			"%llu -> %llu, monitor_invalidations %llu\n", n,
-			(unsigned long long)dom0.misses,
-			(unsigned long long)dom1.misses,
-			(unsigned long long)all0.monitor_events,
-			(unsigned long long)all1.monitor_events,
-			(unsigned long long)dom1.monitor_invalidations);
+		fprintf(stderr,
+			"# child %d: misses %llu -> %llu, monitor_events "
+			"%llu -> %llu, monitor_invalidations %llu\n",
+			n, (unsigned long long) dom0.misses,
+			(unsigned long long) dom1.misses,
+			(unsigned long long) all0.monitor_events,
+			(unsigned long long) all1.monitor_events,
+			(unsigned long long) dom1.monitor_invalidations);
 out:
 	if (cmr && fi_close(&cmr->fid) && !st)
 		st = CHILD_CLOSE;
@@ -198,9 +210,10 @@ out:
 /* Leased writes until told to stop: a cached buffer (a hit on a watched
  * entry), then a fresh mapping (a miss) unmapped at once (a monitor event
  * and a deferred close), so forks land anywhere in those paths. */
-static void *leasing_main(void *arg)
+static void *
+leasing_main(void *arg)
 {
-	(void)arg;
+	(void) arg;
 	for (uint64_t i = 0; !atomic_load(&stop_leasing); i++) {
 		char *src = cached[i % CACHED], *fresh;
 		size_t len = BUF_LEN >> (i % CACHED);
@@ -223,8 +236,10 @@ static void *leasing_main(void *arg)
 		}
 		if (ret) {
 			snprintf(leasing_err, sizeof(leasing_err),
-				 "leased write %llu: %s", (unsigned long long)i,
-				 ret == WRONG_BYTES ? "wrong bytes" : fi_strerror(-ret));
+				 "leased write %llu: %s",
+				 (unsigned long long) i,
+				 ret == WRONG_BYTES ? "wrong bytes" :
+						      fi_strerror(-ret));
 			break;
 		}
 		atomic_fetch_add(&leased_writes, 2);
@@ -235,7 +250,8 @@ static void *leasing_main(void *arg)
 /* An allocator's purge hook on the cached buffers, as fast as it goes: the
  * cache's writer side is busy most of the time, so forks often land while
  * a thread other than the forking one holds it. */
-static void *invalidating_main(void *arg)
+static void *
+invalidating_main(void *arg)
 {
 	struct fi_mrlease_ops *mrl = arg;
 
@@ -244,7 +260,8 @@ static void *invalidating_main(void *arg)
 	return NULL;
 }
 
-static int check_child(int n, int status)
+static int
+check_child(int n, int status)
 {
 	if (status == -1) {
 		printf("# child %d did not exit within %d s: killed\n", n,
@@ -259,14 +276,16 @@ static int check_child(int n, int status)
 		int s = WEXITSTATUS(status);
 
 		printf("# child %d exited with %d (%s)\n", n, s,
-		       s >= CHILD_OPEN && s <= CHILD_CLOSE ? child_step[s - CHILD_OPEN]
-							   : "?");
+		       s >= CHILD_OPEN && s <= CHILD_CLOSE ?
+			       child_step[s - CHILD_OPEN] :
+			       "?");
 		return -1;
 	}
 	return 0;
 }
 
-static int join_leasing(pthread_t th)
+static int
+join_leasing(pthread_t th)
 {
 	struct timespec deadline;
 
@@ -284,10 +303,12 @@ static int join_leasing(pthread_t th)
  * on (a lock a vanished thread held, the parent's monitor descriptor or
  * barrier, the parent's registrations): it exits, or opens libfabric and
  * its own monitor and transfers; and the parent carries on. */
-static void test_fork_children_transfer_while_parent_leases(void)
+static void
+test_fork_children_transfer_while_parent_leases(void)
 {
-	struct mrlt_pair_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA,
-				  .thread_safe = true };
+	struct mrlt_pair_opts opts = {.prov = "tcp;ofi_rxm",
+				      .caps = FI_MSG | FI_RMA,
+				      .thread_safe = true};
 	struct fi_mrlease_ops *mrl;
 	struct fi_mrlease_stats s0, s1, all;
 	long writes_before, writes_during = 0;
@@ -300,13 +321,14 @@ static void test_fork_children_transfer_while_parent_leases(void)
 	mrl = pair.mrl;
 	target = map_anon(TARGET_LEN, NULL);
 	CHECK(target);
-	CHECK_FI(mrlt_pair_mr_reg(&pair, target, TARGET_LEN, FI_REMOTE_WRITE, &target_mr));
+	CHECK_FI(mrlt_pair_mr_reg(&pair, target, TARGET_LEN, FI_REMOTE_WRITE,
+				  &target_mr));
 	for (int i = 0; i < CACHED; i++) {
 		cached[i] = map_anon(BUF_LEN, NULL);
 		CHECK(cached[i]);
-		mrlt_fill(cached[i], BUF_LEN, (uint64_t)i);
+		mrlt_fill(cached[i], BUF_LEN, (uint64_t) i);
 		CHECK_EQ(0, write_verified(&pair, target_mr, target, cached[i],
-					   BUF_LEN, (uint64_t)i));
+					   BUF_LEN, (uint64_t) i));
 	}
 	/* The cached buffers are entries the monitor watches. */
 	CHECK_FI(mrl->query_stats(pair.domain, &s0, sizeof(s0)));
@@ -342,12 +364,14 @@ static void test_fork_children_transfer_while_parent_leases(void)
 			failed_children++;
 		writes_during += atomic_load(&leased_writes) - writes_before;
 	}
-	printf("# %d children (%d transferring) in %.1f s; the parent's leasing "
-	       "thread wrote %ld times meanwhile\n", CHILDREN, transferring, mrlt_now() - t0,
-	       writes_during);
+	printf("# %d children (%d transferring) in %.1f s; the parent's "
+	       "leasing "
+	       "thread wrote %ld times meanwhile\n",
+	       CHILDREN, transferring, mrlt_now() - t0, writes_during);
 	atomic_store(&stop_leasing, 1);
 	CHECK_MSG(!join_leasing(th) && !join_leasing(inv),
-		  "the leasing or the invalidating thread hung (%d s)", JOIN_SECONDS);
+		  "the leasing or the invalidating thread hung (%d s)",
+		  JOIN_SECONDS);
 	CHECK_MSG(!leasing_err[0], "%s", leasing_err);
 	CHECK_EQ(0, failed_children);
 	CHECK(writes_during > 0);
@@ -356,22 +380,23 @@ static void test_fork_children_transfer_while_parent_leases(void)
 	 * retires the entry of a buffer it unmaps. */
 	CHECK_FI(mrl->query_stats(pair.domain, &s0, sizeof(s0)));
 	for (int i = 0; i < CACHED; i++) {
-		mrlt_fill(cached[i], BUF_LEN, 99u + (uint64_t)i);
+		mrlt_fill(cached[i], BUF_LEN, 99u + (uint64_t) i);
 		CHECK_EQ(0, write_verified(&pair, target_mr, target, cached[i],
-					   BUF_LEN, 99u + (uint64_t)i));
+					   BUF_LEN, 99u + (uint64_t) i));
 	}
 	munmap(cached[0], BUF_LEN);
 	CHECK(map_anon(BUF_LEN, cached[0]));
 	mrlt_fill(cached[0], BUF_LEN, 123);
-	CHECK_EQ(0, write_verified(&pair, target_mr, target, cached[0], BUF_LEN, 123));
+	CHECK_EQ(0, write_verified(&pair, target_mr, target, cached[0], BUF_LEN,
+				   123));
 	CHECK_FI(mrl->query_stats(pair.domain, &s1, sizeof(s1)));
 	printf("# parent after the children: lookups %llu misses %llu "
 	       "monitor_invalidations %llu -> %llu deferred_closes %llu\n",
-	       (unsigned long long)(s1.lookups - s0.lookups),
-	       (unsigned long long)(s1.misses - s0.misses),
-	       (unsigned long long)s0.monitor_invalidations,
-	       (unsigned long long)s1.monitor_invalidations,
-	       (unsigned long long)s1.deferred_closes);
+	       (unsigned long long) (s1.lookups - s0.lookups),
+	       (unsigned long long) (s1.misses - s0.misses),
+	       (unsigned long long) s0.monitor_invalidations,
+	       (unsigned long long) s1.monitor_invalidations,
+	       (unsigned long long) s1.deferred_closes);
 	CHECK(s1.monitor_invalidations > s0.monitor_invalidations);
 	CHECK(s1.misses > s0.misses);
 	CHECK_EQ(0, mrlt_live_leases(&pair));
@@ -384,15 +409,15 @@ static void test_fork_children_transfer_while_parent_leases(void)
 	CHECK_EQ(0, all.leases);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	static const char *const env[] = {
 		"FI_MRLEASE_MIN_SIZE=0", "FI_MRLEASE_PINNING=yes",
-		"FI_MRLEASE_MONITOR=userfaultfd", NULL
-	};
+		"FI_MRLEASE_MONITOR=userfaultfd", NULL};
 	int status;
 
-	(void)argc;
+	(void) argc;
 	xfer_reexec(argv, "mrlease", env);
 	MRLT_RUN(test_fork_children_transfer_while_parent_leases);
 	status = mrlt_done();

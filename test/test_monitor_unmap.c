@@ -41,28 +41,30 @@
 #endif
 
 #define THREADS 2
-#define ITERS 2000          /* per thread */
-#define SECONDS 10.0        /* per case: a slow build (TSan) stops earlier */
-#define REGION (64u * 1024) /* 16 pages */
+#define ITERS	2000 /* per thread */
+#define SECONDS 10.0 /* per case: a slow build (TSan) stops earlier */
+#define REGION	(64u * 1024) /* 16 pages */
 
 struct worker {
 	int t;
 	pthread_t th;
-	int iters;              /* iterations completed */
-	int moved;              /* times a slot's address was taken */
-	struct mrlt_op send, recv, write; /* live until completed, whatever happens */
-	char why[256];          /* the first failure */
+	int iters; /* iterations completed */
+	int moved; /* times a slot's address was taken */
+	struct mrlt_op send, recv,
+		write; /* live until completed, whatever happens */
+	char why[256]; /* the first failure */
 };
 
 static struct mrlt_pair pair;
-static char *target;             /* a slot per thread, written by fi_writemsg */
+static char *target; /* a slot per thread, written by fi_writemsg */
 static struct fid_mr *target_mr;
 static char *recv_buf[THREADS];
 /* Both threads meet here after every iteration: a slot unmapped by one
  * thread is mapped again by the other after the step. */
 static pthread_barrier_t step;
 static void *slot_addr[THREADS]; /* written by the slot's user, before step */
-static bool slot_reserved[THREADS]; /* still PROT_NONE from set-up: replace it */
+static bool
+	slot_reserved[THREADS]; /* still PROT_NONE from set-up: replace it */
 /* Whether to stop after step i is stop[i % 2]: a thread already in step
  * i + 1 writes the other flag, so it cannot change the answer for step i
  * while a slower thread has still to read it (the barrier keeps them at
@@ -70,7 +72,8 @@ static bool slot_reserved[THREADS]; /* still PROT_NONE from set-up: replace it *
 static atomic_int stop[2];
 static double deadline;
 
-static int fail(struct worker *w, const char *fmt, ...)
+static int
+fail(struct worker *w, const char *fmt, ...)
 {
 	va_list args;
 
@@ -81,20 +84,22 @@ static int fail(struct worker *w, const char *fmt, ...)
 }
 
 /* Post with expr, retrying on -FI_EAGAIN while the CQ progresses; bounded. */
-#define POST(expr)                                                             \
-	({                                                                     \
-		ssize_t post_r_;                                               \
-		long post_n_ = 0;                                              \
-		while ((post_r_ = (expr)) == -FI_EAGAIN &&                     \
-		       ++post_n_ < MRLT_MAX_POLLS && !mrlt_pair_poll_ops(&pair))               \
-			;                                                      \
-		post_r_;                                                       \
+#define POST(expr)                                         \
+	({                                                 \
+		ssize_t post_r_;                           \
+		long post_n_ = 0;                          \
+		while ((post_r_ = (expr)) == -FI_EAGAIN && \
+		       ++post_n_ < MRLT_MAX_POLLS &&       \
+		       !mrlt_pair_poll_ops(&pair))         \
+			;                                  \
+		post_r_;                                   \
 	})
 
 /* Map slot k at its address. Something else may have been mapped into the
  * hole munmap left (a sanitizer's chunk, a thread stack): then the slot
  * moves to wherever the kernel puts it. */
-static char *map_slot(struct worker *w, int k)
+static char *
+map_slot(struct worker *w, int k)
 {
 	int fixed = slot_reserved[k] ? MAP_FIXED : MAP_FIXED_NOREPLACE;
 	char *p = mmap(slot_addr[k], REGION, PROT_READ | PROT_WRITE,
@@ -114,20 +119,23 @@ static char *map_slot(struct worker *w, int k)
 }
 
 /* Send the region to the peer endpoint and check the receive buffer. */
-static int send_and_verify(struct worker *w, char *region, uint64_t seed)
+static int
+send_and_verify(struct worker *w, char *region, uint64_t seed)
 {
 	int t = w->t, ret;
 	long at;
 
-	ret = (int)POST(fi_recv(pair.ep[1 - t], recv_buf[t], REGION, NULL,
-				pair.addr[t], &mrlt_op_start(&w->recv)->ctx));
+	ret = (int) POST(fi_recv(pair.ep[1 - t], recv_buf[t], REGION, NULL,
+				 pair.addr[t], &mrlt_op_start(&w->recv)->ctx));
 	if (ret)
 		return fail(w, "fi_recv: %s", fi_strerror(-ret));
-	ret = (int)POST(fi_send(pair.ep[t], region, REGION, NULL, pair.addr[1 - t],
-				&mrlt_op_start(&w->send)->ctx));
+	ret = (int) POST(fi_send(pair.ep[t], region, REGION, NULL,
+				 pair.addr[1 - t],
+				 &mrlt_op_start(&w->send)->ctx));
 	if (ret)
 		return fail(w, "fi_send: %s", fi_strerror(-ret));
-	if ((ret = mrlt_op_wait(&pair, &w->send)) || (ret = mrlt_op_wait(&pair, &w->recv)))
+	if ((ret = mrlt_op_wait(&pair, &w->send)) ||
+	    (ret = mrlt_op_wait(&pair, &w->recv)))
 		return fail(w, "send completion: %s", fi_strerror(-ret));
 	at = mrlt_verify(recv_buf[t], REGION, seed);
 	if (at >= 0)
@@ -137,10 +145,11 @@ static int send_and_verify(struct worker *w, char *region, uint64_t seed)
 
 /* Write the region into the thread's target slot; delivery complete, so
  * the bytes are there when the completion is. */
-static int write_and_verify(struct worker *w, char *region, uint64_t seed)
+static int
+write_and_verify(struct worker *w, char *region, uint64_t seed)
 {
-	char *slot = target + (size_t)w->t * REGION;
-	struct iovec iov = { .iov_base = region, .iov_len = REGION };
+	char *slot = target + (size_t) w->t * REGION;
+	struct iovec iov = {.iov_base = region, .iov_len = REGION};
 	struct fi_rma_iov rma = {
 		.addr = mrlt_pair_rma_addr(&pair, target, slot),
 		.len = REGION,
@@ -158,8 +167,8 @@ static int write_and_verify(struct worker *w, char *region, uint64_t seed)
 	int ret;
 	long at;
 
-	ret = (int)POST(fi_writemsg(pair.ep[w->t], &msg,
-				    FI_DELIVERY_COMPLETE | FI_COMPLETION));
+	ret = (int) POST(fi_writemsg(pair.ep[w->t], &msg,
+				     FI_DELIVERY_COMPLETE | FI_COMPLETION));
 	if (ret)
 		return fail(w, "fi_writemsg: %s", fi_strerror(-ret));
 	if ((ret = mrlt_op_wait(&pair, &w->write)))
@@ -171,10 +180,11 @@ static int write_and_verify(struct worker *w, char *region, uint64_t seed)
 }
 
 /* Map, fill, send and write the region, verify both targets, unmap. */
-static int one_iteration(struct worker *w, int i)
+static int
+one_iteration(struct worker *w, int i)
 {
 	int k = (w->t + i) % THREADS;
-	uint64_t seed = ((uint64_t)w->t << 32) | (uint64_t)i;
+	uint64_t seed = ((uint64_t) w->t << 32) | (uint64_t) i;
 	char *region = map_slot(w, k);
 	int ret;
 
@@ -189,7 +199,8 @@ static int one_iteration(struct worker *w, int i)
 	return ret;
 }
 
-static void *worker_main(void *arg)
+static void *
+worker_main(void *arg)
 {
 	struct worker *w = arg;
 
@@ -207,7 +218,8 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void *map_anon(size_t len)
+static void *
+map_anon(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -218,11 +230,12 @@ static void *map_anon(size_t len)
 /* The long-lived memory: the write target (registered for remote writes)
  * and each thread's receive buffer; and the slots, reserved until their
  * first iteration maps them (thread t's first slot is t). */
-static bool setup_memory(void)
+static bool
+setup_memory(void)
 {
 	target = map_anon(THREADS * REGION);
 	if (!target || mrlt_pair_mr_reg(&pair, target, THREADS * REGION,
-				   FI_REMOTE_WRITE, &target_mr))
+					FI_REMOTE_WRITE, &target_mr))
 		return false;
 	for (int t = 0; t < THREADS; t++) {
 		recv_buf[t] = map_anon(REGION);
@@ -235,7 +248,8 @@ static bool setup_memory(void)
 	return true;
 }
 
-static void teardown_memory(void)
+static void
+teardown_memory(void)
 {
 	if (target_mr)
 		fi_close(&target_mr->fid);
@@ -261,7 +275,8 @@ struct outcome {
 
 /* Run both threads' loops; false (and a failure recorded) if they could
  * not start. */
-static bool run_loops(struct outcome *o)
+static bool
+run_loops(struct outcome *o)
 {
 	struct mrcheck_ops *chk = pair.chk_all;
 	int started = 0;
@@ -294,39 +309,43 @@ static bool run_loops(struct outcome *o)
 	return true;
 }
 
-static const char *env_or_unset(const char *name)
+static const char *
+env_or_unset(const char *name)
 {
 	const char *v = getenv(name);
 
 	return v ? v : "(unset)";
 }
 
-static void report(const struct outcome *o)
+static void
+report(const struct outcome *o)
 {
 	const struct mrcheck_stats *b = &o->before, *a = &o->after;
 
-	printf("# FI_MRLEASE_PINNING=%s FI_MRLEASE_MONITOR=%s: %d+%d iterations "
-	       "(slots moved %d+%d times)\n", env_or_unset("FI_MRLEASE_PINNING"),
+	printf("# FI_MRLEASE_PINNING=%s FI_MRLEASE_MONITOR=%s: %d+%d "
+	       "iterations "
+	       "(slots moved %d+%d times)\n",
+	       env_or_unset("FI_MRLEASE_PINNING"),
 	       env_or_unset("FI_MRLEASE_MONITOR"), o->w[0].iters, o->w[1].iters,
 	       o->w[0].moved, o->w[1].moved);
 	printf("# mrcheck: %llu posts checked, %llu frames recorded, %llu "
 	       "compared, %llu stale-frame violations, %llu others\n",
-	       (unsigned long long)(a->posts_checked - b->posts_checked),
-	       (unsigned long long)(a->frames_recorded - b->frames_recorded),
-	       (unsigned long long)(a->frames_checked - b->frames_checked),
-	       (unsigned long long)(a->by_kind[MRCHECK_STALE_FRAME] -
-				    b->by_kind[MRCHECK_STALE_FRAME]),
-	       (unsigned long long)(a->violations - b->violations -
-				    (a->by_kind[MRCHECK_STALE_FRAME] -
-				     b->by_kind[MRCHECK_STALE_FRAME])));
+	       (unsigned long long) (a->posts_checked - b->posts_checked),
+	       (unsigned long long) (a->frames_recorded - b->frames_recorded),
+	       (unsigned long long) (a->frames_checked - b->frames_checked),
+	       (unsigned long long) (a->by_kind[MRCHECK_STALE_FRAME] -
+				     b->by_kind[MRCHECK_STALE_FRAME]),
+	       (unsigned long long) (a->violations - b->violations -
+				     (a->by_kind[MRCHECK_STALE_FRAME] -
+				      b->by_kind[MRCHECK_STALE_FRAME])));
 	printf("# mrlease: %llu lookups, %llu hits, %llu registrations, %llu "
 	       "not retained; monitor: %llu events, %llu invalidations\n",
-	       (unsigned long long)o->cache.lookups,
-	       (unsigned long long)o->cache.hits,
-	       (unsigned long long)o->cache.registrations,
-	       (unsigned long long)o->cache.not_retained,
-	       (unsigned long long)o->cache.monitor_events,
-	       (unsigned long long)o->cache.monitor_invalidations);
+	       (unsigned long long) o->cache.lookups,
+	       (unsigned long long) o->cache.hits,
+	       (unsigned long long) o->cache.registrations,
+	       (unsigned long long) o->cache.not_retained,
+	       (unsigned long long) o->cache.monitor_events,
+	       (unsigned long long) o->cache.monitor_invalidations);
 }
 
 /* Set by unmap_loop when the loops ran and everything but the stale-frame
@@ -340,10 +359,12 @@ static uint64_t stale;
  * compared frames and saw no violation other than stale frames. Those are
  * counted in `stale` and acknowledged, so the fabric closes.
  */
-static void unmap_loop(void)
+static void
+unmap_loop(void)
 {
-	struct mrlt_pair_opts opts = { .prov = "tcp;ofi_rxm", .caps = FI_MSG | FI_RMA,
-				  .thread_safe = true };
+	struct mrlt_pair_opts opts = {.prov = "tcp;ofi_rxm",
+				      .caps = FI_MSG | FI_RMA,
+				      .thread_safe = true};
 	static struct outcome o;
 	struct mrcheck_stats st;
 	bool ran;
@@ -353,15 +374,19 @@ static void unmap_loop(void)
 	judged = false;
 	if (!mrlt_pair_open_hooked_safe(&opts, &pair))
 		return;
-	if (!pair.chk_all || pair.chk_all->query(pair.chk_all, &st, sizeof(st))) {
+	if (!pair.chk_all ||
+	    pair.chk_all->query(pair.chk_all, &st, sizeof(st))) {
 		mrlt_pair_close(&pair);
 		CHECK_MSG(false, "mrcheck not stacked");
 	}
 	if (!st.frames_supported) {
 		mrlt_pair_close(&pair);
-		mrlt_skip_current("%s", st.frames_enabled ?
-			"/proc/self/pagemap gives no frame numbers "
-			"(needs CAP_SYS_ADMIN)" : "MRCHECK_FRAMES is not set");
+		mrlt_skip_current(
+			"%s",
+			st.frames_enabled ?
+				"/proc/self/pagemap gives no frame numbers "
+				"(needs CAP_SYS_ADMIN)" :
+				"MRCHECK_FRAMES is not set");
 		return;
 	}
 	ran = run_loops(&o);
@@ -387,18 +412,20 @@ static void unmap_loop(void)
 /* The checker itself: with entries kept past their last lease and nothing
  * watching memory, a post after munmap gets the old registration. If the
  * checker does not see it, the zero of the other cases proves nothing. */
-static void test_unmap_loop_shows_stale_registrations_when_retention_is_unwatched(void)
+static void
+test_unmap_loop_shows_stale_registrations_when_retention_is_unwatched(void)
 {
 	unmap_loop();
 	if (!judged)
 		return;
 	CHECK_MSG(stale > 0, "no stale-frame violation: the checker misses "
-		  "registrations that outlived their pages");
+			     "registrations that outlived their pages");
 }
 
 /* A registration kept past munmap hands a pinning provider the pages that
  * left: silent corruption of a correct program. No post may ever get one. */
-static void test_unmap_loop_never_posts_a_stale_registration(void)
+static void
+test_unmap_loop_never_posts_a_stale_registration(void)
 {
 	unmap_loop();
 	if (!judged)
@@ -406,25 +433,29 @@ static void test_unmap_loop_never_posts_a_stale_registration(void)
 	CHECK_EQ(0, stale);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
-	static const char *const env[] = {
-		"FI_MRLEASE_MIN_SIZE=0", "MRCHECK_FRAMES=1", NULL
-	};
+	static const char *const env[] = {"FI_MRLEASE_MIN_SIZE=0",
+					  "MRCHECK_FRAMES=1", NULL};
 	const char *expect = argc > 1 ? argv[1] : "";
 	char prefix[128];
 
 	if (strcmp(expect, "stale") && strcmp(expect, "clean")) {
-		fprintf(stderr, "usage: %s stale|clean (with FI_MRLEASE_PINNING "
-			"and FI_MRLEASE_MONITOR set)\n", argv[0]);
+		fprintf(stderr,
+			"usage: %s stale|clean (with FI_MRLEASE_PINNING "
+			"and FI_MRLEASE_MONITOR set)\n",
+			argv[0]);
 		return 2;
 	}
 	xfer_reexec(argv, "mrcheck;mrlease", env);
-	snprintf(prefix, sizeof(prefix), "PINNING=%s MONITOR=%s: ",
-		 env_or_unset("FI_MRLEASE_PINNING"), env_or_unset("FI_MRLEASE_MONITOR"));
+	snprintf(prefix, sizeof(prefix),
+		 "PINNING=%s MONITOR=%s: ", env_or_unset("FI_MRLEASE_PINNING"),
+		 env_or_unset("FI_MRLEASE_MONITOR"));
 	mrlt_set_prefix(prefix);
 	if (!strcmp(expect, "stale"))
-		MRLT_RUN(test_unmap_loop_shows_stale_registrations_when_retention_is_unwatched);
+		MRLT_RUN(
+			test_unmap_loop_shows_stale_registrations_when_retention_is_unwatched);
 	else
 		MRLT_RUN(test_unmap_loop_never_posts_a_stale_registration);
 	return mrlt_done();

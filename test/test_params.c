@@ -24,12 +24,13 @@ static struct fi_provider test_prov = {
 };
 
 static const char *const variables[] = {
-	"FI_MRLPTEST_MAX_COUNT", "FI_MRLPTEST_MAX_SIZE",
-	"FI_MRLPTEST_MIN_SIZE", "FI_MRLPTEST_STATS",
+	"FI_MRLPTEST_MAX_COUNT",      "FI_MRLPTEST_MAX_SIZE",
+	"FI_MRLPTEST_MIN_SIZE",	      "FI_MRLPTEST_STATS",
 	"FI_MRLPTEST_HUGEPAGE_AFTER",
 };
 
-static void clear_environment(void)
+static void
+clear_environment(void)
 {
 	for (size_t i = 0; i < sizeof(variables) / sizeof(variables[0]); i++)
 		unsetenv(variables[i]);
@@ -39,7 +40,8 @@ static void clear_environment(void)
  * Runs mrl_params_load() with stderr captured and returns how many lines of
  * what libfabric logged mention `name` (-1 if the capture failed).
  */
-static int load_counting_warnings(const char *name)
+static int
+load_counting_warnings(const char *name)
 {
 	char line[1024];
 	int saved, count = 0;
@@ -69,7 +71,8 @@ static int load_counting_warnings(const char *name)
 
 /* Without any variable set the documented defaults are in force; a default
  * drifting from the man page would mislead every user tuning the cache. */
-static void test_defaults_hold_without_environment(void)
+static void
+test_defaults_hold_without_environment(void)
 {
 	clear_environment();
 	CHECK_EQ(0, load_counting_warnings("FI_MRLPTEST"));
@@ -83,22 +86,28 @@ static void test_defaults_hold_without_environment(void)
 /* Every documented spelling is accepted: decimal, hex, binary suffixes and
  * libfabric's boolean words. A rejected valid value would silently drop a
  * user's setting back to the default. */
-static void test_valid_values_are_accepted(void)
+static void
+test_valid_values_are_accepted(void)
 {
 	static const struct {
 		const char *value;
 		size_t expected;
 	} sizes[] = {
-		{ "0", 0 },          { "4096", 4096 },     { "0x1000", 4096 },
-		{ "64K", 65536 },    { "64k", 65536 },     { "3M", 3u << 20 },
-		{ "2G", (size_t)2 << 30 }, { "1T", (size_t)1 << 40 },
+		{"0", 0},
+		{"4096", 4096},
+		{"0x1000", 4096},
+		{"64K", 65536},
+		{"64k", 65536},
+		{"3M", 3u << 20},
+		{"2G", (size_t) 2 << 30},
+		{"1T", (size_t) 1 << 40},
 	};
 	static const struct {
 		const char *value;
 		bool expected;
 	} bools[] = {
-		{ "1", true },   { "yes", true },  { "TRUE", true },  { "on", true },
-		{ "0", false },  { "no", false },  { "False", false }, { "OFF", false },
+		{"1", true},  {"yes", true}, {"TRUE", true},   {"on", true},
+		{"0", false}, {"no", false}, {"False", false}, {"OFF", false},
 	};
 
 	clear_environment();
@@ -110,9 +119,10 @@ static void test_valid_values_are_accepted(void)
 		CHECK_MSG(load_counting_warnings("FI_MRLPTEST") == 0,
 			  "%s warned", sizes[i].value);
 		CHECK_MSG(mrl_params.max_count == sizes[i].expected &&
-			  mrl_params.max_size == sizes[i].expected &&
-			  mrl_params.min_size == sizes[i].expected &&
-			  mrl_params.hugepage_after == sizes[i].expected,
+				  mrl_params.max_size == sizes[i].expected &&
+				  mrl_params.min_size == sizes[i].expected &&
+				  mrl_params.hugepage_after ==
+					  sizes[i].expected,
 			  "%s parsed as %zu/%zu/%zu/%zu", sizes[i].value,
 			  mrl_params.max_count, mrl_params.max_size,
 			  mrl_params.min_size, mrl_params.hugepage_after);
@@ -120,8 +130,8 @@ static void test_valid_values_are_accepted(void)
 	for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++) {
 		setenv("FI_MRLPTEST_STATS", bools[i].value, 1);
 		CHECK_EQ(0, load_counting_warnings("FI_MRLPTEST"));
-		CHECK_MSG(mrl_params.stats == bools[i].expected, "%s parsed as %d",
-			  bools[i].value, mrl_params.stats);
+		CHECK_MSG(mrl_params.stats == bools[i].expected,
+			  "%s parsed as %d", bools[i].value, mrl_params.stats);
 	}
 	clear_environment();
 }
@@ -129,13 +139,15 @@ static void test_valid_values_are_accepted(void)
 /* libfabric 1.17's own parser turns "abc" into 0 and "-1" into SIZE_MAX;
  * a cache with max_count 0 or min_size SIZE_MAX would quietly do nothing.
  * Each bad value must warn exactly once and keep the default. */
-static void test_unparsable_value_warns_once_and_keeps_default(void)
+static void
+test_unparsable_value_warns_once_and_keeps_default(void)
 {
 	static const char *const bad_sizes[] = {
-		"abc", "12x", "-1", "+5", " 7", "7 ", "", "0x", "0x0x10",
-		"99999999999999999999999", "20000000T", "4KB", "1.5G",
+		"abc",	     "12x", "-1",   "+5",     " 7",
+		"7 ",	     "",    "0x",   "0x0x10", "99999999999999999999999",
+		"20000000T", "4KB", "1.5G",
 	};
-	static const char *const bad_bools[] = { "maybe", "2", "", "yess" };
+	static const char *const bad_bools[] = {"maybe", "2", "", "yess"};
 
 	clear_environment();
 	for (size_t i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++) {
@@ -156,7 +168,8 @@ static void test_unparsable_value_warns_once_and_keeps_default(void)
 }
 
 /* One bad variable does not cost the others their values. */
-static void test_bad_value_leaves_other_parameters_set(void)
+static void
+test_bad_value_leaves_other_parameters_set(void)
 {
 	clear_environment();
 	setenv("FI_MRLPTEST_MAX_COUNT", "lots", 1);
@@ -164,24 +177,25 @@ static void test_bad_value_leaves_other_parameters_set(void)
 	setenv("FI_MRLPTEST_STATS", "yes", 1);
 	CHECK_EQ(1, load_counting_warnings("FI_MRLPTEST"));
 	CHECK_EQ(MRL_PARAMS_DEFAULT_MAX_COUNT, mrl_params.max_count);
-	CHECK_EQ((size_t)1 << 30, mrl_params.max_size);
+	CHECK_EQ((size_t) 1 << 30, mrl_params.max_size);
 	CHECK(mrl_params.stats);
 	clear_environment();
 }
 
 /* fi_getparams (what fi_info -e prints) lists each knob with its type, its
  * default and its meaning. */
-static void test_every_parameter_is_defined_with_default_and_meaning(void)
+static void
+test_every_parameter_is_defined_with_default_and_meaning(void)
 {
 	static const struct {
 		const char *name;
 		enum fi_param_type type;
 	} expected[] = {
-		{ "FI_MRLPTEST_MAX_COUNT", FI_PARAM_SIZE_T },
-		{ "FI_MRLPTEST_MAX_SIZE", FI_PARAM_SIZE_T },
-		{ "FI_MRLPTEST_MIN_SIZE", FI_PARAM_SIZE_T },
-		{ "FI_MRLPTEST_STATS", FI_PARAM_BOOL },
-		{ "FI_MRLPTEST_HUGEPAGE_AFTER", FI_PARAM_SIZE_T },
+		{"FI_MRLPTEST_MAX_COUNT", FI_PARAM_SIZE_T},
+		{"FI_MRLPTEST_MAX_SIZE", FI_PARAM_SIZE_T},
+		{"FI_MRLPTEST_MIN_SIZE", FI_PARAM_SIZE_T},
+		{"FI_MRLPTEST_STATS", FI_PARAM_BOOL},
+		{"FI_MRLPTEST_HUGEPAGE_AFTER", FI_PARAM_SIZE_T},
 	};
 	struct fi_param *params;
 	int count;
@@ -197,13 +211,15 @@ static void test_every_parameter_is_defined_with_default_and_meaning(void)
 		    !strstr(params[found].help_string, "(default: ") ||
 		    strlen(params[found].help_string) < 40) {
 			fi_freeparams(params);
-			CHECK_MSG(0, "%s missing or undocumented", expected[i].name);
+			CHECK_MSG(0, "%s missing or undocumented",
+				  expected[i].name);
 		}
 	}
 	fi_freeparams(params);
 }
 
-int main(void)
+int
+main(void)
 {
 	struct fi_param *params;
 	int count;

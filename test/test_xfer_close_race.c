@@ -35,30 +35,32 @@
 static const char *prov;
 
 enum phase {
-	PHASE_READING,	 /* the reader polls; the write is in flight */
-	PHASE_STALLED,	 /* the completer is inside the window */
-	PHASE_CLOSED,	 /* the endpoint's fi_close returned */
+	PHASE_READING, /* the reader polls; the write is in flight */
+	PHASE_STALLED, /* the completer is inside the window */
+	PHASE_CLOSED, /* the endpoint's fi_close returned */
 };
 
 struct race {
 	struct mrlt_pair *p;
 	atomic_int phase;
 	atomic_bool stop;
-	atomic_long stalls;	/* times the hook ran */
-	long entries, errors;	/* read by the reader thread */
+	atomic_long stalls; /* times the hook ran */
+	long entries, errors; /* read by the reader thread */
 };
 
 /* The test hook, on the completing (reader) thread. */
-static void hold_completer(void *arg)
+static void
+hold_completer(void *arg)
 {
 	struct race *r = arg;
 
 	atomic_fetch_add(&r->stalls, 1);
 	atomic_store(&r->phase, PHASE_STALLED);
-	(void)mrlt_wait_until_int(&r->phase, PHASE_CLOSED);
+	(void) mrlt_wait_until_int(&r->phase, PHASE_CLOSED);
 }
 
-static void *reader(void *arg)
+static void *
+reader(void *arg)
 {
 	struct race *r = arg;
 	struct fi_cq_tagged_entry e[8];
@@ -78,10 +80,13 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-static bool pair_open(struct mrlt_pair *p)
+static bool
+pair_open(struct mrlt_pair *p)
 {
 	struct mrlt_pair_opts opts = {
-		.prov = prov, .selective = true, .thread_safe = true,
+		.prov = prov,
+		.selective = true,
+		.thread_safe = true,
 	};
 
 	return mrlt_pair_open_hooked_safe(&opts, p);
@@ -92,22 +97,24 @@ static bool pair_open(struct mrlt_pair *p)
  * polling the CQ, and ep[0] closed while the completer is held between the
  * op's state change and its push (stall) or right after the post (!stall).
  */
-static void close_during_completion(bool stall, int rounds)
+static void
+close_during_completion(bool stall, int rounds)
 {
 	char *src = NULL, *tgt = NULL;
 	long stalled = 0, entries = 0;
 
-	if (posix_memalign((void **)&src, 4096, LEN) ||
-	    posix_memalign((void **)&tgt, 4096, LEN))
+	if (posix_memalign((void **) &src, 4096, LEN) ||
+	    posix_memalign((void **) &tgt, 4096, LEN))
 		abort();
 	mrlt_fill(src, LEN, 7);
 	for (int round = 0; round < rounds && !mrlt_failed(); round++) {
 		struct mrlt_pair p;
 		struct fid_mr *mr = NULL;
 		struct fi_context2 ctx;
-		struct race r = { .p = &p };
+		struct race r = {.p = &p};
 		struct mrl_xfer_test_completing hook = {
-			.fn = hold_completer, .arg = &r,
+			.fn = hold_completer,
+			.arg = &r,
 		};
 		pthread_t th;
 
@@ -120,15 +127,16 @@ static void close_during_completion(bool stall, int rounds)
 		CHECK_FI(mrlt_pair_mr_reg(&p, tgt, LEN, FI_REMOTE_WRITE, &mr));
 		if (stall)
 			CHECK_FI(fi_control(&p.ep[0]->fid,
-					    MRL_XFER_CTL_TEST_COMPLETING, &hook));
+					    MRL_XFER_CTL_TEST_COMPLETING,
+					    &hook));
 		/* No FI_COMPLETION: the op's completion is hidden. */
-		CHECK_FI(MRLT_PAIR_POST(&p, fi_write(p.ep[0], src, LEN, NULL,
-						p.addr[1],
-						mrlt_pair_rma_addr(&p, tgt, tgt),
-						fi_mr_key(mr), &ctx)));
+		CHECK_FI(MRLT_PAIR_POST(
+			&p, fi_write(p.ep[0], src, LEN, NULL, p.addr[1],
+				     mrlt_pair_rma_addr(&p, tgt, tgt),
+				     fi_mr_key(mr), &ctx)));
 		CHECK_EQ(0, pthread_create(&th, NULL, reader, &r));
 		if (stall)
-			(void)mrlt_wait_until_int(&r.phase, PHASE_STALLED);
+			(void) mrlt_wait_until_int(&r.phase, PHASE_STALLED);
 		CHECK_EQ(0, fi_close(&p.ep[0]->fid));
 		p.ep[0] = NULL;
 		atomic_store(&r.phase, PHASE_CLOSED);
@@ -155,7 +163,8 @@ static void close_during_completion(bool stall, int rounds)
 /* The endpoint closes while a CQ reader is between a leased op's state
  * change and its return to the pool: freeing the pool there made the
  * reader push onto freed memory (use after free under ASan). */
-static void test_ep_close_waits_out_a_completion_inside_the_window(void)
+static void
+test_ep_close_waits_out_a_completion_inside_the_window(void)
 {
 	close_during_completion(true, 5);
 }
@@ -163,14 +172,16 @@ static void test_ep_close_waits_out_a_completion_inside_the_window(void)
 /* The same race left to the scheduler, many times (TSan sees the pool's
  * accesses from both threads): every round closes cleanly and no lease
  * stays live. */
-static void test_ep_close_right_after_post_with_a_cq_reader_is_clean(void)
+static void
+test_ep_close_right_after_post_with_a_cq_reader_is_clean(void)
 {
 	close_during_completion(false, 20);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
-	static const char *const env[] = { "FI_MRLEASE_MIN_SIZE=64", NULL };
+	static const char *const env[] = {"FI_MRLEASE_MIN_SIZE=64", NULL};
 	/* The natural race only where libfabric 1.17 itself survives an
 	 * endpoint closing under a concurrent CQ read (seen here, also
 	 * without mrlease for rxm): rxm crashes in its progress, rxd's
@@ -181,29 +192,31 @@ int main(int argc, char **argv)
 		const char *prov;
 		const char *no_natural;
 	} provs[] = {
-		{ "tcp;ofi_rxm", "rxm 1.17 crashes in progress when an endpoint "
-				 "closes under a concurrent CQ read" },
-		{ "sockets", NULL },
-		{ "shm", "shm 1.17 closes a socket a concurrent CQ read sends "
-			 "on (TSan)" },
-		{ "udp;ofi_rxd", "rxd 1.17 progress reads the CQ its endpoint "
-				 "close closed (ASan)" },
+		{"tcp;ofi_rxm", "rxm 1.17 crashes in progress when an endpoint "
+				"closes under a concurrent CQ read"},
+		{"sockets", NULL},
+		{"shm", "shm 1.17 closes a socket a concurrent CQ read sends "
+			"on (TSan)"},
+		{"udp;ofi_rxd", "rxd 1.17 progress reads the CQ its endpoint "
+				"close closed (ASan)"},
 	};
 	char prefix[128];
 
-	(void)argc;
+	(void) argc;
 	xfer_reexec(argv, "mrlease", env);
 	for (size_t i = 0; i < sizeof(provs) / sizeof(provs[0]); i++) {
 		prov = provs[i].prov;
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
 		mrlt_set_prefix(prefix);
-		MRLT_RUN(test_ep_close_waits_out_a_completion_inside_the_window);
+		MRLT_RUN(
+			test_ep_close_waits_out_a_completion_inside_the_window);
 		if (!provs[i].no_natural)
-			MRLT_RUN(test_ep_close_right_after_post_with_a_cq_reader_is_clean);
+			MRLT_RUN(
+				test_ep_close_right_after_post_with_a_cq_reader_is_clean);
 		else
 			mrlt_skip("test_ep_close_right_after_post_with_a_"
-				      "cq_reader_is_clean",
-				      provs[i].no_natural);
+				  "cq_reader_is_clean",
+				  provs[i].no_natural);
 	}
 	return mrlt_done();
 }

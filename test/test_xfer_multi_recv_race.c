@@ -33,17 +33,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mrlt.h"
 #include "fixture_rdm.h"
 #include "mrl_xfer_ctl.h"
+#include "mrlt.h"
 #include "xfer_util.h"
 
 #define MSG 4096
 /* The buffer holds three messages; it is released (FI_MULTI_RECV) once
  * less than two fit, i.e. at the second. */
-#define BUF (3 * MSG)
+#define BUF	       (3 * MSG)
 #define MIN_MULTI_RECV (2 * MSG)
-#define MAX_SENDS 4
+#define MAX_SENDS      4
 
 static const char *prov;
 
@@ -58,13 +58,13 @@ enum a_call {
 /* A blocking read waits at most this long per call, and A makes at most
  * A_SREAD_CALLS of them (the wall bound of mrlt_wait_until_int). */
 #define A_SREAD_TIMEOUT_MS 100
-#define A_SREAD_CALLS (MRLT_WAIT_SECONDS * 1000 / A_SREAD_TIMEOUT_MS)
+#define A_SREAD_CALLS	   (MRLT_WAIT_SECONDS * 1000 / A_SREAD_TIMEOUT_MS)
 
 enum phase {
-	PHASE_ARMED,	/* A reads; the hook holds its first non-final recv */
-	PHASE_HELD,	/* A is held after its inner read */
+	PHASE_ARMED, /* A reads; the hook holds its first non-final recv */
+	PHASE_HELD, /* A is held after its inner read */
 	PHASE_RELEASED, /* A may translate */
-	PHASE_DONE,	/* A returned its entry */
+	PHASE_DONE, /* A returned its entry */
 };
 
 struct race {
@@ -87,7 +87,8 @@ struct race {
 static _Thread_local bool is_reader_a;
 
 /* The test hook (guarded reads only), on every reading thread. */
-static void hold_reader_a(void *arg, const void *entries, ssize_t n)
+static void
+hold_reader_a(void *arg, const void *entries, ssize_t n)
 {
 	struct race *r = arg;
 	const struct fi_cq_tagged_entry *e = entries;
@@ -97,16 +98,18 @@ static void hold_reader_a(void *arg, const void *entries, ssize_t n)
 		return;
 	atomic_fetch_add(&r->holds, 1);
 	atomic_store(&r->phase, PHASE_HELD);
-	(void)mrlt_wait_until_int(&r->phase, PHASE_RELEASED);
+	(void) mrlt_wait_until_int(&r->phase, PHASE_RELEASED);
 }
 
-static bool a_call_blocks(enum a_call call)
+static bool
+a_call_blocks(enum a_call call)
 {
 	return call == A_SREAD || call == A_SREADFROM;
 }
 
 /* One read of one entry by reader A, with the call of the case. */
-static ssize_t a_read(struct race *r, struct fi_cq_tagged_entry *e)
+static ssize_t
+a_read(struct race *r, struct fi_cq_tagged_entry *e)
 {
 	struct fid_cq *cq = r->p->cq;
 	fi_addr_t src;
@@ -126,13 +129,15 @@ static ssize_t a_read(struct race *r, struct fi_cq_tagged_entry *e)
 }
 
 /* Reader A: one entry per read until it has a receive's completion. */
-static void *reader_a(void *arg)
+static void *
+reader_a(void *arg)
 {
 	struct race *r = arg;
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 	long polls = 0;
-	long max_polls = a_call_blocks(r->call) ? A_SREAD_CALLS : MRLT_MAX_POLLS;
+	long max_polls =
+		a_call_blocks(r->call) ? A_SREAD_CALLS : MRLT_MAX_POLLS;
 
 	is_reader_a = true;
 	while (++polls < max_polls) {
@@ -162,15 +167,18 @@ static void *reader_a(void *arg)
 	return NULL;
 }
 
-static bool wait_phase(struct race *r, int phase)
+static bool
+wait_phase(struct race *r, int phase)
 {
 	return mrlt_wait_until_int(&r->phase, phase);
 }
 
-static bool pair_open(struct mrlt_pair *p, enum a_call call)
+static bool
+pair_open(struct mrlt_pair *p, enum a_call call)
 {
 	struct mrlt_pair_opts opts = {
-		.prov = prov, .thread_safe = true,
+		.prov = prov,
+		.thread_safe = true,
 		.caps = FI_MSG | FI_MULTI_RECV,
 		.min_multi_recv = MIN_MULTI_RECV,
 		.cq_wait = a_call_blocks(call) ? FI_WAIT_UNSPEC : FI_WAIT_NONE,
@@ -185,7 +193,8 @@ struct sends {
 	int n;
 };
 
-static bool sends_done(const struct sends *s)
+static bool
+sends_done(const struct sends *s)
 {
 	for (int i = 0; i < s->n; i++)
 		if (!s->done[i])
@@ -193,7 +202,8 @@ static bool sends_done(const struct sends *s)
 	return true;
 }
 
-static void sends_mark(struct sends *s, void *ctx)
+static void
+sends_mark(struct sends *s, void *ctx)
 {
 	for (int i = 0; i < s->n; i++)
 		if (ctx == &s->ctx[i])
@@ -201,12 +211,13 @@ static void sends_mark(struct sends *s, void *ctx)
 }
 
 /* Send message i (pattern seed i + 1) from ep[0] to ep[1]. */
-static void send_one(struct mrlt_pair *p, struct sends *s, char *src)
+static void
+send_one(struct mrlt_pair *p, struct sends *s, char *src)
 {
 	int i = s->n++;
 
-	CHECK_FI(MRLT_PAIR_POST(p, fi_send(p->ep[0], src + (size_t)i * MSG, MSG,
-					   NULL, p->addr[1], &s->ctx[i])));
+	CHECK_FI(MRLT_PAIR_POST(p, fi_send(p->ep[0], src + (size_t) i * MSG,
+					   MSG, NULL, p->addr[1], &s->ctx[i])));
 }
 
 /*
@@ -215,14 +226,17 @@ static void send_one(struct mrlt_pair *p, struct sends *s, char *src)
  * completion (leases 0). A failed check returns early: the caller releases
  * and joins A (r->started) whatever happened.
  */
-static void race_to_final(struct race *r, struct sends *s, char *src,
-			  char *xbuf, struct fi_context2 *xctx, bool cancel)
+static void
+race_to_final(struct race *r, struct sends *s, char *src, char *xbuf,
+	      struct fi_context2 *xctx, bool cancel)
 {
 	struct mrlt_pair *p = r->p;
-	struct iovec riov = { xbuf, BUF };
-	struct fi_msg rmsg = { .msg_iov = &riov, .iov_count = 1,
-			       .addr = FI_ADDR_UNSPEC, .context = xctx };
-	struct mrl_xfer_test_reading hook = { .fn = hold_reader_a, .arg = r };
+	struct iovec riov = {xbuf, BUF};
+	struct fi_msg rmsg = {.msg_iov = &riov,
+			      .iov_count = 1,
+			      .addr = FI_ADDR_UNSPEC,
+			      .context = xctx};
+	struct mrl_xfer_test_reading hook = {.fn = hold_reader_a, .arg = r};
 	bool final = false, more = false;
 	long polls = 0;
 
@@ -289,7 +303,8 @@ static void race_to_final(struct race *r, struct sends *s, char *src,
 }
 
 /* Let A translate its entry and wait for it. */
-static void release_a(struct race *r)
+static void
+release_a(struct race *r)
 {
 	atomic_store(&r->phase, PHASE_RELEASED);
 	if (r->started && pthread_join(r->th, NULL))
@@ -298,7 +313,8 @@ static void release_a(struct race *r)
 }
 
 /* What A reported: the first message of the multi-recv buffer. */
-static void check_a_saw_x(struct race *r, struct fi_context2 *xctx)
+static void
+check_a_saw_x(struct race *r, struct fi_context2 *xctx)
 {
 	CHECK_EQ(1, atomic_load(&r->holds));
 	CHECK_PTR(xctx, r->a_ctx);
@@ -310,8 +326,9 @@ static void check_a_saw_x(struct race *r, struct fi_context2 *xctx)
 
 /* The receive posted after X's release completes now, with its own
  * context and data. */
-static void finish_y(struct mrlt_pair *p, struct sends *s, char *src,
-		     char *xbuf, char *ybuf, struct fi_context2 *yctx)
+static void
+finish_y(struct mrlt_pair *p, struct sends *s, char *src, char *xbuf,
+	 char *ybuf, struct fi_context2 *yctx)
 {
 	bool got_y = false;
 	long polls = 0;
@@ -339,42 +356,46 @@ static void finish_y(struct mrlt_pair *p, struct sends *s, char *src,
 	CHECK(got_y);
 	/* X's messages (one before a cancel). */
 	for (int i = 0; i < s->n - 1; i++)
-		CHECK_EQ(-1, mrlt_verify(xbuf + (size_t)i * MSG, MSG,
-					 (uint64_t)i + 1));
-	CHECK_EQ(-1, mrlt_verify(ybuf, MSG, (uint64_t)s->n));
+		CHECK_EQ(-1, mrlt_verify(xbuf + (size_t) i * MSG, MSG,
+					 (uint64_t) i + 1));
+	CHECK_EQ(-1, mrlt_verify(ybuf, MSG, (uint64_t) s->n));
 	CHECK_EQ(0, mrlt_live_leases(p));
 }
 
-static void post_y(struct mrlt_pair *p, char *ybuf, struct fi_context2 *yctx)
+static void
+post_y(struct mrlt_pair *p, char *ybuf, struct fi_context2 *yctx)
 {
 	/* Without the deferral this takes X off the pool. */
-	CHECK_FI(MRLT_PAIR_POST(p, fi_recv(p->ep[1], ybuf, MSG, NULL,
-					   FI_ADDR_UNSPEC, yctx)));
+	CHECK_FI(MRLT_PAIR_POST(
+		p, fi_recv(p->ep[1], ybuf, MSG, NULL, FI_ADDR_UNSPEC, yctx)));
 	CHECK_EQ(1, mrlt_live_leases(p));
 }
 
-static void close_ep1(struct mrlt_pair *p)
+static void
+close_ep1(struct mrlt_pair *p)
 {
 	/* X is off its pool, waiting for A: close its endpoint. */
 	CHECK_EQ(0, fi_close(&p->ep[1]->fid));
 	p->ep[1] = NULL;
 }
 
-static char *buffer(size_t len)
+static char *
+buffer(size_t len)
 {
 	char *b = NULL;
 
-	if (posix_memalign((void **)&b, 4096, len))
+	if (posix_memalign((void **) &b, 4096, len))
 		abort();
 	memset(b, 0, len);
 	return b;
 }
 
-static void held_entry_across_reuse(enum a_call call, bool cancel)
+static void
+held_entry_across_reuse(enum a_call call, bool cancel)
 {
 	struct mrlt_pair p;
-	struct race r = { .p = &p, .call = call };
-	struct sends s = { .n = 0 };
+	struct race r = {.p = &p, .call = call};
+	struct sends s = {.n = 0};
 	struct fi_context2 xctx, yctx;
 	char *src = buffer(MAX_SENDS * MSG), *xbuf = buffer(BUF);
 	char *ybuf = buffer(MSG);
@@ -382,7 +403,7 @@ static void held_entry_across_reuse(enum a_call call, bool cancel)
 	atomic_init(&r.phase, PHASE_ARMED);
 	atomic_init(&r.holds, 0);
 	for (int i = 0; i < MAX_SENDS; i++)
-		mrlt_fill(src + (size_t)i * MSG, MSG, (uint64_t)i + 1);
+		mrlt_fill(src + (size_t) i * MSG, MSG, (uint64_t) i + 1);
 	if (pair_open(&p, call)) {
 		race_to_final(&r, &s, src, xbuf, &xctx, cancel);
 		if (!mrlt_failed())
@@ -404,28 +425,32 @@ static void held_entry_across_reuse(enum a_call call, bool cancel)
  * another thread reads its final one and posts again: the op went back to
  * the pool and was reused, so the held entry reported the new receive's
  * context and completed it, releasing its lease under the posted receive. */
-static void test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reuse(void)
+static void
+test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reuse(void)
 {
 	held_entry_across_reuse(A_READ, false);
 }
 
 /* The same with reader A in fi_cq_readfrom: a guarded CQ's readfrom must
  * count its reader like read does, or the op it holds is reused under it. */
-static void test_multi_recv_entry_held_in_readfrom_keeps_its_context_across_reuse(void)
+static void
+test_multi_recv_entry_held_in_readfrom_keeps_its_context_across_reuse(void)
 {
 	held_entry_across_reuse(A_READFROM, false);
 }
 
 /* The same with reader A waiting in fi_cq_sread (a blocking read): an
  * uncounted sread let the final entry's reader recycle X under it. */
-static void test_multi_recv_entry_held_in_sread_keeps_its_context_across_reuse(void)
+static void
+test_multi_recv_entry_held_in_sread_keeps_its_context_across_reuse(void)
 {
 	held_entry_across_reuse(A_SREAD, false);
 }
 
 /* The same with reader A blocked in fi_cq_sreadfrom: its own path into
  * the provider (src_addr set) must be counted as sread's is. */
-static void test_multi_recv_entry_held_in_sreadfrom_keeps_its_context_across_reuse(void)
+static void
+test_multi_recv_entry_held_in_sreadfrom_keeps_its_context_across_reuse(void)
 {
 	held_entry_across_reuse(A_SREADFROM, false);
 }
@@ -433,7 +458,8 @@ static void test_multi_recv_entry_held_in_sreadfrom_keeps_its_context_across_reu
 /* The same with the buffer's end an error entry (fi_cancel, read by
  * fi_cq_readerr): the error path frees the op as the final completion
  * does, and must defer it the same way. */
-static void test_multi_recv_cancel_while_a_reader_holds_an_entry_keeps_its_context(void)
+static void
+test_multi_recv_cancel_while_a_reader_holds_an_entry_keeps_its_context(void)
 {
 	held_entry_across_reuse(A_READ, true);
 }
@@ -441,18 +467,19 @@ static void test_multi_recv_cancel_while_a_reader_holds_an_entry_keeps_its_conte
 /* Endpoint close while the multi-recv op waits on the CQ for reader A:
  * freeing its pool then left A translating an op of a freed pool (the
  * wrong context) and pushing it onto freed memory (use after free, ASan). */
-static void test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early(void)
+static void
+test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early(void)
 {
 	struct mrlt_pair p;
-	struct race r = { .p = &p };
-	struct sends s = { .n = 0 };
+	struct race r = {.p = &p};
+	struct sends s = {.n = 0};
 	struct fi_context2 xctx;
 	char *src = buffer(MAX_SENDS * MSG), *xbuf = buffer(BUF);
 
 	atomic_init(&r.phase, PHASE_ARMED);
 	atomic_init(&r.holds, 0);
 	for (int i = 0; i < MAX_SENDS; i++)
-		mrlt_fill(src + (size_t)i * MSG, MSG, (uint64_t)i + 1);
+		mrlt_fill(src + (size_t) i * MSG, MSG, (uint64_t) i + 1);
 	if (pair_open(&p, r.call)) {
 		race_to_final(&r, &s, src, xbuf, &xctx, false);
 		if (!mrlt_failed())
@@ -471,24 +498,31 @@ static void test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early(void
 	free(xbuf);
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
-	static const char *const env[] = { "FI_MRLEASE_MIN_SIZE=64", NULL };
-	static const char *const provs[] = { "tcp;ofi_rxm", "sockets" };
+	static const char *const env[] = {"FI_MRLEASE_MIN_SIZE=64", NULL};
+	static const char *const provs[] = {"tcp;ofi_rxm", "sockets"};
 	char prefix[128];
 
-	(void)argc;
+	(void) argc;
 	xfer_reexec(argv, "mrlease", env);
 	for (size_t i = 0; i < sizeof(provs) / sizeof(provs[0]); i++) {
 		prov = provs[i];
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
 		mrlt_set_prefix(prefix);
-		MRLT_RUN(test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reuse);
-		MRLT_RUN(test_multi_recv_entry_held_in_readfrom_keeps_its_context_across_reuse);
-		MRLT_RUN(test_multi_recv_entry_held_in_sread_keeps_its_context_across_reuse);
-		MRLT_RUN(test_multi_recv_entry_held_in_sreadfrom_keeps_its_context_across_reuse);
-		MRLT_RUN(test_multi_recv_cancel_while_a_reader_holds_an_entry_keeps_its_context);
-		MRLT_RUN(test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early);
+		MRLT_RUN(
+			test_multi_recv_entry_held_by_a_reader_keeps_its_context_across_reuse);
+		MRLT_RUN(
+			test_multi_recv_entry_held_in_readfrom_keeps_its_context_across_reuse);
+		MRLT_RUN(
+			test_multi_recv_entry_held_in_sread_keeps_its_context_across_reuse);
+		MRLT_RUN(
+			test_multi_recv_entry_held_in_sreadfrom_keeps_its_context_across_reuse);
+		MRLT_RUN(
+			test_multi_recv_cancel_while_a_reader_holds_an_entry_keeps_its_context);
+		MRLT_RUN(
+			test_ep_close_with_a_deferred_multi_recv_op_frees_nothing_early);
 	}
 	return mrlt_done();
 }

@@ -11,11 +11,11 @@
 
 #include "xfer_util.h"
 
-const char *const xfer_providers[] = {
-	"tcp;ofi_rxm", "udp;ofi_rxd", "shm", "sockets", NULL
-};
+const char *const xfer_providers[] = {"tcp;ofi_rxm", "udp;ofi_rxd", "shm",
+				      "sockets", NULL};
 
-static bool xfer_env_is(const char *name, const char *value)
+static bool
+xfer_env_is(const char *name, const char *value)
 {
 	const char *cur = getenv(name);
 
@@ -24,7 +24,8 @@ static bool xfer_env_is(const char *name, const char *value)
 	return cur && !strcmp(cur, value);
 }
 
-static void xfer_builddir(char *buf, size_t len)
+static void
+xfer_builddir(char *buf, size_t len)
 {
 	const char *top = getenv("MRL_TOP_BUILDDIR");
 	char exe[PATH_MAX];
@@ -51,7 +52,8 @@ static void xfer_builddir(char *buf, size_t len)
 	snprintf(buf, len, "%s", exe);
 }
 
-void xfer_reexec(char **argv, const char *hook, const char *const *extra_env)
+void
+xfer_reexec(char **argv, const char *hook, const char *const *extra_env)
 {
 	char builddir[PATH_MAX], path[2 * PATH_MAX + 64];
 	const char *hook_path = getenv("MRL_TEST_HOOK_PATH");
@@ -62,7 +64,7 @@ void xfer_reexec(char **argv, const char *hook, const char *const *extra_env)
 		const char *eq = strchr(*kv, '=');
 		char name[128];
 
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - *kv), *kv);
+		snprintf(name, sizeof(name), "%.*s", (int) (eq - *kv), *kv);
 		same = xfer_env_is(name, eq + 1);
 	}
 	if (same)
@@ -72,15 +74,16 @@ void xfer_reexec(char **argv, const char *hook, const char *const *extra_env)
 	snprintf(path, sizeof(path), "%s/prov/mrlease/.libs:%s", builddir,
 		 hook_path ? hook_path : "");
 	if (!hook_path)
-		snprintf(path, sizeof(path), "%s/prov/mrlease/.libs:%s/test/.libs",
-			 builddir, builddir);
+		snprintf(path, sizeof(path),
+			 "%s/prov/mrlease/.libs:%s/test/.libs", builddir,
+			 builddir);
 	setenv("FI_PROVIDER_PATH", path, 1);
 	if (hook)
 		setenv("FI_HOOK", hook, 1);
 	else
 		unsetenv("FI_HOOK");
 	for (kv = extra_env; kv && *kv; kv++)
-		putenv((char *)*kv);
+		putenv((char *) *kv);
 	setenv("XFER_REEXEC", "1", 1);
 	fflush(NULL);
 	execv("/proc/self/exe", argv);

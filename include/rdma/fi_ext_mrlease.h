@@ -6,7 +6,8 @@
  * mrlease hook is active (FI_HOOK=mrlease):
  *
  *	struct fi_mrlease_ops *ops;
- *	ret = fi_open_ops(&domain->fid, FI_MRLEASE_OPS_1, 0, (void **)&ops, NULL);
+ *	ret = fi_open_ops(&domain->fid, FI_MRLEASE_OPS_1, 0, (void **)&ops,
+ *NULL);
  *
  * Without the hook the call fails with -FI_ENOSYS. See fi_mrlease(7).
  */
@@ -29,20 +30,23 @@ extern "C" {
 struct fi_mrlease_stats {
 	uint64_t lookups, hits, misses;
 	uint64_t registrations, deregistrations;
-	uint64_t invalidations;     /* invalidate calls */
-	uint64_t retired_leased;    /* entries retired while a lease still held them */
+	uint64_t invalidations; /* invalidate calls */
+	uint64_t retired_leased; /* entries retired while a lease still held
+				    them */
 	uint64_t evictions;
-	uint64_t entries;           /* live cache entries */
-	uint64_t leases;            /* live leases */
-	uint64_t registered_bytes;  /* bytes covered by live registrations */
+	uint64_t entries; /* live cache entries */
+	uint64_t leases; /* live leases */
+	uint64_t registered_bytes; /* bytes covered by live registrations */
 	/* Memory monitor (appended: a caller passing the older, smaller size
 	 * gets the prefix it knows). */
-	uint64_t monitor_events;        /* unmap/remove/remap events read (process-wide) */
-	uint64_t monitor_invalidations; /* monitor events that retired entries */
-	uint64_t not_retained;          /* registrations kept only while leased:
-					 * their range was not watched */
-	uint64_t deferred_closes;       /* registrations a monitor invalidation
-					 * left to another thread to close */
+	uint64_t monitor_events; /* unmap/remove/remap events read
+				    (process-wide) */
+	uint64_t
+		monitor_invalidations; /* monitor events that retired entries */
+	uint64_t not_retained; /* registrations kept only while leased:
+				* their range was not watched */
+	uint64_t deferred_closes; /* registrations a monitor invalidation
+				   * left to another thread to close */
 };
 
 /*
@@ -63,10 +67,11 @@ struct fi_mrlease_ops {
 	int (*pin)(struct fid_domain *domain, const void *addr, size_t len,
 		   struct fid_mr **mr);
 	/* Install (or with fn NULL, remove) the domain's span resolver. */
-	int (*set_span)(struct fid_domain *domain, fi_mrlease_span_fn fn, void *arg);
+	int (*set_span)(struct fid_domain *domain, fi_mrlease_span_fn fn,
+			void *arg);
 	/* Statistics of one domain, or process-wide with domain NULL. */
-	int (*query_stats)(struct fid_domain *domain, struct fi_mrlease_stats *stats,
-			   size_t size);
+	int (*query_stats)(struct fid_domain *domain,
+			   struct fi_mrlease_stats *stats, size_t size);
 };
 
 #ifdef __cplusplus

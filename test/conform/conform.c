@@ -33,30 +33,29 @@
 
 #include "conform.h"
 
-
 static const struct {
 	const char *name;
 	int (*run)(void);
 } semantics[] = {
-	{ "info", cf_info_attrs },
-	{ "eq_rw", cf_eq_rw },
-	{ "eq_sread", cf_eq_sread },
-	{ "eq_readerr", cf_eq_readerr },
-	{ "cq_rw", cf_cq_rw },
-	{ "cq_sread", cf_cq_sread },
-	{ "poll_set", cf_poll_set },
-	{ "wait_set", cf_wait_set },
-	{ "cntr", cf_cntr },
-	{ "cntr_wait", cf_cntr_wait },
-	{ "av", cf_av },
-	{ "av_event", cf_av_event },
-	{ "mr", cf_mr },
-	{ "mr_key", cf_mr_key },
-	{ "cancel", cf_cancel },
-	{ "trigger", cf_trigger },
-	{ "ep_opt_before", cf_ep_opt_before },
-	{ "ep_opt", cf_ep_opt },
-	{ "cm", cf_cm },
+	{"info", cf_info_attrs},
+	{"eq_rw", cf_eq_rw},
+	{"eq_sread", cf_eq_sread},
+	{"eq_readerr", cf_eq_readerr},
+	{"cq_rw", cf_cq_rw},
+	{"cq_sread", cf_cq_sread},
+	{"poll_set", cf_poll_set},
+	{"wait_set", cf_wait_set},
+	{"cntr", cf_cntr},
+	{"cntr_wait", cf_cntr_wait},
+	{"av", cf_av},
+	{"av_event", cf_av_event},
+	{"mr", cf_mr},
+	{"mr_key", cf_mr_key},
+	{"cancel", cf_cancel},
+	{"trigger", cf_trigger},
+	{"ep_opt_before", cf_ep_opt_before},
+	{"ep_opt", cf_ep_opt},
+	{"cm", cf_cm},
 };
 #define NSEMANTICS (sizeof(semantics) / sizeof(semantics[0]))
 
@@ -68,14 +67,14 @@ static const char *const providers[] = {
 /* The hook settings compared with the bare provider. */
 static const struct {
 	const char *name;
-	const char *hook;     /* FI_HOOK */
+	const char *hook; /* FI_HOOK */
 	const char *min_size; /* FI_MRLEASE_MIN_SIZE, NULL: the default */
-	bool with_noop;       /* stacked with libfabric's noop hook */
+	bool with_noop; /* stacked with libfabric's noop hook */
 } settings[] = {
-	{ "hook", "mrlease", NULL, false },
-	{ "hook_min0", "mrlease", "0", false },
-	{ "noop_hook", "noop;mrlease", NULL, true },
-	{ "hook_noop", "mrlease;noop", NULL, true },
+	{"hook", "mrlease", NULL, false},
+	{"hook_min0", "mrlease", "0", false},
+	{"noop_hook", "noop;mrlease", NULL, true},
+	{"hook_noop", "mrlease;noop", NULL, true},
 };
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
 
@@ -89,11 +88,11 @@ static const struct {
 	const char *semantic;
 	const char *what;
 } known[] = {
-	{ NULL, NULL, "mr_key",
-	  "documented in fi_mrlease(7) LIMITATIONS: a local-only MR served "
-	  "from the lease cache has the cache registration's key, not the "
-	  "requested one, and a requested key already in use is not refused "
-	  "with FI_ENOKEY" },
+	{NULL, NULL, "mr_key",
+	 "documented in fi_mrlease(7) LIMITATIONS: a local-only MR served "
+	 "from the lease cache has the cache registration's key, not the "
+	 "requested one, and a requested key already in use is not refused "
+	 "with FI_ENOKEY"},
 };
 
 /* ------------------------------------------------------------------------
@@ -101,14 +100,15 @@ static const struct {
  */
 
 struct run {
-	int status;        /* waitpid status */
-	char **lines;      /* compared lines */
+	int status; /* waitpid status */
+	char **lines; /* compared lines */
 	size_t n;
-	int hook;          /* "@hook" seen: -1 none, else its last value */
-	char notes[1024];  /* '#' lines, for a skip's or failure's reason */
+	int hook; /* "@hook" seen: -1 none, else its last value */
+	char notes[1024]; /* '#' lines, for a skip's or failure's reason */
 };
 
-static void run_free(struct run *r)
+static void
+run_free(struct run *r)
 {
 	for (size_t i = 0; i < r->n; i++)
 		free(r->lines[i]);
@@ -116,7 +116,8 @@ static void run_free(struct run *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static void run_add_line(struct run *r, const char *line)
+static void
+run_add_line(struct run *r, const char *line)
 {
 	if (line[0] == '@') {
 		if (!strncmp(line, "@hook ", 6))
@@ -140,7 +141,8 @@ static void run_add_line(struct run *r, const char *line)
 	r->n++;
 }
 
-static int run_semantic(size_t sem, const char *prov)
+static int
+run_semantic(size_t sem, const char *prov)
 {
 	cf_prov = prov;
 	return semantics[sem].run();
@@ -154,8 +156,9 @@ struct child {
 
 /* Fork a child that runs semantic sem on prov with FI_HOOK=hook (NULL:
  * unset) and FI_MRLEASE_MIN_SIZE=min_size (NULL: unset). */
-static struct child child_start(size_t sem, const char *prov,
-				const char *hook, const char *min_size)
+static struct child
+child_start(size_t sem, const char *prov, const char *hook,
+	    const char *min_size)
 {
 	struct child c;
 	int fds[2];
@@ -193,7 +196,8 @@ static struct child child_start(size_t sem, const char *prov,
 /* Read the child's transcript to its end and reap it. Children started
  * together write at most a few kilobytes each, which their pipes hold
  * while another is read. */
-static void child_collect(struct child c, struct run *r)
+static void
+child_collect(struct child c, struct run *r)
 {
 	char buf[4096];
 	size_t used = 0;
@@ -206,7 +210,7 @@ static void child_collect(struct child c, struct run *r)
 		perror("conform: fdopen");
 		exit(EXIT_FAILURE);
 	}
-	while (fgets(buf + used, (int)(sizeof(buf) - used), in)) {
+	while (fgets(buf + used, (int) (sizeof(buf) - used), in)) {
 		char *nl = strchr(buf, '\n');
 
 		if (nl)
@@ -221,12 +225,14 @@ static void child_collect(struct child c, struct run *r)
 		;
 }
 
-static bool run_ok(const struct run *r)
+static bool
+run_ok(const struct run *r)
 {
 	return WIFEXITED(r->status) && WEXITSTATUS(r->status) == CF_DONE;
 }
 
-static void describe_status(const struct run *r, char *s, size_t len)
+static void
+describe_status(const struct run *r, char *s, size_t len)
 {
 	if (WIFSIGNALED(r->status))
 		snprintf(s, len, "killed by signal %d", WTERMSIG(r->status));
@@ -246,11 +252,12 @@ static struct {
 	size_t setting;
 	const struct run *base;
 	struct run hooked[NSETTINGS]; /* one run per setting */
-	struct run noop;      /* FI_HOOK=noop alone, run when first needed */
+	struct run noop; /* FI_HOOK=noop alone, run when first needed */
 	bool noop_done;
 } cur;
 
-static const struct run *noop_control(void)
+static const struct run *
+noop_control(void)
 {
 	if (!cur.noop_done) {
 		child_collect(child_start(cur.sem, cur.prov, "noop", NULL),
@@ -260,7 +267,8 @@ static const struct run *noop_control(void)
 	return &cur.noop;
 }
 
-static const char *known_difference(void)
+static const char *
+known_difference(void)
 {
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		if (!known[i].semantic ||
@@ -276,7 +284,8 @@ static const char *known_difference(void)
 	return NULL;
 }
 
-static bool same_lines(const struct run *a, const struct run *b)
+static bool
+same_lines(const struct run *a, const struct run *b)
 {
 	if (a->n != b->n)
 		return false;
@@ -288,7 +297,8 @@ static bool same_lines(const struct run *a, const struct run *b)
 
 /* Whether libfabric's noop hook alone gives the hooked transcript: then
  * the difference is the noop hook's, and mrlease added none to it. */
-static bool noop_alone_differs_the_same(const struct run *h)
+static bool
+noop_alone_differs_the_same(const struct run *h)
 {
 	const struct run *noop = noop_control();
 
@@ -297,13 +307,15 @@ static bool noop_alone_differs_the_same(const struct run *h)
 
 /* Whether libfabric's noop hook alone fails this semantic (crash, hang or
  * broken set-up) where the bare provider does not. */
-static bool noop_alone_fails(void)
+static bool
+noop_alone_fails(void)
 {
 	return !run_ok(noop_control());
 }
 
 /* Print up to a few differing lines as TAP diagnostics. */
-static size_t print_differences(const struct run *base, const struct run *h)
+static size_t
+print_differences(const struct run *base, const struct run *h)
 {
 	size_t n = base->n > h->n ? base->n : h->n, shown = 0, diffs = 0;
 
@@ -315,8 +327,10 @@ static size_t print_differences(const struct run *base, const struct run *h)
 			continue;
 		diffs++;
 		if (shown++ < 6)
-			printf("#   line %zu: no hook: %s\n#   line %zu: hook:    "
-			       "%s\n", i + 1, a, i + 1, b);
+			printf("#   line %zu: no hook: %s\n#   line %zu: hook: "
+			       "   "
+			       "%s\n",
+			       i + 1, a, i + 1, b);
 	}
 	return diffs;
 }
@@ -330,25 +344,29 @@ static size_t print_differences(const struct run *base, const struct run *h)
  */
 #define CF_BASE_RERUNS 3
 
-static bool provider_alone_gives(const struct run *hp)
+static bool
+provider_alone_gives(const struct run *hp)
 {
 	for (int i = 0; i < CF_BASE_RERUNS; i++) {
 		struct run again;
 		bool same;
 
-		child_collect(child_start(cur.sem, cur.prov, NULL, NULL), &again);
+		child_collect(child_start(cur.sem, cur.prov, NULL, NULL),
+			      &again);
 		same = run_ok(&again) && same_lines(&again, hp);
 		run_free(&again);
 		if (same) {
 			printf("#   the provider alone gave the hooked "
-			       "transcript in rerun %d\n", i + 1);
+			       "transcript in rerun %d\n",
+			       i + 1);
 			return true;
 		}
 	}
 	return false;
 }
 
-static void case_compare(void)
+static void
+case_compare(void)
 {
 	const struct run *base = cur.base;
 	const struct run *hp = &cur.hooked[cur.setting];
@@ -359,43 +377,48 @@ static void case_compare(void)
 	known_what = known_difference();
 	if (!run_ok(hp)) {
 		describe_status(hp, why, sizeof(why));
-		printf("#   hooked run: %s%s%s\n", why, hp->notes[0] ? ": " : "",
-		       hp->notes);
+		printf("#   hooked run: %s%s%s\n", why,
+		       hp->notes[0] ? ": " : "", hp->notes);
 	}
 	diffs = print_differences(base, hp);
 	if (!run_ok(hp) || diffs) {
 		if (settings[cur.setting].with_noop &&
 		    noop_alone_differs_the_same(hp)) {
 			mrlt_skip_current("libfabric's noop hook alone "
-					      "differs the same way");
+					  "differs the same way");
 		} else if (settings[cur.setting].with_noop &&
 			   noop_alone_fails()) {
 			describe_status(&cur.noop, why, sizeof(why));
 			mrlt_skip_current("libfabric's noop hook alone "
-					      "fails: %s%s%s", why,
-					      cur.noop.notes[0] ? ": " : "",
-					      cur.noop.notes);
+					  "fails: %s%s%s",
+					  why, cur.noop.notes[0] ? ": " : "",
+					  cur.noop.notes);
 		} else if (known_what)
 			mrlt_skip_current("hook differs: %s", known_what);
 		else if (run_ok(hp) && provider_alone_gives(hp))
 			return;
 		else
-			mrlt_fail(__FILE__, __LINE__, "%zu of %zu lines "
-				      "differ", diffs, base->n);
+			mrlt_fail(__FILE__, __LINE__,
+				  "%zu of %zu lines "
+				  "differ",
+				  diffs, base->n);
 	} else if (hp->hook != 1 && !(hp->hook == -1 && base->hook == -1)) {
 		/* -1 in both: the semantic ended before opening a domain. */
-		mrlt_fail(__FILE__, __LINE__, "the hook was not in the path "
-			      "(@hook %d)", hp->hook);
+		mrlt_fail(__FILE__, __LINE__,
+			  "the hook was not in the path "
+			  "(@hook %d)",
+			  hp->hook);
 	} else if (known_what) {
 		/* Some known differences depend on timing: one run that
 		 * agrees does not retire them. */
 		printf("#   identical in this run despite the known difference "
-		       "\"%s\"\n", known_what);
+		       "\"%s\"\n",
+		       known_what);
 	}
 }
 
-static void run_provider_semantic(size_t sem, const char *prov,
-				  const char *only_setting)
+static void
+run_provider_semantic(size_t sem, const char *prov, const char *only_setting)
 {
 	struct child children[NSETTINGS];
 	struct run base;
@@ -407,7 +430,8 @@ static void run_provider_semantic(size_t sem, const char *prov,
 	if (failed) {
 		describe_status(&base, why, sizeof(why) / 2);
 		if (base.hook == 1)
-			snprintf(why, sizeof(why) / 2, "the hook was loaded "
+			snprintf(why, sizeof(why) / 2,
+				 "the hook was loaded "
 				 "without FI_HOOK");
 		snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s%s",
 			 base.notes[0] ? ": " : "", base.notes);
@@ -423,13 +447,13 @@ static void run_provider_semantic(size_t sem, const char *prov,
 	for (size_t s = 0; s < NSETTINGS; s++) {
 		if (only_setting && strcmp(only_setting, settings[s].name))
 			continue;
-		snprintf(name, sizeof(name), "%s/%s/%s", prov,
-			 settings[s].name, semantics[sem].name);
+		snprintf(name, sizeof(name), "%s/%s/%s", prov, settings[s].name,
+			 semantics[sem].name);
 		if (failed) {
 			char reason[1400];
 
-			snprintf(reason, sizeof(reason), "no-hook run failed: %s",
-				 why);
+			snprintf(reason, sizeof(reason),
+				 "no-hook run failed: %s", why);
 			mrlt_skip(name, reason);
 			continue;
 		}
@@ -449,22 +473,25 @@ static void run_provider_semantic(size_t sem, const char *prov,
 	cur.noop_done = false;
 }
 
-static int usage(void)
+static int
+usage(void)
 {
 	fprintf(stderr, "usage: conform [--prov P] [--sem S] [--setting N]\n"
 			"       conform --run SEMANTIC PROVIDER\n");
 	return 2;
 }
 
-static ssize_t find_semantic(const char *name)
+static ssize_t
+find_semantic(const char *name)
 {
 	for (size_t i = 0; i < NSEMANTICS; i++)
 		if (!strcmp(semantics[i].name, name))
-			return (ssize_t)i;
+			return (ssize_t) i;
 	return -1;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	const char *only_prov = NULL, *only_sem = NULL, *only_setting = NULL;
 	ssize_t sem;
@@ -474,7 +501,7 @@ int main(int argc, char **argv)
 		if (sem < 0)
 			return usage();
 		cf_deadline_start();
-		return run_semantic((size_t)sem, argv[3]);
+		return run_semantic((size_t) sem, argv[3]);
 	}
 	for (int i = 1; i < argc; i += 2) {
 		if (i + 1 >= argc)

@@ -39,7 +39,7 @@
 /* Exit status of a semantic's child: the transcript is complete (whatever
  * the provider supports), or a step the semantic needs failed in a way
  * that leaves nothing to compare (the no-hook run's failure is a skip). */
-#define CF_DONE 0
+#define CF_DONE	  0
 #define CF_BROKEN 3
 /* A blocking call outlived its own timeout by seconds (see CF_BLOCKING). */
 #define CF_HANG 4
@@ -89,12 +89,12 @@ void cf_block_end(void);
 /* expr, a call that blocks up to timeout_ms: a hang in it ends the process
  * a few seconds after its timeout, naming it, rather than at the
  * semantic's bound. */
-#define CF_BLOCKING(what, timeout_ms, expr)                                    \
-	({                                                                     \
-		cf_block_begin(what, timeout_ms);                              \
-		__typeof__(expr) cf_v_ = (expr);                               \
-		cf_block_end();                                                \
-		cf_v_;                                                         \
+#define CF_BLOCKING(what, timeout_ms, expr)       \
+	({                                        \
+		cf_block_begin(what, timeout_ms); \
+		__typeof__(expr) cf_v_ = (expr);  \
+		cf_block_end();                   \
+		cf_v_;                            \
 	})
 
 /* ------------------------------------------------------------------------
@@ -105,30 +105,30 @@ void cf_block_end(void);
  */
 
 struct cf_opts {
-	uint64_t caps;            /* 0: FI_MSG | FI_TAGGED */
-	enum fi_ep_type ep_type;  /* 0: cf_ep_type() */
-	struct fi_cq_attr cq;     /* format 0: FI_CQ_FORMAT_TAGGED */
-	bool cntrs;               /* tx (FI_SEND|FI_WRITE|FI_READ) and rx
-				   * (FI_RECV) counters per side */
+	uint64_t caps; /* 0: FI_MSG | FI_TAGGED */
+	enum fi_ep_type ep_type; /* 0: cf_ep_type() */
+	struct fi_cq_attr cq; /* format 0: FI_CQ_FORMAT_TAGGED */
+	bool cntrs; /* tx (FI_SEND|FI_WRITE|FI_READ) and rx
+		     * (FI_RECV) counters per side */
 	struct fi_cntr_attr cntr;
-	bool no_connect;          /* RDM: leave the AVs empty */
-	bool cm_log;              /* MSG: print the connection events */
-	bool thread_safe;         /* ask for FI_THREAD_SAFE */
-	bool wait_set;            /* CQs and counters on one wait set (ws) */
+	bool no_connect; /* RDM: leave the AVs empty */
+	bool cm_log; /* MSG: print the connection events */
+	bool thread_safe; /* ask for FI_THREAD_SAFE */
+	bool wait_set; /* CQs and counters on one wait set (ws) */
 };
 
 struct cf_rig {
 	struct mrlt_domain d;
-	bool msg;                 /* FI_EP_MSG (tcp) */
-	struct fid_ep *ep[2];     /* msg: ep[0] connects, ep[1] accepts */
+	bool msg; /* FI_EP_MSG (tcp) */
+	struct fid_ep *ep[2]; /* msg: ep[0] connects, ep[1] accepts */
 	struct fid_cq *cq[2];
-	struct fid_av *av[2];     /* RDM only */
-	struct fid_eq *eq[2];     /* MSG only */
+	struct fid_av *av[2]; /* RDM only */
+	struct fid_eq *eq[2]; /* MSG only */
 	struct fid_cntr *tx[2], *rx[2];
 	struct fid_pep *pep;
 	struct fid_eq *pep_eq;
 	struct fid_wait *ws;
-	fi_addr_t peer[2];        /* the other side in ep[i]'s AV */
+	fi_addr_t peer[2]; /* the other side in ep[i]'s AV */
 	char name[2][256];
 	size_t namelen[2];
 	char ctx_ep[2], ctx_cq[2], ctx_av[2], ctx_tx[2], ctx_rx[2];
@@ -150,14 +150,14 @@ int cf_setup_failed(int ret);
 /* Progress both sides without consuming anything. */
 void cf_progress(struct cf_rig *r);
 /* Post, retrying -FI_EAGAIN (with progress) within CF_WAIT_S. */
-#define CF_POST(r, expr)                                                       \
-	({                                                                     \
-		ssize_t cf_rc_;                                                \
-		double cf_end_ = cf_now_ms() + CF_WAIT_S * 1e3;                \
-		while ((cf_rc_ = (ssize_t)(expr)) == -FI_EAGAIN &&            \
-		       cf_now_ms() < cf_end_)                                  \
-			cf_progress(r);                                        \
-		cf_rc_;                                                        \
+#define CF_POST(r, expr)                                            \
+	({                                                          \
+		ssize_t cf_rc_;                                     \
+		double cf_end_ = cf_now_ms() + CF_WAIT_S * 1e3;     \
+		while ((cf_rc_ = (ssize_t) (expr)) == -FI_EAGAIN && \
+		       cf_now_ms() < cf_end_)                       \
+			cf_progress(r);                             \
+		cf_rc_;                                             \
 	})
 /* Post a receive of len bytes into rbuf on ep[1] (context rctx), then a
  * send of len bytes from sbuf on ep[0] (sctx), desc NULL; prints

@@ -23,8 +23,9 @@ struct bufs {
 
 /* The rig of o, buffers of len bytes on each side ("sbuf", "rbuf") and
  * nctx contexts named ctx0, ctx1, ...; returns cf_rig_open's error. */
-static int rig_open(struct cf_rig *r, const struct cf_opts *o, struct bufs *b,
-		    size_t len, struct fi_context2 *ctx, int nctx)
+static int
+rig_open(struct cf_rig *r, const struct cf_opts *o, struct bufs *b, size_t len,
+	 struct fi_context2 *ctx, int nctx)
 {
 	char name[32];
 	int ret;
@@ -50,9 +51,10 @@ static int rig_open(struct cf_rig *r, const struct cf_opts *o, struct bufs *b,
  * data; fi_cq_readfrom the sender's address; a receive too small for its
  * message completes in error (-FI_EAVAIL, then fi_cq_readerr with olen).
  */
-int cf_cq_rw(void)
+int
+cf_cq_rw(void)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED };
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED};
 	struct fi_context2 ctx[8];
 	struct fi_cq_tagged_entry e;
 	struct cf_rig r;
@@ -73,40 +75,38 @@ int cf_cq_rw(void)
 	cf_reap_print(&r, 0, "send", false);
 	cf_reap_print(&r, 1, "recv", true);
 
-	cf_out("trecv: %s", cf_rc(CF_POST(&r, fi_trecv(r.ep[1], b.r, LARGE,
-						      NULL, r.peer[1], 0x55, 0,
-						      &ctx[2]))));
+	cf_out("trecv: %s",
+	       cf_rc(CF_POST(&r, fi_trecv(r.ep[1], b.r, LARGE, NULL, r.peer[1],
+					  0x55, 0, &ctx[2]))));
 	cf_out("tsend large: %s",
-	       cf_rc(CF_POST(&r, fi_tsend(r.ep[0], b.s, LARGE, NULL,
-					  r.peer[0], 0x55, &ctx[3]))));
+	       cf_rc(CF_POST(&r, fi_tsend(r.ep[0], b.s, LARGE, NULL, r.peer[0],
+					  0x55, &ctx[3]))));
 	cf_reap_print(&r, 0, "tsend", false);
 	cf_reap_print(&r, 1, "trecv", true);
 	cf_out("data: %s", !memcmp(b.s, b.r, LARGE) ? "delivered" : "wrong");
 
 	if (r.d.info->domain_attr->cq_data_size) {
-		cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r,
-							    SMALL, NULL,
-							    r.peer[1],
-							    &ctx[4]))));
+		cf_out("recv: %s",
+		       cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, SMALL, NULL,
+						 r.peer[1], &ctx[4]))));
 		cf_out("senddata: %s",
-		       cf_rc(CF_POST(&r, fi_senddata(r.ep[0], b.s, SMALL, NULL,
-						     0x1234, r.peer[0],
-						     &ctx[5]))));
+		       cf_rc(CF_POST(&r,
+				     fi_senddata(r.ep[0], b.s, SMALL, NULL,
+						 0x1234, r.peer[0], &ctx[5]))));
 		cf_reap_print(&r, 0, "senddata", false);
 		cf_reap_print(&r, 1, "recv data", false);
 	}
 
 	/* Two entries read at once. */
 	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, SMALL, NULL,
-						    r.peer[1], &ctx[6]))));
-	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r + SMALL,
-						    SMALL, NULL, r.peer[1],
-						    &ctx[7]))));
+						     r.peer[1], &ctx[6]))));
+	cf_out("recv: %s",
+	       cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r + SMALL, SMALL, NULL,
+					 r.peer[1], &ctx[7]))));
 	for (int i = 0; i < 2; i++) {
-		cf_out("send: %s", cf_rc(CF_POST(&r, fi_send(r.ep[0], b.s,
-							    SMALL, NULL,
-							    r.peer[0],
-							    &ctx[i]))));
+		cf_out("send: %s",
+		       cf_rc(CF_POST(&r, fi_send(r.ep[0], b.s, SMALL, NULL,
+						 r.peer[0], &ctx[i]))));
 		cf_reap_print(&r, 0, "send", false);
 	}
 	{
@@ -118,7 +118,7 @@ int cf_cq_rw(void)
 		while (got < 2 && cf_now_ms() < end) {
 			rc = fi_cq_read(r.cq[1], two + got, 2 - got);
 			if (rc > 0)
-				got += (int)rc;
+				got += (int) rc;
 			else if (rc != -FI_EAGAIN)
 				break;
 		}
@@ -128,11 +128,11 @@ int cf_cq_rw(void)
 	}
 
 	/* A message larger than its receive. */
-	cf_out("small recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, 16,
-							  NULL, r.peer[1],
-							  &ctx[0]))));
+	cf_out("small recv: %s",
+	       cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, 16, NULL, r.peer[1],
+					 &ctx[0]))));
 	cf_out("send: %s", cf_rc(CF_POST(&r, fi_send(r.ep[0], b.s, SMALL, NULL,
-						    r.peer[0], &ctx[1]))));
+						     r.peer[0], &ctx[1]))));
 	cf_reap_print(&r, 1, "truncated recv", false);
 	cf_reap_print(&r, 0, "its send", false);
 	cf_close_all();
@@ -149,7 +149,8 @@ struct cq_reader {
 	double elapsed_ms;
 };
 
-static void *cq_reader_main(void *arg)
+static void *
+cq_reader_main(void *arg)
 {
 	struct cq_reader *c = arg;
 	double t0;
@@ -168,11 +169,12 @@ static void *cq_reader_main(void *arg)
  * early when fi_cq_signal is called, before or during the wait;
  * fi_cq_sreadfrom gives the source too.
  */
-int cf_cq_sread(void)
+int
+cf_cq_sread(void)
 {
-	struct cf_opts o = { .cq = { .wait_obj = FI_WAIT_UNSPEC },
-			     .thread_safe = true };
-	struct cq_reader c = { 0 };
+	struct cf_opts o = {.cq = {.wait_obj = FI_WAIT_UNSPEC},
+			    .thread_safe = true};
+	struct cq_reader c = {0};
 	struct fi_context2 ctx[4];
 	struct fi_cq_tagged_entry e;
 	struct cf_rig r;
@@ -204,13 +206,13 @@ int cf_cq_sread(void)
 	t0 = cf_now_ms();
 	/* The sender's side needs progress too: its CQ is read. */
 	/* A value no fi_addr_t of the run has: shows a source not written. */
-	src = (fi_addr_t)0x5eed5eed;
+	src = (fi_addr_t) 0x5eed5eed;
 	cf_name_addr(src, "unwritten");
 	for (rc = -FI_EAGAIN; rc == -FI_EAGAIN && cf_now_ms() - t0 < 5000;) {
-		(void)fi_cq_read(r.cq[0], NULL, 0);
-		rc = CF_BLOCKING("fi_cq_sreadfrom", 100,
-				 fi_cq_sreadfrom(r.cq[1], &e, 1, &src,
-						 NULL, 100));
+		(void) fi_cq_read(r.cq[0], NULL, 0);
+		rc = CF_BLOCKING(
+			"fi_cq_sreadfrom", 100,
+			fi_cq_sreadfrom(r.cq[1], &e, 1, &src, NULL, 100));
 	}
 	cf_out("sreadfrom: %s", cf_rc(rc));
 	if (rc == 1) {
@@ -228,12 +230,12 @@ int cf_cq_sread(void)
 	c.cq = r.cq[1];
 	c.timeout_ms = 5000;
 	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, SMALL, NULL,
-						    r.peer[1], &ctx[2]))));
+						     r.peer[1], &ctx[2]))));
 	if (pthread_create(&thread, NULL, cq_reader_main, &c))
 		return CF_BROKEN;
 	cf_wait_started(&c.started);
-	cf_out("send: %s", cf_rc(fi_send(r.ep[0], b.s, SMALL, NULL, r.peer[0],
-					 &ctx[3])));
+	cf_out("send: %s",
+	       cf_rc(fi_send(r.ep[0], b.s, SMALL, NULL, r.peer[0], &ctx[3])));
 	/* The sender's completion, read while the reader waits. */
 	rc = CF_BLOCKING("fi_cq_sread", 5000,
 			 fi_cq_sread(r.cq[0], &e, 1, NULL, 5000));
@@ -263,7 +265,8 @@ int cf_cq_sread(void)
 
 /* Contexts fi_poll returned, in a stable order (the set's order is the
  * provider's, and both runs must only agree on which). */
-static void poll_print(struct fid_poll *ps, const char *what)
+static void
+poll_print(struct fid_poll *ps, const char *what)
 {
 	void *ctxs[8];
 	const char *names_[8];
@@ -294,10 +297,11 @@ static void poll_print(struct fid_poll *ps, const char *what)
  * fi_poll(3): a poll set over CQs and counters returns the application's
  * contexts of those with something new; fi_poll_del removes one.
  */
-int cf_poll_set(void)
+int
+cf_poll_set(void)
 {
-	struct cf_opts o = { .cntrs = true };
-	struct fi_poll_attr attr = { 0 };
+	struct cf_opts o = {.cntrs = true};
+	struct fi_poll_attr attr = {0};
 	struct fi_context2 ctx[2];
 	struct fi_cq_tagged_entry e;
 	struct fid_poll *ps;
@@ -319,8 +323,8 @@ int cf_poll_set(void)
 	poll_print(ps, "poll idle");
 
 	cf_post_recv_send(&r, b.r, b.s, SMALL, &ctx[0], &ctx[1]);
-	cf_out("rx1: %llu", (unsigned long long)cf_cntr_until(&r, r.rx[1], 1));
-	cf_out("tx0: %llu", (unsigned long long)cf_cntr_until(&r, r.tx[0], 1));
+	cf_out("rx1: %llu", (unsigned long long) cf_cntr_until(&r, r.rx[1], 1));
+	cf_out("tx0: %llu", (unsigned long long) cf_cntr_until(&r, r.tx[0], 1));
 	poll_print(ps, "poll after the transfer");
 	cf_reap_print(&r, 1, "recv", false);
 	cf_reap_print(&r, 0, "send", false);
@@ -328,8 +332,8 @@ int cf_poll_set(void)
 	cf_out("del cq1: %s", cf_rc(fi_poll_del(ps, &r.cq[1]->fid, 0)));
 	cf_out("del cq1 again: %s", cf_rc(fi_poll_del(ps, &r.cq[1]->fid, 0)));
 	cf_post_recv_send(&r, b.r, b.s, SMALL, &ctx[0], &ctx[1]);
-	cf_out("rx1: %llu", (unsigned long long)cf_cntr_until(&r, r.rx[1], 2));
-	cf_out("tx0: %llu", (unsigned long long)cf_cntr_until(&r, r.tx[0], 2));
+	cf_out("rx1: %llu", (unsigned long long) cf_cntr_until(&r, r.rx[1], 2));
+	cf_out("tx0: %llu", (unsigned long long) cf_cntr_until(&r, r.tx[0], 2));
 	poll_print(ps, "poll without cq1");
 	cf_out("recv: %s", cf_rc(cf_reap(&r, 1, &e, NULL)));
 	cf_out("send: %s", cf_rc(cf_reap(&r, 0, &e, NULL)));
@@ -341,7 +345,8 @@ out:
 }
 
 /* fi_wait with a bounded timeout, printed with its timing. */
-static void wait_print(struct fid_wait *ws, const char *what, int timeout)
+static void
+wait_print(struct fid_wait *ws, const char *what, int timeout)
 {
 	double t0 = cf_now_ms();
 	int ret = CF_BLOCKING("fi_wait", timeout, fi_wait(ws, timeout));
@@ -355,9 +360,10 @@ static void wait_print(struct fid_wait *ws, const char *what, int timeout)
  * signalled by a completion or a counter update; fi_wait times out with
  * -FI_ETIMEDOUT otherwise; fi_trywait says whether waiting is safe.
  */
-int cf_wait_set(void)
+int
+cf_wait_set(void)
 {
-	struct cf_opts o = { .cntrs = true, .wait_set = true };
+	struct cf_opts o = {.cntrs = true, .wait_set = true};
 	struct fi_context2 ctx[2];
 	struct fid *fids[2];
 	struct cf_rig r;
@@ -381,9 +387,9 @@ int cf_wait_set(void)
 	end = cf_now_ms() + CF_WAIT_S * 1e3;
 	do {
 		ret = CF_BLOCKING("fi_wait", 100, fi_wait(r.ws, 100));
-		(void)fi_cq_read(r.cq[0], NULL, 0);
+		(void) fi_cq_read(r.cq[0], NULL, 0);
 	} while (fi_cntr_read(r.rx[1]) < 1 && cf_now_ms() < end);
-	cf_out("rx1: %llu", (unsigned long long)fi_cntr_read(r.rx[1]));
+	cf_out("rx1: %llu", (unsigned long long) fi_cntr_read(r.rx[1]));
 	cf_out("trywait with a completion: %s",
 	       cf_rc(fi_trywait(r.d.fabric, fids, 2)));
 	/* Twice: the first wait may consume the wake-up the completion
@@ -402,9 +408,10 @@ int cf_wait_set(void)
  * error with -FI_ECANCELED and its context; a context that names no
  * pending operation is not an error to cancel; the endpoint works on.
  */
-int cf_cancel(void)
+int
+cf_cancel(void)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED };
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED};
 	struct fi_context2 ctx[6];
 	struct cf_rig r;
 	struct bufs b;
@@ -415,26 +422,26 @@ int cf_cancel(void)
 		return cf_setup_failed(ret);
 
 	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], b.r, LARGE, NULL,
-						    r.peer[1], &ctx[0]))));
+						     r.peer[1], &ctx[0]))));
 	cf_out("fi_cancel(recv): %s", cf_rc(fi_cancel(&r.ep[1]->fid, &ctx[0])));
 	cf_reap_print(&r, 1, "cancelled recv", false);
-	cf_out("trecv: %s", cf_rc(CF_POST(&r, fi_trecv(r.ep[1], b.r, SMALL,
-						      NULL, r.peer[1], 0x77, 0,
-						      &ctx[1]))));
-	cf_out("fi_cancel(trecv): %s", cf_rc(fi_cancel(&r.ep[1]->fid,
-						       &ctx[1])));
+	cf_out("trecv: %s",
+	       cf_rc(CF_POST(&r, fi_trecv(r.ep[1], b.r, SMALL, NULL, r.peer[1],
+					  0x77, 0, &ctx[1]))));
+	cf_out("fi_cancel(trecv): %s",
+	       cf_rc(fi_cancel(&r.ep[1]->fid, &ctx[1])));
 	cf_reap_print(&r, 1, "cancelled trecv", false);
-	cf_out("fi_cancel(unknown): %s", cf_rc(fi_cancel(&r.ep[1]->fid,
-							 &ctx[2])));
+	cf_out("fi_cancel(unknown): %s",
+	       cf_rc(fi_cancel(&r.ep[1]->fid, &ctx[2])));
 	cf_out("read after: %s", cf_rc(fi_cq_read(r.cq[1], NULL, 0)));
 
 	cf_post_recv_send(&r, b.r, b.s, LARGE, &ctx[3], &ctx[4]);
 	cf_reap_print(&r, 0, "send", false);
 	cf_reap_print(&r, 1, "recv", false);
-	cf_out("fi_cancel(completed): %s", cf_rc(fi_cancel(&r.ep[1]->fid,
-							   &ctx[3])));
-	cf_out("fi_cancel(send done): %s", cf_rc(fi_cancel(&r.ep[0]->fid,
-							   &ctx[4])));
+	cf_out("fi_cancel(completed): %s",
+	       cf_rc(fi_cancel(&r.ep[1]->fid, &ctx[3])));
+	cf_out("fi_cancel(send done): %s",
+	       cf_rc(fi_cancel(&r.ep[0]->fid, &ctx[4])));
 	cf_out("read after: %s", cf_rc(fi_cq_read(r.cq[1], NULL, 0)));
 	cf_close_all();
 	return CF_DONE;

@@ -19,7 +19,8 @@
  * fi_getinfo(3): what the provider grants an application. The hook
  * passes the answer through (no capability, mode or limit changes).
  */
-int cf_info_attrs(void)
+int
+cf_info_attrs(void)
 {
 	struct fi_info *info;
 	struct mrlt_domain d;
@@ -38,9 +39,9 @@ int cf_info_attrs(void)
 	       fi_tostr(&ea->type, FI_TYPE_EP_TYPE));
 	cf_out("caps %s", cf_flags(info->caps, FI_TYPE_CAPS));
 	cf_out("mode %s", cf_flags(info->mode, FI_TYPE_MODE));
-	cf_out("addr_format %s", fi_tostr(&info->addr_format,
-					  FI_TYPE_ADDR_FORMAT));
-	cf_out("mr_mode %s", cf_flags((uint64_t)da->mr_mode, FI_TYPE_MR_MODE));
+	cf_out("addr_format %s",
+	       fi_tostr(&info->addr_format, FI_TYPE_ADDR_FORMAT));
+	cf_out("mr_mode %s", cf_flags((uint64_t) da->mr_mode, FI_TYPE_MR_MODE));
 	cf_out("threading %s control %s data %s",
 	       fi_tostr(&da->threading, FI_TYPE_THREADING),
 	       fi_tostr(&da->control_progress, FI_TYPE_PROGRESS),
@@ -75,7 +76,8 @@ struct cntr_waiter {
 	double elapsed_ms;
 };
 
-static void *cntr_waiter_main(void *arg)
+static void *
+cntr_waiter_main(void *arg)
 {
 	struct cntr_waiter *w = arg;
 	double t0;
@@ -88,12 +90,14 @@ static void *cntr_waiter_main(void *arg)
 }
 
 /* Run a waiter for threshold and, once it runs, act(cntr, value). */
-static void cntr_wake(struct fid_cntr *cntr, uint64_t threshold,
-		      int (*act)(struct fid_cntr *, uint64_t), uint64_t value,
-		      const char *what)
+static void
+cntr_wake(struct fid_cntr *cntr, uint64_t threshold,
+	  int (*act)(struct fid_cntr *, uint64_t), uint64_t value,
+	  const char *what)
 {
-	struct cntr_waiter w = { .cntr = cntr, .threshold = threshold,
-				 .timeout_ms = 3000 };
+	struct cntr_waiter w = {.cntr = cntr,
+				.threshold = threshold,
+				.timeout_ms = 3000};
 	pthread_t thread;
 
 	if (pthread_create(&thread, NULL, cntr_waiter_main, &w)) {
@@ -108,11 +112,12 @@ static void cntr_wake(struct fid_cntr *cntr, uint64_t threshold,
 	       cf_timing(w.elapsed_ms, 3000));
 }
 
-static void cntr_print(struct fid_cntr *c, const char *what)
+static void
+cntr_print(struct fid_cntr *c, const char *what)
 {
 	cf_out("%s: value %llu errors %llu", what,
-	       (unsigned long long)fi_cntr_read(c),
-	       (unsigned long long)fi_cntr_readerr(c));
+	       (unsigned long long) fi_cntr_read(c),
+	       (unsigned long long) fi_cntr_readerr(c));
 }
 
 /*
@@ -122,11 +127,12 @@ static void cntr_print(struct fid_cntr *c, const char *what)
  * and wakes when the counter moves (cf_cntr_wait): apart, so that a
  * provider whose waits hang (shm) is still compared on the rest.
  */
-static int cntr_semantic(bool waits)
+static int
+cntr_semantic(bool waits)
 {
-	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
-				     .wait_obj = FI_WAIT_UNSPEC };
-	struct cf_opts o = { .cntrs = true, .thread_safe = true };
+	struct fi_cntr_attr attr = {.events = FI_CNTR_EVENTS_COMP,
+				    .wait_obj = FI_WAIT_UNSPEC};
+	struct cf_opts o = {.cntrs = true, .thread_safe = true};
 	struct fi_context2 ctx[2];
 	struct fid_cntr *c;
 	struct cf_rig r;
@@ -163,8 +169,8 @@ static int cntr_semantic(bool waits)
 	cf_name(&ctx[0], sizeof(ctx[0]), "ctx0");
 	cf_name(&ctx[1], sizeof(ctx[1]), "ctx1");
 	cf_post_recv_send(&r, rbuf, sbuf, 4096, &ctx[0], &ctx[1]);
-	cf_out("rx1: %llu", (unsigned long long)cf_cntr_until(&r, r.rx[1], 1));
-	cf_out("tx0: %llu", (unsigned long long)cf_cntr_until(&r, r.tx[0], 1));
+	cf_out("rx1: %llu", (unsigned long long) cf_cntr_until(&r, r.rx[1], 1));
+	cf_out("tx0: %llu", (unsigned long long) cf_cntr_until(&r, r.tx[0], 1));
 	cf_reap_print(&r, 1, "recv", false);
 	cf_reap_print(&r, 0, "send", false);
 	cntr_print(r.tx[0], "tx0");
@@ -177,7 +183,7 @@ static int cntr_semantic(bool waits)
 waits:
 	cf_out("set 2: %s", cf_rc(fi_cntr_set(c, 2)));
 	cf_out("wait 2: %s", cf_rc(CF_BLOCKING("fi_cntr_wait", 1000,
-						 fi_cntr_wait(c, 2, 1000))));
+					       fi_cntr_wait(c, 2, 1000))));
 	t0 = cf_now_ms();
 	ret = CF_BLOCKING("fi_cntr_wait", 150, fi_cntr_wait(c, 10, 150));
 	cf_out("wait 10 (150 ms): %s %s", cf_rc(ret),
@@ -198,20 +204,22 @@ waits:
 	return CF_DONE;
 }
 
-int cf_cntr(void)
+int
+cf_cntr(void)
 {
 	return cntr_semantic(false);
 }
 
-int cf_cntr_wait(void)
+int
+cf_cntr_wait(void)
 {
 	return cntr_semantic(true);
 }
 
 /* fi_av_straddr's text with its numbers replaced (ports and names differ
  * between runs; the format must not). */
-static void straddr_print(struct fid_av *av, const void *addr,
-			  const char *what)
+static void
+straddr_print(struct fid_av *av, const void *addr, const char *what)
 {
 	char buf[256], norm[256];
 	size_t len = sizeof(buf), j = 0;
@@ -222,9 +230,9 @@ static void straddr_print(struct fid_av *av, const void *addr,
 		return;
 	}
 	for (size_t i = 0; s[i] && j + 2 < sizeof(norm); i++) {
-		if (isdigit((unsigned char)s[i])) {
+		if (isdigit((unsigned char) s[i])) {
 			norm[j++] = 'N';
-			while (isdigit((unsigned char)s[i + 1]))
+			while (isdigit((unsigned char) s[i + 1]))
 				i++;
 		} else {
 			norm[j++] = s[i];
@@ -235,8 +243,9 @@ static void straddr_print(struct fid_av *av, const void *addr,
 	       len == strlen(buf) + 1 ? "=strlen+1" : "other");
 }
 
-static void av_lookup_print(struct fid_av *av, fi_addr_t fa, const char *name,
-			    size_t namelen, size_t room, const char *what)
+static void
+av_lookup_print(struct fid_av *av, fi_addr_t fa, const char *name,
+		size_t namelen, size_t room, const char *what)
 {
 	char buf[256];
 	size_t len = room;
@@ -246,8 +255,9 @@ static void av_lookup_print(struct fid_av *av, fi_addr_t fa, const char *name,
 	ret = fi_av_lookup(av, fa, buf, &len);
 	cf_out("%s: %s addrlen %s %s", what, cf_rc(ret),
 	       len == namelen ? "=name" : "other",
-	       ret ? "-" : !memcmp(buf, name, namelen) ? "the name" :
-							 "another address");
+	       ret			   ? "-" :
+	       !memcmp(buf, name, namelen) ? "the name" :
+					     "another address");
 }
 
 /*
@@ -255,11 +265,12 @@ static void av_lookup_print(struct fid_av *av, fi_addr_t fa, const char *name,
  * address; lookup gives the address back (and its length when the buffer
  * is too small); remove makes the fi_addr_t unknown; straddr formats it.
  */
-int cf_av(void)
+int
+cf_av(void)
 {
-	struct cf_opts o = { .no_connect = true };
-	struct fi_av_attr attr = { .count = 8 };
-	fi_addr_t fa[3] = { 0, 0, 0 };
+	struct cf_opts o = {.no_connect = true};
+	struct fi_av_attr attr = {.count = 8};
+	fi_addr_t fa[3] = {0, 0, 0};
 	struct fid_av *av;
 	struct cf_rig r;
 	char bogus[256], ctx_av;
@@ -285,12 +296,14 @@ int cf_av(void)
 	 * built on libfabric's util AV leave fid.context unset: an
 	 * application can rely on nothing but "its own or NULL". */
 	cf_out("context: %s", av->fid.context == &ctx_av || !av->fid.context ?
-	       "the application's or NULL" : cf_ptr(av->fid.context));
+				      "the application's or NULL" :
+				      cf_ptr(av->fid.context));
 
 	ret = fi_av_insert(av, r.name[0], 1, &fa[0], 0, NULL);
 	cf_out("insert ep0: %s%s", cf_rc(ret),
-	       attr.type == FI_AV_TABLE ? (fa[0] == 0 ? " fi_addr 0" :
-					   " fi_addr other") : "");
+	       attr.type == FI_AV_TABLE ?
+		       (fa[0] == 0 ? " fi_addr 0" : " fi_addr other") :
+		       "");
 	cf_name_addr(fa[0], "fa_ep0");
 	ret = fi_av_insert(av, r.name[1], 1, &fa[1], 0, NULL);
 	cf_out("insert ep1: %s %s", cf_rc(ret),
@@ -320,8 +333,8 @@ int cf_av(void)
 /* A non-blocking read of eq repeated for 2 s (this semantic is about the
  * events, not about blocking reads; on loopback they come at once, when
  * the provider gives them). */
-static ssize_t eq_poll(struct fid_eq *eq, uint32_t *event,
-		       struct fi_eq_entry *e)
+static ssize_t
+eq_poll(struct fid_eq *eq, uint32_t *event, struct fi_eq_entry *e)
 {
 	double end = cf_now_ms() + 2e3;
 	ssize_t rc;
@@ -338,15 +351,16 @@ static ssize_t eq_poll(struct fid_eq *eq, uint32_t *event,
  * the count inserted; an address that fails is an error entry whose data
  * is its index.
  */
-int cf_av_event(void)
+int
+cf_av_event(void)
 {
-	struct cf_opts o = { .no_connect = true };
-	struct fi_eq_attr eattr = { .size = 16, .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_av_attr attr = { .count = 8, .flags = FI_EVENT };
+	struct cf_opts o = {.no_connect = true};
+	struct fi_eq_attr eattr = {.size = 16, .wait_obj = FI_WAIT_UNSPEC};
+	struct fi_av_attr attr = {.count = 8, .flags = FI_EVENT};
 	struct fi_eq_err_entry err;
 	struct fi_eq_entry e;
 	struct fi_context2 ctx[2];
-	fi_addr_t fa[2] = { 0, 0 };
+	fi_addr_t fa[2] = {0, 0};
 	char names[2][256];
 	struct fid_av *av;
 	struct fid_eq *eq;
@@ -393,9 +407,9 @@ int cf_av_event(void)
 	else
 		cf_out("event: %s %s fid=%s ctx=%s data=%llu", cf_rc(rc),
 		       fi_tostr(&event, FI_TYPE_EQ_EVENT), cf_ptr(e.fid),
-		       cf_ptr(e.context), (unsigned long long)e.data);
-	cf_out("fi_addr: %s", fa[1] == FI_ADDR_NOTAVAIL ? "FI_ADDR_NOTAVAIL" :
-							  "set");
+		       cf_ptr(e.context), (unsigned long long) e.data);
+	cf_out("fi_addr: %s",
+	       fa[1] == FI_ADDR_NOTAVAIL ? "FI_ADDR_NOTAVAIL" : "set");
 
 	/* Two addresses, the second no peer's. */
 	memcpy(names[0], r.name[0], r.namelen[0]);
@@ -410,7 +424,7 @@ int cf_av_event(void)
 			rc = fi_eq_readerr(eq, &err, 0);
 			cf_out("error: %s fid=%s ctx=%s data=%llu err=%s",
 			       cf_rc(rc), cf_ptr(err.fid), cf_ptr(err.context),
-			       (unsigned long long)err.data, cf_rc(-err.err));
+			       (unsigned long long) err.data, cf_rc(-err.err));
 			continue;
 		}
 		if (rc < 0) {
@@ -419,12 +433,12 @@ int cf_av_event(void)
 		}
 		cf_out("event: %s %s fid=%s ctx=%s data=%llu", cf_rc(rc),
 		       fi_tostr(&event, FI_TYPE_EQ_EVENT), cf_ptr(e.fid),
-		       cf_ptr(e.context), (unsigned long long)e.data);
+		       cf_ptr(e.context), (unsigned long long) e.data);
 		if (event == FI_AV_COMPLETE)
 			break;
 	}
-	cf_out("fi_addr[1]: %s", fa[1] == FI_ADDR_NOTAVAIL ?
-	       "FI_ADDR_NOTAVAIL" : "set");
+	cf_out("fi_addr[1]: %s",
+	       fa[1] == FI_ADDR_NOTAVAIL ? "FI_ADDR_NOTAVAIL" : "set");
 out:
 	cf_close_all();
 	return CF_DONE;
@@ -434,22 +448,23 @@ static const struct {
 	int name;
 	const char *text;
 } opts[] = {
-	{ FI_OPT_MIN_MULTI_RECV, "MIN_MULTI_RECV" },
-	{ FI_OPT_CM_DATA_SIZE, "CM_DATA_SIZE" },
-	{ FI_OPT_BUFFERED_MIN, "BUFFERED_MIN" },
-	{ FI_OPT_BUFFERED_LIMIT, "BUFFERED_LIMIT" },
-	{ FI_OPT_SEND_BUF_SIZE, "SEND_BUF_SIZE" },
-	{ FI_OPT_RECV_BUF_SIZE, "RECV_BUF_SIZE" },
-	{ FI_OPT_TX_SIZE, "TX_SIZE" },
-	{ FI_OPT_RX_SIZE, "RX_SIZE" },
+	{FI_OPT_MIN_MULTI_RECV, "MIN_MULTI_RECV"},
+	{FI_OPT_CM_DATA_SIZE, "CM_DATA_SIZE"},
+	{FI_OPT_BUFFERED_MIN, "BUFFERED_MIN"},
+	{FI_OPT_BUFFERED_LIMIT, "BUFFERED_LIMIT"},
+	{FI_OPT_SEND_BUF_SIZE, "SEND_BUF_SIZE"},
+	{FI_OPT_RECV_BUF_SIZE, "RECV_BUF_SIZE"},
+	{FI_OPT_TX_SIZE, "TX_SIZE"},
+	{FI_OPT_RX_SIZE, "RX_SIZE"},
 };
 
-static void getopts_print(struct fid_ep *ep, const char *when)
+static void
+getopts_print(struct fid_ep *ep, const char *when)
 {
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
 		size_t v = 0xdead, len = sizeof(v);
-		int ret = fi_getopt(&ep->fid, FI_OPT_ENDPOINT, opts[i].name,
-				    &v, &len);
+		int ret = fi_getopt(&ep->fid, FI_OPT_ENDPOINT, opts[i].name, &v,
+				    &len);
 
 		if (ret)
 			cf_out("%s getopt %s: %s", when, opts[i].text,
@@ -460,16 +475,16 @@ static void getopts_print(struct fid_ep *ep, const char *when)
 	}
 }
 
-static void setopt_print(struct fid_ep *ep, int name, const char *text,
-			 size_t v, const char *when)
+static void
+setopt_print(struct fid_ep *ep, int name, const char *text, size_t v,
+	     const char *when)
 {
 	int ret = fi_setopt(&ep->fid, FI_OPT_ENDPOINT, name, &v, sizeof(v));
 	size_t back = 0xdead, len = sizeof(back);
 
 	cf_out("%s setopt %s %zu: %s", when, text, v, cf_rc(ret));
 	ret = fi_getopt(&ep->fid, FI_OPT_ENDPOINT, name, &back, &len);
-	cf_out("%s getopt %s: %s %zu", when, text, cf_rc(ret),
-	       ret ? 0 : back);
+	cf_out("%s getopt %s: %s %zu", when, text, cf_rc(ret), ret ? 0 : back);
 }
 
 /*
@@ -479,12 +494,13 @@ static void setopt_print(struct fid_ep *ep, int name, const char *text,
  * FI_SETOPSFLAG. Two semantics, so that a provider that fails one part
  * (shm's fi_getopt before fi_enable) is still compared on the other.
  */
-static int ep_opt(bool before)
+static int
+ep_opt(bool before)
 {
-	struct cf_opts o = { 0 };
-	struct fi_eq_attr eattr = { .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_cq_attr cattr = { .format = FI_CQ_FORMAT_TAGGED };
-	struct fi_av_attr aattr = { 0 };
+	struct cf_opts o = {0};
+	struct fi_eq_attr eattr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct fi_cq_attr cattr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_av_attr aattr = {0};
 	struct fid_ep *ep;
 	struct fid_cq *cq;
 	struct fid_av *av;
@@ -558,13 +574,13 @@ static int ep_opt(bool before)
 	before = true;
 
 enable:
-	cf_out("bind cq: %s", cf_rc(fi_ep_bind(ep, &cq->fid,
-					       FI_TRANSMIT | FI_RECV)));
+	cf_out("bind cq: %s",
+	       cf_rc(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV)));
 	if (!r.msg) {
 		cf_out("bind av: %s", cf_rc(fi_ep_bind(ep, &av->fid, 0)));
 		if (r.d.info->addr_format == FI_ADDR_STR) {
 			snprintf(shm_name, sizeof(shm_name),
-				 "fi_shm://conform-opt-%d", (int)getpid());
+				 "fi_shm://conform-opt-%d", (int) getpid());
 			cf_out("fi_setname: %s",
 			       cf_rc(fi_setname(&ep->fid, shm_name,
 						strlen(shm_name) + 1)));
@@ -591,12 +607,14 @@ out:
 	return CF_DONE;
 }
 
-int cf_ep_opt_before(void)
+int
+cf_ep_opt_before(void)
 {
 	return ep_opt(true);
 }
 
-int cf_ep_opt(void)
+int
+cf_ep_opt(void)
 {
 	return ep_opt(false);
 }

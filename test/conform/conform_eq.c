@@ -20,8 +20,9 @@ struct eq_event {
 	uint8_t extra[16];
 };
 
-static void print_eq_entry(const char *what, ssize_t rc, uint32_t event,
-			   const struct fi_eq_entry *e)
+static void
+print_eq_entry(const char *what, ssize_t rc, uint32_t event,
+	       const struct fi_eq_entry *e)
 {
 	if (rc < 0) {
 		cf_out("%s: %s", what, cf_rc(rc));
@@ -29,11 +30,11 @@ static void print_eq_entry(const char *what, ssize_t rc, uint32_t event,
 	}
 	cf_out("%s: %s event=%s fid=%s ctx=%s data=%llu", what, cf_rc(rc),
 	       fi_tostr(&event, FI_TYPE_EQ_EVENT), cf_ptr(e->fid),
-	       cf_ptr(e->context), (unsigned long long)e->data);
+	       cf_ptr(e->context), (unsigned long long) e->data);
 }
 
-static ssize_t eq_read_print(struct fid_eq *eq, const char *what, size_t len,
-			     uint64_t flags)
+static ssize_t
+eq_read_print(struct fid_eq *eq, const char *what, size_t len, uint64_t flags)
 {
 	struct eq_event out;
 	uint32_t event = ~0u;
@@ -45,8 +46,8 @@ static ssize_t eq_read_print(struct fid_eq *eq, const char *what, size_t len,
 	return rc;
 }
 
-static void eq_readerr_print(struct fid_eq *eq, const char *what,
-			     uint64_t flags)
+static void
+eq_readerr_print(struct fid_eq *eq, const char *what, uint64_t flags)
 {
 	struct fi_eq_err_entry err;
 	char buf[256] = "";
@@ -61,28 +62,33 @@ static void eq_readerr_print(struct fid_eq *eq, const char *what,
 	}
 	cf_out("%s: %s fid=%s ctx=%s data=%llu err=%s err_data=%s", what,
 	       cf_rc(rc), cf_ptr(err.fid), cf_ptr(err.context),
-	       (unsigned long long)err.data, cf_rc(-err.err),
+	       (unsigned long long) err.data, cf_rc(-err.err),
 	       err.err_data_size ? "set" : "none");
 	s = fi_eq_strerror(eq, err.prov_errno, err.err_data, buf, sizeof(buf));
 	cf_out("%s: fi_eq_strerror %s \"%s\"", what,
-	       s == buf ? "=buf" : s ? "other" : "NULL", s ? s : "");
+	       s == buf ? "=buf" :
+	       s	? "other" :
+			  "NULL",
+	       s ? s : "");
 }
 
-static ssize_t eq_write(struct fid_eq *eq, uint32_t event, fid_t fid,
-			void *ctx, uint64_t data, size_t len)
+static ssize_t
+eq_write(struct fid_eq *eq, uint32_t event, fid_t fid, void *ctx, uint64_t data,
+	 size_t len)
 {
 	struct eq_event in;
 
 	memset(&in, 0, sizeof(in));
-	in.e = (struct fi_eq_entry){ .fid = fid, .context = ctx, .data = data };
+	in.e = (struct fi_eq_entry){.fid = fid, .context = ctx, .data = data};
 	memset(in.extra, 0x5a, sizeof(in.extra));
 	return fi_eq_write(eq, event, &in, len, 0);
 }
 
 /* Fabric, domain and an EQ with attr: false (with *status set) when the
  * semantic ends there. */
-static bool open_eq(struct mrlt_domain *d, struct fi_eq_attr *attr,
-		    struct fid_eq **eq, void *ctx, int *status)
+static bool
+open_eq(struct mrlt_domain *d, struct fi_eq_attr *attr, struct fid_eq **eq,
+	void *ctx, int *status)
 {
 	enum fi_wait_obj wait_obj;
 	struct fi_info *info;
@@ -100,7 +106,7 @@ static bool open_eq(struct mrlt_domain *d, struct fi_eq_attr *attr,
 	/* The requested wait object: a provider may write its choice back. */
 	wait_obj = attr->wait_obj;
 	ret = fi_eq_open(d->fabric, attr, eq, ctx);
-	cf_out("fi_eq_open(wait %d): %s", (int)wait_obj, cf_rc(ret));
+	cf_out("fi_eq_open(wait %d): %s", (int) wait_obj, cf_rc(ret));
 	if (ret) {
 		*status = cf_setup_failed(ret);
 		return false;
@@ -118,12 +124,15 @@ static bool open_eq(struct mrlt_domain *d, struct fi_eq_attr *attr,
  * refused; an empty EQ reads -FI_EAGAIN; a wait FD becomes readable once an
  * event is queued.
  */
-int cf_eq_rw(void)
+int
+cf_eq_rw(void)
 {
-	struct fi_eq_attr attr = { .size = 16, .flags = FI_WRITE,
-				   .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_eq_attr fd_attr = { .size = 16, .flags = FI_WRITE,
-				      .wait_obj = FI_WAIT_FD };
+	struct fi_eq_attr attr = {.size = 16,
+				  .flags = FI_WRITE,
+				  .wait_obj = FI_WAIT_UNSPEC};
+	struct fi_eq_attr fd_attr = {.size = 16,
+				     .flags = FI_WRITE,
+				     .wait_obj = FI_WAIT_FD};
 	struct fid_eq *eq, *fd_eq;
 	struct mrlt_domain d;
 	struct eq_event out;
@@ -145,11 +154,10 @@ int cf_eq_rw(void)
 
 	cf_out("write 0: %s", cf_rc(eq_write(eq, FI_NOTIFY, &eq->fid, &ctx[0],
 					     100, sizeof(out.e))));
-	cf_out("write 1: %s", cf_rc(eq_write(eq, FI_MR_COMPLETE,
-					     &d.domain->fid, &ctx[1], 101,
-					     sizeof(out.e))));
-	cf_out("write 2: %s", cf_rc(eq_write(eq, FI_NOTIFY, NULL, NULL, 102,
-					     sizeof(out.e))));
+	cf_out("write 1: %s", cf_rc(eq_write(eq, FI_MR_COMPLETE, &d.domain->fid,
+					     &ctx[1], 101, sizeof(out.e))));
+	cf_out("write 2: %s",
+	       cf_rc(eq_write(eq, FI_NOTIFY, NULL, NULL, 102, sizeof(out.e))));
 	cf_out("write 3: %s", cf_rc(eq_write(eq, FI_NOTIFY, &d.fabric->fid,
 					     &ctx[3], 103, sizeof(out))));
 
@@ -163,11 +171,11 @@ int cf_eq_rw(void)
 	/* A payload written past the entry comes back whole. */
 	memset(&out, 0, sizeof(out));
 	event = ~0u;
-	ret = (int)fi_eq_read(eq, &event, &out, sizeof(out), 0);
+	ret = (int) fi_eq_read(eq, &event, &out, sizeof(out), 0);
 	print_eq_entry("read 3 with payload", ret, event, &out.e);
 	cf_out("read 3 payload: %s",
 	       out.extra[0] == 0x5a && out.extra[15] == 0x5a ? "intact" :
-							      "lost");
+							       "lost");
 	eq_read_print(eq, "read empty again", sizeof(out.e), 0);
 	buf[0] = '\0';
 	cf_out("fi_eq_strerror(0): \"%s\"",
@@ -184,7 +192,7 @@ int cf_eq_rw(void)
 	cf_out("FI_GETWAIT: %s fd=%s", cf_rc(ret), fd >= 0 ? "valid" : "none");
 	if (ret || fd < 0)
 		goto out;
-	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	pfd = (struct pollfd){.fd = fd, .events = POLLIN};
 	cf_out("fd before an event: %d", poll(&pfd, 1, 0));
 	cf_out("write: %s", cf_rc(eq_write(fd_eq, FI_NOTIFY, &fd_eq->fid,
 					   &ctx[0], 7, sizeof(out.e))));
@@ -207,7 +215,8 @@ struct eq_reader {
 	double elapsed_ms;
 };
 
-static void *eq_reader_main(void *arg)
+static void *
+eq_reader_main(void *arg)
 {
 	struct eq_reader *r = arg;
 	double t0;
@@ -221,16 +230,18 @@ static void *eq_reader_main(void *arg)
 	return NULL;
 }
 
-static void nap_ms(long ms)
+static void
+nap_ms(long ms)
 {
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = ms * 1000000L };
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = ms * 1000000L};
 
 	nanosleep(&ts, NULL);
 }
 
-static void on_sigusr1(int sig)
+static void
+on_sigusr1(int sig)
 {
-	(void)sig;
+	(void) sig;
 }
 
 /*
@@ -238,14 +249,17 @@ static void on_sigusr1(int sig)
  * nothing to read, returns an event queued before or during the wait, can
  * peek, and returns to its caller when the thread is signalled.
  */
-int cf_eq_sread(void)
+int
+cf_eq_sread(void)
 {
-	struct fi_eq_attr attr = { .size = 16, .flags = FI_WRITE,
-				   .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_eq_attr none_attr = { .size = 16, .flags = FI_WRITE,
-					.wait_obj = FI_WAIT_NONE };
-	struct sigaction sa = { .sa_handler = on_sigusr1 };
-	struct eq_reader r = { 0 };
+	struct fi_eq_attr attr = {.size = 16,
+				  .flags = FI_WRITE,
+				  .wait_obj = FI_WAIT_UNSPEC};
+	struct fi_eq_attr none_attr = {.size = 16,
+				       .flags = FI_WRITE,
+				       .wait_obj = FI_WAIT_NONE};
+	struct sigaction sa = {.sa_handler = on_sigusr1};
+	struct eq_reader r = {0};
 	struct fid_eq *eq, *none_eq;
 	struct mrlt_domain d;
 	struct fi_eq_entry e;
@@ -269,13 +283,12 @@ int cf_eq_sread(void)
 	cf_out("sread empty (200 ms): %s %s", cf_rc(rc),
 	       cf_timing(cf_now_ms() - t0, 200));
 
-	cf_out("write: %s", cf_rc(eq_write(eq, FI_NOTIFY, &eq->fid, &ctx[0], 1,
-					   sizeof(e))));
+	cf_out("write: %s",
+	       cf_rc(eq_write(eq, FI_NOTIFY, &eq->fid, &ctx[0], 1, sizeof(e))));
 	memset(&e, 0, sizeof(e));
 	t0 = cf_now_ms();
 	rc = CF_BLOCKING("fi_eq_sread", 2000,
-			 fi_eq_sread(eq, &event, &e, sizeof(e), 2000,
-				     FI_PEEK));
+			 fi_eq_sread(eq, &event, &e, sizeof(e), 2000, FI_PEEK));
 	print_eq_entry("sread peek", rc, event, &e);
 	memset(&e, 0, sizeof(e));
 	rc = CF_BLOCKING("fi_eq_sread", 2000,
@@ -329,9 +342,9 @@ int cf_eq_sread(void)
 	if (!rc) {
 		mrlt_track_fid(&none_eq->fid);
 		t0 = cf_now_ms();
-		rc = CF_BLOCKING("fi_eq_sread", 200,
-				 fi_eq_sread(none_eq, &event, &e, sizeof(e),
-					     200, 0));
+		rc = CF_BLOCKING(
+			"fi_eq_sread", 200,
+			fi_eq_sread(none_eq, &event, &e, sizeof(e), 200, 0));
 		cf_out("sread on FI_WAIT_NONE: %s %s", cf_rc(rc),
 		       cf_timing(cf_now_ms() - t0, 200));
 	}
@@ -341,13 +354,15 @@ int cf_eq_sread(void)
 
 /* An address no peer has: the endpoint's own name with every byte
  * zeroed (a string address: the empty string). */
-static void bogus_name(size_t len, char *out)
+static void
+bogus_name(size_t len, char *out)
 {
 	memset(out, 0, len);
 }
 
 /* Wait (bounded) until eq has something: the read's result. */
-static ssize_t eq_wait_any(struct fid_eq *eq, struct cf_rig *r)
+static ssize_t
+eq_wait_any(struct fid_eq *eq, struct cf_rig *r)
 {
 	double end = cf_now_ms() + CF_WAIT_S * 1e3;
 	struct fi_eq_cm_entry cm;
@@ -365,7 +380,8 @@ static ssize_t eq_wait_any(struct fid_eq *eq, struct cf_rig *r)
 }
 
 /* The error entry and what reads see around it. */
-static void eq_error_transcript(struct fid_eq *eq, struct cf_rig *r)
+static void
+eq_error_transcript(struct fid_eq *eq, struct cf_rig *r)
 {
 	struct fi_eq_err_entry err;
 	char err_data[256];
@@ -373,16 +389,18 @@ static void eq_error_transcript(struct fid_eq *eq, struct cf_rig *r)
 
 	rc = eq_wait_any(eq, r);
 	cf_out("an entry arrives: %s", cf_rc(rc));
-	eq_read_print(eq, "read with an error queued", sizeof(struct fi_eq_entry),
-		      0);
+	eq_read_print(eq, "read with an error queued",
+		      sizeof(struct fi_eq_entry), 0);
 	eq_readerr_print(eq, "readerr peek", FI_PEEK);
 	memset(&err, 0, sizeof(err));
 	err.err_data = err_data;
 	err.err_data_size = sizeof(err_data);
 	rc = fi_eq_readerr(eq, &err, FI_PEEK);
 	cf_out("readerr peek, own err_data: %s err_data=%s", cf_rc(rc),
-	       rc < 0 ? "-" : err.err_data == err_data ? "own" :
-	       err.err_data_size ? "other" : "none");
+	       rc < 0			? "-" :
+	       err.err_data == err_data ? "own" :
+	       err.err_data_size	? "other" :
+					  "none");
 	eq_readerr_print(eq, "readerr", 0);
 	eq_readerr_print(eq, "readerr again", 0);
 	eq_read_print(eq, "read after", sizeof(struct fi_eq_entry), 0);
@@ -395,11 +413,12 @@ static void eq_error_transcript(struct fid_eq *eq, struct cf_rig *r)
  * connection (MSG) or an asynchronous AV insert of an address that is no
  * peer's (RDM, fi_av(3) FI_EVENT).
  */
-int cf_eq_readerr(void)
+int
+cf_eq_readerr(void)
 {
-	struct fi_eq_attr attr = { .size = 16, .wait_obj = FI_WAIT_UNSPEC };
-	struct cf_opts o = { .no_connect = true };
-	struct fi_av_attr av_attr = { .flags = FI_EVENT };
+	struct fi_eq_attr attr = {.size = 16, .wait_obj = FI_WAIT_UNSPEC};
+	struct cf_opts o = {.no_connect = true};
+	struct fi_av_attr av_attr = {.flags = FI_EVENT};
 	struct fi_info *cli;
 	struct fid_ep *ep;
 	struct fid_eq *eq;
@@ -471,10 +490,11 @@ out:
  * application opened; a rejected request reaches the client as an error
  * entry naming its endpoint.
  */
-int cf_cm(void)
+int
+cf_cm(void)
 {
-	struct cf_opts o = { .ep_type = FI_EP_MSG, .cm_log = true };
-	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct cf_opts o = {.ep_type = FI_EP_MSG, .cm_log = true};
+	struct fi_eq_attr attr = {.wait_obj = FI_WAIT_UNSPEC};
 	struct {
 		struct fi_eq_cm_entry cm;
 		uint8_t data[64];
@@ -502,7 +522,8 @@ int cf_cm(void)
 	ret = fi_getpeer(r.ep[0], peer, &peerlen);
 	cf_out("fi_getpeer(ep0): %s %s", cf_rc(ret),
 	       !ret && peerlen == addrlen && !memcmp(peer, addr, addrlen) ?
-	       "the listener's address" : "another address");
+		       "the listener's address" :
+		       "another address");
 
 	/* A second client, rejected. */
 	ret = fi_eq_open(r.d.fabric, &attr, &eq, NULL);
@@ -517,8 +538,8 @@ int cf_cm(void)
 	cf_name(ep, 0, "cli");
 	cf_name(&ctx_cli, 1, "ctx_cli");
 	cf_out("cli bind: %s", cf_rc(fi_ep_bind(ep, &eq->fid, 0)));
-	cf_out("cli bind cq: %s", cf_rc(fi_ep_bind(ep, &r.cq[0]->fid,
-						   FI_TRANSMIT | FI_RECV)));
+	cf_out("cli bind cq: %s",
+	       cf_rc(fi_ep_bind(ep, &r.cq[0]->fid, FI_TRANSMIT | FI_RECV)));
 	cf_out("cli enable: %s", cf_rc(fi_enable(ep)));
 	cf_out("cli connect: %s", cf_rc(fi_connect(ep, addr, "hi", 3)));
 	end = cf_now_ms() + CF_WAIT_S * 1e3;
@@ -531,8 +552,10 @@ int cf_cm(void)
 		cf_out("second request: %s fid=%s info=%s data=%s",
 		       fi_tostr(&event, FI_TYPE_EQ_EVENT), cf_ptr(ev.cm.fid),
 		       ev.cm.info ? "set" : "NULL",
-		       rc >= (ssize_t)sizeof(ev.cm) + 3 &&
-		       !memcmp(ev.data, "hi", 3) ? "hi" : "other");
+		       rc >= (ssize_t) sizeof(ev.cm) + 3 &&
+				       !memcmp(ev.data, "hi", 3) ?
+			       "hi" :
+			       "other");
 		if (ev.cm.info) {
 			cf_out("fi_reject: %s",
 			       cf_rc(fi_reject(r.pep, ev.cm.info->handle, NULL,

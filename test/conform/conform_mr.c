@@ -21,41 +21,48 @@
 #define KEY_C 0x3c3
 #define KEY_D 0x4d4
 
-static bool prov_key(const struct cf_rig *r)
+static bool
+prov_key(const struct cf_rig *r)
 {
 	return r->d.info->domain_attr->mr_mode & FI_MR_PROV_KEY;
 }
 
-static uint64_t rma_addr(const struct cf_rig *r, const void *buf)
+static uint64_t
+rma_addr(const struct cf_rig *r, const void *buf)
 {
 	return r->d.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ?
-		       (uint64_t)(uintptr_t)buf : 0;
+		       (uint64_t) (uintptr_t) buf :
+		       0;
 }
 
 /* What an application may rely on of an MR it registered: its context,
  * whether it has a descriptor, and the key it asked for (a provider's own
  * key differs between runs). */
-static void mr_print(struct fid_mr *mr, const char *what)
+static void
+mr_print(struct fid_mr *mr, const char *what)
 {
 	cf_out("%s: ctx=%s desc=%s", what, cf_ptr(mr->fid.context),
 	       fi_mr_desc(mr) ? "set" : "NULL");
 }
 
 /* The key of an MR, as the application may rely on it. */
-static void mr_key_print(const struct cf_rig *r, struct fid_mr *mr,
-			 const char *what, uint64_t want_key)
+static void
+mr_key_print(const struct cf_rig *r, struct fid_mr *mr, const char *what,
+	     uint64_t want_key)
 {
 	uint64_t key = fi_mr_key(mr);
 
 	cf_out("%s: key=%s", what,
 	       key == FI_KEY_NOTAVAIL ? "FI_KEY_NOTAVAIL" :
-	       prov_key(r) ? "provider's" :
-	       key == want_key ? "requested" : "other");
+	       prov_key(r)	      ? "provider's" :
+	       key == want_key	      ? "requested" :
+					"other");
 }
 
 /* Bind to ep and enable, for FI_MR_ENDPOINT domains. */
-static void mr_attach(const struct cf_rig *r, struct fid_mr *mr,
-		      struct fid_ep *ep, const char *what)
+static void
+mr_attach(const struct cf_rig *r, struct fid_mr *mr, struct fid_ep *ep,
+	  const char *what)
 {
 	if (!(r->d.info->domain_attr->mr_mode & FI_MR_ENDPOINT))
 		return;
@@ -63,8 +70,9 @@ static void mr_attach(const struct cf_rig *r, struct fid_mr *mr,
 	cf_out("%s enable: %s", what, cf_rc(fi_mr_enable(mr)));
 }
 
-static ssize_t reg(struct cf_rig *r, void *buf, size_t len, uint64_t access,
-		   uint64_t key, struct fid_mr **mr, void *ctx, const char *what)
+static ssize_t
+reg(struct cf_rig *r, void *buf, size_t len, uint64_t access, uint64_t key,
+    struct fid_mr **mr, void *ctx, const char *what)
 {
 	int ret = fi_mr_reg(r->d.domain, buf, len, access, 0, key, 0, mr, ctx);
 
@@ -86,15 +94,16 @@ static ssize_t reg(struct cf_rig *r, void *buf, size_t len, uint64_t access,
  * closing one handle leaves another on the same memory working; bind,
  * refresh and raw keys answer as the provider does.
  */
-int cf_mr(void)
+int
+cf_mr(void)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_RMA };
+	struct cf_opts o = {.caps = FI_MSG | FI_RMA};
 	struct fi_context2 ctx[8];
 	struct fid_mr *a, *b, *v, *rem, *rl, *z;
 	struct fi_mr_attr attr;
 	struct iovec iov[2];
 	struct fid_cntr *cntr;
-	struct fi_cntr_attr cattr = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_cntr_attr cattr = {.events = FI_CNTR_EVENTS_COMP};
 	struct cf_rig r;
 	char *s, *d, ctxn[8][16];
 	uint8_t raw[64];
@@ -131,8 +140,8 @@ int cf_mr(void)
 		cf_out("mr_b is mr_a: %s", b == a ? "yes" : "no");
 	}
 
-	iov[0] = (struct iovec){ .iov_base = s, .iov_len = 4096 };
-	iov[1] = (struct iovec){ .iov_base = s + 8192, .iov_len = 4096 };
+	iov[0] = (struct iovec){.iov_base = s, .iov_len = 4096};
+	iov[1] = (struct iovec){.iov_base = s + 8192, .iov_len = 4096};
 	ret = fi_mr_regv(r.d.domain, iov, 2, FI_SEND, 0, KEY_C, 0, &v, &ctx[3]);
 	cf_out("regv 2 iovs: %s", cf_rc(ret));
 	if (!ret) {
@@ -149,7 +158,7 @@ int cf_mr(void)
 	}
 
 	memset(&attr, 0, sizeof(attr));
-	iov[0] = (struct iovec){ .iov_base = d, .iov_len = MR_LEN };
+	iov[0] = (struct iovec){.iov_base = d, .iov_len = MR_LEN};
 	attr.mr_iov = iov;
 	attr.iov_count = 1;
 	attr.access = FI_REMOTE_WRITE | FI_REMOTE_READ;
@@ -166,7 +175,7 @@ int cf_mr(void)
 	mr_key_print(&r, rem, "mr_rem", KEY_D);
 	mr_attach(&r, rem, r.ep[1], "mr_rem");
 
-	iov[0] = (struct iovec){ .iov_base = s, .iov_len = MR_LEN };
+	iov[0] = (struct iovec){.iov_base = s, .iov_len = MR_LEN};
 	cf_out("refresh mr_a: %s", cf_rc(fi_mr_refresh(a, iov, 1, 0)));
 	ret = fi_mr_raw_attr(rem, &base, raw, &raw_len, 0);
 	cf_out("raw_attr mr_rem: %s", cf_rc(ret));
@@ -183,11 +192,11 @@ int cf_mr(void)
 
 	/* Descriptors in use. */
 	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], d, MR_LEN,
-						    rl ? fi_mr_desc(rl) : NULL,
-						    r.peer[1], &ctx[0]))));
-	cf_out("send: %s", cf_rc(CF_POST(&r, fi_send(r.ep[0], s, MR_LEN,
-						    fi_mr_desc(a), r.peer[0],
-						    &ctx[1]))));
+						     rl ? fi_mr_desc(rl) : NULL,
+						     r.peer[1], &ctx[0]))));
+	cf_out("send: %s",
+	       cf_rc(CF_POST(&r, fi_send(r.ep[0], s, MR_LEN, fi_mr_desc(a),
+					 r.peer[0], &ctx[1]))));
 	cf_reap_print(&r, 0, "send", false);
 	cf_reap_print(&r, 1, "recv", false);
 	cf_out("data: %s", !memcmp(s, d, MR_LEN) ? "delivered" : "wrong");
@@ -197,8 +206,8 @@ int cf_mr(void)
 		cf_out("close mr_b: %s", cf_rc(mrlt_close(&b->fid, "mr_b")));
 	memset(d, 0, MR_LEN);
 	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], d, MR_LEN,
-						    rl ? fi_mr_desc(rl) : NULL,
-						    r.peer[1], &ctx[2]))));
+						     rl ? fi_mr_desc(rl) : NULL,
+						     r.peer[1], &ctx[2]))));
 	cf_out("send with mr_a: %s",
 	       cf_rc(CF_POST(&r, fi_send(r.ep[0], s, MR_LEN, fi_mr_desc(a),
 					 r.peer[0], &ctx[3]))));
@@ -209,10 +218,10 @@ int cf_mr(void)
 	if (rma) {
 		memset(s, 0x71, MR_LEN);
 		cf_out("write: %s",
-		       cf_rc(CF_POST(&r, fi_write(r.ep[0], s, MR_LEN,
-						  fi_mr_desc(a), r.peer[0],
-						  rma_addr(&r, d),
-						  fi_mr_key(rem), &ctx[4]))));
+		       cf_rc(CF_POST(&r,
+				     fi_write(r.ep[0], s, MR_LEN, fi_mr_desc(a),
+					      r.peer[0], rma_addr(&r, d),
+					      fi_mr_key(rem), &ctx[4]))));
 		cf_reap_print(&r, 0, "write", false);
 		/* The initiator's completion may come before the data lands
 		 * (FI_TRANSMIT_COMPLETE): the target is progressed until it
@@ -224,10 +233,10 @@ int cf_mr(void)
 		       !memcmp(s, d, MR_LEN) ? "delivered" : "wrong");
 		memset(s, 0, MR_LEN);
 		cf_out("read: %s",
-		       cf_rc(CF_POST(&r, fi_read(r.ep[0], s, MR_LEN,
-						 fi_mr_desc(a), r.peer[0],
-						 rma_addr(&r, d),
-						 fi_mr_key(rem), &ctx[5]))));
+		       cf_rc(CF_POST(&r,
+				     fi_read(r.ep[0], s, MR_LEN, fi_mr_desc(a),
+					     r.peer[0], rma_addr(&r, d),
+					     fi_mr_key(rem), &ctx[5]))));
 		cf_reap_print(&r, 0, "read", false);
 		cf_out("read back: %s",
 		       !memcmp(s, d, MR_LEN) ? "delivered" : "wrong");
@@ -242,9 +251,10 @@ out:
  * requested, whatever its access, and a key already in use in the domain
  * is refused with -FI_ENOKEY.
  */
-int cf_mr_key(void)
+int
+cf_mr_key(void)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_RMA };
+	struct cf_opts o = {.caps = FI_MSG | FI_RMA};
 	struct fid_mr *a, *b, *c, *e;
 	struct cf_rig r;
 	char *s, *d, ctx[4];
@@ -267,8 +277,8 @@ int cf_mr_key(void)
 		mr_key_print(&r, b, "local, its key", KEY_A);
 	if (!reg(&r, d, MR_LEN, FI_REMOTE_WRITE, KEY_B, &c, &ctx[2], "remote"))
 		mr_key_print(&r, c, "remote", KEY_B);
-	if (!prov_key(&r) &&
-	    !reg(&r, s, 4096, FI_RECV, KEY_B, &e, &ctx[3], "local, remote's key"))
+	if (!prov_key(&r) && !reg(&r, s, 4096, FI_RECV, KEY_B, &e, &ctx[3],
+				  "local, remote's key"))
 		mr_key_print(&r, e, "local, remote's key", KEY_B);
 	cf_close_all();
 	return CF_DONE;
@@ -282,7 +292,8 @@ union trig_ctx {
 };
 
 /* A tagged ping from ep0 to ep1 and its completions. */
-static void ping(struct cf_rig *r, struct fi_context2 *ctx)
+static void
+ping(struct cf_rig *r, struct fi_context2 *ctx)
 {
 	uint64_t out = 7, in = 0;
 
@@ -296,7 +307,8 @@ static void ping(struct cf_rig *r, struct fi_context2 *ctx)
 	cf_reap_print(r, 1, "ping rx", false);
 }
 
-static bool all_zero(const char *b, size_t len)
+static bool
+all_zero(const char *b, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
 		if (b[i])
@@ -310,10 +322,11 @@ static bool all_zero(const char *b, size_t len)
  * then runs with its operand's data of that moment and completes with
  * that context; one whose threshold is already reached runs at once.
  */
-int cf_trigger(void)
+int
+cf_trigger(void)
 {
-	struct cf_opts o = { .caps = FI_MSG | FI_TAGGED | FI_RMA | FI_TRIGGER };
-	struct fi_cntr_attr cattr = { .events = FI_CNTR_EVENTS_COMP };
+	struct cf_opts o = {.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_TRIGGER};
+	struct fi_cntr_attr cattr = {.events = FI_CNTR_EVENTS_COMP};
 	union trig_ctx t[3];
 	struct fi_context2 ctx[4];
 	struct fid_cntr *cntr;
@@ -353,16 +366,17 @@ int cf_trigger(void)
 	mrlt_track_fid(&cntr->fid);
 
 	/* A send waiting for 1. */
-	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], d, TRIG_LEN,
-						    NULL, r.peer[1],
-						    &ctx[2]))));
+	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], d, TRIG_LEN, NULL,
+						     r.peer[1], &ctx[2]))));
 	t[0].c.event_type = FI_TRIGGER_THRESHOLD;
 	t[0].c.trigger.threshold.cntr = cntr;
 	t[0].c.trigger.threshold.threshold = 1;
 	memset(s, 0x11, TRIG_LEN);
-	iov = (struct iovec){ .iov_base = s, .iov_len = TRIG_LEN };
-	msg = (struct fi_msg){ .msg_iov = &iov, .iov_count = 1,
-			       .addr = r.peer[0], .context = &t[0] };
+	iov = (struct iovec){.iov_base = s, .iov_len = TRIG_LEN};
+	msg = (struct fi_msg){.msg_iov = &iov,
+			      .iov_count = 1,
+			      .addr = r.peer[0],
+			      .context = &t[0]};
 	cf_out("triggered send: %s",
 	       cf_rc(CF_POST(&r, fi_sendmsg(r.ep[0], &msg, FI_TRIGGER))));
 	ping(&r, ctx);
@@ -373,24 +387,28 @@ int cf_trigger(void)
 	cf_reap_print(&r, 0, "triggered send", false);
 	cf_reap_print(&r, 1, "its recv", false);
 	cf_out("data: %s", d[0] == 0x22 && d[TRIG_LEN - 1] == 0x22 ?
-	       "of the trigger's time" : d[0] == 0x11 ? "of the post's time" :
-	       "other");
+				   "of the trigger's time" :
+			   d[0] == 0x11 ? "of the post's time" :
+					  "other");
 
 	/* A write waiting for 3, then one whose threshold is reached. */
-	if (reg(&r, d, TRIG_LEN, FI_REMOTE_WRITE, 0x777, &mr, &ctx[3],
-		"mr_d"))
+	if (reg(&r, d, TRIG_LEN, FI_REMOTE_WRITE, 0x777, &mr, &ctx[3], "mr_d"))
 		goto out;
 	mr_attach(&r, mr, r.ep[1], "mr_d");
 	memset(d, 0, TRIG_LEN);
 	memset(s, 0x33, TRIG_LEN);
-	rma = (struct fi_rma_iov){ .addr = rma_addr(&r, d), .len = TRIG_LEN,
-				   .key = fi_mr_key(mr) };
+	rma = (struct fi_rma_iov){.addr = rma_addr(&r, d),
+				  .len = TRIG_LEN,
+				  .key = fi_mr_key(mr)};
 	t[1].c.event_type = FI_TRIGGER_THRESHOLD;
 	t[1].c.trigger.threshold.cntr = cntr;
 	t[1].c.trigger.threshold.threshold = 3;
-	rmsg = (struct fi_msg_rma){ .msg_iov = &iov, .iov_count = 1,
-				    .addr = r.peer[0], .rma_iov = &rma,
-				    .rma_iov_count = 1, .context = &t[1] };
+	rmsg = (struct fi_msg_rma){.msg_iov = &iov,
+				   .iov_count = 1,
+				   .addr = r.peer[0],
+				   .rma_iov = &rma,
+				   .rma_iov_count = 1,
+				   .context = &t[1]};
 	cf_out("triggered write: %s",
 	       cf_rc(CF_POST(&r, fi_writemsg(r.ep[0], &rmsg, FI_TRIGGER))));
 	cf_out("fi_cntr_add: %s", cf_rc(fi_cntr_add(cntr, 1)));
@@ -402,8 +420,8 @@ int cf_trigger(void)
 	for (double end = cf_now_ms() + CF_WAIT_S * 1e3;
 	     d[TRIG_LEN - 1] != 0x33 && cf_now_ms() < end;)
 		cf_progress(&r);
-	cf_out("data: %s", d[0] == 0x33 && d[TRIG_LEN - 1] == 0x33 ?
-	       "delivered" : "other");
+	cf_out("data: %s",
+	       d[0] == 0x33 && d[TRIG_LEN - 1] == 0x33 ? "delivered" : "other");
 
 	t[2].c.event_type = FI_TRIGGER_THRESHOLD;
 	t[2].c.trigger.threshold.cntr = cntr;

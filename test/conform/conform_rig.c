@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rdma/fi_ext_mrlease.h"
 #include "conform.h"
+#include "rdma/fi_ext_mrlease.h"
 
 const char *cf_prov;
 
@@ -21,7 +21,8 @@ const char *cf_prov;
  * Transcript.
  */
 
-void cf_out(const char *fmt, ...)
+void
+cf_out(const char *fmt, ...)
 {
 	va_list args;
 
@@ -34,7 +35,8 @@ void cf_out(const char *fmt, ...)
 
 #define CF_RING 8
 
-static char *ring_next(void)
+static char *
+ring_next(void)
 {
 	static char ring[CF_RING][256];
 	static unsigned next;
@@ -47,38 +49,65 @@ static const struct {
 	int err;
 	const char *name;
 } errnames[] = {
-	{ FI_EPERM, "FI_EPERM" },       { FI_ENOENT, "FI_ENOENT" },
-	{ FI_EINTR, "FI_EINTR" },       { FI_EIO, "FI_EIO" },
-	{ FI_E2BIG, "FI_E2BIG" },       { FI_EBADF, "FI_EBADF" },
-	{ FI_EAGAIN, "FI_EAGAIN" },     { FI_ENOMEM, "FI_ENOMEM" },
-	{ FI_EACCES, "FI_EACCES" },     { FI_EFAULT, "FI_EFAULT" },
-	{ FI_EBUSY, "FI_EBUSY" },       { FI_ENODEV, "FI_ENODEV" },
-	{ FI_EINVAL, "FI_EINVAL" },     { FI_EMFILE, "FI_EMFILE" },
-	{ FI_ENOSPC, "FI_ENOSPC" },     { FI_ENOSYS, "FI_ENOSYS" },
-	{ FI_EWOULDBLOCK, "FI_EAGAIN" }, { FI_ENOMSG, "FI_ENOMSG" },
-	{ FI_ENODATA, "FI_ENODATA" },   { FI_EOVERFLOW, "FI_EOVERFLOW" },
-	{ FI_EMSGSIZE, "FI_EMSGSIZE" }, { FI_ENOPROTOOPT, "FI_ENOPROTOOPT" },
-	{ FI_EOPNOTSUPP, "FI_EOPNOTSUPP" }, { FI_EADDRINUSE, "FI_EADDRINUSE" },
-	{ FI_EADDRNOTAVAIL, "FI_EADDRNOTAVAIL" },
-	{ FI_ENETDOWN, "FI_ENETDOWN" }, { FI_ENETUNREACH, "FI_ENETUNREACH" },
-	{ FI_ECONNABORTED, "FI_ECONNABORTED" },
-	{ FI_ECONNRESET, "FI_ECONNRESET" }, { FI_ENOBUFS, "FI_ENOBUFS" },
-	{ FI_EISCONN, "FI_EISCONN" },   { FI_ENOTCONN, "FI_ENOTCONN" },
-	{ FI_ESHUTDOWN, "FI_ESHUTDOWN" }, { FI_ETIMEDOUT, "FI_ETIMEDOUT" },
-	{ FI_ECONNREFUSED, "FI_ECONNREFUSED" },
-	{ FI_EHOSTDOWN, "FI_EHOSTDOWN" }, { FI_EHOSTUNREACH, "FI_EHOSTUNREACH" },
-	{ FI_EALREADY, "FI_EALREADY" }, { FI_EINPROGRESS, "FI_EINPROGRESS" },
-	{ FI_EREMOTEIO, "FI_EREMOTEIO" }, { FI_ECANCELED, "FI_ECANCELED" },
-	{ FI_EKEYREJECTED, "FI_EKEYREJECTED" }, { FI_EOTHER, "FI_EOTHER" },
-	{ FI_ETOOSMALL, "FI_ETOOSMALL" }, { FI_EOPBADSTATE, "FI_EOPBADSTATE" },
-	{ FI_EAVAIL, "FI_EAVAIL" },     { FI_EBADFLAGS, "FI_EBADFLAGS" },
-	{ FI_ENOEQ, "FI_ENOEQ" },       { FI_EDOMAIN, "FI_EDOMAIN" },
-	{ FI_ENOCQ, "FI_ENOCQ" },       { FI_ECRC, "FI_ECRC" },
-	{ FI_ETRUNC, "FI_ETRUNC" },     { FI_ENOKEY, "FI_ENOKEY" },
-	{ FI_ENOAV, "FI_ENOAV" },       { FI_EOVERRUN, "FI_EOVERRUN" },
+	{FI_EPERM, "FI_EPERM"},
+	{FI_ENOENT, "FI_ENOENT"},
+	{FI_EINTR, "FI_EINTR"},
+	{FI_EIO, "FI_EIO"},
+	{FI_E2BIG, "FI_E2BIG"},
+	{FI_EBADF, "FI_EBADF"},
+	{FI_EAGAIN, "FI_EAGAIN"},
+	{FI_ENOMEM, "FI_ENOMEM"},
+	{FI_EACCES, "FI_EACCES"},
+	{FI_EFAULT, "FI_EFAULT"},
+	{FI_EBUSY, "FI_EBUSY"},
+	{FI_ENODEV, "FI_ENODEV"},
+	{FI_EINVAL, "FI_EINVAL"},
+	{FI_EMFILE, "FI_EMFILE"},
+	{FI_ENOSPC, "FI_ENOSPC"},
+	{FI_ENOSYS, "FI_ENOSYS"},
+	{FI_EWOULDBLOCK, "FI_EAGAIN"},
+	{FI_ENOMSG, "FI_ENOMSG"},
+	{FI_ENODATA, "FI_ENODATA"},
+	{FI_EOVERFLOW, "FI_EOVERFLOW"},
+	{FI_EMSGSIZE, "FI_EMSGSIZE"},
+	{FI_ENOPROTOOPT, "FI_ENOPROTOOPT"},
+	{FI_EOPNOTSUPP, "FI_EOPNOTSUPP"},
+	{FI_EADDRINUSE, "FI_EADDRINUSE"},
+	{FI_EADDRNOTAVAIL, "FI_EADDRNOTAVAIL"},
+	{FI_ENETDOWN, "FI_ENETDOWN"},
+	{FI_ENETUNREACH, "FI_ENETUNREACH"},
+	{FI_ECONNABORTED, "FI_ECONNABORTED"},
+	{FI_ECONNRESET, "FI_ECONNRESET"},
+	{FI_ENOBUFS, "FI_ENOBUFS"},
+	{FI_EISCONN, "FI_EISCONN"},
+	{FI_ENOTCONN, "FI_ENOTCONN"},
+	{FI_ESHUTDOWN, "FI_ESHUTDOWN"},
+	{FI_ETIMEDOUT, "FI_ETIMEDOUT"},
+	{FI_ECONNREFUSED, "FI_ECONNREFUSED"},
+	{FI_EHOSTDOWN, "FI_EHOSTDOWN"},
+	{FI_EHOSTUNREACH, "FI_EHOSTUNREACH"},
+	{FI_EALREADY, "FI_EALREADY"},
+	{FI_EINPROGRESS, "FI_EINPROGRESS"},
+	{FI_EREMOTEIO, "FI_EREMOTEIO"},
+	{FI_ECANCELED, "FI_ECANCELED"},
+	{FI_EKEYREJECTED, "FI_EKEYREJECTED"},
+	{FI_EOTHER, "FI_EOTHER"},
+	{FI_ETOOSMALL, "FI_ETOOSMALL"},
+	{FI_EOPBADSTATE, "FI_EOPBADSTATE"},
+	{FI_EAVAIL, "FI_EAVAIL"},
+	{FI_EBADFLAGS, "FI_EBADFLAGS"},
+	{FI_ENOEQ, "FI_ENOEQ"},
+	{FI_EDOMAIN, "FI_EDOMAIN"},
+	{FI_ENOCQ, "FI_ENOCQ"},
+	{FI_ECRC, "FI_ECRC"},
+	{FI_ETRUNC, "FI_ETRUNC"},
+	{FI_ENOKEY, "FI_ENOKEY"},
+	{FI_ENOAV, "FI_ENOAV"},
+	{FI_EOVERRUN, "FI_EOVERRUN"},
 };
 
-static const char *errname(int err)
+static const char *
+errname(int err)
 {
 	for (size_t i = 0; i < sizeof(errnames) / sizeof(errnames[0]); i++)
 		if (errnames[i].err == err)
@@ -86,10 +115,11 @@ static const char *errname(int err)
 	return NULL;
 }
 
-const char *cf_rc(ssize_t rc)
+const char *
+cf_rc(ssize_t rc)
 {
 	char *s = ring_next();
-	const char *n = rc < 0 ? errname((int)-rc) : NULL;
+	const char *n = rc < 0 ? errname((int) -rc) : NULL;
 
 	if (n)
 		snprintf(s, 256, "-%s", n);
@@ -98,7 +128,8 @@ const char *cf_rc(ssize_t rc)
 	return s;
 }
 
-const char *cf_flags(uint64_t flags, enum fi_type type)
+const char *
+cf_flags(uint64_t flags, enum fi_type type)
 {
 	char *s = ring_next();
 
@@ -109,7 +140,8 @@ const char *cf_flags(uint64_t flags, enum fi_type type)
 	return s;
 }
 
-bool cf_unsupported(ssize_t rc)
+bool
+cf_unsupported(ssize_t rc)
 {
 	return rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP || rc == -FI_ENODATA;
 }
@@ -123,7 +155,8 @@ static struct {
 } names[CF_NAMES];
 static size_t nnames;
 
-void cf_name(const void *p, size_t len, const char *name)
+void
+cf_name(const void *p, size_t len, const char *name)
 {
 	if (!p || nnames == CF_NAMES)
 		return;
@@ -133,7 +166,8 @@ void cf_name(const void *p, size_t len, const char *name)
 	nnames++;
 }
 
-const char *cf_ptr(const void *p)
+const char *
+cf_ptr(const void *p)
 {
 	const char *c = p;
 	char *s;
@@ -161,7 +195,8 @@ static struct {
 } addr_names[16];
 static size_t naddr_names;
 
-void cf_name_addr(fi_addr_t addr, const char *name)
+void
+cf_name_addr(fi_addr_t addr, const char *name)
 {
 	if (naddr_names == sizeof(addr_names) / sizeof(addr_names[0]))
 		return;
@@ -171,7 +206,8 @@ void cf_name_addr(fi_addr_t addr, const char *name)
 	naddr_names++;
 }
 
-const char *cf_addr(fi_addr_t addr)
+const char *
+cf_addr(fi_addr_t addr)
 {
 	if (addr == FI_ADDR_UNSPEC)
 		return "FI_ADDR_UNSPEC";
@@ -183,12 +219,14 @@ const char *cf_addr(fi_addr_t addr)
 	return "unnamed";
 }
 
-double cf_now_ms(void)
+double
+cf_now_ms(void)
 {
 	return mrlt_now() * 1e3;
 }
 
-const char *cf_timing(double elapsed_ms, int timeout_ms)
+const char *
+cf_timing(double elapsed_ms, int timeout_ms)
 {
 	/* A wait that was cut short ends well before its timeout; one that
 	 * ran out can only end later than it on a loaded machine. */
@@ -198,11 +236,12 @@ const char *cf_timing(double elapsed_ms, int timeout_ms)
 static double deadline_ms;
 static const char *volatile blocked_in = "the semantic";
 
-static void on_alarm(int sig)
+static void
+on_alarm(int sig)
 {
 	const char *what = blocked_in;
 
-	(void)sig;
+	(void) sig;
 	/* write(2) only: the process may be anywhere. */
 	if (write(STDOUT_FILENO, "# hang in ", 10) < 0 ||
 	    write(STDOUT_FILENO, what, strlen(what)) < 0 ||
@@ -211,9 +250,10 @@ static void on_alarm(int sig)
 	_exit(CF_HANG);
 }
 
-void cf_deadline_start(void)
+void
+cf_deadline_start(void)
 {
-	struct sigaction sa = { .sa_handler = on_alarm };
+	struct sigaction sa = {.sa_handler = on_alarm};
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGALRM, &sa, NULL);
@@ -221,34 +261,38 @@ void cf_deadline_start(void)
 	alarm(CF_SEMANTIC_S);
 }
 
-void cf_block_begin(const char *what, int timeout_ms)
+void
+cf_block_begin(const char *what, int timeout_ms)
 {
 	blocked_in = what;
-	alarm((unsigned)(timeout_ms / 1000 + 4));
+	alarm((unsigned) (timeout_ms / 1000 + 4));
 }
 
-void cf_block_end(void)
+void
+cf_block_end(void)
 {
 	double left = (deadline_ms - cf_now_ms()) / 1e3;
 
 	blocked_in = "the semantic";
-	alarm(left > 1 ? (unsigned)left : 1);
+	alarm(left > 1 ? (unsigned) left : 1);
 }
 
 /* ------------------------------------------------------------------------
  * The rig.
  */
 
-enum fi_ep_type cf_ep_type(void)
+enum fi_ep_type
+cf_ep_type(void)
 {
 	return strcmp(cf_prov, "tcp") ? FI_EP_RDM : FI_EP_MSG;
 }
 
-int cf_info(enum fi_ep_type type, uint64_t caps, bool thread_safe,
-	    struct fi_info **info)
+int
+cf_info(enum fi_ep_type type, uint64_t caps, bool thread_safe,
+	struct fi_info **info)
 {
 	struct fi_info *hints = mrlt_hints(cf_prov, type ? type : cf_ep_type(),
-					  caps ? caps : FI_MSG | FI_TAGGED);
+					   caps ? caps : FI_MSG | FI_TAGGED);
 	int ret;
 
 	if (thread_safe)
@@ -260,7 +304,8 @@ int cf_info(enum fi_ep_type type, uint64_t caps, bool thread_safe,
 	return ret;
 }
 
-int cf_domain_open(struct fi_info *info, struct mrlt_domain *d)
+int
+cf_domain_open(struct fi_info *info, struct mrlt_domain *d)
 {
 	void *ops = NULL;
 	int ret;
@@ -277,21 +322,23 @@ int cf_domain_open(struct fi_info *info, struct mrlt_domain *d)
 	return 0;
 }
 
-int cf_setup_failed(int ret)
+int
+cf_setup_failed(int ret)
 {
 	return cf_unsupported(ret) ? CF_DONE : CF_BROKEN;
 }
 
-#define TRY(what, expr)                                                        \
-	do {                                                                   \
-		ssize_t try_rc_ = (ssize_t)(expr);                             \
-		if (try_rc_ < 0) {                                             \
-			cf_out("rig: %s: %s", what, cf_rc(try_rc_));           \
-			return (int)try_rc_;                                   \
-		}                                                              \
+#define TRY(what, expr)                                              \
+	do {                                                         \
+		ssize_t try_rc_ = (ssize_t) (expr);                  \
+		if (try_rc_ < 0) {                                   \
+			cf_out("rig: %s: %s", what, cf_rc(try_rc_)); \
+			return (int) try_rc_;                        \
+		}                                                    \
 	} while (0)
 
-static void name_indexed(const void *p, const char *base, int i)
+static void
+name_indexed(const void *p, const char *base, int i)
 {
 	char n[32];
 
@@ -301,7 +348,8 @@ static void name_indexed(const void *p, const char *base, int i)
 
 /* CQ and counters of one side: companions open before the endpoint, so
  * the tracked fids close endpoint first. */
-static int open_companions(struct cf_rig *r, const struct cf_opts *o, int i)
+static int
+open_companions(struct cf_rig *r, const struct cf_opts *o, int i)
 {
 	struct fi_cq_attr cq = o->cq;
 	struct fi_cntr_attr cntr = o->cntr;
@@ -312,19 +360,19 @@ static int open_companions(struct cf_rig *r, const struct cf_opts *o, int i)
 		cq.wait_obj = cntr.wait_obj = FI_WAIT_SET;
 		cq.wait_set = cntr.wait_set = r->ws;
 	}
-	TRY("fi_cq_open", fi_cq_open(r->d.domain, &cq, &r->cq[i],
-				     &r->ctx_cq[i]));
+	TRY("fi_cq_open",
+	    fi_cq_open(r->d.domain, &cq, &r->cq[i], &r->ctx_cq[i]));
 	mrlt_track_fid(&r->cq[i]->fid);
 	name_indexed(r->cq[i], "cq", i);
 	name_indexed(&r->ctx_cq[i], "ctx_cq", i);
 	if (o->cntrs) {
 		if (!cntr.events)
 			cntr.events = FI_CNTR_EVENTS_COMP;
-		TRY("fi_cntr_open", fi_cntr_open(r->d.domain, &cntr, &r->tx[i],
-						 &r->ctx_tx[i]));
+		TRY("fi_cntr_open",
+		    fi_cntr_open(r->d.domain, &cntr, &r->tx[i], &r->ctx_tx[i]));
 		mrlt_track_fid(&r->tx[i]->fid);
-		TRY("fi_cntr_open", fi_cntr_open(r->d.domain, &cntr, &r->rx[i],
-						 &r->ctx_rx[i]));
+		TRY("fi_cntr_open",
+		    fi_cntr_open(r->d.domain, &cntr, &r->rx[i], &r->ctx_rx[i]));
 		mrlt_track_fid(&r->rx[i]->fid);
 		name_indexed(r->tx[i], "tx", i);
 		name_indexed(r->rx[i], "rx", i);
@@ -334,35 +382,37 @@ static int open_companions(struct cf_rig *r, const struct cf_opts *o, int i)
 	return 0;
 }
 
-static int bind_companions(struct cf_rig *r, const struct cf_opts *o, int i)
+static int
+bind_companions(struct cf_rig *r, const struct cf_opts *o, int i)
 {
-	TRY("fi_ep_bind(cq)", fi_ep_bind(r->ep[i], &r->cq[i]->fid,
-					 FI_TRANSMIT | FI_RECV));
+	TRY("fi_ep_bind(cq)",
+	    fi_ep_bind(r->ep[i], &r->cq[i]->fid, FI_TRANSMIT | FI_RECV));
 	if (o->cntrs) {
 		TRY("fi_ep_bind(tx)", fi_ep_bind(r->ep[i], &r->tx[i]->fid,
 						 FI_SEND | FI_WRITE | FI_READ));
-		TRY("fi_ep_bind(rx)", fi_ep_bind(r->ep[i], &r->rx[i]->fid,
-						 FI_RECV));
+		TRY("fi_ep_bind(rx)",
+		    fi_ep_bind(r->ep[i], &r->rx[i]->fid, FI_RECV));
 	}
 	return 0;
 }
 
-static int rdm_side_open(struct cf_rig *r, const struct cf_opts *o, int i)
+static int
+rdm_side_open(struct cf_rig *r, const struct cf_opts *o, int i)
 {
-	struct fi_av_attr av = { .type = r->d.info->domain_attr->av_type };
+	struct fi_av_attr av = {.type = r->d.info->domain_attr->av_type};
 	char shm_name[64];
 	int ret;
 
 	ret = open_companions(r, o, i);
 	if (ret)
 		return ret;
-	TRY("fi_av_open", fi_av_open(r->d.domain, &av, &r->av[i],
-				     &r->ctx_av[i]));
+	TRY("fi_av_open",
+	    fi_av_open(r->d.domain, &av, &r->av[i], &r->ctx_av[i]));
 	mrlt_track_fid(&r->av[i]->fid);
 	name_indexed(r->av[i], "av", i);
 	name_indexed(&r->ctx_av[i], "ctx_av", i);
-	TRY("fi_endpoint", fi_endpoint(r->d.domain, r->d.info, &r->ep[i],
-				       &r->ctx_ep[i]));
+	TRY("fi_endpoint",
+	    fi_endpoint(r->d.domain, r->d.info, &r->ep[i], &r->ctx_ep[i]));
 	mrlt_track_fid(&r->ep[i]->fid);
 	name_indexed(r->ep[i], "ep", i);
 	name_indexed(&r->ctx_ep[i], "ctx_ep", i);
@@ -374,18 +424,19 @@ static int rdm_side_open(struct cf_rig *r, const struct cf_opts *o, int i)
 		/* shm names its region after the endpoint: one per
 		 * endpoint and process. */
 		snprintf(shm_name, sizeof(shm_name), "fi_shm://conform-%d-%d",
-			 (int)getpid(), i);
-		TRY("fi_setname", fi_setname(&r->ep[i]->fid, shm_name,
-					     strlen(shm_name) + 1));
+			 (int) getpid(), i);
+		TRY("fi_setname",
+		    fi_setname(&r->ep[i]->fid, shm_name, strlen(shm_name) + 1));
 	}
 	TRY("fi_enable", fi_enable(r->ep[i]));
 	r->namelen[i] = sizeof(r->name[i]);
-	TRY("fi_getname", fi_getname(&r->ep[i]->fid, r->name[i],
-				     &r->namelen[i]));
+	TRY("fi_getname",
+	    fi_getname(&r->ep[i]->fid, r->name[i], &r->namelen[i]));
 	return 0;
 }
 
-static int rdm_open(struct cf_rig *r, const struct cf_opts *o)
+static int
+rdm_open(struct cf_rig *r, const struct cf_opts *o)
 {
 	int ret;
 
@@ -406,10 +457,11 @@ static int rdm_open(struct cf_rig *r, const struct cf_opts *o)
 	return 0;
 }
 
-static int msg_side_open(struct cf_rig *r, const struct cf_opts *o, int i,
-			 struct fi_info *info)
+static int
+msg_side_open(struct cf_rig *r, const struct cf_opts *o, int i,
+	      struct fi_info *info)
 {
-	struct fi_eq_attr eq = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_eq_attr eq = {.wait_obj = FI_WAIT_UNSPEC};
 	int ret;
 
 	TRY("fi_eq_open", fi_eq_open(r->d.fabric, &eq, &r->eq[i], NULL));
@@ -418,8 +470,8 @@ static int msg_side_open(struct cf_rig *r, const struct cf_opts *o, int i,
 	ret = open_companions(r, o, i);
 	if (ret)
 		return ret;
-	TRY("fi_endpoint", fi_endpoint(r->d.domain, info, &r->ep[i],
-				       &r->ctx_ep[i]));
+	TRY("fi_endpoint",
+	    fi_endpoint(r->d.domain, info, &r->ep[i], &r->ctx_ep[i]));
 	mrlt_track_fid(&r->ep[i]->fid);
 	name_indexed(r->ep[i], "ep", i);
 	name_indexed(&r->ctx_ep[i], "ctx_ep", i);
@@ -435,10 +487,11 @@ static int msg_side_open(struct cf_rig *r, const struct cf_opts *o, int i,
 /* One non-blocking read of a CM event: the event, -FI_EAGAIN or an error.
  * What was read is added to log (the sides' events interleave as they
  * please: each side's log is printed in a fixed order). */
-static ssize_t cm_poll(struct fid_eq *eq, char *log, size_t loglen,
-		       uint32_t *event, struct fi_eq_cm_entry *cm, size_t len)
+static ssize_t
+cm_poll(struct fid_eq *eq, char *log, size_t loglen, uint32_t *event,
+	struct fi_eq_cm_entry *cm, size_t len)
 {
-	struct fi_eq_err_entry err = { 0 };
+	struct fi_eq_err_entry err = {0};
 	ssize_t rc = fi_eq_read(eq, event, cm, len, 0);
 	size_t used = strlen(log);
 
@@ -446,9 +499,10 @@ static ssize_t cm_poll(struct fid_eq *eq, char *log, size_t loglen,
 		return rc;
 	if (rc == -FI_EAVAIL) {
 		rc = fi_eq_readerr(eq, &err, 0);
-		snprintf(log + used, loglen - used, " error entry %s fid=%s "
-			 "err=%s;", cf_rc(rc), cf_ptr(err.fid),
-			 cf_rc(-err.err));
+		snprintf(log + used, loglen - used,
+			 " error entry %s fid=%s "
+			 "err=%s;",
+			 cf_rc(rc), cf_ptr(err.fid), cf_rc(-err.err));
 		return -FI_EAVAIL;
 	}
 	if (rc < 0) {
@@ -463,17 +517,19 @@ static ssize_t cm_poll(struct fid_eq *eq, char *log, size_t loglen,
 }
 
 /* The connection's events, side by side, once it is up or failed. */
-static void cm_print(char log[3][256], bool print)
+static void
+cm_print(char log[3][256], bool print)
 {
-	static const char *const side[3] = { "pep", "ep0", "ep1" };
+	static const char *const side[3] = {"pep", "ep0", "ep1"};
 
 	for (int i = 0; i < 3 && print; i++)
 		cf_out("cm %s:%s", side[i], log[i]);
 }
 
-static int msg_open(struct cf_rig *r, const struct cf_opts *o)
+static int
+msg_open(struct cf_rig *r, const struct cf_opts *o)
 {
-	struct fi_eq_attr eq = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_eq_attr eq = {.wait_obj = FI_WAIT_UNSPEC};
 	struct fi_info *cli;
 	struct {
 		struct fi_eq_cm_entry cm;
@@ -481,8 +537,8 @@ static int msg_open(struct cf_rig *r, const struct cf_opts *o)
 	} ev;
 	char addr[128];
 	size_t addrlen = sizeof(addr);
-	bool up[2] = { false, false };
-	char log[3][256] = { "", "", "" };
+	bool up[2] = {false, false};
+	char log[3][256] = {"", "", ""};
 	uint32_t event;
 	double end;
 	ssize_t rc;
@@ -491,8 +547,8 @@ static int msg_open(struct cf_rig *r, const struct cf_opts *o)
 	TRY("fi_eq_open", fi_eq_open(r->d.fabric, &eq, &r->pep_eq, NULL));
 	mrlt_track_fid(&r->pep_eq->fid);
 	cf_name(r->pep_eq, 0, "pep_eq");
-	TRY("fi_passive_ep", fi_passive_ep(r->d.fabric, r->d.info, &r->pep,
-					   NULL));
+	TRY("fi_passive_ep",
+	    fi_passive_ep(r->d.fabric, r->d.info, &r->pep, NULL));
 	mrlt_track_fid(&r->pep->fid);
 	cf_name(r->pep, 0, "pep");
 	TRY("fi_pep_bind", fi_pep_bind(r->pep, &r->pep_eq->fid, 0));
@@ -525,7 +581,7 @@ static int msg_open(struct cf_rig *r, const struct cf_opts *o)
 				TRY("fi_accept", fi_accept(r->ep[1], NULL, 0));
 			} else if (rc != -FI_EAGAIN) {
 				cm_print(log, true);
-				return rc < 0 ? (int)rc : -FI_EOTHER;
+				return rc < 0 ? (int) rc : -FI_EOTHER;
 			}
 		}
 		for (int i = 0; i < 2; i++) {
@@ -537,7 +593,7 @@ static int msg_open(struct cf_rig *r, const struct cf_opts *o)
 				up[i] = true;
 			} else if (rc != -FI_EAGAIN) {
 				cm_print(log, true);
-				return rc < 0 ? (int)rc : -FI_EOTHER;
+				return rc < 0 ? (int) rc : -FI_EOTHER;
 			}
 		}
 	}
@@ -549,7 +605,8 @@ static int msg_open(struct cf_rig *r, const struct cf_opts *o)
 	return 0;
 }
 
-int cf_rig_open(struct cf_rig *r, const struct cf_opts *o)
+int
+cf_rig_open(struct cf_rig *r, const struct cf_opts *o)
 {
 	struct fi_info *info;
 	int ret;
@@ -563,7 +620,7 @@ int cf_rig_open(struct cf_rig *r, const struct cf_opts *o)
 		return ret;
 	r->msg = info->ep_attr->type == FI_EP_MSG;
 	if (o->wait_set) {
-		struct fi_wait_attr wattr = { .wait_obj = FI_WAIT_UNSPEC };
+		struct fi_wait_attr wattr = {.wait_obj = FI_WAIT_UNSPEC};
 
 		ret = fi_wait_open(r->d.fabric, &wattr, &r->ws);
 		cf_out("fi_wait_open: %s", cf_rc(ret));
@@ -575,22 +632,24 @@ int cf_rig_open(struct cf_rig *r, const struct cf_opts *o)
 	return r->msg ? msg_open(r, o) : rdm_open(r, o);
 }
 
-void cf_progress(struct cf_rig *r)
+void
+cf_progress(struct cf_rig *r)
 {
 	for (int i = 0; i < 2; i++) {
 		if (r->cq[i])
-			(void)fi_cq_read(r->cq[i], NULL, 0);
+			(void) fi_cq_read(r->cq[i], NULL, 0);
 		if (r->tx[i])
-			(void)fi_cntr_read(r->tx[i]);
+			(void) fi_cntr_read(r->tx[i]);
 		if (r->rx[i])
-			(void)fi_cntr_read(r->rx[i]);
+			(void) fi_cntr_read(r->rx[i]);
 	}
 	/* Every wait loop comes through here: other runs share the CPUs. */
 	sched_yield();
 }
 
-ssize_t cf_reap(struct cf_rig *r, int side, struct fi_cq_tagged_entry *e,
-		fi_addr_t *src)
+ssize_t
+cf_reap(struct cf_rig *r, int side, struct fi_cq_tagged_entry *e,
+	fi_addr_t *src)
 {
 	double end = cf_now_ms() + CF_WAIT_S * 1e3;
 	ssize_t rc;
@@ -601,13 +660,14 @@ ssize_t cf_reap(struct cf_rig *r, int side, struct fi_cq_tagged_entry *e,
 		if (rc != -FI_EAGAIN)
 			return rc;
 		if (r->cq[!side])
-			(void)fi_cq_read(r->cq[!side], NULL, 0);
+			(void) fi_cq_read(r->cq[!side], NULL, 0);
 		sched_yield();
 	} while (cf_now_ms() < end);
 	return rc;
 }
 
-void cf_print_cqe(const char *what, const struct fi_cq_tagged_entry *e)
+void
+cf_print_cqe(const char *what, const struct fi_cq_tagged_entry *e)
 {
 	char more[200] = "";
 
@@ -617,17 +677,20 @@ void cf_print_cqe(const char *what, const struct fi_cq_tagged_entry *e)
 		snprintf(more, sizeof(more), " len=%zu buf=%s", e->len,
 			 cf_ptr(e->buf));
 		if (e->flags & FI_REMOTE_CQ_DATA)
-			snprintf(more + strlen(more), sizeof(more) - strlen(more),
-				 " data=%#llx", (unsigned long long)e->data);
+			snprintf(more + strlen(more),
+				 sizeof(more) - strlen(more), " data=%#llx",
+				 (unsigned long long) e->data);
 		if (e->flags & FI_TAGGED)
-			snprintf(more + strlen(more), sizeof(more) - strlen(more),
-				 " tag=%#llx", (unsigned long long)e->tag);
+			snprintf(more + strlen(more),
+				 sizeof(more) - strlen(more), " tag=%#llx",
+				 (unsigned long long) e->tag);
 	}
 	cf_out("%s: ctx=%s flags=%s%s", what, cf_ptr(e->op_context),
 	       cf_flags(e->flags, FI_TYPE_CQ_EVENT_FLAGS), more);
 }
 
-void cf_print_cqerr(const char *what, struct fid_cq *cq)
+void
+cf_print_cqerr(const char *what, struct fid_cq *cq)
 {
 	struct fi_cq_err_entry err;
 	char buf[256] = "";
@@ -648,20 +711,24 @@ void cf_print_cqerr(const char *what, struct fid_cq *cq)
 	       err.err_data_size ? "set" : "none");
 	s = fi_cq_strerror(cq, err.prov_errno, err.err_data, buf, sizeof(buf));
 	cf_out("%s: fi_cq_strerror %s \"%s\"", what,
-	       s == buf ? "=buf" : s ? "other" : "NULL", s ? s : "");
+	       s == buf ? "=buf" :
+	       s	? "other" :
+			  "NULL",
+	       s ? s : "");
 }
 
-void cf_post_recv_send(struct cf_rig *r, void *rbuf, const void *sbuf,
-		       size_t len, struct fi_context2 *rctx,
-		       struct fi_context2 *sctx)
+void
+cf_post_recv_send(struct cf_rig *r, void *rbuf, const void *sbuf, size_t len,
+		  struct fi_context2 *rctx, struct fi_context2 *sctx)
 {
 	cf_out("recv: %s", cf_rc(CF_POST(r, fi_recv(r->ep[1], rbuf, len, NULL,
-						   r->peer[1], rctx))));
+						    r->peer[1], rctx))));
 	cf_out("send: %s", cf_rc(CF_POST(r, fi_send(r->ep[0], sbuf, len, NULL,
-						   r->peer[0], sctx))));
+						    r->peer[0], sctx))));
 }
 
-void cf_reap_print(struct cf_rig *r, int side, const char *what, bool from)
+void
+cf_reap_print(struct cf_rig *r, int side, const char *what, bool from)
 {
 	struct fi_cq_tagged_entry e;
 	fi_addr_t src = 0;
@@ -681,7 +748,8 @@ void cf_reap_print(struct cf_rig *r, int side, const char *what, bool from)
 	}
 }
 
-bool cf_wait_started(atomic_int *started)
+bool
+cf_wait_started(atomic_int *started)
 {
 	double end = cf_now_ms() + CF_WAIT_S * 1e3;
 
@@ -690,7 +758,8 @@ bool cf_wait_started(atomic_int *started)
 	return atomic_load(started);
 }
 
-uint64_t cf_cntr_until(struct cf_rig *r, struct fid_cntr *cntr, uint64_t value)
+uint64_t
+cf_cntr_until(struct cf_rig *r, struct fid_cntr *cntr, uint64_t value)
 {
 	double end = cf_now_ms() + CF_WAIT_S * 1e3;
 	uint64_t v;
@@ -700,7 +769,8 @@ uint64_t cf_cntr_until(struct cf_rig *r, struct fid_cntr *cntr, uint64_t value)
 	return v;
 }
 
-void cf_close_all(void)
+void
+cf_close_all(void)
 {
 	cf_out("close: %s", cf_rc(mrlt_close_all()));
 }

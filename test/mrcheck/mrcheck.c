@@ -50,38 +50,44 @@ static uintptr_t chk_page_size = 4096;
 #define CHK_STALE_PRINTED 16
 static uint64_t chk_stale_seen;
 
-void chk_add(uint64_t *a, uint64_t *b, uint64_t n)
+void
+chk_add(uint64_t *a, uint64_t *b, uint64_t n)
 {
 	__atomic_fetch_add(a, n, __ATOMIC_RELAXED);
 	if (b)
 		__atomic_fetch_add(b, n, __ATOMIC_RELAXED);
 }
 
-static uint64_t chk_load(const uint64_t *v)
+static uint64_t
+chk_load(const uint64_t *v)
 {
 	return __atomic_load_n(v, __ATOMIC_RELAXED);
 }
 
-void chk_violation(struct chk_domain *dom, enum mrcheck_violation kind,
-		   const char *fmt, ...)
+void
+chk_violation(struct chk_domain *dom, enum mrcheck_violation kind,
+	      const char *fmt, ...)
 {
 	static const char *const names[] = {
 		[MRCHECK_NO_DESC] = "no desc",
 		[MRCHECK_UNKNOWN_DESC] = "unknown desc",
 		[MRCHECK_CLOSED_DESC] = "desc of a closed MR",
 		[MRCHECK_NOT_COVERED] = "iov outside its MR",
-		[MRCHECK_CLOSE_IN_FLIGHT] = "MR closed under an operation in flight",
-		[MRCHECK_STALE_FRAME] = "registration of pages no longer under the operand",
+		[MRCHECK_CLOSE_IN_FLIGHT] =
+			"MR closed under an operation in flight",
+		[MRCHECK_STALE_FRAME] =
+			"registration of pages no longer under the operand",
 	};
 	char msg[sizeof(chk_last)];
 	uint64_t seen = 0;
 	va_list args;
 	int n;
 
-	chk_add(&chk_global.by_kind[kind], dom ? &dom->counts.by_kind[kind] : NULL, 1);
+	chk_add(&chk_global.by_kind[kind],
+		dom ? &dom->counts.by_kind[kind] : NULL, 1);
 	n = snprintf(msg, sizeof(msg), "mrcheck violation (%s): ", names[kind]);
 	va_start(args, fmt);
-	vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, args);
+	vsnprintf(msg + n, sizeof(msg) - (size_t) n, fmt, args);
 	va_end(args);
 	pthread_mutex_lock(&chk_global_lock);
 	memcpy(chk_last, msg, sizeof(chk_last));
@@ -93,13 +99,14 @@ void chk_violation(struct chk_domain *dom, enum mrcheck_violation kind,
 		FI_WARN(&mrcheck_prov, FI_LOG_DOMAIN, "%s\n", msg);
 	} else if (seen == CHK_STALE_PRINTED) {
 		fprintf(stderr, "mrcheck: further stale-frame violations are "
-			"counted, not printed\n");
+				"counted, not printed\n");
 	}
 	if (chk_abort)
 		abort();
 }
 
-static void chk_fill_stats(const struct chk_counts *c, struct mrcheck_stats *st)
+static void
+chk_fill_stats(const struct chk_counts *c, struct mrcheck_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	for (int k = 0; k < MRCHECK_VIOLATION_KINDS; k++) {
@@ -129,7 +136,8 @@ static void chk_fill_stats(const struct chk_counts *c, struct mrcheck_stats *st)
 	st->reg_cost_ns = chk_load(&c->cost_ns);
 }
 
-static uint64_t chk_unacknowledged(void)
+static uint64_t
+chk_unacknowledged(void)
 {
 	struct mrcheck_stats st;
 
@@ -137,8 +145,9 @@ static uint64_t chk_unacknowledged(void)
 	return st.violations - st.acknowledged;
 }
 
-static int chk_query_domain(struct mrcheck_ops *self, struct mrcheck_stats *st,
-			    size_t size)
+static int
+chk_query_domain(struct mrcheck_ops *self, struct mrcheck_stats *st,
+		 size_t size)
 {
 	struct chk_domain *dom = container_of(self, struct chk_domain, api);
 
@@ -148,31 +157,34 @@ static int chk_query_domain(struct mrcheck_ops *self, struct mrcheck_stats *st,
 	return 0;
 }
 
-static int chk_query_global(struct mrcheck_ops *self, struct mrcheck_stats *st,
-			    size_t size)
+static int
+chk_query_global(struct mrcheck_ops *self, struct mrcheck_stats *st,
+		 size_t size)
 {
-	(void)self;
+	(void) self;
 	if (size < sizeof(*st))
 		return -FI_ETOOSMALL;
 	chk_fill_stats(&chk_global, st);
 	return 0;
 }
 
-static uint64_t chk_acknowledge(struct mrcheck_ops *self)
+static uint64_t
+chk_acknowledge(struct mrcheck_ops *self)
 {
 	struct mrcheck_stats st;
 	uint64_t newly;
 
-	(void)self;
+	(void) self;
 	chk_fill_stats(&chk_global, &st);
 	newly = st.violations - st.acknowledged;
 	__atomic_store_n(&chk_acknowledged, st.violations, __ATOMIC_RELAXED);
 	return newly;
 }
 
-static void chk_last_violation(struct mrcheck_ops *self, char *buf, size_t len)
+static void
+chk_last_violation(struct mrcheck_ops *self, char *buf, size_t len)
 {
-	(void)self;
+	(void) self;
 	if (!len)
 		return;
 	pthread_mutex_lock(&chk_global_lock);
@@ -190,47 +202,56 @@ static struct mrcheck_ops chk_global_api = {
 /* ---- frames (MRCHECK_FRAMES=1) ------------------------------------- */
 
 #define CHK_PM_PRESENT (1ULL << 63)
-#define CHK_PM_PFN ((1ULL << 55) - 1)
+#define CHK_PM_PFN     ((1ULL << 55) - 1)
 
-bool chk_frames_on(void)
+bool
+chk_frames_on(void)
 {
 	return chk_pagemap_fd >= 0;
 }
 
-static uintptr_t chk_page_down(const void *addr)
+static uintptr_t
+chk_page_down(const void *addr)
 {
-	return (uintptr_t)addr & ~(chk_page_size - 1);
+	return (uintptr_t) addr & ~(chk_page_size - 1);
 }
 
-size_t chk_pages_of(const void *addr, size_t len)
+size_t
+chk_pages_of(const void *addr, size_t len)
 {
 	if (!len)
 		return 0;
-	return ((uintptr_t)addr + len - 1 - chk_page_down(addr)) / chk_page_size + 1;
+	return ((uintptr_t) addr + len - 1 - chk_page_down(addr)) /
+		       chk_page_size +
+	       1;
 }
 
 /* Frame numbers of n pages from page address first (0: not present). */
-static void chk_pagemap_read(int fd, uintptr_t first, size_t n, uint64_t *frames)
+static void
+chk_pagemap_read(int fd, uintptr_t first, size_t n, uint64_t *frames)
 {
-	off_t at = (off_t)(first / chk_page_size * sizeof(uint64_t));
+	off_t at = (off_t) (first / chk_page_size * sizeof(uint64_t));
 	size_t want = n * sizeof(uint64_t), got = 0;
 
 	while (got < want) {
-		ssize_t r = pread(fd, (char *)frames + got, want - got,
-				  at + (off_t)got);
+		ssize_t r = pread(fd, (char *) frames + got, want - got,
+				  at + (off_t) got);
 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
-		got += (size_t)r;
+		got += (size_t) r;
 	}
-	memset((char *)frames + got, 0, want - got);
+	memset((char *) frames + got, 0, want - got);
 	for (size_t i = 0; i < n; i++)
-		frames[i] = (frames[i] & CHK_PM_PRESENT) ? frames[i] & CHK_PM_PFN : 0;
+		frames[i] = (frames[i] & CHK_PM_PRESENT) ?
+				    frames[i] & CHK_PM_PFN :
+				    0;
 }
 
-void chk_frames_read(const void *addr, size_t len, uint64_t *frames)
+void
+chk_frames_read(const void *addr, size_t len, uint64_t *frames)
 {
 	chk_pagemap_read(chk_pagemap_fd, chk_page_down(addr),
 			 chk_pages_of(addr, len), frames);
@@ -243,23 +264,24 @@ void chk_frames_read(const void *addr, size_t len, uint64_t *frames)
  * be populated for reading; a page that cannot be populated at all (not
  * mapped) stays unknown.
  */
-static void chk_populate(uintptr_t first, size_t n)
+static void
+chk_populate(uintptr_t first, size_t n)
 {
-	if (!madvise((void *)first, n * chk_page_size, MADV_POPULATE_WRITE) ||
-	    !madvise((void *)first, n * chk_page_size, MADV_POPULATE_READ))
+	if (!madvise((void *) first, n * chk_page_size, MADV_POPULATE_WRITE) ||
+	    !madvise((void *) first, n * chk_page_size, MADV_POPULATE_READ))
 		return;
 	for (size_t i = 0; i < n; i++) {
-		void *page = (void *)(first + i * chk_page_size);
+		void *page = (void *) (first + i * chk_page_size);
 
 		if (madvise(page, chk_page_size, MADV_POPULATE_WRITE))
-			(void)madvise(page, chk_page_size, MADV_POPULATE_READ);
+			(void) madvise(page, chk_page_size, MADV_POPULATE_READ);
 	}
 }
 
 /* The frames of every page the iovs span, in turn (NULL when frames are
  * off, nothing is spanned or memory is short: then nothing is compared). */
-static uint64_t *chk_frames_record(struct chk_domain *dom,
-				   const struct iovec *iov, size_t count)
+static uint64_t *
+chk_frames_record(struct chk_domain *dom, const struct iovec *iov, size_t count)
 {
 	uint64_t *frames, *at;
 	size_t total = 0;
@@ -286,28 +308,29 @@ static uint64_t *chk_frames_record(struct chk_domain *dom,
 
 /* The recorded frame of the page holding addr, in the first of mr's iovs
  * covering [addr, +len) (NULL if none does). */
-static const uint64_t *chk_frames_at(const struct chk_mr *mr, const void *addr,
-				     size_t len)
+static const uint64_t *
+chk_frames_at(const struct chk_mr *mr, const void *addr, size_t len)
 {
 	const uint64_t *frames = mr->frames;
-	uintptr_t a = (uintptr_t)addr;
+	uintptr_t a = (uintptr_t) addr;
 
 	for (size_t i = 0; i < mr->iov_count; i++) {
-		uintptr_t b = (uintptr_t)mr->iov[i].iov_base;
+		uintptr_t b = (uintptr_t) mr->iov[i].iov_base;
 		size_t l = mr->iov[i].iov_len;
 
 		if (a >= b && a - b <= l && len <= l - (a - b))
 			return frames + (chk_page_down(addr) -
 					 chk_page_down(mr->iov[i].iov_base)) /
-					chk_page_size;
+						chk_page_size;
 		frames += chk_pages_of(mr->iov[i].iov_base, l);
 	}
 	return NULL;
 }
 
-bool chk_frames_compare(struct chk_domain *dom, const struct chk_mr *mr,
-			const char *what, size_t i, const void *addr, size_t len,
-			const uint64_t *now)
+bool
+chk_frames_compare(struct chk_domain *dom, const struct chk_mr *mr,
+		   const char *what, size_t i, const void *addr, size_t len,
+		   const uint64_t *now)
 {
 	size_t n = chk_pages_of(addr, len), compared = 0;
 	const uint64_t *then;
@@ -321,12 +344,14 @@ bool chk_frames_compare(struct chk_domain *dom, const struct chk_mr *mr,
 		if (now[p] == then[p])
 			continue;
 		chk_count(dom, frames_checked, compared);
-		chk_violation(dom, MRCHECK_STALE_FRAME,
-			      "%s: operand %zu [%p, +%zu) page %zu is on frame "
-			      "%#llx (0: not present), its registration [%p, +%zu) "
-			      "on frame %#llx", what, i, addr, len, p,
-			      (unsigned long long)now[p], mr->iov[0].iov_base,
-			      mr->iov[0].iov_len, (unsigned long long)then[p]);
+		chk_violation(
+			dom, MRCHECK_STALE_FRAME,
+			"%s: operand %zu [%p, +%zu) page %zu is on frame "
+			"%#llx (0: not present), its registration [%p, +%zu) "
+			"on frame %#llx",
+			what, i, addr, len, p, (unsigned long long) now[p],
+			mr->iov[0].iov_base, mr->iov[0].iov_len,
+			(unsigned long long) then[p]);
 		return true;
 	}
 	chk_count(dom, frames_checked, compared);
@@ -335,7 +360,8 @@ bool chk_frames_compare(struct chk_domain *dom, const struct chk_mr *mr,
 
 /* MRCHECK_FRAMES=1: frames are compared only if pagemap gives frame
  * numbers (0 without CAP_SYS_ADMIN); say why not otherwise. */
-static void chk_frames_init(void)
+static void
+chk_frames_init(void)
 {
 	long ps = sysconf(_SC_PAGESIZE);
 	volatile char probe = 1; /* on a page in use: present */
@@ -343,18 +369,21 @@ static void chk_frames_init(void)
 	int fd;
 
 	if (ps > 0)
-		chk_page_size = (uintptr_t)ps;
+		chk_page_size = (uintptr_t) ps;
 	chk_frames_enabled = true;
 	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		fprintf(stderr, "mrcheck: MRCHECK_FRAMES=1 but /proc/self/pagemap: "
-			"%s; frames not compared\n", strerror(errno));
+		fprintf(stderr,
+			"mrcheck: MRCHECK_FRAMES=1 but /proc/self/pagemap: "
+			"%s; frames not compared\n",
+			strerror(errno));
 		return;
 	}
-	chk_pagemap_read(fd, chk_page_down((const void *)&probe), 1, &frame);
-	(void)probe;
+	chk_pagemap_read(fd, chk_page_down((const void *) &probe), 1, &frame);
+	(void) probe;
 	if (!frame) {
-		fprintf(stderr, "mrcheck: MRCHECK_FRAMES=1 but /proc/self/pagemap "
+		fprintf(stderr,
+			"mrcheck: MRCHECK_FRAMES=1 but /proc/self/pagemap "
 			"gives no frame numbers (needs CAP_SYS_ADMIN); frames "
 			"not compared\n");
 		close(fd);
@@ -365,15 +394,17 @@ static void chk_frames_init(void)
 
 /* ---- MRs ----------------------------------------------------------- */
 
-static int chk_ptr_cmp(const void *a, const void *b)
+static int
+chk_ptr_cmp(const void *a, const void *b)
 {
-	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+	uintptr_t x = (uintptr_t) a, y = (uintptr_t) b;
 
 	return x < y ? -1 : x > y;
 }
 
 /* Closing an MR an operation still uses is the crash mrlease prevents. */
-static int chk_mr_release(struct mrl_mr *hook)
+static int
+chk_mr_release(struct mrl_mr *hook)
 {
 	struct chk_mr *rec = hook->ext;
 	struct chk_domain *dom = rec->dom;
@@ -393,7 +424,7 @@ static int chk_mr_release(struct mrl_mr *hook)
 			      "using it have not completed",
 			      rec->iov_count ? rec->iov[0].iov_base : NULL,
 			      rec->iov_count ? rec->iov[0].iov_len : 0,
-			      (unsigned long long)in_flight);
+			      (unsigned long long) in_flight);
 
 	ret = fi_close(&hook->inner->fid);
 	pthread_mutex_lock(&dom->lock);
@@ -413,9 +444,9 @@ static int chk_mr_release(struct mrl_mr *hook)
 
 /* Make the new hook MR hand out its record as desc. host: the iovs are
  * host memory (their frames can be recorded). */
-static int chk_mr_track(struct chk_domain *dom, struct fid_mr *mr,
-			const struct iovec *iov, size_t count, uint64_t access,
-			bool host)
+static int
+chk_mr_track(struct chk_domain *dom, struct fid_mr *mr, const struct iovec *iov,
+	     size_t count, uint64_t access, bool host)
 {
 	struct mrl_mr *hook = mrl_mr_of(mr);
 	struct chk_mr *rec;
@@ -452,9 +483,9 @@ static int chk_mr_track(struct chk_domain *dom, struct fid_mr *mr,
 	return 0;
 }
 
-static int chk_mr_done(struct chk_domain *dom, int ret, struct fid_mr **mr,
-		       const struct iovec *iov, size_t count, uint64_t access,
-		       bool host)
+static int
+chk_mr_done(struct chk_domain *dom, int ret, struct fid_mr **mr,
+	    const struct iovec *iov, size_t count, uint64_t access, bool host)
 {
 	if (ret)
 		return ret;
@@ -466,16 +497,18 @@ static int chk_mr_done(struct chk_domain *dom, int ret, struct fid_mr **mr,
 	return ret;
 }
 
-static struct chk_domain *chk_dom_of_fid(struct fid *fid)
+static struct chk_domain *
+chk_dom_of_fid(struct fid *fid)
 {
 	return chk_domain_of(container_of(fid, struct mrl_domain, domain.fid));
 }
 
-static int chk_mr_reg(struct fid *fid, const void *buf, size_t len,
-		      uint64_t access, uint64_t offset, uint64_t requested_key,
-		      uint64_t flags, struct fid_mr **mr, void *context)
+static int
+chk_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+	   uint64_t offset, uint64_t requested_key, uint64_t flags,
+	   struct fid_mr **mr, void *context)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
 	int ret;
 
 	ret = chk_fault_reg(chk_dom_of_fid(fid));
@@ -487,9 +520,10 @@ static int chk_mr_reg(struct fid *fid, const void *buf, size_t len,
 	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, &iov, 1, access, true);
 }
 
-static int chk_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
-		       uint64_t access, uint64_t offset, uint64_t requested_key,
-		       uint64_t flags, struct fid_mr **mr, void *context)
+static int
+chk_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+	    uint64_t access, uint64_t offset, uint64_t requested_key,
+	    uint64_t flags, struct fid_mr **mr, void *context)
 {
 	int ret;
 
@@ -499,11 +533,13 @@ static int chk_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 	chk_cost_charge(chk_dom_of_fid(fid), chk_cost_bytes(iov, count));
 	ret = mrl_domain_mr_ops.regv(fid, iov, count, access, offset,
 				     requested_key, flags, mr, context);
-	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, iov, count, access, true);
+	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, iov, count, access,
+			   true);
 }
 
-static int chk_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
-			  uint64_t flags, struct fid_mr **mr)
+static int
+chk_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+	       struct fid_mr **mr)
 {
 	int ret;
 
@@ -520,7 +556,8 @@ static int chk_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 
 /* ---- domains ------------------------------------------------------- */
 
-static int chk_domain_open(struct mrl_domain *hook)
+static int
+chk_domain_open(struct mrl_domain *hook)
 {
 	bool strict = (hook->outermost || chk_all_strict) && !chk_off;
 	struct chk_domain *dom;
@@ -559,23 +596,28 @@ static int chk_domain_open(struct mrl_domain *hook)
 	chk_domains = dom;
 	pthread_mutex_unlock(&chk_global_lock);
 	FI_INFO(&mrcheck_prov, FI_LOG_DOMAIN, "domain over %s: %s\n",
-		hook->prov_name, strict ? "strict" : dom->reg_cost ?
-		"unchecked, registrations charged" :
-		"passthrough (opened inside a utility provider)");
+		hook->prov_name,
+		strict ? "strict" :
+		dom->reg_cost ?
+			 "unchecked, registrations charged" :
+			 "passthrough (opened inside a utility provider)");
 	return 0;
 }
 
-static void chk_free_op(void *node)
+static void
+chk_free_op(void *node)
 {
 	free(node);
 }
 
-static void chk_no_free(void *node)
+static void
+chk_no_free(void *node)
 {
-	(void)node;
+	(void) node;
 }
 
-static void chk_domain_close(struct mrl_domain *hook)
+static void
+chk_domain_close(struct mrl_domain *hook)
 {
 	struct chk_domain *dom = chk_domain_of(hook), **pp;
 	struct chk_mr *rec, *next;
@@ -589,7 +631,8 @@ static void chk_domain_close(struct mrl_domain *hook)
 	/* An open MR, endpoint or CQ makes the provider refuse the close:
 	 * keep everything for the next attempt. */
 	if (open_mrs || chk_load(&dom->users) ||
-	    chk_load(&dom->counts.ops_tracked) != chk_load(&dom->counts.ops_completed))
+	    chk_load(&dom->counts.ops_tracked) !=
+		    chk_load(&dom->counts.ops_completed))
 		return;
 
 	pthread_mutex_lock(&chk_global_lock);
@@ -612,11 +655,12 @@ static void chk_domain_close(struct mrl_domain *hook)
 	free(dom);
 }
 
-static int chk_ops_open(struct fid *fid, const char *name, uint64_t flags,
-			void **ops, void *context)
+static int
+chk_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+	     void *context)
 {
-	(void)flags;
-	(void)context;
+	(void) flags;
+	(void) context;
 	if (strcmp(name, MRCHECK_OPS_1))
 		return -FI_ENOSYS;
 	switch (fid->fclass) {
@@ -644,14 +688,15 @@ static const struct mrl_personality chk_personality = {
 
 /* A test that leaves violations unacknowledged fails even if it never
  * looked: the process exits with status 3. */
-static void chk_at_exit(void)
+static void
+chk_at_exit(void)
 {
 	uint64_t n = chk_unacknowledged();
 
 	if (!n)
 		return;
 	fprintf(stderr, "mrcheck: %llu unacknowledged violation(s), last: %s\n",
-		(unsigned long long)n, chk_last);
+		(unsigned long long) n, chk_last);
 	fflush(NULL);
 	_exit(3);
 }
@@ -662,12 +707,14 @@ struct mrcheck_ops *mrcheck_global_ops(void);
 struct fi_provider *fi_prov_ini(void);
 
 /* Test-only fallback for layers above that do not forward MRCHECK_OPS_1. */
-__attribute__((visibility("default"))) struct mrcheck_ops *mrcheck_global_ops(void)
+__attribute__((visibility("default"))) struct mrcheck_ops *
+mrcheck_global_ops(void)
 {
 	return &chk_global_api;
 }
 
-__attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
+__attribute__((visibility("default"))) struct fi_provider *
+fi_prov_ini(void)
 {
 	static bool once;
 	const char *env;

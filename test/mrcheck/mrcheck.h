@@ -138,13 +138,15 @@
 #define MRCHECK_OPS_1 "mrcheck_v1"
 
 enum mrcheck_violation {
-	MRCHECK_NO_DESC,         /* a local iov with a NULL desc */
-	MRCHECK_UNKNOWN_DESC,    /* a desc mrcheck did not hand out on this domain */
-	MRCHECK_CLOSED_DESC,     /* the desc of an MR already closed */
-	MRCHECK_NOT_COVERED,     /* the iov is not inside the desc's MR */
-	MRCHECK_CLOSE_IN_FLIGHT, /* an MR closed while an op that used it is in flight */
-	MRCHECK_STALE_FRAME,     /* an operand's page is not the frame its desc's
-				  * registration recorded (MRCHECK_FRAMES=1) */
+	MRCHECK_NO_DESC, /* a local iov with a NULL desc */
+	MRCHECK_UNKNOWN_DESC, /* a desc mrcheck did not hand out on this domain
+			       */
+	MRCHECK_CLOSED_DESC, /* the desc of an MR already closed */
+	MRCHECK_NOT_COVERED, /* the iov is not inside the desc's MR */
+	MRCHECK_CLOSE_IN_FLIGHT, /* an MR closed while an op that used it is in
+				    flight */
+	MRCHECK_STALE_FRAME, /* an operand's page is not the frame its desc's
+			      * registration recorded (MRCHECK_FRAMES=1) */
 	MRCHECK_VIOLATION_KINDS
 };
 
@@ -161,29 +163,29 @@ enum mrcheck_fault_code {
 #define MRCHECK_FAULT_PROV_ERRNO 0x6d72636b
 
 struct mrcheck_stats {
-	uint64_t violations;                       /* sum of by_kind */
+	uint64_t violations; /* sum of by_kind */
 	uint64_t by_kind[MRCHECK_VIOLATION_KINDS];
-	uint64_t acknowledged;                     /* violations acknowledged so far */
-	uint64_t mr_opened, mr_closed;             /* MRs opened / closed */
-	uint64_t posts_checked;                    /* posts whose descs were checked */
-	uint64_t ops_tracked, ops_completed;       /* ops tracked / retired */
-	uint64_t ops_in_flight;                    /* tracked and not yet retired */
-	uint64_t strict_domains;                   /* domains checked (process-wide) */
+	uint64_t acknowledged; /* violations acknowledged so far */
+	uint64_t mr_opened, mr_closed; /* MRs opened / closed */
+	uint64_t posts_checked; /* posts whose descs were checked */
+	uint64_t ops_tracked, ops_completed; /* ops tracked / retired */
+	uint64_t ops_in_flight; /* tracked and not yet retired */
+	uint64_t strict_domains; /* domains checked (process-wide) */
 	/* MRCHECK_FRAMES=1 (process-wide flags; counts as above) */
-	uint64_t frames_enabled;                   /* MRCHECK_FRAMES=1 is set */
-	uint64_t frames_supported;                 /* and frame numbers are readable */
-	uint64_t frames_recorded;                  /* pages recorded at registration */
-	uint64_t frames_checked;                   /* operand pages compared at posts */
+	uint64_t frames_enabled; /* MRCHECK_FRAMES=1 is set */
+	uint64_t frames_supported; /* and frame numbers are readable */
+	uint64_t frames_recorded; /* pages recorded at registration */
+	uint64_t frames_checked; /* operand pages compared at posts */
 	/* MRCHECK_FAULT_* (counts as above) */
-	uint64_t faults_reg;                       /* registrations refused */
+	uint64_t faults_reg; /* registrations refused */
 	uint64_t faults_reg_by_code[MRCHECK_FAULT_CODES];
-	uint64_t faults_post;                      /* posts refused -FI_EAGAIN */
-	uint64_t faults_cq_err;                    /* completions turned into errors */
-	uint64_t faults_cq_err_read;               /* of those, read by fi_cq_readerr */
-	uint64_t faults_close;                     /* closes refused -FI_EBUSY */
+	uint64_t faults_post; /* posts refused -FI_EAGAIN */
+	uint64_t faults_cq_err; /* completions turned into errors */
+	uint64_t faults_cq_err_read; /* of those, read by fi_cq_readerr */
+	uint64_t faults_close; /* closes refused -FI_EBUSY */
 	/* MRCHECK_REG_COST* (counts as above) */
-	uint64_t reg_cost_charged;                 /* registrations charged */
-	uint64_t reg_cost_ns;                      /* CPU ns they spent */
+	uint64_t reg_cost_charged; /* registrations charged */
+	uint64_t reg_cost_ns; /* CPU ns they spent */
 };
 
 /*
@@ -210,7 +212,8 @@ struct mrcheck_ops {
  * hides libfabric's objects. The plugin is looked for on FI_PROVIDER_PATH,
  * then by its name, never loaded here.
  */
-static inline struct mrcheck_ops *mrcheck_loaded_ops(void)
+static inline struct mrcheck_ops *
+mrcheck_loaded_ops(void)
 {
 	const char *env = getenv("FI_PROVIDER_PATH");
 	char dirs[4096], path[4200], *dir, *save = NULL;
@@ -227,7 +230,7 @@ static inline struct mrcheck_ops *mrcheck_loaded_ops(void)
 		handle = dlopen("libmrcheck-fi.so", RTLD_NOW | RTLD_NOLOAD);
 	if (!handle)
 		return NULL;
-	*(void **)&get = dlsym(handle, "mrcheck_global_ops");
+	*(void **) &get = dlsym(handle, "mrcheck_global_ops");
 	/* libfabric holds its own reference: the plugin stays loaded. */
 	dlclose(handle);
 	return get ? get() : NULL;

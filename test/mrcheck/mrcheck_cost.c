@@ -15,7 +15,7 @@
 #include "mrcheck_int.h"
 
 /* UCX's InfiniBand model (UCX_IB_MEM_REG_OVERHEAD, UCX_IB_MEM_REG_GROWTH). */
-#define CHK_COST_DEFAULT_NS 16000.0
+#define CHK_COST_DEFAULT_NS	     16000.0
 #define CHK_COST_DEFAULT_NS_PER_BYTE 0.06
 
 /* Set once in fi_prov_ini, read-only afterwards. */
@@ -29,7 +29,8 @@ static struct {
 static struct fi_ops_mr chk_cost_ops;
 
 /* A non-negative number of nanoseconds, or false (reported). */
-static bool chk_cost_parse(const char *name, double *out)
+static bool
+chk_cost_parse(const char *name, double *out)
 {
 	const char *env = getenv(name);
 	char *end;
@@ -39,8 +40,10 @@ static bool chk_cost_parse(const char *name, double *out)
 		return true;
 	v = strtod(env, &end);
 	if (*end || !(v >= 0 && v < 1e12)) {
-		fprintf(stderr, "mrcheck: %s=%s is not a number of nanoseconds; "
-			"registration cost off\n", name, env);
+		fprintf(stderr,
+			"mrcheck: %s=%s is not a number of nanoseconds; "
+			"registration cost off\n",
+			name, env);
 		return false;
 	}
 	*out = v;
@@ -49,15 +52,18 @@ static bool chk_cost_parse(const char *name, double *out)
 }
 
 static int chk_cost_reg(struct fid *fid, const void *buf, size_t len,
-			uint64_t access, uint64_t offset, uint64_t requested_key,
-			uint64_t flags, struct fid_mr **mr, void *context);
+			uint64_t access, uint64_t offset,
+			uint64_t requested_key, uint64_t flags,
+			struct fid_mr **mr, void *context);
 static int chk_cost_regv(struct fid *fid, const struct iovec *iov, size_t count,
-			 uint64_t access, uint64_t offset, uint64_t requested_key,
-			 uint64_t flags, struct fid_mr **mr, void *context);
+			 uint64_t access, uint64_t offset,
+			 uint64_t requested_key, uint64_t flags,
+			 struct fid_mr **mr, void *context);
 static int chk_cost_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 			    uint64_t flags, struct fid_mr **mr);
 
-void chk_cost_init(void)
+void
+chk_cost_init(void)
 {
 	const char *env = getenv("MRCHECK_REG_COST");
 
@@ -65,7 +71,8 @@ void chk_cost_init(void)
 	chk_cost.ns_per_byte = CHK_COST_DEFAULT_NS_PER_BYTE;
 	chk_cost.on = env && *env == '1';
 	if (!chk_cost_parse("MRCHECK_REG_COST_NS", &chk_cost.ns) ||
-	    !chk_cost_parse("MRCHECK_REG_COST_NS_PER_BYTE", &chk_cost.ns_per_byte))
+	    !chk_cost_parse("MRCHECK_REG_COST_NS_PER_BYTE",
+			    &chk_cost.ns_per_byte))
 		chk_cost.on = false;
 	chk_cost_ops = mrl_domain_mr_ops;
 	chk_cost_ops.reg = chk_cost_reg;
@@ -73,17 +80,19 @@ void chk_cost_init(void)
 	chk_cost_ops.regattr = chk_cost_regattr;
 }
 
-bool chk_cost_on(void)
+bool
+chk_cost_on(void)
 {
 	return chk_cost.on;
 }
 
-static uint64_t chk_thread_cpu_ns(void)
+static uint64_t
+chk_thread_cpu_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
 /*
@@ -92,13 +101,14 @@ static uint64_t chk_thread_cpu_ns(void)
  * CPU from whatever else would run there. Measured in the thread's own CPU
  * time, so a preempted registration still spends its full cost.
  */
-void chk_cost_charge(struct chk_domain *dom, size_t bytes)
+void
+chk_cost_charge(struct chk_domain *dom, size_t bytes)
 {
 	uint64_t want, start, spent;
 
 	if (!dom->reg_cost)
 		return;
-	want = (uint64_t)(chk_cost.ns + chk_cost.ns_per_byte * (double)bytes);
+	want = (uint64_t) (chk_cost.ns + chk_cost.ns_per_byte * (double) bytes);
 	start = chk_thread_cpu_ns();
 	do
 		spent = chk_thread_cpu_ns() - start;
@@ -107,7 +117,8 @@ void chk_cost_charge(struct chk_domain *dom, size_t bytes)
 	chk_count(dom, cost_ns, spent);
 }
 
-size_t chk_cost_bytes(const struct iovec *iov, size_t count)
+size_t
+chk_cost_bytes(const struct iovec *iov, size_t count)
 {
 	size_t bytes = 0;
 
@@ -118,35 +129,42 @@ size_t chk_cost_bytes(const struct iovec *iov, size_t count)
 
 /* The registration calls of a costed domain that mrcheck does not check
  * (MRCHECK_OFF=1): the charge, then the passthrough. */
-static int chk_cost_reg(struct fid *fid, const void *buf, size_t len,
-			uint64_t access, uint64_t offset, uint64_t requested_key,
-			uint64_t flags, struct fid_mr **mr, void *context)
+static int
+chk_cost_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+	     uint64_t offset, uint64_t requested_key, uint64_t flags,
+	     struct fid_mr **mr, void *context)
 {
-	chk_cost_charge(chk_domain_of(container_of(fid, struct mrl_domain, domain.fid)),
-			len);
+	chk_cost_charge(
+		chk_domain_of(container_of(fid, struct mrl_domain, domain.fid)),
+		len);
 	return mrl_domain_mr_ops.reg(fid, buf, len, access, offset,
 				     requested_key, flags, mr, context);
 }
 
-static int chk_cost_regv(struct fid *fid, const struct iovec *iov, size_t count,
-			 uint64_t access, uint64_t offset, uint64_t requested_key,
-			 uint64_t flags, struct fid_mr **mr, void *context)
+static int
+chk_cost_regv(struct fid *fid, const struct iovec *iov, size_t count,
+	      uint64_t access, uint64_t offset, uint64_t requested_key,
+	      uint64_t flags, struct fid_mr **mr, void *context)
 {
-	chk_cost_charge(chk_domain_of(container_of(fid, struct mrl_domain, domain.fid)),
-			chk_cost_bytes(iov, count));
+	chk_cost_charge(
+		chk_domain_of(container_of(fid, struct mrl_domain, domain.fid)),
+		chk_cost_bytes(iov, count));
 	return mrl_domain_mr_ops.regv(fid, iov, count, access, offset,
 				      requested_key, flags, mr, context);
 }
 
-static int chk_cost_regattr(struct fid *fid, const struct fi_mr_attr *attr,
-			    uint64_t flags, struct fid_mr **mr)
+static int
+chk_cost_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+		 struct fid_mr **mr)
 {
-	chk_cost_charge(chk_domain_of(container_of(fid, struct mrl_domain, domain.fid)),
-			chk_cost_bytes(attr->mr_iov, attr->iov_count));
+	chk_cost_charge(
+		chk_domain_of(container_of(fid, struct mrl_domain, domain.fid)),
+		chk_cost_bytes(attr->mr_iov, attr->iov_count));
 	return mrl_domain_mr_ops.regattr(fid, attr, flags, mr);
 }
 
-struct fi_ops_mr *chk_cost_mr_ops(void)
+struct fi_ops_mr *
+chk_cost_mr_ops(void)
 {
 	return &chk_cost_ops;
 }

@@ -25,7 +25,7 @@
 /* An injected error completion waiting for fi_cq_readerr. */
 struct chk_cq_err {
 	struct chk_cq_err *next;
-	void *op_context;           /* mrcheck's op record */
+	void *op_context; /* mrcheck's op record */
 	uint64_t flags, data, tag;
 	size_t len;
 	void *buf;
@@ -39,20 +39,26 @@ struct chk_cq {
 	_Atomic size_t queued;
 };
 
-static size_t chk_entry_size(enum fi_cq_format format)
+static size_t
+chk_entry_size(enum fi_cq_format format)
 {
 	switch (format) {
-	case FI_CQ_FORMAT_MSG: return sizeof(struct fi_cq_msg_entry);
-	case FI_CQ_FORMAT_DATA: return sizeof(struct fi_cq_data_entry);
-	case FI_CQ_FORMAT_TAGGED: return sizeof(struct fi_cq_tagged_entry);
-	default: return sizeof(struct fi_cq_entry); /* CONTEXT, UNSPEC */
+	case FI_CQ_FORMAT_MSG:
+		return sizeof(struct fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA:
+		return sizeof(struct fi_cq_data_entry);
+	case FI_CQ_FORMAT_TAGGED:
+		return sizeof(struct fi_cq_tagged_entry);
+	default:
+		return sizeof(struct fi_cq_entry); /* CONTEXT, UNSPEC */
 	}
 }
 
 /* One entry: give the context back; retire the op unless it is a
  * multi-receive buffer the provider has not released yet. */
-static void chk_translate(struct chk_domain *dom, void **op_context,
-			  uint64_t flags, bool has_flags, bool error)
+static void
+chk_translate(struct chk_domain *dom, void **op_context, uint64_t flags,
+	      bool has_flags, bool error)
 {
 	struct chk_op *op = chk_op_find(dom, *op_context);
 
@@ -64,7 +70,8 @@ static void chk_translate(struct chk_domain *dom, void **op_context,
 	chk_op_retire(dom, op);
 }
 
-static void chk_translate_entries(struct mrl_cq *cq, void *buf, ssize_t count)
+static void
+chk_translate_entries(struct mrl_cq *cq, void *buf, ssize_t count)
 {
 	struct chk_domain *dom = chk_domain_of(cq->domain);
 	size_t size = chk_entry_size(cq->format);
@@ -74,13 +81,14 @@ static void chk_translate_entries(struct mrl_cq *cq, void *buf, ssize_t count)
 		return;
 	pthread_mutex_lock(&dom->lock);
 	for (ssize_t i = 0; i < count; i++) {
-		char *entry = (char *)buf + (size_t)i * size;
+		char *entry = (char *) buf + (size_t) i * size;
 		uint64_t flags = 0;
 
 		if (has_flags)
-			memcpy(&flags, entry + offsetof(struct fi_cq_msg_entry, flags),
+			memcpy(&flags,
+			       entry + offsetof(struct fi_cq_msg_entry, flags),
 			       sizeof(flags));
-		chk_translate(dom, (void **)entry, flags, has_flags, false);
+		chk_translate(dom, (void **) entry, flags, has_flags, false);
 	}
 	pthread_mutex_unlock(&dom->lock);
 }
@@ -88,12 +96,14 @@ static void chk_translate_entries(struct mrl_cq *cq, void *buf, ssize_t count)
 /* ---- injected error completions (MRCHECK_FAULT_CQ_ERR) ------------- */
 
 /* How many entries a read may take from the provider. */
-static size_t chk_read_count(struct mrl_cq *cq, size_t count)
+static size_t
+chk_read_count(struct mrl_cq *cq, size_t count)
 {
 	return cq->ext && chk_fault_cq_on() && count > 1 ? 1 : count;
 }
 
-static bool chk_errors_queued(struct mrl_cq *cq)
+static bool
+chk_errors_queued(struct mrl_cq *cq)
 {
 	struct chk_cq *c = cq->ext;
 
@@ -102,7 +112,8 @@ static bool chk_errors_queued(struct mrl_cq *cq)
 
 /* Whether the first entry of a read becomes an injected error; then it is
  * queued (its op stays in flight until fi_cq_readerr retires it). */
-static bool chk_inject_error(struct mrl_cq *cq, const void *entry)
+static bool
+chk_inject_error(struct mrl_cq *cq, const void *entry)
 {
 	struct chk_domain *dom = chk_domain_of(cq->domain);
 	struct chk_cq *c = cq->ext;
@@ -111,25 +122,25 @@ static bool chk_inject_error(struct mrl_cq *cq, const void *entry)
 	bool fail;
 
 	pthread_mutex_lock(&dom->lock);
-	op = chk_op_find(dom, *(void *const *)entry);
+	op = chk_op_find(dom, *(void *const *) entry);
 	/* A multi-receive buffer stays with the provider until its last
 	 * completion: failing an earlier one would retire it under it. */
 	fail = op && !op->multi_recv && chk_fault_cq_err(dom);
 	pthread_mutex_unlock(&dom->lock);
 	if (!fail || !(e = calloc(1, sizeof(*e))))
 		return false;
-	e->op_context = *(void *const *)entry;
+	e->op_context = *(void *const *) entry;
 	switch (cq->format) {
 	case FI_CQ_FORMAT_TAGGED:
-		e->tag = ((const struct fi_cq_tagged_entry *)entry)->tag;
+		e->tag = ((const struct fi_cq_tagged_entry *) entry)->tag;
 		/* fall through */
 	case FI_CQ_FORMAT_DATA:
-		e->buf = ((const struct fi_cq_data_entry *)entry)->buf;
-		e->data = ((const struct fi_cq_data_entry *)entry)->data;
+		e->buf = ((const struct fi_cq_data_entry *) entry)->buf;
+		e->data = ((const struct fi_cq_data_entry *) entry)->data;
 		/* fall through */
 	case FI_CQ_FORMAT_MSG:
-		e->flags = ((const struct fi_cq_msg_entry *)entry)->flags;
-		e->len = ((const struct fi_cq_msg_entry *)entry)->len;
+		e->flags = ((const struct fi_cq_msg_entry *) entry)->flags;
+		e->len = ((const struct fi_cq_msg_entry *) entry)->len;
 		break;
 	default:
 		break;
@@ -142,7 +153,8 @@ static bool chk_inject_error(struct mrl_cq *cq, const void *entry)
 	return true;
 }
 
-static struct chk_cq_err *chk_error_pop(struct mrl_cq *cq)
+static struct chk_cq_err *
+chk_error_pop(struct mrl_cq *cq)
 {
 	struct chk_cq *c = cq->ext;
 	struct chk_cq_err *e;
@@ -163,7 +175,8 @@ static struct chk_cq_err *chk_error_pop(struct mrl_cq *cq)
 
 /* Fill the fields every api_version's fi_cq_err_entry has, as a provider
  * does; err_data is the caller's when it gave a size. */
-static void chk_error_fill(const struct chk_cq_err *e, struct fi_cq_err_entry *buf)
+static void
+chk_error_fill(const struct chk_cq_err *e, struct fi_cq_err_entry *buf)
 {
 	buf->op_context = e->op_context;
 	buf->flags = e->flags;
@@ -181,9 +194,11 @@ static void chk_error_fill(const struct chk_cq_err *e, struct fi_cq_err_entry *b
 }
 
 /* After the provider's read: the first entry may become an error. */
-static ssize_t chk_after_read(struct mrl_cq *cq, void *buf, ssize_t ret)
+static ssize_t
+chk_after_read(struct mrl_cq *cq, void *buf, ssize_t ret)
 {
-	if (ret > 0 && cq->ext && chk_fault_cq_on() && chk_inject_error(cq, buf))
+	if (ret > 0 && cq->ext && chk_fault_cq_on() &&
+	    chk_inject_error(cq, buf))
 		return -FI_EAVAIL;
 	chk_translate_entries(cq, buf, ret);
 	return ret;
@@ -191,52 +206,60 @@ static ssize_t chk_after_read(struct mrl_cq *cq, void *buf, ssize_t ret)
 
 /* ---- the CQ's read calls ------------------------------------------- */
 
-static ssize_t chk_cq_read(struct fid_cq *cq, void *buf, size_t count)
+static ssize_t
+chk_cq_read(struct fid_cq *cq, void *buf, size_t count)
 {
 	struct mrl_cq *c = mrl_cq_of(cq);
 
 	if (chk_errors_queued(c))
 		return -FI_EAVAIL;
-	return chk_after_read(c, buf, mrl_cq_ops.read(cq, buf,
-						      chk_read_count(c, count)));
+	return chk_after_read(
+		c, buf, mrl_cq_ops.read(cq, buf, chk_read_count(c, count)));
 }
 
-static ssize_t chk_cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
-			       fi_addr_t *src_addr)
+static ssize_t
+chk_cq_readfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src_addr)
 {
 	struct mrl_cq *c = mrl_cq_of(cq);
 
 	if (chk_errors_queued(c))
 		return -FI_EAVAIL;
-	return chk_after_read(c, buf, mrl_cq_ops.readfrom(
-		cq, buf, chk_read_count(c, count), src_addr));
+	return chk_after_read(c, buf,
+			      mrl_cq_ops.readfrom(cq, buf,
+						  chk_read_count(c, count),
+						  src_addr));
 }
 
-static ssize_t chk_cq_sread(struct fid_cq *cq, void *buf, size_t count,
-			    const void *cond, int timeout)
+static ssize_t
+chk_cq_sread(struct fid_cq *cq, void *buf, size_t count, const void *cond,
+	     int timeout)
 {
 	struct mrl_cq *c = mrl_cq_of(cq);
 
 	if (chk_errors_queued(c))
 		return -FI_EAVAIL;
-	return chk_after_read(c, buf, mrl_cq_ops.sread(
-		cq, buf, chk_read_count(c, count), cond, timeout));
+	return chk_after_read(c, buf,
+			      mrl_cq_ops.sread(cq, buf,
+					       chk_read_count(c, count), cond,
+					       timeout));
 }
 
-static ssize_t chk_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
-				fi_addr_t *src_addr, const void *cond,
-				int timeout)
+static ssize_t
+chk_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
+		 fi_addr_t *src_addr, const void *cond, int timeout)
 {
 	struct mrl_cq *c = mrl_cq_of(cq);
 
 	if (chk_errors_queued(c))
 		return -FI_EAVAIL;
-	return chk_after_read(c, buf, mrl_cq_ops.sreadfrom(
-		cq, buf, chk_read_count(c, count), src_addr, cond, timeout));
+	return chk_after_read(c, buf,
+			      mrl_cq_ops.sreadfrom(cq, buf,
+						   chk_read_count(c, count),
+						   src_addr, cond, timeout));
 }
 
-static ssize_t chk_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
-			      uint64_t flags)
+static ssize_t
+chk_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf, uint64_t flags)
 {
 	struct mrl_cq *c = mrl_cq_of(cq);
 	struct chk_domain *dom = chk_domain_of(c->domain);
@@ -261,7 +284,8 @@ static ssize_t chk_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
 
 static struct fi_ops_cq chk_cq_ops;
 
-static void chk_cq_fill(void)
+static void
+chk_cq_fill(void)
 {
 	chk_cq_ops = mrl_cq_ops;
 	chk_cq_ops.read = chk_cq_read;
@@ -271,7 +295,8 @@ static void chk_cq_fill(void)
 	chk_cq_ops.sreadfrom = chk_cq_sreadfrom;
 }
 
-int chk_cq_open(struct mrl_cq *cq)
+int
+chk_cq_open(struct mrl_cq *cq)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct chk_domain *dom = chk_domain_of(cq->domain);
@@ -296,7 +321,8 @@ int chk_cq_open(struct mrl_cq *cq)
 
 /* Errors never read go with the CQ; their ops are retired when their
  * endpoint closes, as for any completion never read. */
-void chk_cq_close(struct mrl_cq *cq)
+void
+chk_cq_close(struct mrl_cq *cq)
 {
 	struct chk_cq *c = cq->ext;
 	struct chk_cq_err *e;
@@ -308,7 +334,7 @@ void chk_cq_close(struct mrl_cq *cq)
 		free(e);
 	}
 	pthread_mutex_destroy(&c->lock);
-	chk_add(&c->dom->users, NULL, (uint64_t)-1);
+	chk_add(&c->dom->users, NULL, (uint64_t) -1);
 	cq->ext = NULL;
 	free(c);
 }

@@ -30,42 +30,60 @@ struct chk_post {
 	bool overflow;
 	const void *addr[CHK_MAX_OPERANDS];
 	size_t len[CHK_MAX_OPERANDS];
-	void *desc[CHK_MAX_OPERANDS];   /* as given */
-	void *inner[CHK_MAX_OPERANDS];  /* translated */
+	void *desc[CHK_MAX_OPERANDS]; /* as given */
+	void *inner[CHK_MAX_OPERANDS]; /* translated */
 	struct chk_op *op;
-	void *ctx;                      /* the context to post with */
+	void *ctx; /* the context to post with */
 };
 
-static struct chk_ep *chk_ep_of(struct fid_ep *ep)
+static struct chk_ep *
+chk_ep_of(struct fid_ep *ep)
 {
 	return mrl_ep_of(ep)->ext;
 }
 
-static int chk_ptr_cmp(const void *a, const void *b)
+static int
+chk_ptr_cmp(const void *a, const void *b)
 {
-	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+	uintptr_t x = (uintptr_t) a, y = (uintptr_t) b;
 
 	return x < y ? -1 : x > y;
 }
 
-static size_t chk_datatype_size(enum fi_datatype dt)
+static size_t
+chk_datatype_size(enum fi_datatype dt)
 {
 	switch (dt) {
-	case FI_INT8: case FI_UINT8: return 1;
-	case FI_INT16: case FI_UINT16: return 2;
-	case FI_INT32: case FI_UINT32: case FI_FLOAT: return 4;
-	case FI_INT64: case FI_UINT64: case FI_DOUBLE: case FI_FLOAT_COMPLEX: return 8;
-	case FI_DOUBLE_COMPLEX: return 16;
-	case FI_LONG_DOUBLE: return sizeof(long double);
-	case FI_LONG_DOUBLE_COMPLEX: return 2 * sizeof(long double);
-	default: return 16; /* FI_INT128, FI_UINT128 */
+	case FI_INT8:
+	case FI_UINT8:
+		return 1;
+	case FI_INT16:
+	case FI_UINT16:
+		return 2;
+	case FI_INT32:
+	case FI_UINT32:
+	case FI_FLOAT:
+		return 4;
+	case FI_INT64:
+	case FI_UINT64:
+	case FI_DOUBLE:
+	case FI_FLOAT_COMPLEX:
+		return 8;
+	case FI_DOUBLE_COMPLEX:
+		return 16;
+	case FI_LONG_DOUBLE:
+		return sizeof(long double);
+	case FI_LONG_DOUBLE_COMPLEX:
+		return 2 * sizeof(long double);
+	default:
+		return 16; /* FI_INT128, FI_UINT128 */
 	}
 }
 
 /* ---- operands ------------------------------------------------------ */
 
-static size_t chk_add_buf(struct chk_post *p, const void *addr, size_t len,
-			  void *desc)
+static size_t
+chk_add_buf(struct chk_post *p, const void *addr, size_t len, void *desc)
 {
 	size_t at = p->n;
 
@@ -80,8 +98,9 @@ static size_t chk_add_buf(struct chk_post *p, const void *addr, size_t len,
 	return at;
 }
 
-static size_t chk_add_iov(struct chk_post *p, const struct iovec *iov,
-			  void **desc, size_t count)
+static size_t
+chk_add_iov(struct chk_post *p, const struct iovec *iov, void **desc,
+	    size_t count)
 {
 	size_t at = p->n;
 
@@ -91,29 +110,33 @@ static size_t chk_add_iov(struct chk_post *p, const struct iovec *iov,
 	return at;
 }
 
-static size_t chk_add_ioc(struct chk_post *p, const struct fi_ioc *ioc,
-			  void **desc, size_t count, enum fi_datatype dt)
+static size_t
+chk_add_ioc(struct chk_post *p, const struct fi_ioc *ioc, void **desc,
+	    size_t count, enum fi_datatype dt)
 {
 	size_t at = p->n;
 
 	for (size_t i = 0; i < count; i++)
-		chk_add_buf(p, ioc[i].addr, ioc[i].count * chk_datatype_size(dt),
+		chk_add_buf(p, ioc[i].addr,
+			    ioc[i].count * chk_datatype_size(dt),
 			    desc ? desc[i] : NULL);
 	return at;
 }
 
 /* The translated descs of a group, or NULL where the caller gave none. */
-static void **chk_descs(struct chk_post *p, size_t at, void **given)
+static void **
+chk_descs(struct chk_post *p, size_t at, void **given)
 {
 	return given ? &p->inner[at] : NULL;
 }
 
-static bool chk_mr_covers(const struct chk_mr *mr, const void *addr, size_t len)
+static bool
+chk_mr_covers(const struct chk_mr *mr, const void *addr, size_t len)
 {
-	uintptr_t a = (uintptr_t)addr;
+	uintptr_t a = (uintptr_t) addr;
 
 	for (size_t i = 0; i < mr->iov_count; i++) {
-		uintptr_t b = (uintptr_t)mr->iov[i].iov_base;
+		uintptr_t b = (uintptr_t) mr->iov[i].iov_base;
 
 		if (a >= b && a - b <= mr->iov[i].iov_len &&
 		    len <= mr->iov[i].iov_len - (a - b))
@@ -124,8 +147,8 @@ static bool chk_mr_covers(const struct chk_mr *mr, const void *addr, size_t len)
 
 /* dom->lock held. Returns the record behind desc or NULL after recording
  * why it is not acceptable. */
-static struct chk_mr *chk_resolve(struct chk_post *p, size_t i, bool need_desc,
-				  bool *bad)
+static struct chk_mr *
+chk_resolve(struct chk_post *p, size_t i, bool need_desc, bool *bad)
 {
 	struct chk_domain *dom = p->ep->dom;
 	struct chk_mr *mr;
@@ -133,19 +156,22 @@ static struct chk_mr *chk_resolve(struct chk_post *p, size_t i, bool need_desc,
 
 	if (!p->desc[i]) {
 		if (need_desc && p->len[i]) {
-			chk_violation(dom, MRCHECK_NO_DESC,
-				      "%s: operand %zu [%p, +%zu) posted with a "
-				      "NULL desc", p->what, i, p->addr[i], p->len[i]);
+			chk_violation(
+				dom, MRCHECK_NO_DESC,
+				"%s: operand %zu [%p, +%zu) posted with a "
+				"NULL desc",
+				p->what, i, p->addr[i], p->len[i]);
 			*bad = true;
 		}
 		return NULL;
 	}
 	node = tfind(p->desc[i], &dom->mrs, chk_ptr_cmp);
 	if (!node) {
-		chk_violation(dom, MRCHECK_UNKNOWN_DESC,
-			      "%s: operand %zu [%p, +%zu) desc %p was not handed "
-			      "out by this domain", p->what, i, p->addr[i],
-			      p->len[i], p->desc[i]);
+		chk_violation(
+			dom, MRCHECK_UNKNOWN_DESC,
+			"%s: operand %zu [%p, +%zu) desc %p was not handed "
+			"out by this domain",
+			p->what, i, p->addr[i], p->len[i], p->desc[i]);
 		*bad = true;
 		return NULL;
 	}
@@ -153,16 +179,18 @@ static struct chk_mr *chk_resolve(struct chk_post *p, size_t i, bool need_desc,
 	if (mr->closed) {
 		chk_violation(dom, MRCHECK_CLOSED_DESC,
 			      "%s: operand %zu [%p, +%zu) desc %p belongs to a "
-			      "closed MR", p->what, i, p->addr[i], p->len[i], p->desc[i]);
+			      "closed MR",
+			      p->what, i, p->addr[i], p->len[i], p->desc[i]);
 		*bad = true;
 		return NULL;
 	}
 	if (p->len[i] && !chk_mr_covers(mr, p->addr[i], p->len[i])) {
-		chk_violation(dom, MRCHECK_NOT_COVERED,
-			      "%s: operand %zu [%p, +%zu) outside its MR [%p, +%zu)",
-			      p->what, i, p->addr[i], p->len[i],
-			      mr->iov_count ? mr->iov[0].iov_base : NULL,
-			      mr->iov_count ? mr->iov[0].iov_len : 0);
+		chk_violation(
+			dom, MRCHECK_NOT_COVERED,
+			"%s: operand %zu [%p, +%zu) outside its MR [%p, +%zu)",
+			p->what, i, p->addr[i], p->len[i],
+			mr->iov_count ? mr->iov[0].iov_base : NULL,
+			mr->iov_count ? mr->iov[0].iov_len : 0);
 		*bad = true;
 		return NULL;
 	}
@@ -173,7 +201,8 @@ static struct chk_mr *chk_resolve(struct chk_post *p, size_t i, bool need_desc,
 /* MRCHECK_FRAMES: the frames now under each operand that has a desc, read
  * before dom->lock is taken; operand i's start at now + at[i]. NULL when
  * frames are off or no operand needs them. */
-static uint64_t *chk_frames_now(const struct chk_post *p, size_t *at)
+static uint64_t *
+chk_frames_now(const struct chk_post *p, size_t *at)
 {
 	uint64_t *now;
 	size_t total = 0;
@@ -199,8 +228,9 @@ static uint64_t *chk_frames_now(const struct chk_post *p, size_t *at)
  * copies the payload) and hold false where the buffers are not used after
  * the call returns.
  */
-static int chk_begin(struct chk_post *p, bool need_desc, bool tracked,
-		     bool multi_recv, void *app_ctx)
+static int
+chk_begin(struct chk_post *p, bool need_desc, bool tracked, bool multi_recv,
+	  void *app_ctx)
 {
 	struct chk_domain *dom = p->ep->dom;
 	struct chk_mr *used[CHK_MAX_OPERANDS];
@@ -279,7 +309,8 @@ static int chk_begin(struct chk_post *p, bool need_desc, bool tracked,
 	return 0;
 }
 
-void chk_op_retire(struct chk_domain *dom, struct chk_op *op)
+void
+chk_op_retire(struct chk_domain *dom, struct chk_op *op)
 {
 	for (size_t i = 0; i < op->nmr; i++)
 		op->mr[i]->in_flight--;
@@ -298,7 +329,8 @@ void chk_op_retire(struct chk_domain *dom, struct chk_op *op)
 	free(op);
 }
 
-struct chk_op *chk_op_find(struct chk_domain *dom, void *ctx)
+struct chk_op *
+chk_op_find(struct chk_domain *dom, void *ctx)
 {
 	void **node;
 
@@ -309,7 +341,8 @@ struct chk_op *chk_op_find(struct chk_domain *dom, void *ctx)
 }
 
 /* After the provider call: a refused post never happened. */
-static ssize_t chk_end(struct chk_post *p, ssize_t ret)
+static ssize_t
+chk_end(struct chk_post *p, ssize_t ret)
 {
 	struct chk_domain *dom = p->ep->dom;
 
@@ -319,71 +352,82 @@ static ssize_t chk_end(struct chk_post *p, ssize_t ret)
 	chk_op_retire(dom, p->op);
 	pthread_mutex_unlock(&dom->lock);
 	/* Not an operation: take it back out of both counts. */
-	chk_add(&chk_global.ops_tracked, &dom->counts.ops_tracked, (uint64_t)-1);
-	chk_add(&chk_global.ops_completed, &dom->counts.ops_completed, (uint64_t)-1);
+	chk_add(&chk_global.ops_tracked, &dom->counts.ops_tracked,
+		(uint64_t) -1);
+	chk_add(&chk_global.ops_completed, &dom->counts.ops_completed,
+		(uint64_t) -1);
 	return ret;
 }
 
 /* Whether a completion will reach a CQ (so the op can be tracked). */
-static bool chk_tx_tracked(struct chk_ep *ep, uint64_t flags)
+static bool
+chk_tx_tracked(struct chk_ep *ep, uint64_t flags)
 {
 	const struct mrl_ep_bindings *b = &ep->hook->bound;
 
 	if (!b->tx_cq)
 		return false;
-	return !(b->tx_cq_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION);
+	return !(b->tx_cq_flags & FI_SELECTIVE_COMPLETION) ||
+	       (flags & FI_COMPLETION);
 }
 
-static bool chk_rx_tracked(struct chk_ep *ep, uint64_t flags)
+static bool
+chk_rx_tracked(struct chk_ep *ep, uint64_t flags)
 {
 	const struct mrl_ep_bindings *b = &ep->hook->bound;
 
 	if (!b->rx_cq)
 		return false;
-	return !(b->rx_cq_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION);
+	return !(b->rx_cq_flags & FI_SELECTIVE_COMPLETION) ||
+	       (flags & FI_COMPLETION);
 }
 
-#define CHK_POST(fep, name)                                                    \
-	struct chk_post p_;                                                    \
-	p_.ep = chk_ep_of(fep);                                                \
-	p_.what = name;                                                        \
-	p_.n = 0;                                                              \
+#define CHK_POST(fep, name)     \
+	struct chk_post p_;     \
+	p_.ep = chk_ep_of(fep); \
+	p_.what = name;         \
+	p_.n = 0;               \
 	p_.overflow = false
 
 /* ---- msg ----------------------------------------------------------- */
 
-static ssize_t chk_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
-			fi_addr_t src_addr, void *context)
+static ssize_t
+chk_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+	 fi_addr_t src_addr, void *context)
 {
 	CHK_POST(ep, "fi_recv");
 	uint64_t f = p_.ep->rx_op_flags;
 	int ret;
 
 	chk_add_buf(&p_, buf, len, desc);
-	ret = chk_begin(&p_, true, chk_rx_tracked(p_.ep, f), f & FI_MULTI_RECV, context);
+	ret = chk_begin(&p_, true, chk_rx_tracked(p_.ep, f), f & FI_MULTI_RECV,
+			context);
 	if (ret)
 		return ret;
 	return chk_end(&p_, mrl_ep_msg_ops.recv(ep, buf, len, p_.inner[0],
-						 src_addr, p_.ctx));
+						src_addr, p_.ctx));
 }
 
-static ssize_t chk_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
-			 size_t count, fi_addr_t src_addr, void *context)
+static ssize_t
+chk_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+	  fi_addr_t src_addr, void *context)
 {
 	CHK_POST(ep, "fi_recvv");
 	uint64_t f = p_.ep->rx_op_flags;
 	int ret;
 
 	chk_add_iov(&p_, iov, desc, count);
-	ret = chk_begin(&p_, true, chk_rx_tracked(p_.ep, f), f & FI_MULTI_RECV, context);
+	ret = chk_begin(&p_, true, chk_rx_tracked(p_.ep, f), f & FI_MULTI_RECV,
+			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_msg_ops.recvv(ep, iov, chk_descs(&p_, 0, desc),
-						  count, src_addr, p_.ctx));
+	return chk_end(&p_,
+		       mrl_ep_msg_ops.recvv(ep, iov, chk_descs(&p_, 0, desc),
+					    count, src_addr, p_.ctx));
 }
 
-static ssize_t chk_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
-			   uint64_t flags)
+static ssize_t
+chk_recvmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
 {
 	CHK_POST(ep, "fi_recvmsg");
 	struct fi_msg m = *msg;
@@ -399,38 +443,43 @@ static ssize_t chk_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 	return chk_end(&p_, mrl_ep_msg_ops.recvmsg(ep, &m, flags));
 }
 
-static ssize_t chk_send(struct fid_ep *ep, const void *buf, size_t len,
-			void *desc, fi_addr_t dest_addr, void *context)
+static ssize_t
+chk_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+	 fi_addr_t dest_addr, void *context)
 {
 	CHK_POST(ep, "fi_send");
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
 	chk_add_buf(&p_, buf, len, desc);
-	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false, context);
+	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
+			context);
 	if (ret)
 		return ret;
 	return chk_end(&p_, mrl_ep_msg_ops.send(ep, buf, len, p_.inner[0],
-						 dest_addr, p_.ctx));
+						dest_addr, p_.ctx));
 }
 
-static ssize_t chk_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
-			 size_t count, fi_addr_t dest_addr, void *context)
+static ssize_t
+chk_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+	  fi_addr_t dest_addr, void *context)
 {
 	CHK_POST(ep, "fi_sendv");
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
 	chk_add_iov(&p_, iov, desc, count);
-	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false, context);
+	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
+			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_msg_ops.sendv(ep, iov, chk_descs(&p_, 0, desc),
-						  count, dest_addr, p_.ctx));
+	return chk_end(&p_,
+		       mrl_ep_msg_ops.sendv(ep, iov, chk_descs(&p_, 0, desc),
+					    count, dest_addr, p_.ctx));
 }
 
-static ssize_t chk_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
-			   uint64_t flags)
+static ssize_t
+chk_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
 {
 	CHK_POST(ep, "fi_sendmsg");
 	struct fi_msg m = *msg;
@@ -446,27 +495,28 @@ static ssize_t chk_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 	return chk_end(&p_, mrl_ep_msg_ops.sendmsg(ep, &m, flags));
 }
 
-static ssize_t chk_senddata(struct fid_ep *ep, const void *buf, size_t len,
-			    void *desc, uint64_t data, fi_addr_t dest_addr,
-			    void *context)
+static ssize_t
+chk_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+	     uint64_t data, fi_addr_t dest_addr, void *context)
 {
 	CHK_POST(ep, "fi_senddata");
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
 	chk_add_buf(&p_, buf, len, desc);
-	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false, context);
+	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
+			context);
 	if (ret)
 		return ret;
 	return chk_end(&p_, mrl_ep_msg_ops.senddata(ep, buf, len, p_.inner[0],
-						     data, dest_addr, p_.ctx));
+						    data, dest_addr, p_.ctx));
 }
 
 /* ---- tagged -------------------------------------------------------- */
 
-static ssize_t chk_trecv(struct fid_ep *ep, void *buf, size_t len, void *desc,
-			 fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
-			 void *context)
+static ssize_t
+chk_trecv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+	  fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void *context)
 {
 	CHK_POST(ep, "fi_trecv");
 	uint64_t f = p_.ep->rx_op_flags;
@@ -476,13 +526,15 @@ static ssize_t chk_trecv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 	ret = chk_begin(&p_, true, chk_rx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_tagged_ops.recv(ep, buf, len, p_.inner[0],
-						    src_addr, tag, ignore, p_.ctx));
+	return chk_end(&p_,
+		       mrl_ep_tagged_ops.recv(ep, buf, len, p_.inner[0],
+					      src_addr, tag, ignore, p_.ctx));
 }
 
-static ssize_t chk_trecvv(struct fid_ep *ep, const struct iovec *iov,
-			  void **desc, size_t count, fi_addr_t src_addr,
-			  uint64_t tag, uint64_t ignore, void *context)
+static ssize_t
+chk_trecvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+	   size_t count, fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+	   void *context)
 {
 	CHK_POST(ep, "fi_trecvv");
 	uint64_t f = p_.ep->rx_op_flags;
@@ -492,13 +544,13 @@ static ssize_t chk_trecvv(struct fid_ep *ep, const struct iovec *iov,
 	ret = chk_begin(&p_, true, chk_rx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_tagged_ops.recvv(ep, iov, chk_descs(&p_, 0, desc),
-						     count, src_addr, tag, ignore,
-						     p_.ctx));
+	return chk_end(&p_, mrl_ep_tagged_ops.recvv(
+				    ep, iov, chk_descs(&p_, 0, desc), count,
+				    src_addr, tag, ignore, p_.ctx));
 }
 
-static ssize_t chk_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
-			    uint64_t flags)
+static ssize_t
+chk_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	CHK_POST(ep, "fi_trecvmsg");
 	struct fi_msg_tagged m = *msg;
@@ -508,8 +560,8 @@ static ssize_t chk_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 
 	if (data)
 		chk_add_iov(&p_, msg->msg_iov, msg->desc, msg->iov_count);
-	ret = chk_begin(&p_, !(flags & FI_DISCARD), chk_rx_tracked(p_.ep, flags),
-			false, msg->context);
+	ret = chk_begin(&p_, !(flags & FI_DISCARD),
+			chk_rx_tracked(p_.ep, flags), false, msg->context);
 	if (ret)
 		return ret;
 	if (data)
@@ -518,40 +570,43 @@ static ssize_t chk_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 	return chk_end(&p_, mrl_ep_tagged_ops.recvmsg(ep, &m, flags));
 }
 
-static ssize_t chk_tsend(struct fid_ep *ep, const void *buf, size_t len,
-			 void *desc, fi_addr_t dest_addr, uint64_t tag,
-			 void *context)
+static ssize_t
+chk_tsend(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+	  fi_addr_t dest_addr, uint64_t tag, void *context)
 {
 	CHK_POST(ep, "fi_tsend");
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
 	chk_add_buf(&p_, buf, len, desc);
-	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false, context);
+	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
+			context);
 	if (ret)
 		return ret;
 	return chk_end(&p_, mrl_ep_tagged_ops.send(ep, buf, len, p_.inner[0],
-						    dest_addr, tag, p_.ctx));
+						   dest_addr, tag, p_.ctx));
 }
 
-static ssize_t chk_tsendv(struct fid_ep *ep, const struct iovec *iov,
-			  void **desc, size_t count, fi_addr_t dest_addr,
-			  uint64_t tag, void *context)
+static ssize_t
+chk_tsendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
+	   size_t count, fi_addr_t dest_addr, uint64_t tag, void *context)
 {
 	CHK_POST(ep, "fi_tsendv");
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
 	chk_add_iov(&p_, iov, desc, count);
-	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false, context);
+	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
+			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_tagged_ops.sendv(ep, iov, chk_descs(&p_, 0, desc),
-						     count, dest_addr, tag, p_.ctx));
+	return chk_end(&p_,
+		       mrl_ep_tagged_ops.sendv(ep, iov, chk_descs(&p_, 0, desc),
+					       count, dest_addr, tag, p_.ctx));
 }
 
-static ssize_t chk_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
-			    uint64_t flags)
+static ssize_t
+chk_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	CHK_POST(ep, "fi_tsendmsg");
 	struct fi_msg_tagged m = *msg;
@@ -567,27 +622,29 @@ static ssize_t chk_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 	return chk_end(&p_, mrl_ep_tagged_ops.sendmsg(ep, &m, flags));
 }
 
-static ssize_t chk_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
-			     void *desc, uint64_t data, fi_addr_t dest_addr,
-			     uint64_t tag, void *context)
+static ssize_t
+chk_tsenddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+	      uint64_t data, fi_addr_t dest_addr, uint64_t tag, void *context)
 {
 	CHK_POST(ep, "fi_tsenddata");
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
 	chk_add_buf(&p_, buf, len, desc);
-	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false, context);
+	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
+			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_tagged_ops.senddata(ep, buf, len, p_.inner[0],
-							data, dest_addr, tag, p_.ctx));
+	return chk_end(&p_, mrl_ep_tagged_ops.senddata(ep, buf, len,
+						       p_.inner[0], data,
+						       dest_addr, tag, p_.ctx));
 }
 
 /* ---- rma ----------------------------------------------------------- */
 
-static ssize_t chk_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
-			fi_addr_t src_addr, uint64_t addr, uint64_t key,
-			void *context)
+static ssize_t
+chk_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
+	 fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
 {
 	CHK_POST(ep, "fi_read");
 	uint64_t f = p_.ep->tx_op_flags;
@@ -597,13 +654,13 @@ static ssize_t chk_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_rma_ops.read(ep, buf, len, p_.inner[0], src_addr,
-						 addr, key, p_.ctx));
+	return chk_end(&p_, mrl_ep_rma_ops.read(ep, buf, len, p_.inner[0],
+						src_addr, addr, key, p_.ctx));
 }
 
-static ssize_t chk_readv(struct fid_ep *ep, const struct iovec *iov, void **desc,
-			 size_t count, fi_addr_t src_addr, uint64_t addr,
-			 uint64_t key, void *context)
+static ssize_t
+chk_readv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+	  fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
 {
 	CHK_POST(ep, "fi_readv");
 	uint64_t f = p_.ep->tx_op_flags;
@@ -613,13 +670,13 @@ static ssize_t chk_readv(struct fid_ep *ep, const struct iovec *iov, void **desc
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_rma_ops.readv(ep, iov, chk_descs(&p_, 0, desc),
-						  count, src_addr, addr, key,
-						  p_.ctx));
+	return chk_end(&p_, mrl_ep_rma_ops.readv(ep, iov,
+						 chk_descs(&p_, 0, desc), count,
+						 src_addr, addr, key, p_.ctx));
 }
 
-static ssize_t chk_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
-			   uint64_t flags)
+static ssize_t
+chk_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
 {
 	CHK_POST(ep, "fi_readmsg");
 	struct fi_msg_rma m = *msg;
@@ -635,41 +692,44 @@ static ssize_t chk_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 	return chk_end(&p_, mrl_ep_rma_ops.readmsg(ep, &m, flags));
 }
 
-static ssize_t chk_write(struct fid_ep *ep, const void *buf, size_t len,
-			 void *desc, fi_addr_t dest_addr, uint64_t addr,
-			 uint64_t key, void *context)
+static ssize_t
+chk_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+	  fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context)
 {
 	CHK_POST(ep, "fi_write");
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
 	chk_add_buf(&p_, buf, len, desc);
-	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false, context);
+	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
+			context);
 	if (ret)
 		return ret;
 	return chk_end(&p_, mrl_ep_rma_ops.write(ep, buf, len, p_.inner[0],
-						  dest_addr, addr, key, p_.ctx));
+						 dest_addr, addr, key, p_.ctx));
 }
 
-static ssize_t chk_writev(struct fid_ep *ep, const struct iovec *iov,
-			  void **desc, size_t count, fi_addr_t dest_addr,
-			  uint64_t addr, uint64_t key, void *context)
+static ssize_t
+chk_writev(struct fid_ep *ep, const struct iovec *iov, void **desc,
+	   size_t count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+	   void *context)
 {
 	CHK_POST(ep, "fi_writev");
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
 	chk_add_iov(&p_, iov, desc, count);
-	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false, context);
+	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
+			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_rma_ops.writev(ep, iov, chk_descs(&p_, 0, desc),
-						   count, dest_addr, addr, key,
-						   p_.ctx));
+	return chk_end(&p_, mrl_ep_rma_ops.writev(
+				    ep, iov, chk_descs(&p_, 0, desc), count,
+				    dest_addr, addr, key, p_.ctx));
 }
 
-static ssize_t chk_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
-			    uint64_t flags)
+static ssize_t
+chk_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
 {
 	CHK_POST(ep, "fi_writemsg");
 	struct fi_msg_rma m = *msg;
@@ -685,74 +745,82 @@ static ssize_t chk_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 	return chk_end(&p_, mrl_ep_rma_ops.writemsg(ep, &m, flags));
 }
 
-static ssize_t chk_writedata(struct fid_ep *ep, const void *buf, size_t len,
-			     void *desc, uint64_t data, fi_addr_t dest_addr,
-			     uint64_t addr, uint64_t key, void *context)
+static ssize_t
+chk_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+	      uint64_t data, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+	      void *context)
 {
 	CHK_POST(ep, "fi_writedata");
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
 	chk_add_buf(&p_, buf, len, desc);
-	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false, context);
+	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
+			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_rma_ops.writedata(ep, buf, len, p_.inner[0], data,
-						      dest_addr, addr, key, p_.ctx));
+	return chk_end(&p_,
+		       mrl_ep_rma_ops.writedata(ep, buf, len, p_.inner[0], data,
+						dest_addr, addr, key, p_.ctx));
 }
 
 /* ---- atomic -------------------------------------------------------- */
 
-static size_t chk_count_of(enum fi_op op, size_t count)
+static size_t
+chk_count_of(enum fi_op op, size_t count)
 {
 	/* FI_ATOMIC_READ ignores the source buffer. */
 	return op == FI_ATOMIC_READ ? 0 : count;
 }
 
-static ssize_t chk_atomic(struct fid_ep *ep, const void *buf, size_t count,
-			  void *desc, fi_addr_t dest_addr, uint64_t addr,
-			  uint64_t key, enum fi_datatype dt, enum fi_op op,
-			  void *context)
+static ssize_t
+chk_atomic(struct fid_ep *ep, const void *buf, size_t count, void *desc,
+	   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+	   enum fi_datatype dt, enum fi_op op, void *context)
 {
 	CHK_POST(ep, "fi_atomic");
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
 	chk_add_buf(&p_, buf, count * chk_datatype_size(dt), desc);
-	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false, context);
+	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
+			context);
 	if (ret)
 		return ret;
 	return chk_end(&p_, mrl_ep_atomic_ops.write(ep, buf, count, p_.inner[0],
-						     dest_addr, addr, key, dt, op,
-						     p_.ctx));
+						    dest_addr, addr, key, dt,
+						    op, p_.ctx));
 }
 
-static ssize_t chk_atomicv(struct fid_ep *ep, const struct fi_ioc *iov,
-			   void **desc, size_t count, fi_addr_t dest_addr,
-			   uint64_t addr, uint64_t key, enum fi_datatype dt,
-			   enum fi_op op, void *context)
+static ssize_t
+chk_atomicv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
+	    size_t count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+	    enum fi_datatype dt, enum fi_op op, void *context)
 {
 	CHK_POST(ep, "fi_atomicv");
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
 	chk_add_ioc(&p_, iov, desc, count, dt);
-	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false, context);
+	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
+			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_atomic_ops.writev(ep, iov, chk_descs(&p_, 0, desc),
-						      count, dest_addr, addr, key,
-						      dt, op, p_.ctx));
+	return chk_end(&p_, mrl_ep_atomic_ops.writev(
+				    ep, iov, chk_descs(&p_, 0, desc), count,
+				    dest_addr, addr, key, dt, op, p_.ctx));
 }
 
-static ssize_t chk_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
-			     uint64_t flags)
+static ssize_t
+chk_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+	      uint64_t flags)
 {
 	CHK_POST(ep, "fi_atomicmsg");
 	struct fi_msg_atomic m = *msg;
 	int ret;
 
-	chk_add_ioc(&p_, msg->msg_iov, msg->desc, msg->iov_count, msg->datatype);
+	chk_add_ioc(&p_, msg->msg_iov, msg->desc, msg->iov_count,
+		    msg->datatype);
 	ret = chk_begin(&p_, !(flags & FI_INJECT), chk_tx_tracked(p_.ep, flags),
 			false, msg->context);
 	if (ret)
@@ -762,10 +830,10 @@ static ssize_t chk_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 	return chk_end(&p_, mrl_ep_atomic_ops.writemsg(ep, &m, flags));
 }
 
-static ssize_t chk_fetch(struct fid_ep *ep, const void *buf, size_t count,
-			 void *desc, void *result, void *result_desc,
-			 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-			 enum fi_datatype dt, enum fi_op op, void *context)
+static ssize_t
+chk_fetch(struct fid_ep *ep, const void *buf, size_t count, void *desc,
+	  void *result, void *result_desc, fi_addr_t dest_addr, uint64_t addr,
+	  uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
 {
 	CHK_POST(ep, "fi_fetch_atomic");
 	uint64_t f = p_.ep->tx_op_flags;
@@ -777,17 +845,17 @@ static ssize_t chk_fetch(struct fid_ep *ep, const void *buf, size_t count,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_atomic_ops.readwrite(ep, buf, count, p_.inner[0],
-							 result, p_.inner[1],
-							 dest_addr, addr, key,
-							 dt, op, p_.ctx));
+	return chk_end(
+		&p_, mrl_ep_atomic_ops.readwrite(ep, buf, count, p_.inner[0],
+						 result, p_.inner[1], dest_addr,
+						 addr, key, dt, op, p_.ctx));
 }
 
-static ssize_t chk_fetchv(struct fid_ep *ep, const struct fi_ioc *iov,
-			  void **desc, size_t count, struct fi_ioc *resultv,
-			  void **result_desc, size_t result_count,
-			  fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-			  enum fi_datatype dt, enum fi_op op, void *context)
+static ssize_t
+chk_fetchv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
+	   size_t count, struct fi_ioc *resultv, void **result_desc,
+	   size_t result_count, fi_addr_t dest_addr, uint64_t addr,
+	   uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
 {
 	CHK_POST(ep, "fi_fetch_atomicv");
 	uint64_t f = p_.ep->tx_op_flags;
@@ -799,15 +867,19 @@ static ssize_t chk_fetchv(struct fid_ep *ep, const struct fi_ioc *iov,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_atomic_ops.readwritev(
-		ep, iov, op == FI_ATOMIC_READ ? desc : chk_descs(&p_, 0, desc),
-		count, resultv, chk_descs(&p_, r, result_desc), result_count,
-		dest_addr, addr, key, dt, op, p_.ctx));
+	return chk_end(
+		&p_,
+		mrl_ep_atomic_ops.readwritev(
+			ep, iov,
+			op == FI_ATOMIC_READ ? desc : chk_descs(&p_, 0, desc),
+			count, resultv, chk_descs(&p_, r, result_desc),
+			result_count, dest_addr, addr, key, dt, op, p_.ctx));
 }
 
-static ssize_t chk_fetchmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
-			    struct fi_ioc *resultv, void **result_desc,
-			    size_t result_count, uint64_t flags)
+static ssize_t
+chk_fetchmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+	     struct fi_ioc *resultv, void **result_desc, size_t result_count,
+	     uint64_t flags)
 {
 	CHK_POST(ep, "fi_fetch_atomicmsg");
 	struct fi_msg_atomic m = *msg;
@@ -824,16 +896,17 @@ static ssize_t chk_fetchmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 	if (msg->op != FI_ATOMIC_READ)
 		m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
-	return chk_end(&p_, mrl_ep_atomic_ops.readwritemsg(
-		ep, &m, resultv, chk_descs(&p_, r, result_desc), result_count,
-		flags));
+	return chk_end(&p_,
+		       mrl_ep_atomic_ops.readwritemsg(
+			       ep, &m, resultv, chk_descs(&p_, r, result_desc),
+			       result_count, flags));
 }
 
-static ssize_t chk_compare(struct fid_ep *ep, const void *buf, size_t count,
-			   void *desc, const void *compare, void *compare_desc,
-			   void *result, void *result_desc, fi_addr_t dest_addr,
-			   uint64_t addr, uint64_t key, enum fi_datatype dt,
-			   enum fi_op op, void *context)
+static ssize_t
+chk_compare(struct fid_ep *ep, const void *buf, size_t count, void *desc,
+	    const void *compare, void *compare_desc, void *result,
+	    void *result_desc, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+	    enum fi_datatype dt, enum fi_op op, void *context)
 {
 	CHK_POST(ep, "fi_compare_atomic");
 	uint64_t f = p_.ep->tx_op_flags;
@@ -847,17 +920,17 @@ static ssize_t chk_compare(struct fid_ep *ep, const void *buf, size_t count,
 	if (ret)
 		return ret;
 	return chk_end(&p_, mrl_ep_atomic_ops.compwrite(
-		ep, buf, count, p_.inner[0], compare, p_.inner[1], result,
-		p_.inner[2], dest_addr, addr, key, dt, op, p_.ctx));
+				    ep, buf, count, p_.inner[0], compare,
+				    p_.inner[1], result, p_.inner[2], dest_addr,
+				    addr, key, dt, op, p_.ctx));
 }
 
-static ssize_t chk_comparev(struct fid_ep *ep, const struct fi_ioc *iov,
-			    void **desc, size_t count,
-			    const struct fi_ioc *comparev, void **compare_desc,
-			    size_t compare_count, struct fi_ioc *resultv,
-			    void **result_desc, size_t result_count,
-			    fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-			    enum fi_datatype dt, enum fi_op op, void *context)
+static ssize_t
+chk_comparev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
+	     size_t count, const struct fi_ioc *comparev, void **compare_desc,
+	     size_t compare_count, struct fi_ioc *resultv, void **result_desc,
+	     size_t result_count, fi_addr_t dest_addr, uint64_t addr,
+	     uint64_t key, enum fi_datatype dt, enum fi_op op, void *context)
 {
 	CHK_POST(ep, "fi_compare_atomicv");
 	uint64_t f = p_.ep->tx_op_flags;
@@ -870,26 +943,30 @@ static ssize_t chk_comparev(struct fid_ep *ep, const struct fi_ioc *iov,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_atomic_ops.compwritev(
-		ep, iov, chk_descs(&p_, 0, desc), count, comparev,
-		chk_descs(&p_, c, compare_desc), compare_count, resultv,
-		chk_descs(&p_, r, result_desc), result_count, dest_addr, addr,
-		key, dt, op, p_.ctx));
+	return chk_end(&p_,
+		       mrl_ep_atomic_ops.compwritev(
+			       ep, iov, chk_descs(&p_, 0, desc), count,
+			       comparev, chk_descs(&p_, c, compare_desc),
+			       compare_count, resultv,
+			       chk_descs(&p_, r, result_desc), result_count,
+			       dest_addr, addr, key, dt, op, p_.ctx));
 }
 
-static ssize_t chk_comparemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
-			      const struct fi_ioc *comparev, void **compare_desc,
-			      size_t compare_count, struct fi_ioc *resultv,
-			      void **result_desc, size_t result_count,
-			      uint64_t flags)
+static ssize_t
+chk_comparemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+	       const struct fi_ioc *comparev, void **compare_desc,
+	       size_t compare_count, struct fi_ioc *resultv, void **result_desc,
+	       size_t result_count, uint64_t flags)
 {
 	CHK_POST(ep, "fi_compare_atomicmsg");
 	struct fi_msg_atomic m = *msg;
 	size_t c, r;
 	int ret;
 
-	chk_add_ioc(&p_, msg->msg_iov, msg->desc, msg->iov_count, msg->datatype);
-	c = chk_add_ioc(&p_, comparev, compare_desc, compare_count, msg->datatype);
+	chk_add_ioc(&p_, msg->msg_iov, msg->desc, msg->iov_count,
+		    msg->datatype);
+	c = chk_add_ioc(&p_, comparev, compare_desc, compare_count,
+			msg->datatype);
 	r = chk_add_ioc(&p_, resultv, result_desc, result_count, msg->datatype);
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, flags), false,
 			msg->context);
@@ -897,15 +974,19 @@ static ssize_t chk_comparemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg
 		return ret;
 	m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
-	return chk_end(&p_, mrl_ep_atomic_ops.compwritemsg(
-		ep, &m, comparev, chk_descs(&p_, c, compare_desc), compare_count,
-		resultv, chk_descs(&p_, r, result_desc), result_count, flags));
+	return chk_end(&p_,
+		       mrl_ep_atomic_ops.compwritemsg(
+			       ep, &m, comparev,
+			       chk_descs(&p_, c, compare_desc), compare_count,
+			       resultv, chk_descs(&p_, r, result_desc),
+			       result_count, flags));
 }
 
 /* ---- cancel and the endpoint's life -------------------------------- */
 
 /* fi_cancel names the application's context; the provider knows ours. */
-static ssize_t chk_cancel(fid_t fid, void *context)
+static ssize_t
+chk_cancel(fid_t fid, void *context)
 {
 	struct chk_ep *ep = chk_ep_of(container_of(fid, struct fid_ep, fid));
 	void *ctx = context;
@@ -968,7 +1049,8 @@ static struct fi_ops_atomic chk_atomic_ops = {
 	.compwritemsg = chk_comparemsg,
 };
 
-static void chk_fill_table(void *dst, const void *defaults, size_t size)
+static void
+chk_fill_table(void *dst, const void *defaults, size_t size)
 {
 	/* Entries left NULL above (inject, *valid) forward unchanged. */
 	void (**d)(void) = dst;
@@ -979,15 +1061,19 @@ static void chk_fill_table(void *dst, const void *defaults, size_t size)
 			d[i] = s[i];
 }
 
-static void chk_fill_tables(void)
+static void
+chk_fill_tables(void)
 {
 	chk_fill_table(&chk_msg_ops, &mrl_ep_msg_ops, sizeof(chk_msg_ops));
-	chk_fill_table(&chk_tagged_ops, &mrl_ep_tagged_ops, sizeof(chk_tagged_ops));
+	chk_fill_table(&chk_tagged_ops, &mrl_ep_tagged_ops,
+		       sizeof(chk_tagged_ops));
 	chk_fill_table(&chk_rma_ops, &mrl_ep_rma_ops, sizeof(chk_rma_ops));
-	chk_fill_table(&chk_atomic_ops, &mrl_ep_atomic_ops, sizeof(chk_atomic_ops));
+	chk_fill_table(&chk_atomic_ops, &mrl_ep_atomic_ops,
+		       sizeof(chk_atomic_ops));
 }
 
-static uint64_t chk_ops_flag(struct fid_ep *inner, uint64_t dir)
+static uint64_t
+chk_ops_flag(struct fid_ep *inner, uint64_t dir)
 {
 	uint64_t flags = dir;
 
@@ -996,7 +1082,8 @@ static uint64_t chk_ops_flag(struct fid_ep *inner, uint64_t dir)
 	return flags & ~(FI_TRANSMIT | FI_RECV);
 }
 
-int chk_ep_open(struct mrl_ep *hook)
+int
+chk_ep_open(struct mrl_ep *hook)
 {
 	struct chk_domain *dom = chk_domain_of(hook->domain);
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -1036,7 +1123,8 @@ int chk_ep_open(struct mrl_ep *hook)
 }
 
 /* The provider has let go of the endpoint: its operations are over. */
-void chk_ep_close(struct mrl_ep *hook)
+void
+chk_ep_close(struct mrl_ep *hook)
 {
 	struct chk_ep *ep = hook->ext;
 	struct chk_domain *dom;
@@ -1061,5 +1149,5 @@ void chk_ep_close(struct mrl_ep *hook)
 	pthread_mutex_unlock(&dom->lock);
 	hook->ext = NULL;
 	free(ep);
-	chk_add(&dom->users, NULL, (uint64_t)-1);
+	chk_add(&dom->users, NULL, (uint64_t) -1);
 }

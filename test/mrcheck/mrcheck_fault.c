@@ -44,10 +44,10 @@ static const struct {
 	enum mrcheck_fault_code code;
 	int err;
 } chk_codes[] = {
-	{ "ENOMEM", MRCHECK_FAULT_ENOMEM, FI_ENOMEM },
-	{ "EAGAIN", MRCHECK_FAULT_EAGAIN, FI_EAGAIN },
-	{ "ENOKEY", MRCHECK_FAULT_ENOKEY, FI_ENOKEY },
-	{ "ENOSPC", MRCHECK_FAULT_ENOSPC, FI_ENOSPC },
+	{"ENOMEM", MRCHECK_FAULT_ENOMEM, FI_ENOMEM},
+	{"EAGAIN", MRCHECK_FAULT_EAGAIN, FI_EAGAIN},
+	{"ENOKEY", MRCHECK_FAULT_ENOKEY, FI_ENOKEY},
+	{"ENOSPC", MRCHECK_FAULT_ENOSPC, FI_ENOSPC},
 };
 
 /* Set once in fi_prov_ini, read-only afterwards. A rate is kept as the
@@ -62,7 +62,8 @@ static struct {
 
 static uint64_t chk_fault_n[CHK_FAULT_KINDS];
 
-static uint64_t chk_mix(uint64_t x)
+static uint64_t
+chk_mix(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ULL;
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -72,21 +73,26 @@ static uint64_t chk_mix(uint64_t x)
 
 /* The next decision of kind: a function of the seed, the kind and how
  * many decisions of that kind came before. */
-static uint64_t chk_draw(enum chk_fault_kind kind)
+static uint64_t
+chk_draw(enum chk_fault_kind kind)
 {
-	uint64_t n = __atomic_fetch_add(&chk_fault_n[kind], 1, __ATOMIC_RELAXED);
+	uint64_t n =
+		__atomic_fetch_add(&chk_fault_n[kind], 1, __ATOMIC_RELAXED);
 
-	return chk_mix(chk_mix(chk_fault.seed + (uint64_t)kind) + n);
+	return chk_mix(chk_mix(chk_fault.seed + (uint64_t) kind) + n);
 }
 
-static bool chk_roll(enum chk_fault_kind kind)
+static bool
+chk_roll(enum chk_fault_kind kind)
 {
-	return chk_fault.rate[kind] && (chk_draw(kind) >> 11) < chk_fault.rate[kind];
+	return chk_fault.rate[kind] &&
+	       (chk_draw(kind) >> 11) < chk_fault.rate[kind];
 }
 
 /* ---- settings ------------------------------------------------------ */
 
-static void chk_parse_rate(const char *name, enum chk_fault_kind kind)
+static void
+chk_parse_rate(const char *name, enum chk_fault_kind kind)
 {
 	const char *env = getenv(name);
 	char *end;
@@ -96,14 +102,17 @@ static void chk_parse_rate(const char *name, enum chk_fault_kind kind)
 		return;
 	r = strtod(env, &end);
 	if (*end || !(r >= 0 && r <= 1)) {
-		fprintf(stderr, "mrcheck: %s=%s is not a rate in [0, 1]; "
-			"fault off\n", name, env);
+		fprintf(stderr,
+			"mrcheck: %s=%s is not a rate in [0, 1]; "
+			"fault off\n",
+			name, env);
 		return;
 	}
-	chk_fault.rate[kind] = (uint64_t)(r * CHK_DRAW_RANGE);
+	chk_fault.rate[kind] = (uint64_t) (r * CHK_DRAW_RANGE);
 }
 
-static void chk_parse_codes(void)
+static void
+chk_parse_codes(void)
 {
 	const char *env = getenv("MRCHECK_FAULT_REG_CODES");
 	char copy[256], *tok, *save = NULL;
@@ -113,42 +122,51 @@ static void chk_parse_codes(void)
 		snprintf(copy, sizeof(copy), "%s", env);
 		for (tok = strtok_r(copy, ", ", &save); tok;
 		     tok = strtok_r(NULL, ", ", &save)) {
-			const char *bare = strncasecmp(tok, "FI_", 3) ? tok : tok + 3;
+			const char *bare =
+				strncasecmp(tok, "FI_", 3) ? tok : tok + 3;
 			size_t i;
 
-			for (i = 0; i < sizeof(chk_codes) / sizeof(chk_codes[0]); i++)
+			for (i = 0;
+			     i < sizeof(chk_codes) / sizeof(chk_codes[0]); i++)
 				if (!strcasecmp(bare, chk_codes[i].name))
 					break;
 			if (i == sizeof(chk_codes) / sizeof(chk_codes[0])) {
-				fprintf(stderr, "mrcheck: MRCHECK_FAULT_REG_CODES: "
-					"unknown code %s (ENOMEM, EAGAIN, ENOKEY, "
-					"ENOSPC); ignored\n", tok);
+				fprintf(stderr,
+					"mrcheck: MRCHECK_FAULT_REG_CODES: "
+					"unknown code %s (ENOMEM, EAGAIN, "
+					"ENOKEY, "
+					"ENOSPC); ignored\n",
+					tok);
 				continue;
 			}
 			if (chk_fault.ncodes < CHK_MAX_CODES)
-				chk_fault.codes[chk_fault.ncodes++] = chk_codes[i].code;
+				chk_fault.codes[chk_fault.ncodes++] =
+					chk_codes[i].code;
 		}
 	}
 	if (chk_fault.ncodes)
 		return;
 	if (env && *env)
-		fprintf(stderr, "mrcheck: MRCHECK_FAULT_REG_CODES names no code; "
+		fprintf(stderr,
+			"mrcheck: MRCHECK_FAULT_REG_CODES names no code; "
 			"using all four\n");
 	for (size_t i = 0; i < MRCHECK_FAULT_CODES; i++)
-		chk_fault.codes[chk_fault.ncodes++] = (enum mrcheck_fault_code)i;
+		chk_fault.codes[chk_fault.ncodes++] =
+			(enum mrcheck_fault_code) i;
 }
 
-static void chk_parse_close(void)
+static void
+chk_parse_close(void)
 {
 	static const struct {
 		const char *name;
 		unsigned classes;
 	} names[] = {
-		{ "1", CHK_CLOSE_MR | CHK_CLOSE_EP | CHK_CLOSE_DOMAIN },
-		{ "mr", CHK_CLOSE_MR },
-		{ "mr_remote", CHK_CLOSE_MR_REMOTE },
-		{ "ep", CHK_CLOSE_EP },
-		{ "domain", CHK_CLOSE_DOMAIN },
+		{"1", CHK_CLOSE_MR | CHK_CLOSE_EP | CHK_CLOSE_DOMAIN},
+		{"mr", CHK_CLOSE_MR},
+		{"mr_remote", CHK_CLOSE_MR_REMOTE},
+		{"ep", CHK_CLOSE_EP},
+		{"domain", CHK_CLOSE_DOMAIN},
 	};
 	const char *env = getenv("MRCHECK_FAULT_CLOSE_ONCE");
 	char copy[256], *tok, *save = NULL;
@@ -156,27 +174,32 @@ static void chk_parse_close(void)
 	if (!env || !*env || !strcmp(env, "0"))
 		return;
 	snprintf(copy, sizeof(copy), "%s", env);
-	for (tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+	for (tok = strtok_r(copy, ", ", &save); tok;
+	     tok = strtok_r(NULL, ", ", &save)) {
 		size_t i;
 
 		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 			if (!strcasecmp(tok, names[i].name))
 				break;
 		if (i == sizeof(names) / sizeof(names[0]))
-			fprintf(stderr, "mrcheck: MRCHECK_FAULT_CLOSE_ONCE: unknown "
-				"class %s (1, mr, mr_remote, ep, domain); ignored\n",
+			fprintf(stderr,
+				"mrcheck: MRCHECK_FAULT_CLOSE_ONCE: unknown "
+				"class %s (1, mr, mr_remote, ep, domain); "
+				"ignored\n",
 				tok);
 		else
 			chk_fault.close_classes |= names[i].classes;
 	}
 }
 
-static double chk_rate_of(enum chk_fault_kind kind)
+static double
+chk_rate_of(enum chk_fault_kind kind)
 {
-	return (double)chk_fault.rate[kind] / CHK_DRAW_RANGE;
+	return (double) chk_fault.rate[kind] / CHK_DRAW_RANGE;
 }
 
-void chk_fault_init(void)
+void
+chk_fault_init(void)
 {
 	const char *env = getenv("MRCHECK_FAULT_SEED");
 	char codes[64] = "";
@@ -193,22 +216,26 @@ void chk_fault_init(void)
 	/* Said once, so a log shows which faults a run had. */
 	for (size_t i = 0; i < chk_fault.ncodes; i++)
 		snprintf(codes + strlen(codes), sizeof(codes) - strlen(codes),
-			 "%s%s", i ? "," : "", chk_codes[chk_fault.codes[i]].name);
-	fprintf(stderr, "mrcheck: fault injection: reg %g (%s), post %g, "
+			 "%s%s", i ? "," : "",
+			 chk_codes[chk_fault.codes[i]].name);
+	fprintf(stderr,
+		"mrcheck: fault injection: reg %g (%s), post %g, "
 		"cq_err %g, close_once%s%s%s%s%s, seed %llu\n",
 		chk_rate_of(CHK_FAULT_REG), codes, chk_rate_of(CHK_FAULT_POST),
 		chk_rate_of(CHK_FAULT_CQ_ERR),
 		chk_fault.close_classes ? "" : " none",
 		chk_fault.close_classes & CHK_CLOSE_MR ? " mr" : "",
-		chk_fault.close_classes & CHK_CLOSE_MR_REMOTE ? " mr_remote" : "",
+		chk_fault.close_classes & CHK_CLOSE_MR_REMOTE ? " mr_remote" :
+								"",
 		chk_fault.close_classes & CHK_CLOSE_EP ? " ep" : "",
 		chk_fault.close_classes & CHK_CLOSE_DOMAIN ? " domain" : "",
-		(unsigned long long)chk_fault.seed);
+		(unsigned long long) chk_fault.seed);
 }
 
 /* ---- registrations, posts, completions ----------------------------- */
 
-int chk_fault_reg(struct chk_domain *dom)
+int
+chk_fault_reg(struct chk_domain *dom)
 {
 	enum mrcheck_fault_code code;
 
@@ -220,7 +247,8 @@ int chk_fault_reg(struct chk_domain *dom)
 	return -chk_codes[code].err;
 }
 
-bool chk_fault_post(struct chk_domain *dom)
+bool
+chk_fault_post(struct chk_domain *dom)
 {
 	if (!chk_roll(CHK_FAULT_POST))
 		return false;
@@ -228,12 +256,14 @@ bool chk_fault_post(struct chk_domain *dom)
 	return true;
 }
 
-bool chk_fault_cq_on(void)
+bool
+chk_fault_cq_on(void)
 {
 	return chk_fault.rate[CHK_FAULT_CQ_ERR] != 0;
 }
 
-bool chk_fault_cq_err(struct chk_domain *dom)
+bool
+chk_fault_cq_err(struct chk_domain *dom)
 {
 	if (!chk_roll(CHK_FAULT_CQ_ERR))
 		return false;
@@ -243,14 +273,15 @@ bool chk_fault_cq_err(struct chk_domain *dom)
 
 /* ---- closes refused once ------------------------------------------- */
 
-bool chk_fault_close_mr(struct chk_domain *dom, struct chk_mr *rec)
+bool
+chk_fault_close_mr(struct chk_domain *dom, struct chk_mr *rec)
 {
 	bool listed = (chk_fault.close_classes & CHK_CLOSE_MR) ||
 		      ((chk_fault.close_classes & CHK_CLOSE_MR_REMOTE) &&
 		       (rec->access & (FI_REMOTE_READ | FI_REMOTE_WRITE)));
 
-	if (!listed || __atomic_exchange_n(&rec->close_refused, true,
-					   __ATOMIC_RELAXED))
+	if (!listed ||
+	    __atomic_exchange_n(&rec->close_refused, true, __ATOMIC_RELAXED))
 		return false;
 	chk_count(dom, faults_close, 1);
 	return true;
@@ -260,13 +291,15 @@ bool chk_fault_close_mr(struct chk_domain *dom, struct chk_mr *rec)
 struct chk_close_once {
 	struct fi_ops ops;
 	struct fi_ops *orig;
-	struct chk_domain *dom;     /* alive while the object is open */
+	struct chk_domain *dom; /* alive while the object is open */
 	bool refused;
 };
 
-static int chk_close_once(struct fid *fid)
+static int
+chk_close_once(struct fid *fid)
 {
-	struct chk_close_once *w = container_of(fid->ops, struct chk_close_once, ops);
+	struct chk_close_once *w =
+		container_of(fid->ops, struct chk_close_once, ops);
 	int ret;
 
 	if (!__atomic_exchange_n(&w->refused, true, __ATOMIC_RELAXED)) {
@@ -284,10 +317,12 @@ static int chk_close_once(struct fid *fid)
 	return 0;
 }
 
-int chk_fault_close_wrap(struct chk_domain *dom, struct fid *inner)
+int
+chk_fault_close_wrap(struct chk_domain *dom, struct fid *inner)
 {
 	unsigned cls = inner->fclass == FI_CLASS_DOMAIN ? CHK_CLOSE_DOMAIN :
-		       inner->fclass == FI_CLASS_EP ? CHK_CLOSE_EP : 0;
+		       inner->fclass == FI_CLASS_EP	? CHK_CLOSE_EP :
+							  0;
 	struct chk_close_once *w;
 	size_t size;
 
@@ -298,7 +333,8 @@ int chk_fault_close_wrap(struct chk_domain *dom, struct fid *inner)
 		return -FI_ENOMEM;
 	/* An older provider's table may be shorter: what it lacks stays NULL
 	 * and its size says so. */
-	size = inner->ops->size < sizeof(w->ops) ? inner->ops->size : sizeof(w->ops);
+	size = inner->ops->size < sizeof(w->ops) ? inner->ops->size :
+						   sizeof(w->ops);
 	memcpy(&w->ops, inner->ops, size);
 	w->ops.size = size;
 	w->ops.close = chk_close_once;
@@ -308,7 +344,8 @@ int chk_fault_close_wrap(struct chk_domain *dom, struct fid *inner)
 	return 0;
 }
 
-bool chk_fault_close_pending(struct fid *inner)
+bool
+chk_fault_close_pending(struct fid *inner)
 {
 	struct chk_close_once *w;
 

@@ -38,31 +38,31 @@
 #include <stdbool.h>
 #include <sys/uio.h>
 
-#include "mrl_hook.h"
 #include "mrcheck.h"
+#include "mrl_hook.h"
 
 struct chk_domain;
 struct chk_ep;
 
 struct chk_mr {
 	struct chk_domain *dom;
-	struct mrl_mr *hook;        /* NULL once closed */
-	void *inner_desc;           /* what the provider expects */
+	struct mrl_mr *hook; /* NULL once closed */
+	void *inner_desc; /* what the provider expects */
 	uint64_t access;
 	bool closed;
-	bool close_refused;         /* MRCHECK_FAULT_CLOSE_ONCE spent on it */
-	uint64_t in_flight;         /* tracked ops whose operands use it */
-	uint64_t *frames;           /* MRCHECK_FRAMES: each iov's pages in turn,
-				     * 0 where unknown; NULL when not recorded */
-	struct chk_mr *next;        /* all records of the domain */
+	bool close_refused; /* MRCHECK_FAULT_CLOSE_ONCE spent on it */
+	uint64_t in_flight; /* tracked ops whose operands use it */
+	uint64_t *frames; /* MRCHECK_FRAMES: each iov's pages in turn,
+			   * 0 where unknown; NULL when not recorded */
+	struct chk_mr *next; /* all records of the domain */
 	size_t iov_count;
 	struct iovec iov[];
 };
 
 struct chk_op {
-	struct fi_context2 ctx;     /* the provider's view: must stay first */
+	struct fi_context2 ctx; /* the provider's view: must stay first */
 	void *app_ctx;
-	struct chk_ep *ep;          /* NULL once the endpoint closed (zombie) */
+	struct chk_ep *ep; /* NULL once the endpoint closed (zombie) */
 	struct chk_op *prev, *next; /* the endpoint's ops in flight */
 	const char *what;
 	bool multi_recv;
@@ -72,7 +72,8 @@ struct chk_op {
 
 struct chk_counts {
 	uint64_t by_kind[MRCHECK_VIOLATION_KINDS];
-	uint64_t mr_opened, mr_closed, posts_checked, ops_tracked, ops_completed;
+	uint64_t mr_opened, mr_closed, posts_checked, ops_tracked,
+		ops_completed;
 	uint64_t frames_recorded, frames_checked;
 	uint64_t faults_reg, faults_reg_by_code[MRCHECK_FAULT_CODES];
 	uint64_t faults_post, faults_cq_err, faults_cq_err_read, faults_close;
@@ -82,16 +83,17 @@ struct chk_counts {
 struct chk_domain {
 	struct mrl_domain *hook;
 	pthread_mutex_t lock;
-	void *mrs;                  /* tsearch set of struct chk_mr * */
-	void *ops;                  /* tsearch set of struct chk_op * */
+	void *mrs; /* tsearch set of struct chk_mr * */
+	void *ops; /* tsearch set of struct chk_op * */
 	struct chk_mr *all_mrs;
 	struct chk_counts counts;
 	struct fi_ops_mr mr_ops;
-	struct mrcheck_ops api;     /* fi_open_ops on this domain */
-	bool reg_cost;              /* registrations here pay the cost model */
-	struct chk_domain *next;    /* chk_domains */
+	struct mrcheck_ops api; /* fi_open_ops on this domain */
+	bool reg_cost; /* registrations here pay the cost model */
+	struct chk_domain *next; /* chk_domains */
 	/* Endpoints and CQs that use this record (the provider refuses to
-	 * close a domain they are open on, and they read it until they close). */
+	 * close a domain they are open on, and they read it until they close).
+	 */
 	uint64_t users;
 };
 
@@ -99,8 +101,8 @@ struct chk_ep {
 	struct mrl_ep *hook;
 	struct chk_domain *dom;
 	uint64_t tx_op_flags, rx_op_flags;
-	struct chk_op *ops;         /* in flight, under dom->lock */
-	struct fi_ops_ep ep_ops;    /* mrl_ep_ops with cancel checked */
+	struct chk_op *ops; /* in flight, under dom->lock */
+	struct fi_ops_ep ep_ops; /* mrl_ep_ops with cancel checked */
 };
 
 /* mrcheck.c */
@@ -108,10 +110,12 @@ extern struct fi_provider mrcheck_prov;
 extern struct chk_counts chk_global;
 /* Add n to *a and, when b is not NULL, to *b (relaxed atomics). */
 void chk_add(uint64_t *a, uint64_t *b, uint64_t n);
-#define chk_count(dom, field, n) chk_add(&chk_global.field, &(dom)->counts.field, (n))
+#define chk_count(dom, field, n) \
+	chk_add(&chk_global.field, &(dom)->counts.field, (n))
 void chk_violation(struct chk_domain *dom, enum mrcheck_violation kind,
 		   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static inline struct chk_domain *chk_domain_of(struct mrl_domain *d)
+static inline struct chk_domain *
+chk_domain_of(struct mrl_domain *d)
 {
 	return d->ext;
 }
@@ -128,8 +132,8 @@ void chk_frames_read(const void *addr, size_t len, uint64_t *frames);
  * a MRCHECK_STALE_FRAME violation at the first mismatch (dom->lock held).
  * Returns whether the operand is stale. */
 bool chk_frames_compare(struct chk_domain *dom, const struct chk_mr *mr,
-			const char *what, size_t i, const void *addr, size_t len,
-			const uint64_t *now);
+			const char *what, size_t i, const void *addr,
+			size_t len, const uint64_t *now);
 
 /* mrcheck_fault.c (MRCHECK_FAULT_*; see mrcheck.h) */
 /* Read the MRCHECK_FAULT_* settings (once, from fi_prov_ini). */

@@ -19,7 +19,8 @@
 
 /* FI_SOURCE reports who sent a message: the hook must pass src_addr
  * through fi_cq_readfrom, not drop it. */
-void test_cq_readfrom_reports_the_sender(void)
+void
+test_cq_readfrom_reports_the_sender(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a, b;
@@ -31,9 +32,10 @@ void test_cq_readfrom_reports_the_sender(void)
 	if (!pt_open_pair(FI_SOURCE, NULL, &d, &a, &b))
 		return;
 	mrlt_fill(src, SMALL, 70);
-	CHECK_FI(MRLT_POST(fi_recv(b.ep, dst, SMALL, NULL, FI_ADDR_UNSPEC, &ctx),
-			  &a, &b));
-	CHECK_FI(MRLT_POST(fi_send(a.ep, src, SMALL, NULL, a.peer, NULL), &a, &b));
+	CHECK_FI(MRLT_POST(
+		fi_recv(b.ep, dst, SMALL, NULL, FI_ADDR_UNSPEC, &ctx), &a, &b));
+	CHECK_FI(MRLT_POST(fi_send(a.ep, src, SMALL, NULL, a.peer, NULL), &a,
+			   &b));
 	CHECK_FI(mrlt_cq_wait(&b, &a, &entry, &from, "fi_cq_readfrom"));
 	CHECK_PTR(&ctx, entry.op_context);
 	CHECK_EQ(b.peer, from);
@@ -43,7 +45,8 @@ void test_cq_readfrom_reports_the_sender(void)
 
 /* A cancelled receive completes in error: the hook must map the error
  * entry's context back and pass err/flags through fi_cq_readerr. */
-void test_cancelled_recv_reads_ecanceled_from_cq_readerr(void)
+void
+test_cancelled_recv_reads_ecanceled_from_cq_readerr(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a, b;
@@ -54,8 +57,9 @@ void test_cancelled_recv_reads_ecanceled_from_cq_readerr(void)
 
 	if (!pt_open_pair(0, NULL, &d, &a, &b))
 		return;
-	CHECK_FI(MRLT_POST(fi_recv(b.ep, dst, SMALL, NULL, b.peer, &ctx), &a, &b));
-	ret = (int)fi_cancel(&b.ep->fid, &ctx);
+	CHECK_FI(MRLT_POST(fi_recv(b.ep, dst, SMALL, NULL, b.peer, &ctx), &a,
+			   &b));
+	ret = (int) fi_cancel(&b.ep->fid, &ctx);
 	if (!pt_offered("cancel", "fi_cancel", ret))
 		return;
 	CHECK_FI(mrlt_cq_wait_err(&b, &a, &err, "cancelled fi_recv"));
@@ -66,7 +70,8 @@ void test_cancelled_recv_reads_ecanceled_from_cq_readerr(void)
 
 /* An RMA write naming a key nobody registered must complete in error (or be
  * refused at post time): the hook must pass the error entry through. */
-void test_rma_to_a_bad_key_reports_an_error(void)
+void
+test_rma_to_a_bad_key_reports_an_error(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a, b;
@@ -84,11 +89,12 @@ void test_rma_to_a_bad_key_reports_an_error(void)
 	CHECK_FI(mrlt_mr_reg(&d, b.ep, target, SMALL, FI_REMOTE_WRITE, &tmr));
 	bad = fi_mr_key(tmr) ^ 0x5a5a0000ULL;
 	ret = MRLT_POST(fi_write(a.ep, local, SMALL, NULL, a.peer,
-				mrlt_rma_addr(&d, target), bad, &ctx), &a, &b);
+				 mrlt_rma_addr(&d, target), bad, &ctx),
+			&a, &b);
 	if (ret < 0) {
 		/* Refused at post time is a report too; nothing to read. */
 		printf("# %s refuses the bad-key write at post: %s\n", pt_prov,
-		       fi_strerror((int)-ret));
+		       fi_strerror((int) -ret));
 		return;
 	}
 	/* Some providers never report it: find out within a short bound. */
@@ -100,12 +106,12 @@ void test_rma_to_a_bad_key_reports_an_error(void)
 		mrlt_progress(&b);
 	} while (!mrlt_wait_over(&w));
 	if (ret == 1 && !pt_feature("bad_key_error", -FI_EOPNOTSUPP,
-				 "fi_write to an unregistered key completes "
-				 "successfully"))
+				    "fi_write to an unregistered key completes "
+				    "successfully"))
 		return;
 	if (ret == -FI_EAGAIN && !pt_feature("bad_key_error", -FI_ETIMEDOUT,
-					  "fi_write to an unregistered key "
-					  "never completes"))
+					     "fi_write to an unregistered key "
+					     "never completes"))
 		return;
 	CHECK_EQ(-FI_EAVAIL, ret);
 	printf("# probe bad_key_error 0\n");
@@ -120,30 +126,33 @@ void test_rma_to_a_bad_key_reports_an_error(void)
 
 /* fi_cq_sread blocks on the CQ's wait object: the hook must forward it to
  * the provider's CQ (and let the provider progress meanwhile). */
-void test_cq_sread_returns_the_completion(void)
+void
+test_cq_sread_returns_the_completion(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a, b;
-	struct mrlt_peer_opts opts = { .cq_wait = FI_WAIT_UNSPEC };
+	struct mrlt_peer_opts opts = {.cq_wait = FI_WAIT_UNSPEC};
 	struct fi_cq_tagged_entry entry;
 	struct fi_context2 ctx;
 	char *src = mrlt_alloc(SMALL), *dst = mrlt_alloc(SMALL);
 	struct fid_cq *probe;
-	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_TAGGED,
-				   .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_TAGGED,
+				  .wait_obj = FI_WAIT_UNSPEC};
 	struct mrlt_wait w;
 	ssize_t ret;
 
 	if (!pt_open_domain(FI_EP_RDM, 0, &d))
 		return;
 	if (!pt_offered("cq_wait", "fi_cq_open(wait_obj FI_WAIT_UNSPEC)",
-		     fi_cq_open(d.domain, &attr, &probe, NULL)))
+			fi_cq_open(d.domain, &attr, &probe, NULL)))
 		return;
 	CHECK_EQ(0, fi_close(&probe->fid));
 	CHECK_FI(mrlt_rdm_pair_open(&d, &opts, &a, &b));
 	mrlt_fill(src, SMALL, 80);
-	CHECK_FI(MRLT_POST(fi_recv(b.ep, dst, SMALL, NULL, b.peer, &ctx), &a, &b));
-	CHECK_FI(MRLT_POST(fi_send(a.ep, src, SMALL, NULL, a.peer, NULL), &a, &b));
+	CHECK_FI(MRLT_POST(fi_recv(b.ep, dst, SMALL, NULL, b.peer, &ctx), &a,
+			   &b));
+	CHECK_FI(MRLT_POST(fi_send(a.ep, src, SMALL, NULL, a.peer, NULL), &a,
+			   &b));
 	mrlt_wait_init(&w);
 	do {
 		ret = fi_cq_sread(b.cq, &entry, 1, NULL, 1);
@@ -152,7 +161,7 @@ void test_cq_sread_returns_the_completion(void)
 		mrlt_progress(&a);
 	} while (!mrlt_wait_over(&w));
 	CHECK_MSG(ret == 1, "fi_cq_sread = %zd (%s)", ret,
-		  fi_strerror((int)-ret));
+		  fi_strerror((int) -ret));
 	CHECK_PTR(&ctx, entry.op_context);
 	CHECK(!memcmp(src, dst, SMALL));
 	CHECK_FI(mrlt_cq_wait(&a, &b, &entry, NULL, "send"));
@@ -162,13 +171,14 @@ void test_cq_sread_returns_the_completion(void)
  * FI_GETWAIT and call fi_trywait on the fabric with their CQ fids: the hook
  * must hand the provider its own CQs, or trywait fails or says the wrong
  * thing about an empty or a non-empty CQ. */
-void test_trywait_and_getwait_see_the_hooked_cq(void)
+void
+test_trywait_and_getwait_see_the_hooked_cq(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a, b;
-	struct mrlt_peer_opts opts = { .cq_wait = FI_WAIT_FD };
-	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_TAGGED,
-				   .wait_obj = FI_WAIT_FD };
+	struct mrlt_peer_opts opts = {.cq_wait = FI_WAIT_FD};
+	struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_TAGGED,
+				  .wait_obj = FI_WAIT_FD};
 	struct fi_cq_tagged_entry entry;
 	struct fi_context2 ctx;
 	struct fid_cq *probe;
@@ -180,21 +190,23 @@ void test_trywait_and_getwait_see_the_hooked_cq(void)
 	if (!pt_open_domain(FI_EP_RDM, 0, &d))
 		return;
 	if (!pt_offered("cq_wait_fd", "fi_cq_open(wait_obj FI_WAIT_FD)",
-		     fi_cq_open(d.domain, &attr, &probe, NULL)))
+			fi_cq_open(d.domain, &attr, &probe, NULL)))
 		return;
 	CHECK_EQ(0, fi_close(&probe->fid));
 	CHECK_FI(mrlt_rdm_pair_open(&d, &opts, &a, &b));
 	if (!pt_offered("getwait", "fi_control(cq, FI_GETWAIT)",
-		     fi_control(&b.cq->fid, FI_GETWAIT, &fd)))
+			fi_control(&b.cq->fid, FI_GETWAIT, &fd)))
 		return;
 	CHECK(fd >= 0);
 	fids[0] = &b.cq->fid;
 	if (!pt_offered("trywait", "fi_trywait(fabric, empty cq)",
-		     fi_trywait(d.fabric, fids, 1)))
+			fi_trywait(d.fabric, fids, 1)))
 		return;
 	mrlt_fill(src, SMALL, 130);
-	CHECK_FI(MRLT_POST(fi_recv(b.ep, dst, SMALL, NULL, b.peer, &ctx), &a, &b));
-	CHECK_FI(MRLT_POST(fi_send(a.ep, src, SMALL, NULL, a.peer, NULL), &a, &b));
+	CHECK_FI(MRLT_POST(fi_recv(b.ep, dst, SMALL, NULL, b.peer, &ctx), &a,
+			   &b));
+	CHECK_FI(MRLT_POST(fi_send(a.ep, src, SMALL, NULL, a.peer, NULL), &a,
+			   &b));
 	/* Progress without consuming until trywait reports the completion
 	 * (within a short bound: some providers never do). */
 	mrlt_wait_init_for(&w, 3);
@@ -205,26 +217,30 @@ void test_trywait_and_getwait_see_the_hooked_cq(void)
 		if (ret != 0)
 			break;
 	} while (!mrlt_wait_over(&w));
-	if (ret == 0 && !pt_feature("trywait_sees_completion", -FI_EOPNOTSUPP,
-				 "fi_trywait keeps returning 0 for a CQ that "
-				 "holds a completion"))
+	if (ret == 0 &&
+	    !pt_feature("trywait_sees_completion", -FI_EOPNOTSUPP,
+			"fi_trywait keeps returning 0 for a CQ that "
+			"holds a completion"))
 		return;
-	CHECK_MSG(ret == -FI_EAGAIN, "fi_trywait(cq with a completion) = %d "
-		  "(%s), want -FI_EAGAIN", ret, fi_strerror(-ret));
+	CHECK_MSG(ret == -FI_EAGAIN,
+		  "fi_trywait(cq with a completion) = %d "
+		  "(%s), want -FI_EAGAIN",
+		  ret, fi_strerror(-ret));
 	CHECK_FI(mrlt_cq_wait(&b, &a, &entry, NULL, "recv"));
 	CHECK_PTR(&ctx, entry.op_context);
 	CHECK(!memcmp(src, dst, SMALL));
 	CHECK_FI(mrlt_cq_wait(&a, &b, &entry, NULL, "send"));
 }
 
-void test_cntr_wait_returns_at_threshold(void)
+void
+test_cntr_wait_returns_at_threshold(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a, b;
-	struct mrlt_peer_opts opts = { .cntrs = true,
-				      .cntr_wait = FI_WAIT_UNSPEC };
-	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
-				     .wait_obj = FI_WAIT_UNSPEC };
+	struct mrlt_peer_opts opts = {.cntrs = true,
+				      .cntr_wait = FI_WAIT_UNSPEC};
+	struct fi_cntr_attr attr = {.events = FI_CNTR_EVENTS_COMP,
+				    .wait_obj = FI_WAIT_UNSPEC};
 	struct fi_cq_tagged_entry entry;
 	struct fid_cntr *probe;
 	struct fi_context2 ctx;
@@ -235,13 +251,15 @@ void test_cntr_wait_returns_at_threshold(void)
 	if (!pt_open_domain(FI_EP_RDM, 0, &d))
 		return;
 	if (!pt_offered("cntr_wait", "fi_cntr_open(wait_obj FI_WAIT_UNSPEC)",
-		     fi_cntr_open(d.domain, &attr, &probe, NULL)))
+			fi_cntr_open(d.domain, &attr, &probe, NULL)))
 		return;
 	CHECK_EQ(0, fi_close(&probe->fid));
 	CHECK_FI(mrlt_rdm_pair_open(&d, &opts, &a, &b));
 	mrlt_fill(src, SMALL, 81);
-	CHECK_FI(MRLT_POST(fi_recv(b.ep, dst, SMALL, NULL, b.peer, &ctx), &a, &b));
-	CHECK_FI(MRLT_POST(fi_send(a.ep, src, SMALL, NULL, a.peer, NULL), &a, &b));
+	CHECK_FI(MRLT_POST(fi_recv(b.ep, dst, SMALL, NULL, b.peer, &ctx), &a,
+			   &b));
+	CHECK_FI(MRLT_POST(fi_send(a.ep, src, SMALL, NULL, a.peer, NULL), &a,
+			   &b));
 	mrlt_wait_init(&w);
 	do {
 		ret = fi_cntr_wait(b.rx_cntr, 1, 1);
@@ -260,12 +278,13 @@ void test_cntr_wait_returns_at_threshold(void)
 
 /* fabtests' fi_av_test reads FI_AV_COMPLETE through the EQ and compares the
  * fid with its AV: libfabric 1.17's own hooks return NULL there. */
-void test_av_event_carries_the_hooked_av_fid(void)
+void
+test_av_event_carries_the_hooked_av_fid(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a;
-	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_NONE };
-	struct fi_av_attr av_attr = { .flags = FI_EVENT };
+	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_NONE};
+	struct fi_av_attr av_attr = {.flags = FI_EVENT};
 	struct fid_eq *eq;
 	struct fid_av *av;
 	struct fi_eq_entry entry;
@@ -284,7 +303,7 @@ void test_av_event_carries_the_hooked_av_fid(void)
 	CHECK_FI(fi_av_open(d.domain, &av_attr, &av, NULL));
 	mrlt_track_fid(&av->fid);
 	if (!pt_offered("av_event", "fi_av_bind(av, eq)",
-		     fi_av_bind(av, &eq->fid, 0)))
+			fi_av_bind(av, &eq->fid, 0)))
 		return;
 	ret = fi_av_insert(av, a.name, 1, &addr, 0, &ctx);
 	CHECK_MSG(ret == 0 || ret == 1, "fi_av_insert(FI_EVENT) = %d (%s)", ret,
@@ -296,9 +315,10 @@ void test_av_event_carries_the_hooked_av_fid(void)
 		if (n != -FI_EAGAIN)
 			break;
 	} while (!mrlt_wait_over(&w));
-	if (n == -FI_EAGAIN && !pt_feature("av_event_complete", -FI_ETIMEDOUT,
-					"an FI_EVENT AV bound to an EQ writes no "
-					"FI_AV_COMPLETE for fi_av_insert"))
+	if (n == -FI_EAGAIN &&
+	    !pt_feature("av_event_complete", -FI_ETIMEDOUT,
+			"an FI_EVENT AV bound to an EQ writes no "
+			"FI_AV_COMPLETE for fi_av_insert"))
 		return;
 	CHECK_FI(n);
 	CHECK_EQ(FI_AV_COMPLETE, event);

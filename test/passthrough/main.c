@@ -20,13 +20,15 @@ const char *pt_prov;
 bool pt_expect_hook;
 const char *pt_baseline;
 
-static void usage(void)
+static void
+usage(void)
 {
 	fprintf(stderr, "usage: test_passthrough PROVIDER rdm|msg|traffic\n");
 	exit(2);
 }
 
-static bool hook_named(const char *hooks)
+static bool
+hook_named(const char *hooks)
 {
 	char *copy, *tok, *save = NULL;
 	bool found = false;
@@ -41,7 +43,8 @@ static bool hook_named(const char *hooks)
 	return found;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	const char *group, *env;
 	char prefix[256];
@@ -57,17 +60,22 @@ int main(int argc, char **argv)
 		 getenv("FI_HOOK") ? getenv("FI_HOOK") : "(unset)",
 		 getenv("FI_PROVIDER") ? " FI_PROVIDER=" : "",
 		 getenv("FI_PROVIDER") ? getenv("FI_PROVIDER") : "",
-		 getenv("FI_MRLEASE_HOOK_INNER") ? " FI_MRLEASE_HOOK_INNER=" : "",
-		 getenv("FI_MRLEASE_HOOK_INNER") ? getenv("FI_MRLEASE_HOOK_INNER") : "");
+		 getenv("FI_MRLEASE_HOOK_INNER") ? " FI_MRLEASE_HOOK_INNER=" :
+						   "",
+		 getenv("FI_MRLEASE_HOOK_INNER") ?
+			 getenv("FI_MRLEASE_HOOK_INNER") :
+			 "");
 	mrlt_set_prefix(prefix);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	if (!strncmp(group, "control-", 8))
 		return pt_control_run(group + 8);
 	if (!strcmp(group, "rdm")) {
-		MRLT_RUN(test_hook_wraps_every_object_class_and_closes_every_wrapper);
+		MRLT_RUN(
+			test_hook_wraps_every_object_class_and_closes_every_wrapper);
 		MRLT_RUN(test_mrlease_ops_answer_only_under_the_hook);
-		MRLT_RUN(test_domain_knows_whether_it_is_the_outermost_instance);
+		MRLT_RUN(
+			test_domain_knows_whether_it_is_the_outermost_instance);
 		MRLT_RUN(test_hook_answers_ops_the_provider_lacks_with_enosys);
 		MRLT_RUN(test_core_objects_open_bind_enable_and_close);
 		MRLT_RUN(test_counter_opens_reads_and_closes);
@@ -96,7 +104,8 @@ int main(int argc, char **argv)
 		MRLT_RUN(test_cntr_wait_returns_at_threshold);
 		MRLT_RUN(test_av_event_carries_the_hooked_av_fid);
 	} else if (!strcmp(group, "traffic")) {
-		MRLT_RUN(test_hook_wraps_every_object_class_and_closes_every_wrapper);
+		MRLT_RUN(
+			test_hook_wraps_every_object_class_and_closes_every_wrapper);
 		MRLT_RUN(test_mrlease_ops_answer_only_under_the_hook);
 		MRLT_RUN(test_msg_ops_move_data_with_null_and_registered_desc);
 		MRLT_RUN(test_tagged_ops_match_tags_and_move_data);
@@ -104,8 +113,10 @@ int main(int argc, char **argv)
 	} else if (!strcmp(group, "msg")) {
 		MRLT_RUN(test_msg_mrlease_ops_answer_only_under_the_hook);
 		MRLT_RUN(test_msg_connect_accept_events_carry_the_hooked_fids);
-		MRLT_RUN(test_msg_endpoints_move_msg_and_rma_data_then_shut_down);
-		MRLT_RUN(test_msg_reject_reports_econnrefused_on_the_client_fid);
+		MRLT_RUN(
+			test_msg_endpoints_move_msg_and_rma_data_then_shut_down);
+		MRLT_RUN(
+			test_msg_reject_reports_econnrefused_on_the_client_fid);
 		MRLT_RUN(test_msg_srx_receives_for_an_accepted_endpoint);
 	} else {
 		usage();

@@ -19,12 +19,13 @@
 
 /* A wrapper whose close leaks or fails, or a bind that hands the provider
  * a hook fid, shows up as soon as the basic objects are opened and closed. */
-void test_core_objects_open_bind_enable_and_close(void)
+void
+test_core_objects_open_bind_enable_and_close(void)
 {
 	struct mrlt_domain d;
-	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_NONE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
-	struct fi_av_attr av_attr = { 0 };
+	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_NONE};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_av_attr av_attr = {0};
 	struct fid_eq *eq;
 	struct fid_cq *cq;
 	struct fid_av *av;
@@ -49,7 +50,7 @@ void test_core_objects_open_bind_enable_and_close(void)
 		char shm_name[64];
 
 		snprintf(shm_name, sizeof(shm_name), "fi_shm://mrltest-core-%d",
-			 (int)getpid());
+			 (int) getpid());
 		CHECK_FI(fi_setname(&ep->fid, shm_name, strlen(shm_name) + 1));
 	}
 	CHECK_FI(fi_enable(ep));
@@ -63,16 +64,17 @@ void test_core_objects_open_bind_enable_and_close(void)
 	CHECK_EQ(0, mrlt_close(&d.fabric->fid, "fabric"));
 }
 
-void test_counter_opens_reads_and_closes(void)
+void
+test_counter_opens_reads_and_closes(void)
 {
 	struct mrlt_domain d;
-	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_cntr_attr attr = {.events = FI_CNTR_EVENTS_COMP};
 	struct fid_cntr *cntr;
 
 	if (!pt_open_domain(FI_EP_RDM, 0, &d))
 		return;
 	if (!pt_offered("cntr", "fi_cntr_open",
-		     fi_cntr_open(d.domain, &attr, &cntr, NULL)))
+			fi_cntr_open(d.domain, &attr, &cntr, NULL)))
 		return;
 	mrlt_track_fid(&cntr->fid);
 	CHECK_FI(fi_cntr_set(cntr, 5));
@@ -91,7 +93,8 @@ void test_counter_opens_reads_and_closes(void)
 /* Address vectors are the application's table of peers: insert, lookup,
  * straddr and remove must reach the provider's AV and give back what was
  * put in. */
-void test_av_insert_lookup_straddr_and_remove(void)
+void
+test_av_insert_lookup_straddr_and_remove(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a, b;
@@ -110,29 +113,31 @@ void test_av_insert_lookup_straddr_and_remove(void)
 	CHECK(fi_av_straddr(a.av, b.name, str, &slen) != NULL);
 	CHECK(slen > 1);
 	if (!pt_offered("av_lookup", "fi_av_lookup(just inserted address)",
-		     fi_av_lookup(a.av, addr, name, &len)))
+			fi_av_lookup(a.av, addr, name, &len)))
 		return;
 	same = len == b.namelen && !memcmp(name, b.name, len);
 	CHECK_FI(fi_av_remove(a.av, &addr, 1, 0));
 	/* fi_av(3): the lookup gives back the address inserted, all of it
 	 * (addrlen is the size it needs). */
-	snprintf(lacking, sizeof(lacking), "fi_av_lookup gives back %zu bytes "
-		 "%s the %zu-byte address inserted", len,
-		 len == b.namelen ? "differing from" : "for", b.namelen);
+	snprintf(lacking, sizeof(lacking),
+		 "fi_av_lookup gives back %zu bytes "
+		 "%s the %zu-byte address inserted",
+		 len, len == b.namelen ? "differing from" : "for", b.namelen);
 	pt_feature("av_lookup_same", same ? 0 : -FI_EOTHER, lacking);
 }
 
 /* Applications post their own events with fi_eq_write: they must come
  * back exactly as written (the hook maps only provider fids), through
  * fi_eq_read and fi_eq_sread. */
-void test_eq_write_reads_back_application_events_unchanged(void)
+void
+test_eq_write_reads_back_application_events_unchanged(void)
 {
 	struct mrlt_domain d;
-	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_UNSPEC,
-				   .flags = FI_WRITE };
+	struct fi_eq_attr attr = {.wait_obj = FI_WAIT_UNSPEC,
+				  .flags = FI_WRITE};
 	struct fid_eq *eq;
 	struct fi_eq_entry in, out;
-	struct fid not_a_provider_fid = { 0 };
+	struct fid not_a_provider_fid = {0};
 	uint32_t event;
 	int ctx, i;
 	fid_t fids[3];
@@ -145,17 +150,19 @@ void test_eq_write_reads_back_application_events_unchanged(void)
 	fids[1] = NULL;
 	fids[2] = &not_a_provider_fid;
 	for (i = 0; i < 3; i++) {
-		in = (struct fi_eq_entry){ .fid = fids[i], .context = &ctx,
-					   .data = 40 + i };
-		CHECK_EQ(sizeof(in), fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in),
-						 0));
+		in = (struct fi_eq_entry){.fid = fids[i],
+					  .context = &ctx,
+					  .data = 40 + i};
+		CHECK_EQ(sizeof(in),
+			 fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0));
 		memset(&out, 0, sizeof(out));
 		if (i == 1)
-			CHECK_EQ(sizeof(out), fi_eq_sread(eq, &event, &out,
-							  sizeof(out), 1000, 0));
+			CHECK_EQ(sizeof(out),
+				 fi_eq_sread(eq, &event, &out, sizeof(out),
+					     1000, 0));
 		else
-			CHECK_EQ(sizeof(out), fi_eq_read(eq, &event, &out,
-							 sizeof(out), 0));
+			CHECK_EQ(sizeof(out),
+				 fi_eq_read(eq, &event, &out, sizeof(out), 0));
 		CHECK_EQ(FI_NOTIFY, event);
 		CHECK_PTR(fids[i], out.fid);
 		CHECK_PTR(&ctx, out.context);
@@ -165,12 +172,13 @@ void test_eq_write_reads_back_application_events_unchanged(void)
 
 /* Wait sets are opened on the fabric and referenced by CQ attributes: the
  * hook must hand the provider its own wait set, not the hook's. */
-void test_wait_set_backs_a_cq(void)
+void
+test_wait_set_backs_a_cq(void)
 {
 	struct mrlt_domain d;
-	struct fi_wait_attr wattr = { .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED,
-				      .wait_obj = FI_WAIT_SET };
+	struct fi_wait_attr wattr = {.wait_obj = FI_WAIT_UNSPEC};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED,
+				     .wait_obj = FI_WAIT_SET};
 	struct fid_wait *wait;
 	struct fid_cq *cq;
 	int ret;
@@ -178,12 +186,12 @@ void test_wait_set_backs_a_cq(void)
 	if (!pt_open_domain(FI_EP_RDM, 0, &d))
 		return;
 	if (!pt_offered("wait_set", "fi_wait_open",
-		     fi_wait_open(d.fabric, &wattr, &wait)))
+			fi_wait_open(d.fabric, &wattr, &wait)))
 		return;
 	mrlt_track_fid(&wait->fid);
 	cq_attr.wait_set = wait;
 	if (!pt_offered("wait_set_cq", "fi_cq_open(wait_obj FI_WAIT_SET)",
-		     fi_cq_open(d.domain, &cq_attr, &cq, NULL)))
+			fi_cq_open(d.domain, &cq_attr, &cq, NULL)))
 		return;
 	mrlt_track_fid(&cq->fid);
 	ret = fi_wait(wait, 0);
@@ -195,29 +203,32 @@ void test_wait_set_backs_a_cq(void)
 
 /* fi_poll returns the contexts of the CQs with completions; a hook that
  * forwards the poll set but not the mapping hands back the provider's. */
-void test_poll_set_reports_the_hooked_cq(void)
+void
+test_poll_set_reports_the_hooked_cq(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a, b;
-	struct fi_poll_attr attr = { 0 };
+	struct fi_poll_attr attr = {0};
 	struct fid_poll *poll;
 	struct fi_cq_tagged_entry entry;
 	struct fi_context2 ctx;
 	char *src = mrlt_alloc(SMALL), *dst = mrlt_alloc(SMALL);
-	void *got[2] = { NULL, NULL };
+	void *got[2] = {NULL, NULL};
 	struct mrlt_wait w;
 	int n = 0;
 
 	if (!pt_open_pair(0, NULL, &d, &a, &b))
 		return;
 	if (!pt_offered("poll_set", "fi_poll_open",
-		     fi_poll_open(d.domain, &attr, &poll)))
+			fi_poll_open(d.domain, &attr, &poll)))
 		return;
 	mrlt_track_fid(&poll->fid);
 	CHECK_FI(fi_poll_add(poll, &b.cq->fid, 0));
 	mrlt_fill(src, SMALL, 1);
-	CHECK_FI(MRLT_POST(fi_recv(b.ep, dst, SMALL, NULL, b.peer, &ctx), &a, &b));
-	CHECK_FI(MRLT_POST(fi_send(a.ep, src, SMALL, NULL, a.peer, NULL), &a, &b));
+	CHECK_FI(MRLT_POST(fi_recv(b.ep, dst, SMALL, NULL, b.peer, &ctx), &a,
+			   &b));
+	CHECK_FI(MRLT_POST(fi_send(a.ep, src, SMALL, NULL, a.peer, NULL), &a,
+			   &b));
 	mrlt_wait_init(&w);
 	do {
 		n = fi_poll(poll, got, 2);
@@ -250,9 +261,10 @@ void test_poll_set_reports_the_hooked_cq(void)
  * completions carry their own contexts and the bytes arrive. Failures are
  * recorded; callers check mrlt_failed().
  */
-static void one_message(struct fid_ep *tx, struct mrlt_peer *s, fi_addr_t to,
-			struct fid_ep *rx, struct mrlt_peer *r, unsigned seed,
-			const char *what)
+static void
+one_message(struct fid_ep *tx, struct mrlt_peer *s, fi_addr_t to,
+	    struct fid_ep *rx, struct mrlt_peer *r, unsigned seed,
+	    const char *what)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_context2 sctx, rctx;
@@ -260,18 +272,21 @@ static void one_message(struct fid_ep *tx, struct mrlt_peer *s, fi_addr_t to,
 
 	mrlt_fill(src, SMALL, seed);
 	CHECK_FI(MRLT_POST(fi_recv(rx, dst, SMALL, NULL, FI_ADDR_UNSPEC, &rctx),
-			  s, r));
+			   s, r));
 	CHECK_FI(MRLT_POST(fi_send(tx, src, SMALL, NULL, to, &sctx), s, r));
-	CHECK_MSG(mrlt_cq_wait(s, r, &entry, NULL, what) == 0, "%s: send", what);
+	CHECK_MSG(mrlt_cq_wait(s, r, &entry, NULL, what) == 0, "%s: send",
+		  what);
 	CHECK_PTR(&sctx, entry.op_context);
-	CHECK_MSG(mrlt_cq_wait(r, s, &entry, NULL, what) == 0, "%s: recv", what);
+	CHECK_MSG(mrlt_cq_wait(r, s, &entry, NULL, what) == 0, "%s: recv",
+		  what);
 	CHECK_PTR(&rctx, entry.op_context);
 	CHECK_MSG(!memcmp(src, dst, SMALL), "%s: data differs", what);
 }
 
 /* An alias is an endpoint of its own class: the hook must wrap it (FI_ALIAS
  * through fi_control) so posts through it reach the same provider endpoint. */
-void test_ep_alias_sends_through_the_same_endpoint(void)
+void
+test_ep_alias_sends_through_the_same_endpoint(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a, b;
@@ -280,7 +295,7 @@ void test_ep_alias_sends_through_the_same_endpoint(void)
 	if (!pt_open_pair(0, NULL, &d, &a, &b))
 		return;
 	if (!pt_offered("alias", "fi_ep_alias",
-		     fi_ep_alias(a.ep, &alias, FI_TRANSMIT)))
+			fi_ep_alias(a.ep, &alias, FI_TRANSMIT)))
 		return;
 	mrlt_track_fid(&alias->fid);
 	CHECK(alias != a.ep);
@@ -292,7 +307,8 @@ void test_ep_alias_sends_through_the_same_endpoint(void)
 
 /* Shared contexts are bound to endpoints: the bind must reach the
  * provider's stx/srx, and traffic must flow through them. */
-void test_shared_tx_and_rx_contexts_carry_traffic(void)
+void
+test_shared_tx_and_rx_contexts_carry_traffic(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a, b;
@@ -309,9 +325,9 @@ void test_shared_tx_and_rx_contexts_carry_traffic(void)
 	if (d.info->domain_attr->max_ep_stx_ctx == 0 ||
 	    d.info->domain_attr->max_ep_srx_ctx == 0) {
 		mrlt_skip_current("fi_getinfo for %s reports max_ep_stx_ctx "
-				      "%zu, max_ep_srx_ctx %zu", pt_prov,
-				      d.info->domain_attr->max_ep_stx_ctx,
-				      d.info->domain_attr->max_ep_srx_ctx);
+				  "%zu, max_ep_srx_ctx %zu",
+				  pt_prov, d.info->domain_attr->max_ep_stx_ctx,
+				  d.info->domain_attr->max_ep_srx_ctx);
 		return;
 	}
 	CHECK_FI(mrlt_rdm_pair_open(&d, NULL, &a, &b));
@@ -349,15 +365,16 @@ void test_shared_tx_and_rx_contexts_carry_traffic(void)
 
 /* Scalable endpoints hand out tx/rx contexts, each an endpoint class of its
  * own with its own binds: all must be wrapped and carry traffic. */
-void test_scalable_ep_contexts_carry_traffic(void)
+void
+test_scalable_ep_contexts_carry_traffic(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a;
 	struct fid_ep *sep, *tx, *rx;
 	struct fid_cq *cq;
 	struct fid_av *av;
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
-	struct fi_av_attr av_attr = { 0 };
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_av_attr av_attr = {0};
 	struct fi_info *info;
 	char name[256];
 	size_t len = sizeof(name);
@@ -370,10 +387,10 @@ void test_scalable_ep_contexts_carry_traffic(void)
 	if (d.info->domain_attr->max_ep_tx_ctx < 2 ||
 	    d.info->domain_attr->max_ep_rx_ctx < 2) {
 		mrlt_skip_current("fi_getinfo for %s reports max_ep_tx_ctx "
-				      "%zu, max_ep_rx_ctx %zu: no scalable "
-				      "endpoints", pt_prov,
-				      d.info->domain_attr->max_ep_tx_ctx,
-				      d.info->domain_attr->max_ep_rx_ctx);
+				  "%zu, max_ep_rx_ctx %zu: no scalable "
+				  "endpoints",
+				  pt_prov, d.info->domain_attr->max_ep_tx_ctx,
+				  d.info->domain_attr->max_ep_rx_ctx);
 		return;
 	}
 	CHECK_FI(mrlt_peer_open(&d, NULL, &a));
@@ -423,13 +440,14 @@ void test_scalable_ep_contexts_carry_traffic(void)
 
 /* All three registration calls must reach the provider and give back a
  * usable MR (desc, key) that closes cleanly. */
-void test_mr_reg_regv_and_regattr_register_and_close(void)
+void
+test_mr_reg_regv_and_regattr_register_and_close(void)
 {
 	struct mrlt_domain d;
 	struct mrlt_peer a;
 	struct fid_mr *mr1, *mr2, *mr3;
 	char *buf = mrlt_alloc(3 * 4096);
-	struct iovec iov = { .iov_base = buf + 4096, .iov_len = 4096 };
+	struct iovec iov = {.iov_base = buf + 4096, .iov_len = 4096};
 	struct fi_mr_attr attr = {
 		.mr_iov = &iov,
 		.iov_count = 1,
@@ -461,7 +479,7 @@ void test_mr_reg_regv_and_regattr_register_and_close(void)
 	CHECK(fi_mr_key(mr2) != FI_KEY_NOTAVAIL);
 	CHECK(fi_mr_key(mr3) != FI_KEY_NOTAVAIL);
 	CHECK(fi_mr_key(mr1) != fi_mr_key(mr2));
-	(void)fi_mr_desc(mr1);
+	(void) fi_mr_desc(mr1);
 	CHECK_EQ(0, mrlt_close(&mr3->fid, "mr regattr"));
 	CHECK_EQ(0, mrlt_close(&mr2->fid, "mr regv"));
 	CHECK_EQ(0, mrlt_close(&mr1->fid, "mr reg"));

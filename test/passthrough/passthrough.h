@@ -28,17 +28,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mrl_debug.h" /* test-only counters of the passthrough layer */
 #include "fixture_rdm.h"
+#include "mrl_debug.h" /* test-only counters of the passthrough layer */
 
 #define SMALL 64
 #define LARGE (256 * 1024) /* above rxm's rendezvous threshold */
-#define TAG 0x5a5aULL
+#define TAG   0x5a5aULL
 
 /* The run's set-up (main.c, from the command line and environment). */
-extern const char *pt_prov;      /* exact prov_name */
-extern bool pt_expect_hook;      /* the mrlease hook must be in the path */
-extern const char *pt_baseline;  /* MRL_PT_BASELINE */
+extern const char *pt_prov; /* exact prov_name */
+extern bool pt_expect_hook; /* the mrlease hook must be in the path */
+extern const char *pt_baseline; /* MRL_PT_BASELINE */
 
 /* Set-up shared by the subjects (setup.c). */
 

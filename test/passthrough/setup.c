@@ -23,7 +23,8 @@
  * Optional features: skip only what the provider lacks without the hook.
  */
 
-bool pt_baseline_rc(const char *name, int *rc)
+bool
+pt_baseline_rc(const char *name, int *rc)
 {
 	size_t n = strlen(name);
 	const char *p = pt_baseline;
@@ -48,7 +49,8 @@ bool pt_baseline_rc(const char *name, int *rc)
  * test skipped (the provider lacks the feature without the hook too) or
  * failed (only the hooked call fails).
  */
-bool pt_feature(const char *name, int rc, const char *lacking)
+bool
+pt_feature(const char *name, int rc, const char *lacking)
 {
 	int base;
 
@@ -57,12 +59,14 @@ bool pt_feature(const char *name, int rc, const char *lacking)
 		return true;
 	if (pt_baseline_rc(name, &base)) {
 		if (base == 0) {
-			mrlt_fail(__FILE__, __LINE__, "%s: %s under FI_HOOK, "
-				      "but not without the hook", pt_prov, lacking);
+			mrlt_fail(__FILE__, __LINE__,
+				  "%s: %s under FI_HOOK, "
+				  "but not without the hook",
+				  pt_prov, lacking);
 			return false;
 		}
 		mrlt_skip_current("%s: %s, without the hook too", pt_prov,
-				      lacking);
+				  lacking);
 		return false;
 	}
 	if (rc == -FI_ENOSYS || rc == -FI_EOPNOTSUPP || !pt_expect_hook) {
@@ -74,7 +78,8 @@ bool pt_feature(const char *name, int rc, const char *lacking)
 }
 
 /* pt_feature() for a call: `lacking` is "CALL returns ERROR". */
-bool pt_offered(const char *name, const char *call, int rc)
+bool
+pt_offered(const char *name, const char *call, int rc)
 {
 	char lacking[256];
 
@@ -91,8 +96,8 @@ bool pt_offered(const char *name, const char *call, int rc)
  * Open fabric+domain for pt_prov with the test's base caps plus `extra`.
  * Returns false with the test skipped when getinfo offers no such info.
  */
-bool pt_open_domain(enum fi_ep_type type, uint64_t extra,
-		    struct mrlt_domain *d)
+bool
+pt_open_domain(enum fi_ep_type type, uint64_t extra, struct mrlt_domain *d)
 {
 	uint64_t base = type == FI_EP_MSG ? FI_MSG | FI_RMA :
 					    FI_MSG | FI_TAGGED | FI_RMA;
@@ -103,13 +108,15 @@ bool pt_open_domain(enum fi_ep_type type, uint64_t extra,
 	hints->domain_attr->cq_data_size = 4;
 	ret = mrlt_getinfo(hints, NULL, NULL, 0, &info);
 	if (ret == -FI_ENODATA && !extra) {
-		mrlt_fail(__FILE__, __LINE__, "fi_getinfo offers no %s %s "
-			      "info", pt_prov, fi_tostr(&type, FI_TYPE_EP_TYPE));
+		mrlt_fail(__FILE__, __LINE__,
+			  "fi_getinfo offers no %s %s "
+			  "info",
+			  pt_prov, fi_tostr(&type, FI_TYPE_EP_TYPE));
 		return false;
 	}
 	if (ret == -FI_ENODATA) {
 		mrlt_skip_current("fi_getinfo offers no %s info with caps %s",
-				      pt_prov, fi_tostr(&extra, FI_TYPE_CAPS));
+				  pt_prov, fi_tostr(&extra, FI_TYPE_CAPS));
 		return false;
 	}
 	if (ret)
@@ -117,9 +124,9 @@ bool pt_open_domain(enum fi_ep_type type, uint64_t extra,
 	return mrlt_domain_open(info, d) == 0;
 }
 
-bool pt_open_pair(uint64_t extra, const struct mrlt_peer_opts *opts,
-		  struct mrlt_domain *d, struct mrlt_peer *a,
-		  struct mrlt_peer *b)
+bool
+pt_open_pair(uint64_t extra, const struct mrlt_peer_opts *opts,
+	     struct mrlt_domain *d, struct mrlt_peer *a, struct mrlt_peer *b)
 {
 	return pt_open_domain(FI_EP_RDM, extra, d) &&
 	       mrlt_rdm_pair_open(d, opts, a, b) == 0;
@@ -127,8 +134,9 @@ bool pt_open_pair(uint64_t extra, const struct mrlt_peer_opts *opts,
 
 /* Wait (bounded) until dst holds len bytes of src: the way to see that a
  * remote write has landed whatever completion semantic the provider uses. */
-int pt_wait_bytes(const void *dst, const void *src, size_t len,
-		  struct mrlt_peer *a, struct mrlt_peer *b, const char *what)
+int
+pt_wait_bytes(const void *dst, const void *src, size_t len, struct mrlt_peer *a,
+	      struct mrlt_peer *b, const char *what)
 {
 	struct mrlt_wait w;
 
@@ -139,17 +147,19 @@ int pt_wait_bytes(const void *dst, const void *src, size_t len,
 		mrlt_progress(a);
 		mrlt_progress(b);
 	} while (!mrlt_wait_over(&w));
-	mrlt_fail(__FILE__, __LINE__, "%s: target data differs after %lu "
-		      "polls", what, w.spins);
+	mrlt_fail(__FILE__, __LINE__,
+		  "%s: target data differs after %lu "
+		  "polls",
+		  what, w.spins);
 	return -FI_ETIMEDOUT;
 }
 
-
-struct mrl_debug_ops *pt_debug_ops(struct fid *fid, int *ret)
+struct mrl_debug_ops *
+pt_debug_ops(struct fid *fid, int *ret)
 {
 	struct mrl_debug_ops *ops = NULL;
 
-	*ret = fi_open_ops(fid, MRL_DEBUG_OPS_1, 0, (void **)&ops, NULL);
+	*ret = fi_open_ops(fid, MRL_DEBUG_OPS_1, 0, (void **) &ops, NULL);
 	return *ret ? NULL : ops;
 }
 
@@ -159,7 +169,8 @@ struct mrl_debug_ops *pt_debug_ops(struct fid *fid, int *ret)
 
 /* FI_HOOK without mrlease ("noop;mrlease" -> "noop") into buf; false when
  * nothing else is left. */
-static bool other_hooks(char *buf, size_t len)
+static bool
+other_hooks(char *buf, size_t len)
 {
 	const char *hooks = getenv("FI_HOOK");
 	char *copy, *tok, *save = NULL;
@@ -172,16 +183,17 @@ static bool other_hooks(char *buf, size_t len)
 	for (tok = strtok_r(copy, ";", &save); tok;
 	     tok = strtok_r(NULL, ";", &save))
 		if (strcmp(tok, "mrlease") && n < len)
-			n += (size_t)snprintf(buf + n, len - n, "%s%s",
-					      n ? ";" : "", tok);
+			n += (size_t) snprintf(buf + n, len - n, "%s%s",
+					       n ? ";" : "", tok);
 	free(copy);
 	return n > 0 && n < len;
 }
 
-int pt_control(const char *what, char *hooks, size_t len)
+int
+pt_control(const char *what, char *hooks, size_t len)
 {
 	char group[64];
-	char *args[] = { "test_passthrough", (char *)pt_prov, group, NULL };
+	char *args[] = {"test_passthrough", (char *) pt_prov, group, NULL};
 	int status;
 	pid_t pid;
 
@@ -208,10 +220,11 @@ int pt_control(const char *what, char *hooks, size_t len)
 	return -WEXITSTATUS(status);
 }
 
-int pt_control_run(const char *what)
+int
+pt_control_run(const char *what)
 {
 	struct mrlt_domain d;
-	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_NONE };
+	struct fi_eq_attr eq_attr = {.wait_obj = FI_WAIT_NONE};
 	struct fid_eq *eq;
 	int ret;
 

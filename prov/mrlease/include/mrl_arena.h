@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define MRL_ARENA_CHUNK ((size_t)2 << 20)
+#define MRL_ARENA_CHUNK ((size_t) 2 << 20)
 
 /* Zeroed, 64-byte aligned block of `size` bytes; from the arena when the
  * process's line-aligned cache memory is at least `huge_after` bytes

@@ -17,17 +17,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define mrl_assert(cond)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "mrlease: %s:%d: %s: assertion '%s' " \
-				"failed\n", __FILE__, __LINE__, __func__,     \
-				#cond);                                       \
-			abort();                                              \
-		}                                                             \
+#define mrl_assert(cond)                                              \
+	do {                                                          \
+		if (!(cond)) {                                        \
+			fprintf(stderr,                               \
+				"mrlease: %s:%d: %s: assertion '%s' " \
+				"failed\n",                           \
+				__FILE__, __LINE__, __func__, #cond); \
+			abort();                                      \
+		}                                                     \
 	} while (0)
 #else
-#define mrl_assert(cond) ((void)sizeof(!(cond)))
+#define mrl_assert(cond) ((void) sizeof(!(cond)))
 #endif
 
 #endif /* MRL_ASSERT_H */

@@ -194,13 +194,13 @@ extern "C" {
  * domain is beyond typical RLIMIT_MEMLOCK-unlimited HPC nodes' working sets
  * yet bounds a runaway cache. 0 in the config means "the default". */
 #define MRL_CACHE_DEFAULT_MAX_COUNT 16384u
-#define MRL_CACHE_DEFAULT_MAX_SIZE (64ull << 30)
+#define MRL_CACHE_DEFAULT_MAX_SIZE  (64ull << 30)
 
 /* Default for FI_MRLEASE_HUGEPAGE_AFTER: 8 MiB of slabs and index nodes is
  * about 100k entries, where the index stops fitting a core's share of L3
  * and a random hit starts paying page walks; a default-capped domain
  * (16384 entries, ~1.1 MB) never gets there. */
-#define MRL_CACHE_DEFAULT_HUGE_AFTER ((size_t)8 << 20)
+#define MRL_CACHE_DEFAULT_HUGE_AFTER ((size_t) 8 << 20)
 
 /* Access of every cache registration: local only. */
 #define MRL_CACHE_ACCESS (FI_SEND | FI_RECV | FI_READ | FI_WRITE)
@@ -211,16 +211,16 @@ extern "C" {
 /* Threads with a lock-free read path; caches + domains with own hit
  * counters. */
 #define MRL_CACHE_MAX_THREADS 256
-#define MRL_CACHE_STAT_SLOTS 64
+#define MRL_CACHE_STAT_SLOTS  64
 
 struct mrl_cache_config {
-	size_t max_count;		/* entries per domain; 0: default */
+	size_t max_count; /* entries per domain; 0: default */
 	size_t max_size; /* registered bytes per domain; 0: default */
 	size_t huge_after; /* slab and node bytes (all caches) after
 			    * which they come from huge-page chunks
 			    * (mrl_arena.h); 0: default, SIZE_MAX:
 			    * never */
-	const struct fi_provider *prov;	/* for FI_WARN; may be NULL */
+	const struct fi_provider *prov; /* for FI_WARN; may be NULL */
 };
 
 /*
@@ -246,9 +246,9 @@ struct mrl_registrar {
 
 struct mrl_domain_config {
 	const struct mrl_registrar *registrar;
-	void *ctx;		/* passed to the registrar */
-	bool prov_key;		/* FI_MR_PROV_KEY: the provider picks keys */
-	size_t mr_key_size;	/* domain_attr->mr_key_size; 0 is taken as 8 */
+	void *ctx; /* passed to the registrar */
+	bool prov_key; /* FI_MR_PROV_KEY: the provider picks keys */
+	size_t mr_key_size; /* domain_attr->mr_key_size; 0 is taken as 8 */
 };
 
 /* ---- counters ----------------------------------------------------------- */
@@ -258,8 +258,8 @@ struct mrl_domain_config {
 
 /* ---- structures --------------------------------------------------------- */
 
-struct mrl_cache;		/* opaque: index, lock, domains */
-struct mrl_cache_domain;	/* opaque: one core domain's entries */
+struct mrl_cache; /* opaque: index, lock, domains */
+struct mrl_cache_domain; /* opaque: one core domain's entries */
 
 /*
  * One registration and, while live, its index entry. Public only so the
@@ -279,13 +279,13 @@ struct mrl_registration {
 	uint8_t slot; /* internal (domain's counter slot) */
 	uint8_t state; /* internal (live, retired; pinned) */
 	uint16_t idx; /* internal (index in its slab) */
-	uintptr_t base, end;			/* registered [base, end) */
-	void *desc;				/* registrar's descriptor */
+	uintptr_t base, end; /* registered [base, end) */
+	void *desc; /* registrar's descriptor */
 };
 
 /* The cold part of an entry. */
 struct mrl_reg_cold {
-	void *mr;				/* registrar's handle */
+	void *mr; /* registrar's handle */
 	struct mrl_registration *next; /* internal: retire chain, free list */
 };
 
@@ -298,28 +298,29 @@ struct mrl_reg_cold {
 struct mrl_slab {
 	struct mrl_cache_domain *domain; /* owner (set under the pool lock) */
 	struct mrl_slab *next; /* the owner's slabs, or the idle list */
-	uint32_t n;			/* entries */
+	uint32_t n; /* entries */
 	/* n hot parts, then n cold */
 	_Alignas(64) struct mrl_registration reg[];
 };
 
-static inline struct mrl_slab *mrl_registration_slab(
-	const struct mrl_registration *reg)
+static inline struct mrl_slab *
+mrl_registration_slab(const struct mrl_registration *reg)
 {
-	return (struct mrl_slab *)(void *)((char *)(uintptr_t)(reg - reg->idx) -
-					   offsetof(struct mrl_slab, reg));
+	return (struct mrl_slab *) (void *) ((char *) (uintptr_t) (reg -
+								   reg->idx) -
+					     offsetof(struct mrl_slab, reg));
 }
 
-static inline struct mrl_reg_cold *mrl_registration_cold(
-	const struct mrl_registration *reg)
+static inline struct mrl_reg_cold *
+mrl_registration_cold(const struct mrl_registration *reg)
 {
 	struct mrl_slab *slab = mrl_registration_slab(reg);
 
-	return (struct mrl_reg_cold *)(void *)&slab->reg[slab->n] + reg->idx;
+	return (struct mrl_reg_cold *) (void *) &slab->reg[slab->n] + reg->idx;
 }
 
 /* refs: the count in the low bits, the CLOCK "used" bit on top. */
-#define MRL_REF_USED (1u << 31)
+#define MRL_REF_USED  (1u << 31)
 #define MRL_REF_COUNT (MRL_REF_USED - 1)
 
 /* ---- inline hit path: internal layout, fields are the cache's ----------- */
@@ -335,10 +336,10 @@ static inline struct mrl_reg_cold *mrl_registration_cold(
  */
 enum mrl_tcnt {
 	MRL_TCNT_LOOKUPS,
-	MRL_TCNT_MISSES,		/* lookups that found nothing */
-	MRL_TCNT_LEASES_OTHER,		/* leases not taken by a hit */
+	MRL_TCNT_MISSES, /* lookups that found nothing */
+	MRL_TCNT_LEASES_OTHER, /* leases not taken by a hit */
 	MRL_TCNT_LEASES_RELEASED,
-	MRL_TCNT_INVALIDATIONS,		/* used on a cache's slot */
+	MRL_TCNT_INVALIDATIONS, /* used on a cache's slot */
 	MRL_TCNT_COUNT
 };
 
@@ -373,10 +374,11 @@ extern __thread struct mrl_thread *mrl_fast_hot
  * release); elsewhere, and under ThreadSanitizer, a relaxed load and a
  * release store, so a query that sees a count sees what the thread counted
  * before it (see "Statistics"). */
-static inline void mrl_count_own(atomic_uint_least64_t *c)
+static inline void
+mrl_count_own(atomic_uint_least64_t *c)
 {
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-	__asm__ __volatile__("addq $1, %0" : "+m"(*(volatile uint64_t *)c));
+	__asm__ __volatile__("addq $1, %0" : "+m"(*(volatile uint64_t *) c));
 #else
 	atomic_store_explicit(c,
 			      atomic_load_explicit(c, memory_order_relaxed) + 1,
@@ -398,8 +400,8 @@ uint64_t mrl_cache_barrier_waits(void);
 
 /* The first line of every cache domain: what the inline hit path reads. */
 struct mrl_cache_domain_hot {
-	atomic_uint_least64_t gen;	/* changes on every retire */
-	unsigned slot;			/* statistic and hot slot */
+	atomic_uint_least64_t gen; /* changes on every retire */
+	unsigned slot; /* statistic and hot slot */
 };
 
 /* ---- cache -------------------------------------------------------------- */
@@ -441,8 +443,8 @@ void mrl_cache_domain_retire_unleased(struct mrl_cache_domain *domain);
 
 /* Install (fn != NULL) or remove the domain's span resolver, consulted on
  * misses only, with no cache lock held. */
-void mrl_cache_set_span(struct mrl_cache_domain *domain,
-			fi_mrlease_span_fn fn, void *arg);
+void mrl_cache_set_span(struct mrl_cache_domain *domain, fi_mrlease_span_fn fn,
+			void *arg);
 
 /* ---- leases ------------------------------------------------------------- */
 
@@ -513,12 +515,12 @@ void mrl_registration_last(struct mrl_registration *reg);
  * way was filled: the reference is on that live entry). Anything else goes
  * out of line.
  */
-static inline int mrl_cache_acquire(struct mrl_cache_domain *domain,
-				    uintptr_t start, uintptr_t end,
-				    struct mrl_registration **out)
+static inline int
+mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t start,
+		  uintptr_t end, struct mrl_registration **out)
 {
 	struct mrl_cache_domain_hot *dh =
-		(struct mrl_cache_domain_hot *)(void *)domain;
+		(struct mrl_cache_domain_hot *) (void *) domain;
 	struct mrl_thread *t = mrl_fast_hot;
 	struct mrl_registration *reg;
 	struct mrl_hot *hot;
@@ -539,10 +541,9 @@ static inline int mrl_cache_acquire(struct mrl_cache_domain *domain,
 	reg = hot->reg;
 	refs = atomic_load_explicit(&reg->refs, memory_order_relaxed);
 	if (__builtin_expect(!(refs & MRL_REF_COUNT), 0) ||
-	    !atomic_compare_exchange_weak_explicit(&reg->refs, &refs,
-						   (refs + 1) | MRL_REF_USED,
-						   memory_order_acquire,
-						   memory_order_relaxed))
+	    !atomic_compare_exchange_weak_explicit(
+		    &reg->refs, &refs, (refs + 1) | MRL_REF_USED,
+		    memory_order_acquire, memory_order_relaxed))
 		goto slow;
 	if (__builtin_expect(
 		    atomic_load_explicit(&dh->gen, memory_order_acquire) !=
@@ -556,7 +557,8 @@ slow:
 	return mrl_cache_acquire_slow(domain, start, end, out);
 }
 
-static inline void mrl_lease_release(struct mrl_registration *reg)
+static inline void
+mrl_lease_release(struct mrl_registration *reg)
 {
 	struct mrl_thread *t = mrl_fast;
 	unsigned was;
@@ -566,26 +568,29 @@ static inline void mrl_lease_release(struct mrl_registration *reg)
 	else
 		mrl_lease_count_release(reg);
 	was = atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel);
-	mrl_assert(was & MRL_REF_COUNT);	/* never below zero */
+	mrl_assert(was & MRL_REF_COUNT); /* never below zero */
 	if ((was & MRL_REF_COUNT) == 1)
 		mrl_registration_last(reg);
 }
 
 /* References held on a registration (index unless lent + leases), for tests
  * and stats. */
-static inline unsigned mrl_registration_refs(const struct mrl_registration *reg)
+static inline unsigned
+mrl_registration_refs(const struct mrl_registration *reg)
 {
-	return atomic_load_explicit((atomic_uint *)&reg->refs,
+	return atomic_load_explicit((atomic_uint *) &reg->refs,
 				    memory_order_relaxed) &
 	       MRL_REF_COUNT;
 }
 
-static inline void *mrl_registration_desc(const struct mrl_registration *reg)
+static inline void *
+mrl_registration_desc(const struct mrl_registration *reg)
 {
 	return reg->desc;
 }
 
-static inline void *mrl_registration_mr(const struct mrl_registration *reg)
+static inline void *
+mrl_registration_mr(const struct mrl_registration *reg)
 {
 	return mrl_registration_cold(reg)->mr;
 }

@@ -15,7 +15,7 @@
 /* rdma/fabric.h defines container_of up to 1.x; 2.x no longer does. */
 #ifndef container_of
 #define container_of(ptr, type, field) \
-	((type *)((char *)(ptr) - offsetof(type, field)))
+	((type *) ((char *) (ptr) -offsetof(type, field)))
 #endif
 
 /* FI_LOCAL_MR (fi_info mode bit) and FI_MR_BASIC (the 1.0 mr_mode value,

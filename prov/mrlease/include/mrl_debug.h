@@ -22,15 +22,16 @@
 #define MRL_DEBUG_OPS_1 "mrlease_debug_v1"
 
 enum mrl_debug_counter {
-	MRL_DEBUG_OUTERMOST_DOMAINS, /* domains opened as the outermost instance */
-	MRL_DEBUG_INNER_DOMAINS,     /* domains opened inside a utility provider */
-	MRL_DEBUG_INNER_BYPASSED,    /* such domains handed over unwrapped */
-	MRL_DEBUG_EQ_EVENTS_MAPPED,  /* EQ events whose fid was mapped back */
-	MRL_DEBUG_POLL_MAPPED,       /* poll results mapped back */
-	MRL_DEBUG_FLOW_CTRL_OPENED,  /* OFI_OPS_FLOW_CTRL translated */
-	MRL_DEBUG_DYN_RBUF_SET,      /* OFI_OPS_DYNAMIC_RBUF translated */
-	MRL_DEBUG_DYN_RBUF_CALLS,    /* get_rbuf calls mapped (one per message) */
-	MRL_DEBUG_OPS_REFUSED,       /* fi_open_ops/fi_set_ops names refused */
+	MRL_DEBUG_OUTERMOST_DOMAINS, /* domains opened as the outermost instance
+				      */
+	MRL_DEBUG_INNER_DOMAINS, /* domains opened inside a utility provider */
+	MRL_DEBUG_INNER_BYPASSED, /* such domains handed over unwrapped */
+	MRL_DEBUG_EQ_EVENTS_MAPPED, /* EQ events whose fid was mapped back */
+	MRL_DEBUG_POLL_MAPPED, /* poll results mapped back */
+	MRL_DEBUG_FLOW_CTRL_OPENED, /* OFI_OPS_FLOW_CTRL translated */
+	MRL_DEBUG_DYN_RBUF_SET, /* OFI_OPS_DYNAMIC_RBUF translated */
+	MRL_DEBUG_DYN_RBUF_CALLS, /* get_rbuf calls mapped (one per message) */
+	MRL_DEBUG_OPS_REFUSED, /* fi_open_ops/fi_set_ops names refused */
 	MRL_DEBUG_NCOUNTERS
 };
 

@@ -70,17 +70,18 @@
 
 /* Whether a fabric's objects are wrapped (see mrl_fabric_bypass_domain). */
 enum mrl_fabric_state {
-	MRL_FABRIC_UNDECIDED,	/* nothing opened on it yet */
-	MRL_FABRIC_HOOKED,	/* its objects are wrapped */
-	MRL_FABRIC_BYPASSED,	/* its objects are the provider's own */
+	MRL_FABRIC_UNDECIDED, /* nothing opened on it yet */
+	MRL_FABRIC_HOOKED, /* its objects are wrapped */
+	MRL_FABRIC_BYPASSED, /* its objects are the provider's own */
 };
 
 struct mrl_fabric {
 	struct fid_fabric fabric;
 	struct fid_fabric *inner;
-	struct fi_provider *inner_prov; /* the provider hooked (context of fabric()) */
-	bool over_utility;              /* inner_prov is a utility provider (ofi_*) */
-	_Atomic int state;              /* enum mrl_fabric_state */
+	struct fi_provider
+		*inner_prov; /* the provider hooked (context of fabric()) */
+	bool over_utility; /* inner_prov is a utility provider (ofi_*) */
+	_Atomic int state; /* enum mrl_fabric_state */
 	void *ext;
 };
 
@@ -97,7 +98,8 @@ struct mrl_fabric {
 /* For a domain about to open on fab: whether to open it unwrapped (the
  * fabric is bypassed, or undecided and this domain may bypass it: then it
  * is bypassed from now on). */
-bool mrl_fabric_bypass_domain(struct mrl_fabric *fab, const struct fi_info *info);
+bool mrl_fabric_bypass_domain(struct mrl_fabric *fab,
+			      const struct fi_info *info);
 /* For any other object about to open on fab: whether the fabric is
  * bypassed (an undecided one is hooked from now on). */
 bool mrl_fabric_bypassed(struct mrl_fabric *fab);
@@ -115,15 +117,15 @@ struct mrl_domain {
 	 * inside the outer instance's fi_domain call). */
 	bool outermost;
 	/* What the data path needs, copied from the fi_info at open. */
-	char prov_name[64];             /* inner provider, e.g. "tcp", "tcp;ofi_rxm" */
-	uint64_t caps;                  /* info->caps */
-	uint64_t mode;                  /* info->mode */
-	int mr_mode;                    /* domain_attr->mr_mode */
-	size_t mr_key_size;             /* domain_attr->mr_key_size */
-	enum fi_threading threading;    /* domain_attr->threading */
-	uint32_t api_version;           /* fabric api_version */
+	char prov_name[64]; /* inner provider, e.g. "tcp", "tcp;ofi_rxm" */
+	uint64_t caps; /* info->caps */
+	uint64_t mode; /* info->mode */
+	int mr_mode; /* domain_attr->mr_mode */
+	size_t mr_key_size; /* domain_attr->mr_key_size */
+	enum fi_threading threading; /* domain_attr->threading */
+	uint32_t api_version; /* fabric api_version */
 
-	struct mrl_util_ops *util_ops;  /* lazily, on the first such name */
+	struct mrl_util_ops *util_ops; /* lazily, on the first such name */
 };
 
 struct mrl_eq {
@@ -166,8 +168,8 @@ struct mrl_cq {
 	struct fid_cq *inner;
 	struct mrl_domain *domain;
 	void *ext;
-	enum fi_cq_format format;       /* attr->format as opened (UNSPEC kept) */
-	uint64_t flags;                 /* attr->flags */
+	enum fi_cq_format format; /* attr->format as opened (UNSPEC kept) */
+	uint64_t flags; /* attr->flags */
 };
 
 struct mrl_cntr {
@@ -203,10 +205,11 @@ struct mrl_ep_bindings {
  * ep_open. An alias has none of its own (its alias_of has them).
  */
 struct mrl_ep_open {
-	const struct fi_info *info;       /* fi_endpoint, fi_endpoint2,
-					   * fi_scalable_ep */
-	uint64_t flags;                   /* fi_endpoint2's flags */
-	const struct fi_tx_attr *tx_attr; /* info->tx_attr, or fi_tx_context's */
+	const struct fi_info *info; /* fi_endpoint, fi_endpoint2,
+				     * fi_scalable_ep */
+	uint64_t flags; /* fi_endpoint2's flags */
+	const struct fi_tx_attr
+		*tx_attr; /* info->tx_attr, or fi_tx_context's */
 	const struct fi_rx_attr *rx_attr; /* info->rx_attr, or fi_rx_context's
 					   * or fi_srx_context's */
 };
@@ -217,10 +220,10 @@ struct mrl_ep {
 	struct fid_ep ep;
 	struct fid_ep *inner;
 	struct mrl_domain *domain;
-	struct mrl_ep *sep;             /* tx/rx context: its scalable ep */
-	struct mrl_ep *alias_of;        /* FI_ALIAS: the endpoint aliased */
+	struct mrl_ep *sep; /* tx/rx context: its scalable ep */
+	struct mrl_ep *alias_of; /* FI_ALIAS: the endpoint aliased */
 	void *ext;
-	uint64_t caps;                  /* info/attr caps at open, 0 if unknown */
+	uint64_t caps; /* info/attr caps at open, 0 if unknown */
 	/* Set only while the personality's ep_open runs (the caller's
 	 * objects are gone after the open), NULL otherwise. */
 	const struct mrl_ep_open *opening;
@@ -320,7 +323,8 @@ struct mrl_personality {
 	void (*domain_closed)(struct mrl_domain *domain);
 	int (*ep_open)(struct mrl_ep *ep);
 	int (*ep_control)(struct mrl_ep *ep, int command, void *arg);
-	int (*ep_bind)(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags);
+	int (*ep_bind)(struct mrl_ep *ep, struct fid *hook_bfid,
+		       uint64_t flags);
 	void (*ep_close)(struct mrl_ep *ep);
 	int (*cq_open)(struct mrl_cq *cq);
 	void (*cq_close)(struct mrl_cq *cq);
@@ -372,23 +376,25 @@ int mrl_ep_control(struct mrl_ep *ep, int command, void *arg);
  * holds a non-const ops pointer.
  */
 extern const struct fi_ops mrl_fid_ops_table[MRL_NCLASS];
-#define mrl_fid_ops ((struct fi_ops *)mrl_fid_ops_table)
+#define mrl_fid_ops ((struct fi_ops *) mrl_fid_ops_table)
 
 /* ------------------------------------------------------------------ */
 /* Navigation                                                          */
 /* ------------------------------------------------------------------ */
 
 /* Whether fid is a wrapper of this layer (in this plugin). */
-static inline bool mrl_is_hook_fid(const struct fid *fid)
+static inline bool
+mrl_is_hook_fid(const struct fid *fid)
 {
-	uintptr_t p = (uintptr_t)(fid ? fid->ops : NULL);
+	uintptr_t p = (uintptr_t) (fid ? fid->ops : NULL);
 
-	return p >= (uintptr_t)&mrl_fid_ops[0] &&
-	       p < (uintptr_t)&mrl_fid_ops[MRL_NCLASS];
+	return p >= (uintptr_t) &mrl_fid_ops[0] &&
+	       p < (uintptr_t) &mrl_fid_ops[MRL_NCLASS];
 }
 
 /* The class of a wrapper (mrl_is_hook_fid(fid) must hold). */
-static inline enum mrl_class mrl_class_of(const struct fid *fid)
+static inline enum mrl_class
+mrl_class_of(const struct fid *fid)
 {
 	return (enum mrl_class)(fid->ops - mrl_fid_ops);
 }
@@ -408,27 +414,32 @@ void mrl_adopt_inner(struct fid *inner, struct fid *hook);
  * adopted inner objects; any other pointer is returned unchanged. */
 struct fid *mrl_hook_of_inner(struct fid *inner);
 
-static inline struct mrl_domain *mrl_domain_of(struct fid_domain *d)
+static inline struct mrl_domain *
+mrl_domain_of(struct fid_domain *d)
 {
 	return container_of(d, struct mrl_domain, domain);
 }
 
-static inline struct mrl_ep *mrl_ep_of(struct fid_ep *ep)
+static inline struct mrl_ep *
+mrl_ep_of(struct fid_ep *ep)
 {
 	return container_of(ep, struct mrl_ep, ep);
 }
 
-static inline struct mrl_cq *mrl_cq_of(struct fid_cq *cq)
+static inline struct mrl_cq *
+mrl_cq_of(struct fid_cq *cq)
 {
 	return container_of(cq, struct mrl_cq, cq);
 }
 
-static inline struct mrl_cntr *mrl_cntr_of(struct fid_cntr *cntr)
+static inline struct mrl_cntr *
+mrl_cntr_of(struct fid_cntr *cntr)
 {
 	return container_of(cntr, struct mrl_cntr, cntr);
 }
 
-static inline struct mrl_mr *mrl_mr_of(struct fid_mr *mr)
+static inline struct mrl_mr *
+mrl_mr_of(struct fid_mr *mr)
 {
 	return container_of(mr, struct mrl_mr, mr);
 }
@@ -459,9 +470,10 @@ int mrl_hook_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		    void *context);
 
 int mrl_hook_domain_open(struct fid_fabric *fabric, struct fi_info *info,
-		    struct fid_domain **domain, void *context);
+			 struct fid_domain **domain, void *context);
 int mrl_hook_domain2_open(struct fid_fabric *fabric, struct fi_info *info,
-		     struct fid_domain **domain, uint64_t flags, void *context);
+			  struct fid_domain **domain, uint64_t flags,
+			  void *context);
 int mrl_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		   struct fid_pep **pep, void *context);
 int mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
@@ -498,7 +510,8 @@ void mrl_ep_set_tables(struct mrl_ep *ep);
 /* After the inner object of ep opened: tables, personality ep_open with
  * what it was opened with, count. */
 int mrl_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening);
-int mrl_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags);
+int mrl_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid,
+		       uint64_t flags);
 
 /* Generic fid ops shared by every class. */
 int mrl_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
@@ -517,7 +530,8 @@ int mrl_fid_close(struct fid *fid);
  * whether the name is one the layer translates (then the return value is
  * final, -FI_ENOSYS included). */
 int mrl_domain_ops_open(struct mrl_domain *domain, const char *name,
-			uint64_t flags, void **ops, void *context, bool *handled);
+			uint64_t flags, void **ops, void *context,
+			bool *handled);
 int mrl_domain_ops_set(struct mrl_domain *domain, const char *name,
 		       uint64_t flags, void *ops, void *context, bool *handled);
 

@@ -52,8 +52,9 @@ struct mrl_lease_domain {
 
 /* How a leased MR handle gives its reference back on fi_close. */
 enum mrl_lease_kind {
-	MRL_LEASE_PLAIN, /* a lease (mrl_cache_acquire/mrl_lease_get): released */
-	MRL_LEASE_PIN,   /* a pin (mrl_cache_pin): unpinned, entry retired */
+	MRL_LEASE_PLAIN, /* a lease (mrl_cache_acquire/mrl_lease_get): released
+			  */
+	MRL_LEASE_PIN, /* a pin (mrl_cache_pin): unpinned, entry retired */
 };
 
 /* The process-wide cache, NULL until the first mrlease domain opened. */
@@ -69,7 +70,7 @@ void mrl_lease_keep_loaded(void);
 static inline struct mrl_lease_domain *
 mrl_lease_domain_of(struct mrl_domain *domain)
 {
-	return (struct mrl_lease_domain *)domain->ext;
+	return (struct mrl_lease_domain *) domain->ext;
 }
 
 /*

@@ -56,12 +56,12 @@
 
 /* What the monitor calls, from its own thread. */
 struct mrl_monitor_client {
-	void (*thread_init)(void *arg);	/* once, first, on the monitor thread:
+	void (*thread_init)(void *arg); /* once, first, on the monitor thread:
 					 * set up what invalidate needs so it
 					 * never allocates later */
-	void (*hold)(void *arg);	/* before reading events */
+	void (*hold)(void *arg); /* before reading events */
 	void (*invalidate)(void *arg, uintptr_t start, uintptr_t end);
-	void (*release)(void *arg);	/* after invalidating what was read */
+	void (*release)(void *arg); /* after invalidating what was read */
 	void *arg;
 };
 

@@ -29,8 +29,8 @@
  * Defaults. The cache caps are the lease cache's own (mrl_cache.h explains
  * them: below verbs/efa MR limits, above a real job's working set).
  */
-#define MRL_PARAMS_DEFAULT_MAX_COUNT ((size_t)MRL_CACHE_DEFAULT_MAX_COUNT)
-#define MRL_PARAMS_DEFAULT_MAX_SIZE ((size_t)MRL_CACHE_DEFAULT_MAX_SIZE)
+#define MRL_PARAMS_DEFAULT_MAX_COUNT ((size_t) MRL_CACHE_DEFAULT_MAX_COUNT)
+#define MRL_PARAMS_DEFAULT_MAX_SIZE  ((size_t) MRL_CACHE_DEFAULT_MAX_SIZE)
 /*
  * The smallest operand the outermost instance resolves when the provider
  * does not require FI_MR_LOCAL: rxm's eager limit. Below it the providers
@@ -39,42 +39,49 @@
  * operation context and a translated completion to every operation
  * (bench/README.md, xfer_ir, counts their instructions).
  */
-#define MRL_PARAMS_DEFAULT_MIN_SIZE ((size_t)16384)
-#define MRL_PARAMS_DEFAULT_STATS false
+#define MRL_PARAMS_DEFAULT_MIN_SIZE ((size_t) 16384)
+#define MRL_PARAMS_DEFAULT_STATS    false
 /* The cache's own (mrl_cache.h): only caches far beyond the default caps
  * reach it. */
-#define MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER ((size_t)MRL_CACHE_DEFAULT_HUGE_AFTER)
+#define MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER \
+	((size_t) MRL_CACHE_DEFAULT_HUGE_AFTER)
 /* Off: an inner instance that cannot resolve anything (a utility provider's
  * core domain without FI_MR_LOCAL) steps aside; every operation then
  * crosses one hook layer, not two (bench/README.md, xfer_bench, has what
  * a layer costs). */
 #define MRL_PARAMS_DEFAULT_HOOK_INNER false
 /* Misses passed per range the monitor saw unmapped (mrl_churn.h). */
-#define MRL_PARAMS_DEFAULT_MONITOR_CHURN ((size_t)8)
+#define MRL_PARAMS_DEFAULT_MONITOR_CHURN ((size_t) 8)
 
 /* FI_MRLEASE_MONITOR: when the memory monitor (mrl_monitor.h) runs. */
 enum mrl_monitor_mode {
-	MRL_MONITOR_AUTO,	/* for domains whose provider pins pages */
-	MRL_MONITOR_UFFD,	/* for every domain (tests, benchmarks) */
+	MRL_MONITOR_AUTO, /* for domains whose provider pins pages */
+	MRL_MONITOR_UFFD, /* for every domain (tests, benchmarks) */
 	MRL_MONITOR_NONE,
 };
 
 /* FI_MRLEASE_PINNING: which providers' registrations pin pages. */
 enum mrl_pinning_mode {
-	MRL_PINNING_AUTO,	/* decided from the core provider's name */
-	MRL_PINNING_YES,	/* every provider */
-	MRL_PINNING_NO,		/* none */
+	MRL_PINNING_AUTO, /* decided from the core provider's name */
+	MRL_PINNING_YES, /* every provider */
+	MRL_PINNING_NO, /* none */
 };
 
 struct mrl_params {
-	size_t max_count; /* FI_MRLEASE_MAX_COUNT: cached entries per domain, 0 = no cap */
-	size_t max_size;  /* FI_MRLEASE_MAX_SIZE: cached bytes per domain, 0 = no cap */
-	size_t min_size;  /* FI_MRLEASE_MIN_SIZE: smallest operand resolved without FI_MR_LOCAL */
-	bool stats;       /* FI_MRLEASE_STATS: print a domain's statistics when it closes */
-	size_t hugepage_after; /* FI_MRLEASE_HUGEPAGE_AFTER: cache memory before huge pages, 0 = never */
-	bool hook_inner;  /* FI_MRLEASE_HOOK_INNER: wrap inner domains with nothing to do */
-	int monitor;      /* FI_MRLEASE_MONITOR: enum mrl_monitor_mode */
-	int pinning;      /* FI_MRLEASE_PINNING: enum mrl_pinning_mode */
+	size_t max_count; /* FI_MRLEASE_MAX_COUNT: cached entries per domain, 0
+			     = no cap */
+	size_t max_size; /* FI_MRLEASE_MAX_SIZE: cached bytes per domain, 0 = no
+			    cap */
+	size_t min_size; /* FI_MRLEASE_MIN_SIZE: smallest operand resolved
+			    without FI_MR_LOCAL */
+	bool stats; /* FI_MRLEASE_STATS: print a domain's statistics when it
+		       closes */
+	size_t hugepage_after; /* FI_MRLEASE_HUGEPAGE_AFTER: cache memory before
+				  huge pages, 0 = never */
+	bool hook_inner; /* FI_MRLEASE_HOOK_INNER: wrap inner domains with
+			    nothing to do */
+	int monitor; /* FI_MRLEASE_MONITOR: enum mrl_monitor_mode */
+	int pinning; /* FI_MRLEASE_PINNING: enum mrl_pinning_mode */
 	size_t monitor_churn; /* FI_MRLEASE_MONITOR_CHURN: misses registered per
 			       * operation in a range just unmapped, 0 = none */
 };

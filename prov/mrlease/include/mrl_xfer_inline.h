@@ -89,12 +89,12 @@ struct mrl_post {
 	struct mrl_xep *x;
 	struct mrl_op *op;
 	enum mrl_dir dir;
-	bool based;	/* leases start at their operand (a rendezvous send on
-			 * an FI_MR_LOCAL domain without FI_MR_VIRT_ADDR) */
+	bool based; /* leases start at their operand (a rendezvous send on
+		     * an FI_MR_LOCAL domain without FI_MR_VIRT_ADDR) */
 };
 
-static inline void mrl_post_init(struct mrl_post *p, struct mrl_xep *x,
-				 enum mrl_dir dir)
+static inline void
+mrl_post_init(struct mrl_post *p, struct mrl_xep *x, enum mrl_dir dir)
 {
 	p->x = x;
 	p->op = NULL;
@@ -107,11 +107,11 @@ void mrl_post_lease_failed(const void *buf, size_t len, int ret);
 
 /* Lease [buf, buf + len) (a registration starting at buf if p->based)
  * and return its descriptor in *out. */
-static inline int mrl_post_lease(struct mrl_post *p, const void *buf,
-				 size_t len, void **out)
+static inline int
+mrl_post_lease(struct mrl_post *p, const void *buf, size_t len, void **out)
 {
 	struct mrl_registration *reg;
-	uintptr_t start = (uintptr_t)buf;
+	uintptr_t start = (uintptr_t) buf;
 	int ret;
 
 	if (!p->op) {
@@ -119,9 +119,10 @@ static inline int mrl_post_lease(struct mrl_post *p, const void *buf,
 		if (!p->op)
 			return p->x->mr_local ? -FI_EAGAIN : 0;
 	}
-	ret = p->based ? mrl_cache_acquire_based(p->x->cache, start,
-						 start + len, &reg) :
-			 mrl_cache_acquire(p->x->cache, start, start + len, &reg);
+	ret = p->based ?
+		      mrl_cache_acquire_based(p->x->cache, start, start + len,
+					      &reg) :
+		      mrl_cache_acquire(p->x->cache, start, start + len, &reg);
 	if (ret) {
 		if (!p->x->mr_local)
 			return 0; /* the provider copes with desc NULL */
@@ -146,9 +147,9 @@ static inline int mrl_post_lease(struct mrl_post *p, const void *buf,
  * without FI_MR_LOCAL leaves the descriptor NULL (the provider copes); with
  * FI_MR_LOCAL it fails the post.
  */
-static inline int mrl_post_buf(struct mrl_post *p, const void *buf,
-			       size_t len, void *desc, size_t min,
-			       void **out)
+static inline int
+mrl_post_buf(struct mrl_post *p, const void *buf, size_t len, void *desc,
+	     size_t min, void **out)
 {
 	*out = desc;
 	if (desc || !buf || len < min)
@@ -160,11 +161,13 @@ static inline int mrl_post_buf(struct mrl_post *p, const void *buf,
 int mrl_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
 		 size_t count, size_t min, void **out);
 int mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
-		 size_t count, enum fi_datatype datatype, size_t min, void **out);
+		 size_t count, enum fi_datatype datatype, size_t min,
+		 void **out);
 
 /* A call forwarded with the application's context: a triggered one
  * names the inner counter (mrl_trigger_to_inner). */
-static inline void mrl_post_trigger_fwd(uint64_t flags, void *app_ctx)
+static inline void
+mrl_post_trigger_fwd(uint64_t flags, void *app_ctx)
 {
 	if (__builtin_expect(!!(flags & FI_TRIGGER), 0))
 		mrl_trigger_to_inner(flags, app_ctx);
@@ -180,8 +183,8 @@ void mrl_post_trigger_op(struct mrl_post *p, const void *app_ctx);
  * added when the route needs it to learn the end of a leased op the
  * application asked no completion for.
  */
-static inline void *mrl_post_context(struct mrl_post *p, void *app_ctx,
-				     uint64_t *flags)
+static inline void *
+mrl_post_context(struct mrl_post *p, void *app_ctx, uint64_t *flags)
 {
 	struct mrl_op *op = p->op;
 	const struct mrl_xdir *d = &p->x->dir[p->dir];
@@ -219,7 +222,8 @@ unleased:
 }
 
 /* After the inner post: on failure release what the post took. */
-static inline ssize_t mrl_post_end(struct mrl_post *p, ssize_t ret)
+static inline ssize_t
+mrl_post_end(struct mrl_post *p, ssize_t ret)
 {
 	if (ret && p->op)
 		mrl_op_free_poster(p->op);
@@ -247,33 +251,34 @@ static inline ssize_t mrl_post_end(struct mrl_post *p, ssize_t ret)
 /* The operands of a single-buffer call, kept in its op between the two
  * halves: the provider's scratch space is ours until the inner call. */
 struct mrl_op_args {
-	struct fid_ep *fep;	/* the hook endpoint */
+	struct fid_ep *fep; /* the hook endpoint */
 	void *buf;
 	size_t len;
 	fi_addr_t peer;
-	uint64_t a, b, c;	/* rma: addr, key, data; msg: tag, ignore, data */
+	uint64_t a, b, c; /* rma: addr, key, data; msg: tag, ignore, data */
 };
 
 _Static_assert(sizeof(struct mrl_op_args) <= sizeof(struct fi_context2),
 	       "single-buffer operands do not fit in the provider context");
 
-static inline struct mrl_op_args *mrl_op_args(struct mrl_op *op)
+static inline struct mrl_op_args *
+mrl_op_args(struct mrl_op *op)
 {
-	return (struct mrl_op_args *)(void *)&op->prov_ctx;
+	return (struct mrl_op_args *) (void *) &op->prov_ctx;
 }
 
 /* Store the operands every single-buffer call has (the family stores a, b,
  * c as its call has them). */
-static inline void mrl_op_args_set(struct mrl_op *op, struct fid_ep *fep,
-				   const void *buf, size_t len, fi_addr_t peer,
-				   void *context)
+static inline void
+mrl_op_args_set(struct mrl_op *op, struct fid_ep *fep, const void *buf,
+		size_t len, fi_addr_t peer, void *context)
 {
 	struct mrl_op_args *a = mrl_op_args(op);
 
 	a->peer = peer;
 	op->app_ctx = context;
 	a->fep = fep;
-	a->buf = (void *)buf;
+	a->buf = (void *) buf;
 	a->len = len;
 }
 
@@ -281,11 +286,11 @@ static inline void mrl_op_args_set(struct mrl_op *op, struct fid_ep *fep,
  * The first half's op when the calling thread owns the pool (`single` of
  * the call's direction): the top of its own list, not yet taken; NULL (no
  * buffer, mrl_op_pool_none, another thread, an empty list) sends the call
- * to its out-of-line pop. The caller stores the operands, then takes the op with
- * mrl_post_owned_take: fewer values live at once, no register to save.
+ * to its out-of-line pop. The caller stores the operands, then takes the op
+ * with mrl_post_owned_take: fewer values live at once, no register to save.
  */
-static inline struct mrl_op *mrl_post_owned(struct mrl_op_pool *pool,
-					    const void *buf)
+static inline struct mrl_op *
+mrl_post_owned(struct mrl_op_pool *pool, const void *buf)
 {
 	if (!buf || pool->owner != mrl_thread_self())
 		return NULL;
@@ -293,18 +298,20 @@ static inline struct mrl_op *mrl_post_owned(struct mrl_op_pool *pool,
 }
 
 /* The state of a live single-buffer op with these flags. */
-static inline unsigned int mrl_post_op_state(uint16_t flags)
+static inline unsigned int
+mrl_post_op_state(uint16_t flags)
 {
 	return flags == MRL_OP_OWNED ? MRL_OP_LIVE_OWNED :
 	       !flags		     ? MRL_OP_LIVE_ONE :
-					MRL_OP_LIVE;
+				       MRL_OP_LIVE;
 }
 
 /* The op's shape and state for a single-buffer call: LIVE before its lease
  * is taken (nothing looks at it in between but a concurrent fi_cancel,
  * which finds a context the provider does not know yet); a failed lease
  * sets it FREE again. */
-static inline void mrl_post_op_live(struct mrl_op *op, uint16_t flags)
+static inline void
+mrl_post_op_live(struct mrl_op *op, uint16_t flags)
 {
 	op->shape = mrl_op_shape(flags, 1);
 	atomic_store_explicit(&op->state, mrl_post_op_state(flags),
@@ -314,9 +321,9 @@ static inline void mrl_post_op_live(struct mrl_op *op, uint16_t flags)
 /* Take the op mrl_post_owned returned, with the direction's owned shape
  * and state (mrl_xdir.owned_shape, owned_state) or the constant ones of
  * flags 0 (tx). */
-static inline void mrl_post_owned_take(struct mrl_op_pool *pool,
-				       struct mrl_op *op, uint32_t shape,
-				       unsigned int state)
+static inline void
+mrl_post_owned_take(struct mrl_op_pool *pool, struct mrl_op *op, uint32_t shape,
+		    unsigned int state)
 {
 	atomic_store_explicit(&pool->owned, op->owned_next,
 			      memory_order_relaxed);
@@ -327,8 +334,8 @@ static inline void mrl_post_owned_take(struct mrl_op_pool *pool,
 /* The out-of-line pop: an op for a single-buffer call with `flags` (and
  * MRL_OP_OWNED for the owner), or NULL (no buffer, mrl_op_pool_none, the
  * region is exhausted: the slow path). */
-static inline struct mrl_op *mrl_post_pop(struct mrl_op_pool *pool,
-					  const void *buf, uint16_t flags)
+static inline struct mrl_op *
+mrl_post_pop(struct mrl_op_pool *pool, const void *buf, uint16_t flags)
 {
 	struct mrl_op *op;
 
@@ -348,8 +355,8 @@ static inline struct mrl_op *mrl_post_pop(struct mrl_op_pool *pool,
 /* A single-buffer call whose lease failed (err): with FI_MR_LOCAL the post
  * fails (err, warned), else 0: it goes out as the application made it
  * (desc NULL). */
-int mrl_post_single_failed(const struct mrl_xep *x, const void *buf,
-			   size_t len, int err);
+int mrl_post_single_failed(const struct mrl_xep *x, const void *buf, size_t len,
+			   int err);
 
 /* Size in bytes of one element of an atomic datatype (0: unknown). */
 size_t mrl_datatype_size(enum fi_datatype datatype);
@@ -359,8 +366,9 @@ size_t mrl_datatype_size(enum fi_datatype datatype);
  * descriptor and at least min bytes. Posts with more iovs than the slow path
  * can rewrite go out unchanged.
  */
-static inline bool mrl_iov_needs_lease(const struct iovec *iov, void **desc,
-				       size_t count, size_t min)
+static inline bool
+mrl_iov_needs_lease(const struct iovec *iov, void **desc, size_t count,
+		    size_t min)
 {
 	if (min == SIZE_MAX || count > MRL_XFER_IOV_MAX)
 		return false;
@@ -370,9 +378,9 @@ static inline bool mrl_iov_needs_lease(const struct iovec *iov, void **desc,
 	return false;
 }
 
-static inline bool mrl_ioc_needs_lease(const struct fi_ioc *ioc, void **desc,
-				       size_t count, enum fi_datatype datatype,
-				       size_t min)
+static inline bool
+mrl_ioc_needs_lease(const struct fi_ioc *ioc, void **desc, size_t count,
+		    enum fi_datatype datatype, size_t min)
 {
 	size_t size = mrl_datatype_size(datatype);
 
@@ -388,16 +396,22 @@ static inline bool mrl_ioc_needs_lease(const struct fi_ioc *ioc, void **desc,
 /* ---- msg and tagged posts (mrl_xfer_msg.c, mrl_xfer_tagged.c) --------- */
 
 enum mrl_msg_kind {
-	MRL_SEND, MRL_SENDDATA, MRL_RECV,	/* msg */
-	MRL_TSEND, MRL_TSENDDATA, MRL_TRECV,	/* tagged */
+	MRL_SEND,
+	MRL_SENDDATA,
+	MRL_RECV, /* msg */
+	MRL_TSEND,
+	MRL_TSENDDATA,
+	MRL_TRECV, /* tagged */
 };
 
-static inline enum mrl_dir mrl_msg_dir(enum mrl_msg_kind kind)
+static inline enum mrl_dir
+mrl_msg_dir(enum mrl_msg_kind kind)
 {
 	return kind == MRL_RECV || kind == MRL_TRECV ? MRL_RX : MRL_TX;
 }
 
-static inline bool mrl_msg_tagged(enum mrl_msg_kind kind)
+static inline bool
+mrl_msg_tagged(enum mrl_msg_kind kind)
 {
 	return kind >= MRL_TSEND;
 }
@@ -406,7 +420,7 @@ static inline bool mrl_msg_tagged(enum mrl_msg_kind kind)
 struct mrl_msg_call {
 	enum mrl_msg_kind kind;
 	const struct iovec *iov;
-	void **desc;		/* may be NULL: all NULL */
+	void **desc; /* may be NULL: all NULL */
 	size_t count;
 	fi_addr_t addr;
 	uint64_t tag, ignore, data;
@@ -435,10 +449,9 @@ mrl_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind, void *buf,
 /* The operands of a msg or tagged call into its op (mrl_op_args: a = tag,
  * b = ignore, c = data). */
 static inline __attribute__((always_inline)) void
-mrl_msg_args_set(enum mrl_msg_kind kind, struct mrl_op *op,
-		 struct fid_ep *fep, const void *buf, size_t len,
-		 fi_addr_t addr, uint64_t tag, uint64_t ignore, uint64_t data,
-		 void *context)
+mrl_msg_args_set(enum mrl_msg_kind kind, struct mrl_op *op, struct fid_ep *fep,
+		 const void *buf, size_t len, fi_addr_t addr, uint64_t tag,
+		 uint64_t ignore, uint64_t data, void *context)
 {
 	struct mrl_op_args *a = mrl_op_args(op);
 
@@ -474,7 +487,8 @@ mrl_op_lease_one(struct mrl_cache_domain *cache, uintptr_t buf, size_t len,
 /* A leased half whose lease failed gives its op back (never made LIVE to
  * the provider) and keeps the operands the first half stored in it, for
  * the slow path; returns the application's context. */
-static inline void *mrl_op_give_back(struct mrl_op *op, struct mrl_op_args *a)
+static inline void *
+mrl_op_give_back(struct mrl_op *op, struct mrl_op_args *a)
 {
 	void *context = op->app_ctx;
 
@@ -538,8 +552,8 @@ mrl_msg_op(enum mrl_msg_kind kind, struct mrl_cache_domain *cache,
 
 /* Sends whose operand needs a registration starting at it (mrl_xfer_msg.c)
  * take the slow path. */
-static inline bool mrl_msg_single_ok(enum mrl_msg_kind kind,
-				     const struct mrl_xep *x, size_t len)
+static inline bool
+mrl_msg_single_ok(enum mrl_msg_kind kind, const struct mrl_xep *x, size_t len)
 {
 	return mrl_msg_dir(kind) == MRL_RX || len <= x->based_after;
 }
@@ -567,11 +581,11 @@ mrl_msg_pop(enum mrl_msg_kind kind, struct fid_ep *fep, const void *buf,
 				  mrl_msg_dir(kind) == MRL_RX ? d->live_flags :
 								0);
 	if (!op)
-		return mrl_msg_single_slow(ep, kind, (void *)buf, len, addr,
+		return mrl_msg_single_slow(ep, kind, (void *) buf, len, addr,
 					   tag, ignore, data, context, 0);
 	mrl_msg_args_set(kind, op, fep, buf, len, addr, tag, ignore, data,
 			 context);
-	return leased(x->cache, (uintptr_t)buf, len, op);
+	return leased(x->cache, (uintptr_t) buf, len, op);
 }
 
 /*
@@ -609,11 +623,11 @@ mrl_msg_owned(enum mrl_msg_kind kind, const struct mrl_xep *x,
 
 /* The leased half of each kind, with the signature the first halves jump
  * to. */
-#define MRL_MSG_OP(name, kind)                                               \
-	ssize_t __attribute__((noinline))                                    \
-	name(struct mrl_cache_domain *cache, uintptr_t buf, size_t len,      \
-	     struct mrl_op *op)                                              \
-	{                                                                    \
-		return mrl_msg_op(kind, cache, buf, len, op);                \
+#define MRL_MSG_OP(name, kind)                                          \
+	ssize_t __attribute__((noinline))                               \
+	name(struct mrl_cache_domain *cache, uintptr_t buf, size_t len, \
+	     struct mrl_op *op)                                         \
+	{                                                               \
+		return mrl_msg_op(kind, cache, buf, len, op);           \
 	}
 #endif /* MRL_XFER_INLINE_H */

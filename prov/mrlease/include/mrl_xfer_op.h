@@ -31,9 +31,9 @@
 /* ---- operation contexts ------------------------------------------------ */
 
 enum mrl_op_state {
-	MRL_OP_FREE,	/* in a free list */
-	MRL_OP_LIVE,	/* posted, holds leases */
-	MRL_OP_ORPHAN,	/* its endpoint closed; leases already released */
+	MRL_OP_FREE, /* in a free list */
+	MRL_OP_LIVE, /* posted, holds leases */
+	MRL_OP_ORPHAN, /* its endpoint closed; leases already released */
 	/* LIVE too, with one lease and no flag but MRL_OP_OWNED: the
 	 * inline completion finds its case with the state's CAS alone. */
 	MRL_OP_LIVE_OWNED,
@@ -41,38 +41,40 @@ enum mrl_op_state {
 };
 
 /* Whether an op in state s is posted and holds its leases. */
-static inline bool mrl_op_live(unsigned int s)
+static inline bool
+mrl_op_live(unsigned int s)
 {
 	return s == MRL_OP_LIVE || s >= MRL_OP_LIVE_OWNED;
 }
 
 enum mrl_op_flags {
-	MRL_OP_HIDDEN = 1 << 0,	    /* the app asked no completion: consume it */
-	MRL_OP_MULTI_RECV = 1 << 1, /* ends at a completion with FI_MULTI_RECV */
-	MRL_OP_EXTRA = 1 << 2,	    /* lease overflow of another op, not posted */
-	MRL_OP_CHAINED = 1 << 3,    /* has extra ops (next) */
-	MRL_OP_OWNED = 1 << 4,	    /* posted by its shared pool's owner */
+	MRL_OP_HIDDEN = 1 << 0, /* the app asked no completion: consume it */
+	MRL_OP_MULTI_RECV = 1
+			    << 1, /* ends at a completion with FI_MULTI_RECV */
+	MRL_OP_EXTRA = 1 << 2, /* lease overflow of another op, not posted */
+	MRL_OP_CHAINED = 1 << 3, /* has extra ops (next) */
+	MRL_OP_OWNED = 1 << 4, /* posted by its shared pool's owner */
 };
 
 struct mrl_op_pool;
 
 struct mrl_op {
-	struct fi_context2 prov_ctx;	/* first: the provider's scratch space */
-	void *app_ctx;			/* what the application passed */
+	struct fi_context2 prov_ctx; /* first: the provider's scratch space */
+	void *app_ctx; /* what the application passed */
 	struct mrl_op_pool *pool;
 	const struct mrl_domain *domain; /* pool->domain (NULL: dead chunk),
 					  * one load for mrl_op_of_context */
-	struct mrl_op *next;		/* when live: extra leases; free in a
-					 * serial pool: the next free op */
+	struct mrl_op *next; /* when live: extra leases; free in a
+			      * serial pool: the next free op */
 	/* Free on its pool's owner list: the next op there. */
 	struct mrl_op *owned_next;
 	/* Free in a shared pool: the next free op (mrl_op_code). */
 	_Atomic uint32_t free_next;
-	uint32_t code;			/* mrl_op_code of this op */
-	atomic_uint state;		/* enum mrl_op_state */
+	uint32_t code; /* mrl_op_code of this op */
+	atomic_uint state; /* enum mrl_op_state */
 	union {
 		struct {
-			uint16_t flags;	/* enum mrl_op_flags */
+			uint16_t flags; /* enum mrl_op_flags */
 			uint16_t nleases;
 		};
 		/* Both in one word (mrl_op_shape): a completion tells its
@@ -83,14 +85,15 @@ struct mrl_op {
 };
 
 /* The shape word of an op with these flags and leases. */
-static inline uint32_t mrl_op_shape(uint16_t flags, uint16_t nleases)
+static inline uint32_t
+mrl_op_shape(uint16_t flags, uint16_t nleases)
 {
 	union {
 		struct {
 			uint16_t flags, nleases;
 		} s;
 		uint32_t w;
-	} u = { .s = { flags, nleases } };
+	} u = {.s = {flags, nleases}};
 
 	return u.w;
 }
@@ -110,7 +113,7 @@ struct mrl_op_pool {
 	 * Otherwise ("shared") the free list is a lock-free stack that
 	 * posters pop and completions push from any thread. */
 	bool serial;
-	struct mrl_op *free;		 /* serial: the free list */
+	struct mrl_op *free; /* serial: the free list */
 	/* The thread that created the pool, its "owner" (usually the one
 	 * that posts), keeps the ops it posted (MRL_OP_OWNED) and completed
 	 * itself on a list of its own, linked by owned_next: plain pops and a
@@ -118,16 +121,16 @@ struct mrl_op_pool {
 	 * changes it; endpoint close counts it (mrl_op_pool_settled). An op
 	 * another thread completes goes to the free list or shared stack, so
 	 * the list holds at most what the owner had in flight. */
-	const void *owner;		 /* mrl_thread_self() of the creator */
+	const void *owner; /* mrl_thread_self() of the creator */
 	_Atomic(struct mrl_op *) owned;
 	/* shared: top of the free stack, (ABA tag << 32) | mrl_op_code of
 	 * the top op; code 0 (a chunk header, never an op) is empty. */
 	_Atomic uint64_t shared;
-	uintptr_t base;			 /* mrl_op_region_base, for codes */
-	pthread_mutex_t lock;		 /* shared pools: guards chunks (growth,
-					  * scans); nothing else under it */
+	uintptr_t base; /* mrl_op_region_base, for codes */
+	pthread_mutex_t lock; /* shared pools: guards chunks (growth,
+			       * scans); nothing else under it */
 	struct mrl_op_chunk *chunks;
-	atomic_uint refs;		 /* endpoint + CQs holding orphans */
+	atomic_uint refs; /* endpoint + CQs holding orphans */
 	/* The guard of the CQ its FI_MULTI_RECV ops complete on, set before
 	 * the first leased one is posted (mrl_xep_guard_rx), NULL when
 	 * nothing needs it (serial pool, internal route); `deferred`: how
@@ -144,7 +147,8 @@ struct mrl_op_pool {
 /* The pool of no endpoint: owned by no thread, never has an op; the
  * single-buffer hit path of a direction that cannot take it
  * (mrl_xdir.single) sends every call to its slow path. */
-extern struct mrl_op_pool mrl_op_pool_none __attribute__((visibility("hidden")));
+extern struct mrl_op_pool mrl_op_pool_none
+	__attribute__((visibility("hidden")));
 
 /*
  * The reserved range every op lives in: [mrl_op_region_base, + size), size
@@ -161,9 +165,10 @@ void mrl_op_region_init(void);
 
 /* Whether ctx points into the op region (an application context never
  * does; it is never dereferenced). */
-static inline bool mrl_op_in_region(const void *ctx)
+static inline bool
+mrl_op_in_region(const void *ctx)
 {
-	return (uintptr_t)ctx - mrl_op_region_base < mrl_op_region_size;
+	return (uintptr_t) ctx - mrl_op_region_base < mrl_op_region_size;
 }
 
 /*
@@ -171,8 +176,8 @@ static inline bool mrl_op_in_region(const void *ctx)
  * `domain`; NULL for application contexts, NULL, and the other instance's
  * ops.
  */
-static inline struct mrl_op *mrl_op_of_context(void *ctx,
-					       const struct mrl_domain *domain)
+static inline struct mrl_op *
+mrl_op_of_context(void *ctx, const struct mrl_domain *domain)
 {
 	struct mrl_op *op = ctx;
 
@@ -185,7 +190,8 @@ static inline struct mrl_op *mrl_op_of_context(void *ctx,
  * threads: its thread pointer (one load on x86-64). A thread that reuses a
  * dead owner's pointer becomes the owner, which is safe (the dead one no
  * longer touches the list). */
-static inline const void *mrl_thread_self(void)
+static inline const void *
+mrl_thread_self(void)
 {
 #if defined(__x86_64__) || defined(__aarch64__)
 	return __builtin_thread_pointer();
@@ -216,16 +222,16 @@ struct mrl_op *mrl_op_alloc(struct mrl_op_pool *pool);
 
 /* An op's place in the region in 8-byte units (ops are 8-byte aligned
  * and the region is at most 32 GiB). */
-static inline uint32_t mrl_op_code(const struct mrl_op_pool *pool,
-				   const struct mrl_op *op)
+static inline uint32_t
+mrl_op_code(const struct mrl_op_pool *pool, const struct mrl_op *op)
 {
-	return (uint32_t)(((uintptr_t)op - pool->base) >> 3);
+	return (uint32_t) (((uintptr_t) op - pool->base) >> 3);
 }
 
-static inline struct mrl_op *mrl_op_at(const struct mrl_op_pool *pool,
-				       uint32_t code)
+static inline struct mrl_op *
+mrl_op_at(const struct mrl_op_pool *pool, uint32_t code)
 {
-	return (struct mrl_op *)(pool->base + ((uintptr_t)code << 3));
+	return (struct mrl_op *) (pool->base + ((uintptr_t) code << 3));
 }
 
 /*
@@ -235,7 +241,8 @@ static inline struct mrl_op *mrl_op_at(const struct mrl_op_pool *pool,
  * clears it in shared pools, mrl_op_get in serial ones); the poster
  * initialises the rest of what a live op needs.
  */
-static inline struct mrl_op *mrl_op_get_serial(struct mrl_op_pool *pool)
+static inline struct mrl_op *
+mrl_op_get_serial(struct mrl_op_pool *pool)
 {
 	struct mrl_op *op = pool->free;
 
@@ -246,16 +253,17 @@ static inline struct mrl_op *mrl_op_get_serial(struct mrl_op_pool *pool)
 	return op;
 }
 
-static inline struct mrl_op *mrl_op_get_shared(struct mrl_op_pool *pool)
+static inline struct mrl_op *
+mrl_op_get_shared(struct mrl_op_pool *pool)
 {
 	struct mrl_op *op;
 	uint64_t head, top;
 
 	head = atomic_load_explicit(&pool->shared, memory_order_acquire);
 	do {
-		if (!(uint32_t)head)
+		if (!(uint32_t) head)
 			return NULL;
-		op = mrl_op_at(pool, (uint32_t)head);
+		op = mrl_op_at(pool, (uint32_t) head);
 		/* op may be popped and reused meanwhile: the read is of
 		 * committed region memory, and the tag fails the CAS. */
 		top = ((head >> 32) + 1) << 32 |
@@ -267,17 +275,18 @@ static inline struct mrl_op *mrl_op_get_shared(struct mrl_op_pool *pool)
 	return op;
 }
 
-static inline struct mrl_op *mrl_op_get(struct mrl_op_pool *pool)
+static inline struct mrl_op *
+mrl_op_get(struct mrl_op_pool *pool)
 {
-	return pool->serial ? mrl_op_get_serial(pool) :
-			      mrl_op_get_shared(pool);
+	return pool->serial ? mrl_op_get_serial(pool) : mrl_op_get_shared(pool);
 }
 
 /* The owner's pop (owner thread only): its own list first. */
-static inline struct mrl_op *mrl_op_get_owned(struct mrl_op_pool *pool)
+static inline struct mrl_op *
+mrl_op_get_owned(struct mrl_op_pool *pool)
 {
-	struct mrl_op *op = atomic_load_explicit(&pool->owned,
-						 memory_order_relaxed);
+	struct mrl_op *op =
+		atomic_load_explicit(&pool->owned, memory_order_relaxed);
 
 	if (!op)
 		return mrl_op_get(pool);
@@ -294,7 +303,8 @@ void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 
 /* Whether op may go back to a free list: its leases were released (it is
  * FREE: a second release would find it so) and it has no extras left. */
-static inline bool mrl_op_releasable(struct mrl_op *op)
+static inline bool
+mrl_op_releasable(struct mrl_op *op)
 {
 	unsigned int s = atomic_load_explicit(&op->state, memory_order_relaxed);
 
@@ -302,36 +312,37 @@ static inline bool mrl_op_releasable(struct mrl_op *op)
 }
 
 /* Push one op whose next is NULL (no extras) onto a shared pool's stack. */
-static inline void mrl_op_put_shared(struct mrl_op_pool *pool,
-				     struct mrl_op *op)
+static inline void
+mrl_op_put_shared(struct mrl_op_pool *pool, struct mrl_op *op)
 {
 	uint64_t head, top;
 
 	head = atomic_load_explicit(&pool->shared, memory_order_relaxed);
 	do {
-		atomic_store_explicit(&op->free_next, (uint32_t)head,
+		atomic_store_explicit(&op->free_next, (uint32_t) head,
 				      memory_order_relaxed);
 		/* Only pops change the tag: a pop whose CAS would succeed
 		 * on a stale next must have seen another pop meanwhile. */
-		top = (head & ~(uint64_t)UINT32_MAX) | op->code;
+		top = (head & ~(uint64_t) UINT32_MAX) | op->code;
 	} while (!atomic_compare_exchange_weak_explicit(
 		&pool->shared, &head, top, memory_order_release,
 		memory_order_relaxed));
 }
 
 /* The owner's push of an op it posted (shared pools, owner thread only). */
-static inline void mrl_op_put_owned(struct mrl_op_pool *pool,
-				    struct mrl_op *op)
+static inline void
+mrl_op_put_owned(struct mrl_op_pool *pool, struct mrl_op *op)
 {
 	mrl_assert(mrl_op_releasable(op));
-	op->owned_next = atomic_load_explicit(&pool->owned,
-					      memory_order_relaxed);
+	op->owned_next =
+		atomic_load_explicit(&pool->owned, memory_order_relaxed);
 	atomic_store_explicit(&pool->owned, op, memory_order_release);
 }
 
 /* Push one op whose next is NULL (no extras) onto the serial list or the
  * shared stack; any thread. */
-static inline void mrl_op_put(struct mrl_op_pool *pool, struct mrl_op *op)
+static inline void
+mrl_op_put(struct mrl_op_pool *pool, struct mrl_op *op)
 {
 	mrl_assert(mrl_op_releasable(op));
 	if (pool->serial) {

@@ -29,28 +29,28 @@ enum mrl_dir { MRL_TX, MRL_RX, MRL_NDIR };
 
 /* How one direction of an endpoint learns that a leased operation ended. */
 enum mrl_route {
-	MRL_ROUTE_NONE,		/* it cannot: never lease */
-	MRL_ROUTE_ALL,		/* the app's CQ reports every operation */
-	MRL_ROUTE_SELECTIVE,	/* the app's CQ, FI_SELECTIVE_COMPLETION */
-	MRL_ROUTE_INTERNAL,	/* no app CQ: our own CQ on the inner ep */
+	MRL_ROUTE_NONE, /* it cannot: never lease */
+	MRL_ROUTE_ALL, /* the app's CQ reports every operation */
+	MRL_ROUTE_SELECTIVE, /* the app's CQ, FI_SELECTIVE_COMPLETION */
+	MRL_ROUTE_INTERNAL, /* no app CQ: our own CQ on the inner ep */
 };
 
 /* What the post path of one direction needs, fixed at fi_enable. */
 struct mrl_xdir {
-	size_t min;		/* non-msg calls: smallest leased operand
-				 * (SIZE_MAX: never lease) */
-	size_t min_msg;		/* msg calls (explicit flags) */
-	bool convert;		/* leased non-msg calls go out as msg calls
-				 * with FI_COMPLETION (route needs it) */
-	bool flags_visible;	/* completions carry flags (multi-recv) */
+	size_t min; /* non-msg calls: smallest leased operand
+		     * (SIZE_MAX: never lease) */
+	size_t min_msg; /* msg calls (explicit flags) */
+	bool convert; /* leased non-msg calls go out as msg calls
+		       * with FI_COMPLETION (route needs it) */
+	bool flags_visible; /* completions carry flags (multi-recv) */
 	/* rx: FI_MULTI_RECV buffers may lease (flags visible, the endpoint's
 	 * rx caps have FI_MULTI_RECV, a pool); on a shared pool reading an
 	 * app CQ that CQ is guarded first (mrl_xep_multi_recv_ok). */
 	bool multi_recv;
-	uint8_t route;		/* enum mrl_route */
-	uint16_t live_flags;	/* op flags of a leased non-converted non-msg
-				 * post (MRL_OP_MULTI_RECV from op_flags) */
-	uint64_t op_flags;	/* default op flags, for converted calls */
+	uint8_t route; /* enum mrl_route */
+	uint16_t live_flags; /* op flags of a leased non-converted non-msg
+			      * post (MRL_OP_MULTI_RECV from op_flags) */
+	uint64_t op_flags; /* default op flags, for converted calls */
 	/* The endpoint's pool when single-buffer non-msg calls may take the
 	 * hit path (leasing, not converted), else &mrl_op_pool_none. */
 	struct mrl_op_pool *single;
@@ -64,7 +64,8 @@ struct mrl_xcntr;
 
 /* The domain requires local descriptors (FI_MR_LOCAL, or the older
  * FI_LOCAL_MR mode bit): leasing is mandatory. */
-static inline bool mrl_domain_mr_local(const struct mrl_domain *dom)
+static inline bool
+mrl_domain_mr_local(const struct mrl_domain *dom)
 {
 	return (dom->mr_mode & FI_MR_LOCAL) || (dom->mode & MRL_FI_LOCAL_MR);
 }
@@ -72,7 +73,8 @@ static inline bool mrl_domain_mr_local(const struct mrl_domain *dom)
 /* Local descriptors handed to the provider must name registrations that
  * start at the operand (FI_MR_LOCAL without FI_MR_VIRT_ADDR: rxm 1.17's
  * rendezvous reads from the MR's start; see mrl_xfer_msg.c). */
-static inline bool mrl_domain_mr_at_operand(const struct mrl_domain *dom)
+static inline bool
+mrl_domain_mr_at_operand(const struct mrl_domain *dom)
 {
 	return mrl_domain_mr_local(dom) &&
 	       !(dom->mr_mode & (FI_MR_VIRT_ADDR | MRL_FI_MR_BASIC));
@@ -82,17 +84,17 @@ static inline bool mrl_domain_mr_at_operand(const struct mrl_domain *dom)
 struct mrl_xep {
 	struct mrl_xdir dir[MRL_NDIR];
 	struct mrl_ep *ep;
-	struct mrl_cache_domain *cache;	/* leases come from here */
-	bool mr_local;			/* FI_MR_LOCAL: leasing is mandatory */
+	struct mrl_cache_domain *cache; /* leases come from here */
+	bool mr_local; /* FI_MR_LOCAL: leasing is mandatory */
 	/* Sends longer than this lease registrations starting at each iov
 	 * (mrl_xfer_msg.c); SIZE_MAX: never. */
 	size_t based_after;
-	uint64_t op_flags[MRL_NDIR];	/* default op flags (+ FI_SETOPSFLAG) */
-	struct mrl_op_pool *pool;	/* created at fi_enable if leasing */
-	struct fid_cq *internal_cq;	/* inner CQ for MRL_ROUTE_INTERNAL */
-	struct mrl_xcntr *progress[4];	/* counters that drain internal_cq */
-	pthread_mutex_t drain_lock;	/* serialises internal_cq reads */
-	uint64_t rx_caps;		/* rx caps from the open (0: unknown) */
+	uint64_t op_flags[MRL_NDIR]; /* default op flags (+ FI_SETOPSFLAG) */
+	struct mrl_op_pool *pool; /* created at fi_enable if leasing */
+	struct fid_cq *internal_cq; /* inner CQ for MRL_ROUTE_INTERNAL */
+	struct mrl_xcntr *progress[4]; /* counters that drain internal_cq */
+	pthread_mutex_t drain_lock; /* serialises internal_cq reads */
+	uint64_t rx_caps; /* rx caps from the open (0: unknown) */
 	/* Leased FI_MULTI_RECV buffers may be posted: the rx CQ is guarded
 	 * and pool->defer set, or nothing needs it (mrl_xep_guard_rx). */
 	atomic_bool rx_guarded;
@@ -104,7 +106,8 @@ int mrl_xep_guard_rx(struct mrl_xep *x);
 
 /* Whether an FI_MULTI_RECV post on x may lease (guarding its rx CQ on the
  * first one); false: forward it unleased. */
-static inline bool mrl_xep_multi_recv_ok(struct mrl_xep *x)
+static inline bool
+mrl_xep_multi_recv_ok(struct mrl_xep *x)
 {
 	return x->dir[MRL_RX].multi_recv &&
 	       (atomic_load_explicit(&x->rx_guarded, memory_order_acquire) ||
@@ -132,7 +135,7 @@ void mrl_xfer_rma_plain_install(struct mrl_ep *ep);
  * the ops linked by free_next). The list is emptied, by the reader whose
  * exit takes the count to 0, in the same atomic step.
  */
-#define MRL_CQ_GUARD_READER ((uint64_t)1 << 32)
+#define MRL_CQ_GUARD_READER ((uint64_t) 1 << 32)
 struct mrl_cq_guard {
 	_Atomic uint64_t word;
 	/* TEST-ONLY (MRL_XFER_CTL_TEST_READING). */
@@ -159,11 +162,11 @@ struct mrl_xcq {
 	 * hidden batch returns instead when one came (mrl_completion_cq.c). */
 	atomic_uint signals;
 	/* Pools of endpoints closed with orphans, kept until the CQ closes. */
-	pthread_mutex_t lock;		/* guards pools, the read table's
-					 * switches (base, stash) and the
-					 * stash; nothing is called in the
-					 * provider under it but the reads
-					 * that fill the stash */
+	pthread_mutex_t lock; /* guards pools, the read table's
+			       * switches (base, stash) and the
+			       * stash; nothing is called in the
+			       * provider under it but the reads
+			       * that fill the stash */
 	struct mrl_op_pool **pools;
 	size_t npools, cap;
 	/* The table reads use when the stash is empty: the format's, or the
@@ -186,8 +189,8 @@ struct mrl_cq_guard *mrl_xcq_guard(struct mrl_cq *cq);
 
 /* Counters drive internal CQs of counters-only endpoints (mrl_cntr.ext). */
 struct mrl_xcntr {
-	pthread_mutex_t lock;	/* guards eps; held while draining them, so an
-				 * endpoint cannot close under a drain */
+	pthread_mutex_t lock; /* guards eps; held while draining them, so an
+			       * endpoint cannot close under a drain */
 	atomic_size_t neps;
 	struct mrl_xep **eps;
 	size_t cap;

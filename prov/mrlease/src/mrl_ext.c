@@ -23,15 +23,16 @@
 
 /* [addr, addr + len) as [*start, *end); false when addr + len wraps the
  * address space. */
-static bool mrl_ext_range(const void *addr, size_t len, uintptr_t *start,
-			  uintptr_t *end)
+static bool
+mrl_ext_range(const void *addr, size_t len, uintptr_t *start, uintptr_t *end)
 {
-	*start = (uintptr_t)addr;
+	*start = (uintptr_t) addr;
 	*end = *start + len;
 	return *end >= *start;
 }
 
-static int mrl_ext_invalidate(const void *addr, size_t len)
+static int
+mrl_ext_invalidate(const void *addr, size_t len)
 {
 	struct mrl_cache *cache;
 	uintptr_t start, end;
@@ -48,8 +49,9 @@ static int mrl_ext_invalidate(const void *addr, size_t len)
 	return mrl_cache_invalidate(cache, start, end);
 }
 
-static int mrl_ext_pin(struct fid_domain *domain, const void *addr, size_t len,
-		       struct fid_mr **mr)
+static int
+mrl_ext_pin(struct fid_domain *domain, const void *addr, size_t len,
+	    struct fid_mr **mr)
 {
 	struct mrl_lease_domain *lease_domain;
 	struct mrl_registration *reg;
@@ -76,8 +78,8 @@ err_unpin:
 	return ret;
 }
 
-static int mrl_ext_set_span(struct fid_domain *domain, fi_mrlease_span_fn fn,
-			    void *arg)
+static int
+mrl_ext_set_span(struct fid_domain *domain, fi_mrlease_span_fn fn, void *arg)
 {
 	struct mrl_lease_domain *lease_domain;
 
@@ -93,8 +95,9 @@ static int mrl_ext_set_span(struct fid_domain *domain, fi_mrlease_span_fn fn,
  * the prefix it knows; a newer one passes a larger size and finds zeros past
  * what this version counts.
  */
-static int mrl_ext_query_stats(struct fid_domain *domain,
-			       struct fi_mrlease_stats *stats, size_t size)
+static int
+mrl_ext_query_stats(struct fid_domain *domain, struct fi_mrlease_stats *stats,
+		    size_t size)
 {
 	struct mrl_lease_domain *lease_domain = NULL;
 	struct fi_mrlease_stats counts;
@@ -123,7 +126,8 @@ static int mrl_ext_query_stats(struct fid_domain *domain,
 		memcpy(stats, &counts, size);
 	} else {
 		memcpy(stats, &counts, sizeof(counts));
-		memset((char *)stats + sizeof(counts), 0, size - sizeof(counts));
+		memset((char *) stats + sizeof(counts), 0,
+		       size - sizeof(counts));
 	}
 	return 0;
 }
@@ -136,10 +140,11 @@ static struct fi_mrlease_ops mrl_ext_ops = {
 	.query_stats = mrl_ext_query_stats,
 };
 
-int mrl_ext_ops_open(struct fid *hook_fid, const char *name, uint64_t flags,
-		     void **ops, void *context)
+int
+mrl_ext_ops_open(struct fid *hook_fid, const char *name, uint64_t flags,
+		 void **ops, void *context)
 {
-	(void)context;
+	(void) context;
 
 	if (!name || strcmp(name, FI_MRLEASE_OPS_1))
 		return -FI_ENOSYS;

@@ -42,10 +42,12 @@ static const struct mrl_params mrl_params_defaults = {
 };
 
 /* The spellings of the choice parameters, indexed by their enum. */
-static const char *const mrl_monitor_names[] = { "auto", "userfaultfd", "none", NULL };
-static const char *const mrl_pinning_names[] = { "auto", "yes", "no", NULL };
+static const char *const mrl_monitor_names[] = {"auto", "userfaultfd", "none",
+						NULL};
+static const char *const mrl_pinning_names[] = {"auto", "yes", "no", NULL};
 
-/* One knob: its name after FI_MRLEASE_, its type, where it lives, its meaning. */
+/* One knob: its name after FI_MRLEASE_, its type, where it lives, its meaning.
+ */
 struct mrl_param_desc {
 	const char *name;
 	enum fi_param_type type; /* FI_PARAM_SIZE_T, FI_PARAM_BOOL, or
@@ -56,76 +58,85 @@ struct mrl_param_desc {
 };
 
 static const struct mrl_param_desc mrl_param_descs[] = {
-	{ "MAX_COUNT", FI_PARAM_SIZE_T, offsetof(struct mrl_params, max_count),
-	  "Most cached registrations per domain; beyond it, entries no lease "
-	  "holds are evicted least recently used first. 0 means no cap. "
-	  "K/M/G/T suffixes accepted", NULL },
-	{ "MAX_SIZE", FI_PARAM_SIZE_T, offsetof(struct mrl_params, max_size),
-	  "Most bytes covered by cached registrations per domain; beyond it, "
-	  "entries no lease holds are evicted. 0 means no cap. K/M/G/T "
-	  "suffixes accepted", NULL },
-	{ "MIN_SIZE", FI_PARAM_SIZE_T, offsetof(struct mrl_params, min_size),
-	  "Smallest operand with a NULL descriptor that the outermost mrlease "
-	  "instance resolves through the cache when the provider does not "
-	  "require FI_MR_LOCAL (with FI_MR_LOCAL every operand is resolved). "
-	  "K/M/G/T suffixes accepted", NULL },
-	{ "STATS", FI_PARAM_BOOL, offsetof(struct mrl_params, stats),
-	  "Print a table of the lease cache's statistics to stderr when each "
-	  "domain closes", NULL },
-	{ "HUGEPAGE_AFTER", FI_PARAM_SIZE_T, offsetof(struct mrl_params, hugepage_after),
-	  "Bytes of cache entries and index (all domains) kept on ordinary "
-	  "pages; beyond them the cache takes its memory in 2 MiB chunks "
-	  "advised for transparent huge pages, which saves a page walk per "
-	  "miss in caches of ~100k entries and more. 0 means never. K/M/G/T "
-	  "suffixes accepted", NULL },
-	{ "HOOK_INNER", FI_PARAM_BOOL, offsetof(struct mrl_params, hook_inner),
-	  "Keep the hook over the core domain a utility provider (ofi_rxm, "
-	  "ofi_rxd) opens when mrlease resolves nothing there (no FI_MR_LOCAL). "
-	  "Off by default: the utility provider gets the core provider's own "
-	  "objects and its operations cross one hook layer instead of two", NULL },
-	{ "MONITOR", FI_PARAM_STRING, offsetof(struct mrl_params, monitor),
-	  "Memory monitor that invalidates cached registrations whose pages "
-	  "leave the process (munmap, madvise, mremap, heap trim): auto (on "
-	  "for providers whose registrations pin pages), userfaultfd (always), "
-	  "none. Without one, a pinning provider's registrations are kept only "
-	  "while a transfer or MR handle uses them",
-	  mrl_monitor_names },
-	{ "PINNING", FI_PARAM_STRING, offsetof(struct mrl_params, pinning),
-	  "Whether the provider's registrations pin pages (a stale one would "
-	  "move wrong bytes): auto (decided from the core provider: tcp, udp, "
-	  "shm, sockets and net do not pin, every other does), yes, no",
-	  mrl_pinning_names },
-	{ "MONITOR_CHURN", FI_PARAM_SIZE_T, offsetof(struct mrl_params, monitor_churn),
-	  "On a pinning provider with the memory monitor: how many misses in a "
-	  "range the monitor just saw unmapped are registered for their "
-	  "transfer only (not cached, not watched, so unmapping them again "
-	  "costs nothing) before the range is cached and watched again. Memory "
-	  "mapped for one transfer and unmapped then pays the monitor once per "
-	  "this many plus one rounds. 0 caches and watches every miss", NULL },
+	{"MAX_COUNT", FI_PARAM_SIZE_T, offsetof(struct mrl_params, max_count),
+	 "Most cached registrations per domain; beyond it, entries no lease "
+	 "holds are evicted least recently used first. 0 means no cap. "
+	 "K/M/G/T suffixes accepted",
+	 NULL},
+	{"MAX_SIZE", FI_PARAM_SIZE_T, offsetof(struct mrl_params, max_size),
+	 "Most bytes covered by cached registrations per domain; beyond it, "
+	 "entries no lease holds are evicted. 0 means no cap. K/M/G/T "
+	 "suffixes accepted",
+	 NULL},
+	{"MIN_SIZE", FI_PARAM_SIZE_T, offsetof(struct mrl_params, min_size),
+	 "Smallest operand with a NULL descriptor that the outermost mrlease "
+	 "instance resolves through the cache when the provider does not "
+	 "require FI_MR_LOCAL (with FI_MR_LOCAL every operand is resolved). "
+	 "K/M/G/T suffixes accepted",
+	 NULL},
+	{"STATS", FI_PARAM_BOOL, offsetof(struct mrl_params, stats),
+	 "Print a table of the lease cache's statistics to stderr when each "
+	 "domain closes",
+	 NULL},
+	{"HUGEPAGE_AFTER", FI_PARAM_SIZE_T,
+	 offsetof(struct mrl_params, hugepage_after),
+	 "Bytes of cache entries and index (all domains) kept on ordinary "
+	 "pages; beyond them the cache takes its memory in 2 MiB chunks "
+	 "advised for transparent huge pages, which saves a page walk per "
+	 "miss in caches of ~100k entries and more. 0 means never. K/M/G/T "
+	 "suffixes accepted",
+	 NULL},
+	{"HOOK_INNER", FI_PARAM_BOOL, offsetof(struct mrl_params, hook_inner),
+	 "Keep the hook over the core domain a utility provider (ofi_rxm, "
+	 "ofi_rxd) opens when mrlease resolves nothing there (no FI_MR_LOCAL). "
+	 "Off by default: the utility provider gets the core provider's own "
+	 "objects and its operations cross one hook layer instead of two",
+	 NULL},
+	{"MONITOR", FI_PARAM_STRING, offsetof(struct mrl_params, monitor),
+	 "Memory monitor that invalidates cached registrations whose pages "
+	 "leave the process (munmap, madvise, mremap, heap trim): auto (on "
+	 "for providers whose registrations pin pages), userfaultfd (always), "
+	 "none. Without one, a pinning provider's registrations are kept only "
+	 "while a transfer or MR handle uses them",
+	 mrl_monitor_names},
+	{"PINNING", FI_PARAM_STRING, offsetof(struct mrl_params, pinning),
+	 "Whether the provider's registrations pin pages (a stale one would "
+	 "move wrong bytes): auto (decided from the core provider: tcp, udp, "
+	 "shm, sockets and net do not pin, every other does), yes, no",
+	 mrl_pinning_names},
+	{"MONITOR_CHURN", FI_PARAM_SIZE_T,
+	 offsetof(struct mrl_params, monitor_churn),
+	 "On a pinning provider with the memory monitor: how many misses in a "
+	 "range the monitor just saw unmapped are registered for their "
+	 "transfer only (not cached, not watched, so unmapping them again "
+	 "costs nothing) before the range is cached and watched again. Memory "
+	 "mapped for one transfer and unmapped then pays the monitor once per "
+	 "this many plus one rounds. 0 caches and watches every miss",
+	 NULL},
 };
 
 #define MRL_PARAM_COUNT (sizeof(mrl_param_descs) / sizeof(mrl_param_descs[0]))
 
-static size_t *mrl_param_size(struct mrl_params *params,
-			      const struct mrl_param_desc *desc)
+static size_t *
+mrl_param_size(struct mrl_params *params, const struct mrl_param_desc *desc)
 {
-	return (size_t *)((char *)params + desc->offset);
+	return (size_t *) ((char *) params + desc->offset);
 }
 
-static bool *mrl_param_bool(struct mrl_params *params,
-			    const struct mrl_param_desc *desc)
+static bool *
+mrl_param_bool(struct mrl_params *params, const struct mrl_param_desc *desc)
 {
-	return (bool *)((char *)params + desc->offset);
+	return (bool *) ((char *) params + desc->offset);
 }
 
-static int *mrl_param_choice(struct mrl_params *params,
-			     const struct mrl_param_desc *desc)
+static int *
+mrl_param_choice(struct mrl_params *params, const struct mrl_param_desc *desc)
 {
-	return (int *)((char *)params + desc->offset);
+	return (int *) ((char *) params + desc->offset);
 }
 
-static int mrl_parse_choice(const char *str, const char *const *choices,
-			    int *value)
+static int
+mrl_parse_choice(const char *str, const char *const *choices, int *value)
 {
 	for (int i = 0; choices[i]; i++) {
 		if (!strcasecmp(str, choices[i])) {
@@ -138,12 +149,13 @@ static int mrl_parse_choice(const char *str, const char *const *choices,
 
 /* "64G" rather than 68719476736 for large whole binary units; small
  * values (counts, a page) as plain numbers. */
-static void mrl_format_size(char *buf, size_t len, size_t value)
+static void
+mrl_format_size(char *buf, size_t len, size_t value)
 {
 	static const char units[] = "KMGT";
 	int unit = -1;
 
-	if (value >= ((size_t)1 << 20)) {
+	if (value >= ((size_t) 1 << 20)) {
 		while (value % 1024 == 0 && unit < 3) {
 			value /= 1024;
 			unit++;
@@ -159,7 +171,8 @@ static void mrl_format_size(char *buf, size_t len, size_t value)
  * A whole number: decimal, or hexadecimal after 0x, optionally followed by
  * one of K, M, G, T (powers of 1024). No sign, no trailing text, no overflow.
  */
-static int mrl_parse_size(const char *str, size_t *value)
+static int
+mrl_parse_size(const char *str, size_t *value)
 {
 	unsigned long long number, scale = 1;
 	const char *digits = str;
@@ -170,8 +183,8 @@ static int mrl_parse_size(const char *str, size_t *value)
 		digits = str + 2;
 		base = 16;
 	}
-	if (!isxdigit((unsigned char)digits[0]) ||
-	    (base == 10 && !isdigit((unsigned char)digits[0])) ||
+	if (!isxdigit((unsigned char) digits[0]) ||
+	    (base == 10 && !isdigit((unsigned char) digits[0])) ||
 	    (base == 16 && (digits[1] == 'x' || digits[1] == 'X')))
 		return -FI_EINVAL;
 
@@ -181,7 +194,8 @@ static int mrl_parse_size(const char *str, size_t *value)
 		return -FI_EINVAL;
 
 	if (*end) {
-		const char *unit = strchr("KMGT", toupper((unsigned char)*end));
+		const char *unit =
+			strchr("KMGT", toupper((unsigned char) *end));
 
 		if (!unit || end[1] != '\0')
 			return -FI_EINVAL;
@@ -190,15 +204,16 @@ static int mrl_parse_size(const char *str, size_t *value)
 	if (number > SIZE_MAX / scale)
 		return -FI_EINVAL;
 
-	*value = (size_t)(number * scale);
+	*value = (size_t) (number * scale);
 	return 0;
 }
 
 /* The spellings libfabric's own boolean parameters accept. */
-static int mrl_parse_bool(const char *str, bool *value)
+static int
+mrl_parse_bool(const char *str, bool *value)
 {
-	static const char *const truths[] = { "1", "yes", "true", "on" };
-	static const char *const lies[] = { "0", "no", "false", "off" };
+	static const char *const truths[] = {"1", "yes", "true", "on"};
+	static const char *const lies[] = {"0", "no", "false", "off"};
 
 	for (size_t i = 0; i < 4; i++) {
 		if (!strcasecmp(str, truths[i])) {
@@ -213,7 +228,8 @@ static int mrl_parse_bool(const char *str, bool *value)
 	return -FI_EINVAL;
 }
 
-int mrl_params_define(const struct fi_provider *prov)
+int
+mrl_params_define(const struct fi_provider *prov)
 {
 	struct mrl_params defaults = mrl_params_defaults;
 	char def[32];
@@ -227,7 +243,8 @@ int mrl_params_define(const struct fi_provider *prov)
 				 *mrl_param_bool(&defaults, desc));
 		else if (desc->type == FI_PARAM_STRING)
 			snprintf(def, sizeof(def), "%s",
-				 desc->choices[*mrl_param_choice(&defaults, desc)]);
+				 desc->choices[*mrl_param_choice(&defaults,
+								 desc)]);
 		else
 			mrl_format_size(def, sizeof(def),
 					*mrl_param_size(&defaults, desc));
@@ -244,7 +261,8 @@ int mrl_params_define(const struct fi_provider *prov)
 	return 0;
 }
 
-void mrl_params_load(const struct fi_provider *prov)
+void
+mrl_params_load(const struct fi_provider *prov)
 {
 	char env_name[64];
 
@@ -254,30 +272,36 @@ void mrl_params_load(const struct fi_provider *prov)
 		const char *str;
 		int ret;
 
-		/* The name libfabric gives it: FI_<PROVIDER>_<NAME>, upper case. */
+		/* The name libfabric gives it: FI_<PROVIDER>_<NAME>, upper
+		 * case. */
 		snprintf(env_name, sizeof(env_name), "FI_%s_%s", prov->name,
 			 desc->name);
 		for (char *c = env_name; *c; c++)
-			*c = (char)toupper((unsigned char)*c);
+			*c = (char) toupper((unsigned char) *c);
 
 		str = getenv(env_name);
 		if (!str)
 			continue;
 
 		if (desc->type == FI_PARAM_BOOL)
-			ret = mrl_parse_bool(str, mrl_param_bool(&mrl_params, desc));
+			ret = mrl_parse_bool(str,
+					     mrl_param_bool(&mrl_params, desc));
 		else if (desc->type == FI_PARAM_STRING)
-			ret = mrl_parse_choice(str, desc->choices,
-					       mrl_param_choice(&mrl_params, desc));
+			ret = mrl_parse_choice(
+				str, desc->choices,
+				mrl_param_choice(&mrl_params, desc));
 		else
-			ret = mrl_parse_size(str, mrl_param_size(&mrl_params, desc));
+			ret = mrl_parse_size(str,
+					     mrl_param_size(&mrl_params, desc));
 
 		if (ret)
 			FI_WARN(prov, FI_LOG_CORE,
-				"%s=\"%s\" is not a valid %s; using the default\n",
+				"%s=\"%s\" is not a valid %s; using the "
+				"default\n",
 				env_name, str,
-				desc->type == FI_PARAM_BOOL ? "boolean" :
-				desc->type == FI_PARAM_STRING ? "choice" : "size");
+				desc->type == FI_PARAM_BOOL   ? "boolean" :
+				desc->type == FI_PARAM_STRING ? "choice" :
+								"size");
 		else
 			FI_INFO(prov, FI_LOG_CORE, "%s=%s\n", env_name, str);
 	}

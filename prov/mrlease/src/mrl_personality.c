@@ -12,10 +12,12 @@
 /* An inner domain without FI_MR_LOCAL never resolves an operand
  * (mrl_xfer_domain_leases): the utility provider gets its core domain
  * unwrapped, unless FI_MRLEASE_HOOK_INNER keeps the hook there. */
-static bool mrl_lease_bypass_inner(const struct fi_info *info)
+static bool
+mrl_lease_bypass_inner(const struct fi_info *info)
 {
 	return !mrl_params.hook_inner && !(info->mode & MRL_FI_LOCAL_MR) &&
-	       !(info->domain_attr && (info->domain_attr->mr_mode & FI_MR_LOCAL));
+	       !(info->domain_attr &&
+		 (info->domain_attr->mr_mode & FI_MR_LOCAL));
 }
 
 const struct mrl_personality mrl_lease_personality = {
@@ -28,7 +30,8 @@ const struct mrl_personality mrl_lease_personality = {
 	.domain_closed = mrl_xfer_domain_closed,
 	/* FI_MRLEASE_OPS_1 on fabrics and domains (mrl_ext.c). */
 	.ops_open = mrl_ext_ops_open,
-	/* The process-wide cache is given up at fi_fini (mrl_lease_domain.c). */
+	/* The process-wide cache is given up at fi_fini (mrl_lease_domain.c).
+	 */
 	.cleanup = mrl_lease_fini,
 	/* The data path: operand leases on posts, completions that release
 	 * them (mrl_xfer_*.c, mrl_completion_*.c). */

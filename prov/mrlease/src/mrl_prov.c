@@ -31,7 +31,8 @@ static struct fi_provider mrl_mrlease_prov = {
 };
 
 /* PACKAGE_VERSION "major.minor[.patch]" -> FI_VERSION(major, minor). */
-static uint32_t mrl_package_version(void)
+static uint32_t
+mrl_package_version(void)
 {
 	unsigned int major = 0, minor = 0;
 
@@ -42,7 +43,8 @@ static uint32_t mrl_package_version(void)
 
 /* Whether FI_PROVIDER's list names mrlease (names separated by ',' and
  * layers by ';', the list optionally negated by a leading '^'). */
-static bool mrl_provider_filter_names_us(const char *filter)
+static bool
+mrl_provider_filter_names_us(const char *filter)
 {
 	char name[64];
 
@@ -53,7 +55,7 @@ static bool mrl_provider_filter_names_us(const char *filter)
 			filter++;
 			continue;
 		}
-		snprintf(name, sizeof(name), "%.*s", (int)n, filter);
+		snprintf(name, sizeof(name), "%.*s", (int) n, filter);
 		if (!strcasecmp(name, "mrlease") ||
 		    !strcasecmp(name, "ofi_hook_mrlease"))
 			return true;
@@ -70,7 +72,8 @@ static bool mrl_provider_filter_names_us(const char *filter)
  * fails -FI_ENODATA with no word of why. Say what works instead, once,
  * when the plugin loads.
  */
-static void mrl_check_provider_filter(void)
+static void
+mrl_check_provider_filter(void)
 {
 	const char *filter = getenv("FI_PROVIDER");
 
@@ -80,7 +83,8 @@ static void mrl_check_provider_filter(void)
 		FI_WARN(&mrl_mrlease_prov, FI_LOG_CORE,
 			"FI_PROVIDER=%s does not turn the mrlease hook off: "
 			"FI_PROVIDER never selects or excludes a hook; mrlease "
-			"is on exactly when FI_HOOK names it (FI_HOOK=mrlease)\n",
+			"is on exactly when FI_HOOK names it "
+			"(FI_HOOK=mrlease)\n",
 			filter);
 	else
 		FI_WARN(&mrl_mrlease_prov, FI_LOG_CORE,
@@ -97,7 +101,8 @@ static void mrl_check_provider_filter(void)
  * rdma/providers/fi_prov.h declares it only as part of its definition). */
 struct fi_provider *fi_prov_ini(void);
 
-__attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
+__attribute__((visibility("default"))) struct fi_provider *
+fi_prov_ini(void)
 {
 	mrl_mrlease_prov.version = mrl_package_version();
 	mrl_prov = &mrl_mrlease_prov;
@@ -107,7 +112,8 @@ __attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
 	/* fi_info -e lists only parameters defined here. */
 	if (mrl_params_define(&mrl_mrlease_prov))
 		FI_WARN(&mrl_mrlease_prov, FI_LOG_CORE,
-			"defining FI_MRLEASE_* parameters failed; defaults apply\n");
+			"defining FI_MRLEASE_* parameters failed; defaults "
+			"apply\n");
 	mrl_params_load(&mrl_mrlease_prov);
 	mrl_check_provider_filter();
 	return &mrl_mrlease_prov;

@@ -18,15 +18,15 @@
  * index node or slab is reported as it is for malloc'd ones. */
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
-#define arena_poison(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define arena_poison(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
 #define arena_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
 #else
-#define arena_poison(p, n) ((void)(p), (void)(n))
-#define arena_unpoison(p, n) ((void)(p), (void)(n))
+#define arena_poison(p, n)   ((void) (p), (void) (n))
+#define arena_unpoison(p, n) ((void) (p), (void) (n))
 #endif
 
-#define MRL_LINE 64
-#define MRL_ARENA_SIZES 8	/* distinct block sizes with a free list */
+#define MRL_LINE	64
+#define MRL_ARENA_SIZES 8 /* distinct block sizes with a free list */
 
 struct mrl_free_block {
 	struct mrl_free_block *next;
@@ -35,7 +35,8 @@ struct mrl_free_block {
 /* arena_lock protects everything below; nothing else is taken under it. */
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void mrl_arena_fork_lock(bool lock)
+void
+mrl_arena_fork_lock(bool lock)
 {
 	if (lock)
 		pthread_mutex_lock(&arena_lock);
@@ -46,7 +47,7 @@ void mrl_arena_fork_lock(bool lock)
  * ones in a few lines of one array (not a miss per chunk). */
 static uintptr_t *arena_chunks;
 static size_t arena_nchunks, arena_chunks_cap;
-static char *arena_cur, *arena_end;	/* the current chunk's free tail */
+static char *arena_cur, *arena_end; /* the current chunk's free tail */
 static struct {
 	size_t size;
 	struct mrl_free_block *head;
@@ -54,42 +55,48 @@ static struct {
 /* Line-aligned bytes held by every cache, malloc'd or from the arena. */
 static atomic_size_t lines_held;
 
-static inline size_t line_round(size_t size)
+static inline size_t
+line_round(size_t size)
 {
-	return (size + MRL_LINE - 1) & ~(size_t)(MRL_LINE - 1);
+	return (size + MRL_LINE - 1) & ~(size_t) (MRL_LINE - 1);
 }
 
 /* A 2 MiB-aligned chunk (the kernel backs only aligned ranges with huge
  * pages): map twice the size, trim both ends. */
-static char *chunk_map(void)
+static char *
+chunk_map(void)
 {
 	size_t len = 2 * MRL_ARENA_CHUNK, head;
 	uintptr_t *grown;
 	char *p;
 
 	if (arena_nchunks == arena_chunks_cap) {
-		grown = realloc(arena_chunks, (arena_chunks_cap * 2 + 8) * sizeof(*grown));
+		grown = realloc(arena_chunks,
+				(arena_chunks_cap * 2 + 8) * sizeof(*grown));
 		if (!grown)
 			return NULL;
 		arena_chunks = grown;
 		arena_chunks_cap = arena_chunks_cap * 2 + 8;
 	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
-	head = (MRL_ARENA_CHUNK - (uintptr_t)p % MRL_ARENA_CHUNK) % MRL_ARENA_CHUNK;
+	head = (MRL_ARENA_CHUNK - (uintptr_t) p % MRL_ARENA_CHUNK) %
+	       MRL_ARENA_CHUNK;
 	if (head)
 		munmap(p, head);
 	munmap(p + head + MRL_ARENA_CHUNK, len - head - MRL_ARENA_CHUNK);
 	p += head;
 	/* Advice only: without THP the chunk still serves, on small pages. */
-	(void)madvise(p, MRL_ARENA_CHUNK, MADV_HUGEPAGE);
+	(void) madvise(p, MRL_ARENA_CHUNK, MADV_HUGEPAGE);
 	arena_poison(p, MRL_ARENA_CHUNK);
-	arena_chunks[arena_nchunks++] = (uintptr_t)p;
+	arena_chunks[arena_nchunks++] = (uintptr_t) p;
 	return p;
 }
 
-static struct mrl_free_block **free_list(size_t size)
+static struct mrl_free_block **
+free_list(size_t size)
 {
 	for (int i = 0; i < MRL_ARENA_SIZES; i++) {
 		if (arena_free[i].size == size)
@@ -104,7 +111,8 @@ static struct mrl_free_block **free_list(size_t size)
 
 /* A block of `size` (a line multiple): a freed one, else the current chunk's
  * tail, else a new chunk (the old tail is left unused). */
-static void *arena_take(size_t size)
+static void *
+arena_take(size_t size)
 {
 	struct mrl_free_block **list, *b;
 	char *c;
@@ -120,7 +128,7 @@ static void *arena_take(size_t size)
 		p = b;
 		goto out;
 	}
-	if ((size_t)(arena_end - arena_cur) < size) {
+	if ((size_t) (arena_end - arena_cur) < size) {
 		if (!(c = chunk_map()))
 			goto out;
 		arena_cur = c;
@@ -134,9 +142,11 @@ out:
 	return p;
 }
 
-static bool in_arena(const void *block)
+static bool
+in_arena(const void *block)
 {
-	uintptr_t chunk = (uintptr_t)block & ~(uintptr_t)(MRL_ARENA_CHUNK - 1);
+	uintptr_t chunk =
+		(uintptr_t) block & ~(uintptr_t) (MRL_ARENA_CHUNK - 1);
 
 	for (size_t i = 0; i < arena_nchunks; i++)
 		if (arena_chunks[i] == chunk)
@@ -144,7 +154,8 @@ static bool in_arena(const void *block)
 	return false;
 }
 
-void *mrl_arena_alloc(size_t size, size_t huge_after)
+void *
+mrl_arena_alloc(size_t size, size_t huge_after)
 {
 	size_t held = atomic_load_explicit(&lines_held, memory_order_relaxed);
 	void *p = NULL;
@@ -156,24 +167,27 @@ void *mrl_arena_alloc(size_t size, size_t huge_after)
 	if (!p && posix_memalign(&p, MRL_LINE, size))
 		return NULL;
 	memset(p, 0, size);
-	atomic_fetch_add_explicit(&lines_held, line_round(size), memory_order_relaxed);
+	atomic_fetch_add_explicit(&lines_held, line_round(size),
+				  memory_order_relaxed);
 	return p;
 }
 
-void mrl_arena_free(void *block, size_t size)
+void
+mrl_arena_free(void *block, size_t size)
 {
 	struct mrl_free_block **list;
 	bool ours;
 
 	if (!block)
 		return;
-	atomic_fetch_sub_explicit(&lines_held, line_round(size), memory_order_relaxed);
+	atomic_fetch_sub_explicit(&lines_held, line_round(size),
+				  memory_order_relaxed);
 	pthread_mutex_lock(&arena_lock);
 	ours = in_arena(block);
 	if (ours) {
 		/* More sizes than lists: the block stays mapped, unused. */
 		if ((list = free_list(line_round(size)))) {
-			((struct mrl_free_block *)block)->next = *list;
+			((struct mrl_free_block *) block)->next = *list;
 			*list = block;
 		}
 		arena_poison(block, line_round(size));
@@ -183,7 +197,8 @@ void mrl_arena_free(void *block, size_t size)
 		free(block);
 }
 
-size_t mrl_arena_mapped_bytes(void)
+size_t
+mrl_arena_mapped_bytes(void)
 {
 	size_t n;
 

@@ -26,22 +26,25 @@ struct mrl_btpath {
 };
 
 /* Max end below slot i: the entry's end in a leaf, the subtree's otherwise. */
-static inline uintptr_t bt_max(const struct mrl_btnode *n, int i)
+static inline uintptr_t
+bt_max(const struct mrl_btnode *n, int i)
 {
-	return n->leaf ? ((const struct mrl_registration *)n->ptr[i])->end :
-			 ((const struct mrl_btinner *)n)->max_end[i];
+	return n->leaf ? ((const struct mrl_registration *) n->ptr[i])->end :
+			 ((const struct mrl_btinner *) n)->max_end[i];
 }
 
-static inline void bt_set_max(struct mrl_btnode *n, int i, uintptr_t max_end)
+static inline void
+bt_set_max(struct mrl_btnode *n, int i, uintptr_t max_end)
 {
 	if (!n->leaf)
-		((struct mrl_btinner *)n)->max_end[i] = max_end;
+		((struct mrl_btinner *) n)->max_end[i] = max_end;
 }
 
 /* Child of an inner node whose range holds k: the number of bounds <= k past
  * key[0]. Branch-free over all slots: no mispredicted exits, so independent
  * lookups overlap their misses. */
-static inline int bt_child(const struct mrl_btnode *n, uintptr_t k)
+static inline int
+bt_child(const struct mrl_btnode *n, uintptr_t k)
 {
 	int c = 0;
 
@@ -51,7 +54,8 @@ static inline int bt_child(const struct mrl_btnode *n, uintptr_t k)
 }
 
 /* Number of keys <= k in a leaf (the predecessor is that minus one). */
-static inline int bt_rank(const struct mrl_btnode *n, uintptr_t k)
+static inline int
+bt_rank(const struct mrl_btnode *n, uintptr_t k)
 {
 	int c = 0;
 
@@ -60,7 +64,8 @@ static inline int bt_rank(const struct mrl_btnode *n, uintptr_t k)
 	return c;
 }
 
-static uintptr_t bt_node_max(const struct mrl_btnode *n)
+static uintptr_t
+bt_node_max(const struct mrl_btnode *n)
 {
 	uintptr_t m = 0;
 
@@ -72,14 +77,16 @@ static uintptr_t bt_node_max(const struct mrl_btnode *n)
 
 /* A node's lines at once, so the pointer line a search needs is not a second
  * dependent miss after the key lines. */
-static inline void bt_prefetch(const struct mrl_btnode *n)
+static inline void
+bt_prefetch(const struct mrl_btnode *n)
 {
 	for (size_t off = 0; off < mrl_btree_node_size(false);
 	     off += MRL_BT_LINE)
-		__builtin_prefetch((const char *)n + off);
+		__builtin_prefetch((const char *) n + off);
 }
 
-static unsigned bt_height(const struct mrl_btnode *n)
+static unsigned
+bt_height(const struct mrl_btnode *n)
 {
 	unsigned h = 0;
 
@@ -91,8 +98,8 @@ static unsigned bt_height(const struct mrl_btnode *n)
 /* ---- queries ------------------------------------------------------------ */
 
 /* Any entry in the subtree with end >= end (the caller knows one exists). */
-static struct mrl_registration *bt_any_end(const struct mrl_btnode *n,
-					   uintptr_t end)
+static struct mrl_registration *
+bt_any_end(const struct mrl_btnode *n, uintptr_t end)
 {
 	for (;;) {
 		int i = 0;
@@ -114,8 +121,8 @@ static struct mrl_registration *bt_any_end(const struct mrl_btnode *n,
  * tried first (the usual hit), then entries further left (a wide entry
  * behind a narrow one).
  */
-static struct mrl_registration *bt_find_cover(const struct mrl_btnode *n,
-					      uintptr_t start, uintptr_t end)
+static struct mrl_registration *
+bt_find_cover(const struct mrl_btnode *n, uintptr_t start, uintptr_t end)
 {
 	struct mrl_registration *r;
 	int i;
@@ -140,16 +147,16 @@ static struct mrl_registration *bt_find_cover(const struct mrl_btnode *n,
 	return NULL;
 }
 
-struct mrl_registration *mrl_btree_find_cover(const struct mrl_btree *t,
-					      uintptr_t start, uintptr_t end)
+struct mrl_registration *
+mrl_btree_find_cover(const struct mrl_btree *t, uintptr_t start, uintptr_t end)
 {
 	return bt_find_cover(t->root, start, end);
 }
 
 /* Children (and leaf slots) left of the one holding end - 1 have every base
  * < end; the nearest ones are tried first. */
-static struct mrl_registration *bt_find_overlap(const struct mrl_btnode *n,
-						uintptr_t start, uintptr_t end)
+static struct mrl_registration *
+bt_find_overlap(const struct mrl_btnode *n, uintptr_t start, uintptr_t end)
 {
 	struct mrl_registration *r;
 	int i;
@@ -172,15 +179,16 @@ static struct mrl_registration *bt_find_overlap(const struct mrl_btnode *n,
 	return NULL;
 }
 
-struct mrl_registration *mrl_btree_find_overlap(const struct mrl_btree *t,
-						uintptr_t start, uintptr_t end)
+struct mrl_registration *
+mrl_btree_find_overlap(const struct mrl_btree *t, uintptr_t start,
+		       uintptr_t end)
 {
 	return bt_find_overlap(t->root, start, end);
 }
 
 /* Descend to the leaf that holds (or would hold) base, recording the path. */
-static struct mrl_btnode *bt_descend(struct mrl_btnode *n, uintptr_t base,
-				     struct mrl_btpath *path)
+static struct mrl_btnode *
+bt_descend(struct mrl_btnode *n, uintptr_t base, struct mrl_btpath *path)
 {
 	path->depth = 0;
 	while (!n->leaf) {
@@ -193,8 +201,8 @@ static struct mrl_btnode *bt_descend(struct mrl_btnode *n, uintptr_t base,
 	return n;
 }
 
-struct mrl_registration *mrl_btree_find_base(const struct mrl_btree *t,
-					     uintptr_t base)
+struct mrl_registration *
+mrl_btree_find_base(const struct mrl_btree *t, uintptr_t base)
 {
 	struct mrl_btpath path;
 	struct mrl_btnode *leaf;
@@ -208,16 +216,16 @@ struct mrl_registration *mrl_btree_find_base(const struct mrl_btree *t,
 	return NULL;
 }
 
-struct mrl_registration *mrl_btree_find_based(const struct mrl_btree *t,
-					      uintptr_t base, uintptr_t end)
+struct mrl_registration *
+mrl_btree_find_based(const struct mrl_btree *t, uintptr_t base, uintptr_t end)
 {
 	struct mrl_registration *e = mrl_btree_find_base(t, base);
 
 	return e && e->end >= end ? e : NULL;
 }
 
-struct mrl_registration *mrl_btree_successor(const struct mrl_btree *t,
-					     uintptr_t key, bool after)
+struct mrl_registration *
+mrl_btree_successor(const struct mrl_btree *t, uintptr_t key, bool after)
 {
 	const struct mrl_btnode *path[MRL_BT_MAX_DEPTH], *n = t->root;
 	int idx[MRL_BT_MAX_DEPTH], d = 0, i;
@@ -250,7 +258,8 @@ struct mrl_registration *mrl_btree_successor(const struct mrl_btree *t,
 
 /* ---- node reserve ------------------------------------------------------- */
 
-static struct mrl_btnode *bt_node_take(struct mrl_btree_reserve *res, bool leaf)
+static struct mrl_btnode *
+bt_node_take(struct mrl_btree_reserve *res, bool leaf)
 {
 	struct mrl_btnode *n = res->spare[leaf];
 
@@ -264,25 +273,27 @@ static struct mrl_btnode *bt_node_take(struct mrl_btree_reserve *res, bool leaf)
 	return n;
 }
 
-void mrl_btree_reserve_give(struct mrl_btree_reserve *res, struct mrl_btnode *n)
+void
+mrl_btree_reserve_give(struct mrl_btree_reserve *res, struct mrl_btnode *n)
 {
 	n->ptr[0] = res->spare[n->leaf];
 	res->spare[n->leaf] = n;
 	res->nspare[n->leaf]++;
 }
 
-struct mrl_btnode *mrl_btree_node_alloc(bool leaf, size_t huge_after)
+struct mrl_btnode *
+mrl_btree_node_alloc(bool leaf, size_t huge_after)
 {
-	struct mrl_btnode *n = mrl_slab_alloc_lines(mrl_btree_node_size(leaf),
-						    huge_after);
+	struct mrl_btnode *n =
+		mrl_slab_alloc_lines(mrl_btree_node_size(leaf), huge_after);
 
 	if (n)
 		n->leaf = leaf;
 	return n;
 }
 
-struct mrl_btnode *mrl_btree_reserve_trim(struct mrl_btree_reserve *res,
-					  unsigned keep)
+struct mrl_btnode *
+mrl_btree_reserve_trim(struct mrl_btree_reserve *res, unsigned keep)
 {
 	struct mrl_btnode *chain = NULL, *n;
 
@@ -298,7 +309,8 @@ struct mrl_btnode *mrl_btree_reserve_trim(struct mrl_btree_reserve *res,
 	return chain;
 }
 
-void mrl_btree_free_chain(struct mrl_btnode *chain)
+void
+mrl_btree_free_chain(struct mrl_btnode *chain)
 {
 	struct mrl_btnode *n;
 
@@ -319,7 +331,8 @@ void mrl_btree_free_chain(struct mrl_btnode *chain)
  * most the levels that were given back: the estimate on the index before
  * the removal is enough.
  */
-void mrl_btree_need(const struct mrl_btree *t, uintptr_t base, unsigned need[2])
+void
+mrl_btree_need(const struct mrl_btree *t, uintptr_t base, unsigned need[2])
 {
 	const struct mrl_btnode *path[MRL_BT_MAX_DEPTH], *n = t->root;
 	int d = 0;
@@ -341,13 +354,14 @@ void mrl_btree_need(const struct mrl_btree *t, uintptr_t base, unsigned need[2])
 		d--;
 	}
 	if (!d)
-		need[0]++;	/* the root splits: a new root */
+		need[0]++; /* the root splits: a new root */
 }
 
 /* ---- changes ------------------------------------------------------------ */
 
 /* Recompute the max ends along the path to base after a change below. */
-static void bt_fix_path(struct mrl_btnode *root, uintptr_t base)
+static void
+bt_fix_path(struct mrl_btnode *root, uintptr_t base)
 {
 	struct mrl_btpath path;
 
@@ -359,16 +373,17 @@ static void bt_fix_path(struct mrl_btnode *root, uintptr_t base)
 			   bt_node_max(path.node[d]->ptr[path.idx[d]]));
 }
 
-static void bt_insert_at(struct mrl_btnode *n, int pos, uintptr_t key,
-			 uintptr_t max_end, void *ptr)
+static void
+bt_insert_at(struct mrl_btnode *n, int pos, uintptr_t key, uintptr_t max_end,
+	     void *ptr)
 {
 	int move = n->count - pos;
 
 	memmove(&n->key[pos + 1], &n->key[pos], move * sizeof(n->key[0]));
 	memmove(&n->ptr[pos + 1], &n->ptr[pos], move * sizeof(n->ptr[0]));
 	if (!n->leaf)
-		memmove(&((struct mrl_btinner *)n)->max_end[pos + 1],
-			&((struct mrl_btinner *)n)->max_end[pos],
+		memmove(&((struct mrl_btinner *) n)->max_end[pos + 1],
+			&((struct mrl_btinner *) n)->max_end[pos],
 			move * sizeof(uintptr_t));
 	n->key[pos] = key;
 	n->ptr[pos] = ptr;
@@ -376,15 +391,16 @@ static void bt_insert_at(struct mrl_btnode *n, int pos, uintptr_t key,
 	n->count++;
 }
 
-static void bt_remove_at(struct mrl_btnode *n, int pos)
+static void
+bt_remove_at(struct mrl_btnode *n, int pos)
 {
 	int move = n->count - pos - 1;
 
 	memmove(&n->key[pos], &n->key[pos + 1], move * sizeof(n->key[0]));
 	memmove(&n->ptr[pos], &n->ptr[pos + 1], move * sizeof(n->ptr[0]));
 	if (!n->leaf)
-		memmove(&((struct mrl_btinner *)n)->max_end[pos],
-			&((struct mrl_btinner *)n)->max_end[pos + 1],
+		memmove(&((struct mrl_btinner *) n)->max_end[pos],
+			&((struct mrl_btinner *) n)->max_end[pos + 1],
 			move * sizeof(uintptr_t));
 	n->count--;
 	n->key[n->count] = UINTPTR_MAX;
@@ -395,10 +411,10 @@ static void bt_remove_at(struct mrl_btnode *n, int pos)
  * path. An insert at the end of a full node moves nothing (the new slot
  * starts the right sibling), so ascending inserts leave full leaves.
  */
-static void bt_insert_up(struct mrl_btree_reserve *res,
-			 struct mrl_btnode **root, struct mrl_btpath *path,
-			 struct mrl_btnode *n, int pos, uintptr_t key,
-			 uintptr_t max_end, void *ptr)
+static void
+bt_insert_up(struct mrl_btree_reserve *res, struct mrl_btnode **root,
+	     struct mrl_btpath *path, struct mrl_btnode *n, int pos,
+	     uintptr_t key, uintptr_t max_end, void *ptr)
 {
 	struct mrl_btnode *right, *parent;
 	int mid, at;
@@ -410,16 +426,16 @@ static void bt_insert_up(struct mrl_btree_reserve *res,
 		}
 		right = bt_node_take(res, n->leaf);
 		mid = pos == MRL_BT_FAN ? MRL_BT_FAN : MRL_BT_FAN / 2;
-		right->count = (uint16_t)(MRL_BT_FAN - mid);
+		right->count = (uint16_t) (MRL_BT_FAN - mid);
 		memcpy(right->key, &n->key[mid],
 		       right->count * sizeof(n->key[0]));
 		memcpy(right->ptr, &n->ptr[mid],
 		       right->count * sizeof(n->ptr[0]));
 		if (!n->leaf)
-			memcpy(((struct mrl_btinner *)right)->max_end,
-			       &((struct mrl_btinner *)n)->max_end[mid],
+			memcpy(((struct mrl_btinner *) right)->max_end,
+			       &((struct mrl_btinner *) n)->max_end[mid],
 			       right->count * sizeof(uintptr_t));
-		n->count = (uint16_t)mid;
+		n->count = (uint16_t) mid;
 		for (int k = mid; k < MRL_BT_FAN; k++)
 			n->key[k] = UINTPTR_MAX;
 		if (pos >= mid)
@@ -451,8 +467,9 @@ static void bt_insert_up(struct mrl_btree_reserve *res,
 	}
 }
 
-void mrl_btree_insert(struct mrl_btree *t, struct mrl_btree_reserve *res,
-		      struct mrl_registration *e)
+void
+mrl_btree_insert(struct mrl_btree *t, struct mrl_btree_reserve *res,
+		 struct mrl_registration *e)
 {
 	struct mrl_btpath path;
 	struct mrl_btnode *leaf;
@@ -474,8 +491,9 @@ void mrl_btree_insert(struct mrl_btree *t, struct mrl_btree_reserve *res,
 	mrl_assert(mrl_btree_check_path(t, e->base));
 }
 
-void mrl_btree_remove(struct mrl_btree *t, struct mrl_btree_reserve *res,
-		      uintptr_t base)
+void
+mrl_btree_remove(struct mrl_btree *t, struct mrl_btree_reserve *res,
+		 uintptr_t base)
 {
 	struct mrl_btpath path;
 	struct mrl_btnode *n, *only;
@@ -496,7 +514,7 @@ void mrl_btree_remove(struct mrl_btree *t, struct mrl_btree_reserve *res,
 		n = path.node[path.depth];
 		bt_remove_at(n, path.idx[path.depth]);
 	}
-	if (!n->count) {	/* the root emptied */
+	if (!n->count) { /* the root emptied */
 		mrl_btree_reserve_give(res, n);
 		t->root = NULL;
 		t->height = 0;
@@ -513,8 +531,9 @@ void mrl_btree_remove(struct mrl_btree *t, struct mrl_btree_reserve *res,
 	mrl_assert(mrl_btree_check_path(t, base));
 }
 
-static void bt_give_all(struct mrl_btree_reserve *res, struct mrl_btnode *n,
-			struct mrl_registration **chain)
+static void
+bt_give_all(struct mrl_btree_reserve *res, struct mrl_btnode *n,
+	    struct mrl_registration **chain)
 {
 	struct mrl_registration *e;
 
@@ -532,8 +551,9 @@ static void bt_give_all(struct mrl_btree_reserve *res, struct mrl_btnode *n,
 	mrl_btree_reserve_give(res, n);
 }
 
-void mrl_btree_give_all(struct mrl_btree *t, struct mrl_btree_reserve *res,
-			struct mrl_registration **chain)
+void
+mrl_btree_give_all(struct mrl_btree *t, struct mrl_btree_reserve *res,
+		   struct mrl_registration **chain)
 {
 	bt_give_all(res, t->root, chain);
 	t->root = NULL;
@@ -545,7 +565,8 @@ void mrl_btree_give_all(struct mrl_btree *t, struct mrl_btree_reserve *res,
 /* One node's own rules: a count within the fanout (non-zero), used keys
  * strictly increasing within [lo, hi), unused keys UINTPTR_MAX, entries at
  * their keys. */
-static bool bt_node_ok(const struct mrl_btnode *n, uintptr_t lo, uintptr_t hi)
+static bool
+bt_node_ok(const struct mrl_btnode *n, uintptr_t lo, uintptr_t hi)
 {
 	if (!n->count || n->count > MRL_BT_FAN)
 		return false;
@@ -556,8 +577,7 @@ static bool bt_node_ok(const struct mrl_btnode *n, uintptr_t lo, uintptr_t hi)
 			continue;
 		}
 		/* An inner key[0] is never compared (it may be stale). */
-		if (!n->ptr[i] ||
-		    (i > !n->leaf && n->key[i] <= n->key[i - 1]))
+		if (!n->ptr[i] || (i > !n->leaf && n->key[i] <= n->key[i - 1]))
 			return false;
 		if ((i || n->leaf) && (n->key[i] < lo || n->key[i] >= hi))
 			return false;
@@ -572,8 +592,8 @@ static bool bt_node_ok(const struct mrl_btnode *n, uintptr_t lo, uintptr_t hi)
 }
 
 /* The bounds of child i of inner node n, within the node's [lo, hi). */
-static void bt_child_bounds(const struct mrl_btnode *n, int i, uintptr_t *lo,
-			    uintptr_t *hi)
+static void
+bt_child_bounds(const struct mrl_btnode *n, int i, uintptr_t *lo, uintptr_t *hi)
 {
 	if (i)
 		*lo = n->key[i];
@@ -581,7 +601,8 @@ static void bt_child_bounds(const struct mrl_btnode *n, int i, uintptr_t *lo,
 		*hi = n->key[i + 1];
 }
 
-bool mrl_btree_check_path(const struct mrl_btree *t, uintptr_t base)
+bool
+mrl_btree_check_path(const struct mrl_btree *t, uintptr_t base)
 {
 	const struct mrl_btnode *n = t->root;
 	uintptr_t lo = 0, hi = UINTPTR_MAX;
@@ -590,7 +611,7 @@ bool mrl_btree_check_path(const struct mrl_btree *t, uintptr_t base)
 	if (!n)
 		return t->height == 0;
 	if (!n->leaf && n->count < 2)
-		return false;	/* a root of one child collapses */
+		return false; /* a root of one child collapses */
 	for (;;) {
 		int i;
 
@@ -601,7 +622,7 @@ bool mrl_btree_check_path(const struct mrl_btree *t, uintptr_t base)
 			return depth == t->height;
 		i = bt_child(n, base);
 		for (int k = 0; k < n->count; k++)
-			if (((const struct mrl_btinner *)n)->max_end[k] !=
+			if (((const struct mrl_btinner *) n)->max_end[k] !=
 			    bt_node_max(n->ptr[k]))
 				return false;
 		bt_child_bounds(n, i, &lo, &hi);
@@ -610,8 +631,9 @@ bool mrl_btree_check_path(const struct mrl_btree *t, uintptr_t base)
 }
 
 /* The subtree's rules; counts its entries into *count. */
-static bool bt_check(const struct mrl_btnode *n, uintptr_t lo, uintptr_t hi,
-		     unsigned depth, unsigned height, size_t *count)
+static bool
+bt_check(const struct mrl_btnode *n, uintptr_t lo, uintptr_t hi, unsigned depth,
+	 unsigned height, size_t *count)
 {
 	if (!bt_node_ok(n, lo, hi) || n->leaf != (depth == height))
 		return false;
@@ -622,7 +644,7 @@ static bool bt_check(const struct mrl_btnode *n, uintptr_t lo, uintptr_t hi,
 	for (int i = 0; i < n->count; i++) {
 		uintptr_t clo = lo, chi = hi;
 
-		if (((const struct mrl_btinner *)n)->max_end[i] !=
+		if (((const struct mrl_btinner *) n)->max_end[i] !=
 		    bt_node_max(n->ptr[i]))
 			return false;
 		bt_child_bounds(n, i, &clo, &chi);
@@ -632,7 +654,8 @@ static bool bt_check(const struct mrl_btnode *n, uintptr_t lo, uintptr_t hi,
 	return true;
 }
 
-bool mrl_btree_check(const struct mrl_btree *t, size_t count)
+bool
+mrl_btree_check(const struct mrl_btree *t, size_t count)
 {
 	size_t found = 0;
 

@@ -26,17 +26,17 @@
 
 #include "mrl_cache.h"
 
-#define MRL_BT_FAN 16
-#define MRL_BT_MAX_DEPTH 12	/* 16^12 entries: unreachable */
-#define MRL_BT_KEEP 4		/* reserve nodes kept after a domain closes */
-#define MRL_BT_LINE 64
+#define MRL_BT_FAN	 16
+#define MRL_BT_MAX_DEPTH 12 /* 16^12 entries: unreachable */
+#define MRL_BT_KEEP	 4 /* reserve nodes kept after a domain closes */
+#define MRL_BT_LINE	 64
 
 /* Line-aligned allocations: keys in two lines, pointers in the next two
  * (all a predecessor search reads), the header after them (writers and the
  * fallback search only). A leaf is 264 bytes: 16.5 bytes per entry. */
 struct mrl_btnode {
-	uintptr_t key[MRL_BT_FAN];	/* base, or lower bound */
-	void *ptr[MRL_BT_FAN];		/* leaf: registration; inner: node */
+	uintptr_t key[MRL_BT_FAN]; /* base, or lower bound */
+	void *ptr[MRL_BT_FAN]; /* leaf: registration; inner: node */
 	uint16_t count;
 	bool leaf;
 };
@@ -49,8 +49,8 @@ struct mrl_btinner {
 
 /* One domain's index. */
 struct mrl_btree {
-	struct mrl_btnode *root;	/* NULL: empty */
-	unsigned height;		/* levels, leaves included */
+	struct mrl_btnode *root; /* NULL: empty */
+	unsigned height; /* levels, leaves included */
 };
 
 /* Nodes structural changes take and give back (a chain through ptr[0]),
@@ -60,16 +60,18 @@ struct mrl_btree_reserve {
 	unsigned nspare[2];
 };
 
-static inline size_t mrl_btree_node_size(bool leaf)
+static inline size_t
+mrl_btree_node_size(bool leaf)
 {
 	return leaf ? sizeof(struct mrl_btnode) : sizeof(struct mrl_btinner);
 }
 
 /* Lines of a node the predecessor search reads: keys and pointers (not the
  * header, not the max ends). */
-static inline void mrl_btree_prefetch_search(const struct mrl_btnode *n)
+static inline void
+mrl_btree_prefetch_search(const struct mrl_btnode *n)
 {
-	const char *k = (const char *)n->key, *p = (const char *)n->ptr;
+	const char *k = (const char *) n->key, *p = (const char *) n->ptr;
 
 	__builtin_prefetch(k);
 	__builtin_prefetch(k + MRL_BT_LINE);
@@ -80,7 +82,8 @@ static inline void mrl_btree_prefetch_search(const struct mrl_btnode *n)
 /* The largest i in [1, 15] with key[i] <= k, else 0 (unused keys are
  * UINTPTR_MAX): a quaternary search, two dependent rounds of three
  * independent compares, no branches. */
-static inline int mrl_btree_search16(const uintptr_t *key, uintptr_t k)
+static inline int
+mrl_btree_search16(const uintptr_t *key, uintptr_t k)
 {
 	int q = ((key[4] <= k) + (key[8] <= k) + (key[12] <= k)) << 2;
 

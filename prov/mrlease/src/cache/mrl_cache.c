@@ -39,7 +39,8 @@
  * validate against another that reuses its statistic slot. */
 static atomic_uint_least64_t mrl_gen_source = 1;
 
-static inline uint64_t next_gen(void)
+static inline uint64_t
+next_gen(void)
 {
 	uint64_t gen = atomic_fetch_add_explicit(&mrl_gen_source, 1,
 						 memory_order_relaxed);
@@ -47,12 +48,12 @@ static inline uint64_t next_gen(void)
 	return gen + 1;
 }
 
-
 /* ---- node reserve ------------------------------------------------------- */
 
 /* Give back reserve nodes beyond a small stock (after mass removals), outside
  * the lock. Never called from invalidate, which must not call free(). */
-static void reserve_trim(struct mrl_cache *cache, unsigned keep)
+static void
+reserve_trim(struct mrl_cache *cache, unsigned keep)
 {
 	struct mrl_btnode *chain;
 
@@ -67,14 +68,15 @@ static void cache_unref(struct mrl_cache *cache);
 
 /* The domain lives until closed and its last registration is gone, because
  * closing a registration needs its registrar. */
-static void cache_domain_unref(struct mrl_cache_domain *dom)
+static void
+cache_domain_unref(struct mrl_cache_domain *dom)
 {
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_cache_domain **p;
-	unsigned was = atomic_fetch_sub_explicit(&dom->refs, 1,
-						 memory_order_acq_rel);
+	unsigned was =
+		atomic_fetch_sub_explicit(&dom->refs, 1, memory_order_acq_rel);
 
-	mrl_assert(was > 0);	/* never below zero */
+	mrl_assert(was > 0); /* never below zero */
 	if (was != 1)
 		return;
 	mrl_readers_write_enter(cache);
@@ -107,7 +109,8 @@ static void cache_domain_unref(struct mrl_cache_domain *dom)
  * because the registrar's close may re-enter an allocator hook. */
 static void defer_push(struct mrl_cache *cache, struct mrl_registration *reg);
 
-static void registration_destroy(struct mrl_registration *reg)
+static void
+registration_destroy(struct mrl_registration *reg)
 {
 	struct mrl_cache_domain *dom = mrl_reg_domain(reg);
 	int ret = 0;
@@ -129,14 +132,16 @@ static void registration_destroy(struct mrl_registration *reg)
 		 * its MR open for good (and its domain unclosable). It is
 		 * closed again by the next drain, at the latest the domain's
 		 * close. */
-		MRL_CWARN(dom->cache, "closing a cached registration: %s; "
-			  "retried later\n", fi_strerror(-ret));
+		MRL_CWARN(dom->cache,
+			  "closing a cached registration: %s; "
+			  "retried later\n",
+			  fi_strerror(-ret));
 		defer_push(dom->cache, reg);
 		return;
 	}
 	mrl_reg_set_state(reg, MRL_REG_CLOSED);
 	MRL_STAT_ADD(dom, deregistrations, 1);
-	MRL_STAT_ADD(dom, registered_bytes, -(int64_t)(reg->end - reg->base));
+	MRL_STAT_ADD(dom, registered_bytes, -(int64_t) (reg->end - reg->base));
 	mrl_slab_entry_free(reg);
 	cache_domain_unref(dom);
 }
@@ -152,7 +157,8 @@ static void registration_destroy(struct mrl_registration *reg)
  * lending counts `lent` up before it lowers the count this thread saw
  * reach zero.
  */
-static void reference_last(struct mrl_registration *reg)
+static void
+reference_last(struct mrl_registration *reg)
 {
 	struct mrl_cache_domain *dom = mrl_reg_domain(reg);
 	struct mrl_registration *chain = NULL;
@@ -169,7 +175,7 @@ static void reference_last(struct mrl_registration *reg)
 		registration_destroy(reg);
 		return;
 	}
-	reg->state &= (uint8_t)~MRL_REG_LENT;
+	reg->state &= (uint8_t) ~MRL_REG_LENT;
 	atomic_fetch_sub_explicit(&dom->lent, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed);
 	mrl_cache_capacity_locked(dom, &chain);
@@ -177,21 +183,23 @@ static void reference_last(struct mrl_registration *reg)
 	mrl_cache_drop_chain(chain);
 }
 
-void mrl_registration_last(struct mrl_registration *reg)
+void
+mrl_registration_last(struct mrl_registration *reg)
 {
 	reference_last(reg);
 }
 
 /* A monitor's drop of a last reference: onto the deferred list (the
  * registration's cold `next` is free once it left its retire chain). */
-static void ref_put_deferred(struct mrl_registration *reg)
+static void
+ref_put_deferred(struct mrl_registration *reg)
 {
 	struct mrl_cache_domain *dom = mrl_reg_domain(reg);
 	struct mrl_cache *cache = dom->cache;
-	unsigned was = atomic_fetch_sub_explicit(&reg->refs, 1,
-						 memory_order_acq_rel);
+	unsigned was =
+		atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel);
 
-	mrl_assert(was & MRL_REF_COUNT);	/* never below zero */
+	mrl_assert(was & MRL_REF_COUNT); /* never below zero */
 	if ((was & MRL_REF_COUNT) != 1)
 		return;
 	MRL_STAT_ADD(dom, deferred_closes, 1);
@@ -199,7 +207,8 @@ static void ref_put_deferred(struct mrl_registration *reg)
 }
 
 /* Onto the deferred list: lock-free, allocates nothing. */
-static void defer_push(struct mrl_cache *cache, struct mrl_registration *reg)
+static void
+defer_push(struct mrl_cache *cache, struct mrl_registration *reg)
 {
 	struct mrl_registration *head;
 
@@ -211,7 +220,8 @@ static void defer_push(struct mrl_cache *cache, struct mrl_registration *reg)
 						      memory_order_relaxed));
 }
 
-void mrl_cache_drain(struct mrl_cache *cache)
+void
+mrl_cache_drain(struct mrl_cache *cache)
 {
 	struct mrl_registration *reg, *next;
 
@@ -228,7 +238,8 @@ void mrl_cache_drain(struct mrl_cache *cache)
 
 /* Drop the index's references of entries retired under the lock, after it
  * was released; `defer`: from a monitor, which never closes. */
-static void drop_chain_as(struct mrl_registration *chain, bool defer)
+static void
+drop_chain_as(struct mrl_registration *chain, bool defer)
 {
 	struct mrl_registration *next;
 
@@ -246,7 +257,8 @@ static void drop_chain_as(struct mrl_registration *chain, bool defer)
 	}
 }
 
-void mrl_cache_drop_chain(struct mrl_registration *chain)
+void
+mrl_cache_drop_chain(struct mrl_registration *chain)
 {
 	drop_chain_as(chain, false);
 }
@@ -256,14 +268,14 @@ void mrl_cache_drop_chain(struct mrl_registration *chain)
 /* A live entry leaving the index: ends a loan of its index reference.
  * Returns whether there was one (then the index holds no reference to drop:
  * the entry's last lease, or the thread settling a zero count, closes it). */
-static bool unlend_locked(struct mrl_cache_domain *dom,
-			  struct mrl_registration *e)
+static bool
+unlend_locked(struct mrl_cache_domain *dom, struct mrl_registration *e)
 {
 	unsigned was;
 
 	if (!(e->state & MRL_REG_LENT))
 		return false;
-	e->state &= (uint8_t)~MRL_REG_LENT;
+	e->state &= (uint8_t) ~MRL_REG_LENT;
 	was = atomic_fetch_sub_explicit(&dom->lent, 1, memory_order_relaxed);
 	mrl_assert(was > 0);
 	if (atomic_load_explicit(&e->refs, memory_order_relaxed) &
@@ -274,9 +286,9 @@ static bool unlend_locked(struct mrl_cache_domain *dom,
 
 /* Take a live entry out of the index and chain it for mrl_cache_drop_chain
  * (unless its index reference was lent). */
-static void retire_locked(struct mrl_cache_domain *dom,
-			  struct mrl_registration *e,
-			  struct mrl_registration **chain)
+static void
+retire_locked(struct mrl_cache_domain *dom, struct mrl_registration *e,
+	      struct mrl_registration **chain)
 {
 	bool lent;
 
@@ -298,8 +310,8 @@ static void retire_locked(struct mrl_cache_domain *dom,
 	*chain = e;
 }
 
-void mrl_cache_bounds_extend(struct mrl_cache *cache, uintptr_t lo,
-			     uintptr_t hi)
+void
+mrl_cache_bounds_extend(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
 {
 	if (lo < atomic_load_explicit(&cache->lo, memory_order_relaxed))
 		atomic_store_explicit(&cache->lo, lo, memory_order_relaxed);
@@ -308,9 +320,10 @@ void mrl_cache_bounds_extend(struct mrl_cache *cache, uintptr_t lo,
 }
 
 /* Index a new entry, replacing one at the same base (rule 2: track). */
-void mrl_cache_insert_locked(struct mrl_cache_domain *dom,
-			     struct mrl_registration *e,
-			     struct mrl_registration **chain)
+void
+mrl_cache_insert_locked(struct mrl_cache_domain *dom,
+			struct mrl_registration *e,
+			struct mrl_registration **chain)
 {
 	struct mrl_registration *old =
 		mrl_btree_find_base(&dom->index, e->base);
@@ -329,7 +342,8 @@ void mrl_cache_insert_locked(struct mrl_cache_domain *dom,
 
 /* Whether a lease holds live entry `e` (its count less the index's
  * reference, unless that is lent). */
-static inline bool reg_leased(const struct mrl_registration *e)
+static inline bool
+reg_leased(const struct mrl_registration *e)
 {
 	unsigned n = atomic_load_explicit(&e->refs, memory_order_relaxed) &
 		     MRL_REF_COUNT;
@@ -344,8 +358,9 @@ static inline bool reg_leased(const struct mrl_registration *e)
  * chance), the others are retired until `bytes` and `count` are freed (or
  * two rounds found nothing). No list per entry: the index is the clock face.
  */
-void mrl_cache_evict_locked(struct mrl_cache_domain *dom, size_t bytes,
-			    size_t count, struct mrl_registration **chain)
+void
+mrl_cache_evict_locked(struct mrl_cache_domain *dom, size_t bytes, size_t count,
+		       struct mrl_registration **chain)
 {
 	size_t steps = 2 * dom->count + 1, freed_bytes = 0, freed = 0;
 	struct mrl_registration *e;
@@ -370,7 +385,8 @@ void mrl_cache_evict_locked(struct mrl_cache_domain *dom, size_t bytes,
 	}
 }
 
-static inline bool over_cap(const struct mrl_cache_domain *dom)
+static inline bool
+over_cap(const struct mrl_cache_domain *dom)
 {
 	return dom->count > dom->cache->max_count ||
 	       dom->bytes > dom->cache->max_size;
@@ -385,8 +401,8 @@ static inline bool over_cap(const struct mrl_cache_domain *dom)
  * evicted while the domain is still over. This costs the release path
  * nothing unless the domain is over a cap.
  */
-static void lend_locked(struct mrl_cache_domain *dom,
-			struct mrl_registration **chain)
+static void
+lend_locked(struct mrl_cache_domain *dom, struct mrl_registration **chain)
 {
 	struct mrl_registration *e;
 	uintptr_t base;
@@ -409,7 +425,7 @@ static void lend_locked(struct mrl_cache_domain *dom,
 		if ((refs & MRL_REF_COUNT) > 1)
 			continue;
 		/* Its last lease went: not lent, evicted. */
-		e->state &= (uint8_t)~MRL_REG_LENT;
+		e->state &= (uint8_t) ~MRL_REG_LENT;
 		atomic_fetch_sub_explicit(&dom->lent, 1, memory_order_relaxed);
 		retire_locked(dom, e, chain);
 		MRL_STAT_ADD(dom, evictions, 1);
@@ -417,8 +433,9 @@ static void lend_locked(struct mrl_cache_domain *dom,
 }
 
 /* Evict down to the caps, and lend what stays over them. */
-void mrl_cache_capacity_locked(struct mrl_cache_domain *dom,
-			    struct mrl_registration **chain)
+void
+mrl_cache_capacity_locked(struct mrl_cache_domain *dom,
+			  struct mrl_registration **chain)
 {
 	struct mrl_cache *cache = dom->cache;
 	size_t count = 0, bytes = 0;
@@ -436,8 +453,9 @@ void mrl_cache_capacity_locked(struct mrl_cache_domain *dom,
 
 /* ---- cache -------------------------------------------------------------- */
 
-int mrl_cache_create(const struct mrl_cache_config *config,
-		     struct mrl_cache **cache_out)
+int
+mrl_cache_create(const struct mrl_cache_config *config,
+		 struct mrl_cache **cache_out)
 {
 	struct mrl_cache *cache;
 	long page;
@@ -445,7 +463,7 @@ int mrl_cache_create(const struct mrl_cache_config *config,
 
 	cache = aligned_alloc(MRL_CACHELINE,
 			      (sizeof(*cache) + MRL_CACHELINE - 1) &
-				      ~(size_t)(MRL_CACHELINE - 1));
+				      ~(size_t) (MRL_CACHELINE - 1));
 	if (!cache)
 		return -FI_ENOMEM;
 	memset(cache, 0, sizeof(*cache));
@@ -460,16 +478,16 @@ int mrl_cache_create(const struct mrl_cache_config *config,
 		goto err_lock;
 	}
 	page = sysconf(_SC_PAGESIZE);
-	cache->page_size = page > 0 ? (size_t)page : 4096;
-	cache->max_count = config && config->max_count
-				   ? config->max_count
-				   : MRL_CACHE_DEFAULT_MAX_COUNT;
-	cache->max_size = config && config->max_size
-				  ? config->max_size
-				  : MRL_CACHE_DEFAULT_MAX_SIZE;
-	cache->huge_after = config && config->huge_after
-				    ? config->huge_after
-				    : MRL_CACHE_DEFAULT_HUGE_AFTER;
+	cache->page_size = page > 0 ? (size_t) page : 4096;
+	cache->max_count = config && config->max_count ?
+				   config->max_count :
+				   MRL_CACHE_DEFAULT_MAX_COUNT;
+	cache->max_size = config && config->max_size ?
+				  config->max_size :
+				  MRL_CACHE_DEFAULT_MAX_SIZE;
+	cache->huge_after = config && config->huge_after ?
+				    config->huge_after :
+				    MRL_CACHE_DEFAULT_HUGE_AFTER;
 	cache->prov = config ? config->prov : NULL;
 	atomic_init(&cache->lo, UINTPTR_MAX);
 	atomic_init(&cache->hi, 0);
@@ -486,12 +504,13 @@ err_free:
 	return ret;
 }
 
-static void cache_unref(struct mrl_cache *cache)
+static void
+cache_unref(struct mrl_cache *cache)
 {
 	unsigned was = atomic_fetch_sub_explicit(&cache->refs, 1,
 						 memory_order_acq_rel);
 
-	mrl_assert(was > 0);	/* never below zero */
+	mrl_assert(was > 0); /* never below zero */
 	if (was != 1)
 		return;
 	mrl_cache_fork_remove(cache);
@@ -503,7 +522,8 @@ static void cache_unref(struct mrl_cache *cache)
 	free(cache);
 }
 
-void mrl_cache_destroy(struct mrl_cache *cache)
+void
+mrl_cache_destroy(struct mrl_cache *cache)
 {
 	struct mrl_cache_domain *dom;
 
@@ -524,9 +544,10 @@ void mrl_cache_destroy(struct mrl_cache *cache)
 
 /* ---- domains ------------------------------------------------------------ */
 
-int mrl_cache_domain_open(struct mrl_cache *cache,
-			  const struct mrl_domain_config *config,
-			  struct mrl_cache_domain **domain)
+int
+mrl_cache_domain_open(struct mrl_cache *cache,
+		      const struct mrl_domain_config *config,
+		      struct mrl_cache_domain **domain)
 {
 	struct mrl_cache_domain *dom;
 	size_t key_bits;
@@ -534,15 +555,16 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
 	if (!cache || !config || !config->registrar ||
 	    !config->registrar->reg || !config->registrar->close)
 		return -FI_EINVAL;
-	dom = aligned_alloc(MRL_CACHELINE, (sizeof(*dom) + MRL_CACHELINE - 1) &
-					   ~(size_t)(MRL_CACHELINE - 1));
+	dom = aligned_alloc(MRL_CACHELINE, (sizeof(*dom) + MRL_CACHELINE -
+					    1) & ~(size_t) (MRL_CACHELINE - 1));
 	if (!dom)
 		return -FI_ENOMEM;
 	memset(dom, 0, sizeof(*dom));
 	dom->cache = cache;
 	dom->cfg = *config;
 	key_bits = config->mr_key_size && config->mr_key_size < 8 ?
-			   8 * config->mr_key_size : 64;
+			   8 * config->mr_key_size :
+			   64;
 	dom->key_top = key_bits == 64 ? UINT64_MAX : (1ull << key_bits) - 1;
 	dom->key_half = 1ull << (key_bits - 1);
 	atomic_init(&dom->next_key, dom->key_top);
@@ -565,7 +587,8 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
 	return 0;
 }
 
-void mrl_cache_domain_close(struct mrl_cache_domain *dom)
+void
+mrl_cache_domain_close(struct mrl_cache_domain *dom)
 {
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *all, *chain, *e;
@@ -590,7 +613,7 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
 		mrl_reg_set_state(e, MRL_REG_RETIRED);
 		mrl_filter_update(cache, e->base, e->end, -1);
 	}
-	MRL_STAT_ADD(dom, entries, -(int64_t)dom->count);
+	MRL_STAT_ADD(dom, entries, -(int64_t) dom->count);
 	dom->count = dom->bytes = 0;
 	atomic_store_explicit(&dom->hot.gen, next_gen(), memory_order_release);
 	for (p = cache->pending; p; p = p->next)
@@ -615,7 +638,8 @@ void mrl_cache_domain_close(struct mrl_cache_domain *dom)
  * handle. Leased and pinned entries stay: their registrations would stay
  * open anyway, and an endpoint still posting keeps its hits.
  */
-void mrl_cache_domain_retire_unleased(struct mrl_cache_domain *dom)
+void
+mrl_cache_domain_retire_unleased(struct mrl_cache_domain *dom)
 {
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *chain = NULL, *e;
@@ -642,8 +666,9 @@ void mrl_cache_domain_retire_unleased(struct mrl_cache_domain *dom)
 	reserve_trim(cache, MRL_BT_KEEP);
 }
 
-void mrl_cache_set_span(struct mrl_cache_domain *dom, fi_mrlease_span_fn fn,
-			void *arg)
+void
+mrl_cache_set_span(struct mrl_cache_domain *dom, fi_mrlease_span_fn fn,
+		   void *arg)
 {
 	pthread_mutex_lock(&dom->cache->lock);
 	dom->span = fn;
@@ -655,8 +680,9 @@ void mrl_cache_set_span(struct mrl_cache_domain *dom, fi_mrlease_span_fn fn,
 
 /* Whether any index of the cache may overlap [start, end): bounds first,
  * then a lock-free walk of each domain's index. */
-static bool may_overlap(struct mrl_cache *cache, struct mrl_reader *rec,
-			uintptr_t start, uintptr_t end)
+static bool
+may_overlap(struct mrl_cache *cache, struct mrl_reader *rec, uintptr_t start,
+	    uintptr_t end)
 {
 	struct mrl_cache_domain *dom;
 	bool found = false;
@@ -677,8 +703,9 @@ static bool may_overlap(struct mrl_cache *cache, struct mrl_reader *rec,
 
 /* Retire every entry overlapping [start, end) and mark overlapping misses
  * stale; a monitor's (`defer`) leaves closes to other threads. */
-static int invalidate_range(struct mrl_cache *cache, uintptr_t start,
-			    uintptr_t end, bool defer)
+static int
+invalidate_range(struct mrl_cache *cache, uintptr_t start, uintptr_t end,
+		 bool defer)
 {
 	struct mrl_reader *rec;
 	struct mrl_registration *chain = NULL, *e;
@@ -719,8 +746,8 @@ static int invalidate_range(struct mrl_cache *cache, uintptr_t start,
 	return 0;
 }
 
-int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start,
-			 uintptr_t end)
+int
+mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start, uintptr_t end)
 {
 	int ret = invalidate_range(cache, start, end, false);
 
@@ -728,13 +755,15 @@ int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start,
 	return ret;
 }
 
-int mrl_cache_invalidate_deferred(struct mrl_cache *cache, uintptr_t start,
-				  uintptr_t end)
+int
+mrl_cache_invalidate_deferred(struct mrl_cache *cache, uintptr_t start,
+			      uintptr_t end)
 {
 	return invalidate_range(cache, start, end, true);
 }
 
-void mrl_cache_unpin(struct mrl_registration *reg)
+void
+mrl_cache_unpin(struct mrl_registration *reg)
 {
 	struct mrl_cache_domain *dom = mrl_reg_domain(reg);
 	struct mrl_registration *chain = NULL;
@@ -746,4 +775,3 @@ void mrl_cache_unpin(struct mrl_registration *reg)
 	mrl_cache_drop_chain(chain);
 	mrl_lease_release(reg);
 }
-

@@ -25,29 +25,33 @@
 
 atomic_uint mrl_cache_barrier;
 
-void mrl_cache_barrier_raise(void)
+void
+mrl_cache_barrier_raise(void)
 {
 	atomic_fetch_add_explicit(&mrl_cache_barrier, 1, memory_order_seq_cst);
 }
 
-void mrl_cache_barrier_lower(void)
+void
+mrl_cache_barrier_lower(void)
 {
 	unsigned was = atomic_fetch_sub_explicit(&mrl_cache_barrier, 1,
 						 memory_order_release);
 
-	mrl_assert(was > 0);	/* lowered more often than raised */
+	mrl_assert(was > 0); /* lowered more often than raised */
 }
 
 static atomic_uint_least64_t mrl_barrier_waits;
 
-uint64_t mrl_cache_barrier_waits(void)
+uint64_t
+mrl_cache_barrier_waits(void)
 {
 	return atomic_load_explicit(&mrl_barrier_waits, memory_order_relaxed);
 }
 
 /* With no lock held and outside any read section, so the monitor's write
  * section never waits for a waiter. */
-void mrl_cache_barrier_wait_slow(void)
+void
+mrl_cache_barrier_wait_slow(void)
 {
 	atomic_fetch_add_explicit(&mrl_barrier_waits, 1, memory_order_relaxed);
 	for (unsigned spins = 0;
@@ -76,7 +80,8 @@ static struct mrl_cache *mrl_caches;
 /* Every cache lock in the order the code takes them (a cache's flt_lock
  * before its lock; the pool, slot and arena locks are leaves), released in
  * reverse. */
-static void cache_fork_locks(bool lock)
+static void
+cache_fork_locks(bool lock)
 {
 	struct mrl_cache *cache;
 
@@ -101,17 +106,20 @@ static void cache_fork_locks(bool lock)
 	pthread_mutex_unlock(&mrl_caches_lock);
 }
 
-static void cache_fork_prepare(void)
+static void
+cache_fork_prepare(void)
 {
 	cache_fork_locks(true);
 }
 
-static void cache_fork_parent(void)
+static void
+cache_fork_parent(void)
 {
 	cache_fork_locks(false);
 }
 
-static void cache_fork_child(void)
+static void
+cache_fork_child(void)
 {
 	cache_fork_locks(false);
 	/* Threads other than this one do not exist here. */
@@ -121,12 +129,14 @@ static void cache_fork_child(void)
 	atomic_store_explicit(&mrl_cache_barrier, 0, memory_order_relaxed);
 }
 
-static void cache_fork_handler_install(void)
+static void
+cache_fork_handler_install(void)
 {
 	pthread_atfork(cache_fork_prepare, cache_fork_parent, cache_fork_child);
 }
 
-void mrl_cache_fork_add(struct mrl_cache *cache)
+void
+mrl_cache_fork_add(struct mrl_cache *cache)
 {
 	pthread_once(&mrl_fork_once, cache_fork_handler_install);
 	pthread_mutex_lock(&mrl_caches_lock);
@@ -135,7 +145,8 @@ void mrl_cache_fork_add(struct mrl_cache *cache)
 	pthread_mutex_unlock(&mrl_caches_lock);
 }
 
-void mrl_cache_fork_remove(struct mrl_cache *cache)
+void
+mrl_cache_fork_remove(struct mrl_cache *cache)
 {
 	struct mrl_cache **p;
 

@@ -24,35 +24,35 @@
 #include <rdma/providers/fi_log.h>
 
 #include "mrl_assert.h"
-#include "mrl_cache.h"
 #include "mrl_btree.h"
+#include "mrl_cache.h"
 #include "mrl_filter.h"
 
-#define MRL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MRL_LIKELY(x)	__builtin_expect(!!(x), 1)
 #define MRL_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define MRL_CACHELINE 64
+#define MRL_CACHELINE	64
 #if defined(__x86_64__) || defined(__i386__)
 #define MRL_CPU_RELAX() __builtin_ia32_pause()
 #else
 #define MRL_CPU_RELAX() __asm__ __volatile__("" ::: "memory")
 #endif
 
-#define MRL_CWARN(cache, ...)                                                  \
-	do {                                                                   \
-		if ((cache)->prov)                                             \
-			FI_WARN((cache)->prov, FI_LOG_MR, __VA_ARGS__);        \
+#define MRL_CWARN(cache, ...)                                           \
+	do {                                                            \
+		if ((cache)->prov)                                      \
+			FI_WARN((cache)->prov, FI_LOG_MR, __VA_ARGS__); \
 	} while (0)
 
 /* reg->state: the state in the low bits, the pinned flag on top. */
 enum mrl_reg_state {
-	MRL_REG_NEW = 0,	/* allocated, not indexed yet */
-	MRL_REG_LIVE,		/* in its domain's index */
-	MRL_REG_RETIRED,	/* out of the index for good */
-	MRL_REG_CLOSED,		/* its registration closed: a free entry */
+	MRL_REG_NEW = 0, /* allocated, not indexed yet */
+	MRL_REG_LIVE, /* in its domain's index */
+	MRL_REG_RETIRED, /* out of the index for good */
+	MRL_REG_CLOSED, /* its registration closed: a free entry */
 	MRL_REG_STATE_MASK = 3,
-	MRL_REG_LENT = 1 << 6,		/* live, its index reference lent to
-					 * its leases (see lend_locked) */
-	MRL_REG_PINNED = 1 << 7,	/* held by a pin: never evicted */
+	MRL_REG_LENT = 1 << 6, /* live, its index reference lent to
+				* its leases (see lend_locked) */
+	MRL_REG_PINNED = 1 << 7, /* held by a pin: never evicted */
 };
 
 _Static_assert(sizeof(struct mrl_registration) == 32, "hot part: 32 bytes");
@@ -66,21 +66,22 @@ mrl_reg_domain(const struct mrl_registration *reg)
 	return mrl_registration_slab(reg)->domain;
 }
 
-static inline struct mrl_reg_cold *mrl_reg_cold(
-	const struct mrl_registration *reg)
+static inline struct mrl_reg_cold *
+mrl_reg_cold(const struct mrl_registration *reg)
 {
 	return mrl_registration_cold(reg);
 }
 
-static inline unsigned mrl_reg_state(const struct mrl_registration *reg)
+static inline unsigned
+mrl_reg_state(const struct mrl_registration *reg)
 {
 	return reg->state & MRL_REG_STATE_MASK;
 }
 
-static inline void mrl_reg_set_state(struct mrl_registration *reg,
-				     unsigned state)
+static inline void
+mrl_reg_set_state(struct mrl_registration *reg, unsigned state)
 {
-	reg->state = (uint8_t)((reg->state & MRL_REG_PINNED) | state);
+	reg->state = (uint8_t) ((reg->state & MRL_REG_PINNED) | state);
 }
 
 /* Counters off the hit path: shared atomics, touched on misses/retires. */
@@ -104,7 +105,7 @@ struct mrl_pending {
 struct mrl_cache {
 	/* Written by writers only, read by every reader. */
 	_Alignas(MRL_CACHELINE) atomic_int writer;
-	atomic_uintptr_t lo, hi;	/* bounds of live and pending entries */
+	atomic_uintptr_t lo, hi; /* bounds of live and pending entries */
 	atomic_uint pending_count;
 	struct mrl_cache_domain *domains; /* alive domains (closed ones too) */
 	/* Overlap filter: counts written under the lock, read by invalidate
@@ -120,24 +121,24 @@ struct mrl_cache {
 	_Alignas(MRL_CACHELINE) pthread_mutex_t lock;
 	struct mrl_pending *pending;
 	size_t max_count, max_size;
-	size_t huge_after;		/* see mrl_arena.h; SIZE_MAX: never */
+	size_t huge_after; /* see mrl_arena.h; SIZE_MAX: never */
 	size_t page_size;
 	const struct fi_provider *prov;
 	unsigned slot;
 	uint64_t slot_base[MRL_TCNT_COUNT];
-	uint64_t closed_hot[MRL_TCNT_COUNT];	/* freed domains' counters */
+	uint64_t closed_hot[MRL_TCNT_COUNT]; /* freed domains' counters */
 	/* Alive domains on the shared statistic slot, and the slot's counts
 	 * when the first of them opened: the cache counts the slot from then
 	 * until the last is freed, then keeps that in closed_hot. */
 	unsigned shared_domains;
 	uint64_t shared_base[MRL_TCNT_COUNT];
-	atomic_uint_least64_t hits_seen;	/* most hits a query reported */
-	atomic_uint refs;		/* creator + alive domains */
+	atomic_uint_least64_t hits_seen; /* most hits a query reported */
+	atomic_uint refs; /* creator + alive domains */
 	/* Registrations a monitor invalidation dropped last, to be closed by
 	 * another thread (a lock-free stack through their cold `next`). */
 	_Atomic(struct mrl_registration *) deferred;
-	struct mrl_cache *next;		/* every cache (mrl_cache_fork.c) */
-	struct mrl_btree_reserve spare;	/* index node reserve (lock) */
+	struct mrl_cache *next; /* every cache (mrl_cache_fork.c) */
+	struct mrl_btree_reserve spare; /* index node reserve (lock) */
 	/* Installs filter keys and nodes (never with cache->lock held; never
 	 * taken by invalidate); may take cache->lock inside it. */
 	pthread_mutex_t flt_lock;
@@ -174,10 +175,10 @@ struct mrl_cache_domain {
 	uint64_t key_top, key_half;
 	atomic_uint_least64_t next_key;
 	uint64_t slot_base[MRL_TCNT_COUNT];
-	atomic_uint refs;		/* open handle + registrations alive */
-	unsigned fork_gen;		/* mrl_cache_fork_gen when opened */
+	atomic_uint refs; /* open handle + registrations alive */
+	unsigned fork_gen; /* mrl_cache_fork_gen when opened */
 	struct mrl_slow_stats stats;
-	atomic_uint_least64_t hits_seen;	/* most hits a query reported */
+	atomic_uint_least64_t hits_seen; /* most hits a query reported */
 	struct mrl_slab_pool pool;
 };
 
@@ -186,12 +187,13 @@ struct mrl_cache_domain {
 /* Drop one reference; the last one goes out of line (mrl_registration_last:
  * closes the registration, or settles a lent index reference). Never under
  * a cache lock. */
-static inline void mrl_cache_ref_put(struct mrl_registration *reg)
+static inline void
+mrl_cache_ref_put(struct mrl_registration *reg)
 {
-	unsigned was = atomic_fetch_sub_explicit(&reg->refs, 1,
-						 memory_order_acq_rel);
+	unsigned was =
+		atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel);
 
-	mrl_assert(was & MRL_REF_COUNT);	/* never below zero */
+	mrl_assert(was & MRL_REF_COUNT); /* never below zero */
 	if ((was & MRL_REF_COUNT) == 1)
 		mrl_registration_last(reg);
 }
@@ -224,7 +226,7 @@ void mrl_cache_capacity_locked(struct mrl_cache_domain *dom,
 
 /* Add n to one slow counter of the domain and of its cache (release). */
 void mrl_cache_stat_add(struct mrl_cache_domain *dom, size_t off, int64_t n);
-#define MRL_STAT_ADD(dom, field, n)                                            \
+#define MRL_STAT_ADD(dom, field, n) \
 	mrl_cache_stat_add(dom, offsetof(struct mrl_slow_stats, field), n)
 
 /* ---- barrier and fork (mrl_cache_fork.c) -------------------------------- */
@@ -237,7 +239,8 @@ extern atomic_uint mrl_cache_fork_gen;
  * "Barrier"): with no lock held and outside any read section. */
 void mrl_cache_barrier_wait_slow(void);
 
-static inline void mrl_cache_barrier_wait(void)
+static inline void
+mrl_cache_barrier_wait(void)
 {
 	if (MRL_UNLIKELY(atomic_load_explicit(&mrl_cache_barrier,
 					      memory_order_acquire)))

@@ -24,7 +24,8 @@
 static __thread uint64_t mrl_index_walks
 	__attribute__((tls_model("initial-exec")));
 
-uint64_t mrl_cache_thread_index_walks(void)
+uint64_t
+mrl_cache_thread_index_walks(void)
 {
 	return mrl_index_walks;
 }
@@ -42,8 +43,9 @@ uint64_t mrl_cache_thread_index_walks(void)
  * just before it). Returns -FI_ENOMEM (no lock held) if the reserve cannot
  * be filled.
  */
-static int write_enter_reserved(struct mrl_cache *cache,
-				struct mrl_cache_domain *dom, uintptr_t base)
+static int
+write_enter_reserved(struct mrl_cache *cache, struct mrl_cache_domain *dom,
+		     uintptr_t base)
 {
 	struct mrl_btnode *chain = NULL, *n;
 	unsigned need[2], want[2];
@@ -56,9 +58,9 @@ static int write_enter_reserved(struct mrl_cache *cache,
 			return 0;
 		for (int leaf = 0; leaf < 2; leaf++)
 			want[leaf] =
-				cache->spare.nspare[leaf] < need[leaf]
-					? need[leaf] - cache->spare.nspare[leaf]
-					: 0;
+				cache->spare.nspare[leaf] < need[leaf] ?
+					need[leaf] - cache->spare.nspare[leaf] :
+					0;
 		mrl_readers_write_exit(cache);
 		for (int leaf = 0; leaf < 2; leaf++) {
 			for (unsigned i = 0; i < want[leaf]; i++) {
@@ -88,7 +90,8 @@ static int write_enter_reserved(struct mrl_cache *cache,
  * count, a retired entry's last drop or (found in the index) an entry whose
  * lent index reference a releasing thread is settling (see lend_locked),
  * which no one else may revive. */
-static inline bool lease_take(struct mrl_registration *reg)
+static inline bool
+lease_take(struct mrl_registration *reg)
 {
 	unsigned refs = atomic_load_explicit(&reg->refs, memory_order_relaxed);
 
@@ -133,9 +136,9 @@ hot_lease(struct mrl_cache_domain *dom, struct mrl_hot *hot, uintptr_t start,
 
 /* What a lookup accepts: any covering entry, or only one based at start. */
 enum mrl_find {
-	MRL_FIND_NONE,		/* pins: always insert */
-	MRL_FIND_COVER,		/* base <= start, end >= end */
-	MRL_FIND_BASED,		/* base == start, end >= end */
+	MRL_FIND_NONE, /* pins: always insert */
+	MRL_FIND_COVER, /* base <= start, end >= end */
+	MRL_FIND_BASED, /* base == start, end >= end */
 };
 
 static inline __attribute__((always_inline)) struct mrl_registration *
@@ -223,8 +226,8 @@ lookup_lease(struct mrl_cache_domain *dom, struct mrl_reader *rec,
 	return reg;
 }
 
-struct mrl_registration *mrl_cache_lookup(struct mrl_cache_domain *dom,
-					  uintptr_t start, uintptr_t end)
+struct mrl_registration *
+mrl_cache_lookup(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end)
 {
 	if (end <= start)
 		return NULL;
@@ -235,7 +238,8 @@ struct mrl_registration *mrl_cache_lookup(struct mrl_cache_domain *dom,
 
 /* ---- registration ------------------------------------------------------- */
 
-static uint64_t next_key(struct mrl_cache_domain *dom)
+static uint64_t
+next_key(struct mrl_cache_domain *dom)
 {
 	uint64_t key;
 
@@ -254,7 +258,8 @@ static uint64_t next_key(struct mrl_cache_domain *dom)
 	return key;
 }
 
-static bool refused_for_resources(int ret)
+static bool
+refused_for_resources(int ret)
 {
 	return ret == -FI_ENOMEM || ret == -FI_ENOSPC || ret == -FI_EAGAIN;
 }
@@ -264,8 +269,8 @@ static bool refused_for_resources(int ret)
  * cache lock held: new keys on -FI_ENOKEY, and on a refusal for lack of
  * resources evict unleased entries of this domain and retry once.
  */
-static int registration_open(struct mrl_cache_domain *dom,
-			     struct mrl_registration *reg)
+static int
+registration_open(struct mrl_cache_domain *dom, struct mrl_registration *reg)
 {
 	struct mrl_cache *cache = dom->cache;
 	size_t len = reg->end - reg->base;
@@ -276,7 +281,7 @@ static int registration_open(struct mrl_cache_domain *dom,
 	for (;;) {
 		for (tries = 0;; tries++) {
 			ret = dom->cfg.registrar->reg(
-				dom->cfg.ctx, (void *)reg->base, len,
+				dom->cfg.ctx, (void *) reg->base, len,
 				MRL_CACHE_ACCESS, next_key(dom),
 				&mrl_reg_cold(reg)->mr, &reg->desc);
 			if (ret != -FI_ENOKEY || dom->cfg.prov_key ||
@@ -288,7 +293,7 @@ static int registration_open(struct mrl_cache_domain *dom,
 		if (evicted || !refused_for_resources(ret)) {
 			MRL_CWARN(cache,
 				  "registering [%p, +%zu) for the cache: %s\n",
-				  (void *)reg->base, len, fi_strerror(-ret));
+				  (void *) reg->base, len, fi_strerror(-ret));
 			return ret;
 		}
 		chain = NULL;
@@ -300,28 +305,31 @@ static int registration_open(struct mrl_cache_domain *dom,
 	}
 	atomic_fetch_add_explicit(&dom->refs, 1, memory_order_relaxed);
 	MRL_STAT_ADD(dom, registrations, 1);
-	MRL_STAT_ADD(dom, registered_bytes, (int64_t)len);
+	MRL_STAT_ADD(dom, registered_bytes, (int64_t) len);
 	return 0;
 }
 
-static inline uintptr_t page_down(struct mrl_cache *cache, uintptr_t a)
+static inline uintptr_t
+page_down(struct mrl_cache *cache, uintptr_t a)
 {
-	return a & ~(uintptr_t)(cache->page_size - 1);
+	return a & ~(uintptr_t) (cache->page_size - 1);
 }
 
 /* Rounds up, or 0 if that wraps. */
-static inline uintptr_t page_up(struct mrl_cache *cache, uintptr_t a)
+static inline uintptr_t
+page_up(struct mrl_cache *cache, uintptr_t a)
 {
-	uintptr_t r =
-		(a + cache->page_size - 1) & ~(uintptr_t)(cache->page_size - 1);
+	uintptr_t r = (a + cache->page_size - 1) &
+		      ~(uintptr_t) (cache->page_size - 1);
 
 	return r < a ? 0 : r;
 }
 
 /* The extent a miss registers: the resolver's span when it contains the
  * operand (rule 6), otherwise the operand's own pages. */
-static int miss_extent(struct mrl_cache_domain *dom, uintptr_t start,
-		       uintptr_t end, uintptr_t *lo, uintptr_t *hi)
+static int
+miss_extent(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
+	    uintptr_t *lo, uintptr_t *hi)
 {
 	struct mrl_cache *cache = dom->cache;
 	fi_mrlease_span_fn fn;
@@ -338,8 +346,8 @@ static int miss_extent(struct mrl_cache_domain *dom, uintptr_t start,
 	*hi = page_up(cache, end);
 	if (!*hi)
 		return -FI_EINVAL;
-	if (fn && !fn(arg, (void *)start, end - start, &sbase, &slen)) {
-		sb = (uintptr_t)sbase;
+	if (fn && !fn(arg, (void *) start, end - start, &sbase, &slen)) {
+		sb = (uintptr_t) sbase;
 		se = sb + slen;
 		if (slen && se > sb && sb <= start && end <= se &&
 		    page_up(cache, se)) {
@@ -350,7 +358,8 @@ static int miss_extent(struct mrl_cache_domain *dom, uintptr_t start,
 	return 0;
 }
 
-static void pending_remove(struct mrl_cache *cache, struct mrl_pending *pending)
+static void
+pending_remove(struct mrl_cache *cache, struct mrl_pending *pending)
 {
 	struct mrl_pending **pp;
 
@@ -367,14 +376,14 @@ static void pending_remove(struct mrl_cache *cache, struct mrl_pending *pending)
  * unlock); pins (MRL_FIND_NONE) always insert. An invalidate or domain close
  * overlapping the registration in flight makes it an unindexed lease.
  */
-static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo,
-			   uintptr_t hi, uint8_t flags, enum mrl_find mode,
-			   uintptr_t start, uintptr_t end,
-			   struct mrl_registration **out)
+static int
+register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t hi,
+		uint8_t flags, enum mrl_find mode, uintptr_t start,
+		uintptr_t end, struct mrl_registration **out)
 {
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *reg, *won = NULL, *chain = NULL;
-	struct mrl_pending pending = { .base = lo, .end = hi, .domain = dom };
+	struct mrl_pending pending = {.base = lo, .end = hi, .domain = dom};
 	bool transient = false;
 	int ret, rret;
 
@@ -383,7 +392,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo,
 		return -FI_ENOMEM;
 	reg->base = lo;
 	reg->end = hi;
-	reg->slot = (uint8_t)dom->hot.slot;
+	reg->slot = (uint8_t) dom->hot.slot;
 	reg->state = flags;
 
 	pthread_mutex_lock(&cache->lock);
@@ -457,7 +466,7 @@ static int register_insert(struct mrl_cache_domain *dom, uintptr_t lo,
 	mrl_cache_drop_chain(chain);
 	if (won) {
 		atomic_store_explicit(&reg->refs, 1, memory_order_release);
-		mrl_cache_ref_put(reg);	/* the loser's registration */
+		mrl_cache_ref_put(reg); /* the loser's registration */
 		reg = won;
 	}
 	*out = reg;
@@ -468,8 +477,9 @@ err_free:
 	return ret;
 }
 
-int mrl_cache_acquire_slow(struct mrl_cache_domain *dom, uintptr_t start,
-			   uintptr_t end, struct mrl_registration **out)
+int
+mrl_cache_acquire_slow(struct mrl_cache_domain *dom, uintptr_t start,
+		       uintptr_t end, struct mrl_registration **out)
 {
 	struct mrl_reader *rec;
 	struct mrl_registration *reg;
@@ -501,16 +511,18 @@ int mrl_cache_acquire_slow(struct mrl_cache_domain *dom, uintptr_t start,
 
 /* The inline hit path leased an entry retired since its hot slot was
  * filled: give the reference back and look again. */
-int mrl_cache_acquire_stale(struct mrl_cache_domain *dom, uintptr_t start,
-			    uintptr_t end, struct mrl_registration *stale,
-			    struct mrl_registration **out)
+int
+mrl_cache_acquire_stale(struct mrl_cache_domain *dom, uintptr_t start,
+			uintptr_t end, struct mrl_registration *stale,
+			struct mrl_registration **out)
 {
 	mrl_cache_ref_put(stale);
 	return mrl_cache_acquire_slow(dom, start, end, out);
 }
 
-int mrl_cache_acquire_based(struct mrl_cache_domain *dom, uintptr_t start,
-			    uintptr_t end, struct mrl_registration **out)
+int
+mrl_cache_acquire_based(struct mrl_cache_domain *dom, uintptr_t start,
+			uintptr_t end, struct mrl_registration **out)
 {
 	struct mrl_registration *reg;
 	int ret;
@@ -537,9 +549,9 @@ int mrl_cache_acquire_based(struct mrl_cache_domain *dom, uintptr_t start,
 	return 0;
 }
 
-int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start,
-		    uintptr_t end, void *mr, void *desc,
-		    struct mrl_registration **out)
+int
+mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
+		void *mr, void *desc, struct mrl_registration **out)
 {
 	struct mrl_cache *cache = dom->cache;
 	struct mrl_registration *reg, *chain = NULL;
@@ -551,7 +563,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start,
 		return -FI_ENOMEM;
 	reg->base = start;
 	reg->end = end;
-	reg->slot = (uint8_t)dom->hot.slot;
+	reg->slot = (uint8_t) dom->hot.slot;
 	mrl_reg_cold(reg)->mr = mr;
 	reg->desc = desc;
 	atomic_store_explicit(&reg->refs, 2 | MRL_REF_USED,
@@ -569,7 +581,7 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start,
 	}
 	atomic_fetch_add_explicit(&dom->refs, 1, memory_order_relaxed);
 	MRL_STAT_ADD(dom, registrations, 1);
-	MRL_STAT_ADD(dom, registered_bytes, (int64_t)(end - start));
+	MRL_STAT_ADD(dom, registered_bytes, (int64_t) (end - start));
 	mrl_cache_insert_locked(dom, reg, &chain);
 	mrl_cache_capacity_locked(dom, &chain);
 	mrl_readers_write_exit(cache);
@@ -581,25 +593,28 @@ int mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start,
 	return 0;
 }
 
-void mrl_lease_get(struct mrl_registration *reg)
+void
+mrl_lease_get(struct mrl_registration *reg)
 {
-	unsigned was = atomic_fetch_add_explicit(&reg->refs, 1,
-						 memory_order_relaxed);
+	unsigned was =
+		atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed);
 
-	mrl_assert(was & MRL_REF_COUNT);	/* the caller holds one */
+	mrl_assert(was & MRL_REF_COUNT); /* the caller holds one */
 	mrl_reader_count(mrl_reader_self(), reg->slot, MRL_TCNT_LEASES_OTHER,
 			 1);
 }
 
 /* mrl_lease_release on a thread without its own record (yet). */
-void mrl_lease_count_release(struct mrl_registration *reg)
+void
+mrl_lease_count_release(struct mrl_registration *reg)
 {
 	mrl_reader_count(mrl_reader_self(), reg->slot, MRL_TCNT_LEASES_RELEASED,
 			 1);
 }
 
-int mrl_cache_pin(struct mrl_cache_domain *dom, uintptr_t base, size_t len,
-		  struct mrl_registration **out)
+int
+mrl_cache_pin(struct mrl_cache_domain *dom, uintptr_t base, size_t len,
+	      struct mrl_registration **out)
 {
 	struct mrl_cache *cache = dom->cache;
 	uintptr_t lo, hi;

@@ -14,16 +14,16 @@
 
 /* Release, so that a query reading deregistrations before registrations
  * (acquire) counts the registration of every deregistration it counts. */
-void mrl_cache_stat_add(struct mrl_cache_domain *dom, size_t off, int64_t n)
+void
+mrl_cache_stat_add(struct mrl_cache_domain *dom, size_t off, int64_t n)
 {
 	atomic_fetch_add_explicit(
-		(atomic_uint_least64_t *)((char *)&dom->stats + off),
-		(uint64_t)n, memory_order_release);
+		(atomic_uint_least64_t *) ((char *) &dom->stats + off),
+		(uint64_t) n, memory_order_release);
 	atomic_fetch_add_explicit(
-		(atomic_uint_least64_t *)((char *)&dom->cache->stats + off),
-		(uint64_t)n, memory_order_release);
+		(atomic_uint_least64_t *) ((char *) &dom->cache->stats + off),
+		(uint64_t) n, memory_order_release);
 }
-
 
 /*
  * A query reads counters that other threads keep changing, one at a time,
@@ -42,8 +42,8 @@ void mrl_cache_stat_add(struct mrl_cache_domain *dom, size_t off, int64_t n)
  *   run ahead of later reads: reported as the most any query reported
  *   (hits_seen), never more than the lookups read.
  */
-static void stats_copy_slow(const struct mrl_slow_stats *s,
-		      struct fi_mrlease_stats *out)
+static void
+stats_copy_slow(const struct mrl_slow_stats *s, struct fi_mrlease_stats *out)
 {
 	int64_t gauge;
 
@@ -58,12 +58,12 @@ static void stats_copy_slow(const struct mrl_slow_stats *s,
 		atomic_load_explicit(&s->retired_leased, memory_order_relaxed);
 	out->evictions =
 		atomic_load_explicit(&s->evictions, memory_order_relaxed);
-	gauge = (int64_t)atomic_load_explicit(&s->entries,
-					      memory_order_relaxed);
-	out->entries = gauge > 0 ? (uint64_t)gauge : 0;
-	gauge = (int64_t)atomic_load_explicit(&s->registered_bytes,
-					      memory_order_relaxed);
-	out->registered_bytes = gauge > 0 ? (uint64_t)gauge : 0;
+	gauge = (int64_t) atomic_load_explicit(&s->entries,
+					       memory_order_relaxed);
+	out->entries = gauge > 0 ? (uint64_t) gauge : 0;
+	gauge = (int64_t) atomic_load_explicit(&s->registered_bytes,
+					       memory_order_relaxed);
+	out->registered_bytes = gauge > 0 ? (uint64_t) gauge : 0;
 	out->monitor_invalidations = atomic_load_explicit(
 		&s->monitor_invalidations, memory_order_relaxed);
 	out->not_retained =
@@ -81,15 +81,15 @@ static const enum mrl_tcnt tcnt_read_order[] = {
 };
 
 /* lookups, hits and live leases from counts read in tcnt_read_order. */
-static void stats_copy_hot(const uint64_t hot[MRL_TCNT_COUNT],
-		     atomic_uint_least64_t *hits_seen,
-		     struct fi_mrlease_stats *out)
+static void
+stats_copy_hot(const uint64_t hot[MRL_TCNT_COUNT],
+	       atomic_uint_least64_t *hits_seen, struct fi_mrlease_stats *out)
 {
 	uint64_t lookups = hot[MRL_TCNT_LOOKUPS], hits, seen;
 	int64_t leases;
 
-	hits = hot[MRL_TCNT_MISSES] < lookups ? lookups - hot[MRL_TCNT_MISSES]
-					      : 0;
+	hits = hot[MRL_TCNT_MISSES] < lookups ? lookups - hot[MRL_TCNT_MISSES] :
+						0;
 	seen = atomic_load_explicit(hits_seen, memory_order_relaxed);
 	while (seen < hits &&
 	       !atomic_compare_exchange_weak_explicit(hits_seen, &seen, hits,
@@ -97,16 +97,17 @@ static void stats_copy_hot(const uint64_t hot[MRL_TCNT_COUNT],
 						      memory_order_relaxed))
 		;
 	if (seen < hits)
-		seen = hits;	/* ours was stored */
+		seen = hits; /* ours was stored */
 	out->lookups = lookups;
 	out->hits = seen < lookups ? seen : lookups;
-	leases = (int64_t)(hits + hot[MRL_TCNT_LEASES_OTHER] -
-			   hot[MRL_TCNT_LEASES_RELEASED]);
-	out->leases = leases > 0 ? (uint64_t)leases : 0;
+	leases = (int64_t) (hits + hot[MRL_TCNT_LEASES_OTHER] -
+			    hot[MRL_TCNT_LEASES_RELEASED]);
+	out->leases = leases > 0 ? (uint64_t) leases : 0;
 }
 
-void mrl_cache_domain_stats(struct mrl_cache_domain *dom,
-			    struct fi_mrlease_stats *stats)
+void
+mrl_cache_domain_stats(struct mrl_cache_domain *dom,
+		       struct fi_mrlease_stats *stats)
 {
 	uint64_t hot[MRL_TCNT_COUNT];
 
@@ -123,7 +124,8 @@ void mrl_cache_domain_stats(struct mrl_cache_domain *dom,
 
 /* Under cache->lock: every domain's counts (closed ones in closed_hot; the
  * shared slot once, since its first domain of this cache opened). */
-void mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats)
+void
+mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats)
 {
 	uint64_t hot[MRL_TCNT_COUNT];
 	struct mrl_cache_domain *dom;

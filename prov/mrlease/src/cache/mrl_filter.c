@@ -37,13 +37,13 @@
 #include "mrl_readers.h"
 #include "mrl_slab.h"
 
-#define MRL_FLT_FAN 512
-#define MRL_FLT_PAGE 12
-#define MRL_FLT_MID 21
-#define MRL_FLT_TOP 30
-#define MRL_FLT_LIMIT ((uintptr_t)1 << 47)
-#define MRL_FLT_SCAN 256	/* pages checked before answering "maybe" */
-#define MRL_FLT_DIR_MIN 8	/* directory slots at first */
+#define MRL_FLT_FAN	512
+#define MRL_FLT_PAGE	12
+#define MRL_FLT_MID	21
+#define MRL_FLT_TOP	30
+#define MRL_FLT_LIMIT	((uintptr_t) 1 << 47)
+#define MRL_FLT_SCAN	256 /* pages checked before answering "maybe" */
+#define MRL_FLT_DIR_MIN 8 /* directory slots at first */
 
 struct mrl_flt_leaf {
 	atomic_uchar page[MRL_FLT_FAN];
@@ -55,49 +55,52 @@ struct mrl_flt_mid {
 };
 
 struct mrl_flt_slot {
-	atomic_uintptr_t key;			/* GiB number + 1; 0: empty */
-	_Atomic(struct mrl_flt_mid *) mid;	/* NULL until a partial entry */
-	atomic_uchar full;			/* entries covering the GiB */
+	atomic_uintptr_t key; /* GiB number + 1; 0: empty */
+	_Atomic(struct mrl_flt_mid *) mid; /* NULL until a partial entry */
+	atomic_uchar full; /* entries covering the GiB */
 };
 
 struct mrl_flt_dir {
-	uintptr_t mask;				/* slots - 1 */
-	size_t used;				/* keys (under flt_lock) */
+	uintptr_t mask; /* slots - 1 */
+	size_t used; /* keys (under flt_lock) */
 	struct mrl_flt_dir *older; /* replaced, freed with the cache */
 	struct mrl_flt_slot slot[];
 };
 
-
-static inline unsigned flt_idx(uintptr_t a, int shift)
+static inline unsigned
+flt_idx(uintptr_t a, int shift)
 {
-	return (unsigned)(a >> shift) & (MRL_FLT_FAN - 1);
+	return (unsigned) (a >> shift) & (MRL_FLT_FAN - 1);
 }
 
-static inline uintptr_t flt_next(uintptr_t a, int shift)
+static inline uintptr_t
+flt_next(uintptr_t a, int shift)
 {
-	return (a | (((uintptr_t)1 << shift) - 1)) + 1;
+	return (a | (((uintptr_t) 1 << shift) - 1)) + 1;
 }
 
-static inline bool flt_covers(uintptr_t a, uintptr_t end, int shift)
+static inline bool
+flt_covers(uintptr_t a, uintptr_t end, int shift)
 {
-	uintptr_t size = (uintptr_t)1 << shift;
+	uintptr_t size = (uintptr_t) 1 << shift;
 
 	return !(a & (size - 1)) && end - a >= size;
 }
 
-static inline void flt_count(atomic_uchar *c, int delta)
+static inline void
+flt_count(atomic_uchar *c, int delta)
 {
 	unsigned v = atomic_load_explicit(c, memory_order_relaxed);
 
 	if (v < 255)
-		atomic_store_explicit(c, (unsigned char)(v + delta),
+		atomic_store_explicit(c, (unsigned char) (v + delta),
 				      memory_order_relaxed);
 }
 
 /* The slot of GiB `gib` in `dir`, or NULL. Linear probing; the table is at
  * most half full, so an empty slot ends every probe. */
-static inline struct mrl_flt_slot *flt_dir_find(struct mrl_flt_dir *dir,
-						uintptr_t gib)
+static inline struct mrl_flt_slot *
+flt_dir_find(struct mrl_flt_dir *dir, uintptr_t gib)
 {
 	uintptr_t k;
 
@@ -112,15 +115,16 @@ static inline struct mrl_flt_slot *flt_dir_find(struct mrl_flt_dir *dir,
 }
 
 /* A new key (flt_lock held): its fields first, the key last (release). */
-static struct mrl_flt_slot *flt_dir_put(struct mrl_flt_dir *dir, uintptr_t gib,
-					struct mrl_flt_mid *mid, unsigned full)
+static struct mrl_flt_slot *
+flt_dir_put(struct mrl_flt_dir *dir, uintptr_t gib, struct mrl_flt_mid *mid,
+	    unsigned full)
 {
 	uintptr_t i = gib & dir->mask;
 
 	while (atomic_load_explicit(&dir->slot[i].key, memory_order_relaxed))
 		i = (i + 1) & dir->mask;
 	atomic_store_explicit(&dir->slot[i].mid, mid, memory_order_relaxed);
-	atomic_store_explicit(&dir->slot[i].full, (unsigned char)full,
+	atomic_store_explicit(&dir->slot[i].full, (unsigned char) full,
 			      memory_order_relaxed);
 	atomic_store_explicit(&dir->slot[i].key, gib + 1, memory_order_release);
 	dir->used++;
@@ -133,8 +137,8 @@ static struct mrl_flt_slot *flt_dir_put(struct mrl_flt_dir *dir, uintptr_t gib,
  * one twice its size inside a write section (the counts it copies change
  * only in write sections). NULL if out of memory.
  */
-static struct mrl_flt_slot *flt_install(struct mrl_cache *cache, uintptr_t gib,
-					bool want_mid)
+static struct mrl_flt_slot *
+flt_install(struct mrl_cache *cache, uintptr_t gib, bool want_mid)
 {
 	struct mrl_flt_dir *dir, *grown = NULL;
 	struct mrl_flt_mid *mid = NULL;
@@ -163,9 +167,9 @@ static struct mrl_flt_slot *flt_install(struct mrl_cache *cache, uintptr_t gib,
 			mid = NULL;
 			break;
 		}
-		want = slot || room ? 0
-		       : dir	    ? 2 * (dir->mask + 1)
-				    : MRL_FLT_DIR_MIN;
+		want = slot || room ? 0 :
+		       dir	    ? 2 * (dir->mask + 1) :
+				      MRL_FLT_DIR_MIN;
 		if (want && grown && grown->mask + 1 >= want) {
 			/* Full: the copy in a write section, then publish. */
 			mrl_readers_write_enter(cache);
@@ -215,8 +219,8 @@ err:
 }
 
 /* The slot of GiB `gib`, or NULL (lock-free). */
-static inline struct mrl_flt_slot *flt_slot(struct mrl_cache *cache,
-					    uintptr_t gib)
+static inline struct mrl_flt_slot *
+flt_slot(struct mrl_cache *cache, uintptr_t gib)
 {
 	struct mrl_flt_dir *dir =
 		atomic_load_explicit(&cache->flt.dir, memory_order_acquire);
@@ -226,8 +230,8 @@ static inline struct mrl_flt_slot *flt_slot(struct mrl_cache *cache,
 
 /* The leaf at *slot, installed first when `install` (a zeroed one, by CAS, no
  * lock held); NULL if missing or out of memory. */
-static struct mrl_flt_leaf *flt_leaf(_Atomic(struct mrl_flt_leaf *) *slot,
-				     bool install)
+static struct mrl_flt_leaf *
+flt_leaf(_Atomic(struct mrl_flt_leaf *) *slot, bool install)
 {
 	struct mrl_flt_leaf *expected = NULL,
 			    *n = atomic_load_explicit(slot,
@@ -254,8 +258,9 @@ static struct mrl_flt_leaf *flt_leaf(_Atomic(struct mrl_flt_leaf *) *slot,
  * (inside a write section, nodes already there). A missing node leaves the
  * filter broken, i.e. always "maybe".
  */
-void mrl_filter_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi,
-		       int delta)
+void
+mrl_filter_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi,
+		  int delta)
 {
 	bool install = delta == 0;
 	struct mrl_flt_slot *slot;
@@ -276,7 +281,7 @@ void mrl_filter_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi,
 				memory_order_relaxed);
 		return;
 	}
-	for (a = lo & ~(((uintptr_t)1 << MRL_FLT_PAGE) - 1); a < hi;) {
+	for (a = lo & ~(((uintptr_t) 1 << MRL_FLT_PAGE) - 1); a < hi;) {
 		bool whole = flt_covers(a, hi, MRL_FLT_TOP);
 
 		slot = flt_slot(cache, a >> MRL_FLT_TOP);
@@ -311,7 +316,7 @@ void mrl_filter_update(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi,
 			continue;
 		}
 		flt_count(&leaf->page[flt_idx(a, MRL_FLT_PAGE)], delta);
-		a += (uintptr_t)1 << MRL_FLT_PAGE;
+		a += (uintptr_t) 1 << MRL_FLT_PAGE;
 	}
 	return;
 broken:
@@ -319,7 +324,8 @@ broken:
 }
 
 /* False only if no live entry of the cache touches a page of [lo, hi). */
-bool mrl_filter_maybe(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
+bool
+mrl_filter_maybe(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
 {
 	struct mrl_flt_dir *dir;
 	struct mrl_flt_slot *slot;
@@ -336,7 +342,7 @@ bool mrl_filter_maybe(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
 	dir = atomic_load_explicit(&cache->flt.dir, memory_order_acquire);
 	if (!dir)
 		return false;
-	for (a = lo & ~(((uintptr_t)1 << MRL_FLT_PAGE) - 1); a < hi && a;) {
+	for (a = lo & ~(((uintptr_t) 1 << MRL_FLT_PAGE) - 1); a < hi && a;) {
 		slot = flt_dir_find(dir, a >> MRL_FLT_TOP);
 		if (!slot) {
 			a = flt_next(a, MRL_FLT_TOP);
@@ -362,12 +368,13 @@ bool mrl_filter_maybe(struct mrl_cache *cache, uintptr_t lo, uintptr_t hi)
 					 memory_order_relaxed) ||
 		    ++scanned > MRL_FLT_SCAN)
 			return true;
-		a += (uintptr_t)1 << MRL_FLT_PAGE;
+		a += (uintptr_t) 1 << MRL_FLT_PAGE;
 	}
 	return false;
 }
 
-void mrl_filter_free(struct mrl_cache *cache)
+void
+mrl_filter_free(struct mrl_cache *cache)
 {
 	struct mrl_flt_dir *dir = atomic_load(&cache->flt.dir), *older;
 	struct mrl_flt_mid *mid;
@@ -385,4 +392,3 @@ void mrl_filter_free(struct mrl_cache *cache)
 		free(dir);
 	}
 }
-

@@ -26,7 +26,7 @@ struct mrl_flt_dir;
 /* The filter's state read by invalidate without a lock (in the cache's first
  * line); the install lock is the cache's flt_lock. */
 struct mrl_filter {
-	atomic_uint unfiltered;		/* entries the filter cannot hold */
+	atomic_uint unfiltered; /* entries the filter cannot hold */
 	atomic_bool broken; /* an allocation failed: always "maybe" */
 	_Atomic(struct mrl_flt_dir *) dir; /* GiBs touched (NULL: none yet) */
 };

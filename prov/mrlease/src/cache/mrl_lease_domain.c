@@ -18,8 +18,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
-#include "mrl_lease.h"
 #include "mrl_churn.h"
+#include "mrl_lease.h"
 #include "mrl_monitor.h"
 
 /*
@@ -44,7 +44,8 @@ static pthread_mutex_t lease_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mrl_cache *lease_cache_kept[MRL_LEASE_KEPT];
 static unsigned lease_cache_nkept;
 
-struct mrl_cache *mrl_lease_cache(void)
+struct mrl_cache *
+mrl_lease_cache(void)
 {
 	return atomic_load_explicit(&lease_cache, memory_order_acquire);
 }
@@ -58,18 +59,21 @@ struct mrl_cache *mrl_lease_cache(void)
  * for the life of the process (RTLD_NODELETE on itself); mrl_lease_fini
  * gives the cache up, after which invalidate finds none and returns 0.
  */
-static void mrl_lease_pin_image(void)
+static void
+mrl_lease_pin_image(void)
 {
 	Dl_info self;
 
-	if (!dladdr((void *)&mrl_lease_pin_image, &self) || !self.dli_fname ||
+	if (!dladdr((void *) &mrl_lease_pin_image, &self) || !self.dli_fname ||
 	    !dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE))
 		FI_WARN(mrl_prov, FI_LOG_CORE,
-			"cannot keep the plugin loaded past fi_fini; do not call "
+			"cannot keep the plugin loaded past fi_fini; do not "
+			"call "
 			"the extension after libfabric is unloaded\n");
 }
 
-void mrl_lease_keep_loaded(void)
+void
+mrl_lease_keep_loaded(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -77,10 +81,11 @@ void mrl_lease_keep_loaded(void)
 }
 
 /* Unpublish the cache (new domains get a new one) and keep it, unfreed. */
-static void mrl_lease_cache_give_up(void)
+static void
+mrl_lease_cache_give_up(void)
 {
-	struct mrl_cache *cache = atomic_exchange_explicit(&lease_cache, NULL,
-							   memory_order_acq_rel);
+	struct mrl_cache *cache = atomic_exchange_explicit(
+		&lease_cache, NULL, memory_order_acq_rel);
 
 	if (cache && lease_cache_nkept < MRL_LEASE_KEPT)
 		lease_cache_kept[lease_cache_nkept++] = cache;
@@ -94,27 +99,32 @@ static void mrl_lease_cache_give_up(void)
  * statistics and fini never reach the parent's. Runs in the child's only
  * thread, before anything can take the lock it resets.
  */
-static void mrl_lease_fork_child(void)
+static void
+mrl_lease_fork_child(void)
 {
 	pthread_mutex_init(&lease_cache_lock, NULL);
 	mrl_lease_cache_give_up();
 }
 
-static void mrl_lease_fork_install(void)
+static void
+mrl_lease_fork_install(void)
 {
 	if (pthread_atfork(NULL, NULL, mrl_lease_fork_child))
 		FI_WARN(mrl_prov, FI_LOG_CORE,
-			"cannot watch for fork: a child must not use the hook\n");
+			"cannot watch for fork: a child must not use the "
+			"hook\n");
 }
 
 /* FI_MRLEASE_MAX_* = 0 means no cap, FI_MRLEASE_HUGEPAGE_AFTER = 0 never;
  * the cache reads 0 as its default and SIZE_MAX as "never". */
-static size_t mrl_lease_cap(size_t param)
+static size_t
+mrl_lease_cap(size_t param)
 {
 	return param ? param : SIZE_MAX;
 }
 
-static int mrl_lease_cache_get(struct mrl_cache **cache)
+static int
+mrl_lease_cache_get(struct mrl_cache **cache)
 {
 	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 	struct mrl_cache_config config = {
@@ -157,7 +167,8 @@ static int mrl_lease_cache_get(struct mrl_cache **cache)
  * the application closes it. No lock here can have been inherited held: a
  * child's fork handler reset lease_cache_lock, and the monitor's its own.
  */
-void mrl_lease_fini(void)
+void
+mrl_lease_fini(void)
 {
 	mrl_monitor_stop();
 	pthread_mutex_lock(&lease_cache_lock);
@@ -171,13 +182,14 @@ void mrl_lease_fini(void)
  * close a domain with open MRs). Access is what the cache asks (local only);
  * key is the cache's where the provider does not pick keys.
  */
-static int mrl_lease_reg(void *ctx, const void *addr, size_t len,
-			 uint64_t access, uint64_t key, void **mr, void **desc)
+static int
+mrl_lease_reg(void *ctx, const void *addr, size_t len, uint64_t access,
+	      uint64_t key, void **mr, void **desc)
 {
 	struct fid_mr *inner_mr;
 	int ret;
 
-	ret = fi_mr_reg((struct fid_domain *)ctx, addr, len, access, 0, key, 0,
+	ret = fi_mr_reg((struct fid_domain *) ctx, addr, len, access, 0, key, 0,
 			&inner_mr, NULL);
 	if (ret) {
 		/* The cache retries -FI_ENOKEY and evicts on lack of resources;
@@ -191,12 +203,13 @@ static int mrl_lease_reg(void *ctx, const void *addr, size_t len,
 	return 0;
 }
 
-static int mrl_lease_dereg(void *ctx, void *mr)
+static int
+mrl_lease_dereg(void *ctx, void *mr)
 {
 	int ret;
 
-	(void)ctx;
-	ret = fi_close(&((struct fid_mr *)mr)->fid);
+	(void) ctx;
+	ret = fi_close(&((struct fid_mr *) mr)->fid);
 	if (ret)
 		FI_WARN(mrl_prov, FI_LOG_MR,
 			"closing a cached registration failed: %s\n",
@@ -218,25 +231,28 @@ static const struct mrl_registrar mrl_lease_registrar = {
  * watches its range. Providers that read memory by address at transfer
  * time cannot go stale that way and keep every entry.
  */
-static bool mrl_lease_watched(void *ctx, uintptr_t lo, uintptr_t hi)
+static bool
+mrl_lease_watched(void *ctx, uintptr_t lo, uintptr_t hi)
 {
-	(void)ctx;
+	(void) ctx;
 	if (mrl_churn_pass(lo, hi, mrl_params.monitor_churn))
 		return false;
 	return mrl_monitor_watch(lo, hi);
 }
 
-static bool mrl_lease_unwatched(void *ctx, uintptr_t lo, uintptr_t hi)
+static bool
+mrl_lease_unwatched(void *ctx, uintptr_t lo, uintptr_t hi)
 {
-	(void)ctx, (void)lo, (void)hi;
+	(void) ctx, (void) lo, (void) hi;
 	return false;
 }
 
 /* FI_MRLEASE_MONITOR=userfaultfd on a provider that does not pin: watched
  * for the monitor's sake (tests, benchmarks), retained either way. */
-static bool mrl_lease_observed(void *ctx, uintptr_t lo, uintptr_t hi)
+static bool
+mrl_lease_observed(void *ctx, uintptr_t lo, uintptr_t hi)
 {
-	(void)ctx;
+	(void) ctx;
 	mrl_monitor_watch(lo, hi);
 	return true;
 }
@@ -264,7 +280,8 @@ static const char *const mrl_lease_unpinned[] = {
 	"tcp", "udp", "shm", "sockets", "net",
 };
 
-bool mrl_lease_provider_pins(const char *prov_name)
+bool
+mrl_lease_provider_pins(const char *prov_name)
 {
 	size_t len = strcspn(prov_name, ";");
 
@@ -275,38 +292,44 @@ bool mrl_lease_provider_pins(const char *prov_name)
 		return false;
 	}
 	/* "verbs;ofi_rxm": the core provider comes first. */
-	for (size_t i = 0; i < sizeof(mrl_lease_unpinned) / sizeof(mrl_lease_unpinned[0]); i++)
+	for (size_t i = 0;
+	     i < sizeof(mrl_lease_unpinned) / sizeof(mrl_lease_unpinned[0]);
+	     i++)
 		if (strlen(mrl_lease_unpinned[i]) == len &&
 		    !strncmp(prov_name, mrl_lease_unpinned[i], len))
 			return false;
 	return true;
 }
 
-static void mrl_lease_monitor_init(void *arg)
+static void
+mrl_lease_monitor_init(void *arg)
 {
-	(void)arg;
+	(void) arg;
 	mrl_cache_thread_attach();
 }
 
-static void mrl_lease_monitor_hold(void *arg)
+static void
+mrl_lease_monitor_hold(void *arg)
 {
-	(void)arg;
+	(void) arg;
 	mrl_cache_barrier_raise();
 }
 
-static void mrl_lease_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end)
+static void
+mrl_lease_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end)
 {
 	struct mrl_cache *cache = mrl_lease_cache();
 
-	(void)arg;
+	(void) arg;
 	mrl_churn_note(start, end);
 	if (cache)
 		mrl_cache_invalidate_deferred(cache, start, end);
 }
 
-static void mrl_lease_monitor_release(void *arg)
+static void
+mrl_lease_monitor_release(void *arg)
 {
-	(void)arg;
+	(void) arg;
 	mrl_cache_barrier_lower();
 }
 
@@ -319,12 +342,14 @@ static const struct mrl_monitor_client mrl_lease_monitor_client = {
 
 /* The registrar of a domain: whether it pins, and whether the monitor runs
  * (started here on first need). */
-static const struct mrl_registrar *mrl_lease_registrar_for(struct mrl_domain *domain)
+static const struct mrl_registrar *
+mrl_lease_registrar_for(struct mrl_domain *domain)
 {
 	bool pins = mrl_lease_provider_pins(domain->prov_name);
 	bool want = mrl_params.monitor == MRL_MONITOR_UFFD ||
 		    (mrl_params.monitor == MRL_MONITOR_AUTO && pins);
-	bool running = want && !mrl_monitor_start(mrl_prov, &mrl_lease_monitor_client);
+	bool running =
+		want && !mrl_monitor_start(mrl_prov, &mrl_lease_monitor_client);
 
 	if (pins && !running)
 		FI_WARN_ONCE(mrl_prov, FI_LOG_DOMAIN,
@@ -332,8 +357,9 @@ static const struct mrl_registrar *mrl_lease_registrar_for(struct mrl_domain *do
 			     "runs (FI_MRLEASE_MONITOR=%s): its cached "
 			     "registrations are kept only while in use\n",
 			     domain->prov_name,
-			     mrl_params.monitor == MRL_MONITOR_NONE ? "none" :
-								       "unavailable");
+			     mrl_params.monitor == MRL_MONITOR_NONE ?
+				     "none" :
+				     "unavailable");
 	if (pins)
 		return running ? &mrl_lease_registrar_watched :
 				 &mrl_lease_registrar_unwatched;
@@ -346,12 +372,12 @@ static const struct mrl_registrar *mrl_lease_registrar_for(struct mrl_domain *do
  * domain. The cache is refused there (pin and NULL descriptors fail with
  * -FI_EOPNOTSUPP) rather than handing out MRs that are not enabled.
  */
-static int mrl_lease_reg_refused(void *ctx, const void *addr, size_t len,
-				 uint64_t access, uint64_t key, void **mr,
-				 void **desc)
+static int
+mrl_lease_reg_refused(void *ctx, const void *addr, size_t len, uint64_t access,
+		      uint64_t key, void **mr, void **desc)
 {
-	(void)ctx, (void)addr, (void)len, (void)access, (void)key;
-	(void)mr, (void)desc;
+	(void) ctx, (void) addr, (void) len, (void) access, (void) key;
+	(void) mr, (void) desc;
 	FI_WARN_ONCE(mrl_prov, FI_LOG_MR,
 		     "FI_MR_ENDPOINT domain: the lease cache cannot share "
 		     "registrations between endpoints\n");
@@ -370,7 +396,10 @@ static const struct {
 	const char *label;
 	size_t offset;
 } mrl_stats_rows[] = {
-#define MRL_STATS_ROW(label, field) { label, offsetof(struct fi_mrlease_stats, field) }
+#define MRL_STATS_ROW(label, field)                             \
+	{                                                       \
+		label, offsetof(struct fi_mrlease_stats, field) \
+	}
 	MRL_STATS_ROW("lookups", lookups),
 	MRL_STATS_ROW("hits", hits),
 	MRL_STATS_ROW("misses", misses),
@@ -389,40 +418,47 @@ static const struct {
 #undef MRL_STATS_ROW
 };
 
-static void mrl_lease_print_stats(FILE *out, const char *title,
-				  const struct fi_mrlease_stats *stats)
+static void
+mrl_lease_print_stats(FILE *out, const char *title,
+		      const struct fi_mrlease_stats *stats)
 {
 	char table[2048];
 	size_t used;
 
 	/* One write, so tables of domains closing on several threads do not
 	 * interleave line by line. */
-	used = (size_t)snprintf(table, sizeof(table),
-				"mrlease: lease cache statistics, %s\n", title);
-	for (size_t i = 0; i < sizeof(mrl_stats_rows) / sizeof(mrl_stats_rows[0]) &&
-			   used < sizeof(table); i++) {
-		uint64_t value = *(const uint64_t *)((const char *)stats +
-						     mrl_stats_rows[i].offset);
+	used = (size_t) snprintf(table, sizeof(table),
+				 "mrlease: lease cache statistics, %s\n",
+				 title);
+	for (size_t i = 0;
+	     i < sizeof(mrl_stats_rows) / sizeof(mrl_stats_rows[0]) &&
+	     used < sizeof(table);
+	     i++) {
+		uint64_t value = *(const uint64_t *) ((const char *) stats +
+						      mrl_stats_rows[i].offset);
 
-		used += (size_t)snprintf(table + used, sizeof(table) - used,
-					 "  %-22s %20" PRIu64 "\n",
-					 mrl_stats_rows[i].label, value);
+		used += (size_t) snprintf(table + used, sizeof(table) - used,
+					  "  %-22s %20" PRIu64 "\n",
+					  mrl_stats_rows[i].label, value);
 	}
 	if (stats->lookups && used < sizeof(table))
 		snprintf(table + used, sizeof(table) - used,
 			 "  %-22s %19.1f%%\n", "hit rate",
-			 100.0 * (double)stats->hits / (double)stats->lookups);
+			 100.0 * (double) stats->hits /
+				 (double) stats->lookups);
 	fputs(table, out);
 	fflush(out);
 }
 
 /* FI_MR_BASIC (the 1.0 mode value) implies provider-selected keys. */
-static bool mrl_lease_prov_key(int mr_mode)
+static bool
+mrl_lease_prov_key(int mr_mode)
 {
 	return mr_mode == MRL_FI_MR_BASIC || (mr_mode & FI_MR_PROV_KEY);
 }
 
-int mrl_lease_domain_open(struct mrl_domain *domain)
+int
+mrl_lease_domain_open(struct mrl_domain *domain)
 {
 	struct mrl_domain_config config = {
 		.registrar = (domain->mr_mode & FI_MR_ENDPOINT) ?
@@ -444,7 +480,8 @@ int mrl_lease_domain_open(struct mrl_domain *domain)
 	if (!lease_domain)
 		return -FI_ENOMEM;
 
-	ret = mrl_cache_domain_open(cache, &config, &lease_domain->cache_domain);
+	ret = mrl_cache_domain_open(cache, &config,
+				    &lease_domain->cache_domain);
 	if (ret) {
 		FI_WARN(mrl_prov, FI_LOG_DOMAIN,
 			"cannot open a cache domain: %s\n", fi_strerror(-ret));
@@ -465,7 +502,8 @@ err_free:
  * sees none of ours; the cache domain stays open, and a refused close
  * leaves the domain, its endpoints' leases and the extension working.
  */
-void mrl_lease_domain_close(struct mrl_domain *domain)
+void
+mrl_lease_domain_close(struct mrl_domain *domain)
 {
 	struct mrl_lease_domain *lease_domain = mrl_lease_domain_of(domain);
 
@@ -474,7 +512,8 @@ void mrl_lease_domain_close(struct mrl_domain *domain)
 }
 
 /* The inner domain closed: the cache domain goes (clear_domain). */
-void mrl_lease_domain_closed(struct mrl_domain *domain)
+void
+mrl_lease_domain_closed(struct mrl_domain *domain)
 {
 	struct mrl_lease_domain *lease_domain = mrl_lease_domain_of(domain);
 	struct fi_mrlease_stats stats;
@@ -487,7 +526,7 @@ void mrl_lease_domain_closed(struct mrl_domain *domain)
 		mrl_cache_domain_stats(lease_domain->cache_domain, &stats);
 		stats.monitor_events = mrl_monitor_events();
 		snprintf(title, sizeof(title), "domain %p over %s (%s)",
-			 (void *)&domain->domain, domain->prov_name,
+			 (void *) &domain->domain, domain->prov_name,
 			 domain->outermost ? "outermost" : "inner");
 		mrl_lease_print_stats(stderr, title, &stats);
 	}
@@ -496,7 +535,8 @@ void mrl_lease_domain_closed(struct mrl_domain *domain)
 	free(lease_domain);
 }
 
-struct mrl_lease_domain *mrl_lease_domain_from_fid(struct fid_domain *domain)
+struct mrl_lease_domain *
+mrl_lease_domain_from_fid(struct fid_domain *domain)
 {
 	if (!domain || !mrl_is_hook_fid(&domain->fid) ||
 	    mrl_class_of(&domain->fid) != MRL_CLASS_DOMAIN)
@@ -506,21 +546,23 @@ struct mrl_lease_domain *mrl_lease_domain_from_fid(struct fid_domain *domain)
 
 /* ---- leased MR handles ---------------------------------------------- */
 
-static int mrl_lease_mr_release(struct mrl_mr *mr)
+static int
+mrl_lease_mr_release(struct mrl_mr *mr)
 {
 	mrl_lease_release(mr->ext);
 	return 0;
 }
 
-static int mrl_lease_mr_unpin(struct mrl_mr *mr)
+static int
+mrl_lease_mr_unpin(struct mrl_mr *mr)
 {
 	mrl_cache_unpin(mr->ext);
 	return 0;
 }
 
-int mrl_lease_mr_open(struct mrl_domain *domain, struct mrl_registration *reg,
-		      enum mrl_lease_kind kind, void *context,
-		      struct fid_mr **mr)
+int
+mrl_lease_mr_open(struct mrl_domain *domain, struct mrl_registration *reg,
+		  enum mrl_lease_kind kind, void *context, struct fid_mr **mr)
 {
 	struct mrl_mr *lease_mr;
 	int ret;

@@ -27,20 +27,22 @@ __thread struct mrl_thread *mrl_fast_hot
 	__attribute__((tls_model("initial-exec"))) = &mrl_thread_empty;
 
 /* Thread exit: give the record back (counters stay, they are history). */
-static void readers_detach(void *arg)
+static void
+readers_detach(void *arg)
 {
 	struct mrl_reader *rec = arg;
 
 	for (size_t i = 0; i < MRL_CACHE_STAT_SLOTS; i++)
 		for (size_t w = 0; w < MRL_HOT_WAYS; w++)
-			rec->t.hot[i][w] = (struct mrl_hot){ NULL, 0, 0, 0 };
+			rec->t.hot[i][w] = (struct mrl_hot){NULL, 0, 0, 0};
 	mrl_readers_self = NULL;
 	mrl_fast = NULL;
 	mrl_fast_hot = &mrl_thread_empty;
 	atomic_store_explicit(&rec->in_use, false, memory_order_release);
 }
 
-static void readers_key_init(void)
+static void
+readers_key_init(void)
 {
 	mrl_readers[MRL_CACHE_MAX_THREADS].shared = true;
 	if (pthread_key_create(&mrl_reader_key, readers_detach))
@@ -49,7 +51,8 @@ static void readers_key_init(void)
 
 /* Claim a record without malloc (invalidate may run inside an allocator
  * hook). */
-struct mrl_reader *mrl_readers_attach(void)
+struct mrl_reader *
+mrl_readers_attach(void)
 {
 	struct mrl_reader *rec = &mrl_readers[MRL_CACHE_MAX_THREADS];
 	unsigned hwm;
@@ -68,9 +71,8 @@ struct mrl_reader *mrl_readers_attach(void)
 		 * ordered before our first read section, which then sees its
 		 * writer flag (see mrl_readers_write_enter). */
 		hwm = atomic_load(&mrl_readers_hwm);
-		while (hwm < i + 1 &&
-		       !atomic_compare_exchange_weak(&mrl_readers_hwm, &hwm,
-						     i + 1))
+		while (hwm < i + 1 && !atomic_compare_exchange_weak(
+					      &mrl_readers_hwm, &hwm, i + 1))
 			;
 		if (pthread_setspecific(mrl_reader_key, rec)) {
 			atomic_store(&rec->in_use, false);
@@ -84,7 +86,8 @@ struct mrl_reader *mrl_readers_attach(void)
 	return rec;
 }
 
-void mrl_readers_forget_others(void)
+void
+mrl_readers_forget_others(void)
 {
 	for (unsigned i = 0; i < MRL_CACHE_MAX_THREADS; i++) {
 		if (&mrl_readers[i] == mrl_readers_self)
@@ -96,12 +99,14 @@ void mrl_readers_forget_others(void)
 	}
 }
 
-void mrl_cache_thread_attach(void)
+void
+mrl_cache_thread_attach(void)
 {
-	(void)mrl_reader_self();
+	(void) mrl_reader_self();
 }
 
-uint64_t mrl_readers_sum(unsigned slot, enum mrl_tcnt which)
+uint64_t
+mrl_readers_sum(unsigned slot, enum mrl_tcnt which)
 {
 	unsigned hwm = atomic_load(&mrl_readers_hwm);
 	uint64_t sum;
@@ -123,7 +128,8 @@ uint64_t mrl_readers_sum(unsigned slot, enum mrl_tcnt which)
 static pthread_mutex_t mrl_slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned mrl_slot_users[MRL_CACHE_STAT_SLOTS];
 
-unsigned mrl_readers_slot_alloc(uint64_t base[MRL_TCNT_COUNT])
+unsigned
+mrl_readers_slot_alloc(uint64_t base[MRL_TCNT_COUNT])
 {
 	unsigned slot = MRL_CACHE_STAT_SLOTS - 1;
 
@@ -141,7 +147,8 @@ unsigned mrl_readers_slot_alloc(uint64_t base[MRL_TCNT_COUNT])
 	return slot;
 }
 
-void mrl_readers_slot_free(unsigned slot)
+void
+mrl_readers_slot_free(unsigned slot)
 {
 	pthread_mutex_lock(&mrl_slot_lock);
 	mrl_assert(mrl_slot_users[slot] > 0);
@@ -149,7 +156,8 @@ void mrl_readers_slot_free(unsigned slot)
 	pthread_mutex_unlock(&mrl_slot_lock);
 }
 
-void mrl_readers_fork_lock(bool lock)
+void
+mrl_readers_fork_lock(bool lock)
 {
 	if (lock)
 		pthread_mutex_lock(&mrl_slot_lock);
@@ -162,7 +170,8 @@ void mrl_readers_fork_lock(bool lock)
 /* The mutex excludes other writers and locked readers, the writer flag plus
  * the scan excludes lock-free readers (seq_cst pairs with mrl_readers_enter:
  * either the reader sees the flag or the writer sees the reader). */
-void mrl_readers_write_enter(struct mrl_cache *cache)
+void
+mrl_readers_write_enter(struct mrl_cache *cache)
 {
 	unsigned hwm;
 
@@ -184,7 +193,8 @@ void mrl_readers_write_enter(struct mrl_cache *cache)
 	}
 }
 
-void mrl_readers_write_exit(struct mrl_cache *cache)
+void
+mrl_readers_write_exit(struct mrl_cache *cache)
 {
 	atomic_store_explicit(&cache->writer, 0, memory_order_release);
 	pthread_mutex_unlock(&cache->lock);

@@ -36,14 +36,15 @@ struct mrl_reader {
 };
 
 extern struct mrl_reader mrl_readers[MRL_CACHE_MAX_THREADS + 1];
-extern atomic_uint mrl_readers_hwm;	/* records ever claimed: [0, hwm) */
+extern atomic_uint mrl_readers_hwm; /* records ever claimed: [0, hwm) */
 extern __thread struct mrl_reader *mrl_readers_self
 	__attribute__((tls_model("initial-exec")));
 
 /* First cache call on a thread: claim a record. */
 struct mrl_reader *mrl_readers_attach(void);
 
-static inline struct mrl_reader *mrl_reader_self(void)
+static inline struct mrl_reader *
+mrl_reader_self(void)
 {
 	struct mrl_reader *rec = mrl_readers_self;
 
@@ -56,8 +57,9 @@ void mrl_readers_forget_others(void);
 
 /* Release, as mrl_count_own: a query that sees this count sees every count
  * made before it (see "Statistics" in mrl_cache.h). */
-static inline void mrl_reader_count(struct mrl_reader *rec, unsigned slot,
-				    enum mrl_tcnt which, uint64_t n)
+static inline void
+mrl_reader_count(struct mrl_reader *rec, unsigned slot, enum mrl_tcnt which,
+		 uint64_t n)
 {
 	atomic_uint_least64_t *c = &rec->t.cnt[which][slot];
 
@@ -88,8 +90,8 @@ void mrl_readers_fork_lock(bool lock);
 
 /* Enter a lock-free read of `cache`'s indexes; false if a writer is active
  * (the caller then reads under the mutex). */
-static inline bool mrl_readers_enter(struct mrl_reader *rec,
-				     struct mrl_cache *cache)
+static inline bool
+mrl_readers_enter(struct mrl_reader *rec, struct mrl_cache *cache)
 {
 	if (MRL_UNLIKELY(rec->shared))
 		return false;
@@ -101,7 +103,8 @@ static inline bool mrl_readers_enter(struct mrl_reader *rec,
 	return false;
 }
 
-static inline void mrl_readers_exit(struct mrl_reader *rec)
+static inline void
+mrl_readers_exit(struct mrl_reader *rec)
 {
 	atomic_store_explicit(&rec->active, NULL, memory_order_release);
 }

@@ -24,27 +24,29 @@
 /* mrl_cache_fail_allocs(): the next n allocations below fail (tests). */
 static atomic_uint mrl_fail_allocs;
 
-void mrl_cache_fail_allocs(unsigned n)
+void
+mrl_cache_fail_allocs(unsigned n)
 {
 	atomic_store_explicit(&mrl_fail_allocs, n, memory_order_relaxed);
 }
 
-static inline bool slab_injected_failure(void)
+static inline bool
+slab_injected_failure(void)
 {
 	unsigned v =
 		atomic_load_explicit(&mrl_fail_allocs, memory_order_relaxed);
 
 	while (MRL_UNLIKELY(v))
-		if (atomic_compare_exchange_weak_explicit(&mrl_fail_allocs, &v,
-							  v - 1,
-							  memory_order_relaxed,
-							  memory_order_relaxed))
+		if (atomic_compare_exchange_weak_explicit(
+			    &mrl_fail_allocs, &v, v - 1, memory_order_relaxed,
+			    memory_order_relaxed))
 			return true;
 	return false;
 }
 
 /* Never called under cache->lock or flt_lock. */
-void *mrl_slab_calloc(size_t size)
+void *
+mrl_slab_calloc(size_t size)
 {
 	if (slab_injected_failure())
 		return NULL;
@@ -52,7 +54,8 @@ void *mrl_slab_calloc(size_t size)
 }
 
 /* Never called under cache->lock. */
-void *mrl_slab_alloc_lines(size_t size, size_t huge_after)
+void *
+mrl_slab_alloc_lines(size_t size, size_t huge_after)
 {
 	if (slab_injected_failure())
 		return NULL;
@@ -67,14 +70,16 @@ static pthread_mutex_t mrl_pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mrl_slab *mrl_slabs_idle;
 static size_t mrl_slabs_idle_bytes;
 
-static inline size_t slab_bytes(uint32_t n)
+static inline size_t
+slab_bytes(uint32_t n)
 {
 	return sizeof(struct mrl_slab) + n * (sizeof(struct mrl_registration) +
 					      sizeof(struct mrl_reg_cold));
 }
 
 /* Give `slab` to dom: its entries onto dom's free list (mrl_pool_lock). */
-static void slab_adopt(struct mrl_cache_domain *dom, struct mrl_slab *slab)
+static void
+slab_adopt(struct mrl_cache_domain *dom, struct mrl_slab *slab)
 {
 	slab->domain = dom;
 	slab->next = dom->pool.slabs;
@@ -86,7 +91,8 @@ static void slab_adopt(struct mrl_cache_domain *dom, struct mrl_slab *slab)
 	}
 }
 
-struct mrl_registration *mrl_slab_entry_alloc(struct mrl_cache_domain *dom)
+struct mrl_registration *
+mrl_slab_entry_alloc(struct mrl_cache_domain *dom)
 {
 	struct mrl_slab_pool *pool = &dom->pool;
 	struct mrl_registration *reg;
@@ -100,9 +106,9 @@ struct mrl_registration *mrl_slab_entry_alloc(struct mrl_cache_domain *dom)
 		mrl_slabs_idle_bytes -= slab_bytes(slab->n);
 		slab_adopt(dom, slab);
 	}
-	n = pool->entries < MRL_SLAB_MIN   ? MRL_SLAB_MIN
-	    : pool->entries > MRL_SLAB_MAX ? MRL_SLAB_MAX
-					   : (uint32_t)pool->entries;
+	n = pool->entries < MRL_SLAB_MIN ? MRL_SLAB_MIN :
+	    pool->entries > MRL_SLAB_MAX ? MRL_SLAB_MAX :
+					   (uint32_t) pool->entries;
 	while (!pool->free) {
 		pthread_mutex_unlock(&mrl_pool_lock);
 		slab = mrl_slab_alloc_lines(slab_bytes(n),
@@ -112,7 +118,7 @@ struct mrl_registration *mrl_slab_entry_alloc(struct mrl_cache_domain *dom)
 		slab->n = n;
 		for (uint32_t i = 0; i < n; i++) {
 			atomic_init(&slab->reg[i].refs, 0);
-			slab->reg[i].idx = (uint16_t)i;
+			slab->reg[i].idx = (uint16_t) i;
 		}
 		pthread_mutex_lock(&mrl_pool_lock);
 		slab_adopt(dom, slab);
@@ -134,7 +140,8 @@ struct mrl_registration *mrl_slab_entry_alloc(struct mrl_cache_domain *dom)
 	return reg;
 }
 
-size_t mrl_cache_pool_idle_bytes(void)
+size_t
+mrl_cache_pool_idle_bytes(void)
 {
 	size_t n;
 
@@ -144,7 +151,8 @@ size_t mrl_cache_pool_idle_bytes(void)
 	return n;
 }
 
-void mrl_slab_entry_free(struct mrl_registration *reg)
+void
+mrl_slab_entry_free(struct mrl_registration *reg)
 {
 	struct mrl_cache_domain *dom = mrl_reg_domain(reg);
 
@@ -158,7 +166,8 @@ void mrl_slab_entry_free(struct mrl_registration *reg)
 	pthread_mutex_unlock(&mrl_pool_lock);
 }
 
-void mrl_slab_domain_release(struct mrl_cache_domain *dom)
+void
+mrl_slab_domain_release(struct mrl_cache_domain *dom)
 {
 	struct mrl_slab *slab;
 
@@ -175,7 +184,8 @@ void mrl_slab_domain_release(struct mrl_cache_domain *dom)
 	pthread_mutex_unlock(&mrl_pool_lock);
 }
 
-void mrl_slab_fork_lock(bool lock)
+void
+mrl_slab_fork_lock(bool lock)
 {
 	if (lock)
 		pthread_mutex_lock(&mrl_pool_lock);

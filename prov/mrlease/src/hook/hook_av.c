@@ -15,8 +15,9 @@
 
 #define MRL_AV_OK(av, op) FI_CHECK_OP((av)->inner->ops, struct fi_ops_av, op)
 
-static int mrl_av_insert(struct fid_av *av_fid, const void *addr, size_t count,
-			 fi_addr_t *fi_addr, uint64_t flags, void *context)
+static int
+mrl_av_insert(struct fid_av *av_fid, const void *addr, size_t count,
+	      fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct mrl_av *av = container_of(av_fid, struct mrl_av, av);
 
@@ -26,9 +27,9 @@ static int mrl_av_insert(struct fid_av *av_fid, const void *addr, size_t count,
 				      context);
 }
 
-static int mrl_av_insertsvc(struct fid_av *av_fid, const char *node,
-			    const char *service, fi_addr_t *fi_addr,
-			    uint64_t flags, void *context)
+static int
+mrl_av_insertsvc(struct fid_av *av_fid, const char *node, const char *service,
+		 fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct mrl_av *av = container_of(av_fid, struct mrl_av, av);
 
@@ -38,9 +39,10 @@ static int mrl_av_insertsvc(struct fid_av *av_fid, const char *node,
 					 flags, context);
 }
 
-static int mrl_av_insertsym(struct fid_av *av_fid, const char *node,
-			    size_t nodecnt, const char *service, size_t svccnt,
-			    fi_addr_t *fi_addr, uint64_t flags, void *context)
+static int
+mrl_av_insertsym(struct fid_av *av_fid, const char *node, size_t nodecnt,
+		 const char *service, size_t svccnt, fi_addr_t *fi_addr,
+		 uint64_t flags, void *context)
 {
 	struct mrl_av *av = container_of(av_fid, struct mrl_av, av);
 
@@ -50,8 +52,9 @@ static int mrl_av_insertsym(struct fid_av *av_fid, const char *node,
 					 svccnt, fi_addr, flags, context);
 }
 
-static int mrl_av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr,
-			 size_t count, uint64_t flags)
+static int
+mrl_av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr, size_t count,
+	      uint64_t flags)
 {
 	struct mrl_av *av = container_of(av_fid, struct mrl_av, av);
 
@@ -60,8 +63,9 @@ static int mrl_av_remove(struct fid_av *av_fid, fi_addr_t *fi_addr,
 	return av->inner->ops->remove(av->inner, fi_addr, count, flags);
 }
 
-static int mrl_av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr, void *addr,
-			 size_t *addrlen)
+static int
+mrl_av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr, void *addr,
+	      size_t *addrlen)
 {
 	struct mrl_av *av = container_of(av_fid, struct mrl_av, av);
 
@@ -70,8 +74,8 @@ static int mrl_av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr, void *addr,
 	return av->inner->ops->lookup(av->inner, fi_addr, addr, addrlen);
 }
 
-static const char *mrl_av_straddr(struct fid_av *av_fid, const void *addr,
-				  char *buf, size_t *len)
+static const char *
+mrl_av_straddr(struct fid_av *av_fid, const void *addr, char *buf, size_t *len)
 {
 	struct mrl_av *av = container_of(av_fid, struct mrl_av, av);
 
@@ -94,8 +98,9 @@ struct fi_ops_av mrl_av_ops = {
 	.av_set = mrl_av_set_open,
 };
 
-int mrl_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
-		struct fid_av **av_fid, void *context)
+int
+mrl_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+	    struct fid_av **av_fid, void *context)
 {
 	struct mrl_domain *dom = mrl_domain_of(domain);
 	struct mrl_av *av;
@@ -134,16 +139,19 @@ err_free:
 
 /* ---- AV sets ------------------------------------------------------ */
 
-#define MRL_SET_OK(set, op) FI_CHECK_OP((set)->inner->ops, struct fi_ops_av_set, op)
+#define MRL_SET_OK(set, op) \
+	FI_CHECK_OP((set)->inner->ops, struct fi_ops_av_set, op)
 
-static struct fid_av_set *mrl_set_inner(const struct fid_av_set *set)
+static struct fid_av_set *
+mrl_set_inner(const struct fid_av_set *set)
 {
-	struct fid *fid = mrl_inner_fid((struct fid *)&set->fid);
+	struct fid *fid = mrl_inner_fid((struct fid *) &set->fid);
 
 	return container_of(fid, struct fid_av_set, fid);
 }
 
-static int mrl_av_set_union(struct fid_av_set *dst, const struct fid_av_set *src)
+static int
+mrl_av_set_union(struct fid_av_set *dst, const struct fid_av_set *src)
 {
 	struct mrl_av_set *set = container_of(dst, struct mrl_av_set, av_set);
 
@@ -152,8 +160,8 @@ static int mrl_av_set_union(struct fid_av_set *dst, const struct fid_av_set *src
 	return set->inner->ops->set_union(set->inner, mrl_set_inner(src));
 }
 
-static int mrl_av_set_intersect(struct fid_av_set *dst,
-				const struct fid_av_set *src)
+static int
+mrl_av_set_intersect(struct fid_av_set *dst, const struct fid_av_set *src)
 {
 	struct mrl_av_set *set = container_of(dst, struct mrl_av_set, av_set);
 
@@ -162,7 +170,8 @@ static int mrl_av_set_intersect(struct fid_av_set *dst,
 	return set->inner->ops->intersect(set->inner, mrl_set_inner(src));
 }
 
-static int mrl_av_set_diff(struct fid_av_set *dst, const struct fid_av_set *src)
+static int
+mrl_av_set_diff(struct fid_av_set *dst, const struct fid_av_set *src)
 {
 	struct mrl_av_set *set = container_of(dst, struct mrl_av_set, av_set);
 
@@ -171,27 +180,33 @@ static int mrl_av_set_diff(struct fid_av_set *dst, const struct fid_av_set *src)
 	return set->inner->ops->diff(set->inner, mrl_set_inner(src));
 }
 
-static int mrl_av_set_insert(struct fid_av_set *set_fid, fi_addr_t addr)
+static int
+mrl_av_set_insert(struct fid_av_set *set_fid, fi_addr_t addr)
 {
-	struct mrl_av_set *set = container_of(set_fid, struct mrl_av_set, av_set);
+	struct mrl_av_set *set =
+		container_of(set_fid, struct mrl_av_set, av_set);
 
 	if (!MRL_SET_OK(set, insert))
 		return -FI_ENOSYS;
 	return set->inner->ops->insert(set->inner, addr);
 }
 
-static int mrl_av_set_remove(struct fid_av_set *set_fid, fi_addr_t addr)
+static int
+mrl_av_set_remove(struct fid_av_set *set_fid, fi_addr_t addr)
 {
-	struct mrl_av_set *set = container_of(set_fid, struct mrl_av_set, av_set);
+	struct mrl_av_set *set =
+		container_of(set_fid, struct mrl_av_set, av_set);
 
 	if (!MRL_SET_OK(set, remove))
 		return -FI_ENOSYS;
 	return set->inner->ops->remove(set->inner, addr);
 }
 
-static int mrl_av_set_addr(struct fid_av_set *set_fid, fi_addr_t *coll_addr)
+static int
+mrl_av_set_addr(struct fid_av_set *set_fid, fi_addr_t *coll_addr)
 {
-	struct mrl_av_set *set = container_of(set_fid, struct mrl_av_set, av_set);
+	struct mrl_av_set *set =
+		container_of(set_fid, struct mrl_av_set, av_set);
 
 	if (!MRL_SET_OK(set, addr))
 		return -FI_ENOSYS;
@@ -208,8 +223,9 @@ struct fi_ops_av_set mrl_av_set_ops = {
 	.addr = mrl_av_set_addr,
 };
 
-static int mrl_av_set_open(struct fid_av *av_fid, struct fi_av_set_attr *attr,
-			   struct fid_av_set **set_fid, void *context)
+static int
+mrl_av_set_open(struct fid_av *av_fid, struct fi_av_set_attr *attr,
+		struct fid_av_set **set_fid, void *context)
 {
 	struct mrl_av *av = container_of(av_fid, struct mrl_av, av);
 	struct mrl_av_set *set;
@@ -242,4 +258,3 @@ err_free:
 	free(set);
 	return ret;
 }
-

@@ -16,7 +16,8 @@
 #include "mrl_hook.h"
 
 /* The inner fi_ops_cm of an endpoint or passive endpoint. */
-static struct fi_ops_cm *mrl_cm_of(struct fid *fid, struct fid **inner)
+static struct fi_ops_cm *
+mrl_cm_of(struct fid *fid, struct fid **inner)
 {
 	if (!mrl_is_hook_fid(fid))
 		return NULL;
@@ -37,7 +38,8 @@ static struct fi_ops_cm *mrl_cm_of(struct fid *fid, struct fid **inner)
 
 #define MRL_CM_OK(cm, op) FI_CHECK_OP(cm, struct fi_ops_cm, op)
 
-static int mrl_cm_setname(fid_t fid, void *addr, size_t addrlen)
+static int
+mrl_cm_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct fid *inner;
 	struct fi_ops_cm *cm = mrl_cm_of(fid, &inner);
@@ -47,7 +49,8 @@ static int mrl_cm_setname(fid_t fid, void *addr, size_t addrlen)
 	return cm->setname(inner, addr, addrlen);
 }
 
-static int mrl_cm_getname(fid_t fid, void *addr, size_t *addrlen)
+static int
+mrl_cm_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct fid *inner;
 	struct fi_ops_cm *cm = mrl_cm_of(fid, &inner);
@@ -57,7 +60,8 @@ static int mrl_cm_getname(fid_t fid, void *addr, size_t *addrlen)
 	return cm->getname(inner, addr, addrlen);
 }
 
-static int mrl_cm_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
+static int
+mrl_cm_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
 {
 	struct mrl_ep *ep = mrl_ep_of(ep_fid);
 
@@ -66,8 +70,9 @@ static int mrl_cm_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
 	return ep->inner->cm->getpeer(ep->inner, addr, addrlen);
 }
 
-static int mrl_cm_connect(struct fid_ep *ep_fid, const void *addr,
-			  const void *param, size_t paramlen)
+static int
+mrl_cm_connect(struct fid_ep *ep_fid, const void *addr, const void *param,
+	       size_t paramlen)
 {
 	struct mrl_ep *ep = mrl_ep_of(ep_fid);
 
@@ -76,7 +81,8 @@ static int mrl_cm_connect(struct fid_ep *ep_fid, const void *addr,
 	return ep->inner->cm->connect(ep->inner, addr, param, paramlen);
 }
 
-static int mrl_cm_listen(struct fid_pep *pep_fid)
+static int
+mrl_cm_listen(struct fid_pep *pep_fid)
 {
 	struct mrl_pep *pep = container_of(pep_fid, struct mrl_pep, pep);
 
@@ -85,8 +91,8 @@ static int mrl_cm_listen(struct fid_pep *pep_fid)
 	return pep->inner->cm->listen(pep->inner);
 }
 
-static int mrl_cm_accept(struct fid_ep *ep_fid, const void *param,
-			 size_t paramlen)
+static int
+mrl_cm_accept(struct fid_ep *ep_fid, const void *param, size_t paramlen)
 {
 	struct mrl_ep *ep = mrl_ep_of(ep_fid);
 
@@ -95,8 +101,9 @@ static int mrl_cm_accept(struct fid_ep *ep_fid, const void *param,
 	return ep->inner->cm->accept(ep->inner, param, paramlen);
 }
 
-static int mrl_cm_reject(struct fid_pep *pep_fid, fid_t handle,
-			 const void *param, size_t paramlen)
+static int
+mrl_cm_reject(struct fid_pep *pep_fid, fid_t handle, const void *param,
+	      size_t paramlen)
 {
 	struct mrl_pep *pep = container_of(pep_fid, struct mrl_pep, pep);
 
@@ -106,7 +113,8 @@ static int mrl_cm_reject(struct fid_pep *pep_fid, fid_t handle,
 				      paramlen);
 }
 
-static int mrl_cm_shutdown(struct fid_ep *ep_fid, uint64_t flags)
+static int
+mrl_cm_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 {
 	struct mrl_ep *ep = mrl_ep_of(ep_fid);
 
@@ -121,8 +129,9 @@ static int mrl_cm_shutdown(struct fid_ep *ep_fid, uint64_t flags)
  * naming the inner set. The multicast fid is ours; its fi_addr is copied
  * now and again when FI_JOIN_COMPLETE is read (hook_eq.c).
  */
-static int mrl_cm_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
-		       struct fid_mc **mc_fid, void *context)
+static int
+mrl_cm_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
+	    struct fid_mc **mc_fid, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(ep_fid);
 	struct fi_collective_addr coll;
@@ -136,9 +145,13 @@ static int mrl_cm_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
 		const struct fi_collective_addr *app = addr;
 
 		coll.coll_addr = app->coll_addr;
-		coll.set = app->set ?
-			container_of(mrl_inner_fid((struct fid *)&app->set->fid),
-				     struct fid_av_set, fid) : NULL;
+		coll.set =
+			app->set ?
+				container_of(
+					mrl_inner_fid(
+						(struct fid *) &app->set->fid),
+					struct fid_av_set, fid) :
+				NULL;
 		addr = &coll;
 	}
 
@@ -182,10 +195,12 @@ struct fi_ops_cm mrl_ep_cm_ops = {
 
 /* ---- passive endpoints ------------------------------------------- */
 
-int mrl_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
-		   struct fid_pep **pep_fid, void *context)
+int
+mrl_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+	       struct fid_pep **pep_fid, void *context)
 {
-	struct mrl_fabric *fab = container_of(fabric, struct mrl_fabric, fabric);
+	struct mrl_fabric *fab =
+		container_of(fabric, struct mrl_fabric, fabric);
 	struct mrl_pep *pep;
 	int ret;
 
@@ -219,4 +234,3 @@ err_free:
 	free(pep);
 	return ret;
 }
-

@@ -12,8 +12,8 @@
 
 #define MRL_CNTR_OK(c, op) FI_CHECK_OP((c)->inner->ops, struct fi_ops_cntr, op)
 
-
-static uint64_t mrl_cntr_read(struct fid_cntr *cntr_fid)
+static uint64_t
+mrl_cntr_read(struct fid_cntr *cntr_fid)
 {
 	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
 
@@ -22,7 +22,8 @@ static uint64_t mrl_cntr_read(struct fid_cntr *cntr_fid)
 	return cntr->inner->ops->read(cntr->inner);
 }
 
-static uint64_t mrl_cntr_readerr(struct fid_cntr *cntr_fid)
+static uint64_t
+mrl_cntr_readerr(struct fid_cntr *cntr_fid)
 {
 	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
 
@@ -31,7 +32,8 @@ static uint64_t mrl_cntr_readerr(struct fid_cntr *cntr_fid)
 	return cntr->inner->ops->readerr(cntr->inner);
 }
 
-static int mrl_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
+static int
+mrl_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 {
 	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
 
@@ -40,7 +42,8 @@ static int mrl_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 	return cntr->inner->ops->add(cntr->inner, value);
 }
 
-static int mrl_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
+static int
+mrl_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 {
 	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
 
@@ -49,8 +52,8 @@ static int mrl_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 	return cntr->inner->ops->set(cntr->inner, value);
 }
 
-static int mrl_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
-			 int timeout)
+static int
+mrl_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 {
 	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
 
@@ -59,7 +62,8 @@ static int mrl_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 	return cntr->inner->ops->wait(cntr->inner, threshold, timeout);
 }
 
-static int mrl_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
+static int
+mrl_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
 {
 	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
 
@@ -68,7 +72,8 @@ static int mrl_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
 	return cntr->inner->ops->adderr(cntr->inner, value);
 }
 
-static int mrl_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
+static int
+mrl_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
 {
 	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
 
@@ -88,8 +93,9 @@ struct fi_ops_cntr mrl_cntr_ops = {
 	.seterr = mrl_cntr_seterr,
 };
 
-int mrl_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
-		  struct fid_cntr **cntr_fid, void *context)
+int
+mrl_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+	      struct fid_cntr **cntr_fid, void *context)
 {
 	struct mrl_domain *dom = mrl_domain_of(domain);
 	struct fid_wait *app_wait = NULL;
@@ -114,7 +120,7 @@ int mrl_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 
 	if (attr && attr->wait_obj == FI_WAIT_SET && attr->wait_set) {
 		app_wait = attr->wait_set;
-		attr->wait_set = (struct fid_wait *)container_of(
+		attr->wait_set = (struct fid_wait *) container_of(
 			mrl_inner_fid(&app_wait->fid), struct fid_wait, fid);
 	}
 	ret = dom->inner->ops->cntr_open(dom->inner, attr, &cntr->inner,
@@ -145,4 +151,3 @@ err_free:
 	free(cntr);
 	return ret;
 }
-

@@ -14,10 +14,10 @@
 
 #include "mrl_hook.h"
 
-
 #define MRL_CQ_OK(cq, op) FI_CHECK_OP((cq)->inner->ops, struct fi_ops_cq, op)
 
-static ssize_t mrl_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+static ssize_t
+mrl_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 
@@ -26,8 +26,9 @@ static ssize_t mrl_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 	return cq->inner->ops->read(cq->inner, buf, count);
 }
 
-static ssize_t mrl_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-			       fi_addr_t *src_addr)
+static ssize_t
+mrl_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		fi_addr_t *src_addr)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 
@@ -36,8 +37,9 @@ static ssize_t mrl_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	return cq->inner->ops->readfrom(cq->inner, buf, count, src_addr);
 }
 
-static ssize_t mrl_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
-			      uint64_t flags)
+static ssize_t
+mrl_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+	       uint64_t flags)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 
@@ -46,8 +48,9 @@ static ssize_t mrl_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf
 	return cq->inner->ops->readerr(cq->inner, buf, flags);
 }
 
-static ssize_t mrl_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
-			    const void *cond, int timeout)
+static ssize_t
+mrl_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const void *cond,
+	     int timeout)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 
@@ -56,8 +59,9 @@ static ssize_t mrl_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
 	return cq->inner->ops->sread(cq->inner, buf, count, cond, timeout);
 }
 
-static ssize_t mrl_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-				fi_addr_t *src_addr, const void *cond, int timeout)
+static ssize_t
+mrl_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		 fi_addr_t *src_addr, const void *cond, int timeout)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 
@@ -67,7 +71,8 @@ static ssize_t mrl_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 					 timeout);
 }
 
-static int mrl_cq_signal(struct fid_cq *cq_fid)
+static int
+mrl_cq_signal(struct fid_cq *cq_fid)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 
@@ -76,14 +81,16 @@ static int mrl_cq_signal(struct fid_cq *cq_fid)
 	return cq->inner->ops->signal(cq->inner);
 }
 
-static const char *mrl_cq_strerror(struct fid_cq *cq_fid, int prov_errno,
-				   const void *err_data, char *buf, size_t len)
+static const char *
+mrl_cq_strerror(struct fid_cq *cq_fid, int prov_errno, const void *err_data,
+		char *buf, size_t len)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 
 	if (!MRL_CQ_OK(cq, strerror))
 		return fi_strerror(prov_errno);
-	return cq->inner->ops->strerror(cq->inner, prov_errno, err_data, buf, len);
+	return cq->inner->ops->strerror(cq->inner, prov_errno, err_data, buf,
+					len);
 }
 
 struct fi_ops_cq mrl_cq_ops = {
@@ -97,8 +104,9 @@ struct fi_ops_cq mrl_cq_ops = {
 	.strerror = mrl_cq_strerror,
 };
 
-int mrl_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
-		struct fid_cq **cq_fid, void *context)
+int
+mrl_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+	    struct fid_cq **cq_fid, void *context)
 {
 	struct mrl_domain *dom = mrl_domain_of(domain);
 	struct fid_wait *app_wait = NULL;
@@ -127,7 +135,7 @@ int mrl_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	/* The attr may be larger than ours: swap the wait set in place. */
 	if (attr && attr->wait_obj == FI_WAIT_SET && attr->wait_set) {
 		app_wait = attr->wait_set;
-		attr->wait_set = (struct fid_wait *)container_of(
+		attr->wait_set = (struct fid_wait *) container_of(
 			mrl_inner_fid(&app_wait->fid), struct fid_wait, fid);
 	}
 	ret = dom->inner->ops->cq_open(dom->inner, attr, &cq->inner,
@@ -158,4 +166,3 @@ err_free:
 	free(cq);
 	return ret;
 }
-

@@ -30,8 +30,8 @@
  *   "mrlease_debug_v1" (MRL_DEBUG_OPS_1), on any hook object: test-only
  *       counters (mrl_debug.h).
  *   Any other name (fi_open_ops or fi_set_ops, any object): -FI_ENOSYS,
- *       logged at FI_LOG_INFO and counted (MRL_DEBUG_OPS_REFUSED). ofi_rxd (1.17) opens no
- *       provider-private ops on its udp objects.
+ *       logged at FI_LOG_INFO and counted (MRL_DEBUG_OPS_REFUSED). ofi_rxd
+ * (1.17) opens no provider-private ops on its udp objects.
  */
 #include "config.h"
 
@@ -48,12 +48,13 @@ _Thread_local int mrl_nesting;
 
 /* ---- provider-private ops ------------------------------------------ */
 
-#define MRL_OFI_OPS_FLOW_CTRL "ofix_flow_ctrl_v1"
+#define MRL_OFI_OPS_FLOW_CTRL	 "ofix_flow_ctrl_v1"
 #define MRL_OFI_OPS_DYNAMIC_RBUF "ofix_dynamic_rbuf_v2"
 
 typedef ssize_t (*mrl_flow_send_fn)(struct fid_ep *ep, uint64_t credits);
 
-/* Layout of libfabric's struct ofi_ops_flow_ctrl (ofi_util.h, not installed). */
+/* Layout of libfabric's struct ofi_ops_flow_ctrl (ofi_util.h, not installed).
+ */
 struct mrl_ofi_ops_flow_ctrl {
 	size_t size;
 	bool (*available)(struct fid_ep *ep);
@@ -77,8 +78,8 @@ struct mrl_ofi_cq_rbuf_entry {
 
 struct mrl_ofi_ops_dynamic_rbuf {
 	size_t size;
-	ssize_t (*get_rbuf)(struct mrl_ofi_cq_rbuf_entry *entry, struct iovec *iov,
-			    size_t *count);
+	ssize_t (*get_rbuf)(struct mrl_ofi_cq_rbuf_entry *entry,
+			    struct iovec *iov, size_t *count);
 };
 
 struct mrl_util_ops {
@@ -91,14 +92,16 @@ struct mrl_util_ops {
 	struct mrl_ofi_ops_dynamic_rbuf *rbuf_outer;
 };
 
-static struct mrl_util_ops *mrl_util_ops_get(struct mrl_domain *domain)
+static struct mrl_util_ops *
+mrl_util_ops_get(struct mrl_domain *domain)
 {
 	if (!domain->util_ops)
 		domain->util_ops = calloc(1, sizeof(*domain->util_ops));
 	return domain->util_ops;
 }
 
-static struct mrl_ep *mrl_util_ep(struct fid *fid)
+static struct mrl_ep *
+mrl_util_ep(struct fid *fid)
 {
 	if (!fid || !mrl_is_hook_fid(fid) || mrl_class_of(fid) < MRL_CLASS_EP ||
 	    mrl_class_of(fid) > MRL_CLASS_SRX_CTX)
@@ -111,7 +114,8 @@ static struct mrl_ep *mrl_util_ep(struct fid *fid)
 	 (u)->flow_inner->size > offsetof(struct mrl_ofi_ops_flow_ctrl, op) && \
 	 (u)->flow_inner->op)
 
-static bool mrl_flow_available(struct fid_ep *ep_fid)
+static bool
+mrl_flow_available(struct fid_ep *ep_fid)
 {
 	struct mrl_ep *ep = mrl_util_ep(ep_fid ? &ep_fid->fid : NULL);
 
@@ -120,7 +124,8 @@ static bool mrl_flow_available(struct fid_ep *ep_fid)
 	return ep->domain->util_ops->flow_inner->available(ep->inner);
 }
 
-static int mrl_flow_enable(struct fid_ep *ep_fid, uint64_t threshold)
+static int
+mrl_flow_enable(struct fid_ep *ep_fid, uint64_t threshold)
 {
 	struct mrl_ep *ep = mrl_util_ep(ep_fid ? &ep_fid->fid : NULL);
 
@@ -131,22 +136,26 @@ static int mrl_flow_enable(struct fid_ep *ep_fid, uint64_t threshold)
 	return ep->domain->util_ops->flow_inner->enable(ep->inner, threshold);
 }
 
-static void mrl_flow_add_credits(struct fid_ep *ep_fid, uint64_t credits)
+static void
+mrl_flow_add_credits(struct fid_ep *ep_fid, uint64_t credits)
 {
 	struct mrl_ep *ep = mrl_util_ep(ep_fid ? &ep_fid->fid : NULL);
 
 	if (ep && MRL_FLOW_OK(ep->domain->util_ops, add_credits))
-		ep->domain->util_ops->flow_inner->add_credits(ep->inner, credits);
+		ep->domain->util_ops->flow_inner->add_credits(ep->inner,
+							      credits);
 }
 
 /* Called by the provider below with its own endpoint. */
-static ssize_t mrl_flow_send_trampoline(struct fid_ep *inner_ep, uint64_t credits)
+static ssize_t
+mrl_flow_send_trampoline(struct fid_ep *inner_ep, uint64_t credits)
 {
 	struct mrl_ep *ep = mrl_util_ep(mrl_hook_of_inner(&inner_ep->fid));
 
 	if (!ep) {
 		FI_WARN(mrl_prov, FI_LOG_EP_DATA,
-			"flow control: endpoint %p is not hooked\n", (void *)inner_ep);
+			"flow control: endpoint %p is not hooked\n",
+			(void *) inner_ep);
 		return -FI_EINVAL;
 	}
 	if (!ep->domain->util_ops || !ep->domain->util_ops->send_handler)
@@ -154,8 +163,9 @@ static ssize_t mrl_flow_send_trampoline(struct fid_ep *inner_ep, uint64_t credit
 	return ep->domain->util_ops->send_handler(&ep->ep, credits);
 }
 
-static void mrl_flow_set_send_handler(struct fid_domain *domain_fid,
-				      mrl_flow_send_fn send_handler)
+static void
+mrl_flow_set_send_handler(struct fid_domain *domain_fid,
+			  mrl_flow_send_fn send_handler)
 {
 	struct mrl_domain *domain;
 
@@ -178,8 +188,9 @@ static struct mrl_ofi_ops_flow_ctrl mrl_flow_ctrl_ops = {
 	.set_send_handler = mrl_flow_set_send_handler,
 };
 
-static int mrl_domain_open_flow_ctrl(struct mrl_domain *domain, uint64_t flags,
-				     void **ops, void *context)
+static int
+mrl_domain_open_flow_ctrl(struct mrl_domain *domain, uint64_t flags, void **ops,
+			  void *context)
 {
 	struct mrl_ofi_ops_flow_ctrl *inner_ops = NULL;
 	struct fid *inner = &domain->inner->fid;
@@ -189,7 +200,7 @@ static int mrl_domain_open_flow_ctrl(struct mrl_domain *domain, uint64_t flags,
 	if (!FI_CHECK_OP(inner->ops, struct fi_ops, ops_open))
 		return -FI_ENOSYS;
 	ret = inner->ops->ops_open(inner, MRL_OFI_OPS_FLOW_CTRL, flags,
-				   (void **)&inner_ops, context);
+				   (void **) &inner_ops, context);
 	if (ret)
 		return ret;
 	if (!inner_ops)
@@ -205,8 +216,9 @@ static int mrl_domain_open_flow_ctrl(struct mrl_domain *domain, uint64_t flags,
 
 /* Called by the provider below with an entry naming its endpoint's
  * context, which is our wrapper: the utility provider gets its own. */
-static ssize_t mrl_rbuf_get_trampoline(struct mrl_ofi_cq_rbuf_entry *entry,
-				       struct iovec *iov, size_t *count)
+static ssize_t
+mrl_rbuf_get_trampoline(struct mrl_ofi_cq_rbuf_entry *entry, struct iovec *iov,
+			size_t *count)
 {
 	struct mrl_ep *ep = mrl_util_ep(entry->ep_context);
 	struct mrl_ofi_ops_dynamic_rbuf *outer;
@@ -231,8 +243,9 @@ static struct mrl_ofi_ops_dynamic_rbuf mrl_rbuf_ops = {
 	.get_rbuf = mrl_rbuf_get_trampoline,
 };
 
-static int mrl_domain_set_dynamic_rbuf(struct mrl_domain *domain, uint64_t flags,
-				       void *ops, void *context)
+static int
+mrl_domain_set_dynamic_rbuf(struct mrl_domain *domain, uint64_t flags,
+			    void *ops, void *context)
 {
 	struct mrl_ofi_ops_dynamic_rbuf *outer = ops;
 	struct fid *inner = &domain->inner->fid;
@@ -257,8 +270,9 @@ static int mrl_domain_set_dynamic_rbuf(struct mrl_domain *domain, uint64_t flags
 	return 0;
 }
 
-int mrl_domain_ops_open(struct mrl_domain *domain, const char *name,
-			uint64_t flags, void **ops, void *context, bool *handled)
+int
+mrl_domain_ops_open(struct mrl_domain *domain, const char *name, uint64_t flags,
+		    void **ops, void *context, bool *handled)
 {
 	*handled = !strcmp(name, MRL_OFI_OPS_FLOW_CTRL);
 	if (*handled)
@@ -266,8 +280,9 @@ int mrl_domain_ops_open(struct mrl_domain *domain, const char *name,
 	return -FI_ENOSYS;
 }
 
-int mrl_domain_ops_set(struct mrl_domain *domain, const char *name,
-		       uint64_t flags, void *ops, void *context, bool *handled)
+int
+mrl_domain_ops_set(struct mrl_domain *domain, const char *name, uint64_t flags,
+		   void *ops, void *context, bool *handled)
 {
 	*handled = !strcmp(name, MRL_OFI_OPS_DYNAMIC_RBUF);
 	if (*handled)
@@ -277,9 +292,9 @@ int mrl_domain_ops_set(struct mrl_domain *domain, const char *name,
 
 /* ---- domain ops --------------------------------------------------- */
 
-static int mrl_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
-			    enum fi_op op, struct fi_atomic_attr *attr,
-			    uint64_t flags)
+static int
+mrl_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+		 enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
 {
 	struct mrl_domain *dom = mrl_domain_of(domain);
 
@@ -289,13 +304,14 @@ static int mrl_query_atomic(struct fid_domain *domain, enum fi_datatype datatype
 					     flags);
 }
 
-static int mrl_query_collective(struct fid_domain *domain,
-				enum fi_collective_op coll,
-				struct fi_collective_attr *attr, uint64_t flags)
+static int
+mrl_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+		     struct fi_collective_attr *attr, uint64_t flags)
 {
 	struct mrl_domain *dom = mrl_domain_of(domain);
 
-	if (!FI_CHECK_OP(dom->inner->ops, struct fi_ops_domain, query_collective))
+	if (!FI_CHECK_OP(dom->inner->ops, struct fi_ops_domain,
+			 query_collective))
 		return -FI_ENOSYS;
 	return dom->inner->ops->query_collective(dom->inner, coll, attr, flags);
 }
@@ -317,8 +333,8 @@ struct fi_ops_domain mrl_domain_ops = {
 
 /* ---- open / close ------------------------------------------------- */
 
-static void mrl_domain_record_info(struct mrl_domain *dom,
-				   const struct fi_info *info)
+static void
+mrl_domain_record_info(struct mrl_domain *dom, const struct fi_info *info)
 {
 	const char *prov = NULL;
 
@@ -326,7 +342,8 @@ static void mrl_domain_record_info(struct mrl_domain *dom,
 		prov = info->fabric_attr->prov_name;
 	else if (dom->fabric->inner_prov && dom->fabric->inner_prov->name)
 		prov = dom->fabric->inner_prov->name;
-	snprintf(dom->prov_name, sizeof(dom->prov_name), "%s", prov ? prov : "?");
+	snprintf(dom->prov_name, sizeof(dom->prov_name), "%s",
+		 prov ? prov : "?");
 
 	dom->caps = info->caps;
 	dom->mode = info->mode;
@@ -340,13 +357,15 @@ static void mrl_domain_record_info(struct mrl_domain *dom,
 
 /* A domain of a bypassed fabric (mrl_fabric_bypass_domain): the
  * provider's own, with the caller's context. */
-static int mrl_domain_open_bypassed(struct mrl_fabric *fab, struct fi_info *info,
-				    struct fid_domain **domain, uint64_t flags,
-				    bool v2, void *context)
+static int
+mrl_domain_open_bypassed(struct mrl_fabric *fab, struct fi_info *info,
+			 struct fid_domain **domain, uint64_t flags, bool v2,
+			 void *context)
 {
-	int ret = v2 ? fab->inner->ops->domain2(fab->inner, info, domain, flags,
-						 context) :
-		       fab->inner->ops->domain(fab->inner, info, domain, context);
+	int ret =
+		v2 ? fab->inner->ops->domain2(fab->inner, info, domain, flags,
+					      context) :
+		     fab->inner->ops->domain(fab->inner, info, domain, context);
 
 	if (ret)
 		return ret;
@@ -359,26 +378,33 @@ static int mrl_domain_open_bypassed(struct mrl_fabric *fab, struct fi_info *info
 			"its fabric stepped aside (set FI_MRLEASE_HOOK_INNER=1 "
 			"to hook them all)\n",
 			info->domain_attr && info->domain_attr->name ?
-				info->domain_attr->name : "?",
+				info->domain_attr->name :
+				"?",
 			fab->inner_prov && fab->inner_prov->name ?
-				fab->inner_prov->name : "?");
+				fab->inner_prov->name :
+				"?");
 	FI_INFO(mrl_prov, FI_LOG_DOMAIN,
 		"%s left domain %s over %s unhooked (inner instance with "
 		"nothing to do: its fabric's objects are the provider's own)\n",
 		mrl_personality && mrl_personality->name ?
-			mrl_personality->name : mrl_prov->name,
+			mrl_personality->name :
+			mrl_prov->name,
 		info->domain_attr && info->domain_attr->name ?
-			info->domain_attr->name : "?",
+			info->domain_attr->name :
+			"?",
 		fab->inner_prov && fab->inner_prov->name ?
-			fab->inner_prov->name : "?");
+			fab->inner_prov->name :
+			"?");
 	return 0;
 }
 
-static int mrl_domain_open_common(struct fid_fabric *fabric, struct fi_info *info,
-				  struct fid_domain **domain, uint64_t flags,
-				  bool v2, void *context)
+static int
+mrl_domain_open_common(struct fid_fabric *fabric, struct fi_info *info,
+		       struct fid_domain **domain, uint64_t flags, bool v2,
+		       void *context)
 {
-	struct mrl_fabric *fab = container_of(fabric, struct mrl_fabric, fabric);
+	struct mrl_fabric *fab =
+		container_of(fabric, struct mrl_fabric, fabric);
 	struct mrl_domain *dom;
 	/* A peer domain context (FI_PEER) refers to the owner's objects and
 	 * must reach the provider as given. */
@@ -387,8 +413,8 @@ static int mrl_domain_open_common(struct fid_fabric *fabric, struct fi_info *inf
 
 	if (!info)
 		return -FI_EINVAL;
-	if (v2 ? !FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, domain2)
-	       : !FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, domain))
+	if (v2 ? !FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, domain2) :
+		 !FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, domain))
 		return -FI_ENOSYS;
 	if (mrl_fabric_bypass_domain(fab, info))
 		return mrl_domain_open_bypassed(fab, info, domain, flags, v2,
@@ -411,8 +437,9 @@ static int mrl_domain_open_common(struct fid_fabric *fabric, struct fi_info *inf
 	 * instance hooking that core domain sees mrl_nesting > 0. */
 	mrl_nesting++;
 	if (v2)
-		ret = fab->inner->ops->domain2(fab->inner, info, &dom->inner, flags,
-					       peer ? context : &dom->domain.fid);
+		ret = fab->inner->ops->domain2(
+			fab->inner, info, &dom->inner, flags,
+			peer ? context : &dom->domain.fid);
 	else
 		ret = fab->inner->ops->domain(fab->inner, info, &dom->inner,
 					      &dom->domain.fid);
@@ -436,9 +463,11 @@ static int mrl_domain_open_common(struct fid_fabric *fabric, struct fi_info *inf
 	FI_INFO(mrl_prov, FI_LOG_DOMAIN,
 		"%s hooked domain %s over %s (%s instance)\n",
 		mrl_personality && mrl_personality->name ?
-			mrl_personality->name : mrl_prov->name,
+			mrl_personality->name :
+			mrl_prov->name,
 		info->domain_attr && info->domain_attr->name ?
-			info->domain_attr->name : "?",
+			info->domain_attr->name :
+			"?",
 		dom->prov_name, dom->outermost ? "outermost" : "inner");
 	*domain = &dom->domain;
 	return 0;
@@ -450,15 +479,17 @@ err_free:
 	return ret;
 }
 
-int mrl_hook_domain_open(struct fid_fabric *fabric, struct fi_info *info,
-		    struct fid_domain **domain, void *context)
+int
+mrl_hook_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		     struct fid_domain **domain, void *context)
 {
 	return mrl_domain_open_common(fabric, info, domain, 0, false, context);
 }
 
-int mrl_hook_domain2_open(struct fid_fabric *fabric, struct fi_info *info,
-		     struct fid_domain **domain, uint64_t flags, void *context)
+int
+mrl_hook_domain2_open(struct fid_fabric *fabric, struct fi_info *info,
+		      struct fid_domain **domain, uint64_t flags, void *context)
 {
-	return mrl_domain_open_common(fabric, info, domain, flags, true, context);
+	return mrl_domain_open_common(fabric, info, domain, flags, true,
+				      context);
 }
-

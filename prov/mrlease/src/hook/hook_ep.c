@@ -14,7 +14,8 @@
 
 #include "mrl_hook.h"
 
-static enum mrl_class mrl_ep_class(size_t fclass)
+static enum mrl_class
+mrl_ep_class(size_t fclass)
 {
 	switch (fclass) {
 	case FI_CLASS_SEP:
@@ -31,7 +32,8 @@ static enum mrl_class mrl_ep_class(size_t fclass)
 }
 
 /* The fi_ops_ep of any object that has one: ep family, stx, pep. */
-static struct fi_ops_ep *mrl_ep_ops_of(struct fid *fid, struct fid **inner)
+static struct fi_ops_ep *
+mrl_ep_ops_of(struct fid *fid, struct fid **inner)
 {
 	if (!mrl_is_hook_fid(fid))
 		return NULL;
@@ -54,7 +56,8 @@ static struct fi_ops_ep *mrl_ep_ops_of(struct fid *fid, struct fid **inner)
 
 #define MRL_EP_OPS_OK(ops, op) FI_CHECK_OP(ops, struct fi_ops_ep, op)
 
-static ssize_t mrl_ep_cancel(fid_t fid, void *context)
+static ssize_t
+mrl_ep_cancel(fid_t fid, void *context)
 {
 	struct fid *inner;
 	struct fi_ops_ep *ops = mrl_ep_ops_of(fid, &inner);
@@ -64,8 +67,8 @@ static ssize_t mrl_ep_cancel(fid_t fid, void *context)
 	return ops->cancel(inner, context);
 }
 
-static int mrl_ep_getopt(fid_t fid, int level, int optname, void *optval,
-			 size_t *optlen)
+static int
+mrl_ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
 	struct fid *inner;
 	struct fi_ops_ep *ops = mrl_ep_ops_of(fid, &inner);
@@ -75,8 +78,9 @@ static int mrl_ep_getopt(fid_t fid, int level, int optname, void *optval,
 	return ops->getopt(inner, level, optname, optval, optlen);
 }
 
-static int mrl_ep_setopt(fid_t fid, int level, int optname, const void *optval,
-			 size_t optlen)
+static int
+mrl_ep_setopt(fid_t fid, int level, int optname, const void *optval,
+	      size_t optlen)
 {
 	struct fid *inner;
 	struct fi_ops_ep *ops = mrl_ep_ops_of(fid, &inner);
@@ -86,12 +90,13 @@ static int mrl_ep_setopt(fid_t fid, int level, int optname, const void *optval,
 	return ops->setopt(inner, level, optname, optval, optlen);
 }
 
-static int mrl_ep_ctx_open(struct fid_ep *sep_fid, int index, void *attr,
-			   bool tx, struct fid_ep **ctx_fid, void *context)
+static int
+mrl_ep_ctx_open(struct fid_ep *sep_fid, int index, void *attr, bool tx,
+		struct fid_ep **ctx_fid, void *context)
 {
 	struct mrl_ep *sep = mrl_ep_of(sep_fid);
 	struct fi_ops_ep *ops = sep->inner->ops;
-	struct mrl_ep_open opening = { 0 };
+	struct mrl_ep_open opening = {0};
 	struct mrl_ep *ctx;
 	int ret;
 
@@ -105,7 +110,8 @@ static int mrl_ep_ctx_open(struct fid_ep *sep_fid, int index, void *attr,
 	ctx->sep = sep;
 	ctx->ep.fid.fclass = tx ? FI_CLASS_TX_CTX : FI_CLASS_RX_CTX;
 	ctx->ep.fid.context = context;
-	ctx->ep.fid.ops = &mrl_fid_ops[tx ? MRL_CLASS_TX_CTX : MRL_CLASS_RX_CTX];
+	ctx->ep.fid.ops =
+		&mrl_fid_ops[tx ? MRL_CLASS_TX_CTX : MRL_CLASS_RX_CTX];
 
 	if (tx) {
 		struct fi_tx_attr *txa = attr;
@@ -139,19 +145,22 @@ err_free:
 	return ret;
 }
 
-static int mrl_ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
-			 struct fid_ep **tx_ep, void *context)
+static int
+mrl_ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+	      struct fid_ep **tx_ep, void *context)
 {
 	return mrl_ep_ctx_open(sep, index, attr, true, tx_ep, context);
 }
 
-static int mrl_ep_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
-			 struct fid_ep **rx_ep, void *context)
+static int
+mrl_ep_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+	      struct fid_ep **rx_ep, void *context)
 {
 	return mrl_ep_ctx_open(sep, index, attr, false, rx_ep, context);
 }
 
-static ssize_t mrl_ep_rx_size_left(struct fid_ep *ep_fid)
+static ssize_t
+mrl_ep_rx_size_left(struct fid_ep *ep_fid)
 {
 	struct mrl_ep *ep = mrl_ep_of(ep_fid);
 
@@ -160,7 +169,8 @@ static ssize_t mrl_ep_rx_size_left(struct fid_ep *ep_fid)
 	return ep->inner->ops->rx_size_left(ep->inner);
 }
 
-static ssize_t mrl_ep_tx_size_left(struct fid_ep *ep_fid)
+static ssize_t
+mrl_ep_tx_size_left(struct fid_ep *ep_fid)
 {
 	struct mrl_ep *ep = mrl_ep_of(ep_fid);
 
@@ -182,7 +192,8 @@ struct fi_ops_ep mrl_ep_ops = {
 
 /* ---- wrapping ------------------------------------------------------ */
 
-void mrl_ep_set_tables(struct mrl_ep *ep)
+void
+mrl_ep_set_tables(struct mrl_ep *ep)
 {
 	/* Every table is installed even where the inner endpoint lacks it:
 	 * its forwarders then return -FI_ENOSYS instead of the application
@@ -197,7 +208,8 @@ void mrl_ep_set_tables(struct mrl_ep *ep)
 }
 
 /* After the inner object opened: tables, personality, count. */
-int mrl_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening)
+int
+mrl_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening)
 {
 	int ret = 0;
 
@@ -213,8 +225,9 @@ int mrl_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening)
 	return 0;
 }
 
-int mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner,
-		      struct mrl_ep **ep_out)
+int
+mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner,
+		  struct mrl_ep **ep_out)
 {
 	static const struct mrl_ep_open opening; /* none of its own */
 	size_t fclass = aliased->ep.fid.fclass;
@@ -248,7 +261,8 @@ err_free:
 	return ret;
 }
 
-int mrl_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags)
+int
+mrl_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags)
 {
 	struct mrl_ep_bindings *b = &ep->bound;
 
@@ -257,7 +271,8 @@ int mrl_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags)
 
 	switch (mrl_class_of(hook_bfid)) {
 	case MRL_CLASS_CQ: {
-		struct mrl_cq *cq = container_of(hook_bfid, struct mrl_cq, cq.fid);
+		struct mrl_cq *cq =
+			container_of(hook_bfid, struct mrl_cq, cq.fid);
 
 		if (flags & FI_TRANSMIT) {
 			b->tx_cq = cq;
@@ -270,7 +285,8 @@ int mrl_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags)
 		break;
 	}
 	case MRL_CLASS_CNTR: {
-		struct mrl_cntr *c = container_of(hook_bfid, struct mrl_cntr, cntr.fid);
+		struct mrl_cntr *c =
+			container_of(hook_bfid, struct mrl_cntr, cntr.fid);
 
 		if (flags & FI_SEND)
 			b->send_cntr = c;
@@ -306,8 +322,8 @@ int mrl_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags)
 
 /* ---- opening ------------------------------------------------------- */
 
-static struct mrl_ep *mrl_ep_alloc(struct mrl_domain *dom, size_t fclass,
-				   void *context)
+static struct mrl_ep *
+mrl_ep_alloc(struct mrl_domain *dom, size_t fclass, void *context)
 {
 	struct mrl_ep *ep = calloc(1, sizeof(*ep));
 
@@ -328,9 +344,10 @@ static struct mrl_ep *mrl_ep_alloc(struct mrl_domain *dom, size_t fclass,
  * fi_endpoint below a domain that has no endpoint2, as libfabric's
  * fi_endpoint2 makes it.
  */
-static int mrl_ep_open_common(struct fid_domain *domain, struct fi_info *info,
-			      struct fid_ep **ep_fid, uint64_t flags, int how,
-			      void *context)
+static int
+mrl_ep_open_common(struct fid_domain *domain, struct fi_info *info,
+		   struct fid_ep **ep_fid, uint64_t flags, int how,
+		   void *context)
 {
 	enum { OPEN_EP, OPEN_EP2, OPEN_SEP };
 	struct mrl_domain *dom = mrl_domain_of(domain);
@@ -350,9 +367,11 @@ static int mrl_ep_open_common(struct fid_domain *domain, struct fi_info *info,
 	if (how == OPEN_EP2 && !flags &&
 	    !FI_CHECK_OP(ops, struct fi_ops_domain, endpoint2))
 		how = OPEN_EP;
-	if (how == OPEN_EP ? !FI_CHECK_OP(ops, struct fi_ops_domain, endpoint) :
-	    how == OPEN_EP2 ? !FI_CHECK_OP(ops, struct fi_ops_domain, endpoint2) :
-			      !FI_CHECK_OP(ops, struct fi_ops_domain, scalable_ep))
+	if (how == OPEN_EP ?
+		    !FI_CHECK_OP(ops, struct fi_ops_domain, endpoint) :
+	    how == OPEN_EP2 ?
+		    !FI_CHECK_OP(ops, struct fi_ops_domain, endpoint2) :
+		    !FI_CHECK_OP(ops, struct fi_ops_domain, scalable_ep))
 		return -FI_ENOSYS;
 
 	ep = mrl_ep_alloc(dom, how == OPEN_SEP ? FI_CLASS_SEP : FI_CLASS_EP,
@@ -370,7 +389,8 @@ static int mrl_ep_open_common(struct fid_domain *domain, struct fi_info *info,
 	if (how == OPEN_EP)
 		ret = ops->endpoint(dom->inner, info, &ep->inner, inner_ctx);
 	else if (how == OPEN_EP2)
-		ret = ops->endpoint2(dom->inner, info, &ep->inner, flags, inner_ctx);
+		ret = ops->endpoint2(dom->inner, info, &ep->inner, flags,
+				     inner_ctx);
 	else
 		ret = ops->scalable_ep(dom->inner, info, &ep->inner, inner_ctx);
 	if (app_handle)
@@ -393,33 +413,37 @@ err_free:
 	return ret;
 }
 
-int mrl_endpoint(struct fid_domain *domain, struct fi_info *info,
-		 struct fid_ep **ep, void *context)
+int
+mrl_endpoint(struct fid_domain *domain, struct fi_info *info,
+	     struct fid_ep **ep, void *context)
 {
 	return mrl_ep_open_common(domain, info, ep, 0, 0, context);
 }
 
-int mrl_endpoint2(struct fid_domain *domain, struct fi_info *info,
-		  struct fid_ep **ep, uint64_t flags, void *context)
+int
+mrl_endpoint2(struct fid_domain *domain, struct fi_info *info,
+	      struct fid_ep **ep, uint64_t flags, void *context)
 {
 	return mrl_ep_open_common(domain, info, ep, flags, 1, context);
 }
 
-int mrl_scalable_ep(struct fid_domain *domain, struct fi_info *info,
-		    struct fid_ep **sep, void *context)
+int
+mrl_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+		struct fid_ep **sep, void *context)
 {
 	return mrl_ep_open_common(domain, info, sep, 0, 2, context);
 }
 
-int mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
-		struct fid_ep **rx_ep, void *context)
+int
+mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
+	    struct fid_ep **rx_ep, void *context)
 {
 	struct mrl_domain *dom = mrl_domain_of(domain);
 	struct mrl_ep *srx;
 	/* A peer SRX context (FI_PEER) carries the owner's ops: pass it as
 	 * is. */
 	bool peer = attr && (attr->op_flags & FI_PEER);
-	struct mrl_ep_open opening = { .rx_attr = attr };
+	struct mrl_ep_open opening = {.rx_attr = attr};
 	int ret;
 
 	if (!FI_CHECK_OP(dom->inner->ops, struct fi_ops_domain, srx_ctx))
@@ -452,8 +476,9 @@ err_free:
 
 /* ---- shared tx context --------------------------------------------- */
 
-int mrl_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
-		struct fid_stx **stx_fid, void *context)
+int
+mrl_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
+	    struct fid_stx **stx_fid, void *context)
 {
 	struct mrl_domain *dom = mrl_domain_of(domain);
 	struct mrl_stx *stx;
@@ -485,4 +510,3 @@ err_free:
 	free(stx);
 	return ret;
 }
-

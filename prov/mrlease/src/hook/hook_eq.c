@@ -18,8 +18,8 @@
 
 #include "mrl_hook.h"
 
-
-static void mrl_eq_map_fid(struct fid **fidp)
+static void
+mrl_eq_map_fid(struct fid **fidp)
 {
 	struct fid *hook = mrl_hook_of_inner(*fidp);
 
@@ -35,7 +35,8 @@ static void mrl_eq_map_fid(struct fid **fidp)
 	}
 }
 
-static void mrl_eq_map_event(uint32_t event, void *buf, size_t len)
+static void
+mrl_eq_map_event(uint32_t event, void *buf, size_t len)
 {
 	switch (event) {
 	case FI_NOTIFY:
@@ -47,15 +48,16 @@ static void mrl_eq_map_event(uint32_t event, void *buf, size_t len)
 	case FI_JOIN_COMPLETE:
 		/* fi_eq_entry and fi_eq_cm_entry both start with the fid. */
 		if (len >= sizeof(struct fid *))
-			mrl_eq_map_fid(&((struct fi_eq_entry *)buf)->fid);
+			mrl_eq_map_fid(&((struct fi_eq_entry *) buf)->fid);
 		break;
 	default:
 		break;
 	}
 }
 
-static ssize_t mrl_eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
-			   size_t len, uint64_t flags)
+static ssize_t
+mrl_eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_t len,
+	    uint64_t flags)
 {
 	struct mrl_eq *eq = container_of(eq_fid, struct mrl_eq, eq);
 	ssize_t ret;
@@ -64,12 +66,13 @@ static ssize_t mrl_eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 		return -FI_ENOSYS;
 	ret = eq->inner->ops->read(eq->inner, event, buf, len, flags);
 	if (ret > 0 && event && buf)
-		mrl_eq_map_event(*event, buf, (size_t)ret);
+		mrl_eq_map_event(*event, buf, (size_t) ret);
 	return ret;
 }
 
-static ssize_t mrl_eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
-			      uint64_t flags)
+static ssize_t
+mrl_eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
+	       uint64_t flags)
 {
 	struct mrl_eq *eq = container_of(eq_fid, struct mrl_eq, eq);
 	ssize_t ret;
@@ -82,8 +85,9 @@ static ssize_t mrl_eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf
 	return ret;
 }
 
-static ssize_t mrl_eq_write(struct fid_eq *eq_fid, uint32_t event,
-			    const void *buf, size_t len, uint64_t flags)
+static ssize_t
+mrl_eq_write(struct fid_eq *eq_fid, uint32_t event, const void *buf, size_t len,
+	     uint64_t flags)
 {
 	struct mrl_eq *eq = container_of(eq_fid, struct mrl_eq, eq);
 
@@ -92,8 +96,9 @@ static ssize_t mrl_eq_write(struct fid_eq *eq_fid, uint32_t event,
 	return eq->inner->ops->write(eq->inner, event, buf, len, flags);
 }
 
-static ssize_t mrl_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
-			    size_t len, int timeout, uint64_t flags)
+static ssize_t
+mrl_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_t len,
+	     int timeout, uint64_t flags)
 {
 	struct mrl_eq *eq = container_of(eq_fid, struct mrl_eq, eq);
 	ssize_t ret;
@@ -102,18 +107,20 @@ static ssize_t mrl_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf,
 		return -FI_ENOSYS;
 	ret = eq->inner->ops->sread(eq->inner, event, buf, len, timeout, flags);
 	if (ret > 0 && event && buf)
-		mrl_eq_map_event(*event, buf, (size_t)ret);
+		mrl_eq_map_event(*event, buf, (size_t) ret);
 	return ret;
 }
 
-static const char *mrl_eq_strerror(struct fid_eq *eq_fid, int prov_errno,
-				   const void *err_data, char *buf, size_t len)
+static const char *
+mrl_eq_strerror(struct fid_eq *eq_fid, int prov_errno, const void *err_data,
+		char *buf, size_t len)
 {
 	struct mrl_eq *eq = container_of(eq_fid, struct mrl_eq, eq);
 
 	if (!FI_CHECK_OP(eq->inner->ops, struct fi_ops_eq, strerror))
 		return fi_strerror(prov_errno);
-	return eq->inner->ops->strerror(eq->inner, prov_errno, err_data, buf, len);
+	return eq->inner->ops->strerror(eq->inner, prov_errno, err_data, buf,
+					len);
 }
 
 struct fi_ops_eq mrl_eq_ops = {
@@ -125,10 +132,12 @@ struct fi_ops_eq mrl_eq_ops = {
 	.strerror = mrl_eq_strerror,
 };
 
-int mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
-		struct fid_eq **eq_fid, void *context)
+int
+mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+	    struct fid_eq **eq_fid, void *context)
 {
-	struct mrl_fabric *fab = container_of(fabric, struct mrl_fabric, fabric);
+	struct mrl_fabric *fab =
+		container_of(fabric, struct mrl_fabric, fabric);
 	struct fid_wait *app_wait = NULL;
 	struct mrl_eq *eq;
 	/* A peer EQ context (FI_PEER, fi_peer(3)) names the owner's EQ, which
@@ -140,7 +149,8 @@ int mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	if (!FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, eq_open))
 		return -FI_ENOSYS;
 	if (mrl_fabric_bypassed(fab))
-		return fab->inner->ops->eq_open(fab->inner, attr, eq_fid, context);
+		return fab->inner->ops->eq_open(fab->inner, attr, eq_fid,
+						context);
 
 	eq = calloc(1, sizeof(*eq));
 	if (!eq)
@@ -155,7 +165,7 @@ int mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	/* The attr may be larger than ours: swap the wait set in place. */
 	if (attr && attr->wait_obj == FI_WAIT_SET && attr->wait_set) {
 		app_wait = attr->wait_set;
-		attr->wait_set = (struct fid_wait *)container_of(
+		attr->wait_set = (struct fid_wait *) container_of(
 			mrl_inner_fid(&app_wait->fid), struct fid_wait, fid);
 	}
 	ret = fab->inner->ops->eq_open(fab->inner, attr, &eq->inner,
@@ -178,4 +188,3 @@ err_free:
 	free(eq);
 	return ret;
 }
-

@@ -25,13 +25,15 @@ struct fi_ops_fabric mrl_fabric_ops = {
 	.domain2 = mrl_hook_domain2_open,
 };
 
-static bool mrl_prov_is_utility(const struct fi_provider *prov)
+static bool
+mrl_prov_is_utility(const struct fi_provider *prov)
 {
 	return prov && prov->name && !strncmp(prov->name, "ofi_", 4);
 }
 
-int mrl_hook_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
-		    void *context)
+int
+mrl_hook_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		void *context)
 {
 	struct fi_provider *inner_prov = context;
 	struct mrl_fabric *fab;
@@ -56,28 +58,31 @@ int mrl_hook_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 	/* A fabric over a core provider may still belong to a utility
 	 * provider (rxm opens it inside its own fabric()); which one it is
 	 * is only known when a domain opens (mrl_nesting). */
-	FI_INFO(mrl_prov, FI_LOG_FABRIC,
-		"%s hooked fabric over %s (%s)\n",
+	FI_INFO(mrl_prov, FI_LOG_FABRIC, "%s hooked fabric over %s (%s)\n",
 		mrl_personality && mrl_personality->name ?
-			mrl_personality->name : mrl_prov->name,
+			mrl_personality->name :
+			mrl_prov->name,
 		inner_prov && inner_prov->name ? inner_prov->name : "?",
-		fab->over_utility ? "outermost: over a utility provider" :
-				    "outermost unless opened by a utility provider; "
-				    "decided per domain");
+		fab->over_utility ?
+			"outermost: over a utility provider" :
+			"outermost unless opened by a utility provider; "
+			"decided per domain");
 	*fabric = &fab->fabric;
 	return 0;
 }
 
-bool mrl_fabric_bypass_domain(struct mrl_fabric *fab, const struct fi_info *info)
+bool
+mrl_fabric_bypass_domain(struct mrl_fabric *fab, const struct fi_info *info)
 {
 	int state = atomic_load_explicit(&fab->state, memory_order_acquire);
 	int want;
 
 	if (state == MRL_FABRIC_UNDECIDED) {
 		want = mrl_nesting > 0 && mrl_personality &&
-		       mrl_personality->bypass_inner &&
-		       mrl_personality->bypass_inner(info) ?
-			       MRL_FABRIC_BYPASSED : MRL_FABRIC_HOOKED;
+				       mrl_personality->bypass_inner &&
+				       mrl_personality->bypass_inner(info) ?
+			       MRL_FABRIC_BYPASSED :
+			       MRL_FABRIC_HOOKED;
 		/* On failure state holds what another opener decided. */
 		if (atomic_compare_exchange_strong_explicit(
 			    &fab->state, &state, want, memory_order_acq_rel,
@@ -87,20 +92,20 @@ bool mrl_fabric_bypass_domain(struct mrl_fabric *fab, const struct fi_info *info
 	return state == MRL_FABRIC_BYPASSED;
 }
 
-bool mrl_fabric_bypassed(struct mrl_fabric *fab)
+bool
+mrl_fabric_bypassed(struct mrl_fabric *fab)
 {
 	int state = MRL_FABRIC_UNDECIDED;
 
-	atomic_compare_exchange_strong_explicit(&fab->state, &state,
-						MRL_FABRIC_HOOKED,
-						memory_order_acq_rel,
-						memory_order_acquire);
+	atomic_compare_exchange_strong_explicit(
+		&fab->state, &state, MRL_FABRIC_HOOKED, memory_order_acq_rel,
+		memory_order_acquire);
 	return state == MRL_FABRIC_BYPASSED;
 }
 
-void mrl_hook_cleanup(void)
+void
+mrl_hook_cleanup(void)
 {
 	if (mrl_personality && mrl_personality->cleanup)
 		mrl_personality->cleanup();
 }
-

@@ -22,38 +22,26 @@
 struct fi_provider *mrl_prov;
 const struct mrl_personality *mrl_personality;
 
-#define MRL_FID_OPS                                                            \
-	{                                                                      \
-		.size = sizeof(struct fi_ops),                                 \
-		.close = mrl_fid_close,                                        \
-		.bind = mrl_fid_bind,                                          \
-		.control = mrl_fid_control,                                    \
-		.ops_open = mrl_fid_ops_open,                                  \
-		.tostr = mrl_fid_tostr,                                        \
-		.ops_set = mrl_fid_ops_set,                                    \
+#define MRL_FID_OPS                                                    \
+	{                                                              \
+		.size = sizeof(struct fi_ops), .close = mrl_fid_close, \
+		.bind = mrl_fid_bind, .control = mrl_fid_control,      \
+		.ops_open = mrl_fid_ops_open, .tostr = mrl_fid_tostr,  \
+		.ops_set = mrl_fid_ops_set,                            \
 	}
 
 /* One table per class, all alike: the table's address is the class.
  * Read-only (personalities plug in through their callbacks). */
 const struct fi_ops mrl_fid_ops_table[MRL_NCLASS] = {
-	[MRL_CLASS_FABRIC] = MRL_FID_OPS,
-	[MRL_CLASS_DOMAIN] = MRL_FID_OPS,
-	[MRL_CLASS_EQ] = MRL_FID_OPS,
-	[MRL_CLASS_WAIT] = MRL_FID_OPS,
-	[MRL_CLASS_POLL] = MRL_FID_OPS,
-	[MRL_CLASS_AV] = MRL_FID_OPS,
-	[MRL_CLASS_AV_SET] = MRL_FID_OPS,
-	[MRL_CLASS_CQ] = MRL_FID_OPS,
-	[MRL_CLASS_CNTR] = MRL_FID_OPS,
-	[MRL_CLASS_EP] = MRL_FID_OPS,
-	[MRL_CLASS_SEP] = MRL_FID_OPS,
-	[MRL_CLASS_TX_CTX] = MRL_FID_OPS,
-	[MRL_CLASS_RX_CTX] = MRL_FID_OPS,
-	[MRL_CLASS_SRX_CTX] = MRL_FID_OPS,
-	[MRL_CLASS_STX_CTX] = MRL_FID_OPS,
-	[MRL_CLASS_PEP] = MRL_FID_OPS,
-	[MRL_CLASS_MR] = MRL_FID_OPS,
-	[MRL_CLASS_MC] = MRL_FID_OPS,
+	[MRL_CLASS_FABRIC] = MRL_FID_OPS,  [MRL_CLASS_DOMAIN] = MRL_FID_OPS,
+	[MRL_CLASS_EQ] = MRL_FID_OPS,	   [MRL_CLASS_WAIT] = MRL_FID_OPS,
+	[MRL_CLASS_POLL] = MRL_FID_OPS,	   [MRL_CLASS_AV] = MRL_FID_OPS,
+	[MRL_CLASS_AV_SET] = MRL_FID_OPS,  [MRL_CLASS_CQ] = MRL_FID_OPS,
+	[MRL_CLASS_CNTR] = MRL_FID_OPS,	   [MRL_CLASS_EP] = MRL_FID_OPS,
+	[MRL_CLASS_SEP] = MRL_FID_OPS,	   [MRL_CLASS_TX_CTX] = MRL_FID_OPS,
+	[MRL_CLASS_RX_CTX] = MRL_FID_OPS,  [MRL_CLASS_SRX_CTX] = MRL_FID_OPS,
+	[MRL_CLASS_STX_CTX] = MRL_FID_OPS, [MRL_CLASS_PEP] = MRL_FID_OPS,
+	[MRL_CLASS_MR] = MRL_FID_OPS,	   [MRL_CLASS_MC] = MRL_FID_OPS,
 };
 
 /* ---- counters ---------------------------------------------------- */
@@ -62,22 +50,27 @@ static _Atomic uint64_t mrl_opened[MRL_NCLASS];
 static _Atomic uint64_t mrl_closed[MRL_NCLASS];
 static _Atomic uint64_t mrl_counters[MRL_DEBUG_NCOUNTERS];
 
-void mrl_count_open(enum mrl_class cls)
+void
+mrl_count_open(enum mrl_class cls)
 {
 	atomic_fetch_add_explicit(&mrl_opened[cls], 1, memory_order_relaxed);
 }
 
-void mrl_count_close(enum mrl_class cls)
+void
+mrl_count_close(enum mrl_class cls)
 {
 	atomic_fetch_add_explicit(&mrl_closed[cls], 1, memory_order_relaxed);
 }
 
-void mrl_count(enum mrl_debug_counter which)
+void
+mrl_count(enum mrl_debug_counter which)
 {
-	atomic_fetch_add_explicit(&mrl_counters[which], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&mrl_counters[which], 1,
+				  memory_order_relaxed);
 }
 
-void mrl_debug_snapshot(struct mrl_debug_counts *counts)
+void
+mrl_debug_snapshot(struct mrl_debug_counts *counts)
 {
 	for (int i = 0; i < MRL_NCLASS; i++) {
 		counts->opened[i] = atomic_load_explicit(&mrl_opened[i],
@@ -97,30 +90,37 @@ static struct mrl_debug_ops mrl_debug_ops = {
 
 /* ---- navigation -------------------------------------------------- */
 
-struct fid *mrl_inner_fid(struct fid *fid)
+struct fid *
+mrl_inner_fid(struct fid *fid)
 {
 	if (!mrl_is_hook_fid(fid))
 		return fid;
 
 	switch (mrl_class_of(fid)) {
 	case MRL_CLASS_FABRIC:
-		return &container_of(fid, struct mrl_fabric, fabric.fid)->inner->fid;
+		return &container_of(fid, struct mrl_fabric, fabric.fid)
+				->inner->fid;
 	case MRL_CLASS_DOMAIN:
-		return &container_of(fid, struct mrl_domain, domain.fid)->inner->fid;
+		return &container_of(fid, struct mrl_domain, domain.fid)
+				->inner->fid;
 	case MRL_CLASS_EQ:
 		return &container_of(fid, struct mrl_eq, eq.fid)->inner->fid;
 	case MRL_CLASS_WAIT:
-		return &container_of(fid, struct mrl_wait, wait.fid)->inner->fid;
+		return &container_of(fid, struct mrl_wait, wait.fid)
+				->inner->fid;
 	case MRL_CLASS_POLL:
-		return &container_of(fid, struct mrl_poll, poll.fid)->inner->fid;
+		return &container_of(fid, struct mrl_poll, poll.fid)
+				->inner->fid;
 	case MRL_CLASS_AV:
 		return &container_of(fid, struct mrl_av, av.fid)->inner->fid;
 	case MRL_CLASS_AV_SET:
-		return &container_of(fid, struct mrl_av_set, av_set.fid)->inner->fid;
+		return &container_of(fid, struct mrl_av_set, av_set.fid)
+				->inner->fid;
 	case MRL_CLASS_CQ:
 		return &container_of(fid, struct mrl_cq, cq.fid)->inner->fid;
 	case MRL_CLASS_CNTR:
-		return &container_of(fid, struct mrl_cntr, cntr.fid)->inner->fid;
+		return &container_of(fid, struct mrl_cntr, cntr.fid)
+				->inner->fid;
 	case MRL_CLASS_EP:
 	case MRL_CLASS_SEP:
 	case MRL_CLASS_TX_CTX:
@@ -170,35 +170,41 @@ static size_t mrl_adopted_cap, mrl_adopted_count;
  * its inner objects are never freed there, so no new object of the child
  * takes their addresses.
  */
-static void mrl_adopted_fork_lock(void)
+static void
+mrl_adopted_fork_lock(void)
 {
 	pthread_mutex_lock(&mrl_adopted_lock);
 }
 
-static void mrl_adopted_fork_unlock(void)
+static void
+mrl_adopted_fork_unlock(void)
 {
 	pthread_mutex_unlock(&mrl_adopted_lock);
 }
 
-static void mrl_adopted_fork_install(void)
+static void
+mrl_adopted_fork_install(void)
 {
 	if (pthread_atfork(mrl_adopted_fork_lock, mrl_adopted_fork_unlock,
 			   mrl_adopted_fork_unlock))
 		FI_WARN(mrl_prov, FI_LOG_CORE,
-			"cannot watch for fork: a child must not use the hook\n");
+			"cannot watch for fork: a child must not use the "
+			"hook\n");
 }
 
-static size_t mrl_adopted_slot(const struct fid *inner, size_t cap)
+static size_t
+mrl_adopted_slot(const struct fid *inner, size_t cap)
 {
-	uint64_t h = (uint64_t)(uintptr_t)inner * 0x9e3779b97f4a7c15ULL;
+	uint64_t h = (uint64_t) (uintptr_t) inner * 0x9e3779b97f4a7c15ULL;
 
-	return (size_t)(h >> 32) & (cap - 1);
+	return (size_t) (h >> 32) & (cap - 1);
 }
 
 /* Insert or replace (the address of a closed inner object may come back
  * for a new one before its wrapper's close removed it). */
-static void mrl_adopted_put(struct mrl_adopted *table, size_t cap,
-			    const struct fid *inner, struct fid *hook)
+static void
+mrl_adopted_put(struct mrl_adopted *table, size_t cap, const struct fid *inner,
+		struct fid *hook)
 {
 	size_t i = mrl_adopted_slot(inner, cap);
 
@@ -206,10 +212,11 @@ static void mrl_adopted_put(struct mrl_adopted *table, size_t cap,
 		i = (i + 1) & (cap - 1);
 	if (!table[i].inner)
 		mrl_adopted_count++;
-	table[i] = (struct mrl_adopted){ .inner = inner, .hook = hook };
+	table[i] = (struct mrl_adopted){.inner = inner, .hook = hook};
 }
 
-static int mrl_adopted_add(const struct fid *inner, struct fid *hook)
+static int
+mrl_adopted_add(const struct fid *inner, struct fid *hook)
 {
 	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 	int ret = 0;
@@ -227,7 +234,8 @@ static int mrl_adopted_add(const struct fid *inner, struct fid *hook)
 		mrl_adopted_count = 0;
 		for (size_t i = 0; i < mrl_adopted_cap; i++)
 			if (mrl_adopted[i].inner)
-				mrl_adopted_put(table, cap, mrl_adopted[i].inner,
+				mrl_adopted_put(table, cap,
+						mrl_adopted[i].inner,
 						mrl_adopted[i].hook);
 		free(mrl_adopted);
 		mrl_adopted = table;
@@ -241,7 +249,8 @@ out:
 
 /* Forget inner if it still leads to hook (a newer object at the same
  * address keeps its entry). */
-static void mrl_adopted_del(const struct fid *inner, const struct fid *hook)
+static void
+mrl_adopted_del(const struct fid *inner, const struct fid *hook)
 {
 	size_t i, j, cap;
 
@@ -266,7 +275,7 @@ static void mrl_adopted_del(const struct fid *inner, const struct fid *hook)
 			i = j;
 		}
 	}
-	mrl_adopted[i] = (struct mrl_adopted){ 0 };
+	mrl_adopted[i] = (struct mrl_adopted){0};
 	if (!--mrl_adopted_count) {
 		free(mrl_adopted);
 		mrl_adopted = NULL;
@@ -276,7 +285,8 @@ out:
 	pthread_mutex_unlock(&mrl_adopted_lock);
 }
 
-struct fid *mrl_hook_of_inner(struct fid *inner)
+struct fid *
+mrl_hook_of_inner(struct fid *inner)
 {
 	struct fid *hook = inner;
 	size_t i, cap;
@@ -296,29 +306,33 @@ struct fid *mrl_hook_of_inner(struct fid *inner)
 	return hook;
 }
 
-void mrl_adopt_inner(struct fid *inner, struct fid *hook)
+void
+mrl_adopt_inner(struct fid *inner, struct fid *hook)
 {
 	if (!inner->context)
 		inner->context = hook;
 	else if (inner->context != hook)
 		FI_DBG(mrl_prov, FI_LOG_CORE,
 		       "inner fid %p (fclass %zu) keeps its own context\n",
-		       (void *)inner, inner->fclass);
+		       (void *) inner, inner->fclass);
 	/* Without the entry, events naming inner reach the application
 	 * with the provider's fid: logged, not fatal. */
 	if (mrl_adopted_add(inner, hook))
 		FI_WARN(mrl_prov, FI_LOG_CORE,
 			"no memory to record inner fid %p: its events will "
-			"not be translated\n", (void *)inner);
+			"not be translated\n",
+			(void *) inner);
 }
 
-static bool mrl_class_is_ep(enum mrl_class cls)
+static bool
+mrl_class_is_ep(enum mrl_class cls)
 {
 	return cls >= MRL_CLASS_EP && cls <= MRL_CLASS_SRX_CTX;
 }
 
 /* MR keys and descriptors can change on bind/enable (FI_MR_ENDPOINT). */
-static void mrl_mr_refresh(struct fid *fid)
+static void
+mrl_mr_refresh(struct fid *fid)
 {
 	struct mrl_mr *mr = container_of(fid, struct mrl_mr, mr.fid);
 
@@ -345,7 +359,8 @@ _Static_assert(offsetof(struct mrl_pep, pep.fid) == 0, "fid first");
 _Static_assert(offsetof(struct mrl_mr, mr.fid) == 0, "fid first");
 _Static_assert(offsetof(struct mrl_mc, mc.fid) == 0, "fid first");
 
-int mrl_fid_close(struct fid *fid)
+int
+mrl_fid_close(struct fid *fid)
 {
 	const struct mrl_personality *p = mrl_personality;
 	enum mrl_class cls = mrl_class_of(fid);
@@ -357,7 +372,8 @@ int mrl_fid_close(struct fid *fid)
 	 * the inner domain and nothing uses, or the inner close would fail
 	 * -FI_EBUSY; the rest waits until the provider agreed. */
 	if (cls == MRL_CLASS_DOMAIN && p && p->domain_close)
-		p->domain_close(container_of(fid, struct mrl_domain, domain.fid));
+		p->domain_close(
+			container_of(fid, struct mrl_domain, domain.fid));
 
 	if (cls == MRL_CLASS_MR)
 		mr = container_of(fid, struct mrl_mr, mr.fid);
@@ -375,7 +391,8 @@ int mrl_fid_close(struct fid *fid)
 		if (p && p->domain_closed)
 			p->domain_closed(container_of(fid, struct mrl_domain,
 						      domain.fid));
-		free(container_of(fid, struct mrl_domain, domain.fid)->util_ops);
+		free(container_of(fid, struct mrl_domain, domain.fid)
+			     ->util_ops);
 		break;
 	case MRL_CLASS_CQ:
 		if (p && p->cq_close)
@@ -383,7 +400,8 @@ int mrl_fid_close(struct fid *fid)
 		break;
 	case MRL_CLASS_CNTR:
 		if (p && p->cntr_close)
-			p->cntr_close(container_of(fid, struct mrl_cntr, cntr.fid));
+			p->cntr_close(
+				container_of(fid, struct mrl_cntr, cntr.fid));
 		break;
 	default:
 		if (mrl_class_is_ep(cls) && p && p->ep_close)
@@ -395,7 +413,8 @@ int mrl_fid_close(struct fid *fid)
 	return 0;
 }
 
-int mrl_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+int
+mrl_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct fid *inner = mrl_inner_fid(fid);
 	enum mrl_class cls = mrl_class_of(fid);
@@ -425,19 +444,22 @@ int mrl_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return ret;
 }
 
-static int mrl_fid_alias(struct mrl_ep *ep, struct fi_alias *alias)
+static int
+mrl_fid_alias(struct mrl_ep *ep, struct fi_alias *alias)
 {
 	struct fid *inner_alias = NULL;
-	struct fi_alias inner_arg = { .fid = &inner_alias, .flags = alias->flags };
+	struct fi_alias inner_arg = {.fid = &inner_alias,
+				     .flags = alias->flags};
 	struct mrl_ep *wrap;
 	int ret;
 
-	ret = ep->inner->fid.ops->control(&ep->inner->fid, FI_ALIAS, &inner_arg);
+	ret = ep->inner->fid.ops->control(&ep->inner->fid, FI_ALIAS,
+					  &inner_arg);
 	if (ret)
 		return ret;
 
-	ret = mrl_ep_wrap_alias(ep, container_of(inner_alias, struct fid_ep, fid),
-				&wrap);
+	ret = mrl_ep_wrap_alias(
+		ep, container_of(inner_alias, struct fid_ep, fid), &wrap);
 	if (ret)
 		goto err_close;
 	*alias->fid = &wrap->ep.fid;
@@ -450,7 +472,8 @@ err_close:
 
 /* The forward shared by every class; FI_ALIAS only reaches it from an
  * endpoint-family object. */
-static int mrl_control_forward(struct fid *fid, int command, void *arg)
+static int
+mrl_control_forward(struct fid *fid, int command, void *arg)
 {
 	struct fid *inner = mrl_inner_fid(fid);
 	enum mrl_class cls = mrl_class_of(fid);
@@ -471,7 +494,8 @@ static int mrl_control_forward(struct fid *fid, int command, void *arg)
 		 * descriptor pointers inside op structs whose size grows
 		 * with the API version: not translated. */
 		FI_WARN(mrl_prov, FI_LOG_CORE,
-			"deferred work (fi_control %d) is not forwarded\n", command);
+			"deferred work (fi_control %d) is not forwarded\n",
+			command);
 		return -FI_ENOSYS;
 	default:
 		break;
@@ -483,12 +507,14 @@ static int mrl_control_forward(struct fid *fid, int command, void *arg)
 	return ret;
 }
 
-int mrl_ep_control(struct mrl_ep *ep, int command, void *arg)
+int
+mrl_ep_control(struct mrl_ep *ep, int command, void *arg)
 {
 	return mrl_control_forward(&ep->ep.fid, command, arg);
 }
 
-int mrl_fid_control(struct fid *fid, int command, void *arg)
+int
+mrl_fid_control(struct fid *fid, int command, void *arg)
 {
 	if (mrl_class_is_ep(mrl_class_of(fid)) && mrl_personality &&
 	    mrl_personality->ep_control)
@@ -497,8 +523,9 @@ int mrl_fid_control(struct fid *fid, int command, void *arg)
 	return mrl_control_forward(fid, command, arg);
 }
 
-int mrl_fid_ops_open(struct fid *fid, const char *name, uint64_t flags,
-		     void **ops, void *context)
+int
+mrl_fid_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+		 void *context)
 {
 	enum mrl_class cls = mrl_class_of(fid);
 	int ret;
@@ -518,9 +545,9 @@ int mrl_fid_ops_open(struct fid *fid, const char *name, uint64_t flags,
 	if (cls == MRL_CLASS_DOMAIN) {
 		bool handled;
 
-		ret = mrl_domain_ops_open(container_of(fid, struct mrl_domain,
-						       domain.fid),
-					  name, flags, ops, context, &handled);
+		ret = mrl_domain_ops_open(
+			container_of(fid, struct mrl_domain, domain.fid), name,
+			flags, ops, context, &handled);
 		if (handled)
 			return ret;
 	}
@@ -541,17 +568,19 @@ refuse:
 	return -FI_ENOSYS;
 }
 
-int mrl_fid_tostr(const struct fid *fid, char *buf, size_t len)
+int
+mrl_fid_tostr(const struct fid *fid, char *buf, size_t len)
 {
-	struct fid *inner = mrl_inner_fid((struct fid *)fid);
+	struct fid *inner = mrl_inner_fid((struct fid *) fid);
 
 	if (!FI_CHECK_OP(inner->ops, struct fi_ops, tostr))
 		return -FI_ENOSYS;
 	return inner->ops->tostr(inner, buf, len);
 }
 
-int mrl_fid_ops_set(struct fid *fid, const char *name, uint64_t flags,
-		    void *ops, void *context)
+int
+mrl_fid_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops,
+		void *context)
 {
 	if (!name)
 		return -FI_EINVAL;
@@ -559,9 +588,9 @@ int mrl_fid_ops_set(struct fid *fid, const char *name, uint64_t flags,
 		bool handled;
 		int ret;
 
-		ret = mrl_domain_ops_set(container_of(fid, struct mrl_domain,
-						      domain.fid),
-					 name, flags, ops, context, &handled);
+		ret = mrl_domain_ops_set(
+			container_of(fid, struct mrl_domain, domain.fid), name,
+			flags, ops, context, &handled);
 		if (handled)
 			return ret;
 	}

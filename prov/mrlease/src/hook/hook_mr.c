@@ -14,7 +14,8 @@
 
 #include "mrl_hook.h"
 
-static struct mrl_mr *mrl_mr_alloc(struct mrl_domain *dom, void *context)
+static struct mrl_mr *
+mrl_mr_alloc(struct mrl_domain *dom, void *context)
 {
 	struct mrl_mr *mr = calloc(1, sizeof(*mr));
 
@@ -27,7 +28,8 @@ static struct mrl_mr *mrl_mr_alloc(struct mrl_domain *dom, void *context)
 	return mr;
 }
 
-static void mrl_mr_publish(struct mrl_mr *mr, struct fid_mr **mr_fid)
+static void
+mrl_mr_publish(struct mrl_mr *mr, struct fid_mr **mr_fid)
 {
 	if (!mr->release)
 		mrl_adopt_inner(&mr->inner->fid, &mr->mr.fid);
@@ -38,7 +40,8 @@ static void mrl_mr_publish(struct mrl_mr *mr, struct fid_mr **mr_fid)
 }
 
 /* The MR ops are called with the domain's fid (fi_mr_reg(domain, ...)). */
-static struct mrl_domain *mrl_mr_domain(struct fid *fid)
+static struct mrl_domain *
+mrl_mr_domain(struct fid *fid)
 {
 	if (!mrl_is_hook_fid(fid) || mrl_class_of(fid) != MRL_CLASS_DOMAIN)
 		return NULL;
@@ -47,9 +50,10 @@ static struct mrl_domain *mrl_mr_domain(struct fid *fid)
 
 #define MRL_MR_OK(dom, op) FI_CHECK_OP((dom)->inner->mr, struct fi_ops_mr, op)
 
-static int mrl_mr_reg(struct fid *fid, const void *buf, size_t len,
-		      uint64_t access, uint64_t offset, uint64_t requested_key,
-		      uint64_t flags, struct fid_mr **mr_fid, void *context)
+static int
+mrl_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+	   uint64_t offset, uint64_t requested_key, uint64_t flags,
+	   struct fid_mr **mr_fid, void *context)
 {
 	struct mrl_domain *dom = mrl_mr_domain(fid);
 	struct mrl_mr *mr;
@@ -63,7 +67,8 @@ static int mrl_mr_reg(struct fid *fid, const void *buf, size_t len,
 	if (!mr)
 		return -FI_ENOMEM;
 	ret = dom->inner->mr->reg(&dom->inner->fid, buf, len, access, offset,
-				  requested_key, flags, &mr->inner, &mr->mr.fid);
+				  requested_key, flags, &mr->inner,
+				  &mr->mr.fid);
 	if (ret)
 		goto err_free;
 	mrl_mr_publish(mr, mr_fid);
@@ -74,9 +79,10 @@ err_free:
 	return ret;
 }
 
-static int mrl_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
-		       uint64_t access, uint64_t offset, uint64_t requested_key,
-		       uint64_t flags, struct fid_mr **mr_fid, void *context)
+static int
+mrl_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+	    uint64_t access, uint64_t offset, uint64_t requested_key,
+	    uint64_t flags, struct fid_mr **mr_fid, void *context)
 {
 	struct mrl_domain *dom = mrl_mr_domain(fid);
 	struct mrl_mr *mr;
@@ -90,7 +96,8 @@ static int mrl_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 	if (!mr)
 		return -FI_ENOMEM;
 	ret = dom->inner->mr->regv(&dom->inner->fid, iov, count, access, offset,
-				   requested_key, flags, &mr->inner, &mr->mr.fid);
+				   requested_key, flags, &mr->inner,
+				   &mr->mr.fid);
 	if (ret)
 		goto err_free;
 	mrl_mr_publish(mr, mr_fid);
@@ -107,8 +114,9 @@ err_free:
  * so the inner MR's context is the application's; it is pointed at our
  * wrapper afterwards so FI_MR_COMPLETE events map back.
  */
-static int mrl_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
-			  uint64_t flags, struct fid_mr **mr_fid)
+static int
+mrl_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+	       struct fid_mr **mr_fid)
 {
 	struct mrl_domain *dom = mrl_mr_domain(fid);
 	struct mrl_mr *mr;
@@ -123,7 +131,8 @@ static int mrl_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	mr = mrl_mr_alloc(dom, attr->context);
 	if (!mr)
 		return -FI_ENOMEM;
-	ret = dom->inner->mr->regattr(&dom->inner->fid, attr, flags, &mr->inner);
+	ret = dom->inner->mr->regattr(&dom->inner->fid, attr, flags,
+				      &mr->inner);
 	if (ret)
 		goto err_free;
 	mr->inner->fid.context = &mr->mr.fid;
@@ -142,8 +151,9 @@ struct fi_ops_mr mrl_domain_mr_ops = {
 	.regattr = mrl_mr_regattr,
 };
 
-int mrl_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner, void *context,
-		int (*release)(struct mrl_mr *mr), struct mrl_mr **mr_out)
+int
+mrl_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner, void *context,
+	    int (*release)(struct mrl_mr *mr), struct mrl_mr **mr_out)
 {
 	struct mrl_mr *mr;
 	struct fid_mr *unused;
@@ -157,4 +167,3 @@ int mrl_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner, void *context,
 	*mr_out = mr;
 	return 0;
 }
-

@@ -23,7 +23,6 @@
 
 /* ---- wait set ---------------------------------------------------- */
 
-
 /* Objects a wait set can hold that fi_wait checks, kept inline in the
  * wrapper (freed with it); a set that was given more is not checked. */
 #define MRL_WAIT_WATCHED 16
@@ -36,23 +35,25 @@
  * and is dropped, with no hook on its close.
  */
 struct mrl_wait_set {
-	struct mrl_wait wait;           /* first: mrl_fid_close frees it */
-	pthread_mutex_t lock;           /* guards what follows; nothing is
-					 * called in the provider under it */
-	bool unchecked;                 /* a member the hook cannot check */
+	struct mrl_wait wait; /* first: mrl_fid_close frees it */
+	pthread_mutex_t lock; /* guards what follows; nothing is
+			       * called in the provider under it */
+	bool unchecked; /* a member the hook cannot check */
 	size_t count;
 	struct {
 		struct fid *inner, *hook;
 	} members[MRL_WAIT_WATCHED];
 };
 
-static struct mrl_wait_set *mrl_wait_set_of(struct fid_wait *waitset)
+static struct mrl_wait_set *
+mrl_wait_set_of(struct fid_wait *waitset)
 {
 	return container_of(waitset, struct mrl_wait_set, wait.wait);
 }
 
 /* Drop the members closed since they were added (under set->lock). */
-static void mrl_wait_prune(struct mrl_wait_set *set)
+static void
+mrl_wait_prune(struct mrl_wait_set *set)
 {
 	size_t kept = 0;
 
@@ -63,8 +64,8 @@ static void mrl_wait_prune(struct mrl_wait_set *set)
 	set->count = kept;
 }
 
-void mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook,
-		    struct fid *inner)
+void
+mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook, struct fid *inner)
 {
 	struct mrl_wait_set *set;
 
@@ -77,8 +78,8 @@ void mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook,
 	if (!inner || set->count == MRL_WAIT_WATCHED)
 		set->unchecked = true;
 	else
-		set->members[set->count++] = (typeof(set->members[0])){
-			.inner = inner, .hook = hook };
+		set->members[set->count++] =
+			(typeof(set->members[0])){.inner = inner, .hook = hook};
 	pthread_mutex_unlock(&set->lock);
 }
 
@@ -91,7 +92,8 @@ struct mrl_wait_cntr_seen {
 	uint64_t value, err;
 };
 
-static void mrl_wait_cntr_look(struct fid *hook, struct mrl_wait_cntr_seen *c)
+static void
+mrl_wait_cntr_look(struct fid *hook, struct mrl_wait_cntr_seen *c)
 {
 	struct fid_cntr *cntr = container_of(hook, struct fid_cntr, fid);
 
@@ -116,8 +118,8 @@ mrl_wait_found(struct fid **hooks, size_t n,
 
 		switch (mrl_class_of(hooks[i])) {
 		case MRL_CLASS_CQ:
-			ret = mrl_personality->cq_readable(container_of(
-				hooks[i], struct mrl_cq, cq.fid));
+			ret = mrl_personality->cq_readable(
+				container_of(hooks[i], struct mrl_cq, cq.fid));
 			if (ret > 0)
 				return MRL_WAIT_READABLE;
 			if (ret == -FI_EAGAIN)
@@ -125,7 +127,8 @@ mrl_wait_found(struct fid **hooks, size_t n,
 			break;
 		case MRL_CLASS_CNTR:
 			mrl_wait_cntr_look(hooks[i], &now);
-			if (now.value != seen[i].value || now.err != seen[i].err)
+			if (now.value != seen[i].value ||
+			    now.err != seen[i].err)
 				return MRL_WAIT_READABLE;
 			break;
 		case MRL_CLASS_EQ:
@@ -141,12 +144,13 @@ mrl_wait_found(struct fid **hooks, size_t n,
 	return found;
 }
 
-static int64_t mrl_wait_now_ms(void)
+static int64_t
+mrl_wait_now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -157,7 +161,8 @@ static int64_t mrl_wait_now_ms(void)
  * a member the hook cannot check), or nothing at all (the provider woke
  * for its own progress), returns as the provider said.
  */
-static int mrl_wait_wait(struct fid_wait *waitset, int timeout)
+static int
+mrl_wait_wait(struct fid_wait *waitset, int timeout)
 {
 	struct mrl_wait_set *set = mrl_wait_set_of(waitset);
 	struct fid_wait *inner = set->wait.inner;
@@ -215,7 +220,7 @@ static int mrl_wait_wait(struct fid_wait *waitset, int timeout)
 
 			if (left <= 0)
 				return -FI_ETIMEDOUT;
-			timeout = (int)left;
+			timeout = (int) left;
 		}
 	}
 }
@@ -225,10 +230,12 @@ struct fi_ops_wait mrl_wait_ops = {
 	.wait = mrl_wait_wait,
 };
 
-int mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
-		  struct fid_wait **waitset)
+int
+mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+	      struct fid_wait **waitset)
 {
-	struct mrl_fabric *fab = container_of(fabric, struct mrl_fabric, fabric);
+	struct mrl_fabric *fab =
+		container_of(fabric, struct mrl_fabric, fabric);
 	struct mrl_wait_set *set;
 	struct mrl_wait *wait;
 	int ret;
@@ -270,7 +277,8 @@ err_free:
 }
 
 /* The hook CQ fid is, when the personality hides entries of it, or NULL. */
-static struct mrl_cq *mrl_hiding_cq(struct fid *fid)
+static struct mrl_cq *
+mrl_hiding_cq(struct fid *fid)
 {
 	if (!mrl_personality || !mrl_personality->cq_readable ||
 	    !mrl_is_hook_fid(fid) || mrl_class_of(fid) != MRL_CLASS_CQ)
@@ -290,8 +298,8 @@ static struct mrl_cq *mrl_hiding_cq(struct fid *fid)
  * ask again (*retry; *consumed says whether anything was). Any other
  * object may be the one with events: answer as is.
  */
-static int mrl_trywait_readable(struct fid **fids, int count, bool *retry,
-				bool *consumed)
+static int
+mrl_trywait_readable(struct fid **fids, int count, bool *retry, bool *consumed)
 {
 	bool only_cqs = true;
 
@@ -315,9 +323,11 @@ static int mrl_trywait_readable(struct fid **fids, int count, bool *retry,
 }
 
 /* fi_trywait: the array of hook fids becomes an array of inner fids. */
-int mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+int
+mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
-	struct mrl_fabric *fab = container_of(fabric, struct mrl_fabric, fabric);
+	struct mrl_fabric *fab =
+		container_of(fabric, struct mrl_fabric, fabric);
 	struct fid *stack[16];
 	struct fid **inner = stack;
 	bool retry = true;
@@ -328,8 +338,8 @@ int mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 	if (count < 0)
 		return -FI_EINVAL;
 
-	if ((size_t)count > sizeof(stack) / sizeof(stack[0])) {
-		inner = calloc((size_t)count, sizeof(*inner));
+	if ((size_t) count > sizeof(stack) / sizeof(stack[0])) {
+		inner = calloc((size_t) count, sizeof(*inner));
 		if (!inner)
 			return -FI_ENOMEM;
 	}
@@ -355,7 +365,8 @@ int mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 
 /* ---- poll set ---------------------------------------------------- */
 
-static int mrl_poll_poll(struct fid_poll *pollset, void **context, int count)
+static int
+mrl_poll_poll(struct fid_poll *pollset, void **context, int count)
 {
 	struct mrl_poll *poll = container_of(pollset, struct mrl_poll, poll);
 	int ret, kept = 0;
@@ -383,8 +394,8 @@ static int mrl_poll_poll(struct fid_poll *pollset, void **context, int count)
 	return kept;
 }
 
-static int mrl_poll_add(struct fid_poll *pollset, struct fid *event_fid,
-			uint64_t flags)
+static int
+mrl_poll_add(struct fid_poll *pollset, struct fid *event_fid, uint64_t flags)
 {
 	struct mrl_poll *poll = container_of(pollset, struct mrl_poll, poll);
 
@@ -394,8 +405,8 @@ static int mrl_poll_add(struct fid_poll *pollset, struct fid *event_fid,
 					  flags);
 }
 
-static int mrl_poll_del(struct fid_poll *pollset, struct fid *event_fid,
-			uint64_t flags)
+static int
+mrl_poll_del(struct fid_poll *pollset, struct fid *event_fid, uint64_t flags)
 {
 	struct mrl_poll *poll = container_of(pollset, struct mrl_poll, poll);
 
@@ -412,8 +423,9 @@ struct fi_ops_poll mrl_poll_ops = {
 	.poll_del = mrl_poll_del,
 };
 
-int mrl_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
-		  struct fid_poll **pollset)
+int
+mrl_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+	      struct fid_poll **pollset)
 {
 	struct mrl_domain *dom = mrl_domain_of(domain);
 	struct mrl_poll *poll;
@@ -444,4 +456,3 @@ err_free:
 	free(poll);
 	return ret;
 }
-

@@ -26,15 +26,16 @@
 
 #include "mrl_hook.h"
 
-#define MRL_FWD(tbl, type, op, ...)                                            \
-	do {                                                                   \
-		struct fid_ep *in_ = mrl_ep_of(ep)->inner;                     \
-		if (!FI_CHECK_OP(in_->tbl, type, op))                          \
-			return -FI_ENOSYS;                                     \
-		return in_->tbl->op(in_, __VA_ARGS__);                         \
+#define MRL_FWD(tbl, type, op, ...)                        \
+	do {                                               \
+		struct fid_ep *in_ = mrl_ep_of(ep)->inner; \
+		if (!FI_CHECK_OP(in_->tbl, type, op))      \
+			return -FI_ENOSYS;                 \
+		return in_->tbl->op(in_, __VA_ARGS__);     \
 	} while (0)
 
-void mrl_trigger_to_inner(uint64_t flags, void *context)
+void
+mrl_trigger_to_inner(uint64_t flags, void *context)
 {
 	struct fi_triggered_context *trig = context;
 
@@ -52,14 +53,16 @@ static ssize_t
 mrl_hook_msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 		  fi_addr_t src_addr, void *context)
 {
-	MRL_FWD(msg, struct fi_ops_msg, recv, buf, len, desc, src_addr, context);
+	MRL_FWD(msg, struct fi_ops_msg, recv, buf, len, desc, src_addr,
+		context);
 }
 
 static ssize_t
 mrl_hook_msg_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
 		   size_t count, fi_addr_t src_addr, void *context)
 {
-	MRL_FWD(msg, struct fi_ops_msg, recvv, iov, desc, count, src_addr, context);
+	MRL_FWD(msg, struct fi_ops_msg, recvv, iov, desc, count, src_addr,
+		context);
 }
 
 static ssize_t
@@ -74,14 +77,16 @@ static ssize_t
 mrl_hook_msg_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 		  fi_addr_t dest_addr, void *context)
 {
-	MRL_FWD(msg, struct fi_ops_msg, send, buf, len, desc, dest_addr, context);
+	MRL_FWD(msg, struct fi_ops_msg, send, buf, len, desc, dest_addr,
+		context);
 }
 
 static ssize_t
 mrl_hook_msg_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
 		   size_t count, fi_addr_t dest_addr, void *context)
 {
-	MRL_FWD(msg, struct fi_ops_msg, sendv, iov, desc, count, dest_addr, context);
+	MRL_FWD(msg, struct fi_ops_msg, sendv, iov, desc, count, dest_addr,
+		context);
 }
 
 static ssize_t
@@ -104,8 +109,8 @@ mrl_hook_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
 		      void *desc, uint64_t data, fi_addr_t dest_addr,
 		      void *context)
 {
-	MRL_FWD(msg, struct fi_ops_msg, senddata, buf, len, desc, data, dest_addr,
-		context);
+	MRL_FWD(msg, struct fi_ops_msg, senddata, buf, len, desc, data,
+		dest_addr, context);
 }
 
 static ssize_t
@@ -135,8 +140,8 @@ mrl_hook_tagged_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 		     fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
 		     void *context)
 {
-	MRL_FWD(tagged, struct fi_ops_tagged, recv, buf, len, desc, src_addr, tag,
-		ignore, context);
+	MRL_FWD(tagged, struct fi_ops_tagged, recv, buf, len, desc, src_addr,
+		tag, ignore, context);
 }
 
 static ssize_t
@@ -160,8 +165,8 @@ static ssize_t
 mrl_hook_tagged_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 		     fi_addr_t dest_addr, uint64_t tag, void *context)
 {
-	MRL_FWD(tagged, struct fi_ops_tagged, send, buf, len, desc, dest_addr, tag,
-		context);
+	MRL_FWD(tagged, struct fi_ops_tagged, send, buf, len, desc, dest_addr,
+		tag, context);
 }
 
 static ssize_t
@@ -169,8 +174,8 @@ mrl_hook_tagged_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
 		      size_t count, fi_addr_t dest_addr, uint64_t tag,
 		      void *context)
 {
-	MRL_FWD(tagged, struct fi_ops_tagged, sendv, iov, desc, count, dest_addr,
-		tag, context);
+	MRL_FWD(tagged, struct fi_ops_tagged, sendv, iov, desc, count,
+		dest_addr, tag, context);
 }
 
 static ssize_t
@@ -225,8 +230,8 @@ mrl_hook_rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 		  fi_addr_t src_addr, uint64_t addr, uint64_t key,
 		  void *context)
 {
-	MRL_FWD(rma, struct fi_ops_rma, read, buf, len, desc, src_addr, addr, key,
-		context);
+	MRL_FWD(rma, struct fi_ops_rma, read, buf, len, desc, src_addr, addr,
+		key, context);
 }
 
 static ssize_t
@@ -260,8 +265,8 @@ mrl_hook_rma_writev(struct fid_ep *ep, const struct iovec *iov, void **desc,
 		    size_t count, fi_addr_t dest_addr, uint64_t addr,
 		    uint64_t key, void *context)
 {
-	MRL_FWD(rma, struct fi_ops_rma, writev, iov, desc, count, dest_addr, addr,
-		key, context);
+	MRL_FWD(rma, struct fi_ops_rma, writev, iov, desc, count, dest_addr,
+		addr, key, context);
 }
 
 static ssize_t
@@ -284,8 +289,8 @@ mrl_hook_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
 		       void *desc, uint64_t data, fi_addr_t dest_addr,
 		       uint64_t addr, uint64_t key, void *context)
 {
-	MRL_FWD(rma, struct fi_ops_rma, writedata, buf, len, desc, data, dest_addr,
-		addr, key, context);
+	MRL_FWD(rma, struct fi_ops_rma, writedata, buf, len, desc, data,
+		dest_addr, addr, key, context);
 }
 
 static ssize_t
@@ -293,8 +298,8 @@ mrl_hook_rma_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 			uint64_t data, fi_addr_t dest_addr, uint64_t addr,
 			uint64_t key)
 {
-	MRL_FWD(rma, struct fi_ops_rma, injectdata, buf, len, data, dest_addr, addr,
-		key);
+	MRL_FWD(rma, struct fi_ops_rma, injectdata, buf, len, data, dest_addr,
+		addr, key);
 }
 
 struct fi_ops_rma mrl_ep_rma_ops = {
@@ -318,8 +323,8 @@ mrl_hook_atomic_write(struct fid_ep *ep, const void *buf, size_t count,
 		      uint64_t key, enum fi_datatype datatype, enum fi_op op,
 		      void *context)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, write, buf, count, desc, dest_addr,
-		addr, key, datatype, op, context);
+	MRL_FWD(atomic, struct fi_ops_atomic, write, buf, count, desc,
+		dest_addr, addr, key, datatype, op, context);
 }
 
 static ssize_t
@@ -328,8 +333,8 @@ mrl_hook_atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
 		       uint64_t key, enum fi_datatype datatype, enum fi_op op,
 		       void *context)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, writev, iov, desc, count, dest_addr,
-		addr, key, datatype, op, context);
+	MRL_FWD(atomic, struct fi_ops_atomic, writev, iov, desc, count,
+		dest_addr, addr, key, datatype, op, context);
 }
 
 static ssize_t
@@ -345,8 +350,8 @@ mrl_hook_atomic_inject(struct fid_ep *ep, const void *buf, size_t count,
 		       fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 		       enum fi_datatype datatype, enum fi_op op)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, inject, buf, count, dest_addr, addr,
-		key, datatype, op);
+	MRL_FWD(atomic, struct fi_ops_atomic, inject, buf, count, dest_addr,
+		addr, key, datatype, op);
 }
 
 static ssize_t
@@ -356,8 +361,9 @@ mrl_hook_atomic_readwrite(struct fid_ep *ep, const void *buf, size_t count,
 			  enum fi_datatype datatype, enum fi_op op,
 			  void *context)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, readwrite, buf, count, desc, result,
-		result_desc, dest_addr, addr, key, datatype, op, context);
+	MRL_FWD(atomic, struct fi_ops_atomic, readwrite, buf, count, desc,
+		result, result_desc, dest_addr, addr, key, datatype, op,
+		context);
 }
 
 static ssize_t
@@ -392,8 +398,8 @@ mrl_hook_atomic_compwrite(struct fid_ep *ep, const void *buf, size_t count,
 			  void *context)
 {
 	MRL_FWD(atomic, struct fi_ops_atomic, compwrite, buf, count, desc,
-		compare, compare_desc, result, result_desc, dest_addr, addr, key,
-		datatype, op, context);
+		compare, compare_desc, result, result_desc, dest_addr, addr,
+		key, datatype, op, context);
 }
 
 static ssize_t
@@ -435,14 +441,16 @@ static int
 mrl_hook_atomic_readwritevalid(struct fid_ep *ep, enum fi_datatype datatype,
 			       enum fi_op op, size_t *count)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, readwritevalid, datatype, op, count);
+	MRL_FWD(atomic, struct fi_ops_atomic, readwritevalid, datatype, op,
+		count);
 }
 
 static int
 mrl_hook_atomic_compwritevalid(struct fid_ep *ep, enum fi_datatype datatype,
 			       enum fi_op op, size_t *count)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, compwritevalid, datatype, op, count);
+	MRL_FWD(atomic, struct fi_ops_atomic, compwritevalid, datatype, op,
+		count);
 }
 
 struct fi_ops_atomic mrl_ep_atomic_ops = {
@@ -467,7 +475,8 @@ struct fi_ops_atomic mrl_ep_atomic_ops = {
 static ssize_t
 mrl_hook_coll_barrier(struct fid_ep *ep, fi_addr_t coll_addr, void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, barrier, coll_addr, context);
+	MRL_FWD(collective, struct fi_ops_collective, barrier, coll_addr,
+		context);
 }
 
 static ssize_t
@@ -476,8 +485,8 @@ mrl_hook_coll_broadcast(struct fid_ep *ep, void *buf, size_t count, void *desc,
 			enum fi_datatype datatype, uint64_t flags,
 			void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, broadcast, buf, count, desc,
-		coll_addr, root_addr, datatype, flags, context);
+	MRL_FWD(collective, struct fi_ops_collective, broadcast, buf, count,
+		desc, coll_addr, root_addr, datatype, flags, context);
 }
 
 static ssize_t
@@ -486,8 +495,8 @@ mrl_hook_coll_alltoall(struct fid_ep *ep, const void *buf, size_t count,
 		       fi_addr_t coll_addr, enum fi_datatype datatype,
 		       uint64_t flags, void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, alltoall, buf, count, desc,
-		result, result_desc, coll_addr, datatype, flags, context);
+	MRL_FWD(collective, struct fi_ops_collective, alltoall, buf, count,
+		desc, result, result_desc, coll_addr, datatype, flags, context);
 }
 
 static ssize_t
@@ -496,8 +505,9 @@ mrl_hook_coll_allreduce(struct fid_ep *ep, const void *buf, size_t count,
 			fi_addr_t coll_addr, enum fi_datatype datatype,
 			enum fi_op op, uint64_t flags, void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, allreduce, buf, count, desc,
-		result, result_desc, coll_addr, datatype, op, flags, context);
+	MRL_FWD(collective, struct fi_ops_collective, allreduce, buf, count,
+		desc, result, result_desc, coll_addr, datatype, op, flags,
+		context);
 }
 
 static ssize_t
@@ -506,8 +516,8 @@ mrl_hook_coll_allgather(struct fid_ep *ep, const void *buf, size_t count,
 			fi_addr_t coll_addr, enum fi_datatype datatype,
 			uint64_t flags, void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, allgather, buf, count, desc,
-		result, result_desc, coll_addr, datatype, flags, context);
+	MRL_FWD(collective, struct fi_ops_collective, allgather, buf, count,
+		desc, result, result_desc, coll_addr, datatype, flags, context);
 }
 
 static ssize_t
@@ -516,9 +526,9 @@ mrl_hook_coll_reduce_scatter(struct fid_ep *ep, const void *buf, size_t count,
 			     fi_addr_t coll_addr, enum fi_datatype datatype,
 			     enum fi_op op, uint64_t flags, void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, reduce_scatter, buf, count,
-		desc, result, result_desc, coll_addr, datatype, op, flags,
-		context);
+	MRL_FWD(collective, struct fi_ops_collective, reduce_scatter, buf,
+		count, desc, result, result_desc, coll_addr, datatype, op,
+		flags, context);
 }
 
 static ssize_t
@@ -568,8 +578,8 @@ static ssize_t
 mrl_hook_coll_barrier2(struct fid_ep *ep, fi_addr_t coll_addr, uint64_t flags,
 		       void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, barrier2, coll_addr, flags,
-		context);
+	MRL_FWD(collective, struct fi_ops_collective, barrier2, coll_addr,
+		flags, context);
 }
 
 struct fi_ops_collective mrl_ep_collective_ops = {

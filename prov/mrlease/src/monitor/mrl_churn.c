@@ -24,13 +24,14 @@ struct mrl_churn_slot {
 	atomic_uint_fast64_t seq;
 	atomic_uintptr_t start;
 	atomic_uintptr_t end;
-	atomic_uint_fast64_t used;	/* misses passed since the note */
+	atomic_uint_fast64_t used; /* misses passed since the note */
 };
 
 static struct mrl_churn_slot mrl_churn_ring[MRL_CHURN_SLOTS];
-static unsigned mrl_churn_next;		/* monitor thread only */
+static unsigned mrl_churn_next; /* monitor thread only */
 
-void mrl_churn_note(uintptr_t start, uintptr_t end)
+void
+mrl_churn_note(uintptr_t start, uintptr_t end)
 {
 	struct mrl_churn_slot *slot;
 
@@ -38,9 +39,12 @@ void mrl_churn_note(uintptr_t start, uintptr_t end)
 	 * so one churning buffer does not push others out. */
 	for (unsigned i = 0; i < MRL_CHURN_SLOTS; i++) {
 		slot = &mrl_churn_ring[i];
-		if (atomic_load_explicit(&slot->start, memory_order_relaxed) == start &&
-		    atomic_load_explicit(&slot->end, memory_order_relaxed) == end) {
-			atomic_store_explicit(&slot->used, 0, memory_order_release);
+		if (atomic_load_explicit(&slot->start, memory_order_relaxed) ==
+			    start &&
+		    atomic_load_explicit(&slot->end, memory_order_relaxed) ==
+			    end) {
+			atomic_store_explicit(&slot->used, 0,
+					      memory_order_release);
 			return;
 		}
 	}
@@ -53,10 +57,11 @@ void mrl_churn_note(uintptr_t start, uintptr_t end)
 }
 
 /* Whether slot holds a range overlapping [lo, hi), read consistently. */
-static bool mrl_churn_slot_overlaps(struct mrl_churn_slot *slot,
-				    uintptr_t lo, uintptr_t hi)
+static bool
+mrl_churn_slot_overlaps(struct mrl_churn_slot *slot, uintptr_t lo, uintptr_t hi)
 {
-	uint_fast64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+	uint_fast64_t seq =
+		atomic_load_explicit(&slot->seq, memory_order_acquire);
 	uintptr_t start, end;
 
 	if (seq & 1)
@@ -68,7 +73,8 @@ static bool mrl_churn_slot_overlaps(struct mrl_churn_slot *slot,
 	return start < hi && lo < end;
 }
 
-bool mrl_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes)
+bool
+mrl_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes)
 {
 	if (!passes)
 		return false;
@@ -88,7 +94,8 @@ bool mrl_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes)
 	return false;
 }
 
-void mrl_churn_reset(void)
+void
+mrl_churn_reset(void)
 {
 	for (unsigned i = 0; i < MRL_CHURN_SLOTS; i++) {
 		struct mrl_churn_slot *slot = &mrl_churn_ring[i];

@@ -36,7 +36,8 @@
  */
 struct mrl_procmap_query {
 	uint64_t size, query_flags, query_addr;
-	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset,
+		inode;
 	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
 	uint64_t vma_name_addr, build_id_addr;
 };
@@ -44,12 +45,12 @@ struct mrl_procmap_query {
 
 /* Watch granularity without PROCMAP_QUERY: blocks this large and aligned
  * (see "Watching"). */
-#define MRL_MONITOR_BLOCK ((uintptr_t)2 << 20)
+#define MRL_MONITOR_BLOCK ((uintptr_t) 2 << 20)
 /* Events read at once, on the monitor's stack. */
 #define MRL_MONITOR_BATCH 32
 
-#define MRL_MONITOR_EVENTS                                                    \
-	(UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE |               \
+#define MRL_MONITOR_EVENTS                                      \
+	(UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE | \
 	 UFFD_FEATURE_EVENT_REMAP)
 
 /*
@@ -59,37 +60,37 @@ struct mrl_procmap_query {
  * thread runs.
  */
 static pthread_mutex_t mon_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int mon_fd = -1;		/* the userfaultfd, -1: not running */
-static int mon_stop_fd = -1;		/* eventfd: the thread's stop request */
-static atomic_int mon_maps_fd = -1;	/* /proc/self/maps for PROCMAP_QUERY */
-static bool mon_tried;			/* a start was attempted */
+static atomic_int mon_fd = -1; /* the userfaultfd, -1: not running */
+static int mon_stop_fd = -1; /* eventfd: the thread's stop request */
+static atomic_int mon_maps_fd = -1; /* /proc/self/maps for PROCMAP_QUERY */
+static bool mon_tried; /* a start was attempted */
 static pthread_t mon_thread;
 static struct mrl_monitor_client mon_client;
 static const struct fi_provider *mon_prov;
 static atomic_uint_least64_t mon_events;
 static pthread_once_t mon_fork_once = PTHREAD_ONCE_INIT;
 
-#define MON_WARN(...)                                                          \
-	do {                                                                   \
-		if (mon_prov)                                                  \
-			FI_WARN(mon_prov, FI_LOG_MR, __VA_ARGS__);             \
+#define MON_WARN(...)                                              \
+	do {                                                       \
+		if (mon_prov)                                      \
+			FI_WARN(mon_prov, FI_LOG_MR, __VA_ARGS__); \
 	} while (0)
 
 /* The range an event says went away; false for events that free nothing. */
-static bool mon_event_range(const struct uffd_msg *msg, uintptr_t *start,
-			    uintptr_t *end)
+static bool
+mon_event_range(const struct uffd_msg *msg, uintptr_t *start, uintptr_t *end)
 {
 	switch (msg->event) {
 	case UFFD_EVENT_UNMAP:
 	case UFFD_EVENT_REMOVE:
-		*start = (uintptr_t)msg->arg.remove.start;
-		*end = (uintptr_t)msg->arg.remove.end;
+		*start = (uintptr_t) msg->arg.remove.start;
+		*end = (uintptr_t) msg->arg.remove.end;
 		return true;
 	case UFFD_EVENT_REMAP:
 		/* The pages now live at msg->arg.remap.to; the old addresses
 		 * no longer name them. */
-		*start = (uintptr_t)msg->arg.remap.from;
-		*end = *start + (uintptr_t)msg->arg.remap.len;
+		*start = (uintptr_t) msg->arg.remap.from;
+		*end = *start + (uintptr_t) msg->arg.remap.len;
 		return true;
 	default:
 		return false;
@@ -99,7 +100,8 @@ static bool mon_event_range(const struct uffd_msg *msg, uintptr_t *start,
 /* One batch: raise the barrier, read (which lets the unmapping threads go),
  * invalidate every range read, lower the barrier. False when the descriptor
  * failed for good. */
-static bool mon_serve(int fd)
+static bool
+mon_serve(int fd)
 {
 	struct uffd_msg msg[MRL_MONITOR_BATCH];
 	uintptr_t start, end;
@@ -107,7 +109,7 @@ static bool mon_serve(int fd)
 
 	mon_client.hold(mon_client.arg);
 	n = read(fd, msg, sizeof(msg));
-	for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof(msg[0]); i++) {
+	for (ssize_t i = 0; n > 0 && i < n / (ssize_t) sizeof(msg[0]); i++) {
 		if (mon_event_range(&msg[i], &start, &end))
 			mon_client.invalidate(mon_client.arg, start, end);
 		atomic_fetch_add_explicit(&mon_events, 1, memory_order_relaxed);
@@ -115,18 +117,20 @@ static bool mon_serve(int fd)
 	mon_client.release(mon_client.arg);
 	if (n < 0 && errno != EAGAIN && errno != EINTR) {
 		MON_WARN("reading userfaultfd events failed (%s); cached "
-			 "registrations are no longer watched\n", strerror(errno));
+			 "registrations are no longer watched\n",
+			 strerror(errno));
 		return false;
 	}
 	return true;
 }
 
-static void *mon_main(void *arg)
+static void *
+mon_main(void *arg)
 {
-	int fd = (int)(intptr_t)arg;
+	int fd = (int) (intptr_t) arg;
 	struct pollfd pfd[2] = {
-		{ .fd = fd, .events = POLLIN },
-		{ .fd = mon_stop_fd, .events = POLLIN },
+		{.fd = fd, .events = POLLIN},
+		{.fd = mon_stop_fd, .events = POLLIN},
 	};
 
 	mon_client.thread_init(mon_client.arg);
@@ -134,7 +138,8 @@ static void *mon_main(void *arg)
 		if (poll(pfd, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			MON_WARN("poll on userfaultfd failed: %s\n", strerror(errno));
+			MON_WARN("poll on userfaultfd failed: %s\n",
+				 strerror(errno));
 			break;
 		}
 		if (pfd[1].revents)
@@ -152,7 +157,8 @@ static void *mon_main(void *arg)
 
 /* A child has the descriptor but not the thread: it forgets both (its VMAs
  * carry no watch, UFFD_FEATURE_EVENT_FORK being off). */
-static void mon_fork_child(void)
+static void
+mon_fork_child(void)
 {
 	int fd = atomic_load_explicit(&mon_fd, memory_order_relaxed);
 
@@ -170,33 +176,39 @@ static void mon_fork_child(void)
 	pthread_mutex_init(&mon_lock, NULL);
 }
 
-static void mon_fork_install(void)
+static void
+mon_fork_install(void)
 {
 	pthread_atfork(NULL, NULL, mon_fork_child);
 }
 
-static int mon_open(void)
+static int
+mon_open(void)
 {
-	struct uffdio_api api = { .api = UFFD_API, .features = MRL_MONITOR_EVENTS };
+	struct uffdio_api api = {.api = UFFD_API,
+				 .features = MRL_MONITOR_EVENTS};
 	int fd;
 
-	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	fd = (int) syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 && errno == EPERM)
 		/* vm.unprivileged_userfaultfd=0: user-mode faults only, which
 		 * is all a monitor that never takes faults needs. */
-		fd = (int)syscall(SYS_userfaultfd,
-				  O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+		fd = (int) syscall(SYS_userfaultfd,
+				   O_CLOEXEC | O_NONBLOCK |
+					   UFFD_USER_MODE_ONLY);
 	if (fd < 0) {
 		MON_WARN("userfaultfd unavailable (%s%s); no memory monitor\n",
 			 strerror(errno),
 			 errno == ENOSYS ? ": kernel or seccomp" :
-			 errno == EPERM ? ": privilege" : "");
+			 errno == EPERM	 ? ": privilege" :
+					   "");
 		return -FI_ENOSYS;
 	}
 	if (ioctl(fd, UFFDIO_API, &api) ||
 	    (api.features & MRL_MONITOR_EVENTS) != MRL_MONITOR_EVENTS) {
 		MON_WARN("userfaultfd lacks unmap/remove/remap events (%s); no "
-			 "memory monitor\n", strerror(errno));
+			 "memory monitor\n",
+			 strerror(errno));
 		close(fd);
 		return -FI_ENOSYS;
 	}
@@ -205,20 +217,21 @@ static int mon_open(void)
 
 /* Write-protect registration of anonymous memory (Linux 5.7) is what keeps
  * faults away from the monitor: check it once on a page of our own. */
-static int mon_probe_wp(int fd)
+static int
+mon_probe_wp(int fd)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_WP };
+	struct uffdio_register reg = {.mode = UFFDIO_REGISTER_MODE_WP};
 	struct uffdio_range range;
 	void *p;
 	int ret = 0;
 
-	p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+	p = mmap(NULL, (size_t) page, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -FI_ENOMEM;
-	reg.range.start = (uintptr_t)p;
-	reg.range.len = (uint64_t)page;
+	reg.range.start = (uintptr_t) p;
+	reg.range.len = (uint64_t) page;
 	if (ioctl(fd, UFFDIO_REGISTER, &reg)) {
 		MON_WARN("userfaultfd cannot watch anonymous memory in "
 			 "write-protect mode (%s); no memory monitor\n",
@@ -229,12 +242,13 @@ static int mon_probe_wp(int fd)
 		range = reg.range;
 		ioctl(fd, UFFDIO_UNREGISTER, &range);
 	}
-	munmap(p, (size_t)page);
+	munmap(p, (size_t) page);
 	return ret;
 }
 
-int mrl_monitor_start(const struct fi_provider *prov,
-		      const struct mrl_monitor_client *client)
+int
+mrl_monitor_start(const struct fi_provider *prov,
+		  const struct mrl_monitor_client *client)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -276,7 +290,8 @@ int mrl_monitor_start(const struct fi_provider *prov,
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&mon_thread, &attr, mon_main, (void *)(intptr_t)fd);
+	ret = pthread_create(&mon_thread, &attr, mon_main,
+			     (void *) (intptr_t) fd);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (ret) {
@@ -285,7 +300,8 @@ int mrl_monitor_start(const struct fi_provider *prov,
 		ret = -FI_ENOMEM;
 		goto err_event;
 	}
-	atomic_store_explicit(&mon_maps_fd, open("/proc/self/maps", O_RDONLY | O_CLOEXEC),
+	atomic_store_explicit(&mon_maps_fd,
+			      open("/proc/self/maps", O_RDONLY | O_CLOEXEC),
 			      memory_order_relaxed);
 	atomic_store_explicit(&mon_fd, fd, memory_order_release);
 	pthread_mutex_unlock(&mon_lock);
@@ -301,15 +317,17 @@ err_unlock:
 	return ret;
 }
 
-bool mrl_monitor_running(void)
+bool
+mrl_monitor_running(void)
 {
 	return atomic_load_explicit(&mon_fd, memory_order_acquire) >= 0;
 }
 
-static bool mon_register(int fd, uintptr_t lo, uintptr_t hi)
+static bool
+mon_register(int fd, uintptr_t lo, uintptr_t hi)
 {
 	struct uffdio_register reg = {
-		.range = { .start = lo, .len = hi - lo },
+		.range = {.start = lo, .len = hi - lo},
 		.mode = UFFDIO_REGISTER_MODE_WP,
 	};
 
@@ -322,7 +340,8 @@ static bool mon_register(int fd, uintptr_t lo, uintptr_t hi)
  * whole mapping would then fail with EFAULT). 1: watched; 0: a hole or a
  * VMA userfaultfd refuses; -1: PROCMAP_QUERY unavailable.
  */
-static int mon_watch_vmas(int fd, int maps, uintptr_t lo, uintptr_t hi)
+static int
+mon_watch_vmas(int fd, int maps, uintptr_t lo, uintptr_t hi)
 {
 	struct mrl_procmap_query q;
 
@@ -334,18 +353,20 @@ static int mon_watch_vmas(int fd, int maps, uintptr_t lo, uintptr_t hi)
 			return errno == ENOENT ? 0 : -1;
 		if (q.vma_start > lo || q.vma_end <= lo)
 			return 0;
-		if (!mon_register(fd, (uintptr_t)q.vma_start, (uintptr_t)q.vma_end))
+		if (!mon_register(fd, (uintptr_t) q.vma_start,
+				  (uintptr_t) q.vma_end))
 			return 0;
-		lo = (uintptr_t)q.vma_end;
+		lo = (uintptr_t) q.vma_end;
 	}
 	return 1;
 }
 
-bool mrl_monitor_watch(uintptr_t lo, uintptr_t hi)
+bool
+mrl_monitor_watch(uintptr_t lo, uintptr_t hi)
 {
 	int fd = atomic_load_explicit(&mon_fd, memory_order_acquire);
 	int maps = atomic_load_explicit(&mon_maps_fd, memory_order_relaxed);
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
 	uintptr_t align, blo, bhi;
 	bool ok = false;
 	int ret;
@@ -369,8 +390,8 @@ bool mrl_monitor_watch(uintptr_t lo, uintptr_t hi)
 	/* The largest aligned block that userfaultfd accepts: halving it
 	 * near a mapping it refuses keeps the registered pieces of a region
 	 * few and mergeable instead of one per entry. */
-	for (align = MRL_MONITOR_BLOCK; !ok && align > (hi - lo) / 2 && align >= page;
-	     align >>= 1) {
+	for (align = MRL_MONITOR_BLOCK;
+	     !ok && align > (hi - lo) / 2 && align >= page; align >>= 1) {
 		blo = lo & ~(align - 1);
 		bhi = (hi + align - 1) & ~(align - 1);
 		ok = bhi >= hi && mon_register(fd, blo, bhi);
@@ -379,15 +400,17 @@ bool mrl_monitor_watch(uintptr_t lo, uintptr_t hi)
 		return false;
 	/* A hole is accepted by the registration and watched by nothing:
 	 * msync(MS_ASYNC) fails with ENOMEM unless every page is mapped. */
-	return msync((void *)lo, hi - lo, MS_ASYNC) == 0;
+	return msync((void *) lo, hi - lo, MS_ASYNC) == 0;
 }
 
-uint64_t mrl_monitor_events(void)
+uint64_t
+mrl_monitor_events(void)
 {
 	return atomic_load_explicit(&mon_events, memory_order_relaxed);
 }
 
-void mrl_monitor_stop(void)
+void
+mrl_monitor_stop(void)
 {
 	uint64_t one = 1;
 
@@ -401,4 +424,3 @@ void mrl_monitor_stop(void)
 	}
 	pthread_mutex_unlock(&mon_lock);
 }
-

@@ -25,7 +25,8 @@ static pthread_once_t mrl_xfer_cntr_once = PTHREAD_ONCE_INIT;
 
 /* Complete every op the internal CQ reports; nothing reaches the app (the
  * counters, including the error counter, are the provider's to update). */
-void mrl_xep_drain(struct mrl_xep *x)
+void
+mrl_xep_drain(struct mrl_xep *x)
 {
 	struct fi_cq_msg_entry entries[MRL_DRAIN_BATCH];
 	/* Room for a newer libfabric's larger error entry. */
@@ -45,8 +46,7 @@ void mrl_xep_drain(struct mrl_xep *x)
 			n = fi_cq_readerr(x->internal_cq, &e.err, 0);
 			if (n <= 0)
 				break;
-			op = mrl_op_of_context(e.err.op_context,
-					       x->ep->domain);
+			op = mrl_op_of_context(e.err.op_context, x->ep->domain);
 			if (op)
 				mrl_op_complete(op, e.err.flags, true,
 						&app_ctx);
@@ -65,12 +65,14 @@ void mrl_xep_drain(struct mrl_xep *x)
 	pthread_mutex_unlock(&x->drain_lock);
 }
 
-static struct mrl_xcntr *mrl_xcntr_of(struct fid_cntr *cntr_fid)
+static struct mrl_xcntr *
+mrl_xcntr_of(struct fid_cntr *cntr_fid)
 {
 	return mrl_cntr_of(cntr_fid)->ext;
 }
 
-static void mrl_xcntr_progress(struct mrl_xcntr *c)
+static void
+mrl_xcntr_progress(struct mrl_xcntr *c)
 {
 	if (!c || !atomic_load_explicit(&c->neps, memory_order_relaxed))
 		return;
@@ -80,7 +82,8 @@ static void mrl_xcntr_progress(struct mrl_xcntr *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
-static uint64_t mrl_xcntr_read(struct fid_cntr *cntr_fid)
+static uint64_t
+mrl_xcntr_read(struct fid_cntr *cntr_fid)
 {
 	uint64_t value = mrl_cntr_ops.read(cntr_fid);
 
@@ -88,7 +91,8 @@ static uint64_t mrl_xcntr_read(struct fid_cntr *cntr_fid)
 	return value;
 }
 
-static uint64_t mrl_xcntr_readerr(struct fid_cntr *cntr_fid)
+static uint64_t
+mrl_xcntr_readerr(struct fid_cntr *cntr_fid)
 {
 	uint64_t value = mrl_cntr_ops.readerr(cntr_fid);
 
@@ -96,8 +100,8 @@ static uint64_t mrl_xcntr_readerr(struct fid_cntr *cntr_fid)
 	return value;
 }
 
-static int mrl_xcntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
-			  int timeout)
+static int
+mrl_xcntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 {
 	int ret = mrl_cntr_ops.wait(cntr_fid, threshold, timeout);
 
@@ -105,7 +109,8 @@ static int mrl_xcntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 	return ret;
 }
 
-static void mrl_xfer_cntr_init(void)
+static void
+mrl_xfer_cntr_init(void)
 {
 	mrl_xfer_cntr_ops = mrl_cntr_ops;
 	mrl_xfer_cntr_ops.read = mrl_xcntr_read;
@@ -113,7 +118,8 @@ static void mrl_xfer_cntr_init(void)
 	mrl_xfer_cntr_ops.wait = mrl_xcntr_wait;
 }
 
-int mrl_xfer_cntr_open(struct mrl_cntr *cntr)
+int
+mrl_xfer_cntr_open(struct mrl_cntr *cntr)
 {
 	struct mrl_xcntr *c;
 	int ret;
@@ -135,7 +141,8 @@ int mrl_xfer_cntr_open(struct mrl_cntr *cntr)
 	return 0;
 }
 
-void mrl_xfer_cntr_close(struct mrl_cntr *cntr)
+void
+mrl_xfer_cntr_close(struct mrl_cntr *cntr)
 {
 	struct mrl_xcntr *c = cntr->ext;
 
@@ -147,7 +154,8 @@ void mrl_xfer_cntr_close(struct mrl_cntr *cntr)
 	free(c);
 }
 
-int mrl_xcntr_add(struct mrl_xcntr *c, struct mrl_xep *x)
+int
+mrl_xcntr_add(struct mrl_xcntr *c, struct mrl_xep *x)
 {
 	int ret = 0;
 
@@ -172,7 +180,8 @@ out:
 	return ret;
 }
 
-void mrl_xcntr_remove(struct mrl_xcntr *c, struct mrl_xep *x)
+void
+mrl_xcntr_remove(struct mrl_xcntr *c, struct mrl_xep *x)
 {
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->neps; i++) {

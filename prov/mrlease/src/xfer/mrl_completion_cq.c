@@ -28,9 +28,9 @@
 /* How a blocking read waits again after a hidden batch (see
  * mrl_xcq_wait_again). */
 enum mrl_xcq_wait_kind {
-	MRL_XCQ_WAIT_UNKNOWN,   /* not looked up yet */
-	MRL_XCQ_WAIT_FD,        /* poll on the provider's fd and signal_fd */
-	MRL_XCQ_WAIT_SREAD,     /* the provider's sread again */
+	MRL_XCQ_WAIT_UNKNOWN, /* not looked up yet */
+	MRL_XCQ_WAIT_FD, /* poll on the provider's fd and signal_fd */
+	MRL_XCQ_WAIT_SREAD, /* the provider's sread again */
 };
 
 /* A leasing CQ's state: struct mrl_xcq (what cq->ext points at, so first),
@@ -41,12 +41,13 @@ struct mrl_xcq_own {
 	 * waits again (mrl_xcq_wait_kind); wait_fd and signal_fd are set
 	 * before it says MRL_XCQ_WAIT_FD. */
 	_Atomic int wait_kind;
-	int wait_fd;            /* the provider's wait object (FI_GETWAIT) */
+	int wait_fd; /* the provider's wait object (FI_GETWAIT) */
 	/* An eventfd fi_cq_signal writes once it exists (-1 before). */
 	_Atomic int signal_fd;
 };
 
-static inline struct mrl_xcq_own *mrl_xcq_own_of(struct mrl_xcq *xcq)
+static inline struct mrl_xcq_own *
+mrl_xcq_own_of(struct mrl_xcq *xcq)
 {
 	return container_of(xcq, struct mrl_xcq_own, xcq);
 }
@@ -64,7 +65,8 @@ static struct fi_ops_cq mrl_plain_cq_ops;
 static pthread_once_t mrl_xfer_cq_once = PTHREAD_ONCE_INIT;
 
 /* UNSPEC is taken as CONTEXT, what the providers choose for it. */
-static inline size_t mrl_cq_entry_size(enum fi_cq_format format)
+static inline size_t
+mrl_cq_entry_size(enum fi_cq_format format)
 {
 	switch (format) {
 	case FI_CQ_FORMAT_MSG:
@@ -80,11 +82,11 @@ static inline size_t mrl_cq_entry_size(enum fi_cq_format format)
 
 /* Where an entry's flags are, NULL for formats without them
  * (FI_CQ_FORMAT_CONTEXT). */
-static inline const uint64_t *mrl_cq_entry_flags(const struct fi_cq_entry *e,
-						 size_t size)
+static inline const uint64_t *
+mrl_cq_entry_flags(const struct fi_cq_entry *e, size_t size)
 {
 	return size > sizeof(struct fi_cq_entry) ?
-		       &((const struct fi_cq_msg_entry *)e)->flags :
+		       &((const struct fi_cq_msg_entry *) e)->flags :
 		       NULL;
 }
 
@@ -94,20 +96,20 @@ static inline const uint64_t *mrl_cq_entry_flags(const struct fi_cq_entry *e,
  * src_addr) that remain.
  */
 static ssize_t __attribute__((noinline))
-mrl_cq_drop(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i,
-	    size_t size, fi_addr_t *src_addr)
+mrl_cq_drop(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i, size_t size,
+	    fi_addr_t *src_addr)
 {
 	const struct mrl_domain *domain = cq->domain;
 	ssize_t kept = i;
 
 	for (i++; i < n; i++) {
-		struct fi_cq_entry *e = (void *)(entries + (size_t)i * size);
+		struct fi_cq_entry *e = (void *) (entries + (size_t) i * size);
 		struct mrl_op *op = mrl_op_of_context(e->op_context, domain);
 
 		if (op && !mrl_op_complete_ok(op, mrl_cq_entry_flags(e, size),
 					      &e->op_context))
 			continue;
-		memmove(entries + (size_t)kept * size, e, size);
+		memmove(entries + (size_t) kept * size, e, size);
 		if (src_addr)
 			src_addr[kept] = src_addr[i];
 		kept++;
@@ -129,7 +131,7 @@ mrl_cq_deliver_from(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i,
 	const struct mrl_domain *domain = cq->domain;
 
 	for (; i < n; i++) {
-		struct fi_cq_entry *e = (void *)(entries + (size_t)i * size);
+		struct fi_cq_entry *e = (void *) (entries + (size_t) i * size);
 		struct mrl_op *op = mrl_op_of_context(e->op_context, domain);
 
 		if (!op)
@@ -167,28 +169,30 @@ mrl_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n, fi_addr_t *src_addr,
 		       -FI_EAGAIN;
 }
 
-static inline size_t mrl_xcq_entry_size(struct mrl_cq *cq)
+static inline size_t
+mrl_xcq_entry_size(struct mrl_cq *cq)
 {
-	return ((struct mrl_xcq *)cq->ext)->entry_size;
+	return ((struct mrl_xcq *) cq->ext)->entry_size;
 }
 
 /* fi_cq_read, one per format so the entry size is a constant. */
-#define MRL_XCQ_READ(name, entry)                                             \
-	static ssize_t name(struct fid_cq *cq_fid, void *buf, size_t count)  \
-	{                                                                     \
-		struct mrl_cq *cq = mrl_cq_of(cq_fid);                        \
-                                                                              \
-		return mrl_cq_deliver(cq, buf,                                \
-				      fi_cq_read(cq->inner, buf, count),      \
-				      NULL, sizeof(entry));                   \
+#define MRL_XCQ_READ(name, entry)                                              \
+	static ssize_t name(struct fid_cq *cq_fid, void *buf, size_t count)    \
+	{                                                                      \
+		struct mrl_cq *cq = mrl_cq_of(cq_fid);                         \
+                                                                               \
+		return mrl_cq_deliver(cq, buf,                                 \
+				      fi_cq_read(cq->inner, buf, count), NULL, \
+				      sizeof(entry));                          \
 	}
 MRL_XCQ_READ(mrl_xcq_read_ctx, struct fi_cq_entry)
 MRL_XCQ_READ(mrl_xcq_read_msg, struct fi_cq_msg_entry)
 MRL_XCQ_READ(mrl_xcq_read_data, struct fi_cq_data_entry)
 MRL_XCQ_READ(mrl_xcq_read_tagged, struct fi_cq_tagged_entry)
 
-static ssize_t mrl_xcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-				fi_addr_t *src_addr)
+static ssize_t
+mrl_xcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		 fi_addr_t *src_addr)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 
@@ -271,15 +275,17 @@ static ssize_t mrl_xcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
  * keep the pool (as for a completer inside its window); the op goes back
  * to it when the last reader exits, and the pool goes when the CQs close.
  */
-static inline void mrl_cq_guard_enter(struct mrl_cq_guard *g)
+static inline void
+mrl_cq_guard_enter(struct mrl_cq_guard *g)
 {
 	atomic_fetch_add_explicit(&g->word, MRL_CQ_GUARD_READER,
 				  memory_order_seq_cst);
 }
 
-static inline struct mrl_op *mrl_cq_guard_op(uint32_t code)
+static inline struct mrl_op *
+mrl_cq_guard_op(uint32_t code)
 {
-	return (struct mrl_op *)(mrl_op_region_base + ((uintptr_t)code << 3));
+	return (struct mrl_op *) (mrl_op_region_base + ((uintptr_t) code << 3));
 }
 
 /* Push the deferred ops from code on back to their pools. Nothing touches
@@ -300,7 +306,8 @@ static void __attribute__((noinline)) mrl_cq_guard_free(uint32_t code)
 	}
 }
 
-static inline void mrl_cq_guard_exit(struct mrl_cq_guard *g)
+static inline void
+mrl_cq_guard_exit(struct mrl_cq_guard *g)
 {
 	uint64_t old = atomic_load_explicit(&g->word, memory_order_relaxed);
 	uint64_t new;
@@ -308,14 +315,15 @@ static inline void mrl_cq_guard_exit(struct mrl_cq_guard *g)
 	do {
 		/* The last reader out takes the list with it. */
 		new = old >> 32 == 1 ? 0 : old - MRL_CQ_GUARD_READER;
-	} while (!atomic_compare_exchange_weak_explicit(
-		&g->word, &old, new, memory_order_acq_rel,
-		memory_order_relaxed));
-	if (__builtin_expect(!new && (uint32_t)old, 0))
-		mrl_cq_guard_free((uint32_t)old);
+	} while (!atomic_compare_exchange_weak_explicit(&g->word, &old, new,
+							memory_order_acq_rel,
+							memory_order_relaxed));
+	if (__builtin_expect(!new && (uint32_t) old, 0))
+		mrl_cq_guard_free((uint32_t) old);
 }
 
-bool mrl_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op)
+bool
+mrl_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op)
 {
 	struct mrl_op_pool *pool = op->pool;
 	uint64_t old = atomic_load_explicit(&g->word, memory_order_relaxed);
@@ -332,32 +340,34 @@ bool mrl_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op)
 						  memory_order_relaxed);
 			return false;
 		}
-		atomic_store_explicit(&op->free_next, (uint32_t)old,
+		atomic_store_explicit(&op->free_next, (uint32_t) old,
 				      memory_order_relaxed);
 	} while (!atomic_compare_exchange_weak_explicit(
-		&g->word, &old, (old & ~(uint64_t)UINT32_MAX) | op->code,
+		&g->word, &old, (old & ~(uint64_t) UINT32_MAX) | op->code,
 		memory_order_acq_rel, memory_order_relaxed));
 	return true;
 }
 
 /* TEST-ONLY hook of guarded reads (MRL_XFER_CTL_TEST_READING). */
-static inline void mrl_cq_guard_test(struct mrl_cq_guard *g, const void *buf,
-				     ssize_t n)
+static inline void
+mrl_cq_guard_test(struct mrl_cq_guard *g, const void *buf, ssize_t n)
 {
-	void (*fn)(void *, const void *, ssize_t) = atomic_load_explicit(
-		&g->test_reading, memory_order_acquire);
+	void (*fn)(void *, const void *, ssize_t) =
+		atomic_load_explicit(&g->test_reading, memory_order_acquire);
 
 	if (fn && n > 0)
 		fn(g->test_arg, buf, n);
 }
 
-static inline struct mrl_cq_guard *mrl_cq_guard_of(struct mrl_cq *cq)
+static inline struct mrl_cq_guard *
+mrl_cq_guard_of(struct mrl_cq *cq)
 {
-	return &((struct mrl_xcq *)cq->ext)->guard;
+	return &((struct mrl_xcq *) cq->ext)->guard;
 }
 
-static ssize_t mrl_gcq_readfrom(struct fid_cq *cq_fid, void *buf,
-				size_t count, fi_addr_t *src_addr)
+static ssize_t
+mrl_gcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		 fi_addr_t *src_addr)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 	struct mrl_cq_guard *g = mrl_cq_guard_of(cq);
@@ -372,7 +382,8 @@ static ssize_t mrl_gcq_readfrom(struct fid_cq *cq_fid, void *buf,
 	return n;
 }
 
-static ssize_t mrl_gcq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+static ssize_t
+mrl_gcq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
 	return mrl_gcq_readfrom(cq_fid, buf, count, NULL);
 }
@@ -394,32 +405,34 @@ mrl_xcq_readerr_in(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 	if (n > 0) {
 		op = mrl_op_of_context(buf->op_context, cq->domain);
 		if (op)
-			mrl_op_complete(op, buf->flags, true,
-					&buf->op_context);
+			mrl_op_complete(op, buf->flags, true, &buf->op_context);
 	}
 	if (guarded)
 		mrl_cq_guard_exit(mrl_cq_guard_of(cq));
 	return n;
 }
 
-static ssize_t mrl_xcq_readerr(struct fid_cq *cq_fid,
-			       struct fi_cq_err_entry *buf, uint64_t flags)
+static ssize_t
+mrl_xcq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+		uint64_t flags)
 {
 	return mrl_xcq_readerr_in(cq_fid, buf, flags, false);
 }
 
-static ssize_t mrl_gcq_readerr(struct fid_cq *cq_fid,
-			       struct fi_cq_err_entry *buf, uint64_t flags)
+static ssize_t
+mrl_gcq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+		uint64_t flags)
 {
 	return mrl_xcq_readerr_in(cq_fid, buf, flags, true);
 }
 
-static int64_t mrl_now_ms(void)
+static int64_t
+mrl_now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -438,7 +451,8 @@ static int64_t mrl_now_ms(void)
  * Other wait objects (mutex and condition: a signal is never lost there)
  * enter the provider's sread again.
  */
-static enum mrl_xcq_wait_kind mrl_xcq_wait_kind_of(struct mrl_cq *cq)
+static enum mrl_xcq_wait_kind
+mrl_xcq_wait_kind_of(struct mrl_cq *cq)
 {
 	struct mrl_xcq_own *own = mrl_xcq_own_of(cq->ext);
 	struct fid_fabric *fabric = cq->domain->fabric->inner;
@@ -455,12 +469,13 @@ static enum mrl_xcq_wait_kind mrl_xcq_wait_kind_of(struct mrl_cq *cq)
 	kind = MRL_XCQ_WAIT_SREAD;
 	if (!FI_CHECK_OP(fabric->ops, struct fi_ops_fabric, trywait) ||
 	    fi_control(&cq->inner->fid, FI_GETWAITOBJ, &obj) ||
-	    obj != FI_WAIT_FD ||
-	    fi_control(&cq->inner->fid, FI_GETWAIT, &fd) || fd < 0)
+	    obj != FI_WAIT_FD || fi_control(&cq->inner->fid, FI_GETWAIT, &fd) ||
+	    fd < 0)
 		goto out;
 	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (efd < 0) {
-		FI_WARN(mrl_prov, FI_LOG_CQ, "eventfd: %s; a blocking read "
+		FI_WARN(mrl_prov, FI_LOG_CQ,
+			"eventfd: %s; a blocking read "
 			"waits again in the provider's sread\n",
 			strerror(errno));
 		goto out;
@@ -476,9 +491,9 @@ out:
 
 /* One non-blocking read as the application's reads translate it
  * (counted on a guarded CQ). *got: what the provider returned. */
-static ssize_t mrl_xcq_read_once(struct mrl_cq *cq, void *buf, size_t count,
-				 fi_addr_t *src_addr, bool guarded,
-				 ssize_t *got)
+static ssize_t
+mrl_xcq_read_once(struct mrl_cq *cq, void *buf, size_t count,
+		  fi_addr_t *src_addr, bool guarded, ssize_t *got)
 {
 	struct fid_cq *cq_fid = &cq->cq;
 	ssize_t n;
@@ -497,14 +512,15 @@ static ssize_t mrl_xcq_read_once(struct mrl_cq *cq, void *buf, size_t count,
 }
 
 /* Milliseconds left before deadline (timeout < 0: none), at least 0. */
-static int mrl_xcq_left(int timeout, int64_t deadline)
+static int
+mrl_xcq_left(int timeout, int64_t deadline)
 {
 	int64_t left;
 
 	if (timeout < 0)
 		return -1;
 	left = deadline - mrl_now_ms();
-	return left > 0 ? (int)left : 0;
+	return left > 0 ? (int) left : 0;
 }
 
 /*
@@ -513,18 +529,19 @@ static int mrl_xcq_left(int timeout, int64_t deadline)
  * error, or -FI_EAGAIN at the deadline or on a signal counted since
  * signals was read.
  */
-static ssize_t mrl_xcq_wait_fd(struct mrl_cq *cq, void *buf, size_t count,
-			       fi_addr_t *src_addr, unsigned int signals,
-			       int timeout, int64_t deadline, bool guarded)
+static ssize_t
+mrl_xcq_wait_fd(struct mrl_cq *cq, void *buf, size_t count, fi_addr_t *src_addr,
+		unsigned int signals, int timeout, int64_t deadline,
+		bool guarded)
 {
 	struct mrl_xcq_own *own = mrl_xcq_own_of(cq->ext);
 	struct fid_fabric *fabric = cq->domain->fabric->inner;
 	struct fid *inner = &cq->inner->fid;
 	struct pollfd fds[2] = {
-		{ .fd = own->wait_fd, .events = POLLIN },
-		{ .fd = atomic_load_explicit(&own->signal_fd,
-					     memory_order_relaxed),
-		  .events = POLLIN },
+		{.fd = own->wait_fd, .events = POLLIN},
+		{.fd = atomic_load_explicit(&own->signal_fd,
+					    memory_order_relaxed),
+		 .events = POLLIN},
 	};
 	ssize_t got, n;
 	int ret, left;
@@ -578,8 +595,8 @@ mrl_xcq_sreadfrom_in(struct fid_cq *cq_fid, void *buf, size_t count,
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 	struct mrl_xcq *xcq = cq->ext;
-	unsigned int signals = atomic_load_explicit(&xcq->signals,
-						    memory_order_seq_cst);
+	unsigned int signals =
+		atomic_load_explicit(&xcq->signals, memory_order_seq_cst);
 	int64_t deadline = timeout >= 0 ? mrl_now_ms() + timeout : 0;
 	ssize_t got, n;
 
@@ -618,7 +635,8 @@ mrl_xcq_sreadfrom_in(struct fid_cq *cq_fid, void *buf, size_t count,
 /* fi_cq_signal: counted, and the eventfd of mrl_xcq_wait_fd written,
  * before the provider wakes its waiters, so a read the hook waits in
  * again after a hidden batch sees it (mrl_xcq_sreadfrom_in). */
-static int mrl_xcq_signal(struct fid_cq *cq_fid)
+static int
+mrl_xcq_signal(struct fid_cq *cq_fid)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 	struct mrl_xcq_own *own = mrl_xcq_own_of(cq->ext);
@@ -637,31 +655,33 @@ static int mrl_xcq_signal(struct fid_cq *cq_fid)
 	return mrl_cq_ops.signal(cq_fid);
 }
 
-static ssize_t mrl_xcq_sreadfrom(struct fid_cq *cq_fid, void *buf,
-				 size_t count, fi_addr_t *src_addr,
-				 const void *cond, int timeout)
+static ssize_t
+mrl_xcq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		  fi_addr_t *src_addr, const void *cond, int timeout)
 {
-	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, src_addr, cond,
-				    timeout, false);
+	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, src_addr, cond, timeout,
+				    false);
 }
 
-static ssize_t mrl_xcq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
-			     const void *cond, int timeout)
+static ssize_t
+mrl_xcq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const void *cond,
+	      int timeout)
 {
 	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, NULL, cond, timeout,
 				    false);
 }
 
-static ssize_t mrl_gcq_sreadfrom(struct fid_cq *cq_fid, void *buf,
-				 size_t count, fi_addr_t *src_addr,
-				 const void *cond, int timeout)
+static ssize_t
+mrl_gcq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		  fi_addr_t *src_addr, const void *cond, int timeout)
 {
-	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, src_addr, cond,
-				    timeout, true);
+	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, src_addr, cond, timeout,
+				    true);
 }
 
-static ssize_t mrl_gcq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
-			     const void *cond, int timeout)
+static ssize_t
+mrl_gcq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const void *cond,
+	      int timeout)
 {
 	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, NULL, cond, timeout,
 				    true);
@@ -679,15 +699,17 @@ static ssize_t mrl_gcq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
  * base table before the switch reads the provider's newer entries ahead
  * of the stashed ones, as two concurrent readers may anyway.
  */
-static void mrl_xcq_set_ops(struct mrl_cq *cq, const struct fi_ops_cq *ops)
+static void
+mrl_xcq_set_ops(struct mrl_cq *cq, const struct fi_ops_cq *ops)
 {
-	__atomic_store_n(&cq->cq.ops, (struct fi_ops_cq *)ops, __ATOMIC_RELEASE);
+	__atomic_store_n(&cq->cq.ops, (struct fi_ops_cq *) ops,
+			 __ATOMIC_RELEASE);
 }
 
 /* Up to count stashed entries into buf (and src_addr); 0 when none is
  * left (another reader took them). */
-static size_t mrl_xcq_take(struct mrl_cq *cq, void *buf, size_t count,
-			   fi_addr_t *src_addr)
+static size_t
+mrl_xcq_take(struct mrl_cq *cq, void *buf, size_t count, fi_addr_t *src_addr)
 {
 	struct mrl_xcq *xcq = cq->ext;
 	size_t size = xcq->entry_size, n;
@@ -708,58 +730,62 @@ static size_t mrl_xcq_take(struct mrl_cq *cq, void *buf, size_t count,
 	return n;
 }
 
-static ssize_t mrl_scq_readfrom(struct fid_cq *cq_fid, void *buf,
-				size_t count, fi_addr_t *src_addr)
+static ssize_t
+mrl_scq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		 fi_addr_t *src_addr)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
-	const struct fi_ops_cq *base = ((struct mrl_xcq *)cq->ext)->base;
+	const struct fi_ops_cq *base = ((struct mrl_xcq *) cq->ext)->base;
 	size_t n = count ? mrl_xcq_take(cq, buf, count, src_addr) : 0;
 
 	if (n)
-		return (ssize_t)n;
+		return (ssize_t) n;
 	return src_addr ? base->readfrom(cq_fid, buf, count, src_addr) :
 			  base->read(cq_fid, buf, count);
 }
 
-static ssize_t mrl_scq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+static ssize_t
+mrl_scq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
 	return mrl_scq_readfrom(cq_fid, buf, count, NULL);
 }
 
-static ssize_t mrl_scq_sreadfrom(struct fid_cq *cq_fid, void *buf,
-				 size_t count, fi_addr_t *src_addr,
-				 const void *cond, int timeout)
+static ssize_t
+mrl_scq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		  fi_addr_t *src_addr, const void *cond, int timeout)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
-	const struct fi_ops_cq *base = ((struct mrl_xcq *)cq->ext)->base;
+	const struct fi_ops_cq *base = ((struct mrl_xcq *) cq->ext)->base;
 	size_t n = count ? mrl_xcq_take(cq, buf, count, src_addr) : 0;
 
 	if (n)
-		return (ssize_t)n;
+		return (ssize_t) n;
 	return src_addr ? base->sreadfrom(cq_fid, buf, count, src_addr, cond,
 					  timeout) :
 			  base->sread(cq_fid, buf, count, cond, timeout);
 }
 
-static ssize_t mrl_scq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
-			     const void *cond, int timeout)
+static ssize_t
+mrl_scq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const void *cond,
+	      int timeout)
 {
 	return mrl_scq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
 }
 
-static ssize_t mrl_scq_readerr(struct fid_cq *cq_fid,
-			       struct fi_cq_err_entry *buf, uint64_t flags)
+static ssize_t
+mrl_scq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+		uint64_t flags)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
 
-	return ((struct mrl_xcq *)cq->ext)->base->readerr(cq_fid, buf, flags);
+	return ((struct mrl_xcq *) cq->ext)->base->readerr(cq_fid, buf, flags);
 }
 
 /* One inner read into the (empty) stash, translated as the CQ's reads
  * translate (counted on a guarded CQ). *got: what the provider returned;
  * the result: what the application gets (-FI_EAGAIN if all was hidden). */
-static ssize_t mrl_xcq_fill(struct mrl_cq *cq, struct mrl_xcq *xcq,
-			    ssize_t *got)
+static ssize_t
+mrl_xcq_fill(struct mrl_cq *cq, struct mrl_xcq *xcq, ssize_t *got)
 {
 	struct mrl_cq_guard *g = &xcq->guard;
 	bool guarded = xcq->base == &mrl_guard_cq_ops;
@@ -777,14 +803,14 @@ static ssize_t mrl_xcq_fill(struct mrl_cq *cq, struct mrl_xcq *xcq,
 	if (guarded)
 		mrl_cq_guard_test(g, xcq->stash, n);
 	*got = n;
-	n = mrl_cq_deliver(cq, xcq->stash, n, xcq->stash_src,
-			   xcq->entry_size);
+	n = mrl_cq_deliver(cq, xcq->stash, n, xcq->stash_src, xcq->entry_size);
 	if (guarded)
 		mrl_cq_guard_exit(g);
 	return n;
 }
 
-int mrl_xfer_cq_readable(struct mrl_cq *cq)
+int
+mrl_xfer_cq_readable(struct mrl_cq *cq)
 {
 	struct mrl_xcq *xcq = cq->ext;
 	ssize_t got = 0, n;
@@ -798,7 +824,7 @@ int mrl_xfer_cq_readable(struct mrl_cq *cq)
 	while (!xcq->nstash) {
 		n = mrl_xcq_fill(cq, xcq, &got);
 		if (n > 0) {
-			xcq->nstash = (size_t)n;
+			xcq->nstash = (size_t) n;
 			xcq->stash_head = 0;
 			mrl_xcq_set_ops(cq, &mrl_stash_cq_ops);
 		}
@@ -816,26 +842,30 @@ int mrl_xfer_cq_readable(struct mrl_cq *cq)
 	return ret;
 }
 
-static ssize_t mrl_plain_cq_read(struct fid_cq *cq_fid, void *buf,
-				 size_t count)
+static ssize_t
+mrl_plain_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
 	struct fid_cq *inner = mrl_cq_of(cq_fid)->inner;
 
 	return inner->ops->read(inner, buf, count);
 }
 
-static ssize_t mrl_plain_cq_readfrom(struct fid_cq *cq_fid, void *buf,
-				     size_t count, fi_addr_t *src_addr)
+static ssize_t
+mrl_plain_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		      fi_addr_t *src_addr)
 {
 	struct fid_cq *inner = mrl_cq_of(cq_fid)->inner;
 
 	return inner->ops->readfrom(inner, buf, count, src_addr);
 }
 
-static void mrl_xfer_cq_init(void)
+static void
+mrl_xfer_cq_init(void)
 {
 	static ssize_t (*const reads[4])(struct fid_cq *, void *, size_t) = {
-		mrl_xcq_read_ctx, mrl_xcq_read_msg, mrl_xcq_read_data,
+		mrl_xcq_read_ctx,
+		mrl_xcq_read_msg,
+		mrl_xcq_read_data,
 		mrl_xcq_read_tagged,
 	};
 
@@ -867,7 +897,8 @@ static void mrl_xfer_cq_init(void)
 	mrl_plain_cq_ops.readfrom = mrl_plain_cq_readfrom;
 }
 
-int mrl_xfer_cq_open(struct mrl_cq *cq)
+int
+mrl_xfer_cq_open(struct mrl_cq *cq)
 {
 	struct mrl_xcq_own *own;
 	struct mrl_xcq *xcq;
@@ -916,11 +947,12 @@ int mrl_xfer_cq_open(struct mrl_cq *cq)
 		xcq->base = &mrl_xfer_cq_ops[0];
 		break;
 	}
-	cq->cq.ops = (struct fi_ops_cq *)xcq->base;
+	cq->cq.ops = (struct fi_ops_cq *) xcq->base;
 	return 0;
 }
 
-void mrl_xfer_cq_close(struct mrl_cq *cq)
+void
+mrl_xfer_cq_close(struct mrl_cq *cq)
 {
 	struct mrl_xcq *xcq = cq->ext;
 	int efd;
@@ -931,7 +963,7 @@ void mrl_xfer_cq_close(struct mrl_cq *cq)
 	/* No reader is inside at close, so the list is empty (it is emptied
 	 * whenever the count reaches 0); give back anything left before the
 	 * pools go. */
-	mrl_cq_guard_free((uint32_t)atomic_exchange_explicit(
+	mrl_cq_guard_free((uint32_t) atomic_exchange_explicit(
 		&xcq->guard.word, 0, memory_order_acq_rel));
 	for (size_t i = 0; i < xcq->npools; i++)
 		mrl_op_pool_unref(xcq->pools[i]);
@@ -944,7 +976,8 @@ void mrl_xfer_cq_close(struct mrl_cq *cq)
 	free(mrl_xcq_own_of(xcq));
 }
 
-int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool)
+int
+mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool)
 {
 	struct mrl_xcq *xcq = cq->ext;
 	int ret = 0;
@@ -954,8 +987,8 @@ int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool)
 	pthread_mutex_lock(&xcq->lock);
 	if (xcq->npools == xcq->cap) {
 		size_t cap = xcq->cap ? 2 * xcq->cap : 4;
-		struct mrl_op_pool **pools = realloc(xcq->pools,
-						     cap * sizeof(*pools));
+		struct mrl_op_pool **pools =
+			realloc(xcq->pools, cap * sizeof(*pools));
 
 		if (!pools) {
 			ret = -FI_ENOMEM;
@@ -971,7 +1004,8 @@ out:
 	return ret;
 }
 
-struct mrl_cq_guard *mrl_xcq_guard(struct mrl_cq *cq)
+struct mrl_cq_guard *
+mrl_xcq_guard(struct mrl_cq *cq)
 {
 	struct mrl_xcq *xcq = cq->ext;
 

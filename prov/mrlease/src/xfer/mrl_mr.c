@@ -33,26 +33,26 @@
 #include "mrl_xfer.h"
 #include "mrl_xfer_state.h"
 
-static bool mrl_mr_cacheable(const struct mrl_domain *domain,
-			     const struct iovec *iov, size_t count,
-			     uint64_t access, uint64_t flags)
+static bool
+mrl_mr_cacheable(const struct mrl_domain *domain, const struct iovec *iov,
+		 size_t count, uint64_t access, uint64_t flags)
 {
 	return count == 1 && iov && iov[0].iov_base && iov[0].iov_len &&
-	       access && !(access & ~(uint64_t)MRL_CACHE_ACCESS) && !flags &&
+	       access && !(access & ~(uint64_t) MRL_CACHE_ACCESS) && !flags &&
 	       !(domain->mr_mode & FI_MR_ENDPOINT);
 }
 
 /* A leased MR handle over [buf, buf + len); -FI_EAGAIN: forward instead. */
-static int mrl_mr_lease(struct mrl_domain *domain, const struct iovec *iov,
-			void *context, struct fid_mr **mr)
+static int
+mrl_mr_lease(struct mrl_domain *domain, const struct iovec *iov, void *context,
+	     struct fid_mr **mr)
 {
 	struct mrl_lease_domain *ld = mrl_lease_domain_of(domain);
-	uintptr_t start = (uintptr_t)iov->iov_base;
+	uintptr_t start = (uintptr_t) iov->iov_base;
 	struct mrl_registration *reg;
 	int ret;
 
-	if (!ld || !ld->cache_domain ||
-	    start + iov->iov_len < start)
+	if (!ld || !ld->cache_domain || start + iov->iov_len < start)
 		return -FI_EAGAIN;
 	if (mrl_domain_mr_at_operand(domain))
 		ret = mrl_cache_acquire_based(ld->cache_domain, start,
@@ -68,11 +68,12 @@ static int mrl_mr_lease(struct mrl_domain *domain, const struct iovec *iov,
 	return ret;
 }
 
-static int mrl_xfer_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
-			       uint64_t flags, struct fid_mr **mr)
+static int
+mrl_xfer_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+		    uint64_t flags, struct fid_mr **mr)
 {
-	struct mrl_domain *domain = container_of(fid, struct mrl_domain,
-						 domain.fid);
+	struct mrl_domain *domain =
+		container_of(fid, struct mrl_domain, domain.fid);
 	bool host = true, no_auth = true;
 	int ret;
 
@@ -92,13 +93,13 @@ static int mrl_xfer_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	return mrl_domain_mr_ops.regattr(fid, attr, flags, mr);
 }
 
-static int mrl_xfer_mr_regv(struct fid *fid, const struct iovec *iov,
-			    size_t count, uint64_t access, uint64_t offset,
-			    uint64_t requested_key, uint64_t flags,
-			    struct fid_mr **mr, void *context)
+static int
+mrl_xfer_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		 uint64_t access, uint64_t offset, uint64_t requested_key,
+		 uint64_t flags, struct fid_mr **mr, void *context)
 {
-	struct mrl_domain *domain = container_of(fid, struct mrl_domain,
-						 domain.fid);
+	struct mrl_domain *domain =
+		container_of(fid, struct mrl_domain, domain.fid);
 	int ret;
 
 	if (mrl_mr_cacheable(domain, iov, count, access, flags)) {
@@ -110,14 +111,14 @@ static int mrl_xfer_mr_regv(struct fid *fid, const struct iovec *iov,
 				      requested_key, flags, mr, context);
 }
 
-static int mrl_xfer_mr_reg(struct fid *fid, const void *buf, size_t len,
-			   uint64_t access, uint64_t offset,
-			   uint64_t requested_key, uint64_t flags,
-			   struct fid_mr **mr, void *context)
+static int
+mrl_xfer_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+		uint64_t offset, uint64_t requested_key, uint64_t flags,
+		struct fid_mr **mr, void *context)
 {
-	struct mrl_domain *domain = container_of(fid, struct mrl_domain,
-						 domain.fid);
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct mrl_domain *domain =
+		container_of(fid, struct mrl_domain, domain.fid);
+	struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
 	int ret;
 
 	if (mrl_mr_cacheable(domain, &iov, 1, access, flags)) {
@@ -145,7 +146,8 @@ static struct fi_ops_mr mrl_xfer_mr_ops = {
  * provider may refuse, only what nothing uses goes (the domain must stay
  * as usable as before); once the provider agreed, the rest.
  */
-int mrl_xfer_domain_open(struct mrl_domain *domain)
+int
+mrl_xfer_domain_open(struct mrl_domain *domain)
 {
 	int ret = mrl_lease_domain_open(domain);
 
@@ -155,12 +157,14 @@ int mrl_xfer_domain_open(struct mrl_domain *domain)
 	return 0;
 }
 
-void mrl_xfer_domain_close(struct mrl_domain *domain)
+void
+mrl_xfer_domain_close(struct mrl_domain *domain)
 {
 	mrl_lease_domain_close(domain);
 }
 
-void mrl_xfer_domain_closed(struct mrl_domain *domain)
+void
+mrl_xfer_domain_closed(struct mrl_domain *domain)
 {
 	domain->domain.mr = &mrl_domain_mr_ops;
 	mrl_lease_domain_closed(domain);

@@ -29,8 +29,9 @@ struct mrl_atomic_ops {
 	size_t res_count;
 };
 
-static bool mrl_atomic_needs_lease(const struct mrl_atomic_ops *a,
-				   enum fi_datatype datatype, size_t min)
+static bool
+mrl_atomic_needs_lease(const struct mrl_atomic_ops *a,
+		       enum fi_datatype datatype, size_t min)
 {
 	return mrl_ioc_needs_lease(a->src, a->src_desc, a->src_count, datatype,
 				   min) ||
@@ -41,15 +42,15 @@ static bool mrl_atomic_needs_lease(const struct mrl_atomic_ops *a,
 }
 
 /* Resolve all three sets into src/cmp/res descriptor arrays. */
-static int mrl_atomic_resolve(struct mrl_post *p,
-			      const struct mrl_atomic_ops *a,
-			      enum fi_datatype datatype, size_t min,
-			      void **src, void **cmp, void **res)
+static int
+mrl_atomic_resolve(struct mrl_post *p, const struct mrl_atomic_ops *a,
+		   enum fi_datatype datatype, size_t min, void **src,
+		   void **cmp, void **res)
 {
 	int ret;
 
-	if (a->src_count > MRL_XFER_IOV_MAX || a->cmp_count > MRL_XFER_IOV_MAX ||
-	    a->res_count > MRL_XFER_IOV_MAX)
+	if (a->src_count > MRL_XFER_IOV_MAX ||
+	    a->cmp_count > MRL_XFER_IOV_MAX || a->res_count > MRL_XFER_IOV_MAX)
 		return -FI_EINVAL;
 	ret = mrl_post_ioc(p, a->src, a->src_desc, a->src_count, datatype, min,
 			   src);
@@ -62,10 +63,10 @@ static int mrl_atomic_resolve(struct mrl_post *p,
 	return ret;
 }
 
-static ssize_t mrl_atomic_msg_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
-				   const struct fi_msg_atomic *msg,
-				   const struct mrl_atomic_ops *a,
-				   uint64_t flags)
+static ssize_t
+mrl_atomic_msg_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
+		    const struct fi_msg_atomic *msg,
+		    const struct mrl_atomic_ops *a, uint64_t flags)
 {
 	struct mrl_xep *x = ep->ext;
 	void *src[MRL_XFER_IOV_MAX], *cmp[MRL_XFER_IOV_MAX];
@@ -99,17 +100,17 @@ static ssize_t mrl_atomic_msg_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
 }
 
 /* The slow path of the non-msg calls, issued as their v form. */
-static ssize_t mrl_atomic_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
-			       const struct mrl_atomic_ops *a, fi_addr_t peer,
-			       uint64_t addr, uint64_t key,
-			       enum fi_datatype datatype, enum fi_op op,
-			       void *context)
+static ssize_t
+mrl_atomic_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
+		const struct mrl_atomic_ops *a, fi_addr_t peer, uint64_t addr,
+		uint64_t key, enum fi_datatype datatype, enum fi_op op,
+		void *context)
 {
 	struct mrl_xep *x = ep->ext;
 	const struct mrl_xdir *d = &x->dir[MRL_TX];
 	void *src[MRL_XFER_IOV_MAX], *cmp[MRL_XFER_IOV_MAX];
 	void *res[MRL_XFER_IOV_MAX];
-	struct fi_rma_ioc rma_ioc = { .addr = addr, .key = key };
+	struct fi_rma_ioc rma_ioc = {.addr = addr, .key = key};
 	uint64_t flags = d->op_flags;
 	struct mrl_post p;
 	void *ctx;
@@ -117,10 +118,15 @@ static ssize_t mrl_atomic_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
 
 	if (d->convert) {
 		struct fi_msg_atomic msg = {
-			.msg_iov = a->src, .desc = a->src_desc,
-			.iov_count = a->src_count, .addr = peer,
-			.rma_iov = &rma_ioc, .rma_iov_count = 1,
-			.datatype = datatype, .op = op, .context = context,
+			.msg_iov = a->src,
+			.desc = a->src_desc,
+			.iov_count = a->src_count,
+			.addr = peer,
+			.rma_iov = &rma_ioc,
+			.rma_iov_count = 1,
+			.datatype = datatype,
+			.op = op,
+			.context = context,
 		};
 
 		for (size_t i = 0; i < a->src_count; i++)
@@ -153,17 +159,17 @@ static ssize_t mrl_atomic_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
 	return mrl_post_end(&p, ret);
 }
 
-static ssize_t mrl_atomic_write(struct fid_ep *fep, const void *buf,
-				size_t count, void *desc, fi_addr_t dest_addr,
-				uint64_t addr, uint64_t key,
-				enum fi_datatype datatype, enum fi_op op,
-				void *context)
+static ssize_t
+mrl_atomic_write(struct fid_ep *fep, const void *buf, size_t count, void *desc,
+		 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+		 enum fi_datatype datatype, enum fi_op op, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	struct fi_ioc ioc = { .addr = (void *)buf, .count = count };
-	struct mrl_atomic_ops a = { .src = &ioc, .src_desc = &desc,
-				    .src_count = 1 };
+	struct fi_ioc ioc = {.addr = (void *) buf, .count = count};
+	struct mrl_atomic_ops a = {.src = &ioc,
+				   .src_desc = &desc,
+				   .src_count = 1};
 
 	if (!mrl_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
 		return fi_atomic(ep->inner, buf, count, desc, dest_addr, addr,
@@ -172,16 +178,17 @@ static ssize_t mrl_atomic_write(struct fid_ep *fep, const void *buf,
 			       datatype, op, context);
 }
 
-static ssize_t mrl_atomic_writev(struct fid_ep *fep, const struct fi_ioc *iov,
-				 void **desc, size_t count, fi_addr_t dest_addr,
-				 uint64_t addr, uint64_t key,
-				 enum fi_datatype datatype, enum fi_op op,
-				 void *context)
+static ssize_t
+mrl_atomic_writev(struct fid_ep *fep, const struct fi_ioc *iov, void **desc,
+		  size_t count, fi_addr_t dest_addr, uint64_t addr,
+		  uint64_t key, enum fi_datatype datatype, enum fi_op op,
+		  void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	struct mrl_atomic_ops a = { .src = iov, .src_desc = desc,
-				    .src_count = count };
+	struct mrl_atomic_ops a = {.src = iov,
+				   .src_desc = desc,
+				   .src_count = count};
 
 	if (!mrl_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
 		return fi_atomicv(ep->inner, iov, desc, count, dest_addr, addr,
@@ -190,37 +197,42 @@ static ssize_t mrl_atomic_writev(struct fid_ep *fep, const struct fi_ioc *iov,
 			       datatype, op, context);
 }
 
-static ssize_t mrl_atomic_writemsg(struct fid_ep *fep,
-				   const struct fi_msg_atomic *msg,
-				   uint64_t flags)
+static ssize_t
+mrl_atomic_writemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg,
+		    uint64_t flags)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	struct mrl_atomic_ops a = { .src = msg->msg_iov, .src_desc = msg->desc,
-				    .src_count = msg->iov_count };
+	struct mrl_atomic_ops a = {.src = msg->msg_iov,
+				   .src_desc = msg->desc,
+				   .src_count = msg->iov_count};
 
 	if ((flags & FI_INJECT) ||
-	    !mrl_atomic_needs_lease(&a, msg->datatype, x->dir[MRL_TX].min_msg)) {
+	    !mrl_atomic_needs_lease(&a, msg->datatype,
+				    x->dir[MRL_TX].min_msg)) {
 		mrl_post_trigger_fwd(flags, msg->context);
 		return fi_atomicmsg(ep->inner, msg, flags);
 	}
 	return mrl_atomic_msg_slow(ep, MRL_ATOMIC_WRITE, msg, &a, flags);
 }
 
-static ssize_t mrl_atomic_readwrite(struct fid_ep *fep, const void *buf,
-				    size_t count, void *desc, void *result,
-				    void *result_desc, fi_addr_t dest_addr,
-				    uint64_t addr, uint64_t key,
-				    enum fi_datatype datatype, enum fi_op op,
-				    void *context)
+static ssize_t
+mrl_atomic_readwrite(struct fid_ep *fep, const void *buf, size_t count,
+		     void *desc, void *result, void *result_desc,
+		     fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+		     enum fi_datatype datatype, enum fi_op op, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	struct fi_ioc ioc = { .addr = (void *)buf, .count = count };
-	struct fi_ioc res = { .addr = result, .count = count };
+	struct fi_ioc ioc = {.addr = (void *) buf, .count = count};
+	struct fi_ioc res = {.addr = result, .count = count};
 	struct mrl_atomic_ops a = {
-		.src = &ioc, .src_desc = &desc, .src_count = 1,
-		.res = &res, .res_desc = &result_desc, .res_count = 1,
+		.src = &ioc,
+		.src_desc = &desc,
+		.src_count = 1,
+		.res = &res,
+		.res_desc = &result_desc,
+		.res_count = 1,
 	};
 
 	if (!mrl_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
@@ -231,19 +243,21 @@ static ssize_t mrl_atomic_readwrite(struct fid_ep *fep, const void *buf,
 			       datatype, op, context);
 }
 
-static ssize_t mrl_atomic_readwritev(struct fid_ep *fep,
-				     const struct fi_ioc *iov, void **desc,
-				     size_t count, struct fi_ioc *resultv,
-				     void **result_desc, size_t result_count,
-				     fi_addr_t dest_addr, uint64_t addr,
-				     uint64_t key, enum fi_datatype datatype,
-				     enum fi_op op, void *context)
+static ssize_t
+mrl_atomic_readwritev(struct fid_ep *fep, const struct fi_ioc *iov, void **desc,
+		      size_t count, struct fi_ioc *resultv, void **result_desc,
+		      size_t result_count, fi_addr_t dest_addr, uint64_t addr,
+		      uint64_t key, enum fi_datatype datatype, enum fi_op op,
+		      void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_atomic_ops a = {
-		.src = iov, .src_desc = desc, .src_count = count,
-		.res = resultv, .res_desc = result_desc,
+		.src = iov,
+		.src_desc = desc,
+		.src_count = count,
+		.res = resultv,
+		.res_desc = result_desc,
 		.res_count = result_count,
 	};
 
@@ -255,22 +269,24 @@ static ssize_t mrl_atomic_readwritev(struct fid_ep *fep,
 			       datatype, op, context);
 }
 
-static ssize_t mrl_atomic_readwritemsg(struct fid_ep *fep,
-				       const struct fi_msg_atomic *msg,
-				       struct fi_ioc *resultv,
-				       void **result_desc, size_t result_count,
-				       uint64_t flags)
+static ssize_t
+mrl_atomic_readwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg,
+			struct fi_ioc *resultv, void **result_desc,
+			size_t result_count, uint64_t flags)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_atomic_ops a = {
-		.src = msg->msg_iov, .src_desc = msg->desc,
+		.src = msg->msg_iov,
+		.src_desc = msg->desc,
 		.src_count = msg->iov_count,
-		.res = resultv, .res_desc = result_desc,
+		.res = resultv,
+		.res_desc = result_desc,
 		.res_count = result_count,
 	};
 
-	if (!mrl_atomic_needs_lease(&a, msg->datatype, x->dir[MRL_TX].min_msg)) {
+	if (!mrl_atomic_needs_lease(&a, msg->datatype,
+				    x->dir[MRL_TX].min_msg)) {
 		mrl_post_trigger_fwd(flags, msg->context);
 		return fi_fetch_atomicmsg(ep->inner, msg, resultv, result_desc,
 					  result_count, flags);
@@ -278,23 +294,28 @@ static ssize_t mrl_atomic_readwritemsg(struct fid_ep *fep,
 	return mrl_atomic_msg_slow(ep, MRL_ATOMIC_FETCH, msg, &a, flags);
 }
 
-static ssize_t mrl_atomic_compwrite(struct fid_ep *fep, const void *buf,
-				    size_t count, void *desc,
-				    const void *compare, void *compare_desc,
-				    void *result, void *result_desc,
-				    fi_addr_t dest_addr, uint64_t addr,
-				    uint64_t key, enum fi_datatype datatype,
-				    enum fi_op op, void *context)
+static ssize_t
+mrl_atomic_compwrite(struct fid_ep *fep, const void *buf, size_t count,
+		     void *desc, const void *compare, void *compare_desc,
+		     void *result, void *result_desc, fi_addr_t dest_addr,
+		     uint64_t addr, uint64_t key, enum fi_datatype datatype,
+		     enum fi_op op, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	struct fi_ioc ioc = { .addr = (void *)buf, .count = count };
-	struct fi_ioc cmp = { .addr = (void *)compare, .count = count };
-	struct fi_ioc res = { .addr = result, .count = count };
+	struct fi_ioc ioc = {.addr = (void *) buf, .count = count};
+	struct fi_ioc cmp = {.addr = (void *) compare, .count = count};
+	struct fi_ioc res = {.addr = result, .count = count};
 	struct mrl_atomic_ops a = {
-		.src = &ioc, .src_desc = &desc, .src_count = 1,
-		.cmp = &cmp, .cmp_desc = &compare_desc, .cmp_count = 1,
-		.res = &res, .res_desc = &result_desc, .res_count = 1,
+		.src = &ioc,
+		.src_desc = &desc,
+		.src_count = 1,
+		.cmp = &cmp,
+		.cmp_desc = &compare_desc,
+		.cmp_count = 1,
+		.res = &res,
+		.res_desc = &result_desc,
+		.res_count = 1,
 	};
 
 	if (!mrl_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
@@ -302,27 +323,30 @@ static ssize_t mrl_atomic_compwrite(struct fid_ep *fep, const void *buf,
 					 compare_desc, result, result_desc,
 					 dest_addr, addr, key, datatype, op,
 					 context);
-	return mrl_atomic_slow(ep, MRL_ATOMIC_COMPARE, &a, dest_addr, addr,
-			       key, datatype, op, context);
+	return mrl_atomic_slow(ep, MRL_ATOMIC_COMPARE, &a, dest_addr, addr, key,
+			       datatype, op, context);
 }
 
-static ssize_t mrl_atomic_compwritev(struct fid_ep *fep,
-				     const struct fi_ioc *iov, void **desc,
-				     size_t count, const struct fi_ioc *comparev,
-				     void **compare_desc, size_t compare_count,
-				     struct fi_ioc *resultv, void **result_desc,
-				     size_t result_count, fi_addr_t dest_addr,
-				     uint64_t addr, uint64_t key,
-				     enum fi_datatype datatype, enum fi_op op,
-				     void *context)
+static ssize_t
+mrl_atomic_compwritev(struct fid_ep *fep, const struct fi_ioc *iov, void **desc,
+		      size_t count, const struct fi_ioc *comparev,
+		      void **compare_desc, size_t compare_count,
+		      struct fi_ioc *resultv, void **result_desc,
+		      size_t result_count, fi_addr_t dest_addr, uint64_t addr,
+		      uint64_t key, enum fi_datatype datatype, enum fi_op op,
+		      void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_atomic_ops a = {
-		.src = iov, .src_desc = desc, .src_count = count,
-		.cmp = comparev, .cmp_desc = compare_desc,
+		.src = iov,
+		.src_desc = desc,
+		.src_count = count,
+		.cmp = comparev,
+		.cmp_desc = compare_desc,
 		.cmp_count = compare_count,
-		.res = resultv, .res_desc = result_desc,
+		.res = resultv,
+		.res_desc = result_desc,
 		.res_count = result_count,
 	};
 
@@ -331,41 +355,42 @@ static ssize_t mrl_atomic_compwritev(struct fid_ep *fep,
 					  compare_desc, compare_count, resultv,
 					  result_desc, result_count, dest_addr,
 					  addr, key, datatype, op, context);
-	return mrl_atomic_slow(ep, MRL_ATOMIC_COMPARE, &a, dest_addr, addr,
-			       key, datatype, op, context);
+	return mrl_atomic_slow(ep, MRL_ATOMIC_COMPARE, &a, dest_addr, addr, key,
+			       datatype, op, context);
 }
 
-static ssize_t mrl_atomic_compwritemsg(struct fid_ep *fep,
-				       const struct fi_msg_atomic *msg,
-				       const struct fi_ioc *comparev,
-				       void **compare_desc,
-				       size_t compare_count,
-				       struct fi_ioc *resultv,
-				       void **result_desc, size_t result_count,
-				       uint64_t flags)
+static ssize_t
+mrl_atomic_compwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg,
+			const struct fi_ioc *comparev, void **compare_desc,
+			size_t compare_count, struct fi_ioc *resultv,
+			void **result_desc, size_t result_count, uint64_t flags)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_atomic_ops a = {
-		.src = msg->msg_iov, .src_desc = msg->desc,
+		.src = msg->msg_iov,
+		.src_desc = msg->desc,
 		.src_count = msg->iov_count,
-		.cmp = comparev, .cmp_desc = compare_desc,
+		.cmp = comparev,
+		.cmp_desc = compare_desc,
 		.cmp_count = compare_count,
-		.res = resultv, .res_desc = result_desc,
+		.res = resultv,
+		.res_desc = result_desc,
 		.res_count = result_count,
 	};
 
-	if (!mrl_atomic_needs_lease(&a, msg->datatype, x->dir[MRL_TX].min_msg)) {
+	if (!mrl_atomic_needs_lease(&a, msg->datatype,
+				    x->dir[MRL_TX].min_msg)) {
 		mrl_post_trigger_fwd(flags, msg->context);
-		return fi_compare_atomicmsg(ep->inner, msg, comparev,
-					    compare_desc, compare_count,
-					    resultv, result_desc,
-					    result_count, flags);
+		return fi_compare_atomicmsg(
+			ep->inner, msg, comparev, compare_desc, compare_count,
+			resultv, result_desc, result_count, flags);
 	}
 	return mrl_atomic_msg_slow(ep, MRL_ATOMIC_COMPARE, msg, &a, flags);
 }
 
-void mrl_xfer_atomic_init(void)
+void
+mrl_xfer_atomic_init(void)
 {
 	mrl_xfer_atomic_ops = mrl_ep_atomic_ops;
 	mrl_xfer_atomic_ops.write = mrl_atomic_write;

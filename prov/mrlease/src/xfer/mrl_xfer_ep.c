@@ -28,15 +28,16 @@ static void mrl_xfer_init_once(void);
 
 /* ---- fi_enable: routes, thresholds, internal CQ ------------------------ */
 
-static bool mrl_format_has_flags(enum fi_cq_format format)
+static bool
+mrl_format_has_flags(enum fi_cq_format format)
 {
 	return format == FI_CQ_FORMAT_MSG || format == FI_CQ_FORMAT_DATA ||
 	       format == FI_CQ_FORMAT_TAGGED;
 }
 
 /* Counters bound for a direction (any of them drives the internal CQ). */
-static size_t mrl_xep_dir_cntrs(struct mrl_ep *ep, enum mrl_dir dir,
-				struct mrl_cntr **out)
+static size_t
+mrl_xep_dir_cntrs(struct mrl_ep *ep, enum mrl_dir dir, struct mrl_cntr **out)
 {
 	size_t n = 0;
 
@@ -54,19 +55,21 @@ static size_t mrl_xep_dir_cntrs(struct mrl_ep *ep, enum mrl_dir dir,
 	return n;
 }
 
-static void mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
+static void
+mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
 {
 	struct mrl_ep *ep = x->ep;
 	struct mrl_xdir *d = &x->dir[dir];
 	struct mrl_cq *cq = dir == MRL_TX ? ep->bound.tx_cq : ep->bound.rx_cq;
-	uint64_t cq_flags = dir == MRL_TX ? ep->bound.tx_cq_flags :
-					    ep->bound.rx_cq_flags;
+	uint64_t cq_flags =
+		dir == MRL_TX ? ep->bound.tx_cq_flags : ep->bound.rx_cq_flags;
 	struct mrl_cntr *cntrs[3];
 
 	d->min = d->min_msg = SIZE_MAX;
 	if (cq) {
 		d->route = cq_flags & FI_SELECTIVE_COMPLETION ?
-			MRL_ROUTE_SELECTIVE : MRL_ROUTE_ALL;
+				   MRL_ROUTE_SELECTIVE :
+				   MRL_ROUTE_ALL;
 		d->flags_visible = mrl_format_has_flags(cq->format);
 	} else if (mrl_xep_dir_cntrs(ep, dir, cntrs)) {
 		d->route = MRL_ROUTE_INTERNAL;
@@ -76,18 +79,18 @@ static void mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
 		return;
 	}
 
-	d->op_flags = x->op_flags[dir] & ~(uint64_t)(FI_TRANSMIT | FI_RECV);
+	d->op_flags = x->op_flags[dir] & ~(uint64_t) (FI_TRANSMIT | FI_RECV);
 	d->convert = d->route == MRL_ROUTE_INTERNAL ||
 		     (d->route == MRL_ROUTE_SELECTIVE &&
 		      !(d->op_flags & FI_COMPLETION));
 	d->min_msg = min;
 	d->min = min;
 	d->live_flags = dir == MRL_RX && (d->op_flags & FI_MULTI_RECV) ?
-		MRL_OP_MULTI_RECV : 0;
+				MRL_OP_MULTI_RECV :
+				0;
 	if (dir == MRL_TX && (d->op_flags & FI_INJECT))
 		d->min = SIZE_MAX;
-	if (dir == MRL_RX && (d->op_flags & FI_MULTI_RECV) &&
-	    !d->flags_visible)
+	if (dir == MRL_RX && (d->op_flags & FI_MULTI_RECV) && !d->flags_visible)
 		d->min = SIZE_MAX;
 }
 
@@ -98,7 +101,8 @@ static void mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
  * flags make every receive a multi-recv one, the rx CQ is guarded now
  * (mrl_xep_guard_rx), else receives do not lease.
  */
-static void mrl_xdir_multi_recv(struct mrl_xep *x)
+static void
+mrl_xdir_multi_recv(struct mrl_xep *x)
 {
 	struct mrl_xdir *d = &x->dir[MRL_RX];
 
@@ -115,7 +119,8 @@ static void mrl_xdir_multi_recv(struct mrl_xep *x)
 
 /* After a decision: whether the direction's single-buffer calls may take
  * the hit path (mrl_xfer_inline.h). */
-static void mrl_xdir_single(struct mrl_xep *x, enum mrl_dir dir)
+static void
+mrl_xdir_single(struct mrl_xep *x, enum mrl_dir dir)
 {
 	struct mrl_xdir *d = &x->dir[dir];
 
@@ -123,13 +128,15 @@ static void mrl_xdir_single(struct mrl_xep *x, enum mrl_dir dir)
 		mrl_xdir_multi_recv(x);
 
 	d->single = x->pool && d->route != MRL_ROUTE_NONE && !d->convert ?
-		x->pool : &mrl_op_pool_none;
+			    x->pool :
+			    &mrl_op_pool_none;
 	d->owned_shape = mrl_op_shape(d->live_flags | MRL_OP_OWNED, 1);
 	d->owned_state = mrl_post_op_state(d->live_flags | MRL_OP_OWNED);
 }
 
 /* Open the inner CQ that reports leased ops of counters-only directions. */
-static int mrl_xep_internal_cq(struct mrl_xep *x, uint64_t bind_flags)
+static int
+mrl_xep_internal_cq(struct mrl_xep *x, uint64_t bind_flags)
 {
 	struct fi_cq_attr attr = {
 		.format = FI_CQ_FORMAT_MSG,
@@ -157,7 +164,8 @@ static int mrl_xep_internal_cq(struct mrl_xep *x, uint64_t bind_flags)
 }
 
 /* Let the counters of internal-route directions drain x's internal CQ. */
-static int mrl_xep_link_cntrs(struct mrl_xep *x)
+static int
+mrl_xep_link_cntrs(struct mrl_xep *x)
 {
 	struct mrl_cntr *cntrs[3];
 	size_t nlinked = 0;
@@ -185,7 +193,8 @@ static int mrl_xep_link_cntrs(struct mrl_xep *x)
 	return 0;
 }
 
-static void mrl_xep_disable(struct mrl_xep *x)
+static void
+mrl_xep_disable(struct mrl_xep *x)
 {
 	for (int dir = 0; dir < MRL_NDIR; dir++) {
 		x->dir[dir].min = x->dir[dir].min_msg = SIZE_MAX;
@@ -203,7 +212,8 @@ static void mrl_xep_disable(struct mrl_xep *x)
  * pool at its guard. Serial pools and the internal CQ (read under
  * drain_lock) have one reader at a time and need nothing.
  */
-int mrl_xep_guard_rx(struct mrl_xep *x)
+int
+mrl_xep_guard_rx(struct mrl_xep *x)
 {
 	struct mrl_op_pool *pool = x->pool;
 	struct mrl_cq_guard *guard;
@@ -227,7 +237,8 @@ int mrl_xep_guard_rx(struct mrl_xep *x)
 	return 0;
 }
 
-bool mrl_xfer_domain_leases(struct mrl_domain *dom)
+bool
+mrl_xfer_domain_leases(struct mrl_domain *dom)
 {
 	struct mrl_lease_domain *ld = mrl_lease_domain_of(dom);
 
@@ -238,10 +249,11 @@ bool mrl_xfer_domain_leases(struct mrl_domain *dom)
 
 /* A direction whose CQ reads do not complete ops (a CQ that was opened on
  * a domain that cannot lease) must not lease. */
-static void mrl_xdir_check_cq(struct mrl_xep *x, enum mrl_dir dir)
+static void
+mrl_xdir_check_cq(struct mrl_xep *x, enum mrl_dir dir)
 {
-	struct mrl_cq *cq = dir == MRL_TX ? x->ep->bound.tx_cq :
-					    x->ep->bound.rx_cq;
+	struct mrl_cq *cq =
+		dir == MRL_TX ? x->ep->bound.tx_cq : x->ep->bound.rx_cq;
 	struct mrl_xdir *d = &x->dir[dir];
 
 	if (cq && !cq->ext) {
@@ -251,7 +263,8 @@ static void mrl_xdir_check_cq(struct mrl_xep *x, enum mrl_dir dir)
 }
 
 /* Before the inner fi_enable: decide, and bind the internal CQ if needed. */
-static int mrl_xep_enable(struct mrl_xep *x)
+static int
+mrl_xep_enable(struct mrl_xep *x)
 {
 	struct mrl_ep *ep = x->ep;
 	struct mrl_domain *dom = ep->domain;
@@ -265,8 +278,8 @@ static int mrl_xep_enable(struct mrl_xep *x)
 		return 0;
 	x->cache = ld->cache_domain;
 	x->mr_local = mrl_domain_mr_local(dom);
-	x->based_after = mrl_domain_mr_at_operand(dom) ? mrl_xfer_rndv_after :
-							  SIZE_MAX;
+	x->based_after =
+		mrl_domain_mr_at_operand(dom) ? mrl_xfer_rndv_after : SIZE_MAX;
 	min = x->mr_local ? 1 : dom->outermost ? mrl_params.min_size : SIZE_MAX;
 	if (min == SIZE_MAX)
 		return 0;
@@ -280,10 +293,10 @@ static int mrl_xep_enable(struct mrl_xep *x)
 	FI_INFO(mrl_prov, FI_LOG_EP_CTRL,
 		"endpoint on %s (threading %d): tx route %d min %zu/%zu, "
 		"rx route %d min %zu/%zu\n",
-		dom->prov_name, (int)threading, x->dir[MRL_TX].route,
-		x->dir[MRL_TX].min,
-		x->dir[MRL_TX].min_msg, x->dir[MRL_RX].route,
-		x->dir[MRL_RX].min, x->dir[MRL_RX].min_msg);
+		dom->prov_name, (int) threading, x->dir[MRL_TX].route,
+		x->dir[MRL_TX].min, x->dir[MRL_TX].min_msg,
+		x->dir[MRL_RX].route, x->dir[MRL_RX].min,
+		x->dir[MRL_RX].min_msg);
 	if (x->dir[MRL_TX].route == MRL_ROUTE_NONE &&
 	    x->dir[MRL_RX].route == MRL_ROUTE_NONE)
 		return 0;
@@ -328,7 +341,8 @@ err_disable:
  * bound first), and again for FI_SETOPSFLAG once the provider took the
  * flags; the test-only commands stop here. Other classes never lease.
  */
-int mrl_xfer_ep_control(struct mrl_ep *ep, int command, void *arg)
+int
+mrl_xfer_ep_control(struct mrl_ep *ep, int command, void *arg)
 {
 	enum mrl_class cls = mrl_class_of(&ep->ep.fid);
 	struct mrl_xep *x = ep->ext;
@@ -349,8 +363,8 @@ int mrl_xfer_ep_control(struct mrl_ep *ep, int command, void *arg)
 	}
 	if (command == MRL_XFER_CTL_TEST_READING) {
 		const struct mrl_xfer_test_reading *hook = arg;
-		struct mrl_cq_guard *g = x && x->pool ?
-			atomic_load(&x->pool->defer) : NULL;
+		struct mrl_cq_guard *g =
+			x && x->pool ? atomic_load(&x->pool->defer) : NULL;
 
 		if (!g || !hook)
 			return -FI_EINVAL;
@@ -367,16 +381,17 @@ int mrl_xfer_ep_control(struct mrl_ep *ep, int command, void *arg)
 	ret = mrl_ep_control(ep, command, arg);
 	if (!ret && command == FI_SETOPSFLAG && x && arg) {
 		if (!x->pool) {
-			x->op_flags[*(uint64_t *)arg & FI_TRANSMIT ? MRL_TX :
-				    MRL_RX] = *(uint64_t *)arg;
+			x->op_flags[*(uint64_t *) arg & FI_TRANSMIT ? MRL_TX :
+								      MRL_RX] =
+				*(uint64_t *) arg;
 			return 0;
 		}
 		/* New defaults for non-msg calls: decide those again. */
-		enum mrl_dir dir = *(uint64_t *)arg & FI_TRANSMIT ? MRL_TX :
-								    MRL_RX;
+		enum mrl_dir dir =
+			*(uint64_t *) arg & FI_TRANSMIT ? MRL_TX : MRL_RX;
 		size_t min = x->dir[dir].min_msg;
 
-		x->op_flags[dir] = *(uint64_t *)arg;
+		x->op_flags[dir] = *(uint64_t *) arg;
 		if (x->dir[dir].route != MRL_ROUTE_NONE) {
 			mrl_xdir_set(x, dir, min);
 			mrl_xdir_single(x, dir);
@@ -392,7 +407,8 @@ struct mrl_cancel_find {
 	struct mrl_op *op;
 };
 
-static bool mrl_cancel_match(struct mrl_op *op, void *arg)
+static bool
+mrl_cancel_match(struct mrl_op *op, void *arg)
 {
 	struct mrl_cancel_find *f = arg;
 
@@ -404,11 +420,12 @@ static bool mrl_cancel_match(struct mrl_op *op, void *arg)
 
 /* The application names the operation by its context; the provider knows
  * leased operations by their op. */
-static ssize_t mrl_xfer_cancel(fid_t fid, void *context)
+static ssize_t
+mrl_xfer_cancel(fid_t fid, void *context)
 {
 	struct mrl_ep *ep = container_of(fid, struct mrl_ep, ep.fid);
 	struct mrl_xep *x = ep->ext;
-	struct mrl_cancel_find f = { .app_ctx = context };
+	struct mrl_cancel_find f = {.app_ctx = context};
 
 	if (x && x->pool && context) {
 		if (!x->pool->serial)
@@ -424,7 +441,8 @@ static ssize_t mrl_xfer_cancel(fid_t fid, void *context)
 
 /* ---- open, close ----------------------------------------------------- */
 
-static void mrl_xfer_init_once(void)
+static void
+mrl_xfer_init_once(void)
 {
 	mrl_xfer_msg_init();
 	mrl_xfer_tagged_init();
@@ -440,8 +458,8 @@ static void mrl_xfer_init_once(void)
  * fi_info's tx/rx attrs (rx caps: info->caps where rx_attr has none), or a
  * tx/rx context's attr. An alias never enables leasing.
  */
-static void mrl_xep_opened_with(struct mrl_xep *x,
-				const struct mrl_ep_open *opening)
+static void
+mrl_xep_opened_with(struct mrl_xep *x, const struct mrl_ep_open *opening)
 {
 	const struct fi_info *info = opening->info;
 	const struct fi_rx_attr *rx = opening->rx_attr;
@@ -451,7 +469,8 @@ static void mrl_xep_opened_with(struct mrl_xep *x,
 	x->rx_caps = rx && rx->caps ? rx->caps : info ? info->caps : 0;
 }
 
-int mrl_xfer_ep_open(struct mrl_ep *ep)
+int
+mrl_xfer_ep_open(struct mrl_ep *ep)
 {
 	enum mrl_class cls = mrl_class_of(&ep->ep.fid);
 	struct mrl_xep *x;
@@ -498,15 +517,16 @@ int mrl_xfer_ep_open(struct mrl_ep *ep)
 }
 
 struct mrl_orphan_count {
-	size_t n;	/* orphaned ops */
-	size_t ops;	/* the same with their extras: never freed again */
+	size_t n; /* orphaned ops */
+	size_t ops; /* the same with their extras: never freed again */
 };
 
-static bool mrl_xep_orphan(struct mrl_op *op, void *arg)
+static bool
+mrl_xep_orphan(struct mrl_op *op, void *arg)
 {
 	struct mrl_orphan_count *c = arg;
-	unsigned int state = atomic_load_explicit(&op->state,
-						  memory_order_acquire);
+	unsigned int state =
+		atomic_load_explicit(&op->state, memory_order_acquire);
 
 	/* Any live state (a completer may take it first). */
 	while (mrl_op_live(state) &&
@@ -533,16 +553,16 @@ static bool mrl_xep_orphan(struct mrl_op *op, void *arg)
  * inside the completion of one of the pool's ops (state changed, op not yet
  * pushed back), which would otherwise push onto a freed pool.
  */
-static bool mrl_xep_pool_needed(struct mrl_op_pool *pool,
-				const struct mrl_orphan_count *orphans)
+static bool
+mrl_xep_pool_needed(struct mrl_op_pool *pool,
+		    const struct mrl_orphan_count *orphans)
 {
 	if (orphans->n)
 		return true;
 	for (int i = 0; i < MRL_SETTLE_TRIES; i++) {
 		/* A multi-recv op waiting for a guarded CQ's readers to
 		 * exit goes back to the pool later (mrl_cq_guard_free). */
-		if (atomic_load_explicit(&pool->deferred,
-					 memory_order_seq_cst))
+		if (atomic_load_explicit(&pool->deferred, memory_order_seq_cst))
 			return true;
 		if (mrl_op_pool_settled(pool, orphans->ops))
 			return false;
@@ -552,10 +572,11 @@ static bool mrl_xep_pool_needed(struct mrl_op_pool *pool,
 }
 
 /* After the inner close returned: the provider has let go of every op. */
-void mrl_xfer_ep_close(struct mrl_ep *ep)
+void
+mrl_xfer_ep_close(struct mrl_ep *ep)
 {
 	struct mrl_xep *x = ep->ext;
-	struct mrl_orphan_count orphans = { 0 };
+	struct mrl_orphan_count orphans = {0};
 
 	if (!x)
 		return;
@@ -573,8 +594,8 @@ void mrl_xfer_ep_close(struct mrl_ep *ep)
 		if (mrl_xep_pool_needed(x->pool, &orphans)) {
 			/* Keep the pool until the application's CQs
 			 * close. */
-			struct mrl_cq *cqs[2] = { ep->bound.tx_cq,
-						  ep->bound.rx_cq };
+			struct mrl_cq *cqs[2] = {ep->bound.tx_cq,
+						 ep->bound.rx_cq};
 
 			for (int i = 0; i < 2; i++) {
 				if (!cqs[i] || (i == 1 && cqs[1] == cqs[0]))

@@ -4,12 +4,12 @@
  * (mrl_xfer_tagged.c) share. Each call checks first whether an operand
  * needs a lease; if none does it is forwarded as is (the fast path). A
  * single-buffer call that needs one takes the hit path the RMA calls take
- * (the two halves of mrl_xfer_inline.h: mrl_msg_owned, mrl_msg_pop, mrl_msg_op: an
- * op off the owner's list or the pool, one lease, the inner call in the
- * same shape). Everything else goes through mrl_msg_post, one body for msg
- * and tagged calls of any shape: leased non-msg calls keep their shape
- * unless the route needs FI_COMPLETION added, in which case they go out as
- * the equivalent msg call with the endpoint's default flags.
+ * (the two halves of mrl_xfer_inline.h: mrl_msg_owned, mrl_msg_pop, mrl_msg_op:
+ * an op off the owner's list or the pool, one lease, the inner call in the same
+ * shape). Everything else goes through mrl_msg_post, one body for msg and
+ * tagged calls of any shape: leased non-msg calls keep their shape unless the
+ * route needs FI_COMPLETION added, in which case they go out as the equivalent
+ * msg call with the endpoint's default flags.
  *
  * Rendezvous sends on FI_MR_LOCAL domains without FI_MR_VIRT_ADDR.
  * libfabric 1.17's rxm sends a message longer than its eager limit by
@@ -63,7 +63,8 @@ struct fi_ops_msg mrl_xfer_msg_ops;
 /* Messages longer than this go by rendezvous (set once at init). */
 size_t mrl_xfer_rndv_after = 16384;
 
-static void mrl_rndv_limit_init(void)
+static void
+mrl_rndv_limit_init(void)
 {
 	const char *s = getenv("FI_OFI_RXM_BUFFER_SIZE");
 	unsigned long long v;
@@ -74,13 +75,13 @@ static void mrl_rndv_limit_init(void)
 	v = strtoull(s, NULL, 0);
 	/* Whatever rxm makes of a malformed value, a smaller limit only
 	 * takes more exact registrations. */
-	mrl_xfer_rndv_after = errno || v > SIZE_MAX ? 0 : (size_t)v;
+	mrl_xfer_rndv_after = errno || v > SIZE_MAX ? 0 : (size_t) v;
 }
 
 /* Whether the leased operands of this send must start their registration
  * at their iov (see the top of this file). */
-static bool mrl_send_based(const struct mrl_xep *x, const struct iovec *iov,
-			   size_t count)
+static bool
+mrl_send_based(const struct mrl_xep *x, const struct iovec *iov, size_t count)
 {
 	size_t total = 0;
 
@@ -97,18 +98,23 @@ static bool mrl_send_based(const struct mrl_xep *x, const struct iovec *iov,
 /* The inner call of c with local descriptors ldesc and context ctx: the
  * msg call with flags when as_msg, else c's own shape (single buffers as
  * the v call). */
-static ssize_t mrl_msg_issue(struct fid_ep *in, const struct mrl_msg_call *c,
-			     void **ldesc, void *ctx, uint64_t flags,
-			     bool as_msg)
+static ssize_t
+mrl_msg_issue(struct fid_ep *in, const struct mrl_msg_call *c, void **ldesc,
+	      void *ctx, uint64_t flags, bool as_msg)
 {
 	bool tagged = mrl_msg_tagged(c->kind);
 	bool tx = mrl_msg_dir(c->kind) == MRL_TX;
 
 	if (as_msg && tagged) {
 		struct fi_msg_tagged m = {
-			.msg_iov = c->iov, .desc = ldesc,
-			.iov_count = c->count, .addr = c->addr, .tag = c->tag,
-			.ignore = c->ignore, .context = ctx, .data = c->data,
+			.msg_iov = c->iov,
+			.desc = ldesc,
+			.iov_count = c->count,
+			.addr = c->addr,
+			.tag = c->tag,
+			.ignore = c->ignore,
+			.context = ctx,
+			.data = c->data,
 		};
 
 		return tx ? fi_tsendmsg(in, &m, flags) :
@@ -116,9 +122,12 @@ static ssize_t mrl_msg_issue(struct fid_ep *in, const struct mrl_msg_call *c,
 	}
 	if (as_msg) {
 		struct fi_msg m = {
-			.msg_iov = c->iov, .desc = ldesc,
-			.iov_count = c->count, .addr = c->addr,
-			.context = ctx, .data = c->data,
+			.msg_iov = c->iov,
+			.desc = ldesc,
+			.iov_count = c->count,
+			.addr = c->addr,
+			.context = ctx,
+			.data = c->data,
 		};
 
 		return tx ? fi_sendmsg(in, &m, flags) :
@@ -144,8 +153,9 @@ static ssize_t mrl_msg_issue(struct fid_ep *in, const struct mrl_msg_call *c,
 	}
 }
 
-ssize_t mrl_msg_post(struct mrl_ep *ep, const struct mrl_msg_call *c,
-		     uint64_t flags, bool as_msg)
+ssize_t
+mrl_msg_post(struct mrl_ep *ep, const struct mrl_msg_call *c, uint64_t flags,
+	     bool as_msg)
 {
 	struct mrl_xep *x = ep->ext;
 	enum mrl_dir dir = mrl_msg_dir(c->kind);
@@ -162,14 +172,15 @@ ssize_t mrl_msg_post(struct mrl_ep *ep, const struct mrl_msg_call *c,
 	if (ret)
 		return mrl_post_end(&p, ret);
 	ctx = mrl_post_context(&p, c->context, &flags);
-	return mrl_post_end(&p, mrl_msg_issue(ep->inner, c, ldesc, ctx, flags,
-					      as_msg));
+	return mrl_post_end(
+		&p, mrl_msg_issue(ep->inner, c, ldesc, ctx, flags, as_msg));
 }
 
-ssize_t mrl_msg_slow(struct mrl_ep *ep, const struct mrl_msg_call *c)
+ssize_t
+mrl_msg_slow(struct mrl_ep *ep, const struct mrl_msg_call *c)
 {
 	const struct mrl_xdir *d =
-		&((struct mrl_xep *)ep->ext)->dir[mrl_msg_dir(c->kind)];
+		&((struct mrl_xep *) ep->ext)->dir[mrl_msg_dir(c->kind)];
 	uint64_t flags = d->op_flags;
 
 	if (c->kind == MRL_SENDDATA || c->kind == MRL_TSENDDATA)
@@ -177,16 +188,22 @@ ssize_t mrl_msg_slow(struct mrl_ep *ep, const struct mrl_msg_call *c)
 	return mrl_msg_post(ep, c, flags, d->convert);
 }
 
-ssize_t mrl_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind,
-			    void *buf, size_t len, fi_addr_t addr, uint64_t tag,
-			    uint64_t ignore, uint64_t data, void *context,
-			    int err)
+ssize_t
+mrl_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind, void *buf,
+		    size_t len, fi_addr_t addr, uint64_t tag, uint64_t ignore,
+		    uint64_t data, void *context, int err)
 {
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	void *desc = NULL;
 	struct mrl_msg_call c = {
-		.kind = kind, .iov = &iov, .desc = &desc, .count = 1,
-		.addr = addr, .tag = tag, .ignore = ignore, .data = data,
+		.kind = kind,
+		.iov = &iov,
+		.desc = &desc,
+		.count = 1,
+		.addr = addr,
+		.tag = tag,
+		.ignore = ignore,
+		.data = data,
 		.context = context,
 	};
 
@@ -200,25 +217,26 @@ ssize_t mrl_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind,
 	return mrl_msg_issue(ep->inner, &c, &desc, context, 0, false);
 }
 
-ssize_t mrl_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err)
+ssize_t
+mrl_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err)
 {
 	struct mrl_op_args a;
 	void *context = mrl_op_give_back(op, &a);
 
-	return mrl_msg_single_slow(mrl_ep_of(a.fep), kind, a.buf, a.len,
-				   a.peer, a.a, a.b, a.c, context, err);
+	return mrl_msg_single_slow(mrl_ep_of(a.fep), kind, a.buf, a.len, a.peer,
+				   a.a, a.b, a.c, context, err);
 }
 
 /* The single-buffer hit path's out-of-line halves (mrl_xfer_inline.h). */
-static MRL_MSG_OP(mrl_msg_recv_op, MRL_RECV)
-static MRL_MSG_OP(mrl_msg_send_op, MRL_SEND)
-static MRL_MSG_OP(mrl_msg_senddata_op, MRL_SENDDATA)
+static MRL_MSG_OP(mrl_msg_recv_op, MRL_RECV) static MRL_MSG_OP(
+	mrl_msg_send_op, MRL_SEND) static MRL_MSG_OP(mrl_msg_senddata_op,
+						     MRL_SENDDATA)
 
-static ssize_t __attribute__((noinline, noclone))
-mrl_msg_recv_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
-		 fi_addr_t src_addr, void *context)
+	static ssize_t __attribute__((noinline, noclone))
+	mrl_msg_recv_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
+			 fi_addr_t src_addr, void *context)
 {
-	(void)desc;
+	(void) desc;
 	return mrl_msg_pop(MRL_RECV, fep, buf, len, src_addr, 0, 0, 0, context,
 			   mrl_msg_recv_op);
 }
@@ -227,7 +245,7 @@ static ssize_t __attribute__((noinline, noclone))
 mrl_msg_send_pop(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 		 fi_addr_t dest_addr, void *context)
 {
-	(void)desc;
+	(void) desc;
 	return mrl_msg_pop(MRL_SEND, fep, buf, len, dest_addr, 0, 0, 0, context,
 			   mrl_msg_send_op);
 }
@@ -237,39 +255,50 @@ mrl_msg_senddata_pop(struct fid_ep *fep, const void *buf, size_t len,
 		     void *desc, uint64_t data, fi_addr_t dest_addr,
 		     void *context)
 {
-	(void)desc;
+	(void) desc;
 	return mrl_msg_pop(MRL_SENDDATA, fep, buf, len, dest_addr, 0, 0, data,
 			   context, mrl_msg_senddata_op);
 }
 
 /* The slow path of the iov calls. */
-static ssize_t mrl_msg_slowv(struct mrl_ep *ep, enum mrl_msg_kind kind,
-			     const struct iovec *iov, void **desc, size_t count,
-			     fi_addr_t addr, void *context)
+static ssize_t
+mrl_msg_slowv(struct mrl_ep *ep, enum mrl_msg_kind kind,
+	      const struct iovec *iov, void **desc, size_t count,
+	      fi_addr_t addr, void *context)
 {
 	struct mrl_msg_call c = {
-		.kind = kind, .iov = iov, .desc = desc, .count = count,
-		.addr = addr, .context = context,
+		.kind = kind,
+		.iov = iov,
+		.desc = desc,
+		.count = count,
+		.addr = addr,
+		.context = context,
 	};
 
 	return mrl_msg_slow(ep, &c);
 }
 
 /* The app's msg calls. */
-static ssize_t mrl_msg_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
-			       const struct fi_msg *msg, uint64_t flags)
+static ssize_t
+mrl_msg_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
+		const struct fi_msg *msg, uint64_t flags)
 {
 	struct mrl_msg_call c = {
-		.kind = kind, .iov = msg->msg_iov, .desc = msg->desc,
-		.count = msg->iov_count, .addr = msg->addr,
-		.context = msg->context, .data = msg->data,
+		.kind = kind,
+		.iov = msg->msg_iov,
+		.desc = msg->desc,
+		.count = msg->iov_count,
+		.addr = msg->addr,
+		.context = msg->context,
+		.data = msg->data,
 	};
 
 	return mrl_msg_post(ep, &c, flags, true);
 }
 
-static ssize_t mrl_msg_recv(struct fid_ep *fep, void *buf, size_t len,
-			    void *desc, fi_addr_t src_addr, void *context)
+static ssize_t
+mrl_msg_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
+	     fi_addr_t src_addr, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -283,24 +312,23 @@ static ssize_t mrl_msg_recv(struct fid_ep *fep, void *buf, size_t len,
 			   context);
 	if (!op)
 		return mrl_msg_recv_pop(fep, buf, len, desc, src_addr, context);
-	return mrl_msg_recv_op(pool->cache, (uintptr_t)buf, len, op);
+	return mrl_msg_recv_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
-static ssize_t mrl_msg_recvv(struct fid_ep *fep, const struct iovec *iov,
-			     void **desc, size_t count, fi_addr_t src_addr,
-			     void *context)
+static ssize_t
+mrl_msg_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+	      size_t count, fi_addr_t src_addr, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
 	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_RX].min))
 		return fi_recvv(ep->inner, iov, desc, count, src_addr, context);
-	return mrl_msg_slowv(ep, MRL_RECV, iov, desc, count, src_addr,
-			     context);
+	return mrl_msg_slowv(ep, MRL_RECV, iov, desc, count, src_addr, context);
 }
 
-static ssize_t mrl_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
-			       uint64_t flags)
+static ssize_t
+mrl_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -317,8 +345,9 @@ static ssize_t mrl_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
 	return mrl_msg_slowmsg(ep, MRL_RECV, msg, flags);
 }
 
-static ssize_t mrl_msg_send(struct fid_ep *fep, const void *buf, size_t len,
-			    void *desc, fi_addr_t dest_addr, void *context)
+static ssize_t
+mrl_msg_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+	     fi_addr_t dest_addr, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -331,25 +360,27 @@ static ssize_t mrl_msg_send(struct fid_ep *fep, const void *buf, size_t len,
 	op = mrl_msg_owned(MRL_SEND, x, pool, fep, buf, len, dest_addr, 0, 0, 0,
 			   context);
 	if (!op)
-		return mrl_msg_send_pop(fep, buf, len, desc, dest_addr, context);
-	return mrl_msg_send_op(pool->cache, (uintptr_t)buf, len, op);
+		return mrl_msg_send_pop(fep, buf, len, desc, dest_addr,
+					context);
+	return mrl_msg_send_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
-static ssize_t mrl_msg_sendv(struct fid_ep *fep, const struct iovec *iov,
-			     void **desc, size_t count, fi_addr_t dest_addr,
-			     void *context)
+static ssize_t
+mrl_msg_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+	      size_t count, fi_addr_t dest_addr, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
 	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
-		return fi_sendv(ep->inner, iov, desc, count, dest_addr, context);
+		return fi_sendv(ep->inner, iov, desc, count, dest_addr,
+				context);
 	return mrl_msg_slowv(ep, MRL_SEND, iov, desc, count, dest_addr,
 			     context);
 }
 
-static ssize_t mrl_msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
-			       uint64_t flags)
+static ssize_t
+mrl_msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -363,9 +394,9 @@ static ssize_t mrl_msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
 	return mrl_msg_slowmsg(ep, MRL_SEND, msg, flags);
 }
 
-static ssize_t mrl_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
-				void *desc, uint64_t data, fi_addr_t dest_addr,
-				void *context)
+static ssize_t
+mrl_msg_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+		 uint64_t data, fi_addr_t dest_addr, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -381,10 +412,11 @@ static ssize_t mrl_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
 	if (!op)
 		return mrl_msg_senddata_pop(fep, buf, len, desc, data,
 					    dest_addr, context);
-	return mrl_msg_senddata_op(pool->cache, (uintptr_t)buf, len, op);
+	return mrl_msg_senddata_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
-void mrl_xfer_msg_init(void)
+void
+mrl_xfer_msg_init(void)
 {
 	mrl_rndv_limit_init();
 	mrl_xfer_msg_ops = mrl_ep_msg_ops;

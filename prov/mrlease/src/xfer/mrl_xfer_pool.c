@@ -21,9 +21,9 @@
  * charge; chunks become readable and writable as pools grow. If the kernel
  * refuses the reservation, smaller ones are tried.
  */
-#define MRL_REGION_MAX ((size_t)16 << 30)
-#define MRL_REGION_MIN ((size_t)64 << 20)
-#define MRL_CHUNK_SIZE ((size_t)64 << 10)
+#define MRL_REGION_MAX ((size_t) 16 << 30)
+#define MRL_REGION_MIN ((size_t) 64 << 20)
+#define MRL_CHUNK_SIZE ((size_t) 64 << 10)
 
 struct mrl_op_chunk {
 	struct mrl_op_chunk *next;
@@ -51,7 +51,8 @@ static pthread_once_t region_once = PTHREAD_ONCE_INIT;
 static uintptr_t region_next;
 static struct mrl_op_chunk *free_chunks;
 
-static void mrl_region_reserve(void)
+static void
+mrl_region_reserve(void)
 {
 	void *base = MAP_FAILED;
 	size_t size;
@@ -68,36 +69,41 @@ static void mrl_region_reserve(void)
 			"posts will not take leases\n");
 		return;
 	}
-	region_next = (uintptr_t)base;
-	mrl_op_region_base = (uintptr_t)base;
+	region_next = (uintptr_t) base;
+	mrl_op_region_base = (uintptr_t) base;
 	mrl_op_region_size = size;
 }
 
 /* A child must not inherit region_lock held by a thread that does not
  * exist in it (its first endpoint would wait forever): held across fork. */
-static void mrl_region_fork_lock(void)
+static void
+mrl_region_fork_lock(void)
 {
 	pthread_mutex_lock(&region_lock);
 }
 
-static void mrl_region_fork_unlock(void)
+static void
+mrl_region_fork_unlock(void)
 {
 	pthread_mutex_unlock(&region_lock);
 }
 
-static void mrl_region_once(void)
+static void
+mrl_region_once(void)
 {
 	mrl_region_reserve();
 	pthread_atfork(mrl_region_fork_lock, mrl_region_fork_unlock,
 		       mrl_region_fork_unlock);
 }
 
-void mrl_op_region_init(void)
+void
+mrl_op_region_init(void)
 {
 	pthread_once(&region_once, mrl_region_once);
 }
 
-static struct mrl_op_chunk *mrl_chunk_get(void)
+static struct mrl_op_chunk *
+mrl_chunk_get(void)
 {
 	struct mrl_op_chunk *chunk = NULL;
 	uintptr_t end;
@@ -110,9 +116,9 @@ static struct mrl_op_chunk *mrl_chunk_get(void)
 		chunk = free_chunks;
 		free_chunks = chunk->next;
 	} else if (region_next + MRL_CHUNK_SIZE <= end) {
-		if (!mprotect((void *)region_next, MRL_CHUNK_SIZE,
+		if (!mprotect((void *) region_next, MRL_CHUNK_SIZE,
 			      PROT_READ | PROT_WRITE)) {
-			chunk = (struct mrl_op_chunk *)region_next;
+			chunk = (struct mrl_op_chunk *) region_next;
 			region_next += MRL_CHUNK_SIZE;
 		} else {
 			FI_WARN(mrl_prov, FI_LOG_CORE,
@@ -124,9 +130,10 @@ static struct mrl_op_chunk *mrl_chunk_get(void)
 	return chunk;
 }
 
-static void mrl_chunk_put(struct mrl_op_chunk *chunk)
+static void
+mrl_chunk_put(struct mrl_op_chunk *chunk)
 {
-	struct mrl_op *ops = (struct mrl_op *)((char *)chunk + MRL_CHUNK_HDR);
+	struct mrl_op *ops = (struct mrl_op *) ((char *) chunk + MRL_CHUNK_HDR);
 
 	for (size_t i = 0; i < chunk->nops; i++) {
 		ops[i].pool = &mrl_dead_pool;
@@ -138,19 +145,22 @@ static void mrl_chunk_put(struct mrl_op_chunk *chunk)
 	pthread_mutex_unlock(&region_lock);
 }
 
-static inline struct mrl_op *mrl_chunk_ops(struct mrl_op_chunk *chunk)
+static inline struct mrl_op *
+mrl_chunk_ops(struct mrl_op_chunk *chunk)
 {
-	return (struct mrl_op *)((char *)chunk + MRL_CHUNK_HDR);
+	return (struct mrl_op *) ((char *) chunk + MRL_CHUNK_HDR);
 }
 
 /* Ops are coded in 32 bits of 8-byte units (mrl_op_code). */
-_Static_assert(MRL_REGION_MAX / 8 <= (size_t)UINT32_MAX + 1,
+_Static_assert(MRL_REGION_MAX / 8 <= (size_t) UINT32_MAX + 1,
 	       "op codes do not fit in 32 bits");
 _Static_assert(_Alignof(struct mrl_op) >= 8 && sizeof(struct mrl_op) % 8 == 0 &&
-	       MRL_CHUNK_HDR % 8 == 0, "ops are not 8-byte aligned");
+		       MRL_CHUNK_HDR % 8 == 0,
+	       "ops are not 8-byte aligned");
 
-void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
-		      struct mrl_op *last)
+void
+mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
+		 struct mrl_op *last)
 {
 	uint64_t head, top;
 
@@ -188,9 +198,9 @@ void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 	last->next = NULL;
 	head = atomic_load_explicit(&pool->shared, memory_order_relaxed);
 	do {
-		atomic_store_explicit(&last->free_next, (uint32_t)head,
+		atomic_store_explicit(&last->free_next, (uint32_t) head,
 				      memory_order_relaxed);
-		top = (head & ~(uint64_t)UINT32_MAX) | first->code;
+		top = (head & ~(uint64_t) UINT32_MAX) | first->code;
 	} while (!atomic_compare_exchange_weak_explicit(
 		&pool->shared, &head, top, memory_order_release,
 		memory_order_relaxed));
@@ -198,7 +208,8 @@ void mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 
 /* Carve a new chunk into the pool's free list; poster side (under the
  * pool's lock if shared). */
-static int mrl_pool_grow(struct mrl_op_pool *pool)
+static int
+mrl_pool_grow(struct mrl_op_pool *pool)
 {
 	struct mrl_op_chunk *chunk = mrl_chunk_get();
 	struct mrl_op *ops;
@@ -222,8 +233,9 @@ static int mrl_pool_grow(struct mrl_op_pool *pool)
 	return 0;
 }
 
-int mrl_op_pool_create(const struct mrl_domain *domain,
-		       enum fi_threading threading, struct mrl_op_pool **pool)
+int
+mrl_op_pool_create(const struct mrl_domain *domain, enum fi_threading threading,
+		   struct mrl_op_pool **pool)
 {
 	struct mrl_op_pool *p;
 	int ret;
@@ -261,11 +273,13 @@ err_lock:
 	return ret;
 }
 
-void mrl_op_pool_unref(struct mrl_op_pool *pool)
+void
+mrl_op_pool_unref(struct mrl_op_pool *pool)
 {
 	struct mrl_op_chunk *chunk, *next;
 
-	if (atomic_fetch_sub_explicit(&pool->refs, 1, memory_order_acq_rel) != 1)
+	if (atomic_fetch_sub_explicit(&pool->refs, 1, memory_order_acq_rel) !=
+	    1)
 		return;
 	for (chunk = pool->chunks; chunk; chunk = next) {
 		next = chunk->next;
@@ -275,7 +289,8 @@ void mrl_op_pool_unref(struct mrl_op_pool *pool)
 	free(pool);
 }
 
-bool mrl_op_pool_settled(struct mrl_op_pool *pool, size_t out)
+bool
+mrl_op_pool_settled(struct mrl_op_pool *pool, size_t out)
 {
 	size_t total = 0, n = 0;
 	struct mrl_op *op;
@@ -289,8 +304,8 @@ bool mrl_op_pool_settled(struct mrl_op_pool *pool, size_t out)
 	 * completers): the list below a head read is stable. The acquire
 	 * pairs with every push's release CAS, so a completer's accesses to
 	 * the pool happen before whatever follows a settled answer. */
-	code = (uint32_t)atomic_load_explicit(&pool->shared,
-					      memory_order_acquire);
+	code = (uint32_t) atomic_load_explicit(&pool->shared,
+					       memory_order_acquire);
 	while (code && n <= total) {
 		n++;
 		code = atomic_load_explicit(&mrl_op_at(pool, code)->free_next,
@@ -304,7 +319,8 @@ bool mrl_op_pool_settled(struct mrl_op_pool *pool, size_t out)
 	return n + out == total;
 }
 
-struct mrl_op *mrl_op_alloc(struct mrl_op_pool *pool)
+struct mrl_op *
+mrl_op_alloc(struct mrl_op_pool *pool)
 {
 	struct mrl_op *op = mrl_op_get(pool);
 
@@ -329,7 +345,8 @@ struct mrl_op *mrl_op_alloc(struct mrl_op_pool *pool)
 	return op;
 }
 
-int mrl_op_add_lease(struct mrl_op *op, struct mrl_registration *reg)
+int
+mrl_op_add_lease(struct mrl_op *op, struct mrl_registration *reg)
 {
 	struct mrl_op *extra;
 
@@ -348,7 +365,8 @@ int mrl_op_add_lease(struct mrl_op *op, struct mrl_registration *reg)
 	return 0;
 }
 
-void mrl_op_release_leases(struct mrl_op *op)
+void
+mrl_op_release_leases(struct mrl_op *op)
 {
 	for (; op; op = op->next) {
 		for (uint16_t i = 0; i < op->nleases; i++)
@@ -358,7 +376,8 @@ void mrl_op_release_leases(struct mrl_op *op)
 }
 
 /* The op and its extras, states set FREE; returns the last of the chain. */
-static struct mrl_op *mrl_op_chain_free(struct mrl_op *op)
+static struct mrl_op *
+mrl_op_chain_free(struct mrl_op *op)
 {
 	struct mrl_op *last = op;
 
@@ -371,7 +390,8 @@ static struct mrl_op *mrl_op_chain_free(struct mrl_op *op)
 	}
 }
 
-void mrl_op_free_poster(struct mrl_op *op)
+void
+mrl_op_free_poster(struct mrl_op *op)
 {
 	struct mrl_op_pool *pool = op->pool;
 	struct mrl_op *last;
@@ -381,9 +401,9 @@ void mrl_op_free_poster(struct mrl_op *op)
 	mrl_op_put_chain(pool, op, last);
 }
 
-void mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
-			      bool (*fn)(struct mrl_op *op, void *arg),
-			      void *arg)
+void
+mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
+			 bool (*fn)(struct mrl_op *op, void *arg), void *arg)
 {
 	for (struct mrl_op_chunk *c = pool->chunks; c; c = c->next) {
 		struct mrl_op *ops = mrl_chunk_ops(c);
@@ -399,8 +419,8 @@ void mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
 	}
 }
 
-bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
-		     void **app_ctx)
+bool
+mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error, void **app_ctx)
 {
 	struct mrl_op_pool *pool = op->pool;
 	unsigned int state;
@@ -454,9 +474,9 @@ bool mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 		 * op and not have translated it yet: the op must not be
 		 * reused before it did (mrl_completion_cq.c). */
 		guard = op->flags & MRL_OP_MULTI_RECV ?
-			atomic_load_explicit(&pool->defer,
-					     memory_order_acquire) :
-			NULL;
+				atomic_load_explicit(&pool->defer,
+						     memory_order_acquire) :
+				NULL;
 		if (!guard || !mrl_cq_guard_defer(guard, op))
 			mrl_op_put_chain(pool, op, last);
 	} else if (state == MRL_OP_ORPHAN) {

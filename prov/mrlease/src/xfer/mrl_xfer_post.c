@@ -16,7 +16,8 @@
 
 #include "mrl_xfer_inline.h"
 
-size_t mrl_datatype_size(enum fi_datatype datatype)
+size_t
+mrl_datatype_size(enum fi_datatype datatype)
 {
 	switch (datatype) {
 	case FI_INT8:
@@ -48,15 +49,15 @@ size_t mrl_datatype_size(enum fi_datatype datatype)
 	}
 }
 
-
 /* The application's context is at least a struct fi_triggered_context,
  * a struct fi_triggered_context2 under FI_CONTEXT2 (fi_trigger(3)); the
  * op's first member has room for either. */
 _Static_assert(sizeof(struct fi_triggered_context2) <=
-		       sizeof(((struct mrl_op *)0)->prov_ctx),
+		       sizeof(((struct mrl_op *) 0)->prov_ctx),
 	       "a triggered context fits in an op");
 
-void mrl_post_trigger_op(struct mrl_post *p, const void *app_ctx)
+void
+mrl_post_trigger_op(struct mrl_post *p, const void *app_ctx)
 {
 	size_t size = p->x->ep->domain->mode & FI_CONTEXT2 ?
 			      sizeof(struct fi_triggered_context2) :
@@ -66,15 +67,17 @@ void mrl_post_trigger_op(struct mrl_post *p, const void *app_ctx)
 	mrl_trigger_to_inner(FI_TRIGGER, &p->op->prov_ctx);
 }
 
-void mrl_post_lease_failed(const void *buf, size_t len, int ret)
+void
+mrl_post_lease_failed(const void *buf, size_t len, int ret)
 {
 	FI_WARN(mrl_prov, FI_LOG_EP_DATA,
 		"no registration for operand %p+%zu: %s\n", buf, len,
 		fi_strerror(-ret));
 }
 
-int mrl_post_single_failed(const struct mrl_xep *x, const void *buf,
-			   size_t len, int err)
+int
+mrl_post_single_failed(const struct mrl_xep *x, const void *buf, size_t len,
+		       int err)
 {
 	if (!x->mr_local)
 		return 0;
@@ -82,8 +85,9 @@ int mrl_post_single_failed(const struct mrl_xep *x, const void *buf,
 	return err;
 }
 
-int mrl_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
-		 size_t count, size_t min, void **out)
+int
+mrl_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
+	     size_t count, size_t min, void **out)
 {
 	int ret;
 
@@ -96,8 +100,9 @@ int mrl_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
 	return 0;
 }
 
-int mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
-		 size_t count, enum fi_datatype datatype, size_t min, void **out)
+int
+mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
+	     size_t count, enum fi_datatype datatype, size_t min, void **out)
 {
 	size_t size = mrl_datatype_size(datatype);
 	int ret;
@@ -106,7 +111,8 @@ int mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
 		/* An unknown datatype or an overflowing count: leave it to
 		 * the provider to reject. */
 		size_t len = size && ioc[i].count <= SIZE_MAX / size ?
-			ioc[i].count * size : 0;
+				     ioc[i].count * size :
+				     0;
 
 		ret = mrl_post_buf(p, ioc[i].addr, len, desc ? desc[i] : NULL,
 				   len ? min : SIZE_MAX, &out[i]);
@@ -115,4 +121,3 @@ int mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
 	}
 	return 0;
 }
-

@@ -19,11 +19,11 @@ enum mrl_rma_kind { MRL_RMA_READ, MRL_RMA_WRITE, MRL_RMA_WRITEDATA };
 struct mrl_rma_call {
 	enum mrl_rma_kind kind;
 	const struct iovec *iov;
-	void **desc;		/* may be NULL: all NULL */
+	void **desc; /* may be NULL: all NULL */
 	size_t count;
 	fi_addr_t peer;
 	const struct fi_rma_iov *rma_iov;
-	size_t rma_count;	/* 1 for the non-msg calls */
+	size_t rma_count; /* 1 for the non-msg calls */
 	uint64_t data;
 	void *context;
 };
@@ -31,18 +31,22 @@ struct mrl_rma_call {
 /* The inner call of c with local descriptors ldesc and context ctx: the
  * msg call with flags when as_msg, else c's own shape (single buffers as
  * the v call). */
-static ssize_t mrl_rma_issue(struct fid_ep *in, const struct mrl_rma_call *c,
-			     void **ldesc, void *ctx, uint64_t flags,
-			     bool as_msg)
+static ssize_t
+mrl_rma_issue(struct fid_ep *in, const struct mrl_rma_call *c, void **ldesc,
+	      void *ctx, uint64_t flags, bool as_msg)
 {
 	const struct fi_rma_iov *r = c->rma_iov;
 
 	if (as_msg) {
 		struct fi_msg_rma m = {
-			.msg_iov = c->iov, .desc = ldesc,
-			.iov_count = c->count, .addr = c->peer,
-			.rma_iov = r, .rma_iov_count = c->rma_count,
-			.context = ctx, .data = c->data,
+			.msg_iov = c->iov,
+			.desc = ldesc,
+			.iov_count = c->count,
+			.addr = c->peer,
+			.rma_iov = r,
+			.rma_iov_count = c->rma_count,
+			.context = ctx,
+			.data = c->data,
 		};
 
 		return c->kind == MRL_RMA_READ ? fi_readmsg(in, &m, flags) :
@@ -65,8 +69,9 @@ static ssize_t mrl_rma_issue(struct fid_ep *in, const struct mrl_rma_call *c,
 /* Post c with its local operands resolved: as the msg call with flags when
  * as_msg (the application's msg calls, converted calls), else in c's own
  * shape. */
-static ssize_t mrl_rma_post(struct mrl_ep *ep, const struct mrl_rma_call *c,
-			    uint64_t flags, bool as_msg)
+static ssize_t
+mrl_rma_post(struct mrl_ep *ep, const struct mrl_rma_call *c, uint64_t flags,
+	     bool as_msg)
 {
 	struct mrl_xep *x = ep->ext;
 	const struct mrl_xdir *d = &x->dir[MRL_TX];
@@ -81,24 +86,30 @@ static ssize_t mrl_rma_post(struct mrl_ep *ep, const struct mrl_rma_call *c,
 	if (ret)
 		return mrl_post_end(&p, ret);
 	ctx = mrl_post_context(&p, c->context, &flags);
-	return mrl_post_end(&p, mrl_rma_issue(ep->inner, c, ldesc, ctx, flags,
-					      as_msg));
+	return mrl_post_end(
+		&p, mrl_rma_issue(ep->inner, c, ldesc, ctx, flags, as_msg));
 }
 
 /* The slow path of a non-msg call (one remote iov covering the local
  * ones): the endpoint's default flags, as the msg call when the route
  * needs FI_COMPLETION. */
-static ssize_t mrl_rma_slow(struct mrl_ep *ep, enum mrl_rma_kind kind,
-			    const struct iovec *iov, void **desc, size_t count,
-			    fi_addr_t peer, uint64_t addr, uint64_t key,
-			    uint64_t data, void *context)
+static ssize_t
+mrl_rma_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, const struct iovec *iov,
+	     void **desc, size_t count, fi_addr_t peer, uint64_t addr,
+	     uint64_t key, uint64_t data, void *context)
 {
-	const struct mrl_xdir *d = &((struct mrl_xep *)ep->ext)->dir[MRL_TX];
-	struct fi_rma_iov rma_iov = { .addr = addr, .key = key };
+	const struct mrl_xdir *d = &((struct mrl_xep *) ep->ext)->dir[MRL_TX];
+	struct fi_rma_iov rma_iov = {.addr = addr, .key = key};
 	struct mrl_rma_call c = {
-		.kind = kind, .iov = iov, .desc = desc, .count = count,
-		.peer = peer, .rma_iov = &rma_iov, .rma_count = 1,
-		.data = data, .context = context,
+		.kind = kind,
+		.iov = iov,
+		.desc = desc,
+		.count = count,
+		.peer = peer,
+		.rma_iov = &rma_iov,
+		.rma_count = 1,
+		.data = data,
+		.context = context,
 	};
 	uint64_t flags = d->op_flags;
 
@@ -110,14 +121,20 @@ static ssize_t mrl_rma_slow(struct mrl_ep *ep, enum mrl_rma_kind kind,
 }
 
 /* The application's readmsg/writemsg. */
-static ssize_t mrl_rma_slowmsg(struct mrl_ep *ep, enum mrl_rma_kind kind,
-			       const struct fi_msg_rma *msg, uint64_t flags)
+static ssize_t
+mrl_rma_slowmsg(struct mrl_ep *ep, enum mrl_rma_kind kind,
+		const struct fi_msg_rma *msg, uint64_t flags)
 {
 	struct mrl_rma_call c = {
-		.kind = kind, .iov = msg->msg_iov, .desc = msg->desc,
-		.count = msg->iov_count, .peer = msg->addr,
-		.rma_iov = msg->rma_iov, .rma_count = msg->rma_iov_count,
-		.data = msg->data, .context = msg->context,
+		.kind = kind,
+		.iov = msg->msg_iov,
+		.desc = msg->desc,
+		.count = msg->iov_count,
+		.peer = msg->addr,
+		.rma_iov = msg->rma_iov,
+		.rma_count = msg->rma_iov_count,
+		.data = msg->data,
+		.context = msg->context,
 	};
 
 	return mrl_rma_post(ep, &c, flags, true);
@@ -130,7 +147,7 @@ mrl_rma_single_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf,
 		    size_t len, fi_addr_t peer, uint64_t addr, uint64_t key,
 		    uint64_t data, void *context, int err)
 {
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	void *desc = NULL;
 	int ret;
 
@@ -156,10 +173,9 @@ mrl_rma_single_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf,
 /* The operands of an RMA call into its op (mrl_op_args: a = addr,
  * b = key, c = data). */
 static inline __attribute__((always_inline)) void
-mrl_rma_args_set(enum mrl_rma_kind kind, struct mrl_op *op,
-		 struct fid_ep *fep, const void *buf, size_t len,
-		 fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data,
-		 void *context)
+mrl_rma_args_set(enum mrl_rma_kind kind, struct mrl_op *op, struct fid_ep *fep,
+		 const void *buf, size_t len, fi_addr_t peer, uint64_t addr,
+		 uint64_t key, uint64_t data, void *context)
 {
 	struct mrl_op_args *a = mrl_op_args(op);
 
@@ -178,8 +194,8 @@ mrl_rma_op_failed(enum mrl_rma_kind kind, struct mrl_op *op, int err)
 	struct mrl_op_args a;
 	void *context = mrl_op_give_back(op, &a);
 
-	return mrl_rma_single_slow(mrl_ep_of(a.fep), kind, a.buf, a.len,
-				   a.peer, a.a, a.b, a.c, context, err);
+	return mrl_rma_single_slow(mrl_ep_of(a.fep), kind, a.buf, a.len, a.peer,
+				   a.a, a.b, a.c, context, err);
 }
 
 /*
@@ -220,12 +236,12 @@ mrl_rma_op(enum mrl_rma_kind kind, struct mrl_cache_domain *cache,
 	return ret;
 }
 
-#define MRL_RMA_OP(name, kind)                                               \
-	static ssize_t __attribute__((noinline))                            \
-	name(struct mrl_cache_domain *cache, uintptr_t buf, size_t len,      \
-	     struct mrl_op *op)                                              \
-	{                                                                    \
-		return mrl_rma_op(kind, cache, buf, len, op);                \
+#define MRL_RMA_OP(name, kind)                                          \
+	static ssize_t __attribute__((noinline))                        \
+	name(struct mrl_cache_domain *cache, uintptr_t buf, size_t len, \
+	     struct mrl_op *op)                                         \
+	{                                                               \
+		return mrl_rma_op(kind, cache, buf, len, op);           \
 	}
 MRL_RMA_OP(mrl_rma_read_op, MRL_RMA_READ)
 MRL_RMA_OP(mrl_rma_write_op, MRL_RMA_WRITE)
@@ -250,29 +266,28 @@ mrl_rma_pop(enum mrl_rma_kind kind, struct fid_ep *fep, const void *buf,
 
 	op = mrl_post_pop(x->dir[MRL_TX].single, buf, 0);
 	if (!op)
-		return mrl_rma_single_slow(ep, kind, (void *)buf, len, peer,
+		return mrl_rma_single_slow(ep, kind, (void *) buf, len, peer,
 					   addr, key, data, context, 0);
 	mrl_rma_args_set(kind, op, fep, buf, len, peer, addr, key, data,
 			 context);
-	return leased(x->cache, (uintptr_t)buf, len, op);
+	return leased(x->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
 mrl_rma_read_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
-		 fi_addr_t src_addr, uint64_t addr, uint64_t key,
-		 void *context)
+		 fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
 {
-	(void)desc;
-	return mrl_rma_pop(MRL_RMA_READ, fep, buf, len, src_addr, addr, key,
-			   0, context, mrl_rma_read_op);
+	(void) desc;
+	return mrl_rma_pop(MRL_RMA_READ, fep, buf, len, src_addr, addr, key, 0,
+			   context, mrl_rma_read_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_rma_write_pop(struct fid_ep *fep, const void *buf, size_t len,
-		  void *desc, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+mrl_rma_write_pop(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+		  fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 		  void *context)
 {
-	(void)desc;
+	(void) desc;
 	return mrl_rma_pop(MRL_RMA_WRITE, fep, buf, len, dest_addr, addr, key,
 			   0, context, mrl_rma_write_op);
 }
@@ -282,7 +297,7 @@ mrl_rma_writedata_pop(struct fid_ep *fep, const void *buf, size_t len,
 		      void *desc, uint64_t data, fi_addr_t dest_addr,
 		      uint64_t addr, uint64_t key, void *context)
 {
-	(void)desc;
+	(void) desc;
 	return mrl_rma_pop(MRL_RMA_WRITEDATA, fep, buf, len, dest_addr, addr,
 			   key, data, context, mrl_rma_writedata_op);
 }
@@ -311,9 +326,9 @@ mrl_rma_owned(enum mrl_rma_kind kind, struct mrl_op_pool *pool,
 	return op;
 }
 
-static ssize_t mrl_rma_read(struct fid_ep *fep, void *buf, size_t len,
-			    void *desc, fi_addr_t src_addr, uint64_t addr,
-			    uint64_t key, void *context)
+static ssize_t
+mrl_rma_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
+	     fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -329,12 +344,13 @@ static ssize_t mrl_rma_read(struct fid_ep *fep, void *buf, size_t len,
 	if (!op)
 		return mrl_rma_read_pop(fep, buf, len, desc, src_addr, addr,
 					key, context);
-	return mrl_rma_read_op(pool->cache, (uintptr_t)buf, len, op);
+	return mrl_rma_read_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
-static ssize_t mrl_rma_readv(struct fid_ep *fep, const struct iovec *iov,
-			     void **desc, size_t count, fi_addr_t src_addr,
-			     uint64_t addr, uint64_t key, void *context)
+static ssize_t
+mrl_rma_readv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+	      size_t count, fi_addr_t src_addr, uint64_t addr, uint64_t key,
+	      void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -346,8 +362,9 @@ static ssize_t mrl_rma_readv(struct fid_ep *fep, const struct iovec *iov,
 			    key, 0, context);
 }
 
-static ssize_t mrl_rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
-			       uint64_t flags)
+static ssize_t
+mrl_rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
+		uint64_t flags)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -360,9 +377,9 @@ static ssize_t mrl_rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
 	return mrl_rma_slowmsg(ep, MRL_RMA_READ, msg, flags);
 }
 
-static ssize_t mrl_rma_write(struct fid_ep *fep, const void *buf, size_t len,
-			     void *desc, fi_addr_t dest_addr, uint64_t addr,
-			     uint64_t key, void *context)
+static ssize_t
+mrl_rma_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+	      fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -378,12 +395,13 @@ static ssize_t mrl_rma_write(struct fid_ep *fep, const void *buf, size_t len,
 	if (!op)
 		return mrl_rma_write_pop(fep, buf, len, desc, dest_addr, addr,
 					 key, context);
-	return mrl_rma_write_op(pool->cache, (uintptr_t)buf, len, op);
+	return mrl_rma_write_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
-static ssize_t mrl_rma_writev(struct fid_ep *fep, const struct iovec *iov,
-			      void **desc, size_t count, fi_addr_t dest_addr,
-			      uint64_t addr, uint64_t key, void *context)
+static ssize_t
+mrl_rma_writev(struct fid_ep *fep, const struct iovec *iov, void **desc,
+	       size_t count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+	       void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -395,8 +413,9 @@ static ssize_t mrl_rma_writev(struct fid_ep *fep, const struct iovec *iov,
 			    addr, key, 0, context);
 }
 
-static ssize_t mrl_rma_writemsg(struct fid_ep *fep,
-				const struct fi_msg_rma *msg, uint64_t flags)
+static ssize_t
+mrl_rma_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
+		 uint64_t flags)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -410,10 +429,10 @@ static ssize_t mrl_rma_writemsg(struct fid_ep *fep,
 	return mrl_rma_slowmsg(ep, MRL_RMA_WRITE, msg, flags);
 }
 
-static ssize_t mrl_rma_writedata(struct fid_ep *fep, const void *buf,
-				 size_t len, void *desc, uint64_t data,
-				 fi_addr_t dest_addr, uint64_t addr,
-				 uint64_t key, void *context)
+static ssize_t
+mrl_rma_writedata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+		  uint64_t data, fi_addr_t dest_addr, uint64_t addr,
+		  uint64_t key, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -429,7 +448,7 @@ static ssize_t mrl_rma_writedata(struct fid_ep *fep, const void *buf,
 	if (!op)
 		return mrl_rma_writedata_pop(fep, buf, len, desc, data,
 					     dest_addr, addr, key, context);
-	return mrl_rma_writedata_op(pool->cache, (uintptr_t)buf, len, op);
+	return mrl_rma_writedata_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 /* ---- endpoints of domains that never lease ------------------------- */
@@ -442,18 +461,18 @@ static ssize_t mrl_rma_writedata(struct fid_ep *fep, const void *buf,
  */
 static struct fi_ops_rma mrl_plain_rma_ops;
 
-static ssize_t mrl_plain_read(struct fid_ep *fep, void *buf, size_t len,
-			      void *desc, fi_addr_t src_addr, uint64_t addr,
-			      uint64_t key, void *context)
+static ssize_t
+mrl_plain_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
+	       fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
 {
 	struct fid_ep *in = mrl_ep_of(fep)->inner;
 
 	return in->rma->read(in, buf, len, desc, src_addr, addr, key, context);
 }
 
-static ssize_t mrl_plain_write(struct fid_ep *fep, const void *buf,
-			       size_t len, void *desc, fi_addr_t dest_addr,
-			       uint64_t addr, uint64_t key, void *context)
+static ssize_t
+mrl_plain_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+		fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context)
 {
 	struct fid_ep *in = mrl_ep_of(fep)->inner;
 
@@ -461,8 +480,9 @@ static ssize_t mrl_plain_write(struct fid_ep *fep, const void *buf,
 			      context);
 }
 
-static ssize_t mrl_plain_readmsg(struct fid_ep *fep,
-				 const struct fi_msg_rma *msg, uint64_t flags)
+static ssize_t
+mrl_plain_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
+		  uint64_t flags)
 {
 	struct fid_ep *in;
 
@@ -474,8 +494,9 @@ static ssize_t mrl_plain_readmsg(struct fid_ep *fep,
 	return in->rma->readmsg(in, msg, flags);
 }
 
-static ssize_t mrl_plain_writemsg(struct fid_ep *fep,
-				  const struct fi_msg_rma *msg, uint64_t flags)
+static ssize_t
+mrl_plain_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
+		   uint64_t flags)
 {
 	struct fid_ep *in;
 
@@ -487,7 +508,8 @@ static ssize_t mrl_plain_writemsg(struct fid_ep *fep,
 	return in->rma->writemsg(in, msg, flags);
 }
 
-void mrl_xfer_rma_plain_install(struct mrl_ep *ep)
+void
+mrl_xfer_rma_plain_install(struct mrl_ep *ep)
 {
 	const struct fi_ops_rma *in = ep->inner->rma;
 
@@ -500,7 +522,8 @@ void mrl_xfer_rma_plain_install(struct mrl_ep *ep)
 	ep->ep.rma = &mrl_plain_rma_ops;
 }
 
-void mrl_xfer_rma_init(void)
+void
+mrl_xfer_rma_init(void)
 {
 	mrl_plain_rma_ops = mrl_ep_rma_ops;
 	mrl_plain_rma_ops.read = mrl_plain_read;

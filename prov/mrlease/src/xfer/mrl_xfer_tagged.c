@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_tsend/fi_trecv and friends: the entry points, with the posting code of
- * mrl_xfer_msg.c and mrl_xfer_inline.h (mrl_msg_owned, mrl_msg_op, mrl_msg_post). A tagged receive with
- * FI_PEEK, FI_CLAIM or FI_DISCARD is never swapped: the provider ties a
- * claim to the context given at the peek.
+ * mrl_xfer_msg.c and mrl_xfer_inline.h (mrl_msg_owned, mrl_msg_op,
+ * mrl_msg_post). A tagged receive with FI_PEEK, FI_CLAIM or FI_DISCARD is never
+ * swapped: the provider ties a claim to the context given at the peek.
  */
 #include "config.h"
 
@@ -16,26 +16,25 @@ struct fi_ops_tagged mrl_xfer_tagged_ops;
 #define MRL_TAGGED_NO_SWAP (FI_PEEK | FI_CLAIM | FI_DISCARD)
 
 /* The single-buffer hit path's out-of-line halves (mrl_xfer_inline.h). */
-static MRL_MSG_OP(mrl_tagged_recv_op, MRL_TRECV)
-static MRL_MSG_OP(mrl_tagged_send_op, MRL_TSEND)
-static MRL_MSG_OP(mrl_tagged_senddata_op, MRL_TSENDDATA)
+static MRL_MSG_OP(mrl_tagged_recv_op, MRL_TRECV) static MRL_MSG_OP(
+	mrl_tagged_send_op, MRL_TSEND) static MRL_MSG_OP(mrl_tagged_senddata_op,
+							 MRL_TSENDDATA)
 
-static ssize_t __attribute__((noinline, noclone))
-mrl_tagged_recv_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
-		    fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
-		    void *context)
+	static ssize_t __attribute__((noinline, noclone))
+	mrl_tagged_recv_pop(struct fid_ep *fep, void *buf, size_t len,
+			    void *desc, fi_addr_t src_addr, uint64_t tag,
+			    uint64_t ignore, void *context)
 {
-	(void)desc;
+	(void) desc;
 	return mrl_msg_pop(MRL_TRECV, fep, buf, len, src_addr, tag, ignore, 0,
 			   context, mrl_tagged_recv_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_tagged_send_pop(struct fid_ep *fep, const void *buf, size_t len,
-		    void *desc, fi_addr_t dest_addr, uint64_t tag,
-		    void *context)
+mrl_tagged_send_pop(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+		    fi_addr_t dest_addr, uint64_t tag, void *context)
 {
-	(void)desc;
+	(void) desc;
 	return mrl_msg_pop(MRL_TSEND, fep, buf, len, dest_addr, tag, 0, 0,
 			   context, mrl_tagged_send_op);
 }
@@ -45,43 +44,55 @@ mrl_tagged_senddata_pop(struct fid_ep *fep, const void *buf, size_t len,
 			void *desc, uint64_t data, fi_addr_t dest_addr,
 			uint64_t tag, void *context)
 {
-	(void)desc;
+	(void) desc;
 	return mrl_msg_pop(MRL_TSENDDATA, fep, buf, len, dest_addr, tag, 0,
 			   data, context, mrl_tagged_senddata_op);
 }
 
 /* The slow path of the iov calls. */
-static ssize_t mrl_tagged_slowv(struct mrl_ep *ep, enum mrl_msg_kind kind,
-				const struct iovec *iov, void **desc,
-				size_t count, fi_addr_t addr, uint64_t tag,
-				uint64_t ignore, void *context)
+static ssize_t
+mrl_tagged_slowv(struct mrl_ep *ep, enum mrl_msg_kind kind,
+		 const struct iovec *iov, void **desc, size_t count,
+		 fi_addr_t addr, uint64_t tag, uint64_t ignore, void *context)
 {
 	struct mrl_msg_call c = {
-		.kind = kind, .iov = iov, .desc = desc, .count = count,
-		.addr = addr, .tag = tag, .ignore = ignore, .context = context,
+		.kind = kind,
+		.iov = iov,
+		.desc = desc,
+		.count = count,
+		.addr = addr,
+		.tag = tag,
+		.ignore = ignore,
+		.context = context,
 	};
 
 	return mrl_msg_slow(ep, &c);
 }
 
 /* The app's msg calls. */
-static ssize_t mrl_tagged_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
-				  const struct fi_msg_tagged *msg,
-				  uint64_t flags)
+static ssize_t
+mrl_tagged_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
+		   const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	struct mrl_msg_call c = {
-		.kind = kind, .iov = msg->msg_iov, .desc = msg->desc,
-		.count = msg->iov_count, .addr = msg->addr, .tag = msg->tag,
-		.ignore = msg->ignore, .context = msg->context,
+		.kind = kind,
+		.iov = msg->msg_iov,
+		.desc = msg->desc,
+		.count = msg->iov_count,
+		.addr = msg->addr,
+		.tag = msg->tag,
+		.ignore = msg->ignore,
+		.context = msg->context,
 		.data = msg->data,
 	};
 
 	return mrl_msg_post(ep, &c, flags, true);
 }
 
-static ssize_t mrl_tagged_recv(struct fid_ep *fep, void *buf, size_t len,
-			       void *desc, fi_addr_t src_addr, uint64_t tag,
-			       uint64_t ignore, void *context)
+static ssize_t
+mrl_tagged_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
+		fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+		void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -97,12 +108,13 @@ static ssize_t mrl_tagged_recv(struct fid_ep *fep, void *buf, size_t len,
 	if (!op)
 		return mrl_tagged_recv_pop(fep, buf, len, desc, src_addr, tag,
 					   ignore, context);
-	return mrl_tagged_recv_op(pool->cache, (uintptr_t)buf, len, op);
+	return mrl_tagged_recv_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
-static ssize_t mrl_tagged_recvv(struct fid_ep *fep, const struct iovec *iov,
-				void **desc, size_t count, fi_addr_t src_addr,
-				uint64_t tag, uint64_t ignore, void *context)
+static ssize_t
+mrl_tagged_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+		 size_t count, fi_addr_t src_addr, uint64_t tag,
+		 uint64_t ignore, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -114,9 +126,9 @@ static ssize_t mrl_tagged_recvv(struct fid_ep *fep, const struct iovec *iov,
 				ignore, context);
 }
 
-static ssize_t mrl_tagged_recvmsg(struct fid_ep *fep,
-				  const struct fi_msg_tagged *msg,
-				  uint64_t flags)
+static ssize_t
+mrl_tagged_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
+		   uint64_t flags)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -132,9 +144,9 @@ static ssize_t mrl_tagged_recvmsg(struct fid_ep *fep,
 	return mrl_tagged_slowmsg(ep, MRL_TRECV, msg, flags);
 }
 
-static ssize_t mrl_tagged_send(struct fid_ep *fep, const void *buf, size_t len,
-			       void *desc, fi_addr_t dest_addr, uint64_t tag,
-			       void *context)
+static ssize_t
+mrl_tagged_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+		fi_addr_t dest_addr, uint64_t tag, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -150,12 +162,12 @@ static ssize_t mrl_tagged_send(struct fid_ep *fep, const void *buf, size_t len,
 	if (!op)
 		return mrl_tagged_send_pop(fep, buf, len, desc, dest_addr, tag,
 					   context);
-	return mrl_tagged_send_op(pool->cache, (uintptr_t)buf, len, op);
+	return mrl_tagged_send_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
-static ssize_t mrl_tagged_sendv(struct fid_ep *fep, const struct iovec *iov,
-				void **desc, size_t count, fi_addr_t dest_addr,
-				uint64_t tag, void *context)
+static ssize_t
+mrl_tagged_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+		 size_t count, fi_addr_t dest_addr, uint64_t tag, void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -163,13 +175,13 @@ static ssize_t mrl_tagged_sendv(struct fid_ep *fep, const struct iovec *iov,
 	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
 		return fi_tsendv(ep->inner, iov, desc, count, dest_addr, tag,
 				 context);
-	return mrl_tagged_slowv(ep, MRL_TSEND, iov, desc, count, dest_addr,
-				tag, 0, context);
+	return mrl_tagged_slowv(ep, MRL_TSEND, iov, desc, count, dest_addr, tag,
+				0, context);
 }
 
-static ssize_t mrl_tagged_sendmsg(struct fid_ep *fep,
-				  const struct fi_msg_tagged *msg,
-				  uint64_t flags)
+static ssize_t
+mrl_tagged_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
+		   uint64_t flags)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -183,10 +195,10 @@ static ssize_t mrl_tagged_sendmsg(struct fid_ep *fep,
 	return mrl_tagged_slowmsg(ep, MRL_TSEND, msg, flags);
 }
 
-static ssize_t mrl_tagged_senddata(struct fid_ep *fep, const void *buf,
-				   size_t len, void *desc, uint64_t data,
-				   fi_addr_t dest_addr, uint64_t tag,
-				   void *context)
+static ssize_t
+mrl_tagged_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+		    uint64_t data, fi_addr_t dest_addr, uint64_t tag,
+		    void *context)
 {
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
@@ -202,10 +214,11 @@ static ssize_t mrl_tagged_senddata(struct fid_ep *fep, const void *buf,
 	if (!op)
 		return mrl_tagged_senddata_pop(fep, buf, len, desc, data,
 					       dest_addr, tag, context);
-	return mrl_tagged_senddata_op(pool->cache, (uintptr_t)buf, len, op);
+	return mrl_tagged_senddata_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
-void mrl_xfer_tagged_init(void)
+void
+mrl_xfer_tagged_init(void)
 {
 	mrl_xfer_tagged_ops = mrl_ep_tagged_ops;
 	mrl_xfer_tagged_ops.recv = mrl_tagged_recv;
