@@ -93,6 +93,14 @@ static const struct {
 	 "from the lease cache has the cache registration's key, not the "
 	 "requested one, and a requested key already in use is not refused "
 	 "with FI_ENOKEY"},
+	{"sockets", NULL, "cntr_wait",
+	 "not the hook's: sockets' fi_cntr_wait, woken by a concurrent "
+	 "fi_cntr_add, now and then returns a positive 110 (ETIMEDOUT) at "
+	 "once, with or without the hook (mrlease forwards the wait)"},
+	{NULL, "noop_hook", "av_event",
+	 "libfabric's noop hook, below mrlease here, reports AV error "
+	 "entries with fid NULL (FI_HOOK=noop alone does too, timing "
+	 "permitting)"},
 };
 
 /* ------------------------------------------------------------------------
@@ -342,25 +350,34 @@ print_differences(const struct run *base, const struct run *h)
  * more runs without the hook, is one the application can already see: not
  * a difference the hook makes.
  */
-#define CF_BASE_RERUNS 3
+#define CF_BASE_ROUNDS 3
+#define CF_BASE_AT_ONCE 4
 
 static bool
 provider_alone_gives(const struct run *hp)
 {
-	for (int i = 0; i < CF_BASE_RERUNS; i++) {
-		struct run again;
-		bool same;
+	/* Several at once, as the hooked runs were: a race in the provider
+	 * shows under the same load. */
+	for (int round = 0; round < CF_BASE_ROUNDS; round++) {
+		struct child children[CF_BASE_AT_ONCE];
+		bool same = false;
 
-		child_collect(child_start(cur.sem, cur.prov, NULL, NULL),
-			      &again);
-		same = run_ok(&again) && same_lines(&again, hp);
-		run_free(&again);
-		if (same) {
-			printf("#   the provider alone gave the hooked "
-			       "transcript in rerun %d\n",
-			       i + 1);
-			return true;
+		for (int i = 0; i < CF_BASE_AT_ONCE; i++)
+			children[i] = child_start(cur.sem, cur.prov, NULL, NULL);
+		for (int i = 0; i < CF_BASE_AT_ONCE; i++) {
+			struct run again;
+
+			child_collect(children[i], &again);
+			if (!same && run_ok(&again) && same_lines(&again, hp)) {
+				same = true;
+				printf("#   the provider alone gave the hooked "
+				       "transcript in round %d\n",
+				       round + 1);
+			}
+			run_free(&again);
 		}
+		if (same)
+			return true;
 	}
 	return false;
 }
@@ -393,11 +410,11 @@ case_compare(void)
 					  "fails: %s%s%s",
 					  why, cur.noop.notes[0] ? ": " : "",
 					  cur.noop.notes);
-		} else if (known_what)
+		} else if (known_what) {
 			mrlt_skip_current("hook differs: %s", known_what);
-		else if (run_ok(hp) && provider_alone_gives(hp))
+		} else if (run_ok(hp) && provider_alone_gives(hp)) {
 			return;
-		else
+		} else
 			mrlt_fail(__FILE__, __LINE__,
 				  "%zu of %zu lines "
 				  "differ",
