@@ -379,6 +379,21 @@ mrlt_wait_child(pid_t pid, double seconds)
 	return waitpid(pid, &status, 0) == pid ? status : -1;
 }
 
+pid_t
+mrlt_spawn_bare(char *const argv[])
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		unsetenv("FI_HOOK");
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	return pid;
+}
+
 /* ------------------------------------------------------------------------
  * Data patterns.
  */

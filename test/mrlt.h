@@ -180,6 +180,10 @@ void mrlt_leak_check_off(void);
  * kernel wait, and its stack when gdb is installed, as TAP comments) and
  * kill it. Returns the wait status, or -1 when it had to be killed. */
 int mrlt_wait_child(pid_t pid, double seconds);
+/* Fork and re-execute this program with argv, FI_HOOK unset: a no-hook
+ * control of the case the caller is running. Its output goes where this
+ * process's does (flushed first). The child's pid, or -1 with errno set. */
+pid_t mrlt_spawn_bare(char *const argv[]);
 
 /* ------------------------------------------------------------------------
  * Data patterns.

@@ -198,13 +198,7 @@ refusal_sound(const char *what)
 	int status;
 	pid_t pid;
 
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		unsetenv("FI_HOOK");
-		execv("/proc/self/exe", args);
-		_exit(127);
-	}
+	pid = mrlt_spawn_bare(args);
 	if (pid < 0) {
 		mrlt_fail(__FILE__, __LINE__, "fork: %s", strerror(errno));
 		return false;

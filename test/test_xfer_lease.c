@@ -252,13 +252,7 @@ bare_sound(const char *control, const char *what)
 	int status, st;
 	pid_t pid;
 
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		unsetenv("FI_HOOK");
-		execv("/proc/self/exe", args);
-		_exit(127);
-	}
+	pid = mrlt_spawn_bare(args);
 	if (pid < 0) {
 		mrlt_fail(__FILE__, __LINE__, "fork: %s", strerror(errno));
 		return false;
