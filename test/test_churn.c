@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The churn ring (mrl_churn.h) as a data structure: how many misses a noted
- * range passes, what overlaps, what a new note of the same range resets,
+ * range passes, what overlaps, how a new note of the same range doubles it,
  * that old ranges leave the ring, and that concurrent misses never pass
  * more than their share of one note.
  */
@@ -56,14 +56,45 @@ test_only_overlapping_misses_pass(void)
 	CHECK(mrl_churn_pass(BASE, BASE + 64 * PAGE, 8)); /* covers it */
 }
 
+/* A range that churns again after its allowance gets twice as long a one,
+ * up to 16 times the base; a new range starts at the base. */
 static void
-test_noting_the_same_range_again_restarts_its_count(void)
+test_noting_the_same_range_again_doubles_its_count(void)
+{
+	static const unsigned want[] = {2, 4, 8, 16, 32, 32, 32};
+
+	mrl_churn_reset();
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		mrl_churn_note(BASE, BASE + PAGE);
+		CHECK_EQ(want[i], passes_of(BASE, BASE + PAGE, 2, 100));
+	}
+	mrl_churn_note(BASE + PAGE, BASE + 2 * PAGE);
+	CHECK_EQ(2u, passes_of(BASE + PAGE, BASE + 2 * PAGE, 2, 100));
+}
+
+/* A range pushed out of the ring and noted again starts over. */
+static void
+test_a_range_back_in_the_ring_starts_at_the_base(void)
 {
 	mrl_churn_reset();
+	for (int i = 0; i < 3; i++)
+		mrl_churn_note(BASE, BASE + PAGE);
+	CHECK_EQ(8u, passes_of(BASE, BASE + PAGE, 2, 100));
+	for (uintptr_t i = 1; i <= 64; i++)
+		mrl_churn_note(BASE + 2 * i * PAGE, BASE + (2 * i + 1) * PAGE);
 	mrl_churn_note(BASE, BASE + PAGE);
-	CHECK_EQ(2u, passes_of(BASE, BASE + PAGE, 2, 5));
-	mrl_churn_note(BASE, BASE + PAGE);
-	CHECK_EQ(2u, passes_of(BASE, BASE + PAGE, 2, 5));
+	CHECK_EQ(2u, passes_of(BASE, BASE + PAGE, 2, 100));
+}
+
+/* No allowance wraps, however large the base. */
+static void
+test_a_huge_count_does_not_wrap(void)
+{
+	mrl_churn_reset();
+	for (int i = 0; i < 6; i++)
+		mrl_churn_note(BASE, BASE + PAGE);
+	CHECK(mrl_churn_pass(BASE, BASE + PAGE, UINT64_MAX / 3));
+	CHECK(mrl_churn_pass(BASE, BASE + PAGE, UINT64_MAX));
 }
 
 /* The ring holds a bounded number of ranges: enough newer ones push the
@@ -128,7 +159,9 @@ main(void)
 	MRLT_RUN(test_a_noted_range_passes_exactly_its_count);
 	MRLT_RUN(test_zero_passes_never_pass);
 	MRLT_RUN(test_only_overlapping_misses_pass);
-	MRLT_RUN(test_noting_the_same_range_again_restarts_its_count);
+	MRLT_RUN(test_noting_the_same_range_again_doubles_its_count);
+	MRLT_RUN(test_a_range_back_in_the_ring_starts_at_the_base);
+	MRLT_RUN(test_a_huge_count_does_not_wrap);
 	MRLT_RUN(test_old_ranges_leave_the_ring);
 	MRLT_RUN(test_concurrent_misses_share_one_count);
 	return mrlt_done();

@@ -13,8 +13,11 @@
  * inside a range the monitor reported is registered for its transfer only
  * (not retained, not watched: its unmap costs nothing) `passes` times; the
  * next miss there is watched and cached again. Memory reused after that is
- * served from the cache as before; memory that churns pays the monitor once
- * per passes + 1 rounds.
+ * served from the cache as before. Each time the same range is noted
+ * again (it churned once more after being watched) its allowance doubles,
+ * up to 16 times `passes`: memory that keeps churning pays the monitor
+ * once per 16 * passes + 1 rounds, and memory that settles is cached after
+ * at most that many per-operation registrations.
  *
  * Rules. mrl_churn_note() is called by the monitor thread alone, between
  * its hold and release: it allocates nothing and takes no lock (a fixed
@@ -34,7 +37,8 @@
 void mrl_churn_note(uintptr_t start, uintptr_t end);
 
 /* Whether a miss on [lo, hi) should register for its transfer only, with
- * at most `passes` such answers per noted range (0: never). */
+ * at most `passes` such answers per note of a range, doubled for each
+ * time the range was noted again up to 16 times (0: never). */
 bool mrl_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes);
 
 /* Forget every range (fork child, tests). */

@@ -109,9 +109,11 @@ static const struct mrl_param_desc mrl_param_descs[] = {
 	 "On a pinning provider with the memory monitor: how many misses in a "
 	 "range the monitor just saw unmapped are registered for their "
 	 "transfer only (not cached, not watched, so unmapping them again "
-	 "costs nothing) before the range is cached and watched again. Memory "
-	 "mapped for one transfer and unmapped then pays the monitor once per "
-	 "this many plus one rounds. 0 caches and watches every miss",
+	 "costs nothing) before the range is cached and watched again; "
+	 "doubled each time the same range churns again, up to 16 times. "
+	 "Memory mapped for one transfer and unmapped then pays the monitor "
+	 "once per this many plus one rounds at first, 16 times fewer once it "
+	 "kept churning. 0 caches and watches every miss",
 	 NULL},
 };
 

@@ -10,7 +10,9 @@
  * before it. A slot's pass count is claimed with
  * a compare-and-swap so that at most `passes` misses pass per note; a
  * claim that lands on a slot just rewritten counts against the new range,
- * which at worst watches one miss early.
+ * which at worst watches one miss early. A slot's level, how often its
+ * range was noted again, doubles its allowance up to MRL_CHURN_MAX_LEVEL
+ * doublings; a slot taken for a new range starts at level 0.
  */
 #include "config.h"
 
@@ -19,12 +21,15 @@
 #include "mrl_churn.h"
 
 #define MRL_CHURN_SLOTS 32
+/* A range that keeps churning passes at most passes << this per note. */
+#define MRL_CHURN_MAX_LEVEL 4
 
 struct mrl_churn_slot {
 	atomic_uint_fast64_t seq;
 	atomic_uintptr_t start;
 	atomic_uintptr_t end;
 	atomic_uint_fast64_t used; /* misses passed since the note */
+	atomic_uint level; /* times noted again: the allowance's doublings */
 };
 
 static struct mrl_churn_slot mrl_churn_ring[MRL_CHURN_SLOTS];
@@ -36,22 +41,30 @@ mrl_churn_note(uintptr_t start, uintptr_t end)
 	struct mrl_churn_slot *slot;
 
 	/* The same range noted again (each round of a loop) keeps its slot,
-	 * so one churning buffer does not push others out. */
+	 * so one churning buffer does not push others out, and it churned
+	 * again after its last allowance: the next one is twice as long. */
 	for (unsigned i = 0; i < MRL_CHURN_SLOTS; i++) {
+		unsigned level;
+
 		slot = &mrl_churn_ring[i];
-		if (atomic_load_explicit(&slot->start, memory_order_relaxed) ==
-			    start &&
-		    atomic_load_explicit(&slot->end, memory_order_relaxed) ==
-			    end) {
-			atomic_store_explicit(&slot->used, 0,
-					      memory_order_release);
-			return;
-		}
+		if (atomic_load_explicit(&slot->start, memory_order_relaxed) !=
+			    start ||
+		    atomic_load_explicit(&slot->end, memory_order_relaxed) !=
+			    end)
+			continue;
+		level = atomic_load_explicit(&slot->level,
+					     memory_order_relaxed);
+		if (level < MRL_CHURN_MAX_LEVEL)
+			atomic_store_explicit(&slot->level, level + 1,
+					      memory_order_relaxed);
+		atomic_store_explicit(&slot->used, 0, memory_order_release);
+		return;
 	}
 	slot = &mrl_churn_ring[mrl_churn_next++ % MRL_CHURN_SLOTS];
 	atomic_fetch_add_explicit(&slot->seq, 1, memory_order_acq_rel);
 	atomic_store_explicit(&slot->start, start, memory_order_release);
 	atomic_store_explicit(&slot->end, end, memory_order_release);
+	atomic_store_explicit(&slot->level, 0, memory_order_relaxed);
 	atomic_store_explicit(&slot->used, 0, memory_order_release);
 	atomic_fetch_add_explicit(&slot->seq, 1, memory_order_release);
 }
@@ -80,12 +93,17 @@ mrl_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes)
 		return false;
 	for (unsigned i = 0; i < MRL_CHURN_SLOTS; i++) {
 		struct mrl_churn_slot *slot = &mrl_churn_ring[i];
-		uint_fast64_t used;
+		uint_fast64_t used, allowed;
+		unsigned level;
 
 		if (!mrl_churn_slot_overlaps(slot, lo, hi))
 			continue;
+		level = atomic_load_explicit(&slot->level,
+					     memory_order_relaxed);
+		allowed = passes > UINT64_MAX >> level ? UINT64_MAX
+						       : passes << level;
 		used = atomic_load_explicit(&slot->used, memory_order_acquire);
-		while (used < passes)
+		while (used < allowed)
 			if (atomic_compare_exchange_weak_explicit(
 				    &slot->used, &used, used + 1,
 				    memory_order_acq_rel, memory_order_acquire))
@@ -103,6 +121,7 @@ mrl_churn_reset(void)
 		atomic_fetch_add_explicit(&slot->seq, 1, memory_order_acq_rel);
 		atomic_store_explicit(&slot->start, 0, memory_order_release);
 		atomic_store_explicit(&slot->end, 0, memory_order_release);
+		atomic_store_explicit(&slot->level, 0, memory_order_relaxed);
 		atomic_store_explicit(&slot->used, 0, memory_order_release);
 		atomic_fetch_add_explicit(&slot->seq, 1, memory_order_release);
 	}
