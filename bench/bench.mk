@@ -51,7 +51,8 @@ bench_monitor_bench_SOURCES = bench/monitor_bench.c bench/monitor_bench.h \
 	bench/monitor_bench_child.c bench/monitor_bench_cg.c bench/bench_util.c bench/bench_util.h \
 	$(BENCH_FIXTURE_SOURCES)
 bench_monitor_bench_CPPFLAGS = $(AM_CPPFLAGS) -DMONITOR_BENCH_SRCDIR='"$(abs_top_srcdir)"'
-bench_monitor_bench_LDADD = prov/mrlease/libmrlease-core.la -ldl $(FABRIC_LIBS)
+bench_monitor_bench_LDADD = prov/mrlease/libmrlease-core.la -ldl -lpthread \
+	$(FABRIC_LIBS)
 EXTRA_bench_monitor_bench_DEPENDENCIES = bench/libmonitor_bench_uffd.la
 noinst_LTLIBRARIES += bench/libmonitor_bench_uffd.la
 bench_libmonitor_bench_uffd_la_SOURCES = bench/monitor_bench_uffd.c

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,6 +472,31 @@ child_reuse(struct child *c, size_t size, double secs)
 	return 0;
 }
 
+static void *
+idle_thread(void *arg)
+{
+	(void) arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* offmt's second thread: it does nothing, but the process is then
+ * multi-threaded as it is with the monitor's thread. */
+static int
+idle_thread_start(void)
+{
+	pthread_t th;
+	int ret = pthread_create(&th, NULL, idle_thread, NULL);
+
+	if (ret) {
+		fprintf(stderr, "monitor_bench: pthread_create: %s\n",
+			strerror(ret));
+		return -1;
+	}
+	return pthread_detach(th);
+}
+
 /*
  * --serve MODE: open the pair, say "ready", then answer one command per
  * line on stdin until "quit" (see the header). End of input without
@@ -492,6 +518,8 @@ mb_serve_main(const char *mode_name)
 	if (mode < 0)
 		return 2;
 	child_env(mode);
+	if (mode == MODE_OFFMT && idle_thread_start())
+		return 1;
 	alarm(timeout);
 	ret = child_open(&c);
 	if (ret)
