@@ -376,7 +376,8 @@ reruns_give(const char *hook, const struct run *hp)
 		bool same = false;
 
 		for (int i = 0; i < CF_BASE_AT_ONCE; i++)
-			children[i] = child_start(cur.sem, cur.prov, hook, NULL);
+			children[i] =
+				child_start(cur.sem, cur.prov, hook, NULL);
 		for (int i = 0; i < CF_BASE_AT_ONCE; i++) {
 			struct run again;
 
