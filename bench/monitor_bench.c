@@ -20,8 +20,9 @@
  *          nothing watched (the cache without a monitor)
  *   watch  mon with FI_MRLEASE_MONITOR_CHURN=0: every miss watched and
  *          kept, even at an address the monitor just saw unmapped
- *   offmt  off with an idle second thread (blocked in pause()), so that
- *          the process is multi-threaded as mon's is
+ *   offmt  off with an idle second pthread (blocked in pause()): what a
+ *          monitor costs a single-threaded process when it is a thread of
+ *          glibc's (mon's task is not)
  *
  * Tests, each comparing two configurations:
  *
@@ -33,9 +34,10 @@
  *                      event (every iteration, first)
  *              in      a page in the middle of that block, overlapping no
  *                      entry: the kernel queues an event and the caller
- *                      waits until the monitor thread has read it
+ *                      waits until the monitor task has read it
  *              cached  the first page, overlapping the cached entry: the
- *                      same, and the monitor retires the entry
+ *                      same; the entry is retired by the next lookup,
+ *                      outside the timed call
  *            in and cached in alternate iterations, each the first watched
  *            munmap since the write (see munmap_once); the rest of the
  *            block is unmapped untimed. Figure: a slice's median ns per
@@ -56,12 +58,12 @@
  *            rate is the figure.
  *   reuse    mon vs off, per size: fi_write of the same four buffers in
  *            turn, nothing unmapped, every write a hit. Figure: the rate;
- *            target mon/off >= 0.99. The monitor's thread makes a
- *            single-threaded process multi-threaded, and glibc then drops
- *            its single-thread shortcuts (cancellation points around every
- *            system call, atomic mutexes): reuse_mt is the same test
- *            against offmt, off with an idle second thread, which tells
- *            that cost from the monitor's own.
+ *            target mon/off >= 0.99. reuse_mt is the same test against
+ *            offmt: a second pthread makes a single-threaded process
+ *            multi-threaded, and glibc then drops its single-thread
+ *            shortcuts (cancellation bookkeeping around every system call,
+ *            locking in malloc and stdio); the monitor's task, which glibc
+ *            does not know, must not.
  *
  * Method (xfer_bench's). The machine's speed drifts over seconds and other
  * work lands on its two CPUs. One server child per configuration stays up
@@ -73,7 +75,7 @@
  * difference) of its two slices; the result is the median over rounds, its
  * quartiles the resolution. MONITOR_BENCH_GENERATIONS sets of fresh children
  * share the rounds, since a process keeps a bias of its own that pairing
- * cannot cancel. Pinned, the monitor thread shares the unmapping thread's
+ * cannot cancel. Pinned, the monitor task shares the unmapping thread's
  * CPU, as in an MPI rank bound to one core; unpinned, it wakes on the other.
  *
  * Each slice also reports, from the cache's statistics, what its

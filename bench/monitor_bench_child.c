@@ -574,37 +574,16 @@ mb_serve_main(const char *mode_name)
  * --hit on|off N: a cache of this program's own over a registrar that
  * registers nothing, one entry, N lease + release of it (the inline hit
  * path every leased operand takes). "on" starts the monitor, with the
- * provider's client (barrier around reads, deferred invalidation), and
+ * provider's client (its barrier, deferred invalidation), and
  * watches the entry's block as the provider does over a pinning domain.
  * Single-threaded apart from the idle monitor, no network: its instruction
  * counts are exact, unlike a transfer's (see mb_callgrind_hit). Answers
  * "hit monitor M retained R hits H".
  */
 static void
-hit_init(void *arg)
-{
-	(void) arg;
-	mrl_cache_thread_attach();
-}
-
-static void
-hit_hold(void *arg)
-{
-	(void) arg;
-	mrl_cache_barrier_raise();
-}
-
-static void
 hit_invalidate(void *arg, uintptr_t start, uintptr_t end)
 {
 	mrl_cache_invalidate_deferred(arg, start, end);
-}
-
-static void
-hit_release(void *arg)
-{
-	(void) arg;
-	mrl_cache_barrier_lower();
 }
 
 static int
@@ -658,10 +637,8 @@ mb_hit_main(const char *mode, long n)
 	struct mrl_domain_config dcfg = {.registrar = &registrar,
 					 .mr_key_size = 8};
 	struct mrl_cache_config ccfg = {0};
-	struct mrl_monitor_client client = {.thread_init = hit_init,
-					    .hold = hit_hold,
-					    .invalidate = hit_invalidate,
-					    .release = hit_release};
+	struct mrl_monitor_client client = {.barrier = &mrl_cache_barrier,
+					    .invalidate = hit_invalidate};
 	struct mrl_cache_domain *dom;
 	struct mrl_registration *reg;
 	struct fi_mrlease_stats st;
@@ -673,6 +650,7 @@ mb_hit_main(const char *mode, long n)
 	    mrl_cache_create(&ccfg, &cache))
 		return 2;
 	client.arg = cache;
+	mrl_cache_barrier_set_helper(mrl_monitor_drain);
 	if (on && mrl_monitor_start(NULL, &client))
 		goto out_cache;
 	if (mrl_cache_domain_open(cache, &dcfg, &dom))

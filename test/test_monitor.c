@@ -19,6 +19,7 @@
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,30 +35,17 @@ static struct creg creg;
 static struct mrl_cache_domain *dom;
 static size_t page;
 static bool monitor_ok;
+static bool single_after_start; /* glibc's view right after the start */
 
 /* ---- the monitor's client, with test gates ------------------------------ */
 
+/* Set on a thread while it applies the monitor's events (the allocation
+ * count below). */
 static __thread bool on_monitor;
-static pid_t monitor_tid;
 static atomic_int gate_closed; /* invalidate waits while set */
-static atomic_int gate_waiting; /* the monitor is at the gate */
+static atomic_int gate_waiting; /* a drain is at the gate */
 
-static void
-client_init(void *arg)
-{
-	(void) arg;
-	on_monitor = true;
-	monitor_tid = (pid_t) syscall(SYS_gettid);
-	mrl_cache_thread_attach();
-}
-
-static void
-client_hold(void *arg)
-{
-	(void) arg;
-	mrl_cache_barrier_raise();
-}
-
+/* Called by mrl_monitor_drain, on the thread that drains. */
 static void
 client_invalidate(void *arg, uintptr_t start, uintptr_t end)
 {
@@ -68,21 +56,14 @@ client_invalidate(void *arg, uintptr_t start, uintptr_t end)
 			sched_yield();
 		atomic_store(&gate_waiting, 0);
 	}
+	on_monitor = true;
 	mrl_cache_invalidate_deferred(cache, start, end);
-}
-
-static void
-client_release(void *arg)
-{
-	(void) arg;
-	mrl_cache_barrier_lower();
+	on_monitor = false;
 }
 
 static const struct mrl_monitor_client client = {
-	.thread_init = client_init,
-	.hold = client_hold,
+	.barrier = &mrl_cache_barrier,
 	.invalidate = client_invalidate,
-	.release = client_release,
 };
 
 /* ---- a registrar that watches, with hooks into reg and close ------------ */
@@ -172,8 +153,8 @@ map(size_t len, int flags)
 }
 
 /* munmap returns once the monitor has read its event; the invalidation
- * (and its counters) follows. A lookup waits for it: use one before reading
- * the statistics. */
+ * (and its counters) follows at the next lookup, which applies it: use one
+ * before reading the statistics. */
 static void
 settle(const void *p)
 {
@@ -494,8 +475,39 @@ test_watching_an_entry_leaves_its_mapping_whole(void)
 
 /* ---- no window ----------------------------------------------------------- */
 
-struct window {
+/* The monitor task only reads and records: the range a munmap that has
+ * returned took away is still to apply, the barrier holds every lookup back
+ * until it is, and the next lookup applies it (fabtests' fi_unmap_mem loop:
+ * a lookup of the new mapping must not find the old registration). */
+static void
+test_the_next_lookup_applies_an_unmapped_range(void)
+{
+	struct mrl_registration *reg;
+	uint64_t waits;
+	void *old;
 	char *p;
+
+	NEED_MONITOR();
+	p = map(4 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(p != NULL);
+	reg = touch(p, 4 * page);
+	CHECK(reg != NULL);
+	old = reg ? mrl_registration_mr(reg) : NULL;
+	waits = mrl_cache_barrier_waits();
+	munmap(p, 4 * page);
+	/* Read by the task, applied by nobody yet. */
+	CHECK(atomic_load(&mrl_cache_barrier) != 0);
+	CHECK(!mrl_cache_acquire(dom, (uintptr_t) p, (uintptr_t) p + 4 * page,
+				 &reg));
+	CHECK(mrl_registration_mr(reg) != old);
+	mrl_lease_release(reg);
+	CHECK_EQ(0u, atomic_load(&mrl_cache_barrier));
+	CHECK(mrl_cache_barrier_waits() > waits);
+	mrl_cache_drain(cache);
+}
+
+struct window {
+	char *p, *other;
 	size_t len;
 	void *old, *got; /* registrar handles (never reused) */
 	atomic_int primed, go, done;
@@ -523,43 +535,46 @@ window_reader(void *arg)
 	return NULL;
 }
 
+/* A lookup elsewhere, which drains the monitor's events and stops at the
+ * gate inside their invalidation. */
 static void *
-window_unmapper(void *arg)
+window_drainer(void *arg)
 {
 	struct window *w = arg;
 
-	munmap(w->p, w->len);
+	(void) cached(w->other, page);
 	return NULL;
 }
 
-/* munmap returns as soon as the monitor *reads* its event: a lookup between
- * that read and the invalidation would hand out a registration of pages that
- * are gone (fabtests' fi_unmap_mem loop). */
+/* While one thread is applying a range another thread's munmap took away,
+ * every other lookup waits for it: a lookup between the task's read and the
+ * invalidation would hand out a registration of pages that are gone. */
 static void
 test_no_lookup_sees_a_range_once_munmap_returned(void)
 {
 	struct window w = {.len = 4 * page};
-	pthread_t reader, unmapper;
+	pthread_t reader, drainer;
 	uint64_t waits;
 	int done_early;
 	bool held;
 
 	NEED_MONITOR();
 	w.p = map(w.len, MAP_PRIVATE | MAP_ANONYMOUS);
-	CHECK(w.p != NULL);
+	w.other = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(w.p != NULL && w.other != NULL);
 	CHECK_EQ(0, pthread_create(&reader, NULL, window_reader, &w));
 	CHECK(wait_for(&w.primed, 1));
 	CHECK(w.old != NULL);
-	/* The monitor will stop between reading the event and invalidating. */
+	/* The drain will stop between taking the range and invalidating. */
 	atomic_store(&gate_closed, 1);
-	waits = mrl_cache_barrier_waits();
-	if (pthread_create(&unmapper, NULL, window_unmapper, &w)) {
+	munmap(w.p, w.len);
+	if (pthread_create(&drainer, NULL, window_drainer, &w)) {
 		atomic_store(&gate_closed, 0);
 		CHECK(!"pthread_create");
 	}
-	pthread_join(unmapper, NULL);
 	/* munmap returned: the event was read, its range not invalidated. */
 	held = wait_for(&gate_waiting, 1);
+	waits = mrl_cache_barrier_waits();
 	atomic_store(&w.go, 1);
 	/* The reader is held by the barrier, not by luck. */
 	while (held && mrl_cache_barrier_waits() == waits &&
@@ -567,10 +582,12 @@ test_no_lookup_sees_a_range_once_munmap_returned(void)
 		sched_yield();
 	done_early = atomic_load(&w.done);
 	atomic_store(&gate_closed, 0);
+	pthread_join(drainer, NULL);
 	pthread_join(reader, NULL);
 	CHECK(held);
 	CHECK_EQ(0, done_early);
 	CHECK(w.got != w.old);
+	munmap(w.other, page);
 	mrl_cache_drain(cache);
 }
 
@@ -591,8 +608,9 @@ watched_scratch(void)
 	return scratch && touch(scratch, page) && cached(scratch, page);
 }
 
-/* A provider's fi_close may free memory inside a watched range: on the
- * monitor thread it would wait for the monitor to read, i.e. for itself. */
+/* A provider's fi_close may free memory inside a watched range, and the
+ * monitor's invalidation runs inside a lookup on the data path: it retires,
+ * and the close waits for the next drain of the deferred list. */
 static void
 test_the_monitor_never_closes_a_registration(void)
 {
@@ -618,7 +636,7 @@ test_the_monitor_never_closes_a_registration(void)
 	CHECK_EQ(0, atomic_load(&close_hook_tid));
 	mrl_cache_drain(cache);
 	CHECK_EQ((int) syscall(SYS_gettid), atomic_load(&close_hook_tid));
-	CHECK(atomic_load(&close_hook_tid) != monitor_tid);
+	CHECK(atomic_load(&close_hook_tid) != mrl_monitor_tid());
 	CHECK(!cached(scratch, page));
 	close_hook = NULL;
 	close_hook_mr = NULL;
@@ -743,8 +761,8 @@ aligned_alloc(size_t a, size_t n)
 }
 #endif
 
-/* The monitor runs while another thread is inside munmap, possibly inside
- * the allocator holding its lock: an allocation there could deadlock. */
+/* The monitor's invalidation runs inside a lookup, which may be inside an
+ * allocator's hook or a miss: it allocates nothing. */
 static void
 test_monitor_invalidation_allocates_nothing(void)
 {
@@ -770,6 +788,30 @@ test_monitor_invalidation_allocates_nothing(void)
 #else
 	mrlt_skip_current("malloc cannot be counted under a sanitizer");
 #endif
+}
+
+/* ---- the task is no thread of glibc's ------------------------------------ */
+
+/* A single-threaded process (an MPI rank without a progress thread) stays
+ * single-threaded as glibc sees it with the monitor on: otherwise glibc
+ * drops its single-thread shortcuts (cancellation bookkeeping around every
+ * system call, locking in malloc and stdio) for the rest of the run. The
+ * task still exists: a kernel task of the process, with its own id. */
+static void
+test_the_monitor_leaves_a_single_threaded_process_single_threaded(void)
+{
+	char path[64];
+
+	NEED_MONITOR();
+#ifdef __SANITIZE_THREAD__
+	mrlt_skip_current("under ThreadSanitizer the monitor is a pthread");
+	return;
+#endif
+	CHECK(single_after_start);
+	CHECK(mrl_monitor_tid() > 0);
+	CHECK(mrl_monitor_tid() != (int) syscall(SYS_gettid));
+	snprintf(path, sizeof(path), "/proc/self/task/%d", mrl_monitor_tid());
+	CHECK_EQ(0, access(path, F_OK));
 }
 
 /* ---- policy -------------------------------------------------------------- */
@@ -833,13 +875,18 @@ main(void)
 	dc.registrar = &watch_registrar;
 	if (mrl_cache_domain_open(cache, &dc, &dom))
 		return 1;
+	mrl_cache_barrier_set_helper(mrl_monitor_drain);
 	monitor_ok = mrl_monitor_start(NULL, &client) == 0;
+	single_after_start = __libc_single_threaded;
 
+	MRLT_RUN(
+		test_the_monitor_leaves_a_single_threaded_process_single_threaded);
 	MRLT_RUN(test_every_way_pages_leave_is_caught);
 	MRLT_RUN(test_sysv_shm_is_not_retained);
 	MRLT_RUN(test_file_backed_memory_is_not_retained);
 	MRLT_RUN(test_vma_count_stays_bounded_with_100000_entries);
 	MRLT_RUN(test_watching_an_entry_leaves_its_mapping_whole);
+	MRLT_RUN(test_the_next_lookup_applies_an_unmapped_range);
 	MRLT_RUN(test_no_lookup_sees_a_range_once_munmap_returned);
 	MRLT_RUN(test_the_monitor_never_closes_a_registration);
 	MRLT_RUN(test_a_miss_unmapping_memory_does_not_deadlock);

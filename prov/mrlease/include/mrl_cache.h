@@ -79,22 +79,24 @@
  * registering marks it stale: that registration is handed to the caller as a
  * lease but never enters the index. A failed registration leaves nothing.
  *
- * Deferred closes. A memory monitor (mrl_monitor.h) invalidates from a thread
- * that must never close a registration itself: a provider's close may free
- * and unmap memory inside a monitored range, and would then wait for the
- * monitor thread, i.e. for itself. mrl_cache_invalidate_deferred therefore
- * chains the registrations whose last reference it dropped on the cache's
- * deferred list (intrusively, lock-free: it allocates nothing) instead of
- * closing them. The list is drained, closing each, by the next miss, explicit
- * invalidate, domain close or cache destroy on any other thread.
+ * Deferred closes. A memory monitor's invalidation (mrl_monitor.h) runs
+ * inside a lookup, on the data path of whichever thread finds its events
+ * first, possibly inside a post or a miss; a provider's close there could
+ * re-enter the provider, free and unmap memory. It must not close a
+ * registration: mrl_cache_invalidate_deferred therefore chains the
+ * registrations whose last reference it dropped on the cache's deferred list
+ * (intrusively, lock-free: it allocates nothing) instead of closing them.
+ * The list is drained, closing each, by the next miss, explicit invalidate,
+ * domain close or cache destroy on any thread.
  *
  * Barrier. Between the monitor reading a kernel event (which lets the
  * unmapping thread return from munmap) and its invalidation taking effect, no
  * lookup may return an entry of the range going away. The monitor raises the
- * process-wide barrier (mrl_cache_barrier) before each read and lowers it
- * after the invalidations; the hit path tests it with one load and goes out
- * of line while it is up, and every out-of-line lookup waits, outside any
- * lock and read section, until it is down.
+ * process-wide barrier (mrl_cache_barrier) before each read and it stays up
+ * until the ranges read are invalidated; the hit path tests it with one load
+ * and goes out of line while it is up, and every out-of-line lookup, outside
+ * any lock and read section, calls the barrier's helper (the monitor's
+ * drain, which applies the ranges) until it is down.
  *
  * Retention. A registrar may say, per miss, that the range is not watched
  * (struct mrl_registrar.watch): such a registration is handed to the caller
@@ -387,13 +389,13 @@ mrl_count_own(atomic_uint_least64_t *c)
 }
 
 /* Non-zero while a memory monitor has read unmap events whose ranges are not
- * invalidated yet (see "Barrier" above): lookups then wait out of line. */
+ * invalidated yet (see "Barrier" above): a count the monitor raises and
+ * lowers; lookups then go out of line. */
 extern atomic_uint mrl_cache_barrier;
 
-/* Raise and lower the barrier around reading and applying monitor events;
- * they nest (a count). Neither allocates nor blocks. */
-void mrl_cache_barrier_raise(void);
-void mrl_cache_barrier_lower(void);
+/* What a lookup that finds the barrier up calls, with no lock held, until
+ * it is down (NULL: it only waits). */
+void mrl_cache_barrier_set_helper(void (*help)(void));
 
 /* Lookups that found the barrier up and waited (process-wide, for tests). */
 uint64_t mrl_cache_barrier_waits(void);
@@ -623,7 +625,7 @@ int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start,
 			 uintptr_t end);
 
 /*
- * invalidate for a memory monitor's thread: the same retirement, but a
+ * invalidate for a memory monitor's events: the same retirement, but a
  * registration whose last reference it drops is put on the cache's deferred
  * list instead of being closed here (see "Deferred closes"); counted as a
  * monitor invalidation when it retires anything. Allocates nothing, takes
@@ -632,10 +634,6 @@ int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start,
  */
 int mrl_cache_invalidate_deferred(struct mrl_cache *cache, uintptr_t start,
 				  uintptr_t end);
-
-/* Give the calling thread its reader record now (the first cache call on a
- * thread claims one, which may allocate), e.g. on a monitor's thread. */
-void mrl_cache_thread_attach(void);
 
 /* Close the registrations on the deferred list (on the calling thread, no
  * cache lock held). Cheap when the list is empty (one load). */

@@ -7,7 +7,7 @@
  *
  * Why. On a pinning provider an entry is kept past its last lease only
  * while the monitor watches its mapping, and every unmap of a watched
- * mapping makes the unmapping thread wait for the monitor thread to read
+ * mapping makes the unmapping thread wait for the monitor task to read
  * the event. A mapping that lives for one transfer gains nothing from being
  * cached and pays that wait, plus the watch, on every round. So a miss
  * inside a range the monitor reported is registered for its transfer only
@@ -19,8 +19,9 @@
  * once per 16 * passes + 1 rounds, and memory that settles is cached after
  * at most that many per-operation registrations.
  *
- * Rules. mrl_churn_note() is called by the monitor thread alone, between
- * its hold and release: it allocates nothing and takes no lock (a fixed
+ * Rules. mrl_churn_note() is called by one thread at a time, the one
+ * applying the monitor's events (mrl_monitor_drain, under its drain lock,
+ * with the barrier up): it allocates nothing and takes no lock (a fixed
  * ring of slots, each published through a sequence number). mrl_churn_pass()
  * may run in any thread, on misses only; it never blocks. A slot torn by a
  * concurrent note reads as no match, which only means the range is watched:
@@ -33,7 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Record [start, end) as unmapped (monitor thread only). */
+/* Record [start, end) as unmapped (the draining thread only). */
 void mrl_churn_note(uintptr_t start, uintptr_t end);
 
 /* Whether a miss on [lo, hi) should register for its transfer only, with

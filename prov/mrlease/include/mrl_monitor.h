@@ -28,40 +28,56 @@
  * its leases. Registrations are never removed: the kernel drops them with
  * the mapping.
  *
- * The monitor thread, its rules (each is what keeps a thread blocked in
+ * The monitor task, its rules (each is what keeps a thread blocked in
  * munmap, which waits for the monitor to *read* its event, from deadlocking
- * with it):
- *  - it never unmaps memory, never closes a registration, never allocates
- *    after start (its event buffer is on its stack, its signals blocked);
- *  - before each read it raises the client's barrier (hold) and lowers it
- *    (release) only after every range read was invalidated: once munmap has
- *    returned in any thread, no lookup in any thread returns an entry of the
- *    range (lookups wait for the barrier outside every lock);
- *  - the client's invalidate must take no lock a thread may hold across
- *    munmap, and must not close registrations (mrl_cache_invalidate_deferred).
+ * with it, and a single-threaded process single-threaded as glibc sees it):
+ *  - it only reads events and records their ranges: it never unmaps memory,
+ *    never closes a registration, never allocates, takes no lock and calls
+ *    no client code. It is a kernel task of the process that glibc does not
+ *    know (raw clone, raw system calls, no TLS, every signal blocked), so
+ *    glibc keeps its single-thread shortcuts (no cancellation bookkeeping
+ *    around system calls, no locking in malloc or stdio); under
+ *    ThreadSanitizer, which must see every thread, it is a pthread running
+ *    the same loop;
+ *  - before each read it raises the client's barrier, and the barrier stays
+ *    up until every range read has been invalidated: once munmap has
+ *    returned in any thread, no lookup in any thread returns an entry of
+ *    the range;
+ *  - the ranges go into a fixed ring; when the ring has no room for a whole
+ *    batch, the batch is recorded as an overflow, which invalidates
+ *    everything the monitor watches.
+ *
+ * Applying the events. mrl_monitor_drain, called by an application thread
+ * that finds the barrier up (a lookup, with no lock held and outside any
+ * read section), hands every recorded range to the client's invalidate in
+ * that thread, then lowers the barrier for each batch applied. Drains are
+ * serialised among application threads; one that finds another draining
+ * returns at once (the caller waits for the barrier).
  *
  * Life cycle. Started once per process on demand (mrl_monitor_start, thread
- * safe); stopped at provider cleanup (mrl_monitor_stop: the thread closes the
+ * safe); stopped at provider cleanup (mrl_monitor_stop: the task closes the
  * userfaultfd, which releases every watch and wakes any thread waiting on
- * it). After fork the child has no monitor thread: it closes the inherited
- * descriptor, forgets the parent's state, and starts its own when asked.
+ * it, and exits). After fork the child has no monitor task: it closes the
+ * inherited descriptor, forgets the parent's state and ranges, and starts
+ * its own when asked.
  */
 #ifndef MRL_MONITOR_H
 #define MRL_MONITOR_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include <rdma/providers/fi_prov.h>
 
-/* What the monitor calls, from its own thread. */
+/* What the monitor works on. */
 struct mrl_monitor_client {
-	void (*thread_init)(void *arg); /* once, first, on the monitor thread:
-					 * set up what invalidate needs so it
-					 * never allocates later */
-	void (*hold)(void *arg); /* before reading events */
+	atomic_uint *barrier; /* raised by the task before each read, lowered
+			       * by mrl_monitor_drain once applied */
+	/* Called by mrl_monitor_drain, on the draining thread, once per range
+	 * read (start = 0, end = UINTPTR_MAX after an overflow): must not
+	 * close registrations (mrl_cache_invalidate_deferred). */
 	void (*invalidate)(void *arg, uintptr_t start, uintptr_t end);
-	void (*release)(void *arg); /* after invalidating what was read */
 	void *arg;
 };
 
@@ -77,10 +93,18 @@ bool mrl_monitor_running(void);
 /* Watch [lo, hi) (page-aligned) for unmapping; see "Watching". */
 bool mrl_monitor_watch(uintptr_t lo, uintptr_t hi);
 
+/* Apply every range the task has read: see "Applying the events". No lock
+ * may be held by the caller that the client's invalidate takes. */
+void mrl_monitor_drain(void);
+
+/* The kernel thread id of the monitor task (0: none), for tests. */
+int mrl_monitor_tid(void);
+
 /* Events read since start (process-wide). */
 uint64_t mrl_monitor_events(void);
 
-/* Stop the thread and release every watch; for provider cleanup. */
+/* Stop the task and release every watch, then apply what it read; for
+ * provider cleanup. */
 void mrl_monitor_stop(void);
 
 #endif /* MRL_MONITOR_H */

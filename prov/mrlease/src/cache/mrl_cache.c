@@ -10,7 +10,7 @@
  * that could be the last, allocates or calls the application: retired
  * entries are chained and their references dropped after the section. A
  * registration closes exactly once, on the thread dropping its last
- * reference, unless a monitor's thread dropped it (then the next drain
+ * reference, unless a monitor's invalidation dropped it (then the next drain
  * closes it) or its domain is a parent's inherited across fork (forgotten).
  * An entry is retired once: it leaves the index, the filter and the counts
  * together, and the domain's generation moves on, so no hot way leases it

@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The process-wide parts of the lease cache that a memory monitor and fork
- * need (mrl_cache.h "Barrier" and "Fork"): the barrier lookups wait on while
- * a monitor applies the events it read, and the fork handlers.
+ * need (mrl_cache.h "Barrier" and "Fork"): the barrier that holds lookups
+ * back until a monitor's events are applied, and the fork handlers.
  *
  * Rules it keeps. A child never inherits a cache lock another thread held
  * (every cache's flt_lock and lock, then the slab pool, slot and arena
  * locks, are held across fork, in the order the code takes them, and
  * released in reverse); in a child the barrier is down, the other threads'
  * reader records are free, and mrl_cache_fork_gen has moved on, so the
- * parent's registrations are forgotten, never closed. Raising and lowering
- * the barrier neither allocates nor blocks.
+ * parent's registrations are forgotten, never closed.
  */
 #include "config.h"
 
@@ -24,20 +23,12 @@
 /* ---- barrier ------------------------------------------------------------ */
 
 atomic_uint mrl_cache_barrier;
+static void (*_Atomic mrl_barrier_helper)(void);
 
 void
-mrl_cache_barrier_raise(void)
+mrl_cache_barrier_set_helper(void (*help)(void))
 {
-	atomic_fetch_add_explicit(&mrl_cache_barrier, 1, memory_order_seq_cst);
-}
-
-void
-mrl_cache_barrier_lower(void)
-{
-	unsigned was = atomic_fetch_sub_explicit(&mrl_cache_barrier, 1,
-						 memory_order_release);
-
-	mrl_assert(was > 0); /* lowered more often than raised */
+	atomic_store_explicit(&mrl_barrier_helper, help, memory_order_release);
 }
 
 static atomic_uint_least64_t mrl_barrier_waits;
@@ -48,15 +39,24 @@ mrl_cache_barrier_waits(void)
 	return atomic_load_explicit(&mrl_barrier_waits, memory_order_relaxed);
 }
 
-/* With no lock held and outside any read section, so the monitor's write
- * section never waits for a waiter. */
+/* With no lock held and outside any read section, so the helper may take
+ * the cache's writer side. */
 void
 mrl_cache_barrier_wait_slow(void)
 {
+	void (*help)(void);
+
 	atomic_fetch_add_explicit(&mrl_barrier_waits, 1, memory_order_relaxed);
 	for (unsigned spins = 0;
 	     atomic_load_explicit(&mrl_cache_barrier, memory_order_acquire);
 	     spins++) {
+		help = atomic_load_explicit(&mrl_barrier_helper,
+					    memory_order_acquire);
+		if (help)
+			help();
+		if (!atomic_load_explicit(&mrl_cache_barrier,
+					  memory_order_acquire))
+			break;
 		if (spins < 128)
 			MRL_CPU_RELAX();
 		else

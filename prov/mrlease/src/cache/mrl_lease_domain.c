@@ -301,20 +301,7 @@ mrl_lease_provider_pins(const char *prov_name)
 	return true;
 }
 
-static void
-mrl_lease_monitor_init(void *arg)
-{
-	(void) arg;
-	mrl_cache_thread_attach();
-}
-
-static void
-mrl_lease_monitor_hold(void *arg)
-{
-	(void) arg;
-	mrl_cache_barrier_raise();
-}
-
+/* On the thread that drains the monitor's events (mrl_monitor_drain). */
 static void
 mrl_lease_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end)
 {
@@ -326,19 +313,19 @@ mrl_lease_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end)
 		mrl_cache_invalidate_deferred(cache, start, end);
 }
 
-static void
-mrl_lease_monitor_release(void *arg)
-{
-	(void) arg;
-	mrl_cache_barrier_lower();
-}
-
 static const struct mrl_monitor_client mrl_lease_monitor_client = {
-	.thread_init = mrl_lease_monitor_init,
-	.hold = mrl_lease_monitor_hold,
+	.barrier = &mrl_cache_barrier,
 	.invalidate = mrl_lease_monitor_invalidate,
-	.release = mrl_lease_monitor_release,
 };
+
+/* Lookups that find the barrier up apply the monitor's events: set before
+ * the monitor can raise it. */
+static bool
+mrl_lease_monitor_start(void)
+{
+	mrl_cache_barrier_set_helper(mrl_monitor_drain);
+	return !mrl_monitor_start(mrl_prov, &mrl_lease_monitor_client);
+}
 
 /* The registrar of a domain: whether it pins, and whether the monitor runs
  * (started here on first need). */
@@ -348,8 +335,7 @@ mrl_lease_registrar_for(struct mrl_domain *domain)
 	bool pins = mrl_lease_provider_pins(domain->prov_name);
 	bool want = mrl_params.monitor == MRL_MONITOR_UFFD ||
 		    (mrl_params.monitor == MRL_MONITOR_AUTO && pins);
-	bool running =
-		want && !mrl_monitor_start(mrl_prov, &mrl_lease_monitor_client);
+	bool running = want && mrl_lease_monitor_start();
 
 	if (pins && !running)
 		FI_WARN_ONCE(mrl_prov, FI_LOG_DOMAIN,

@@ -99,12 +99,6 @@ mrl_readers_forget_others(void)
 	}
 }
 
-void
-mrl_cache_thread_attach(void)
-{
-	(void) mrl_reader_self();
-}
-
 uint64_t
 mrl_readers_sum(unsigned slot, enum mrl_tcnt which)
 {

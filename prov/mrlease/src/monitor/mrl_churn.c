@@ -2,7 +2,8 @@
 /*
  * Churn: the ring of ranges the monitor saw unmapped (rules in mrl_churn.h).
  *
- * Each slot is a seqlock with one writer, the monitor thread: the sequence
+ * Each slot is a seqlock with one writer at a time, the thread draining the
+ * monitor's events (under the monitor's drain lock): the sequence
  * is odd while the slot is rewritten. A reader copies the range between two
  * reads of an even, unchanged sequence. The range is stored with release
  * and loaded with acquire (no fences: ThreadSanitizer does not model
@@ -33,7 +34,7 @@ struct mrl_churn_slot {
 };
 
 static struct mrl_churn_slot mrl_churn_ring[MRL_CHURN_SLOTS];
-static unsigned mrl_churn_next; /* monitor thread only */
+static unsigned mrl_churn_next; /* the draining thread only */
 
 void
 mrl_churn_note(uintptr_t start, uintptr_t end)

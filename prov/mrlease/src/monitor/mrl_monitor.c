@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The memory monitor over Linux userfaultfd (see mrl_monitor.h for what it
- * reports and the rules its thread keeps).
+ * reports and the rules its task keeps).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -53,22 +55,73 @@ struct mrl_procmap_query {
 	(UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE | \
 	 UFFD_FEATURE_EVENT_REMAP)
 
+/* Ranges the task has read and no drain has applied yet. */
+#define MRL_MONITOR_RING 1024
+/* The task's stack; below it its TCB page, below that a guard page. */
+#define MRL_MONITOR_STACK ((size_t) 64 * 1024)
+
+/* A raw clone on x86_64 (the TCB layout is the ABI's); a pthread under
+ * ThreadSanitizer, which must know every thread, and elsewhere. */
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define MRL_MONITOR_RAW_TASK 1
+#endif
+
+/* Code that runs on the task: no sanitizer runtime (it keeps per-thread
+ * state in TLS, which the raw task does not have), no stack protector. */
+#ifdef MRL_MONITOR_RAW_TASK
+#define MON_TASK                                                      \
+	__attribute__((no_sanitize("address", "undefined"), noinline, \
+		       no_stack_protector))
+#else
+#define MON_TASK __attribute__((noinline))
+#endif
+
 /*
  * mon_lock serialises start, stop and the fork reset; nothing else takes it
- * and nothing is called under it that could wait for the monitor thread.
- * The rest is read without it: mon_fd is published (release) only once the
- * thread runs.
+ * and nothing is called under it that could wait for the monitor task.
+ * mon_drain_lock serialises drains (application threads only: the task
+ * takes no lock). The rest is read without a lock: mon_fd is published
+ * (release) only once the task runs.
  */
 static pthread_mutex_t mon_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t mon_drain_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int mon_fd = -1; /* the userfaultfd, -1: not running */
-static int mon_stop_fd = -1; /* eventfd: the thread's stop request */
+static int mon_stop_fd = -1; /* eventfd: the task's stop request */
 static atomic_int mon_maps_fd = -1; /* /proc/self/maps for PROCMAP_QUERY */
 static bool mon_tried; /* a start was attempted */
-static pthread_t mon_thread;
+static bool mon_started; /* a task was started and not yet waited for */
 static struct mrl_monitor_client mon_client;
 static const struct fi_provider *mon_prov;
 static atomic_uint_least64_t mon_events;
 static pthread_once_t mon_fork_once = PTHREAD_ONCE_INIT;
+
+/* The task: its kernel thread id (set by the kernel at clone, cleared and
+ * woken at its exit), and what it failed on (an errno, 0: nothing). */
+static atomic_int mon_tid;
+static atomic_int mon_failed;
+static atomic_bool mon_failed_told;
+#ifdef MRL_MONITOR_RAW_TASK
+static void *mon_stack;
+static size_t mon_stack_len;
+#else
+static pthread_t mon_thread;
+#endif
+
+/*
+ * The ring. The task writes entries at mon_tail and publishes them
+ * (release); a drain copies them out, then frees their slots by moving
+ * mon_head (release). `last` closes a batch: its raise of the barrier is
+ * lowered once the entry is applied. A batch read without room for a whole
+ * batch is counted in mon_overflow instead, its raise kept until a drain
+ * has invalidated everything.
+ */
+struct mon_range {
+	uintptr_t start, end;
+	bool last;
+};
+static struct mon_range mon_ring[MRL_MONITOR_RING];
+static atomic_uint_least64_t mon_head, mon_tail;
+static atomic_uint mon_overflow;
 
 #define MON_WARN(...)                                              \
 	do {                                                       \
@@ -76,8 +129,30 @@ static pthread_once_t mon_fork_once = PTHREAD_ONCE_INIT;
 			FI_WARN(mon_prov, FI_LOG_MR, __VA_ARGS__); \
 	} while (0)
 
+/* ---- the task ------------------------------------------------------------ */
+
+/* A system call as the task makes it: -errno on failure, no errno written
+ * (errno is in TLS). */
+static MON_TASK long
+mon_sys(long nr, long a, long b, long c)
+{
+#ifdef MRL_MONITOR_RAW_TASK
+	long ret;
+
+	__asm__ __volatile__("syscall"
+			     : "=a"(ret)
+			     : "a"(nr), "D"(a), "S"(b), "d"(c)
+			     : "rcx", "r11", "memory");
+	return ret;
+#else
+	long ret = syscall(nr, a, b, c);
+
+	return ret < 0 ? -errno : ret;
+#endif
+}
+
 /* The range an event says went away; false for events that free nothing. */
-static bool
+static MON_TASK bool
 mon_event_range(const struct uffd_msg *msg, uintptr_t *start, uintptr_t *end)
 {
 	switch (msg->event) {
@@ -98,65 +173,255 @@ mon_event_range(const struct uffd_msg *msg, uintptr_t *start, uintptr_t *end)
 }
 
 /* One batch: raise the barrier, read (which lets the unmapping threads go),
- * invalidate every range read, lower the barrier. False when the descriptor
- * failed for good. */
-static bool
+ * record every range read; the barrier stays up until a drain applied them.
+ * 0, or the errno the descriptor failed with. */
+static MON_TASK int
 mon_serve(int fd)
 {
 	struct uffd_msg msg[MRL_MONITOR_BATCH];
+	uint64_t tail = atomic_load_explicit(&mon_tail, memory_order_relaxed);
+	uint64_t first = tail;
+	bool room =
+		tail - atomic_load_explicit(&mon_head, memory_order_acquire) <=
+		MRL_MONITOR_RING - MRL_MONITOR_BATCH;
+	struct mon_range *r;
 	uintptr_t start, end;
-	ssize_t n;
+	long n;
 
-	mon_client.hold(mon_client.arg);
-	n = read(fd, msg, sizeof(msg));
-	for (ssize_t i = 0; n > 0 && i < n / (ssize_t) sizeof(msg[0]); i++) {
-		if (mon_event_range(&msg[i], &start, &end))
-			mon_client.invalidate(mon_client.arg, start, end);
-		atomic_fetch_add_explicit(&mon_events, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(mon_client.barrier, 1, memory_order_seq_cst);
+	n = mon_sys(SYS_read, fd, (long) msg, (long) sizeof(msg));
+	if (n <= 0) {
+		atomic_fetch_sub_explicit(mon_client.barrier, 1,
+					  memory_order_release);
+		return n == -EAGAIN || n == -EINTR || n == 0 ? 0 : (int) -n;
 	}
-	mon_client.release(mon_client.arg);
-	if (n < 0 && errno != EAGAIN && errno != EINTR) {
-		MON_WARN("reading userfaultfd events failed (%s); cached "
-			 "registrations are no longer watched\n",
-			 strerror(errno));
-		return false;
+	n /= (long) sizeof(msg[0]);
+	atomic_fetch_add_explicit(&mon_events, (uint64_t) n,
+				  memory_order_relaxed);
+	if (!room) {
+		atomic_fetch_add_explicit(&mon_overflow, 1,
+					  memory_order_release);
+		return 0;
 	}
-	return true;
+	for (long i = 0; i < n; i++) {
+		if (!mon_event_range(&msg[i], &start, &end))
+			continue;
+		r = &mon_ring[tail++ % MRL_MONITOR_RING];
+		r->start = start;
+		r->end = end;
+		r->last = false;
+	}
+	if (tail == first) {
+		atomic_fetch_sub_explicit(mon_client.barrier, 1,
+					  memory_order_release);
+		return 0;
+	}
+	mon_ring[(tail - 1) % MRL_MONITOR_RING].last = true;
+	atomic_store_explicit(&mon_tail, tail, memory_order_release);
+	return 0;
 }
 
-static void *
-mon_main(void *arg)
+static MON_TASK int
+mon_task_main(void *arg)
 {
 	int fd = (int) (intptr_t) arg;
 	struct pollfd pfd[2] = {
 		{.fd = fd, .events = POLLIN},
 		{.fd = mon_stop_fd, .events = POLLIN},
 	};
+	long ret;
+	int err = 0;
 
-	mon_client.thread_init(mon_client.arg);
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			MON_WARN("poll on userfaultfd failed: %s\n",
-				 strerror(errno));
+		pfd[0].revents = pfd[1].revents = 0;
+		ret = mon_sys(SYS_poll, (long) pfd, 2, -1);
+		if (ret == -EINTR)
+			continue;
+		if (ret < 0) {
+			err = (int) -ret;
 			break;
 		}
 		if (pfd[1].revents)
 			break;
-		if ((pfd[0].revents & POLLIN) && !mon_serve(fd))
+		if ((pfd[0].revents & POLLIN) && (err = mon_serve(fd)))
 			break;
-		if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL))
+		if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+			err = EIO;
 			break;
+		}
+	}
+	if (err) {
+		/* Nothing is watched from now on: what was kept because it
+		 * was watched must go (a drain reports why). */
+		atomic_store_explicit(&mon_failed, err, memory_order_relaxed);
+		atomic_fetch_add_explicit(mon_client.barrier, 1,
+					  memory_order_seq_cst);
+		atomic_fetch_add_explicit(&mon_overflow, 1,
+					  memory_order_release);
 	}
 	/* Closing releases every watch and wakes any thread waiting on it. */
 	atomic_store_explicit(&mon_fd, -1, memory_order_release);
-	close(fd);
+	mon_sys(SYS_close, fd, 0, 0);
+	return 0;
+}
+
+#ifdef MRL_MONITOR_RAW_TASK
+/* The task's own thread pointer block: glibc's TCB header as x86_64 lays it
+ * out (self pointers, then the stack and pointer guards at 0x28 and 0x30),
+ * so that nothing on the task ever reads the creating thread's, which may
+ * exit. TLS variables below it land in the guard page. */
+struct mon_tcb {
+	void *tcb, *dtv, *self;
+	int multiple_threads, gscope_flag;
+	uintptr_t sysinfo, stack_guard, pointer_guard;
+};
+
+static int
+mon_task_spawn(int fd)
+{
+	size_t page = (size_t) sysconf(_SC_PAGESIZE);
+	size_t len = 2 * page + MRL_MONITOR_STACK;
+	const int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
+			  CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS |
+			  CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+	struct mon_tcb *tcb;
+	sigset_t all, old;
+	char *base;
+	int tid;
+
+	base = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (base == MAP_FAILED)
+		return ENOMEM;
+	if (mprotect(base, page, PROT_NONE)) {
+		munmap(base, len);
+		return errno;
+	}
+	tcb = (struct mon_tcb *) (void *) (base + page);
+	tcb->tcb = tcb->self = tcb;
+	__asm__("mov %%fs:0x28, %0" : "=r"(tcb->stack_guard));
+	__asm__("mov %%fs:0x30, %0" : "=r"(tcb->pointer_guard));
+	/* The task takes no signals: a handler running on it would run
+	 * glibc code without a thread of glibc's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	tid = clone(mon_task_main, base + len, flags, (void *) (intptr_t) fd,
+		    &mon_tid, tcb, &mon_tid);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (tid < 0) {
+		munmap(base, len);
+		return errno;
+	}
+	mon_stack = base;
+	mon_stack_len = len;
+	return 0;
+}
+
+/* Wait for the task's exit (the kernel clears mon_tid and wakes it). */
+static void
+mon_task_wait(void)
+{
+	int tid;
+
+	while ((tid = atomic_load(&mon_tid)) != 0)
+		syscall(SYS_futex, &mon_tid, FUTEX_WAIT, tid, NULL, NULL, 0);
+	munmap(mon_stack, mon_stack_len);
+	mon_stack = NULL;
+}
+#else
+static void *
+mon_task_thread(void *arg)
+{
+	atomic_store(&mon_tid, (int) syscall(SYS_gettid));
+	mon_task_main(arg);
 	return NULL;
 }
 
-/* A child has the descriptor but not the thread: it forgets both (its VMAs
- * carry no watch, UFFD_FEATURE_EVENT_FORK being off). */
+static int
+mon_task_spawn(int fd)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int ret;
+
+	sigfillset(&all);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&mon_thread, &attr, mon_task_thread,
+			     (void *) (intptr_t) fd);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	/* mrl_monitor_tid answers from the start. */
+	while (!ret && !atomic_load(&mon_tid))
+		sched_yield();
+	return ret;
+}
+
+static void
+mon_task_wait(void)
+{
+	pthread_join(mon_thread, NULL);
+	atomic_store(&mon_tid, 0);
+}
+#endif
+
+/* ---- applying the events --------------------------------------------------
+ */
+
+void
+mrl_monitor_drain(void)
+{
+	struct mon_range r;
+	uint64_t head, tail;
+	unsigned lower, overflow;
+	int failed;
+
+	if (pthread_mutex_trylock(&mon_drain_lock))
+		return;
+	for (;;) {
+		head = atomic_load_explicit(&mon_head, memory_order_relaxed);
+		tail = atomic_load_explicit(&mon_tail, memory_order_acquire);
+		overflow = atomic_exchange_explicit(&mon_overflow, 0,
+						    memory_order_acquire);
+		if (head == tail && !overflow)
+			break;
+		if (overflow)
+			mon_client.invalidate(mon_client.arg, 0, UINTPTR_MAX);
+		lower = overflow;
+		for (; head != tail; head++) {
+			r = mon_ring[head % MRL_MONITOR_RING];
+			atomic_store_explicit(&mon_head, head + 1,
+					      memory_order_release);
+			if (!overflow)
+				mon_client.invalidate(mon_client.arg, r.start,
+						      r.end);
+			lower += r.last;
+		}
+		for (; lower; lower--)
+			atomic_fetch_sub_explicit(mon_client.barrier, 1,
+						  memory_order_release);
+	}
+	pthread_mutex_unlock(&mon_drain_lock);
+	failed = atomic_load_explicit(&mon_failed, memory_order_relaxed);
+	if (failed && !atomic_exchange(&mon_failed_told, true))
+		MON_WARN("the memory monitor failed reading userfaultfd "
+			 "(%s); cached registrations are no longer watched\n",
+			 strerror(failed));
+}
+
+int
+mrl_monitor_tid(void)
+{
+	return atomic_load(&mon_tid);
+}
+
+/* ---- start, fork --------------------------------------------------------- */
+
+/* A child has the descriptor but not the task: it forgets both (its VMAs
+ * carry no watch, UFFD_FEATURE_EVENT_FORK being off), and the ranges the
+ * parent had still to apply (the child's cache forgot the parent's
+ * registrations, and its barrier is down). */
 static void
 mon_fork_child(void)
 {
@@ -173,7 +438,20 @@ mon_fork_child(void)
 	atomic_store_explicit(&mon_fd, -1, memory_order_relaxed);
 	mon_stop_fd = -1;
 	mon_tried = false;
+	mon_started = false;
+	atomic_store(&mon_tid, 0);
+	atomic_store(&mon_failed, 0);
+	atomic_store(&mon_failed_told, false);
+	atomic_store(&mon_head, 0);
+	atomic_store(&mon_tail, 0);
+	atomic_store(&mon_overflow, 0);
+#ifdef MRL_MONITOR_RAW_TASK
+	if (mon_stack)
+		munmap(mon_stack, mon_stack_len);
+	mon_stack = NULL;
+#endif
 	pthread_mutex_init(&mon_lock, NULL);
+	pthread_mutex_init(&mon_drain_lock, NULL);
 }
 
 static void
@@ -250,9 +528,7 @@ int
 mrl_monitor_start(const struct fi_provider *prov,
 		  const struct mrl_monitor_client *client)
 {
-	pthread_attr_t attr;
-	sigset_t all, old;
-	int fd, ret;
+	int fd, maps, ret;
 
 	if (atomic_load_explicit(&mon_fd, memory_order_acquire) >= 0)
 		return 0;
@@ -283,31 +559,27 @@ mrl_monitor_start(const struct fi_provider *prov,
 		ret = -FI_ENOMEM;
 		goto err_close;
 	}
-
-	/* The thread takes no signals: a handler running on it could
-	 * allocate or unmap. */
-	sigfillset(&all);
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&mon_thread, &attr, mon_main,
-			     (void *) (intptr_t) fd);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	if (ret) {
-		MON_WARN("cannot start the memory monitor thread: %s\n",
-			 strerror(ret));
-		ret = -FI_ENOMEM;
-		goto err_event;
-	}
 	atomic_store_explicit(&mon_maps_fd,
 			      open("/proc/self/maps", O_RDONLY | O_CLOEXEC),
 			      memory_order_relaxed);
+	/* Published first: the task clears it if it fails at once. */
 	atomic_store_explicit(&mon_fd, fd, memory_order_release);
+	ret = mon_task_spawn(fd);
+	if (ret) {
+		MON_WARN("cannot start the memory monitor task: %s\n",
+			 strerror(ret));
+		ret = -FI_ENOMEM;
+		goto err_maps;
+	}
+	mon_started = true;
 	pthread_mutex_unlock(&mon_lock);
 	return 0;
 
-err_event:
+err_maps:
+	atomic_store_explicit(&mon_fd, -1, memory_order_relaxed);
+	maps = atomic_exchange(&mon_maps_fd, -1);
+	if (maps >= 0)
+		close(maps);
 	close(mon_stop_fd);
 	mon_stop_fd = -1;
 err_close:
@@ -415,12 +687,18 @@ mrl_monitor_stop(void)
 	uint64_t one = 1;
 
 	pthread_mutex_lock(&mon_lock);
-	if (atomic_load_explicit(&mon_fd, memory_order_relaxed) >= 0 &&
-	    mon_stop_fd >= 0) {
-		if (write(mon_stop_fd, &one, sizeof(one)) == sizeof(one))
-			pthread_join(mon_thread, NULL);
+	if (mon_started) {
+		/* A task that failed has exited already and needs no request;
+		 * one that runs never misses it (an eventfd write fails only
+		 * on counter overflow). */
+		if (write(mon_stop_fd, &one, sizeof(one)) == sizeof(one) ||
+		    atomic_load(&mon_fd) < 0)
+			mon_task_wait();
 		close(mon_stop_fd);
 		mon_stop_fd = -1;
+		mon_started = false;
 	}
 	pthread_mutex_unlock(&mon_lock);
+	/* What the task read before it stopped: the barrier comes down. */
+	mrl_monitor_drain();
 }
