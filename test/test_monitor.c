@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -792,6 +793,22 @@ test_monitor_invalidation_allocates_nothing(void)
 
 /* ---- the task is no thread of glibc's ------------------------------------ */
 
+/* Entries of a /proc directory, or -1. */
+static int
+count_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
 /* A single-threaded process (an MPI rank without a progress thread) stays
  * single-threaded as glibc sees it with the monitor on: otherwise glibc
  * drops its single-thread shortcuts (cancellation bookkeeping around every
@@ -812,6 +829,31 @@ test_the_monitor_leaves_a_single_threaded_process_single_threaded(void)
 	CHECK(mrl_monitor_tid() != (int) syscall(SYS_gettid));
 	snprintf(path, sizeof(path), "/proc/self/task/%d", mrl_monitor_tid());
 	CHECK_EQ(0, access(path, F_OK));
+}
+
+/* The task has a descriptor table of its own, holding only the userfaultfd
+ * and its stop request: with a shared table the kernel counts references on
+ * every file of every system call the process makes, and a copy that kept
+ * the application's descriptors would keep files the application closed
+ * open (a socket's peer would never see the close). */
+static void
+test_the_monitor_task_holds_only_its_own_descriptors(void)
+{
+	char path[64];
+	int fds[2];
+
+	NEED_MONITOR();
+#ifdef __SANITIZE_THREAD__
+	mrlt_skip_current("under ThreadSanitizer the monitor is a pthread");
+	return;
+#endif
+	CHECK_EQ(0, pipe(fds));
+	snprintf(path, sizeof(path), "/proc/self/task/%d/fd",
+		 mrl_monitor_tid());
+	CHECK_EQ(2, count_entries(path));
+	CHECK(count_entries("/proc/self/fd") > 2);
+	close(fds[0]);
+	close(fds[1]);
 }
 
 /* ---- policy -------------------------------------------------------------- */
@@ -881,6 +923,7 @@ main(void)
 
 	MRLT_RUN(
 		test_the_monitor_leaves_a_single_threaded_process_single_threaded);
+	MRLT_RUN(test_the_monitor_task_holds_only_its_own_descriptors);
 	MRLT_RUN(test_every_way_pages_leave_is_caught);
 	MRLT_RUN(test_sysv_shm_is_not_retained);
 	MRLT_RUN(test_file_backed_memory_is_not_retained);

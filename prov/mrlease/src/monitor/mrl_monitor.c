@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
@@ -17,10 +18,14 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/userfaultfd.h>
+#ifdef HAVE_VALGRIND_VALGRIND_H
+#include <valgrind/valgrind.h>
+#endif
 
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
@@ -57,6 +62,8 @@ struct mrl_procmap_query {
 
 /* Ranges the task has read and no drain has applied yet. */
 #define MRL_MONITOR_RING 1024
+/* How often a task that failed tries again. */
+#define MRL_MONITOR_RETRY_MS 10
 /* The task's stack; below it its TCB page, below that a guard page. */
 #define MRL_MONITOR_STACK ((size_t) 64 * 1024)
 
@@ -85,7 +92,8 @@ struct mrl_procmap_query {
  */
 static pthread_mutex_t mon_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t mon_drain_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int mon_fd = -1; /* the userfaultfd, -1: not running */
+static int mon_uffd = -1; /* the process's userfaultfd descriptor */
+static atomic_int mon_fd = -1; /* mon_uffd while it watches; -1: not */
 static int mon_stop_fd = -1; /* eventfd: the task's stop request */
 static atomic_int mon_maps_fd = -1; /* /proc/self/maps for PROCMAP_QUERY */
 static bool mon_tried; /* a start was attempted */
@@ -98,11 +106,17 @@ static pthread_once_t mon_fork_once = PTHREAD_ONCE_INIT;
 /* The task: its kernel thread id (set by the kernel at clone, cleared and
  * woken at its exit), and what it failed on (an errno, 0: nothing). */
 static atomic_int mon_tid;
+static atomic_bool mon_ready; /* the task has set itself up */
 static atomic_int mon_failed;
 static atomic_bool mon_failed_told;
 #ifdef MRL_MONITOR_RAW_TASK
 static void *mon_stack;
 static size_t mon_stack_len;
+static unsigned mon_nofile = 1024; /* RLIMIT_NOFILE, for mon_task_close_from */
+/* The task has a descriptor table of its own (see mon_task_keep_only);
+ * under valgrind, which supports only a pthread's clone flags, it shares
+ * the process's. */
+static bool mon_own_files;
 #else
 static pthread_t mon_thread;
 #endif
@@ -221,47 +235,97 @@ mon_serve(int fd)
 	return 0;
 }
 
+/* The first failure of the task: nothing is watched from now on, and what
+ * was kept because it was watched must go (a drain reports why). */
+static MON_TASK void
+mon_task_fail(int err)
+{
+	if (atomic_load_explicit(&mon_failed, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&mon_failed, err, memory_order_relaxed);
+	atomic_store_explicit(&mon_fd, -1, memory_order_release);
+	atomic_fetch_add_explicit(mon_client.barrier, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&mon_overflow, 1, memory_order_release);
+}
+
+#ifdef MRL_MONITOR_RAW_TASK
+/* A raw task has a descriptor table of its own (no CLONE_FILES: with a shared
+ * table the kernel takes and drops a reference on the file of every system
+ * call the process makes on a descriptor). It closes its copy of every
+ * descriptor but its two at once, so it keeps no file of the application's
+ * open. close_range is Linux 5.9; before it, one by one up to the limit. */
+static MON_TASK void
+mon_task_close_from(unsigned lo, unsigned hi)
+{
+	if (lo > hi)
+		return;
+	if (mon_sys(SYS_close_range, lo, hi, 0) != -ENOSYS)
+		return;
+	for (unsigned fd = lo; fd <= hi && fd < mon_nofile; fd++)
+		mon_sys(SYS_close, fd, 0, 0);
+}
+
+static MON_TASK void
+mon_task_keep_only(int a, int b)
+{
+	unsigned lo = (unsigned) (a < b ? a : b),
+		 hi = (unsigned) (a < b ? b : a);
+
+	if (lo > 0)
+		mon_task_close_from(0, lo - 1);
+	mon_task_close_from(lo + 1, hi - 1);
+	mon_task_close_from(hi + 1, ~0U);
+}
+#endif
+
+/* Serve until the stop request. A failure is told once and served on (the
+ * kernel holds unmapping threads until their event is read, so the task
+ * never leaves on its own), retried every MRL_MONITOR_RETRY_MS. */
 static MON_TASK int
 mon_task_main(void *arg)
 {
-	int fd = (int) (intptr_t) arg;
+	int fd = (int) (intptr_t) arg, stop_fd = mon_stop_fd;
 	struct pollfd pfd[2] = {
 		{.fd = fd, .events = POLLIN},
-		{.fd = mon_stop_fd, .events = POLLIN},
+		{.fd = stop_fd, .events = POLLIN},
 	};
 	long ret;
-	int err = 0;
+	int err;
 
+#ifdef MRL_MONITOR_RAW_TASK
+	if (mon_own_files)
+		mon_task_keep_only(fd, stop_fd);
+#endif
+	atomic_store_explicit(&mon_ready, true, memory_order_release);
 	for (;;) {
 		pfd[0].revents = pfd[1].revents = 0;
 		ret = mon_sys(SYS_poll, (long) pfd, 2, -1);
 		if (ret == -EINTR)
 			continue;
-		if (ret < 0) {
-			err = (int) -ret;
+		err = ret < 0 ? (int) -ret : 0;
+		if (!err && pfd[1].revents)
 			break;
-		}
-		if (pfd[1].revents)
-			break;
-		if ((pfd[0].revents & POLLIN) && (err = mon_serve(fd)))
-			break;
-		if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+		if (!err && (pfd[0].revents & POLLIN))
+			err = mon_serve(fd);
+		else if (!err &&
+			 (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL)))
 			err = EIO;
+		if (!err)
+			continue;
+		mon_task_fail(err);
+		/* A pause before the retry, cut short by a stop request. */
+		pfd[1].revents = 0;
+		if (mon_sys(SYS_poll, (long) &pfd[1], 1, MRL_MONITOR_RETRY_MS) >
+		    0)
 			break;
-		}
 	}
-	if (err) {
-		/* Nothing is watched from now on: what was kept because it
-		 * was watched must go (a drain reports why). */
-		atomic_store_explicit(&mon_failed, err, memory_order_relaxed);
-		atomic_fetch_add_explicit(mon_client.barrier, 1,
-					  memory_order_seq_cst);
-		atomic_fetch_add_explicit(&mon_overflow, 1,
-					  memory_order_release);
+#ifdef MRL_MONITOR_RAW_TASK
+	/* Its own copies: the process's are closed by mrl_monitor_stop. */
+	if (mon_own_files) {
+		mon_sys(SYS_close, fd, 0, 0);
+		mon_sys(SYS_close, stop_fd, 0, 0);
 	}
-	/* Closing releases every watch and wakes any thread waiting on it. */
-	atomic_store_explicit(&mon_fd, -1, memory_order_release);
-	mon_sys(SYS_close, fd, 0, 0);
+#endif
 	return 0;
 }
 
@@ -281,9 +345,10 @@ mon_task_spawn(int fd)
 {
 	size_t page = (size_t) sysconf(_SC_PAGESIZE);
 	size_t len = 2 * page + MRL_MONITOR_STACK;
-	const int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
-			  CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS |
-			  CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+	int flags = CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD |
+		    CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
+		    CLONE_CHILD_CLEARTID;
+	struct rlimit nofile;
 	struct mon_tcb *tcb;
 	sigset_t all, old;
 	char *base;
@@ -297,6 +362,16 @@ mon_task_spawn(int fd)
 		munmap(base, len);
 		return errno;
 	}
+	if (!getrlimit(RLIMIT_NOFILE, &nofile))
+		mon_nofile = nofile.rlim_cur > UINT_MAX ?
+				     UINT_MAX :
+				     (unsigned) nofile.rlim_cur;
+	mon_own_files = true;
+#ifdef RUNNING_ON_VALGRIND
+	mon_own_files = !RUNNING_ON_VALGRIND;
+#endif
+	if (!mon_own_files)
+		flags |= CLONE_FILES;
 	tcb = (struct mon_tcb *) (void *) (base + page);
 	tcb->tcb = tcb->self = tcb;
 	__asm__("mov %%fs:0x28, %0" : "=r"(tcb->stack_guard));
@@ -352,9 +427,6 @@ mon_task_spawn(int fd)
 			     (void *) (intptr_t) fd);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
-	/* mrl_monitor_tid answers from the start. */
-	while (!ret && !atomic_load(&mon_tid))
-		sched_yield();
 	return ret;
 }
 
@@ -365,6 +437,15 @@ mon_task_wait(void)
 	atomic_store(&mon_tid, 0);
 }
 #endif
+
+/* Until the task has set itself up (a raw one then holds only its own
+ * descriptors); it waits for nothing. */
+static void
+mon_task_wait_ready(void)
+{
+	while (!atomic_load_explicit(&mon_ready, memory_order_acquire))
+		sched_yield();
+}
 
 /* ---- applying the events --------------------------------------------------
  */
@@ -425,10 +506,11 @@ mrl_monitor_tid(void)
 static void
 mon_fork_child(void)
 {
-	int fd = atomic_load_explicit(&mon_fd, memory_order_relaxed);
+	int fd;
 
-	if (fd >= 0)
-		close(fd);
+	if (mon_uffd >= 0)
+		close(mon_uffd);
+	mon_uffd = -1;
 	if (mon_stop_fd >= 0)
 		close(mon_stop_fd);
 	/* It names the parent's maps. */
@@ -440,6 +522,7 @@ mon_fork_child(void)
 	mon_tried = false;
 	mon_started = false;
 	atomic_store(&mon_tid, 0);
+	atomic_store(&mon_ready, false);
 	atomic_store(&mon_failed, 0);
 	atomic_store(&mon_failed_told, false);
 	atomic_store(&mon_head, 0);
@@ -565,12 +648,15 @@ mrl_monitor_start(const struct fi_provider *prov,
 	/* Published first: the task clears it if it fails at once. */
 	atomic_store_explicit(&mon_fd, fd, memory_order_release);
 	ret = mon_task_spawn(fd);
+	if (!ret)
+		mon_task_wait_ready();
 	if (ret) {
 		MON_WARN("cannot start the memory monitor task: %s\n",
 			 strerror(ret));
 		ret = -FI_ENOMEM;
 		goto err_maps;
 	}
+	mon_uffd = fd;
 	mon_started = true;
 	pthread_mutex_unlock(&mon_lock);
 	return 0;
@@ -688,12 +774,15 @@ mrl_monitor_stop(void)
 
 	pthread_mutex_lock(&mon_lock);
 	if (mon_started) {
-		/* A task that failed has exited already and needs no request;
-		 * one that runs never misses it (an eventfd write fails only
-		 * on counter overflow). */
-		if (write(mon_stop_fd, &one, sizeof(one)) == sizeof(one) ||
-		    atomic_load(&mon_fd) < 0)
+		/* The task always serves its stop request (an eventfd write
+		 * fails only on counter overflow). */
+		if (write(mon_stop_fd, &one, sizeof(one)) == sizeof(one))
 			mon_task_wait();
+		atomic_store_explicit(&mon_fd, -1, memory_order_release);
+		/* The last descriptor: closing releases every watch and wakes
+		 * any thread waiting on it. */
+		close(mon_uffd);
+		mon_uffd = -1;
 		close(mon_stop_fd);
 		mon_stop_fd = -1;
 		mon_started = false;
