@@ -24,6 +24,10 @@
  *          monitor costs a single-threaded process when it is a thread of
  *          glibc's (mon's task is not)
  *
+ * The monitor's task is a raw clone in every configuration
+ * (FI_MRLEASE_MONITOR_TASK=clone), as an unprivileged process has it by
+ * default; a root process would get a pthread (mrl_monitor.h).
+ *
  * Tests, each comparing two configurations:
  *
  *   munmap   watch vs off. Per iteration a 2 MiB block is mapped at a fixed

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -22,6 +23,7 @@
 #include <sys/shm.h>
 #include <sys/single_threaded.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,9 +64,12 @@ client_invalidate(void *arg, uintptr_t start, uintptr_t end)
 	on_monitor = false;
 }
 
+/* A raw clone even though the tests run as root (see
+ * test_auto_makes_a_pthread_where_ids_may_change). */
 static const struct mrl_monitor_client client = {
 	.barrier = &mrl_cache_barrier,
 	.invalidate = client_invalidate,
+	.task = MRL_MONITOR_TASK_CLONE,
 };
 
 /* ---- a registrar that watches, with hooks into reg and close ------------ */
@@ -856,6 +861,67 @@ test_the_monitor_task_holds_only_its_own_descriptors(void)
 	close(fds[1]);
 }
 
+/* In a child: start a monitor with the task left to `auto`, after dropping
+ * to an unprivileged user when asked. 0: glibc still sees one thread (a raw
+ * clone), 1: it sees two (a pthread), 3: no drop, 4: no monitor. */
+static int
+auto_task_child(bool drop)
+{
+	struct mrl_monitor_client c = {
+		.barrier = &mrl_cache_barrier,
+		.invalidate = client_invalidate,
+		.task = MRL_MONITOR_TASK_AUTO,
+	};
+
+	if (drop && (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		     setresuid(65534, 65534, 65534)))
+		return 3;
+	if (mrl_monitor_start(NULL, &c))
+		return 4;
+	return __libc_single_threaded ? 0 : 1;
+}
+
+static int
+run_auto_task_child(bool drop)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(auto_task_child(drop));
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* glibc changes the user and group ids of the threads it knows only: a
+ * process that may change its ids (root, a setuid program) gets a pthread,
+ * or a raw task would keep root's credentials after the process dropped
+ * them; one that cannot gets the raw clone. */
+static void
+test_auto_makes_a_pthread_where_ids_may_change(void)
+{
+	int unprivileged;
+
+	NEED_MONITOR();
+#ifdef __SANITIZE_THREAD__
+	mrlt_skip_current("under ThreadSanitizer the monitor is a pthread");
+	return;
+#endif
+	if (geteuid() != 0) {
+		mrlt_skip_current("needs root to compare with an unprivileged "
+				  "child");
+		return;
+	}
+	CHECK_EQ(1, run_auto_task_child(false));
+	unprivileged = run_auto_task_child(true);
+	if (unprivileged == 4) {
+		mrlt_skip_current("no userfaultfd for an unprivileged process");
+		return;
+	}
+	CHECK_EQ(0, unprivileged);
+}
+
 /* ---- policy -------------------------------------------------------------- */
 
 /* An application calling invalidate before it unmaps (an allocator hook)
@@ -924,6 +990,7 @@ main(void)
 	MRLT_RUN(
 		test_the_monitor_leaves_a_single_threaded_process_single_threaded);
 	MRLT_RUN(test_the_monitor_task_holds_only_its_own_descriptors);
+	MRLT_RUN(test_auto_makes_a_pthread_where_ids_may_change);
 	MRLT_RUN(test_every_way_pages_leave_is_caught);
 	MRLT_RUN(test_sysv_shm_is_not_retained);
 	MRLT_RUN(test_file_backed_memory_is_not_retained);

@@ -36,9 +36,12 @@
  *    no client code. It is a kernel task of the process that glibc does not
  *    know (raw clone, raw system calls, no TLS, every signal blocked), so
  *    glibc keeps its single-thread shortcuts (no cancellation bookkeeping
- *    around system calls, no locking in malloc or stdio); under
- *    ThreadSanitizer, which must see every thread, it is a pthread running
- *    the same loop;
+ *    around system calls, no locking in malloc or stdio). It has a
+ *    descriptor table of its own holding only its two descriptors. It is a
+ *    pthread running the same loop where glibc must know it: when the
+ *    process may change its user or group ids (glibc changes the
+ *    credentials of every thread it knows, and the kernel's are per
+ *    thread), under ThreadSanitizer, off x86_64 (enum mrl_monitor_task);
  *  - before each read it raises the client's barrier, and the barrier stays
  *    up until every range read has been invalidated: once munmap has
  *    returned in any thread, no lookup in any thread returns an entry of
@@ -70,6 +73,14 @@
 
 #include <rdma/providers/fi_prov.h>
 
+/* What the task is (FI_MRLEASE_MONITOR_TASK). */
+enum mrl_monitor_task {
+	MRL_MONITOR_TASK_AUTO, /* a raw clone, unless the process may change
+				* its user or group ids (root, setuid) */
+	MRL_MONITOR_TASK_CLONE, /* a raw clone where one can be made */
+	MRL_MONITOR_TASK_PTHREAD, /* a thread of glibc's */
+};
+
 /* What the monitor works on. */
 struct mrl_monitor_client {
 	atomic_uint *barrier; /* raised by the task before each read, lowered
@@ -79,6 +90,7 @@ struct mrl_monitor_client {
 	 * close registrations (mrl_cache_invalidate_deferred). */
 	void (*invalidate)(void *arg, uintptr_t start, uintptr_t end);
 	void *arg;
+	enum mrl_monitor_task task;
 };
 
 /* Start the monitor (idempotent). 0 when it runs; a -FI_E* code, with one

@@ -313,18 +313,19 @@ mrl_lease_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end)
 		mrl_cache_invalidate_deferred(cache, start, end);
 }
 
-static const struct mrl_monitor_client mrl_lease_monitor_client = {
-	.barrier = &mrl_cache_barrier,
-	.invalidate = mrl_lease_monitor_invalidate,
-};
-
 /* Lookups that find the barrier up apply the monitor's events: set before
  * the monitor can raise it. */
 static bool
 mrl_lease_monitor_start(void)
 {
+	struct mrl_monitor_client client = {
+		.barrier = &mrl_cache_barrier,
+		.invalidate = mrl_lease_monitor_invalidate,
+		.task = (enum mrl_monitor_task) mrl_params.monitor_task,
+	};
+
 	mrl_cache_barrier_set_helper(mrl_monitor_drain);
-	return !mrl_monitor_start(mrl_prov, &mrl_lease_monitor_client);
+	return !mrl_monitor_start(mrl_prov, &client);
 }
 
 /* The registrar of a domain: whether it pins, and whether the monitor runs

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
@@ -67,8 +68,8 @@ struct mrl_procmap_query {
 /* The task's stack; below it its TCB page, below that a guard page. */
 #define MRL_MONITOR_STACK ((size_t) 64 * 1024)
 
-/* A raw clone on x86_64 (the TCB layout is the ABI's); a pthread under
- * ThreadSanitizer, which must know every thread, and elsewhere. */
+/* A raw clone can be made on x86_64 (the TCB layout is the ABI's), not under
+ * ThreadSanitizer, which must know every thread. */
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define MRL_MONITOR_RAW_TASK 1
 #endif
@@ -117,9 +118,9 @@ static unsigned mon_nofile = 1024; /* RLIMIT_NOFILE, for mon_task_close_from */
  * under valgrind, which supports only a pthread's clone flags, it shares
  * the process's. */
 static bool mon_own_files;
-#else
-static pthread_t mon_thread;
 #endif
+static bool mon_clone; /* the task is a raw clone, not a pthread */
+static pthread_t mon_thread;
 
 /*
  * The ring. The task writes entries at mon_tail and publishes them
@@ -293,7 +294,7 @@ mon_task_main(void *arg)
 	int err;
 
 #ifdef MRL_MONITOR_RAW_TASK
-	if (mon_own_files)
+	if (mon_clone && mon_own_files)
 		mon_task_keep_only(fd, stop_fd);
 #endif
 	atomic_store_explicit(&mon_ready, true, memory_order_release);
@@ -321,7 +322,7 @@ mon_task_main(void *arg)
 	}
 #ifdef MRL_MONITOR_RAW_TASK
 	/* Its own copies: the process's are closed by mrl_monitor_stop. */
-	if (mon_own_files) {
+	if (mon_clone && mon_own_files) {
 		mon_sys(SYS_close, fd, 0, 0);
 		mon_sys(SYS_close, stop_fd, 0, 0);
 	}
@@ -341,7 +342,7 @@ struct mon_tcb {
 };
 
 static int
-mon_task_spawn(int fd)
+mon_clone_spawn(int fd)
 {
 	size_t page = (size_t) sysconf(_SC_PAGESIZE);
 	size_t len = 2 * page + MRL_MONITOR_STACK;
@@ -394,7 +395,7 @@ mon_task_spawn(int fd)
 
 /* Wait for the task's exit (the kernel clears mon_tid and wakes it). */
 static void
-mon_task_wait(void)
+mon_clone_wait(void)
 {
 	int tid;
 
@@ -403,7 +404,8 @@ mon_task_wait(void)
 	munmap(mon_stack, mon_stack_len);
 	mon_stack = NULL;
 }
-#else
+#endif
+
 static void *
 mon_task_thread(void *arg)
 {
@@ -413,7 +415,7 @@ mon_task_thread(void *arg)
 }
 
 static int
-mon_task_spawn(int fd)
+mon_pthread_spawn(int fd)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -431,12 +433,70 @@ mon_task_spawn(int fd)
 }
 
 static void
-mon_task_wait(void)
+mon_pthread_wait(void)
 {
 	pthread_join(mon_thread, NULL);
 	atomic_store(&mon_tid, 0);
 }
+
+/*
+ * Whether the process could change its user or group ids later: glibc
+ * changes every thread's credentials it knows (the kernel's are per
+ * thread), so a raw task would keep the ones it started with. Different
+ * real, effective and saved ids, or CAP_SETUID/CAP_SETGID permitted (root).
+ */
+static bool
+mon_may_change_ids(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct cap[_LINUX_CAPABILITY_U32S_3];
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+
+	if (getresuid(&ru, &eu, &su) || getresgid(&rg, &eg, &sg) || ru != eu ||
+	    eu != su || rg != eg || eg != sg)
+		return true;
+	if (syscall(SYS_capget, &hdr, cap))
+		return true;
+	return cap[0].permitted & ((1u << CAP_SETUID) | (1u << CAP_SETGID));
+}
+
+/* The task as a raw clone, or a pthread (see mrl_monitor.h). */
+static bool
+mon_use_clone(enum mrl_monitor_task kind)
+{
+#ifdef MRL_MONITOR_RAW_TASK
+	return kind == MRL_MONITOR_TASK_CLONE ||
+	       (kind == MRL_MONITOR_TASK_AUTO && !mon_may_change_ids());
+#else
+	(void) kind;
+	return false;
 #endif
+}
+
+static int
+mon_task_spawn(int fd)
+{
+	mon_clone = mon_use_clone(mon_client.task);
+#ifdef MRL_MONITOR_RAW_TASK
+	if (mon_clone)
+		return mon_clone_spawn(fd);
+#endif
+	return mon_pthread_spawn(fd);
+}
+
+static void
+mon_task_wait(void)
+{
+#ifdef MRL_MONITOR_RAW_TASK
+	if (mon_clone) {
+		mon_clone_wait();
+		return;
+	}
+#endif
+	mon_pthread_wait();
+}
 
 /* Until the task has set itself up (a raw one then holds only its own
  * descriptors); it waits for nothing. */
