@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # Runs test/test_monitor_alloc once per allocator, each purging freed memory
-# at once so the memory monitor sees every purge while transfers run:
+# at once so the memory monitor sees every purge while transfers run (its
+# task a raw clone, as an unprivileged process has it; glibc's case also
+# with a pthread, as root has it):
 #  - glibc: no trim threshold and no top pad (heap trims on every free that
 #    can; chunks above 128 KiB are mmapped and unmapped on free);
 #  - jemalloc: dirty and muzzy decay 0 (purged on free);
@@ -38,13 +40,16 @@ run() {
 		1..*) ;;
 		*) echo "$line" ;;
 		esac
-	done < <(env "$@" "$prog" "$name" 2>&1; echo "monitor_alloc.sh rc $?")
+	done < <(env FI_MRLEASE_MONITOR_TASK=clone "$@" "$prog" "$name" 2>&1
+		echo "monitor_alloc.sh rc $?")
 	if [ "$rc" != 0 ] && [ "$failed" -eq 0 ]; then
 		not_ok "$name: test_monitor_alloc exited with status $rc"
 	fi
 }
 
 run glibc MALLOC_TRIM_THRESHOLD_=0 MALLOC_TOP_PAD_=0
+run glibc FI_MRLEASE_MONITOR_TASK=pthread MALLOC_TRIM_THRESHOLD_=0 \
+	MALLOC_TOP_PAD_=0
 
 preloaded() {
 	local name=$1 lib=$2
