@@ -597,6 +597,45 @@ test_no_lookup_sees_a_range_once_munmap_returned(void)
 	mrl_cache_drain(cache);
 }
 
+/* The task records ranges in a fixed ring and waits for nobody: when no
+ * lookup drains it for long, a batch without room is recorded as an
+ * overflow, and the next lookup drops every cached entry (more than the
+ * ranges unmapped, never less): nothing unmapped is ever found again. */
+static void
+test_a_full_ring_drops_everything_at_the_next_lookup(void)
+{
+	enum { PAGES = 2048 };
+	char **p = calloc(PAGES, sizeof(*p));
+	uint64_t events;
+	char *kept;
+	int n = 0;
+
+	NEED_MONITOR();
+	CHECK(p != NULL);
+	kept = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(kept != NULL && touch(kept, page) && cached(kept, page));
+	for (; p && n < PAGES; n++) {
+		p[n] = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
+		if (!p[n] || !touch(p[n], page))
+			break;
+	}
+	CHECK_EQ(PAGES, n);
+	events = mrl_monitor_events();
+	/* No lookup in between: every event waits in the ring. */
+	for (int i = 0; i < n; i++)
+		munmap(p[i], page);
+	CHECK(atomic_load(&mrl_cache_barrier) > 1);
+	/* The lookup applies them all, the overflow dropping the rest. */
+	CHECK(!cached(kept, page));
+	CHECK_EQ(0u, atomic_load(&mrl_cache_barrier));
+	CHECK(mrl_monitor_events() >= events + PAGES);
+	for (int i = 0; i < n; i++)
+		CHECK(!cached(p[i], page));
+	munmap(kept, page);
+	free(p);
+	mrl_cache_drain(cache);
+}
+
 /* ---- deadlock rules ------------------------------------------------------ */
 
 static char *scratch; /* a watched page the hooks unmap */
@@ -998,6 +1037,7 @@ main(void)
 	MRLT_RUN(test_watching_an_entry_leaves_its_mapping_whole);
 	MRLT_RUN(test_the_next_lookup_applies_an_unmapped_range);
 	MRLT_RUN(test_no_lookup_sees_a_range_once_munmap_returned);
+	MRLT_RUN(test_a_full_ring_drops_everything_at_the_next_lookup);
 	MRLT_RUN(test_the_monitor_never_closes_a_registration);
 	MRLT_RUN(test_a_miss_unmapping_memory_does_not_deadlock);
 	MRLT_RUN(test_a_span_resolver_unmapping_memory_does_not_deadlock);

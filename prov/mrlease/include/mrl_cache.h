@@ -660,7 +660,9 @@ void mrl_cache_unpin(struct mrl_registration *reg);
 uint64_t mrl_cache_thread_index_walks(void);
 
 /* Counters of one domain. Cheap to keep: hit-path counters are per thread,
- * summed here. What a snapshot keeps: see "Statistics". */
+ * summed here. What a snapshot keeps: see "Statistics". Both queries first
+ * wait out the barrier (the monitor's events read before the call are
+ * applied and counted): call them with no cache lock held. */
 void mrl_cache_domain_stats(struct mrl_cache_domain *domain,
 			    struct fi_mrlease_stats *stats);
 

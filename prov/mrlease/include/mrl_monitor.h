@@ -41,7 +41,7 @@
  *    pthread running the same loop where glibc must know it: when the
  *    process may change its user or group ids (glibc changes the
  *    credentials of every thread it knows, and the kernel's are per
- *    thread), under ThreadSanitizer, off x86_64 (enum mrl_monitor_task);
+ *    thread), under ThreadSanitizer, and off x86_64 (enum mrl_monitor_task);
  *  - before each read it raises the client's barrier, and the barrier stays
  *    up until every range read has been invalidated: once munmap has
  *    returned in any thread, no lookup in any thread returns an entry of
@@ -58,11 +58,15 @@
  * returns at once (the caller waits for the barrier).
  *
  * Life cycle. Started once per process on demand (mrl_monitor_start, thread
- * safe); stopped at provider cleanup (mrl_monitor_stop: the task closes the
- * userfaultfd, which releases every watch and wakes any thread waiting on
- * it, and exits). After fork the child has no monitor task: it closes the
- * inherited descriptor, forgets the parent's state and ranges, and starts
- * its own when asked.
+ * safe; it returns once the task holds only its own descriptors); stopped
+ * at provider cleanup (mrl_monitor_stop: the task exits, then the last
+ * descriptor of the userfaultfd is closed, which releases every watch and
+ * wakes any thread waiting on it). A task whose descriptor fails (never
+ * seen) tells it once through a drain, drops everything watched (an
+ * overflow), watches nothing more, and serves on until stopped, as the
+ * kernel holds unmapping threads until their event is read. After fork the
+ * child has no monitor task: it closes the inherited descriptor, forgets
+ * the parent's state and ranges, and starts its own when asked.
  */
 #ifndef MRL_MONITOR_H
 #define MRL_MONITOR_H

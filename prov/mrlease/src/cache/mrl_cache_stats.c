@@ -111,6 +111,8 @@ mrl_cache_domain_stats(struct mrl_cache_domain *dom,
 {
 	uint64_t hot[MRL_TCNT_COUNT];
 
+	/* Monitor events read before the call are applied and counted. */
+	mrl_cache_barrier_wait();
 	memset(stats, 0, sizeof(*stats));
 	stats_copy_slow(&dom->stats, stats);
 	for (size_t k = 0;
@@ -130,6 +132,7 @@ mrl_cache_stats(struct mrl_cache *cache, struct fi_mrlease_stats *stats)
 	uint64_t hot[MRL_TCNT_COUNT];
 	struct mrl_cache_domain *dom;
 
+	mrl_cache_barrier_wait();
 	memset(stats, 0, sizeof(*stats));
 	stats_copy_slow(&cache->stats, stats);
 	pthread_mutex_lock(&cache->lock);
