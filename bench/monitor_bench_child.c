@@ -240,7 +240,7 @@ munmap_ns(void *p, size_t len)
 
 /*
  * One munmap iteration (see the header) at block a and page b. The
- * monitor's thread sleeps until an event comes, and waking it costs more
+ * monitor's task sleeps until an event comes, and waking it costs more
  * than the next event right after (which finds it just gone back to wait):
  * the first munmap after the write is the one an application pays, so
  * `which` (0: in, 1: cached) is timed first and the other is not timed;
@@ -485,7 +485,8 @@ idle_thread(void *arg)
 }
 
 /* offmt's second thread: it does nothing, but the process is then
- * multi-threaded as it is with the monitor's thread. */
+ * multi-threaded as glibc and the kernel see it (what a monitor thread of
+ * glibc's would make it). */
 static int
 idle_thread_start(void)
 {
