@@ -439,6 +439,7 @@ mon_pthread_wait(void)
 	atomic_store(&mon_tid, 0);
 }
 
+#ifdef MRL_MONITOR_RAW_TASK
 /*
  * Whether the process could change its user or group ids later: glibc
  * changes every thread's credentials it knows (the kernel's are per
@@ -461,6 +462,8 @@ mon_may_change_ids(void)
 		return true;
 	return cap[0].permitted & ((1u << CAP_SETUID) | (1u << CAP_SETGID));
 }
+
+#endif
 
 /* The task as a raw clone, or a pthread (see mrl_monitor.h). */
 static bool
