@@ -16,6 +16,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
@@ -933,6 +934,35 @@ run_auto_task_child(bool drop)
 	return WEXITSTATUS(status);
 }
 
+/* A signal handled on the task would run glibc code on a thread glibc does
+ * not know: every signal is blocked there, glibc's own (SIGCANCEL,
+ * SIGSETXID: 32, 33) too, which a pthread cannot block. */
+static void
+test_the_monitor_task_blocks_every_signal(void)
+{
+	unsigned long long blk = 0;
+	char path[64], line[128];
+	FILE *f;
+
+	NEED_MONITOR();
+#ifdef __SANITIZE_THREAD__
+	mrlt_skip_current("under ThreadSanitizer the monitor is a pthread");
+	return;
+#endif
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status",
+		 mrl_monitor_tid());
+	f = fopen(path, "r");
+	CHECK(f != NULL);
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "SigBlk:", 7))
+			blk = strtoull(line + 7, NULL, 16);
+	if (f)
+		fclose(f);
+	/* SIGKILL and SIGSTOP cannot be blocked. */
+	CHECK_EQ(~0ULL,
+		 blk | (1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1)));
+}
+
 /* glibc changes the user and group ids of the threads it knows only: a
  * process that may change its ids (root, a setuid program) gets a pthread,
  * or a raw task would keep root's credentials after the process dropped
@@ -1029,6 +1059,7 @@ main(void)
 	MRLT_RUN(
 		test_the_monitor_leaves_a_single_threaded_process_single_threaded);
 	MRLT_RUN(test_the_monitor_task_holds_only_its_own_descriptors);
+	MRLT_RUN(test_the_monitor_task_blocks_every_signal);
 	MRLT_RUN(test_auto_makes_a_pthread_where_ids_may_change);
 	MRLT_RUN(test_every_way_pages_leave_is_caught);
 	MRLT_RUN(test_sysv_shm_is_not_retained);

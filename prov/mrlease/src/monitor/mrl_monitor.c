@@ -349,11 +349,11 @@ mon_clone_spawn(int fd)
 	int flags = CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD |
 		    CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
 		    CLONE_CHILD_CLEARTID;
+	uint64_t all = ~(uint64_t) 0, old; /* the kernel's sigset_t */
 	struct rlimit nofile;
 	struct mon_tcb *tcb;
-	sigset_t all, old;
 	char *base;
-	int tid;
+	int tid, err;
 
 	base = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -377,16 +377,17 @@ mon_clone_spawn(int fd)
 	tcb->tcb = tcb->self = tcb;
 	__asm__("mov %%fs:0x28, %0" : "=r"(tcb->stack_guard));
 	__asm__("mov %%fs:0x30, %0" : "=r"(tcb->pointer_guard));
-	/* The task takes no signals: a handler running on it would run
-	 * glibc code without a thread of glibc's. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* The task takes no signals, glibc's own (which sigfillset leaves
+	 * out) included: a handler running on it would run glibc code
+	 * without a thread of glibc's. It inherits this mask. */
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(all));
 	tid = clone(mon_task_main, base + len, flags, (void *) (intptr_t) fd,
 		    &mon_tid, tcb, &mon_tid);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (tid < 0) {
+	err = tid < 0 ? errno : 0;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(old));
+	if (err) {
 		munmap(base, len);
-		return errno;
+		return err;
 	}
 	mon_stack = base;
 	mon_stack_len = len;
