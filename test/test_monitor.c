@@ -991,6 +991,75 @@ test_auto_makes_a_pthread_where_ids_may_change(void)
 	CHECK_EQ(0, unprivileged);
 }
 
+/* ---- stopping ------------------------------------------------------------ */
+
+static void
+ignore_range(void *arg, uintptr_t start, uintptr_t end)
+{
+	(void) arg, (void) start, (void) end;
+}
+
+/* Watch every private writable mapping of the process: the monitor's own
+ * stack and its thread's runtime memory among them. */
+static void
+watch_everything(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long lo, hi;
+	char line[512], perms[5];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3 &&
+		    !strcmp(perms, "rw-p"))
+			(void) mrl_monitor_watch(lo, hi);
+	if (f)
+		fclose(f);
+}
+
+/* In a child: start a monitor of `kind`, watch everything, stop it. A stop
+ * that hangs is killed by the alarm. */
+static int
+stop_child(enum mrl_monitor_task kind)
+{
+	struct mrl_monitor_client c = {
+		.barrier = &mrl_cache_barrier,
+		.invalidate = ignore_range,
+		.task = kind,
+	};
+
+	alarm(60);
+	if (mrl_monitor_start(NULL, &c))
+		return 4;
+	watch_everything();
+	mrl_monitor_stop();
+	return 0;
+}
+
+static void
+stop_in_child(enum mrl_monitor_task kind)
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(stop_child(kind));
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(0, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* A thread's teardown may unmap memory (glibc advises its stack away, a
+ * sanitizer frees its thread state) and a raw task's stack is unmapped
+ * after it: inside a watched mapping, either would wait for a monitor that
+ * no longer reads. Every watch is released first, whatever the task. */
+static void
+test_stopping_the_monitor_never_waits_for_it(void)
+{
+	NEED_MONITOR();
+	stop_in_child(MRL_MONITOR_TASK_PTHREAD);
+	stop_in_child(MRL_MONITOR_TASK_CLONE);
+}
+
 /* ---- policy -------------------------------------------------------------- */
 
 /* An application calling invalidate before it unmaps (an allocator hook)
@@ -1073,6 +1142,7 @@ main(void)
 	MRLT_RUN(test_a_miss_unmapping_memory_does_not_deadlock);
 	MRLT_RUN(test_a_span_resolver_unmapping_memory_does_not_deadlock);
 	MRLT_RUN(test_monitor_invalidation_allocates_nothing);
+	MRLT_RUN(test_stopping_the_monitor_never_waits_for_it);
 	MRLT_RUN(test_explicit_invalidate_composes_with_the_monitor);
 	MRLT_RUN(test_pinning_is_decided_by_the_core_provider);
 

@@ -279,6 +279,18 @@ mon_task_keep_only(int a, int b)
 }
 #endif
 
+/* Whether the task shares the process's descriptor table (a pthread, or a
+ * clone under valgrind). */
+static MON_TASK bool
+mon_task_shares_files(void)
+{
+#ifdef MRL_MONITOR_RAW_TASK
+	return !mon_clone || !mon_own_files;
+#else
+	return true;
+#endif
+}
+
 /* Serve until the stop request. A failure is told once and served on (the
  * kernel holds unmapping threads until their event is read, so the task
  * never leaves on its own), retried every MRL_MONITOR_RETRY_MS. */
@@ -320,13 +332,17 @@ mon_task_main(void *arg)
 		    0)
 			break;
 	}
-#ifdef MRL_MONITOR_RAW_TASK
-	/* Its own copies: the process's are closed by mrl_monitor_stop. */
-	if (mon_clone && mon_own_files) {
+	if (mon_task_shares_files()) {
+		/* The process's descriptor, closed before this thread's
+		 * teardown, which may unmap memory (glibc's, a sanitizer's)
+		 * in a watched mapping: nobody would read that event. */
+		atomic_store_explicit(&mon_fd, -1, memory_order_release);
+		mon_sys(SYS_close, fd, 0, 0);
+	} else {
+		/* Its own copies: mrl_monitor_stop closes the process's. */
 		mon_sys(SYS_close, fd, 0, 0);
 		mon_sys(SYS_close, stop_fd, 0, 0);
 	}
-#endif
 	return 0;
 }
 
@@ -402,8 +418,6 @@ mon_clone_wait(void)
 
 	while ((tid = atomic_load(&mon_tid)) != 0)
 		syscall(SYS_futex, &mon_tid, FUTEX_WAIT, tid, NULL, NULL, 0);
-	munmap(mon_stack, mon_stack_len);
-	mon_stack = NULL;
 }
 #endif
 
@@ -843,10 +857,18 @@ mrl_monitor_stop(void)
 		if (write(mon_stop_fd, &one, sizeof(one)) == sizeof(one))
 			mon_task_wait();
 		atomic_store_explicit(&mon_fd, -1, memory_order_release);
-		/* The last descriptor: closing releases every watch and wakes
-		 * any thread waiting on it. */
-		close(mon_uffd);
+		/* The last descriptor (a task sharing the table closed it):
+		 * closing releases every watch and wakes any thread waiting on
+		 * it; only then may the task's stack go, which may lie in a
+		 * watched mapping. */
+		if (!mon_task_shares_files())
+			close(mon_uffd);
 		mon_uffd = -1;
+#ifdef MRL_MONITOR_RAW_TASK
+		if (mon_stack)
+			munmap(mon_stack, mon_stack_len);
+		mon_stack = NULL;
+#endif
 		close(mon_stop_fd);
 		mon_stop_fd = -1;
 		mon_started = false;
