@@ -23,6 +23,9 @@
  *   offmt  off with an idle second pthread (blocked in pause()): what a
  *          monitor costs a single-threaded process when it is a thread of
  *          glibc's (mon's task is not)
+ *   monpt  mon with FI_MRLEASE_MONITOR_TASK=pthread: the monitor's task a
+ *          thread of glibc's sharing the descriptor table, as a process
+ *          that may change its ids (root) has it
  *
  * The monitor's task is a raw clone in every configuration
  * (FI_MRLEASE_MONITOR_TASK=clone), as an unprivileged process has it by
@@ -67,7 +70,8 @@
  *            multi-threaded, and glibc then drops its single-thread
  *            shortcuts (cancellation bookkeeping around every system call,
  *            locking in malloc and stdio); the monitor's task, which glibc
- *            does not know, must not.
+ *            does not know, must not. reuse_pt is mon against monpt: the
+ *            raw task against a pthread task, the same monitor otherwise.
  *
  * Method (xfer_bench's). The machine's speed drifts over seconds and other
  * work lands on its two CPUs. One server child per configuration stays up
@@ -138,12 +142,13 @@
 
 #include "monitor_bench.h"
 
-const char *const mb_mode_names[NMODES] = {"mon", "perop", "off", "watch",
-					   "offmt"};
-const char *const mb_mode_pinning[NMODES] = {"yes", "yes", "no", "yes", "no"};
-const char *const mb_mode_monitor[NMODES] = {"userfaultfd", "none", "none",
-					     "userfaultfd", "none"};
-const char *const mb_mode_churn[NMODES] = {NULL, NULL, NULL, "0", NULL};
+const char *const mb_mode_names[NMODES] = {"mon",   "perop", "off",
+					   "watch", "offmt", "monpt"};
+const char *const mb_mode_pinning[NMODES] = {"yes", "yes", "no",
+					     "yes", "no",  "yes"};
+const char *const mb_mode_monitor[NMODES] = {
+	"userfaultfd", "none", "none", "userfaultfd", "none", "userfaultfd"};
+const char *const mb_mode_churn[NMODES] = {NULL, NULL, NULL, "0", NULL, NULL};
 
 #define MAX_ROUNDS 400
 
@@ -178,7 +183,7 @@ struct pairing {
 	int a, b;
 };
 
-#define NPAIRINGS (1 + 3 * NSIZES)
+#define NPAIRINGS (1 + 4 * NSIZES)
 static struct pairing pairings[NPAIRINGS];
 /* [pairing][round][0: a, 1: b] */
 static struct sample samples[NPAIRINGS][MAX_ROUNDS][2];
@@ -389,7 +394,8 @@ counts_sane(const struct pairing *p, int mode, const struct sample *s,
 		ok = s->not_retained > 0.99;
 	else if (p->test == TEST_REUSE)
 		ok = s->regs == 0 && s->invalidations == 0;
-	if (mode != MODE_MON && mode != MODE_WATCH && s->events > 0)
+	if (mode != MODE_MON && mode != MODE_WATCH && mode != MODE_MONPT &&
+	    s->events > 0)
 		ok = false;
 	snprintf(why, len,
 		 "%-5s %s %zu: regs %.3f events %.3f invalidations %.3f "
@@ -536,7 +542,7 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 	static const char *const kinds[] = {"in", "cached", "out"};
 	struct figure mu[3], ma[3], fu[NPAIRINGS], fa[NPAIRINGS];
 	double min_unmap = 1e9, min_reuse = 1e9, min_reuse_mt = 1e9,
-	       load[1] = {-1};
+	       min_reuse_pt = 1e9, load[1] = {-1};
 
 	printf("# munmap of one page, ns per call (median over rounds of each "
 	       "slice's "
@@ -588,6 +594,8 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 			min_reuse = fu[p].med;
 		if (pp->b == MODE_OFFMT && fu[p].med < min_reuse_mt)
 			min_reuse_mt = fu[p].med;
+		if (pp->b == MODE_MONPT && fu[p].med < min_reuse_pt)
+			min_reuse_pt = fu[p].med;
 	}
 	if (getloadavg(load, 1) != 1)
 		load[0] = -1;
@@ -621,8 +629,9 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 		       raw_median(0, rounds, 1, k));
 	for (int p = 1; p < np; p++) {
 		const struct pairing *pp = &pairings[p];
-		const char *t = pp->b == MODE_OFFMT ? "reuse_mt"
-						    : test_names[pp->test];
+		const char *t = pp->b == MODE_OFFMT ? "reuse_mt" :
+				pp->b == MODE_MONPT ? "reuse_pt" :
+						      test_names[pp->test];
 
 		printf(" %s_%zu=%.3f", t, pp->size, fu[p].med);
 		if (pp->test == TEST_UNMAP)
@@ -632,8 +641,9 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 		       raw_median(p, rounds, 0, 0), t, mb_mode_names[pp->b],
 		       pp->size, raw_median(p, rounds, 1, 0));
 	}
-	printf(" min_unmap=%.3f min_reuse=%.3f min_reuse_mt=%.3f\n", min_unmap,
-	       min_reuse, min_reuse_mt);
+	printf(" min_unmap=%.3f min_reuse=%.3f min_reuse_mt=%.3f "
+	       "min_reuse_pt=%.3f\n",
+	       min_unmap, min_reuse, min_reuse_mt, min_reuse_pt);
 }
 
 static int
@@ -667,6 +677,9 @@ parent_main(void)
 	for (size_t i = 0; i < NSIZES; i++)
 		pairings[np++] = (struct pairing){TEST_REUSE, loop_sizes[i],
 						  MODE_MON, MODE_OFFMT};
+	for (size_t i = 0; i < NSIZES; i++)
+		pairings[np++] = (struct pairing){TEST_REUSE, loop_sizes[i],
+						  MODE_MON, MODE_MONPT};
 
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M %Z", localtime(&now));
 	printf("# monitor_bench %s over %s\n", when, mb_prov());

@@ -14,8 +14,17 @@
 #include "bench_util.h"
 
 /* The configurations: FI_MRLEASE_PINNING and FI_MRLEASE_MONITOR of each.
- * MODE_OFFMT is MODE_OFF with an idle second thread, as the monitor's. */
-enum { MODE_MON, MODE_PEROP, MODE_OFF, MODE_WATCH, MODE_OFFMT, NMODES };
+ * MODE_OFFMT is MODE_OFF with an idle second pthread; MODE_MONPT is MODE_MON
+ * with the monitor's task a pthread (FI_MRLEASE_MONITOR_TASK). */
+enum {
+	MODE_MON,
+	MODE_PEROP,
+	MODE_OFF,
+	MODE_WATCH,
+	MODE_OFFMT,
+	MODE_MONPT,
+	NMODES
+};
 extern const char *const mb_mode_names[NMODES];
 extern const char *const mb_mode_pinning[NMODES];
 extern const char *const mb_mode_monitor[NMODES];

@@ -55,8 +55,9 @@ child_env(int mode)
 		unsetenv("FI_MRLEASE_MONITOR_CHURN");
 	unsetenv("FI_MRLEASE_STATS");
 	/* What an unprivileged process gets by default (the benchmark may
-	 * run as root, which gets a pthread). */
-	setenv("FI_MRLEASE_MONITOR_TASK", "clone", 1);
+	 * run as root, which gets a pthread); monpt's is a pthread. */
+	setenv("FI_MRLEASE_MONITOR_TASK",
+	       mode == MODE_MONPT ? "pthread" : "clone", 1);
 }
 
 struct child {
@@ -528,7 +529,8 @@ mb_serve_main(const char *mode_name)
 	ret = child_open(&c);
 	if (ret)
 		return ret;
-	if ((mode == MODE_MON || mode == MODE_WATCH) && !monitor_retains(&c)) {
+	if ((mode == MODE_MON || mode == MODE_WATCH || mode == MODE_MONPT) &&
+	    !monitor_retains(&c)) {
 		/* userfaultfd refused (kernel, privilege, seccomp): nothing to
 		 * measure, which is not a failure of the benchmark. */
 		child_close(&c);
