@@ -8,7 +8,7 @@
  * is leased, fi_write with desc NULL into a target buffer the application
  * registered, each write waited for. The monitor is the provider's own
  * (started by the domain, invalidating through the cache's deferred path),
- * so what is measured is what an application pays. Three configurations,
+ * so what is measured is what an application pays. Six configurations,
  * each in processes of its own (the parameters are read once per process):
  *
  *   mon    FI_MRLEASE_PINNING=yes FI_MRLEASE_MONITOR=userfaultfd: the
