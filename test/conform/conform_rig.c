@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "conform.h"
@@ -422,9 +423,13 @@ rdm_side_open(struct cf_rig *r, const struct cf_opts *o, int i)
 	TRY("fi_ep_bind(av)", fi_ep_bind(r->ep[i], &r->av[i]->fid, 0));
 	if (r->d.info->addr_format == FI_ADDR_STR) {
 		/* shm names its region after the endpoint: one per
-		 * endpoint and process. */
+		 * endpoint and process. A region of that name is a dead
+		 * process's (one that crashed or was killed leaves it in
+		 * /dev/shm), whose pid this one reuses: shm would refuse the
+		 * name with -FI_EBUSY. */
 		snprintf(shm_name, sizeof(shm_name), "fi_shm://conform-%d-%d",
 			 (int) getpid(), i);
+		shm_unlink(shm_name + strlen("fi_shm://"));
 		TRY("fi_setname",
 		    fi_setname(&r->ep[i]->fid, shm_name, strlen(shm_name) + 1));
 	}
