@@ -31,6 +31,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
+#include "mrl_assert.h"
 #include "mrl_monitor.h"
 
 #ifndef UFFD_USER_MODE_ONLY
@@ -557,9 +558,12 @@ mrl_monitor_drain(void)
 						      r.end);
 			lower += r.last;
 		}
-		for (; lower; lower--)
-			atomic_fetch_sub_explicit(mon_client.barrier, 1,
-						  memory_order_release);
+		for (; lower; lower--) {
+			unsigned was = atomic_fetch_sub_explicit(
+				mon_client.barrier, 1, memory_order_release);
+
+			mrl_assert(was > 0); /* lowered more than raised */
+		}
 	}
 	pthread_mutex_unlock(&mon_drain_lock);
 	failed = atomic_load_explicit(&mon_failed, memory_order_relaxed);
@@ -726,14 +730,13 @@ mrl_monitor_start(const struct fi_provider *prov,
 	/* Published first: the task clears it if it fails at once. */
 	atomic_store_explicit(&mon_fd, fd, memory_order_release);
 	ret = mon_task_spawn(fd);
-	if (!ret)
-		mon_task_wait_ready();
 	if (ret) {
 		MON_WARN("cannot start the memory monitor task: %s\n",
 			 strerror(ret));
 		ret = -FI_ENOMEM;
 		goto err_maps;
 	}
+	mon_task_wait_ready();
 	mon_uffd = fd;
 	mon_started = true;
 	pthread_mutex_unlock(&mon_lock);
