@@ -905,7 +905,7 @@ test_the_monitor_task_holds_only_its_own_descriptors(void)
  * to an unprivileged user when asked. 0: glibc still sees one thread (a raw
  * clone), 1: it sees two (a pthread), 3: no drop, 4: no monitor. */
 static int
-auto_task_child(bool drop)
+auto_task_child(int drop)
 {
 	struct mrl_monitor_client c = {
 		.barrier = &mrl_cache_barrier,
@@ -921,17 +921,23 @@ auto_task_child(bool drop)
 	return __libc_single_threaded ? 0 : 1;
 }
 
+/* fn(arg) in a forked child: its exit status; -1 when it could not be
+ * forked, did not exit, or hung (mrlt_wait_child kills it and says where it
+ * was). */
 static int
-run_auto_task_child(bool drop)
+child_exit_status(int (*fn)(int), int arg)
 {
+	pid_t pid;
 	int status;
-	pid_t pid = fork();
 
+	fflush(NULL);
+	pid = fork();
 	if (pid == 0)
-		_exit(auto_task_child(drop));
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		_exit(fn(arg));
+	if (pid < 0)
 		return -1;
-	return WEXITSTATUS(status);
+	status = mrlt_wait_child(pid, 60);
+	return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* A signal handled on the task would run glibc code on a thread glibc does
@@ -982,8 +988,8 @@ test_auto_makes_a_pthread_where_ids_may_change(void)
 				  "child");
 		return;
 	}
-	CHECK_EQ(1, run_auto_task_child(false));
-	unprivileged = run_auto_task_child(true);
+	CHECK_EQ(1, child_exit_status(auto_task_child, false));
+	unprivileged = child_exit_status(auto_task_child, true);
 	if (unprivileged == 4) {
 		mrlt_skip_current("no userfaultfd for an unprivileged process");
 		return;
@@ -1016,36 +1022,22 @@ watch_everything(void)
 		fclose(f);
 }
 
-/* In a child: start a monitor of `kind`, watch everything, stop it. A stop
- * that hangs is killed by the alarm. */
+/* In a child: start a monitor of `kind` (enum mrl_monitor_task), watch
+ * everything, stop it. */
 static int
-stop_child(enum mrl_monitor_task kind)
+stop_child(int kind)
 {
 	struct mrl_monitor_client c = {
 		.barrier = &mrl_cache_barrier,
 		.invalidate = ignore_range,
-		.task = kind,
+		.task = (enum mrl_monitor_task) kind,
 	};
 
-	alarm(60);
 	if (mrl_monitor_start(NULL, &c))
 		return 4;
 	watch_everything();
 	mrl_monitor_stop();
 	return 0;
-}
-
-static void
-stop_in_child(enum mrl_monitor_task kind)
-{
-	int status = 0;
-	pid_t pid = fork();
-
-	if (pid == 0)
-		_exit(stop_child(kind));
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
-	CHECK(WIFEXITED(status));
-	CHECK_EQ(0, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
 /* A thread's teardown may unmap memory (glibc advises its stack away, a
@@ -1061,8 +1053,8 @@ test_stopping_the_monitor_never_waits_for_it(void)
 			  "multi-threaded process");
 	return;
 #endif
-	stop_in_child(MRL_MONITOR_TASK_PTHREAD);
-	stop_in_child(MRL_MONITOR_TASK_CLONE);
+	CHECK_EQ(0, child_exit_status(stop_child, MRL_MONITOR_TASK_PTHREAD));
+	CHECK_EQ(0, child_exit_status(stop_child, MRL_MONITOR_TASK_CLONE));
 }
 
 /* ---- policy -------------------------------------------------------------- */
