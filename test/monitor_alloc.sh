@@ -40,7 +40,7 @@ run() {
 		1..*) ;;
 		*) echo "$line" ;;
 		esac
-	done < <(env FI_MRLEASE_MONITOR_TASK=clone "$@" "$prog" "$name" 2>&1
+	done < <(env "$@" "$prog" "$name" 2>&1
 		echo "monitor_alloc.sh rc $?")
 	if [ "$rc" != 0 ] && [ "$failed" -eq 0 ]; then
 		not_ok "$name: test_monitor_alloc exited with status $rc"
@@ -48,8 +48,6 @@ run() {
 }
 
 run glibc MALLOC_TRIM_THRESHOLD_=0 MALLOC_TOP_PAD_=0
-run glibc FI_MRLEASE_MONITOR_TASK=pthread MALLOC_TRIM_THRESHOLD_=0 \
-	MALLOC_TOP_PAD_=0
 
 preloaded() {
 	local name=$1 lib=$2

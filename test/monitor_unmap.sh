@@ -13,25 +13,21 @@ set -u
 . "$(dirname "$0")/ext_tap.sh"
 prog="$builddir/test/test_monitor_unmap"
 
-# run EXPECT PINNING MONITOR [MONITOR_CHURN [MONITOR_TASK]]: churn 0 watches
-# every miss, the default (8) registers most rounds of a churning address
-# per operation; the task is a raw clone (an unprivileged process's auto) or
-# a pthread (root's auto)
+# run EXPECT PINNING MONITOR [MONITOR_CHURN]: churn 0 watches every miss,
+# the default (8) registers most rounds of a churning address per operation
 run() {
-	local out rc churn=${4:-8} task=${5:-clone}
+	local out rc churn=${4:-8}
 	out=$(FI_MRLEASE_PINNING=$2 FI_MRLEASE_MONITOR=$3 \
-		FI_MRLEASE_MONITOR_CHURN=$churn FI_MRLEASE_MONITOR_TASK=$task \
-		"$prog" "$1" 2>&1)
+		FI_MRLEASE_MONITOR_CHURN=$churn "$prog" "$1" 2>&1)
 	rc=$?
 	grep -E '^# (FI_MRLEASE_|mrcheck:|mrlease:)' <<<"$out"
 	report_case "$out" "$rc" \
-		"test_monitor_unmap $1 (PINNING=$2 MONITOR=$3 MONITOR_CHURN=$churn MONITOR_TASK=$task)"
+		"test_monitor_unmap $1 (PINNING=$2 MONITOR=$3 MONITOR_CHURN=$churn)"
 }
 
 run stale no none
 run clean yes auto
 run clean yes auto 0
-run clean yes auto 0 pthread
 run clean yes none
 run clean no userfaultfd
 finish

@@ -12,17 +12,19 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/ipc.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
-#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,12 +36,16 @@
 #include "mrl_lease.h"
 #include "mrl_monitor.h"
 
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
 static struct mrl_cache *cache;
 static struct creg creg;
 static struct mrl_cache_domain *dom;
 static size_t page;
 static bool monitor_ok;
-static bool single_after_start; /* glibc's view right after the start */
+static bool saw_all; /* the client was told to drop everything */
 
 /* ---- the monitor's client, with test gates ------------------------------ */
 
@@ -51,9 +57,11 @@ static atomic_int gate_waiting; /* a drain is at the gate */
 
 /* Called by mrl_monitor_drain, on the thread that drains. */
 static void
-client_invalidate(void *arg, uintptr_t start, uintptr_t end)
+client_invalidate(void *arg, uintptr_t start, uintptr_t end, bool all)
 {
 	(void) arg;
+	if (all)
+		saw_all = true;
 	if (atomic_load(&gate_closed)) {
 		atomic_store(&gate_waiting, 1);
 		while (atomic_load(&gate_closed))
@@ -65,12 +73,26 @@ client_invalidate(void *arg, uintptr_t start, uintptr_t end)
 	on_monitor = false;
 }
 
-/* A raw clone even though the tests run as root (see
- * test_auto_makes_a_pthread_where_ids_may_change). */
+static bool
+client_in_use(void *arg, uintptr_t lo, uintptr_t hi)
+{
+	(void) arg;
+	return mrl_caches_in_use(lo, hi);
+}
+
+/* On the closer: what free_threaded domains' registrations it dropped. */
+static void
+client_close(void *arg)
+{
+	(void) arg;
+	mrl_cache_drain_shared(cache);
+}
+
 static const struct mrl_monitor_client client = {
 	.barrier = &mrl_cache_barrier,
 	.invalidate = client_invalidate,
-	.task = MRL_MONITOR_TASK_CLONE,
+	.in_use = client_in_use,
+	.close = client_close,
 };
 
 /* ---- a registrar that watches, with hooks into reg and close ------------ */
@@ -109,10 +131,18 @@ watch_range(void *ctx, uintptr_t lo, uintptr_t hi)
 	return mrl_monitor_watch(lo, hi);
 }
 
+static void
+watch_released(void *ctx, uintptr_t lo, uintptr_t hi)
+{
+	(void) ctx;
+	mrl_monitor_release(lo, hi);
+}
+
 static const struct mrl_registrar watch_registrar = {
 	.reg = watch_reg,
 	.close = watch_close,
 	.watch = watch_range,
+	.released = watch_released,
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -622,12 +652,14 @@ test_a_full_ring_drops_everything_at_the_next_lookup(void)
 	}
 	CHECK_EQ(PAGES, n);
 	events = mrl_monitor_events();
+	saw_all = false;
 	/* No lookup in between: every event waits in the ring. */
 	for (int i = 0; i < n; i++)
 		munmap(p[i], page);
 	CHECK(atomic_load(&mrl_cache_barrier) > 1);
 	/* The lookup applies them all, the overflow dropping the rest. */
 	CHECK(!cached(kept, page));
+	CHECK(saw_all); /* said as "everything", not as a range unmapped */
 	CHECK_EQ(0u, atomic_load(&mrl_cache_barrier));
 	CHECK(mrl_monitor_events() >= events + PAGES);
 	for (int i = 0; i < n; i++)
@@ -836,7 +868,7 @@ test_monitor_invalidation_allocates_nothing(void)
 #endif
 }
 
-/* ---- the task is no thread of glibc's ------------------------------------ */
+/* ---- the task ------------------------------------------------------------ */
 
 /* Entries of a /proc directory, or -1. */
 static int
@@ -854,78 +886,62 @@ count_entries(const char *path)
 	return n;
 }
 
-/* A single-threaded process (an MPI rank without a progress thread) stays
- * single-threaded as glibc sees it with the monitor on: otherwise glibc
- * drops its single-thread shortcuts (cancellation bookkeeping around every
- * system call, locking in malloc and stdio) for the rest of the run. The
- * task still exists: a kernel task of the process, with its own id. */
-static void
-test_the_monitor_leaves_a_single_threaded_process_single_threaded(void)
+/* A line of /proc/self/task/TID/FILE starting with `key`, into buf. */
+static bool
+task_line(int tid, const char *file, const char *key, char *buf, size_t len)
 {
 	char path[64];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", tid, file);
+	f = fopen(path, "r");
+	while (f && !found && fgets(buf, (int) len, f))
+		found = !strncmp(buf, key, strlen(key));
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Whether thread tid has every signal blocked that a pthread can block:
+ * all but SIGKILL, SIGSTOP and glibc's own two (SIGCANCEL, SIGSETXID),
+ * which glibc keeps deliverable so that set*id() reaches every thread. */
+static bool
+task_blocks_every_signal(int tid)
+{
+	unsigned long long blk, free_ = (1ULL << (SIGKILL - 1)) |
+					(1ULL << (SIGSTOP - 1)) |
+					(1ULL << 31) | (1ULL << 32);
+	char line[128];
+
+	if (!task_line(tid, "status", "SigBlk:", line, sizeof(line)))
+		return false;
+	blk = strtoull(line + 7, NULL, 16);
+	return (blk | free_) == ~0ULL;
+}
+
+/* An operator looking at a rank (top -H, gdb, /proc) must see what the
+ * extra thread is, and a signal handled on it would run the application's
+ * handler on a thread that must never block: one named pthread, every
+ * signal blocked. */
+static void
+test_the_monitor_task_is_a_named_pthread_blocking_every_signal(void)
+{
+	char comm[32];
 
 	NEED_MONITOR();
-#ifdef __SANITIZE_THREAD__
-	mrlt_skip_current("under ThreadSanitizer the monitor is a pthread");
-	return;
-#endif
-	CHECK(single_after_start);
 	CHECK(mrl_monitor_tid() > 0);
 	CHECK(mrl_monitor_tid() != (int) syscall(SYS_gettid));
-	snprintf(path, sizeof(path), "/proc/self/task/%d", mrl_monitor_tid());
-	CHECK_EQ(0, access(path, F_OK));
-}
-
-/* The task has a descriptor table of its own, holding only the userfaultfd
- * and its stop request: with a shared table the kernel counts references on
- * every file of every system call the process makes, and a copy that kept
- * the application's descriptors would keep files the application closed
- * open (a socket's peer would never see the close). */
-static void
-test_the_monitor_task_holds_only_its_own_descriptors(void)
-{
-	char path[64];
-	int fds[2];
-
-	NEED_MONITOR();
-#ifdef __SANITIZE_THREAD__
-	mrlt_skip_current("under ThreadSanitizer the monitor is a pthread");
-	return;
-#endif
-	CHECK_EQ(0, pipe(fds));
-	snprintf(path, sizeof(path), "/proc/self/task/%d/fd",
-		 mrl_monitor_tid());
-	CHECK_EQ(2, count_entries(path));
-	CHECK(count_entries("/proc/self/fd") > 2);
-	close(fds[0]);
-	close(fds[1]);
-}
-
-/* In a child: start a monitor with the task left to `auto`, after dropping
- * to an unprivileged user when asked. 0: glibc still sees one thread (a raw
- * clone), 1: it sees two (a pthread), 3: no drop, 4: no monitor. */
-static int
-auto_task_child(int drop)
-{
-	struct mrl_monitor_client c = {
-		.barrier = &mrl_cache_barrier,
-		.invalidate = client_invalidate,
-		.task = MRL_MONITOR_TASK_AUTO,
-	};
-
-	if (drop && (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
-		     setresuid(65534, 65534, 65534)))
-		return 3;
-	if (mrl_monitor_start(NULL, &c))
-		return 4;
-	return __libc_single_threaded ? 0 : 1;
+	CHECK(task_line(mrl_monitor_tid(), "comm", "", comm, sizeof(comm)));
+	CHECK_MSG(!strcmp("mrl-monitor\n", comm), "task named %s", comm);
+	CHECK(task_blocks_every_signal(mrl_monitor_tid()));
 }
 
 /* fn(arg) in a forked child: its exit status; -1 when it could not be
- * forked, did not exit, or hung (mrlt_wait_child kills it and says where it
- * was). */
+ * forked, did not exit, or hung past `seconds` (mrlt_wait_child kills it
+ * and says where it was). */
 static int
-child_exit_status(int (*fn)(int), int arg)
+child_exit_status_within(int (*fn)(int), int arg, double seconds)
 {
 	pid_t pid;
 	int status;
@@ -936,73 +952,145 @@ child_exit_status(int (*fn)(int), int arg)
 		_exit(fn(arg));
 	if (pid < 0)
 		return -1;
-	status = mrlt_wait_child(pid, 60);
+	status = mrlt_wait_child(pid, seconds);
 	return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* A signal handled on the task would run glibc code on a thread glibc does
- * not know: every signal is blocked there, glibc's own (SIGCANCEL,
- * SIGSETXID: 32, 33) too, which a pthread cannot block. */
-static void
-test_the_monitor_task_blocks_every_signal(void)
+static int
+child_exit_status(int (*fn)(int), int arg)
 {
-	unsigned long long blk = 0;
-	char path[64], line[128];
-	FILE *f;
-
-	NEED_MONITOR();
-#ifdef __SANITIZE_THREAD__
-	mrlt_skip_current("under ThreadSanitizer the monitor is a pthread");
-	return;
-#endif
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status",
-		 mrl_monitor_tid());
-	f = fopen(path, "r");
-	CHECK(f != NULL);
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "SigBlk:", 7))
-			blk = strtoull(line + 7, NULL, 16);
-	if (f)
-		fclose(f);
-	/* SIGKILL and SIGSTOP cannot be blocked. */
-	CHECK_EQ(~0ULL,
-		 blk | (1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1)));
+	return child_exit_status_within(fn, arg, 60);
 }
 
-/* glibc changes the user and group ids of the threads it knows only: a
- * process that may change its ids (root, a setuid program) gets a pthread,
- * or a raw task would keep root's credentials after the process dropped
- * them; one that cannot gets the raw clone. */
-static void
-test_auto_makes_a_pthread_where_ids_may_change(void)
-{
-	int unprivileged;
+#define SKIP_IN_TSAN_CHILD()                                                 \
+	do {                                                                 \
+		if (MRLT_TSAN) {                                             \
+			mrlt_skip_current("ThreadSanitizer starts no thread " \
+					  "in the child of a multi-threaded "  \
+					  "process");                          \
+			return;                                              \
+		}                                                            \
+	} while (0)
 
-	NEED_MONITOR();
-#ifdef __SANITIZE_THREAD__
-	mrlt_skip_current("under ThreadSanitizer the monitor is a pthread");
-	return;
+#if defined(__SANITIZE_THREAD__)
+#define MRLT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MRLT_TSAN 1
 #endif
-	if (geteuid() != 0) {
-		mrlt_skip_current("needs root to compare with an unprivileged "
-				  "child");
-		return;
-	}
-	CHECK_EQ(1, child_exit_status(auto_task_child, false));
-	unprivileged = child_exit_status(auto_task_child, true);
-	if (unprivileged == 4) {
-		mrlt_skip_current("no userfaultfd for an unprivileged process");
-		return;
-	}
-	CHECK_EQ(0, unprivileged);
+#endif
+#ifndef MRLT_TSAN
+#define MRLT_TSAN 0
+#endif
+
+/* In a child (which has no monitor, and must not use the parent's cache):
+ * a cache and domain of its own over the watching registrar. */
+static struct creg child_creg;
+
+static int
+child_fresh_cache(void)
+{
+	struct mrl_domain_config dc;
+
+	creg_init(&child_creg, NULL, 0);
+	if (mrl_cache_create(NULL, &cache))
+		return -1;
+	dc = creg_domain_config(&child_creg);
+	dc.registrar = &watch_registrar;
+	return mrl_cache_domain_open(cache, &dc, &dom);
 }
 
-/* ---- stopping ------------------------------------------------------------ */
-
-static void
-ignore_range(void *arg, uintptr_t start, uintptr_t end)
+/* Descriptors of the process whose link names `what` (anon_inode:[...]). */
+static int
+count_fds_of(const char *what)
 {
-	(void) arg, (void) start, (void) end;
+	DIR *d = opendir("/proc/self/fd");
+	char path[300], link[128];
+	struct dirent *e;
+	ssize_t n;
+	int count = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		count += strstr(link, what) != NULL;
+	}
+	closedir(d);
+	return count;
+}
+
+/* ---- stop, restart --------------------------------------------------------
+ */
+
+/* In a child: an entry kept because it was watched, a stop, then the same
+ * address mapped again. 0: nothing stale, descriptors back, a restart
+ * works; else the step that failed. */
+static int
+stop_restart_child(int unused)
+{
+	int fds = count_entries("/proc/self/fd");
+	char *p, *q;
+	void *old;
+
+	(void) unused;
+	if (child_fresh_cache() || mrl_monitor_start(NULL, &client))
+		return 10;
+	p = map(4 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	if (!p || !touch(p, 4 * page) || !cached(p, 4 * page))
+		return 11;
+	old = mrl_registration_mr(touch(p, 4 * page));
+	if (count_entries("/proc/self/fd") <= fds)
+		return 12;
+	mrl_monitor_stop();
+	/* Kept only because it was watched: gone with the watch. */
+	if (cached(p, 4 * page))
+		return 1;
+	/* Every descriptor the monitor opened is closed. */
+	if (count_entries("/proc/self/fd") != fds ||
+	    count_fds_of("[userfaultfd]") != 0)
+		return 2;
+	if (mrl_monitor_running() || mrl_monitor_watch((uintptr_t) p,
+						       (uintptr_t) p + page))
+		return 3;
+	/* The same address mapped again gets a new registration. */
+	munmap(p, 4 * page);
+	q = mmap(p, 4 * page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (q != p)
+		return 13;
+	if (mrl_registration_mr(touch(p, 4 * page)) == old)
+		return 4;
+	/* A later start works as the first. */
+	if (mrl_monitor_start(NULL, &client) || !mrl_monitor_running() ||
+	    mrl_monitor_tid() <= 0)
+		return 5;
+	q = map(4 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	if (!q || !touch(q, 4 * page) || !cached(q, 4 * page))
+		return 6;
+	munmap(q, 4 * page);
+	if (cached(q, 4 * page))
+		return 7;
+	mrl_monitor_stop();
+	return count_entries("/proc/self/fd") == fds ? 0 : 8;
+}
+
+/* After provider cleanup a thread may still post on a domain it never
+ * closed: an entry kept only because the monitor watched it would outlive
+ * its pages on verbs or efa. A stop drops everything watched and closes
+ * its descriptors, and a new initialisation gets a working monitor. */
+static void
+test_a_stop_drops_what_was_watched_and_a_restart_watches_again(void)
+{
+	NEED_MONITOR();
+	SKIP_IN_TSAN_CHILD();
+	CHECK_EQ(0, child_exit_status(stop_restart_child, 0));
 }
 
 /* Watch every private writable mapping of the process: the monitor's own
@@ -1022,18 +1110,12 @@ watch_everything(void)
 		fclose(f);
 }
 
-/* In a child: start a monitor of `kind` (enum mrl_monitor_task), watch
- * everything, stop it. */
+/* In a child: start a monitor, watch everything, stop it. */
 static int
-stop_child(int kind)
+stop_child(int unused)
 {
-	struct mrl_monitor_client c = {
-		.barrier = &mrl_cache_barrier,
-		.invalidate = ignore_range,
-		.task = (enum mrl_monitor_task) kind,
-	};
-
-	if (mrl_monitor_start(NULL, &c))
+	(void) unused;
+	if (child_fresh_cache() || mrl_monitor_start(NULL, &client))
 		return 4;
 	watch_everything();
 	mrl_monitor_stop();
@@ -1041,20 +1123,437 @@ stop_child(int kind)
 }
 
 /* A thread's teardown may unmap memory (glibc advises its stack away, a
- * sanitizer frees its thread state) and a raw task's stack is unmapped
- * after it: inside a watched mapping, either would wait for a monitor that
- * no longer reads. Every watch is released first, whatever the task. */
+ * sanitizer frees its thread state): inside a watched mapping it would wait
+ * for a monitor that no longer reads. The task releases every watch before
+ * it leaves. */
 static void
 test_stopping_the_monitor_never_waits_for_it(void)
 {
 	NEED_MONITOR();
-#ifdef __SANITIZE_THREAD__
-	mrlt_skip_current("ThreadSanitizer starts no thread in the child of a "
-			  "multi-threaded process");
-	return;
-#endif
-	CHECK_EQ(0, child_exit_status(stop_child, MRL_MONITOR_TASK_PTHREAD));
-	CHECK_EQ(0, child_exit_status(stop_child, MRL_MONITOR_TASK_CLONE));
+	SKIP_IN_TSAN_CHILD();
+	CHECK_EQ(0, child_exit_status(stop_child, 0));
+}
+
+/* ---- failure ------------------------------------------------------------- */
+
+/* Every thread of the process from now on: poll, ppoll and read fail with
+ * EPERM (what a sandbox's seccomp policy does to a library's thread). */
+static int
+deny_poll_and_read(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_poll, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ppoll, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_read, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return (int) syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			     SECCOMP_FILTER_FLAG_TSYNC, &prog);
+}
+
+/* In a child: watched entries, then a task that can no longer poll or
+ * read. 0: every munmap returned, the task left, nothing stale, nothing
+ * watched any more; else the step that failed. */
+static int
+failure_child(int unused)
+{
+	char *p[4], path[64];
+	void *old[4];
+	int tid;
+
+	(void) unused;
+	if (child_fresh_cache() || mrl_monitor_start(NULL, &client))
+		return 10;
+	for (int i = 0; i < 4; i++) {
+		p[i] = map(4 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+		if (!p[i] || !touch(p[i], 4 * page))
+			return 11;
+		old[i] = mrl_registration_mr(touch(p[i], 4 * page));
+	}
+	tid = mrl_monitor_tid();
+	if (deny_poll_and_read())
+		return 12;
+	/* Each waits for the task to read its event; the first makes the
+	 * task fail, which must release it and every later one. */
+	for (int i = 0; i < 4; i++)
+		munmap(p[i], 4 * page);
+	/* The task left instead of retrying (the parent bounds the wait). */
+	snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
+	while (access(path, F_OK) == 0)
+		sched_yield();
+	for (int i = 0; i < 4; i++) {
+		if (mmap(p[i], 4 * page, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+			 0) != p[i])
+			return 13;
+		if (mrl_registration_mr(touch(p[i], 4 * page)) == old[i])
+			return 1; /* a stale entry served */
+	}
+	if (mrl_monitor_running() || mrl_monitor_watch((uintptr_t) p[0],
+						       (uintptr_t) p[0] + page))
+		return 2;
+	/* Kept only while leased now: a later munmap costs nothing. */
+	if (cached(p[0], 4 * page))
+		return 3;
+	if (mrl_monitor_start(NULL, &client) != -FI_ENOSYS)
+		return 4; /* no restart before a stop */
+	mrl_monitor_stop();
+	return 0;
+}
+
+/* A sandbox that denies the monitor's poll made its retry loop spin on a
+ * CPU, and the next munmap in a watched range never returned. Now the task
+ * does what a stop does and leaves: every unmapper goes on, and nothing is
+ * retained or watched any more. */
+static void
+test_a_failed_task_releases_every_unmapper_and_leaves(void)
+{
+	NEED_MONITOR();
+	SKIP_IN_TSAN_CHILD();
+	CHECK_EQ(0, child_exit_status_within(failure_child, 0, 5));
+}
+
+/* ---- fork ---------------------------------------------------------------- */
+
+static atomic_int cycling;
+
+static void *
+start_stop_loop(void *arg)
+{
+	(void) arg;
+	while (atomic_load(&cycling)) {
+		(void) mrl_monitor_start(NULL, &client);
+		mrl_monitor_stop();
+	}
+	return NULL;
+}
+
+/* In a grandchild: any monitor descriptor left is a leak (the fork handler
+ * closed every one it knew). */
+static int
+no_inherited_descriptor(int unused)
+{
+	(void) unused;
+	return count_fds_of("[userfaultfd]") || count_fds_of("[eventfd]") ? 1 :
+									     0;
+}
+
+/* In a child: forks while another thread starts and stops the monitor. */
+static int
+fork_race_child(int unused)
+{
+	pthread_t t;
+	int bad = 0;
+
+	(void) unused;
+	if (child_fresh_cache())
+		return 10;
+	atomic_store(&cycling, 1);
+	if (pthread_create(&t, NULL, start_stop_loop, NULL))
+		return 11;
+	for (int i = 0; i < 300 && !bad; i++)
+		bad = child_exit_status(no_inherited_descriptor, 0) != 0;
+	atomic_store(&cycling, 0);
+	pthread_join(t, NULL);
+	return bad;
+}
+
+/* A fork between the userfaultfd's creation and its recording left the
+ * child holding it unknown (it then kept the parent's unmappers waiting
+ * for nothing after the parent's monitor stopped): every descriptor is
+ * created and recorded under a lock fork takes. */
+static void
+test_a_fork_never_inherits_a_monitor_descriptor(void)
+{
+	NEED_MONITOR();
+	SKIP_IN_TSAN_CHILD();
+	CHECK_EQ(0, child_exit_status(fork_race_child, 0));
+}
+
+/* ---- releasing watches --------------------------------------------------- */
+
+/* Whether the mapping holding p is registered with a userfaultfd in
+ * write-protect mode (VmFlags "uw" in /proc/self/smaps); -1: not found. */
+static int
+vma_watched(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	uintptr_t a = (uintptr_t) p;
+	unsigned long lo, hi;
+	bool in = false;
+	char line[512];
+	int ret = -1;
+
+	while (f && ret < 0 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' '))
+			in = lo <= a && a < hi;
+		else if (in && !strncmp(line, "VmFlags:", 8))
+			ret = strstr(line, " uw") != NULL;
+	}
+	if (f)
+		fclose(f);
+	return ret;
+}
+
+/* Every munmap or madvise in a watched mapping waits for the monitor: a
+ * mapping whose cached entries are all gone must stop paying that, while
+ * one entry left keeps it watched. */
+static void
+test_a_watch_is_released_when_its_last_entry_closes(void)
+{
+	size_t watched = mrl_monitor_watched();
+	uint64_t events;
+	char *p, *other;
+
+	NEED_MONITOR();
+	p = map(8 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	other = map(8 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(p != NULL && other != NULL);
+	CHECK(touch(p, page) && touch(p + 4 * page, page));
+	CHECK(touch(other, page) && cached(other, page));
+	CHECK_EQ(1, vma_watched(p));
+	CHECK_EQ(watched + 2, mrl_monitor_watched());
+	CHECK_EQ(0, mrl_cache_invalidate(cache, (uintptr_t) p,
+					 (uintptr_t) p + page));
+	CHECK_EQ(1, vma_watched(p)); /* one entry left in it */
+	CHECK_EQ(0, mrl_cache_invalidate(cache, (uintptr_t) p + 4 * page,
+					 (uintptr_t) p + 5 * page));
+	CHECK_EQ(0, vma_watched(p));
+	CHECK_EQ(1, vma_watched(other));
+	CHECK_EQ(watched + 1, mrl_monitor_watched());
+	events = mrl_monitor_events();
+	munmap(p, 8 * page);
+	CHECK_EQ(events, mrl_monitor_events());
+	munmap(other, 8 * page);
+	settle(other);
+	mrl_cache_drain(cache);
+}
+
+/* The kernel drops a mapping's registration with the mapping: a new one
+ * at the same addresses is not watched until registered itself, even while
+ * an entry of the old one is still leased (its transfer in flight), or its
+ * entry would stay cached with nothing watching it. */
+static void
+test_a_new_mapping_at_an_unmapped_ones_address_is_watched_again(void)
+{
+	struct mrl_registration *old;
+	char *p, *q;
+
+	NEED_MONITOR();
+	p = map(8 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(p != NULL);
+	CHECK_EQ(0, mrl_cache_acquire(dom, (uintptr_t) p,
+				      (uintptr_t) p + page, &old));
+	CHECK_EQ(1, vma_watched(p));
+	munmap(p, 8 * page);
+	q = mmap(p, 8 * page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK(q == p);
+	CHECK(touch(q + 4 * page, page) && cached(q + 4 * page, page));
+	CHECK(!cached(q, page)); /* the old entry left the index */
+	CHECK_EQ(1, vma_watched(q));
+	mrl_lease_release(old);
+	CHECK_EQ(1, vma_watched(q)); /* the new entry keeps it */
+	munmap(q, 8 * page);
+	settle(q);
+	mrl_cache_drain(cache);
+}
+
+struct release_race {
+	char *p; /* one mapping, two threads' entries in it */
+	atomic_int go, stop;
+	int unwatched; /* times an entry was cached in an unwatched VMA */
+};
+
+/* Cache an entry at off, check its mapping is watched, drop it. */
+static void *
+release_racer(void *arg)
+{
+	struct release_race *r = arg;
+	char *at = r->p;
+
+	while (!atomic_load(&r->go))
+		sched_yield();
+	for (int i = 0; i < 300 && !atomic_load(&r->stop); i++) {
+		if (touch(at, page) && cached(at, page) && vma_watched(at) != 1)
+			r->unwatched++;
+		mrl_cache_invalidate(cache, (uintptr_t) at,
+				     (uintptr_t) at + page);
+	}
+	return NULL;
+}
+
+/* One thread's last entry closing while another thread's miss watches the
+ * same mapping: the release must see that miss (or its entry) and keep
+ * the watch, or an entry stays cached in a mapping nobody watches. */
+static void
+test_a_release_never_drops_a_watch_a_new_entry_needs(void)
+{
+	struct release_race r = {0};
+	pthread_t t;
+	char *q;
+
+	NEED_MONITOR();
+	r.p = map(8 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(r.p != NULL);
+	q = r.p + 4 * page;
+	CHECK_EQ(0, pthread_create(&t, NULL, release_racer, &r));
+	atomic_store(&r.go, 1);
+	for (int i = 0; i < 300; i++) {
+		if (touch(q, page) && cached(q, page) && vma_watched(q) != 1) {
+			mrlt_fail(__FILE__, __LINE__,
+				  "an entry cached in an unwatched mapping");
+			break;
+		}
+		mrl_cache_invalidate(cache, (uintptr_t) q,
+				     (uintptr_t) q + page);
+	}
+	atomic_store(&r.stop, 1);
+	pthread_join(t, NULL);
+	CHECK_EQ(0, r.unwatched);
+	munmap(r.p, 8 * page);
+	settle(r.p);
+	mrl_cache_drain(cache);
+}
+
+/* ---- closing what the monitor dropped ------------------------------------ */
+
+/* Until f() or the deadline (seconds): for events other threads cause. */
+static bool
+within(double seconds, bool (*f)(void *), void *arg)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (f(arg))
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((double) (t.tv_sec - t0.tv_sec) +
+			    (double) (t.tv_nsec - t0.tv_nsec) / 1e9 >
+		    seconds)
+			return false;
+		sched_yield();
+	}
+}
+
+static bool
+barrier_down(void *arg)
+{
+	(void) arg;
+	return atomic_load(&mrl_cache_barrier) == 0;
+}
+
+/* The monitor's invalidation retires entries of every domain on whichever
+ * thread applies it; closing another domain's registration there would
+ * call its provider from a thread its threading model may forbid. A
+ * domain's dropped registrations close at its own next call only. */
+static void
+test_a_domain_closes_only_its_own_dropped_registrations(void)
+{
+	struct mrl_registration *reg = NULL;
+	struct mrl_cache_domain *dom2;
+	struct mrl_domain_config dc;
+	struct creg creg2;
+	long closed, closed2;
+	char *p, *q;
+
+	NEED_MONITOR();
+	creg_init(&creg2, NULL, 0);
+	dc = creg_domain_config(&creg2);
+	dc.registrar = &watch_registrar;
+	CHECK_EQ(0, mrl_cache_domain_open(cache, &dc, &dom2));
+	p = map(4 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	q = map(4 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(p != NULL && q != NULL && touch(p, 4 * page));
+	CHECK_EQ(0, mrl_cache_acquire(dom2, (uintptr_t) q,
+				      (uintptr_t) q + 4 * page, &reg));
+	if (reg)
+		mrl_lease_release(reg);
+	closed = atomic_load(&creg.closed);
+	closed2 = atomic_load(&creg2.closed);
+	munmap(p, 4 * page);
+	munmap(q, 4 * page);
+	/* Applied here, in dom's call: only dom's registration closes. */
+	mrl_cache_domain_settle(dom);
+	CHECK(barrier_down(NULL));
+	CHECK_EQ(closed + 1, atomic_load(&creg.closed));
+	CHECK_EQ(closed2, atomic_load(&creg2.closed));
+	mrl_cache_domain_settle(dom2);
+	CHECK_EQ(closed2 + 1, atomic_load(&creg2.closed));
+	mrl_cache_domain_close(dom2);
+}
+
+static void
+nothing(void)
+{
+}
+
+static bool
+closed_once_more(void *arg)
+{
+	long *want = arg;
+
+	return atomic_load(&creg.closed) >= *want;
+}
+
+/* A program that frees a large buffer and then computes made no call that
+ * closed its registration: on verbs the pages stayed pinned. On a domain
+ * any thread may call (FI_THREAD_SAFE), the closer closes it with no call
+ * from the application, on its own thread; others wait for their call. */
+static void
+test_the_closer_releases_a_thread_safe_domains_registration_unasked(void)
+{
+	struct mrl_cache_domain *ft;
+	struct mrl_domain_config dc;
+	struct mrl_registration *reg;
+	long want;
+	char comm[32], *p, *q;
+
+	NEED_MONITOR();
+	CHECK_EQ(0, mrl_monitor_closer_start());
+	CHECK(mrl_monitor_closer_tid() > 0);
+	CHECK(task_line(mrl_monitor_closer_tid(), "comm", "", comm,
+			sizeof(comm)));
+	CHECK_MSG(!strcmp("mrl-closer\n", comm), "closer named %s", comm);
+	CHECK(task_blocks_every_signal(mrl_monitor_closer_tid()));
+	dc = creg_domain_config(&creg);
+	dc.registrar = &watch_registrar;
+	dc.free_threaded = true;
+	CHECK_EQ(0, mrl_cache_domain_open(cache, &dc, &ft));
+	p = map(16 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(p != NULL);
+	CHECK_EQ(0, mrl_cache_acquire(ft, (uintptr_t) p,
+				      (uintptr_t) p + 16 * page, &reg));
+	close_hook_mr = mrl_registration_mr(reg);
+	close_hook = nothing;
+	atomic_store(&close_hook_tid, 0);
+	mrl_lease_release(reg);
+	want = atomic_load(&creg.closed) + 1;
+	munmap(p, 16 * page);
+	/* No cache call from here on until it closed. */
+	CHECK(within(1.0, closed_once_more, &want));
+	CHECK_EQ(mrl_monitor_closer_tid(), atomic_load(&close_hook_tid));
+	close_hook_mr = NULL;
+	close_hook = NULL;
+	/* A domain that is not free-threaded still waits for its call. */
+	q = map(4 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(q != NULL && touch(q, 4 * page));
+	want = atomic_load(&creg.closed);
+	munmap(q, 4 * page);
+	CHECK(within(1.0, barrier_down, NULL));
+	CHECK_EQ(want, atomic_load(&creg.closed));
+	mrl_cache_domain_settle(dom);
+	CHECK_EQ(want + 1, atomic_load(&creg.closed));
+	mrl_cache_domain_close(ft);
 }
 
 /* ---- policy -------------------------------------------------------------- */
@@ -1120,13 +1619,8 @@ main(void)
 		return 1;
 	mrl_cache_barrier_set_helper(mrl_monitor_drain);
 	monitor_ok = mrl_monitor_start(NULL, &client) == 0;
-	single_after_start = __libc_single_threaded;
 
-	MRLT_RUN(
-		test_the_monitor_leaves_a_single_threaded_process_single_threaded);
-	MRLT_RUN(test_the_monitor_task_holds_only_its_own_descriptors);
-	MRLT_RUN(test_the_monitor_task_blocks_every_signal);
-	MRLT_RUN(test_auto_makes_a_pthread_where_ids_may_change);
+	MRLT_RUN(test_the_monitor_task_is_a_named_pthread_blocking_every_signal);
 	MRLT_RUN(test_every_way_pages_leave_is_caught);
 	MRLT_RUN(test_sysv_shm_is_not_retained);
 	MRLT_RUN(test_file_backed_memory_is_not_retained);
@@ -1140,8 +1634,19 @@ main(void)
 	MRLT_RUN(test_a_span_resolver_unmapping_memory_does_not_deadlock);
 	MRLT_RUN(test_monitor_invalidation_allocates_nothing);
 	MRLT_RUN(test_stopping_the_monitor_never_waits_for_it);
+	MRLT_RUN(test_a_stop_drops_what_was_watched_and_a_restart_watches_again);
+	MRLT_RUN(test_a_failed_task_releases_every_unmapper_and_leaves);
+	MRLT_RUN(test_a_fork_never_inherits_a_monitor_descriptor);
+	MRLT_RUN(test_a_watch_is_released_when_its_last_entry_closes);
+	MRLT_RUN(test_a_new_mapping_at_an_unmapped_ones_address_is_watched_again);
+	MRLT_RUN(test_a_release_never_drops_a_watch_a_new_entry_needs);
+	MRLT_RUN(test_a_domain_closes_only_its_own_dropped_registrations);
 	MRLT_RUN(test_explicit_invalidate_composes_with_the_monitor);
 	MRLT_RUN(test_pinning_is_decided_by_the_core_provider);
+	/* Last: the closer applies events as they come, which the tests
+	 * above look at before anything applies them. */
+	MRLT_RUN(
+		test_the_closer_releases_a_thread_safe_domains_registration_unasked);
 
 	mrl_cache_domain_close(dom);
 	mrl_monitor_stop();

@@ -414,8 +414,7 @@ main(int argc, char **argv)
 {
 	static const char *const env[] = {
 		"FI_MRLEASE_MIN_SIZE=0", "FI_MRLEASE_PINNING=yes",
-		"FI_MRLEASE_MONITOR=userfaultfd",
-		"FI_MRLEASE_MONITOR_TASK=clone", NULL};
+		"FI_MRLEASE_MONITOR=userfaultfd", NULL};
 	int status;
 
 	(void) argc;

@@ -450,11 +450,10 @@ main(int argc, char **argv)
 	}
 	xfer_reexec(argv, "mrcheck;mrlease", env);
 	snprintf(prefix, sizeof(prefix),
-		 "PINNING=%s MONITOR=%s CHURN=%s TASK=%s: ",
+		 "PINNING=%s MONITOR=%s CHURN=%s: ",
 		 env_or_unset("FI_MRLEASE_PINNING"),
 		 env_or_unset("FI_MRLEASE_MONITOR"),
-		 env_or_unset("FI_MRLEASE_MONITOR_CHURN"),
-		 env_or_unset("FI_MRLEASE_MONITOR_TASK"));
+		 env_or_unset("FI_MRLEASE_MONITOR_CHURN"));
 	mrlt_set_prefix(prefix);
 	if (!strcmp(expect, "stale"))
 		MRLT_RUN(

@@ -80,14 +80,19 @@
  * lease but never enters the index. A failed registration leaves nothing.
  *
  * Deferred closes. A memory monitor's invalidation (mrl_monitor.h) runs
- * inside a lookup, on the data path of whichever thread finds its events
- * first, possibly inside a post or a miss; a provider's close there could
- * re-enter the provider, free and unmap memory. It must not close a
- * registration: mrl_cache_invalidate_deferred therefore chains the
- * registrations whose last reference it dropped on the cache's deferred list
- * (intrusively, lock-free: it allocates nothing) instead of closing them.
- * The list is drained, closing each, by the next miss, explicit invalidate,
- * domain close or cache destroy on any thread.
+ * inside a lookup or a completion read, on whichever thread finds its events
+ * first, and retires entries of every domain; closing a registration there
+ * would call into another domain's provider objects from a thread its
+ * threading model may not allow, or re-enter the provider mid-post. So
+ * mrl_cache_invalidate_deferred chains the registrations whose last
+ * reference it dropped (intrusively, lock-free: it allocates nothing) on
+ * their own domain's deferred list, closed by mrl_cache_domain_settle, i.e.
+ * at the next call any thread makes into that domain's objects through the
+ * hook (a lookup of the domain, its domain close, a completion read). A
+ * domain opened free_threaded (FI_THREAD_SAFE: any thread may call it at
+ * any time) puts them on the cache's list instead, which any domain's settle
+ * and mrl_cache_drain (a monitor's closer thread, explicit invalidate,
+ * cache destroy) close.
  *
  * Barrier. Between the monitor reading a kernel event (which lets the
  * unmapping thread return from munmap) and its invalidation taking effect, no
@@ -244,6 +249,9 @@ struct mrl_registrar {
 	 * retained. Called with no cache lock held, after the miss is visible
 	 * to invalidate. */
 	bool (*watch)(void *ctx, uintptr_t lo, uintptr_t hi);
+	/* Optional: after close() of a registration of [lo, hi) returned 0,
+	 * with no cache lock held (a watch may be released: mrl_monitor.h). */
+	void (*released)(void *ctx, uintptr_t lo, uintptr_t hi);
 };
 
 struct mrl_domain_config {
@@ -251,6 +259,8 @@ struct mrl_domain_config {
 	void *ctx; /* passed to the registrar */
 	bool prov_key; /* FI_MR_PROV_KEY: the provider picks keys */
 	size_t mr_key_size; /* domain_attr->mr_key_size; 0 is taken as 8 */
+	bool free_threaded; /* any thread may close its registrations at any
+			     * time (FI_THREAD_SAFE): see "Deferred closes" */
 };
 
 /* ---- counters ----------------------------------------------------------- */
@@ -404,6 +414,9 @@ uint64_t mrl_cache_barrier_waits(void);
 struct mrl_cache_domain_hot {
 	atomic_uint_least64_t gen; /* changes on every retire */
 	unsigned slot; /* statistic and hot slot */
+	/* Registrations the monitor dropped, closed by the next settle: see
+	 * "Deferred closes" (a lock-free stack through their cold `next`). */
+	_Atomic(struct mrl_registration *) deferred;
 };
 
 /* ---- cache -------------------------------------------------------------- */
@@ -508,6 +521,7 @@ int mrl_cache_acquire_stale(struct mrl_cache_domain *domain, uintptr_t start,
 			    struct mrl_registration **reg);
 void mrl_lease_count_release(struct mrl_registration *reg);
 void mrl_registration_last(struct mrl_registration *reg);
+void mrl_cache_domain_settle_slow(struct mrl_cache_domain *domain);
 
 /*
  * The hit path: the entry of the first hot way covering the operand (way 0,
@@ -575,6 +589,21 @@ mrl_lease_release(struct mrl_registration *reg)
 		mrl_registration_last(reg);
 }
 
+static inline void
+mrl_cache_domain_settle(struct mrl_cache_domain *domain)
+{
+	struct mrl_cache_domain_hot *dh =
+		(struct mrl_cache_domain_hot *) (void *) domain;
+
+	if (__builtin_expect(
+		    atomic_load_explicit(&mrl_cache_barrier,
+					 memory_order_relaxed) != 0 ||
+			    atomic_load_explicit(&dh->deferred,
+						 memory_order_relaxed) != NULL,
+		    0))
+		mrl_cache_domain_settle_slow(domain);
+}
+
 /* References held on a registration (index unless lent + leases), for tests
  * and stats. */
 static inline unsigned
@@ -635,9 +664,39 @@ int mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start,
 int mrl_cache_invalidate_deferred(struct mrl_cache *cache, uintptr_t start,
 				  uintptr_t end);
 
-/* Close the registrations on the deferred list (on the calling thread, no
- * cache lock held). Cheap when the list is empty (one load). */
+/* Close every deferred registration of the cache, every domain's list and
+ * the cache's (on the calling thread, no cache lock held): for explicit
+ * invalidate, the monitor's closer (only free_threaded domains use the
+ * cache's list, so it closes nothing else there) and tests. Cheap when the
+ * lists are empty. */
 void mrl_cache_drain(struct mrl_cache *cache);
+
+/* Close the cache's list only (free_threaded domains' registrations). */
+void mrl_cache_drain_shared(struct mrl_cache *cache);
+
+/*
+ * A call into the domain's objects: apply the monitor's events read so far
+ * (the barrier), then close the domain's deferred registrations and the
+ * cache's shared ones, on this thread (no cache lock held, outside any read
+ * section). One load each of the barrier and the domain's list when there
+ * is nothing to do: for completion reads and MR calls.
+ */
+static inline void mrl_cache_domain_settle(struct mrl_cache_domain *domain);
+
+/*
+ * Whether any live entry of any cache of the process, or a miss in flight,
+ * overlaps [lo, hi): what keeps a monitor's watch of the range worth
+ * having (conservative: true while a writer works). No lock held that a
+ * cache takes.
+ */
+bool mrl_caches_in_use(uintptr_t lo, uintptr_t hi);
+
+/* mrl_cache_invalidate_deferred on every cache of the process, the caches
+ * given up at fi_fini included (their domains may still be in use). */
+void mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end);
+
+/* mrl_cache_drain_shared on every cache of the process. */
+void mrl_caches_drain_shared(void);
 
 /*
  * Register [base, base + len) now as a pinned entry (never evicted) and

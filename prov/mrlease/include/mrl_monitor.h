@@ -25,101 +25,125 @@
  * userfaultfd refuses) around the range, which can split a larger mapping.
  * A range that cannot be watched (file-backed, another userfaultfd owns it:
  * -EBUSY, not fully mapped) answers false: the caller must not keep it past
- * its leases. Registrations are never removed: the kernel drops them with
- * the mapping.
+ * its leases. The monitor keeps the ranges it registered in a table; a
+ * range already there is not registered again.
  *
- * The monitor task, its rules (each is what keeps a thread blocked in
- * munmap, which waits for the monitor to *read* its event, from deadlocking
- * with it, and a single-threaded process single-threaded as glibc sees it):
- *  - it only reads events and records their ranges: it never unmaps memory,
- *    never closes a registration, never allocates, takes no lock and calls
- *    no client code. It is a kernel task of the process that glibc does not
- *    know (raw clone, raw system calls, no TLS, every signal blocked), so
- *    glibc keeps its single-thread shortcuts (no cancellation bookkeeping
- *    around system calls, no locking in malloc or stdio). It has a
- *    descriptor table of its own holding only its two descriptors. It is a
- *    pthread running the same loop where glibc must know it: when the
- *    process may change its user or group ids (glibc changes the
- *    credentials of every thread it knows, and the kernel's are per
- *    thread), under ThreadSanitizer, and off x86_64 (enum mrl_monitor_task);
+ * Releasing watches. Every thread blocked in munmap or madvise of a watched
+ * range waits for the task to read its event, so a mapping stays watched
+ * only while it holds something worth watching: mrl_monitor_release(lo, hi),
+ * called once a cached registration of [lo, hi) has closed, unregisters
+ * every watched range overlapping it that the client's in_use says holds no
+ * live entry and no miss in flight. Watch and release serialise on the
+ * table's lock, and a miss is visible to in_use before it calls watch, so a
+ * release never unregisters a range a new entry relies on. A mapping moved
+ * by mremap stays watched at its new address until it is unmapped (the
+ * kernel moves the registration with it).
+ *
+ * The task. One pthread, named "mrl-monitor", every signal blocked. Its
+ * rules are what keep a thread blocked in munmap (which waits for the task
+ * to *read* its event) from deadlocking with it:
+ *  - it only polls and reads the userfaultfd and records the ranges: it
+ *    never unmaps memory, never closes a registration, never allocates,
+ *    takes no lock and calls no client code;
  *  - before each read it raises the client's barrier, and the barrier stays
  *    up until every range read has been invalidated: once munmap has
  *    returned in any thread, no lookup in any thread returns an entry of
  *    the range;
  *  - the ranges go into a fixed ring; when the ring has no room for a whole
  *    batch, the batch is recorded as an overflow, which invalidates
- *    everything the monitor watches.
+ *    everything.
  *
  * Applying the events. mrl_monitor_drain, called by an application thread
- * that finds the barrier up (a lookup, with no lock held and outside any
- * read section), hands every recorded range to the client's invalidate in
- * that thread, then lowers the barrier for each batch applied. Drains are
- * serialised among application threads; one that finds another draining
- * returns at once (the caller waits for the barrier).
+ * that finds the barrier up (a lookup, a completion read: no lock held,
+ * outside any read section), hands every recorded range to the client's
+ * invalidate in that thread, then lowers the barrier for each batch
+ * applied. Drains are serialised; one that finds another draining returns
+ * at once (the caller waits for the barrier).
+ *
+ * The closer. Started on request (mrl_monitor_closer_start), a second
+ * pthread, "mrl-closer", which is an application thread as far as the rules
+ * go: woken by the task after each batch it recorded, it drains the events
+ * and calls the client's close, so that what the events dropped is closed
+ * without waiting for the application's next call.
  *
  * Life cycle. Started once per process on demand (mrl_monitor_start, thread
- * safe; it returns once the task holds only its own descriptors); stopped
- * at provider cleanup (mrl_monitor_stop: the task exits, then the last
- * descriptor of the userfaultfd is closed, which releases every watch and
- * wakes any thread waiting on it). A task whose descriptor fails (never
- * seen) tells it once through a drain, drops everything watched (an
- * overflow), watches nothing more, and serves on until stopped, as the
- * kernel holds unmapping threads until their event is read. After fork the
- * child has no monitor task: it closes the inherited descriptor, forgets
- * the parent's state and ranges, and starts its own when asked.
+ * safe). Stopped at provider cleanup (mrl_monitor_stop): the task records an
+ * overflow, so that everything kept because it was watched is invalidated,
+ * then releases the userfaultfd (every watch goes, every waiting unmapper
+ * wakes) and exits; every descriptor the monitor opened is closed, and the
+ * overflow is applied before stop returns. A later start works as the first.
+ * A task that can no longer poll or read its descriptor does what stop does
+ * and exits (it never spins, and no unmapper stays blocked); the next drain
+ * reports it once with FI_WARN; nothing is watched from then on and no
+ * start is tried again until a stop. After fork the child has no monitor: it
+ * closes every descriptor inherited from the parent's (each is recorded
+ * under a lock that fork takes, so none can escape) and starts its own when
+ * asked.
  */
 #ifndef MRL_MONITOR_H
 #define MRL_MONITOR_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <rdma/providers/fi_prov.h>
-
-/* What the task is (FI_MRLEASE_MONITOR_TASK). */
-enum mrl_monitor_task {
-	MRL_MONITOR_TASK_AUTO, /* a raw clone, unless the process may change
-				* its user or group ids (root, setuid) */
-	MRL_MONITOR_TASK_CLONE, /* a raw clone where one can be made */
-	MRL_MONITOR_TASK_PTHREAD, /* a thread of glibc's */
-};
 
 /* What the monitor works on. */
 struct mrl_monitor_client {
 	atomic_uint *barrier; /* raised by the task before each read, lowered
 			       * by mrl_monitor_drain once applied */
 	/* Called by mrl_monitor_drain, on the draining thread, once per range
-	 * read (start = 0, end = UINTPTR_MAX after an overflow): must not
-	 * close registrations (mrl_cache_invalidate_deferred). */
-	void (*invalidate)(void *arg, uintptr_t start, uintptr_t end);
+	 * read, or once with all = true (start 0, end UINTPTR_MAX) after an
+	 * overflow, a stop or a failure: must not close registrations
+	 * (mrl_cache_invalidate_deferred). */
+	void (*invalidate)(void *arg, uintptr_t start, uintptr_t end,
+			   bool all);
+	/* Whether [lo, hi) still holds a live entry or a miss in flight
+	 * (mrl_monitor_release). Called under the watch table's lock. */
+	bool (*in_use)(void *arg, uintptr_t lo, uintptr_t hi);
+	/* On the closer, after a drain: close what the invalidations dropped
+	 * that any thread may close. NULL: no closer. */
+	void (*close)(void *arg);
 	void *arg;
-	enum mrl_monitor_task task;
 };
 
 /* Start the monitor (idempotent). 0 when it runs; a -FI_E* code, with one
  * FI_WARN saying why, when userfaultfd is unavailable (kernel, privilege,
- * seccomp). A failed start is not retried. */
+ * seccomp). A failed start or a failed task is not retried before a stop. */
 int mrl_monitor_start(const struct fi_provider *prov,
 		      const struct mrl_monitor_client *client);
+
+/* Start the closer (idempotent; the monitor must run). 0 or -FI_E*. */
+int mrl_monitor_closer_start(void);
 
 /* Whether the monitor runs in this process. */
 bool mrl_monitor_running(void);
 
-/* Watch [lo, hi) (page-aligned) for unmapping; see "Watching". */
+/* Watch [lo, hi) for unmapping; see "Watching". */
 bool mrl_monitor_watch(uintptr_t lo, uintptr_t hi);
+
+/* A registration of [lo, hi) closed: see "Releasing watches". No lock may
+ * be held by the caller that the client's in_use takes. */
+void mrl_monitor_release(uintptr_t lo, uintptr_t hi);
 
 /* Apply every range the task has read: see "Applying the events". No lock
  * may be held by the caller that the client's invalidate takes. */
 void mrl_monitor_drain(void);
 
-/* The kernel thread id of the monitor task (0: none), for tests. */
+/* Kernel thread ids of the task and the closer (0: none), for tests. */
 int mrl_monitor_tid(void);
+int mrl_monitor_closer_tid(void);
+
+/* Ranges registered with the userfaultfd now, for tests and statistics. */
+size_t mrl_monitor_watched(void);
 
 /* Events read since start (process-wide). */
 uint64_t mrl_monitor_events(void);
 
-/* Stop the task and release every watch, then apply what it read; for
+/* Stop the task and the closer, release every watch, close every
+ * descriptor, then apply what was read and the stop's overflow; for
  * provider cleanup. */
 void mrl_monitor_stop(void);
 

@@ -84,8 +84,6 @@ struct mrl_params {
 	int pinning; /* FI_MRLEASE_PINNING: enum mrl_pinning_mode */
 	size_t monitor_churn; /* FI_MRLEASE_MONITOR_CHURN: misses registered per
 			       * operation in a range just unmapped, 0 = none */
-	int monitor_task; /* FI_MRLEASE_MONITOR_TASK: enum mrl_monitor_task
-			   * (mrl_monitor.h) */
 };
 
 /* The values in force; the defaults until mrl_params_load() runs. */

@@ -155,6 +155,7 @@ bool mrl_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op);
 
 struct mrl_xcq {
 	size_t entry_size;
+	struct mrl_cache_domain *cache; /* its domain's: reads settle it */
 	/* Reads go through the guarded table (mrl_xcq_guard): set once. */
 	atomic_bool guarded;
 	struct mrl_cq_guard guard;
@@ -189,6 +190,7 @@ struct mrl_cq_guard *mrl_xcq_guard(struct mrl_cq *cq);
 
 /* Counters drive internal CQs of counters-only endpoints (mrl_cntr.ext). */
 struct mrl_xcntr {
+	struct mrl_cache_domain *cache; /* its domain's: reads settle it */
 	pthread_mutex_t lock; /* guards eps; held while draining them, so an
 			       * endpoint cannot close under a drain */
 	atomic_size_t neps;

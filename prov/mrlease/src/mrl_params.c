@@ -15,7 +15,6 @@
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
-#include "mrl_monitor.h"
 #include "mrl_params.h"
 
 struct mrl_params mrl_params = {
@@ -28,7 +27,6 @@ struct mrl_params mrl_params = {
 	.monitor = MRL_MONITOR_AUTO,
 	.pinning = MRL_PINNING_AUTO,
 	.monitor_churn = MRL_PARAMS_DEFAULT_MONITOR_CHURN,
-	.monitor_task = MRL_MONITOR_TASK_AUTO,
 };
 
 static const struct mrl_params mrl_params_defaults = {
@@ -41,15 +39,12 @@ static const struct mrl_params mrl_params_defaults = {
 	.monitor = MRL_MONITOR_AUTO,
 	.pinning = MRL_PINNING_AUTO,
 	.monitor_churn = MRL_PARAMS_DEFAULT_MONITOR_CHURN,
-	.monitor_task = MRL_MONITOR_TASK_AUTO,
 };
 
 /* The spellings of the choice parameters, indexed by their enum. */
 static const char *const mrl_monitor_names[] = {"auto", "userfaultfd", "none",
 						NULL};
 static const char *const mrl_pinning_names[] = {"auto", "yes", "no", NULL};
-static const char *const mrl_monitor_task_names[] = {"auto", "clone",
-						     "pthread", NULL};
 
 /* One knob: its name after FI_MRLEASE_, its type, where it lives, its meaning.
  */
@@ -120,14 +115,6 @@ static const struct mrl_param_desc mrl_param_descs[] = {
 	 "once per this many plus one rounds at first, 16 times fewer once it "
 	 "kept churning. 0 caches and watches every miss",
 	 NULL},
-	{"MONITOR_TASK", FI_PARAM_STRING,
-	 offsetof(struct mrl_params, monitor_task),
-	 "What the memory monitor's task is: auto (a raw clone glibc does not "
-	 "know, so a single-threaded process keeps glibc's single-thread "
-	 "shortcuts; a pthread when the process may change its user or group "
-	 "ids, which glibc changes in its threads only), clone (a raw clone "
-	 "on x86_64, outside ThreadSanitizer), pthread",
-	 mrl_monitor_task_names},
 };
 
 #define MRL_PARAM_COUNT (sizeof(mrl_param_descs) / sizeof(mrl_param_descs[0]))

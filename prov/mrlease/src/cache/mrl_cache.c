@@ -10,8 +10,9 @@
  * that could be the last, allocates or calls the application: retired
  * entries are chained and their references dropped after the section. A
  * registration closes exactly once, on the thread dropping its last
- * reference, unless a monitor's invalidation dropped it (then the next drain
- * closes it) or its domain is a parent's inherited across fork (forgotten).
+ * reference, unless a monitor's invalidation dropped it (then its domain's
+ * next settle, or a drain, closes it) or its domain is a parent's inherited
+ * across fork (forgotten).
  * An entry is retired once: it leaves the index, the filter and the counts
  * together, and the domain's generation moves on, so no hot way leases it
  * again.
@@ -107,7 +108,7 @@ cache_domain_unref(struct mrl_cache_domain *dom)
 
 /* Close a registration nobody references any more: outside every cache lock,
  * because the registrar's close may re-enter an allocator hook. */
-static void defer_push(struct mrl_cache *cache, struct mrl_registration *reg);
+static void defer_push(struct mrl_registration *reg);
 
 static void
 registration_destroy(struct mrl_registration *reg)
@@ -122,23 +123,27 @@ registration_destroy(struct mrl_registration *reg)
 	mrl_assert(!(atomic_load_explicit(&reg->refs, memory_order_relaxed) &
 		     MRL_REF_COUNT));
 	/* Inherited across fork: the parent's to close, not ours. */
-	if (MRL_LIKELY(dom->fork_gen ==
-		       atomic_load_explicit(&mrl_cache_fork_gen,
-					    memory_order_relaxed)))
+	bool ours = MRL_LIKELY(dom->fork_gen ==
+			       atomic_load_explicit(&mrl_cache_fork_gen,
+						    memory_order_relaxed));
+
+	if (ours)
 		ret = dom->cfg.registrar->close(dom->cfg.ctx,
 						mrl_reg_cold(reg)->mr);
 	if (MRL_UNLIKELY(ret)) {
 		/* The provider still has it open: forgetting it would leave
 		 * its MR open for good (and its domain unclosable). It is
-		 * closed again by the next drain, at the latest the domain's
+		 * closed again by the domain's next settle, at the latest its
 		 * close. */
 		MRL_CWARN(dom->cache,
 			  "closing a cached registration: %s; "
 			  "retried later\n",
 			  fi_strerror(-ret));
-		defer_push(dom->cache, reg);
+		defer_push(reg);
 		return;
 	}
+	if (ours && dom->cfg.registrar->released)
+		dom->cfg.registrar->released(dom->cfg.ctx, reg->base, reg->end);
 	mrl_reg_set_state(reg, MRL_REG_CLOSED);
 	MRL_STAT_ADD(dom, deregistrations, 1);
 	MRL_STAT_ADD(dom, registered_bytes, -(int64_t) (reg->end - reg->base));
@@ -195,7 +200,6 @@ static void
 ref_put_deferred(struct mrl_registration *reg)
 {
 	struct mrl_cache_domain *dom = mrl_reg_domain(reg);
-	struct mrl_cache *cache = dom->cache;
 	unsigned was =
 		atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel);
 
@@ -203,37 +207,93 @@ ref_put_deferred(struct mrl_registration *reg)
 	if ((was & MRL_REF_COUNT) != 1)
 		return;
 	MRL_STAT_ADD(dom, deferred_closes, 1);
-	defer_push(cache, reg);
+	defer_push(reg);
 }
 
-/* Onto the deferred list: lock-free, allocates nothing. */
-static void
-defer_push(struct mrl_cache *cache, struct mrl_registration *reg)
+/* The list a deferred registration of dom waits on (see "Deferred closes"
+ * in mrl_cache.h). */
+static _Atomic(struct mrl_registration *) *
+defer_list(struct mrl_cache_domain *dom)
 {
+	return dom->cfg.free_threaded ? &dom->cache->deferred :
+					&dom->hot.deferred;
+}
+
+/* Onto its deferred list: lock-free, allocates nothing. */
+static void
+defer_push(struct mrl_registration *reg)
+{
+	_Atomic(struct mrl_registration *) *list =
+		defer_list(mrl_reg_domain(reg));
 	struct mrl_registration *head;
 
-	head = atomic_load_explicit(&cache->deferred, memory_order_relaxed);
+	head = atomic_load_explicit(list, memory_order_relaxed);
 	do
 		mrl_reg_cold(reg)->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&cache->deferred, &head,
-						      reg, memory_order_release,
-						      memory_order_relaxed));
+	while (!atomic_compare_exchange_weak_explicit(
+		list, &head, reg, memory_order_release, memory_order_relaxed));
+}
+
+/* Take a deferred list whole (NULL if empty: one load). */
+static struct mrl_registration *
+defer_take(_Atomic(struct mrl_registration *) *list)
+{
+	if (MRL_LIKELY(!atomic_load_explicit(list, memory_order_relaxed)))
+		return NULL;
+	return atomic_exchange_explicit(list, NULL, memory_order_acquire);
+}
+
+/* Close a chain taken from deferred lists. */
+static void
+defer_close(struct mrl_registration *reg)
+{
+	struct mrl_registration *next;
+
+	for (; reg; reg = next) {
+		next = mrl_reg_cold(reg)->next;
+		registration_destroy(reg);
+	}
+}
+
+void
+mrl_cache_drain_shared(struct mrl_cache *cache)
+{
+	defer_close(defer_take(&cache->deferred));
+}
+
+/* The domain's own list and the cache's shared one, on this thread. */
+static void
+domain_close_deferred(struct mrl_cache_domain *dom)
+{
+	defer_close(defer_take(&dom->hot.deferred));
+	mrl_cache_drain_shared(dom->cache);
 }
 
 void
 mrl_cache_drain(struct mrl_cache *cache)
 {
-	struct mrl_registration *reg, *next;
+	struct mrl_registration *chain = NULL, *reg, *next;
+	struct mrl_cache_domain *dom;
 
-	if (MRL_LIKELY(!atomic_load_explicit(&cache->deferred,
-					     memory_order_relaxed)))
-		return;
-	reg = atomic_exchange_explicit(&cache->deferred, NULL,
-				       memory_order_acquire);
-	for (; reg; reg = next) {
-		next = mrl_reg_cold(reg)->next;
-		registration_destroy(reg);
-	}
+	/* Taken under the lock, which keeps the domain list; closed after
+	 * it (a registration on a list keeps its domain alive). */
+	pthread_mutex_lock(&cache->lock);
+	for (dom = cache->domains; dom; dom = dom->next)
+		for (reg = defer_take(&dom->hot.deferred); reg; reg = next) {
+			next = mrl_reg_cold(reg)->next;
+			mrl_reg_cold(reg)->next = chain;
+			chain = reg;
+		}
+	pthread_mutex_unlock(&cache->lock);
+	defer_close(chain);
+	mrl_cache_drain_shared(cache);
+}
+
+void
+mrl_cache_domain_settle_slow(struct mrl_cache_domain *dom)
+{
+	mrl_cache_barrier_wait();
+	domain_close_deferred(dom);
 }
 
 /* Drop the index's references of entries retired under the lock, after it
@@ -622,10 +682,9 @@ mrl_cache_domain_close(struct mrl_cache_domain *dom)
 	mrl_readers_write_exit(cache);
 	mrl_cache_drop_chain(chain);
 	/* The provider refuses to close a domain with MRs open: a monitor
-	 * batch that retired some of its entries before us defers their
-	 * closes until it lowers the barrier. */
-	mrl_cache_barrier_wait();
-	mrl_cache_drain(cache);
+	 * batch that retired some of its entries before us has deferred
+	 * their closes once it lowered the barrier. */
+	mrl_cache_domain_settle_slow(dom);
 	reserve_trim(cache, MRL_BT_KEEP);
 	cache_domain_unref(dom);
 }
@@ -661,8 +720,7 @@ mrl_cache_domain_retire_unleased(struct mrl_cache_domain *dom)
 	mrl_readers_write_exit(cache);
 	mrl_cache_drop_chain(chain);
 	/* As in domain close: deferred closes of this domain happen now. */
-	mrl_cache_barrier_wait();
-	mrl_cache_drain(cache);
+	mrl_cache_domain_settle_slow(dom);
 	reserve_trim(cache, MRL_BT_KEEP);
 }
 
@@ -760,6 +818,73 @@ mrl_cache_invalidate_deferred(struct mrl_cache *cache, uintptr_t start,
 			      uintptr_t end)
 {
 	return invalidate_range(cache, start, end, true);
+}
+
+/* ---- every cache of the process ----------------------------------------- */
+
+struct caches_range {
+	uintptr_t start, end;
+	bool found;
+	struct mrl_registration *chain;
+};
+
+static void
+caches_in_use_one(struct mrl_cache *cache, void *arg)
+{
+	struct caches_range *r = arg;
+
+	if (!r->found)
+		r->found = may_overlap(cache, mrl_reader_self(), r->start,
+				       r->end);
+}
+
+bool
+mrl_caches_in_use(uintptr_t lo, uintptr_t hi)
+{
+	struct caches_range r = {.start = lo, .end = hi};
+
+	mrl_caches_each(caches_in_use_one, &r);
+	return r.found;
+}
+
+static void
+caches_invalidate_one(struct mrl_cache *cache, void *arg)
+{
+	struct caches_range *r = arg;
+
+	invalidate_range(cache, r->start, r->end, true);
+}
+
+void
+mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end)
+{
+	struct caches_range r = {.start = start, .end = end};
+
+	mrl_caches_each(caches_invalidate_one, &r);
+}
+
+/* Takes a cache's shared list onto r->chain (closed after the list's
+ * lock: a close may come back to it). */
+static void
+caches_take_shared_one(struct mrl_cache *cache, void *arg)
+{
+	struct caches_range *r = arg;
+	struct mrl_registration *reg, *next;
+
+	for (reg = defer_take(&cache->deferred); reg; reg = next) {
+		next = mrl_reg_cold(reg)->next;
+		mrl_reg_cold(reg)->next = r->chain;
+		r->chain = reg;
+	}
+}
+
+void
+mrl_caches_drain_shared(void)
+{
+	struct caches_range r = {0};
+
+	mrl_caches_each(caches_take_shared_one, &r);
+	defer_close(r.chain);
 }
 
 void

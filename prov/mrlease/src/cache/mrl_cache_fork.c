@@ -156,3 +156,14 @@ mrl_cache_fork_remove(struct mrl_cache *cache)
 	*p = cache->next;
 	pthread_mutex_unlock(&mrl_caches_lock);
 }
+
+void
+mrl_caches_each(void (*fn)(struct mrl_cache *cache, void *arg), void *arg)
+{
+	struct mrl_cache *cache;
+
+	pthread_mutex_lock(&mrl_caches_lock);
+	for (cache = mrl_caches; cache; cache = cache->next)
+		fn(cache, arg);
+	pthread_mutex_unlock(&mrl_caches_lock);
+}

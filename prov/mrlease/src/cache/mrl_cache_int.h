@@ -252,4 +252,9 @@ mrl_cache_barrier_wait(void)
 void mrl_cache_fork_add(struct mrl_cache *cache);
 void mrl_cache_fork_remove(struct mrl_cache *cache);
 
+/* fn(cache, arg) for every cache of the process, under the list's lock:
+ * fn must not close a registration (a close may come back to this list). */
+void mrl_caches_each(void (*fn)(struct mrl_cache *cache, void *arg),
+		     void *arg);
+
 #endif /* MRL_CACHE_INT_H */

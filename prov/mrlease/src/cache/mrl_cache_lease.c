@@ -488,8 +488,7 @@ mrl_cache_acquire_slow(struct mrl_cache_domain *dom, uintptr_t start,
 
 	if (MRL_UNLIKELY(end <= start))
 		return -FI_EINVAL;
-	mrl_cache_barrier_wait();
-	mrl_cache_drain(dom->cache);
+	mrl_cache_domain_settle_slow(dom);
 	rec = mrl_reader_self();
 	reg = lookup_lease(dom, rec, MRL_FIND_COVER, start, end, false);
 	if (MRL_LIKELY(reg != NULL)) {
@@ -529,8 +528,7 @@ mrl_cache_acquire_based(struct mrl_cache_domain *dom, uintptr_t start,
 
 	if (MRL_UNLIKELY(end <= start))
 		return -FI_EINVAL;
-	mrl_cache_barrier_wait();
-	mrl_cache_drain(dom->cache);
+	mrl_cache_domain_settle_slow(dom);
 	reg = lookup_lease(dom, mrl_reader_self(), MRL_FIND_BASED, start, end,
 			   true);
 	if (MRL_LIKELY(reg != NULL)) {

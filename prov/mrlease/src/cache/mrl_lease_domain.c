@@ -104,6 +104,8 @@ mrl_lease_fork_child(void)
 {
 	pthread_mutex_init(&lease_cache_lock, NULL);
 	mrl_lease_cache_give_up();
+	/* The parent's unmaps say nothing about the child's memory. */
+	mrl_churn_reset();
 }
 
 static void
@@ -240,6 +242,15 @@ mrl_lease_watched(void *ctx, uintptr_t lo, uintptr_t hi)
 	return mrl_monitor_watch(lo, hi);
 }
 
+/* A registration closed: its mapping may hold nothing worth watching any
+ * more (mrl_monitor_release asks mrl_caches_in_use). */
+static void
+mrl_lease_released(void *ctx, uintptr_t lo, uintptr_t hi)
+{
+	(void) ctx;
+	mrl_monitor_release(lo, hi);
+}
+
 static bool
 mrl_lease_unwatched(void *ctx, uintptr_t lo, uintptr_t hi)
 {
@@ -261,6 +272,7 @@ static const struct mrl_registrar mrl_lease_registrar_watched = {
 	.reg = mrl_lease_reg,
 	.close = mrl_lease_dereg,
 	.watch = mrl_lease_watched,
+	.released = mrl_lease_released,
 };
 
 static const struct mrl_registrar mrl_lease_registrar_unwatched = {
@@ -273,6 +285,7 @@ static const struct mrl_registrar mrl_lease_registrar_observed = {
 	.reg = mrl_lease_reg,
 	.close = mrl_lease_dereg,
 	.watch = mrl_lease_observed,
+	.released = mrl_lease_released,
 };
 
 /* Core providers that read registered memory by address at transfer time. */
@@ -301,16 +314,33 @@ mrl_lease_provider_pins(const char *prov_name)
 	return true;
 }
 
-/* On the thread that drains the monitor's events (mrl_monitor_drain). */
+/* On the thread that drains the monitor's events (mrl_monitor_drain): every
+ * cache, those given up at fi_fini included (their domains may still be in
+ * use). `all` (an overflow, a stop, a failure) says nothing about churn. */
 static void
-mrl_lease_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end)
+mrl_lease_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end,
+			     bool all)
 {
-	struct mrl_cache *cache = mrl_lease_cache();
-
 	(void) arg;
-	mrl_churn_note(start, end);
-	if (cache)
-		mrl_cache_invalidate_deferred(cache, start, end);
+	if (!all)
+		mrl_churn_note(start, end);
+	mrl_caches_invalidate_deferred(start, end);
+}
+
+static bool
+mrl_lease_monitor_in_use(void *arg, uintptr_t lo, uintptr_t hi)
+{
+	(void) arg;
+	return mrl_caches_in_use(lo, hi);
+}
+
+/* On the monitor's closer: FI_THREAD_SAFE domains' dropped registrations
+ * (the only ones on the caches' shared lists). */
+static void
+mrl_lease_monitor_close(void *arg)
+{
+	(void) arg;
+	mrl_caches_drain_shared();
 }
 
 /* Lookups that find the barrier up apply the monitor's events: set before
@@ -321,7 +351,8 @@ mrl_lease_monitor_start(void)
 	struct mrl_monitor_client client = {
 		.barrier = &mrl_cache_barrier,
 		.invalidate = mrl_lease_monitor_invalidate,
-		.task = (enum mrl_monitor_task) mrl_params.monitor_task,
+		.in_use = mrl_lease_monitor_in_use,
+		.close = mrl_lease_monitor_close,
 	};
 
 	mrl_cache_barrier_set_helper(mrl_monitor_drain);
@@ -347,6 +378,10 @@ mrl_lease_registrar_for(struct mrl_domain *domain)
 			     mrl_params.monitor == MRL_MONITOR_NONE ?
 				     "none" :
 				     "unavailable");
+	/* What the monitor drops on a domain any thread may call is closed
+	 * by its closer, without waiting for a call into the domain. */
+	if (running && domain->threading == FI_THREAD_SAFE)
+		mrl_monitor_closer_start();
 	if (pins)
 		return running ? &mrl_lease_registrar_watched :
 				 &mrl_lease_registrar_unwatched;
@@ -454,6 +489,7 @@ mrl_lease_domain_open(struct mrl_domain *domain)
 		.ctx = domain->inner,
 		.prov_key = mrl_lease_prov_key(domain->mr_mode),
 		.mr_key_size = domain->mr_key_size,
+		.free_threaded = domain->threading == FI_THREAD_SAFE,
 	};
 	struct mrl_lease_domain *lease_domain;
 	struct mrl_cache *cache;

@@ -7,26 +7,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/capability.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/userfaultfd.h>
-#ifdef HAVE_VALGRIND_VALGRIND_H
-#include <valgrind/valgrind.h>
-#endif
 
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
@@ -55,7 +49,7 @@ struct mrl_procmap_query {
 /* Watch granularity without PROCMAP_QUERY: blocks this large and aligned
  * (see "Watching"). */
 #define MRL_MONITOR_BLOCK ((uintptr_t) 2 << 20)
-/* Events read at once, on the monitor's stack. */
+/* Events read at once, on the task's stack. */
 #define MRL_MONITOR_BATCH 32
 
 #define MRL_MONITOR_EVENTS                                      \
@@ -64,64 +58,47 @@ struct mrl_procmap_query {
 
 /* Ranges the task has read and no drain has applied yet. */
 #define MRL_MONITOR_RING 1024
-/* How often a task that failed tries again. */
-#define MRL_MONITOR_RETRY_MS 10
-/* The task's stack; below it its TCB page, below that a guard page. */
-#define MRL_MONITOR_STACK ((size_t) 64 * 1024)
-
-/* A raw clone can be made on x86_64 (the TCB layout is the ABI's), not under
- * ThreadSanitizer, which must know every thread. */
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define MRL_MONITOR_RAW_TASK 1
-#endif
-
-/* Code that runs on the task: no sanitizer runtime (it keeps per-thread
- * state in TLS, which the raw task does not have), no stack protector. */
-#ifdef MRL_MONITOR_RAW_TASK
-#define MON_TASK                                                      \
-	__attribute__((no_sanitize("address", "undefined"), noinline, \
-		       no_stack_protector))
-#else
-#define MON_TASK __attribute__((noinline))
-#endif
+/* The stacks of the task and the closer. */
+#define MRL_MONITOR_STACK ((size_t) 256 * 1024)
 
 /*
- * mon_lock serialises start, stop and the fork reset; nothing else takes it
- * and nothing is called under it that could wait for the monitor task.
- * mon_drain_lock serialises drains (application threads only: the task
- * takes no lock). The rest is read without a lock: mon_fd is published
- * (release) only once the task runs.
+ * Locks. mon_lock serialises start, stop and the closer's start; nothing is
+ * called under it that could wait for the task. mon_fd_lock is held while a
+ * descriptor is created and recorded (and while one is closed) and across
+ * fork, so a child knows every descriptor it inherited; nothing else is
+ * done under it. mon_drain_lock serialises drains (application threads
+ * only). mon_watch_lock protects the watch table and orders the
+ * registrations with it; the client's in_use is called under it. The task
+ * takes none of them.
  */
 static pthread_mutex_t mon_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t mon_fd_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t mon_drain_lock = PTHREAD_MUTEX_INITIALIZER;
-static int mon_uffd = -1; /* the process's userfaultfd descriptor */
-static atomic_int mon_fd = -1; /* mon_uffd while it watches; -1: not */
-static int mon_stop_fd = -1; /* eventfd: the task's stop request */
+static pthread_mutex_t mon_watch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The descriptors, recorded under mon_fd_lock. */
+static int mon_uffd = -1; /* the userfaultfd (after the task left: a
+			   * duplicate of mon_stop_fd holding its number) */
+static int mon_stop_fd = -1; /* eventfd: the stop request */
+static int mon_notify_fd = -1; /* eventfd: the task read a batch */
 static atomic_int mon_maps_fd = -1; /* /proc/self/maps for PROCMAP_QUERY */
-static bool mon_tried; /* a start was attempted */
-static bool mon_started; /* a task was started and not yet waited for */
+static bool mon_uffd_closed; /* the task had to close it outright */
+
+static atomic_int mon_fd = -1; /* mon_uffd while it watches; -1: not */
+static bool mon_tried; /* a start was attempted since the last stop */
+static bool mon_started; /* a task was started and not yet joined */
+static bool mon_closer_started;
+static atomic_bool mon_notify; /* the closer runs: the task wakes it */
 static struct mrl_monitor_client mon_client;
 static const struct fi_provider *mon_prov;
 static atomic_uint_least64_t mon_events;
 static pthread_once_t mon_fork_once = PTHREAD_ONCE_INIT;
 
-/* The task: its kernel thread id (set by the kernel at clone, cleared and
- * woken at its exit), and what it failed on (an errno, 0: nothing). */
-static atomic_int mon_tid;
-static atomic_bool mon_ready; /* the task has set itself up */
-static atomic_int mon_failed;
+static pthread_t mon_thread, mon_closer_thread;
+static atomic_int mon_tid, mon_closer_tid;
+static atomic_bool mon_ready;
+static atomic_int mon_failed; /* the errno the task failed on; 0: none */
 static atomic_bool mon_failed_told;
-#ifdef MRL_MONITOR_RAW_TASK
-static void *mon_stack;
-static size_t mon_stack_len;
-static unsigned mon_nofile = 1024; /* RLIMIT_NOFILE, for mon_task_close_from */
-/* The task has a descriptor table of its own (see mon_task_keep_only);
- * under valgrind, which supports only a pthread's clone flags, it shares
- * the process's. */
-static bool mon_own_files;
-#endif
-static bool mon_clone; /* the task is a raw clone, not a pthread */
-static pthread_t mon_thread;
 
 /*
  * The ring. The task writes entries at mon_tail and publishes them
@@ -129,15 +106,25 @@ static pthread_t mon_thread;
  * mon_head (release). `last` closes a batch: its raise of the barrier is
  * lowered once the entry is applied. A batch read without room for a whole
  * batch is counted in mon_overflow instead, its raise kept until a drain
- * has invalidated everything.
+ * has invalidated everything; the task's leaving counts as one too.
  */
 struct mon_range {
 	uintptr_t start, end;
+	bool gone; /* the mapping went (its registration with it) */
 	bool last;
 };
 static struct mon_range mon_ring[MRL_MONITOR_RING];
 static atomic_uint_least64_t mon_head, mon_tail;
 static atomic_uint mon_overflow;
+
+/* The watch table: the ranges registered with the userfaultfd, sorted and
+ * disjoint (mon_watch_lock). */
+struct mon_watch {
+	uintptr_t lo, hi;
+};
+static struct mon_watch *mon_watches;
+static size_t mon_nwatch, mon_watch_cap;
+static atomic_size_t mon_nwatch_seen; /* mon_nwatch, for lock-free looks */
 
 #define MON_WARN(...)                                              \
 	do {                                                       \
@@ -147,51 +134,46 @@ static atomic_uint mon_overflow;
 
 /* ---- the task ------------------------------------------------------------ */
 
-/* A system call as the task makes it: -errno on failure, no errno written
- * (errno is in TLS). */
-static MON_TASK long
-mon_sys(long nr, long a, long b, long c)
-{
-#ifdef MRL_MONITOR_RAW_TASK
-	long ret;
-
-	__asm__ __volatile__("syscall"
-			     : "=a"(ret)
-			     : "a"(nr), "D"(a), "S"(b), "d"(c)
-			     : "rcx", "r11", "memory");
-	return ret;
-#else
-	long ret = syscall(nr, a, b, c);
-
-	return ret < 0 ? -errno : ret;
-#endif
-}
-
-/* The range an event says went away; false for events that free nothing. */
-static MON_TASK bool
-mon_event_range(const struct uffd_msg *msg, uintptr_t *start, uintptr_t *end)
+/* The range an event says went away, and whether its mapping went too (an
+ * madvise leaves the mapping, and its watch, in place); false for events
+ * that free nothing. */
+static bool
+mon_event_range(const struct uffd_msg *msg, struct mon_range *r)
 {
 	switch (msg->event) {
 	case UFFD_EVENT_UNMAP:
 	case UFFD_EVENT_REMOVE:
-		*start = (uintptr_t) msg->arg.remove.start;
-		*end = (uintptr_t) msg->arg.remove.end;
+		r->start = (uintptr_t) msg->arg.remove.start;
+		r->end = (uintptr_t) msg->arg.remove.end;
+		r->gone = msg->event == UFFD_EVENT_UNMAP;
 		return true;
 	case UFFD_EVENT_REMAP:
 		/* The pages now live at msg->arg.remap.to; the old addresses
 		 * no longer name them. */
-		*start = (uintptr_t) msg->arg.remap.from;
-		*end = *start + (uintptr_t) msg->arg.remap.len;
+		r->start = (uintptr_t) msg->arg.remap.from;
+		r->end = r->start + (uintptr_t) msg->arg.remap.len;
+		r->gone = true;
 		return true;
 	default:
 		return false;
 	}
 }
 
+/* Wake the closer, if one runs (an eventfd write: no lock, no wait). */
+static void
+mon_wake_closer(void)
+{
+	uint64_t one = 1;
+
+	if (atomic_load_explicit(&mon_notify, memory_order_acquire) &&
+	    write(mon_notify_fd, &one, sizeof(one)) < 0)
+		return; /* the counter is full: it is awake anyway */
+}
+
 /* One batch: raise the barrier, read (which lets the unmapping threads go),
  * record every range read; the barrier stays up until a drain applied them.
  * 0, or the errno the descriptor failed with. */
-static MON_TASK int
+static int
 mon_serve(int fd)
 {
 	struct uffd_msg msg[MRL_MONITOR_BATCH];
@@ -201,31 +183,32 @@ mon_serve(int fd)
 		tail - atomic_load_explicit(&mon_head, memory_order_acquire) <=
 		MRL_MONITOR_RING - MRL_MONITOR_BATCH;
 	struct mon_range *r;
-	uintptr_t start, end;
-	long n;
+	ssize_t n;
 
 	atomic_fetch_add_explicit(mon_client.barrier, 1, memory_order_seq_cst);
-	n = mon_sys(SYS_read, fd, (long) msg, (long) sizeof(msg));
+	n = read(fd, msg, sizeof(msg));
 	if (n <= 0) {
+		int err = n < 0 ? errno : 0;
+
 		atomic_fetch_sub_explicit(mon_client.barrier, 1,
 					  memory_order_release);
-		return n == -EAGAIN || n == -EINTR || n == 0 ? 0 : (int) -n;
+		return err == EAGAIN || err == EINTR ? 0 : err;
 	}
-	n /= (long) sizeof(msg[0]);
+	n /= (ssize_t) sizeof(msg[0]);
 	atomic_fetch_add_explicit(&mon_events, (uint64_t) n,
 				  memory_order_relaxed);
 	if (!room) {
 		atomic_fetch_add_explicit(&mon_overflow, 1,
 					  memory_order_release);
+		mon_wake_closer();
 		return 0;
 	}
-	for (long i = 0; i < n; i++) {
-		if (!mon_event_range(&msg[i], &start, &end))
+	for (ssize_t i = 0; i < n; i++) {
+		r = &mon_ring[tail % MRL_MONITOR_RING];
+		if (!mon_event_range(&msg[i], r))
 			continue;
-		r = &mon_ring[tail++ % MRL_MONITOR_RING];
-		r->start = start;
-		r->end = end;
 		r->last = false;
+		tail++;
 	}
 	if (tail == first) {
 		atomic_fetch_sub_explicit(mon_client.barrier, 1,
@@ -234,204 +217,120 @@ mon_serve(int fd)
 	}
 	mon_ring[(tail - 1) % MRL_MONITOR_RING].last = true;
 	atomic_store_explicit(&mon_tail, tail, memory_order_release);
+	mon_wake_closer();
 	return 0;
 }
 
-/* The first failure of the task: nothing is watched from now on, and what
- * was kept because it was watched must go (a drain reports why). */
-static MON_TASK void
-mon_task_fail(int err)
+/*
+ * The task's way out, on a stop request or a failure (err). Nothing is
+ * watched from now on, and everything goes (an overflow: the barrier stays
+ * up until a drain applied it), before the userfaultfd is released: dup2
+ * puts the stop eventfd over its number, so the file's last reference goes
+ * (which drops every watch and wakes every thread waiting for its event)
+ * while the number stays taken, and a watch that loaded it fails instead of
+ * reaching a descriptor opened since.
+ */
+static void
+mon_task_leave(int fd, int err)
 {
-	if (atomic_load_explicit(&mon_failed, memory_order_relaxed))
-		return;
 	atomic_store_explicit(&mon_failed, err, memory_order_relaxed);
 	atomic_store_explicit(&mon_fd, -1, memory_order_release);
 	atomic_fetch_add_explicit(mon_client.barrier, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&mon_overflow, 1, memory_order_release);
+	if (dup2(mon_stop_fd, fd) < 0) {
+		close(fd);
+		mon_uffd_closed = true; /* read by stop after the join */
+	}
+	mon_wake_closer();
 }
 
-#ifdef MRL_MONITOR_RAW_TASK
-/* A raw task has a descriptor table of its own (no CLONE_FILES: with a shared
- * table the kernel takes and drops a reference on the file of every system
- * call the process makes on a descriptor). It closes its copy of every
- * descriptor but its two at once, so it keeps no file of the application's
- * open. close_range is Linux 5.9; before it, one by one up to the limit. */
-static MON_TASK void
-mon_task_close_from(unsigned lo, unsigned hi)
-{
-	if (lo > hi)
-		return;
-	if (mon_sys(SYS_close_range, lo, hi, 0) != -ENOSYS)
-		return;
-	for (unsigned fd = lo; fd <= hi && fd < mon_nofile; fd++)
-		mon_sys(SYS_close, fd, 0, 0);
-}
-
-static MON_TASK void
-mon_task_keep_only(int a, int b)
-{
-	unsigned lo = (unsigned) (a < b ? a : b),
-		 hi = (unsigned) (a < b ? b : a);
-
-	if (lo > 0)
-		mon_task_close_from(0, lo - 1);
-	mon_task_close_from(lo + 1, hi - 1);
-	mon_task_close_from(hi + 1, ~0U);
-}
-#endif
-
-/* Whether the task shares the process's descriptor table (a pthread, or a
- * clone under valgrind). */
-static MON_TASK bool
-mon_task_shares_files(void)
-{
-#ifdef MRL_MONITOR_RAW_TASK
-	return !mon_clone || !mon_own_files;
-#else
-	return true;
-#endif
-}
-
-/* Serve until the stop request. A failure is told once and served on (the
- * kernel holds unmapping threads until their event is read, so the task
- * never leaves on its own), retried every MRL_MONITOR_RETRY_MS. */
-static MON_TASK int
+/* Serve until the stop request or a failure, then leave: the task never
+ * retries, so it cannot spin on a descriptor that keeps failing. */
+static void *
 mon_task_main(void *arg)
 {
-	int fd = (int) (intptr_t) arg, stop_fd = mon_stop_fd;
+	int fd = (int) (intptr_t) arg;
 	struct pollfd pfd[2] = {
 		{.fd = fd, .events = POLLIN},
-		{.fd = stop_fd, .events = POLLIN},
+		{.fd = mon_stop_fd, .events = POLLIN},
 	};
-	long ret;
-	int err;
+	int err = 0;
 
-#ifdef MRL_MONITOR_RAW_TASK
-	if (mon_clone && mon_own_files)
-		mon_task_keep_only(fd, stop_fd);
-#endif
-	atomic_store_explicit(&mon_ready, true, memory_order_release);
-	for (;;) {
-		pfd[0].revents = pfd[1].revents = 0;
-		ret = mon_sys(SYS_poll, (long) pfd, 2, -1);
-		if (ret == -EINTR)
-			continue;
-		err = ret < 0 ? (int) -ret : 0;
-		if (!err && pfd[1].revents)
-			break;
-		if (!err && (pfd[0].revents & POLLIN))
-			err = mon_serve(fd);
-		else if (!err &&
-			 (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL)))
-			err = EIO;
-		if (!err)
-			continue;
-		mon_task_fail(err);
-		/* A pause before the retry, cut short by a stop request. */
-		pfd[1].revents = 0;
-		if (mon_sys(SYS_poll, (long) &pfd[1], 1, MRL_MONITOR_RETRY_MS) >
-		    0)
-			break;
-	}
-	if (mon_task_shares_files()) {
-		/* The process's descriptor, closed before this thread's
-		 * teardown, which may unmap memory (glibc's, a sanitizer's)
-		 * in a watched mapping: nobody would read that event. */
-		atomic_store_explicit(&mon_fd, -1, memory_order_release);
-		mon_sys(SYS_close, fd, 0, 0);
-	} else {
-		/* Its own copies: mrl_monitor_stop closes the process's. */
-		mon_sys(SYS_close, fd, 0, 0);
-		mon_sys(SYS_close, stop_fd, 0, 0);
-	}
-	return 0;
-}
-
-#ifdef MRL_MONITOR_RAW_TASK
-/* The task's own thread pointer block: glibc's TCB header as x86_64 lays it
- * out (self pointers, then the stack and pointer guards at 0x28 and 0x30),
- * so that nothing on the task ever reads the creating thread's, which may
- * exit. TLS variables below it land in the guard page. */
-struct mon_tcb {
-	void *tcb, *dtv, *self;
-	int multiple_threads, gscope_flag;
-	uintptr_t sysinfo, stack_guard, pointer_guard;
-};
-
-static int
-mon_clone_spawn(int fd)
-{
-	size_t page = (size_t) sysconf(_SC_PAGESIZE);
-	size_t len = 2 * page + MRL_MONITOR_STACK;
-	int flags = CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD |
-		    CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
-		    CLONE_CHILD_CLEARTID;
-	uint64_t all = ~(uint64_t) 0, old; /* the kernel's sigset_t */
-	struct rlimit nofile;
-	struct mon_tcb *tcb;
-	char *base;
-	int tid, err;
-
-	base = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (base == MAP_FAILED)
-		return ENOMEM;
-	if (mprotect(base, page, PROT_NONE)) {
-		munmap(base, len);
-		return errno;
-	}
-	if (!getrlimit(RLIMIT_NOFILE, &nofile))
-		mon_nofile = nofile.rlim_cur > UINT_MAX ?
-				     UINT_MAX :
-				     (unsigned) nofile.rlim_cur;
-	mon_own_files = true;
-#ifdef RUNNING_ON_VALGRIND
-	mon_own_files = !RUNNING_ON_VALGRIND;
-#endif
-	if (!mon_own_files)
-		flags |= CLONE_FILES;
-	tcb = (struct mon_tcb *) (void *) (base + page);
-	tcb->tcb = tcb->self = tcb;
-	__asm__("mov %%fs:0x28, %0" : "=r"(tcb->stack_guard));
-	__asm__("mov %%fs:0x30, %0" : "=r"(tcb->pointer_guard));
-	/* The task takes no signals, glibc's own (which sigfillset leaves
-	 * out) included: a handler running on it would run glibc code
-	 * without a thread of glibc's. It inherits this mask. */
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(all));
-	tid = clone(mon_task_main, base + len, flags, (void *) (intptr_t) fd,
-		    &mon_tid, tcb, &mon_tid);
-	err = tid < 0 ? errno : 0;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(old));
-	if (err) {
-		munmap(base, len);
-		return err;
-	}
-	mon_stack = base;
-	mon_stack_len = len;
-	return 0;
-}
-
-/* Wait for the task's exit (the kernel clears mon_tid and wakes it). */
-static void
-mon_clone_wait(void)
-{
-	int tid;
-
-	while ((tid = atomic_load(&mon_tid)) != 0)
-		syscall(SYS_futex, &mon_tid, FUTEX_WAIT, tid, NULL, NULL, 0);
-}
-#endif
-
-static void *
-mon_task_thread(void *arg)
-{
+	pthread_setname_np(pthread_self(), "mrl-monitor");
 	atomic_store(&mon_tid, (int) syscall(SYS_gettid));
-	mon_task_main(arg);
+	atomic_store_explicit(&mon_ready, true, memory_order_release);
+	while (!err) {
+		pfd[0].revents = pfd[1].revents = 0;
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno != EINTR)
+				err = errno;
+			continue;
+		}
+		if (pfd[1].revents)
+			break;
+		if (pfd[0].revents & POLLIN)
+			err = mon_serve(fd);
+		else if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL))
+			err = EIO;
+	}
+	mon_task_leave(fd, err);
 	return NULL;
 }
 
+/* ---- the closer ------------------------------------------------------------
+ */
+
+/* Apply every event read so far (another drain may be at it: wait for the
+ * barrier). */
+static void
+mon_apply(void)
+{
+	while (atomic_load_explicit(mon_client.barrier, memory_order_acquire)) {
+		mrl_monitor_drain();
+		if (atomic_load_explicit(mon_client.barrier,
+					 memory_order_acquire))
+			sched_yield();
+	}
+}
+
+/* Woken by the task after each batch it recorded (and when it leaves):
+ * applies the events, then has the client close what they dropped. Ends at
+ * the stop request, or when it can no longer wait (the application's calls
+ * then do its work). */
+static void *
+mon_closer_main(void *arg)
+{
+	struct pollfd pfd[2] = {
+		{.fd = mon_notify_fd, .events = POLLIN},
+		{.fd = mon_stop_fd, .events = POLLIN},
+	};
+	uint64_t count;
+
+	(void) arg;
+	pthread_setname_np(pthread_self(), "mrl-closer");
+	atomic_store(&mon_closer_tid, (int) syscall(SYS_gettid));
+	for (;;) {
+		pfd[0].revents = pfd[1].revents = 0;
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].revents || !(pfd[0].revents & POLLIN))
+			break;
+		if (read(mon_notify_fd, &count, sizeof(count)) < 0 &&
+		    errno != EAGAIN)
+			break;
+		mon_apply();
+		mon_client.close(mon_client.arg);
+	}
+	return NULL;
+}
+
+/* A pthread with every signal blocked (glibc keeps its own two deliverable,
+ * so set*id() still reaches it). */
 static int
-mon_pthread_spawn(int fd)
+mon_spawn(pthread_t *thread, void *(*main)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -439,95 +338,49 @@ mon_pthread_spawn(int fd)
 
 	sigfillset(&all);
 	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_attr_setstacksize(&attr, MRL_MONITOR_STACK);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&mon_thread, &attr, mon_task_thread,
-			     (void *) (intptr_t) fd);
+	ret = pthread_create(thread, &attr, main, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return ret;
 }
 
-static void
-mon_pthread_wait(void)
+int
+mrl_monitor_closer_start(void)
 {
-	pthread_join(mon_thread, NULL);
-	atomic_store(&mon_tid, 0);
-}
+	int ret = 0;
 
-#ifdef MRL_MONITOR_RAW_TASK
-/*
- * Whether the process could change its user or group ids later: glibc
- * changes every thread's credentials it knows (the kernel's are per
- * thread), so a raw task would keep the ones it started with. Different
- * real, effective and saved ids, or CAP_SETUID/CAP_SETGID permitted (root).
- */
-static bool
-mon_may_change_ids(void)
-{
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct cap[_LINUX_CAPABILITY_U32S_3];
-	uid_t ru, eu, su;
-	gid_t rg, eg, sg;
-
-	if (getresuid(&ru, &eu, &su) || getresgid(&rg, &eg, &sg) || ru != eu ||
-	    eu != su || rg != eg || eg != sg)
-		return true;
-	if (syscall(SYS_capget, &hdr, cap))
-		return true;
-	return cap[0].permitted & ((1u << CAP_SETUID) | (1u << CAP_SETGID));
-}
-
-#endif
-
-/* The task as a raw clone, or a pthread (see mrl_monitor.h). */
-static bool
-mon_use_clone(enum mrl_monitor_task kind)
-{
-#ifdef MRL_MONITOR_RAW_TASK
-	return kind == MRL_MONITOR_TASK_CLONE ||
-	       (kind == MRL_MONITOR_TASK_AUTO && !mon_may_change_ids());
-#else
-	(void) kind;
-	return false;
-#endif
-}
-
-static int
-mon_task_spawn(int fd)
-{
-	mon_clone = mon_use_clone(mon_client.task);
-#ifdef MRL_MONITOR_RAW_TASK
-	if (mon_clone)
-		return mon_clone_spawn(fd);
-#endif
-	return mon_pthread_spawn(fd);
-}
-
-static void
-mon_task_wait(void)
-{
-#ifdef MRL_MONITOR_RAW_TASK
-	if (mon_clone) {
-		mon_clone_wait();
-		return;
+	pthread_mutex_lock(&mon_lock);
+	if (!mon_started || !mon_client.close) {
+		ret = -FI_ENOSYS;
+	} else if (!mon_closer_started) {
+		ret = mon_spawn(&mon_closer_thread, mon_closer_main, NULL);
+		if (ret) {
+			MON_WARN("cannot start the monitor's closer: %s; "
+				 "dropped registrations close at the next "
+				 "call\n",
+				 strerror(ret));
+			ret = -FI_ENOMEM;
+		} else {
+			mon_closer_started = true;
+			/* It waits for nothing before it says who it is. */
+			while (!atomic_load(&mon_closer_tid))
+				sched_yield();
+			atomic_store_explicit(&mon_notify, true,
+					      memory_order_release);
+			/* Events read before it could be woken. */
+			mon_wake_closer();
+		}
 	}
-#endif
-	mon_pthread_wait();
-}
-
-/* Until the task has set itself up (a raw one then holds only its own
- * descriptors); it waits for nothing. */
-static void
-mon_task_wait_ready(void)
-{
-	while (!atomic_load_explicit(&mon_ready, memory_order_acquire))
-		sched_yield();
+	pthread_mutex_unlock(&mon_lock);
+	return ret;
 }
 
 /* ---- applying the events --------------------------------------------------
  */
+
+static void mon_watch_gone(uintptr_t start, uintptr_t end);
 
 void
 mrl_monitor_drain(void)
@@ -547,15 +400,18 @@ mrl_monitor_drain(void)
 		if (head == tail && !overflow)
 			break;
 		if (overflow)
-			mon_client.invalidate(mon_client.arg, 0, UINTPTR_MAX);
+			mon_client.invalidate(mon_client.arg, 0, UINTPTR_MAX,
+					      true);
 		lower = overflow;
 		for (; head != tail; head++) {
 			r = mon_ring[head % MRL_MONITOR_RING];
 			atomic_store_explicit(&mon_head, head + 1,
 					      memory_order_release);
+			if (r.gone)
+				mon_watch_gone(r.start, r.end);
 			if (!overflow)
 				mon_client.invalidate(mon_client.arg, r.start,
-						      r.end);
+						      r.end, false);
 			lower += r.last;
 		}
 		for (; lower; lower--) {
@@ -569,7 +425,8 @@ mrl_monitor_drain(void)
 	failed = atomic_load_explicit(&mon_failed, memory_order_relaxed);
 	if (failed && !atomic_exchange(&mon_failed_told, true))
 		MON_WARN("the memory monitor failed reading userfaultfd "
-			 "(%s); cached registrations are no longer watched\n",
+			 "(%s) and stopped; cached registrations are now kept "
+			 "only while in use\n",
 			 strerror(failed));
 }
 
@@ -579,59 +436,108 @@ mrl_monitor_tid(void)
 	return atomic_load(&mon_tid);
 }
 
-/* ---- start, fork --------------------------------------------------------- */
+int
+mrl_monitor_closer_tid(void)
+{
+	return atomic_load(&mon_closer_tid);
+}
 
-/* A child has the descriptor but not the task: it forgets both (its VMAs
- * carry no watch, UFFD_FEATURE_EVENT_FORK being off), and the ranges the
- * parent had still to apply (the child's cache forgot the parent's
- * registrations, and its barrier is down). */
+/* ---- descriptors, fork ----------------------------------------------------
+ */
+
+/* Close *fd if open (mon_fd_lock held). */
+static void
+mon_close_locked(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Every descriptor the monitor opened, closed. */
+static void
+mon_close_all(void)
+{
+	int maps;
+
+	pthread_mutex_lock(&mon_fd_lock);
+	if (mon_uffd_closed)
+		mon_uffd = -1;
+	mon_close_locked(&mon_uffd);
+	mon_close_locked(&mon_stop_fd);
+	mon_close_locked(&mon_notify_fd);
+	maps = atomic_exchange_explicit(&mon_maps_fd, -1, memory_order_relaxed);
+	mon_close_locked(&maps);
+	mon_uffd_closed = false;
+	pthread_mutex_unlock(&mon_fd_lock);
+}
+
+/* Forget every watched range (the registrations went with the
+ * descriptor). */
+static void
+mon_watch_forget_locked(void)
+{
+	mon_nwatch = 0;
+	atomic_store_explicit(&mon_nwatch_seen, 0, memory_order_relaxed);
+}
+
+static void
+mon_fork_prepare(void)
+{
+	pthread_mutex_lock(&mon_fd_lock);
+}
+
+static void
+mon_fork_parent(void)
+{
+	pthread_mutex_unlock(&mon_fd_lock);
+}
+
+/* A child has the descriptors but no task: it closes them all (its VMAs
+ * carry no watch, UFFD_FEATURE_EVENT_FORK being off) and forgets the ranges
+ * the parent had still to apply (the child's cache forgot the parent's
+ * registrations, and its barrier is down). Its only thread runs this. */
 static void
 mon_fork_child(void)
 {
-	int fd;
-
-	if (mon_uffd >= 0)
-		close(mon_uffd);
-	mon_uffd = -1;
-	if (mon_stop_fd >= 0)
-		close(mon_stop_fd);
-	/* It names the parent's maps. */
-	fd = atomic_exchange_explicit(&mon_maps_fd, -1, memory_order_relaxed);
-	if (fd >= 0)
-		close(fd);
+	pthread_mutex_init(&mon_fd_lock, NULL);
+	pthread_mutex_init(&mon_lock, NULL);
+	pthread_mutex_init(&mon_drain_lock, NULL);
+	pthread_mutex_init(&mon_watch_lock, NULL);
+	mon_close_all();
+	mon_watch_forget_locked();
 	atomic_store_explicit(&mon_fd, -1, memory_order_relaxed);
-	mon_stop_fd = -1;
 	mon_tried = false;
 	mon_started = false;
+	mon_closer_started = false;
+	atomic_store(&mon_notify, false);
 	atomic_store(&mon_tid, 0);
+	atomic_store(&mon_closer_tid, 0);
 	atomic_store(&mon_ready, false);
 	atomic_store(&mon_failed, 0);
 	atomic_store(&mon_failed_told, false);
 	atomic_store(&mon_head, 0);
 	atomic_store(&mon_tail, 0);
 	atomic_store(&mon_overflow, 0);
-#ifdef MRL_MONITOR_RAW_TASK
-	if (mon_stack)
-		munmap(mon_stack, mon_stack_len);
-	mon_stack = NULL;
-#endif
-	pthread_mutex_init(&mon_lock, NULL);
-	pthread_mutex_init(&mon_drain_lock, NULL);
 }
 
 static void
 mon_fork_install(void)
 {
-	pthread_atfork(NULL, NULL, mon_fork_child);
+	if (pthread_atfork(mon_fork_prepare, mon_fork_parent, mon_fork_child))
+		MON_WARN("cannot watch for fork: a child may keep the "
+			 "monitor's descriptors\n");
 }
 
+/* The userfaultfd, recorded in mon_uffd. */
 static int
 mon_open(void)
 {
 	struct uffdio_api api = {.api = UFFD_API,
 				 .features = MRL_MONITOR_EVENTS};
-	int fd;
+	int fd, err;
 
+	pthread_mutex_lock(&mon_fd_lock);
 	fd = (int) syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 && errno == EPERM)
 		/* vm.unprivileged_userfaultfd=0: user-mode faults only, which
@@ -639,12 +545,15 @@ mon_open(void)
 		fd = (int) syscall(SYS_userfaultfd,
 				   O_CLOEXEC | O_NONBLOCK |
 					   UFFD_USER_MODE_ONLY);
+	err = errno;
+	mon_uffd = fd;
+	pthread_mutex_unlock(&mon_fd_lock);
 	if (fd < 0) {
 		MON_WARN("userfaultfd unavailable (%s%s); no memory monitor\n",
-			 strerror(errno),
-			 errno == ENOSYS ? ": kernel or seccomp" :
-			 errno == EPERM	 ? ": privilege" :
-					   "");
+			 strerror(err),
+			 err == ENOSYS ? ": kernel or seccomp" :
+			 err == EPERM  ? ": privilege" :
+					 "");
 		return -FI_ENOSYS;
 	}
 	if (ioctl(fd, UFFDIO_API, &api) ||
@@ -652,10 +561,33 @@ mon_open(void)
 		MON_WARN("userfaultfd lacks unmap/remove/remap events (%s); no "
 			 "memory monitor\n",
 			 strerror(errno));
-		close(fd);
 		return -FI_ENOSYS;
 	}
-	return fd;
+	return 0;
+}
+
+/* The two eventfds and /proc/self/maps, recorded. */
+static int
+mon_open_aux(void)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&mon_fd_lock);
+	mon_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	mon_notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (mon_stop_fd < 0 || mon_notify_fd < 0)
+		ret = -FI_ENOMEM;
+	else
+		atomic_store_explicit(
+			&mon_maps_fd,
+			open("/proc/self/maps", O_RDONLY | O_CLOEXEC),
+			memory_order_relaxed);
+	pthread_mutex_unlock(&mon_fd_lock);
+	if (ret)
+		MON_WARN("cannot create the memory monitor's eventfds: %s; "
+			 "no memory monitor\n",
+			 strerror(errno));
+	return ret;
 }
 
 /* Write-protect registration of anonymous memory (Linux 5.7) is what keeps
@@ -693,7 +625,7 @@ int
 mrl_monitor_start(const struct fi_provider *prov,
 		  const struct mrl_monitor_client *client)
 {
-	int fd, maps, ret;
+	int ret;
 
 	if (atomic_load_explicit(&mon_fd, memory_order_acquire) >= 0)
 		return 0;
@@ -711,47 +643,35 @@ mrl_monitor_start(const struct fi_provider *prov,
 	mon_prov = prov;
 	mon_client = *client;
 
-	fd = mon_open();
-	if (fd < 0) {
-		ret = fd;
-		goto err_unlock;
-	}
-	ret = mon_probe_wp(fd);
+	ret = mon_open();
+	if (!ret)
+		ret = mon_probe_wp(mon_uffd);
+	if (!ret)
+		ret = mon_open_aux();
 	if (ret)
 		goto err_close;
-	mon_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (mon_stop_fd < 0) {
-		ret = -FI_ENOMEM;
-		goto err_close;
-	}
-	atomic_store_explicit(&mon_maps_fd,
-			      open("/proc/self/maps", O_RDONLY | O_CLOEXEC),
-			      memory_order_relaxed);
+	atomic_store(&mon_failed, 0);
+	atomic_store(&mon_failed_told, false);
+	atomic_store(&mon_ready, false);
 	/* Published first: the task clears it if it fails at once. */
-	atomic_store_explicit(&mon_fd, fd, memory_order_release);
-	ret = mon_task_spawn(fd);
+	atomic_store_explicit(&mon_fd, mon_uffd, memory_order_release);
+	ret = mon_spawn(&mon_thread, mon_task_main, (void *) (intptr_t) mon_uffd);
 	if (ret) {
 		MON_WARN("cannot start the memory monitor task: %s\n",
 			 strerror(ret));
+		atomic_store_explicit(&mon_fd, -1, memory_order_relaxed);
 		ret = -FI_ENOMEM;
-		goto err_maps;
+		goto err_close;
 	}
-	mon_task_wait_ready();
-	mon_uffd = fd;
+	/* It waits for nothing before it is ready. */
+	while (!atomic_load_explicit(&mon_ready, memory_order_acquire))
+		sched_yield();
 	mon_started = true;
 	pthread_mutex_unlock(&mon_lock);
 	return 0;
 
-err_maps:
-	atomic_store_explicit(&mon_fd, -1, memory_order_relaxed);
-	maps = atomic_exchange(&mon_maps_fd, -1);
-	if (maps >= 0)
-		close(maps);
-	close(mon_stop_fd);
-	mon_stop_fd = -1;
 err_close:
-	close(fd);
-err_unlock:
+	mon_close_all();
 	pthread_mutex_unlock(&mon_lock);
 	return ret;
 }
@@ -761,6 +681,9 @@ mrl_monitor_running(void)
 {
 	return atomic_load_explicit(&mon_fd, memory_order_acquire) >= 0;
 }
+
+/* ---- watching -------------------------------------------------------------
+ */
 
 static bool
 mon_register(int fd, uintptr_t lo, uintptr_t hi)
@@ -773,73 +696,260 @@ mon_register(int fd, uintptr_t lo, uintptr_t hi)
 	return ioctl(fd, UFFDIO_REGISTER, &reg) == 0;
 }
 
-/*
- * Watch every VMA of [lo, hi) whole: registering part of a mapping would
- * split it (one VMA more per entry, and an application's mremap of the
- * whole mapping would then fail with EFAULT). 1: watched; 0: a hole or a
- * VMA userfaultfd refuses; -1: PROCMAP_QUERY unavailable.
- */
-static int
-mon_watch_vmas(int fd, int maps, uintptr_t lo, uintptr_t hi)
+/* Index of the first watched range ending after `at` (mon_nwatch: none). */
+static size_t
+mon_watch_after(uintptr_t at)
 {
-	struct mrl_procmap_query q;
+	size_t lo = 0, hi = mon_nwatch;
 
 	while (lo < hi) {
-		memset(&q, 0, sizeof(q));
-		q.size = sizeof(q);
-		q.query_addr = lo;
-		if (ioctl(maps, MRL_PROCMAP_QUERY, &q))
-			return errno == ENOENT ? 0 : -1;
-		if (q.vma_start > lo || q.vma_end <= lo)
-			return 0;
-		if (!mon_register(fd, (uintptr_t) q.vma_start,
-				  (uintptr_t) q.vma_end))
-			return 0;
-		lo = (uintptr_t) q.vma_end;
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (mon_watches[mid].hi <= at)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	return lo;
+}
+
+/* Record [lo, hi) at index i (it fits between its neighbours). A slot is
+ * kept spare, for mon_watch_gone to split a range without allocating. */
+static bool
+mon_watch_insert(size_t i, uintptr_t lo, uintptr_t hi)
+{
+	if (mon_nwatch + 1 >= mon_watch_cap) {
+		size_t cap = mon_watch_cap ? 2 * mon_watch_cap : 64;
+		struct mon_watch *w =
+			realloc(mon_watches, cap * sizeof(*mon_watches));
+
+		if (!w)
+			return false;
+		mon_watches = w;
+		mon_watch_cap = cap;
+	}
+	memmove(&mon_watches[i + 1], &mon_watches[i],
+		(mon_nwatch - i) * sizeof(*mon_watches));
+	mon_watches[i] = (struct mon_watch){.lo = lo, .hi = hi};
+	mon_nwatch++;
+	atomic_store_explicit(&mon_nwatch_seen, mon_nwatch,
+			      memory_order_release);
+	return true;
+}
+
+static void
+mon_watch_remove(size_t i)
+{
+	memmove(&mon_watches[i], &mon_watches[i + 1],
+		(mon_nwatch - i - 1) * sizeof(*mon_watches));
+	mon_nwatch--;
+	atomic_store_explicit(&mon_nwatch_seen, mon_nwatch,
+			      memory_order_release);
+}
+
+/*
+ * A mapping went (munmap, mremap, mmap over it): the kernel dropped its
+ * registration, so the table forgets [start, end), or a new mapping at the
+ * same addresses would be taken as watched. Cutting a range in two takes
+ * the spare slot; without one the part above is forgotten too (the table
+ * may name less than is registered, never more: a later watch registers
+ * it again). Allocates nothing.
+ */
+static void
+mon_watch_gone(uintptr_t start, uintptr_t end)
+{
+	struct mon_watch *w;
+	size_t i;
+
+	if (!atomic_load_explicit(&mon_nwatch_seen, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&mon_watch_lock);
+	for (i = mon_watch_after(start);
+	     i < mon_nwatch && mon_watches[i].lo < end;) {
+		w = &mon_watches[i];
+		if (w->lo < start && end < w->hi && mon_nwatch < mon_watch_cap) {
+			memmove(w + 1, w, (mon_nwatch - i) * sizeof(*w));
+			mon_nwatch++;
+			w[0].hi = start;
+			w[1].lo = end;
+			break;
+		}
+		if (w->lo < start) {
+			w->hi = start;
+			i++;
+		} else if (end < w->hi) {
+			w->lo = end;
+			i++;
+		} else {
+			mon_watch_remove(i);
+		}
+	}
+	atomic_store_explicit(&mon_nwatch_seen, mon_nwatch,
+			      memory_order_release);
+	pthread_mutex_unlock(&mon_watch_lock);
+}
+
+/* Register and record [lo, hi), or nothing. */
+static bool
+mon_watch_add(int fd, size_t i, uintptr_t lo, uintptr_t hi)
+{
+	struct uffdio_range range = {.start = lo, .len = hi - lo};
+
+	if (!mon_register(fd, lo, hi))
+		return false;
+	if (mon_watch_insert(i, lo, hi))
+		return true;
+	ioctl(fd, UFFDIO_UNREGISTER, &range);
+	return false;
+}
+
+/*
+ * Watch the VMA around `at` whole, as far as the gap between the watched
+ * ranges around it (gap_lo <= at < gap_hi) goes: registering part of a
+ * mapping would split it (one VMA more per entry, and an application's
+ * mremap of the whole mapping would then fail with EFAULT). 1: watched up
+ * to *next; 0: a hole or a VMA userfaultfd refuses; -1: PROCMAP_QUERY
+ * unavailable.
+ */
+static int
+mon_watch_vma(int fd, int maps, size_t i, uintptr_t at, uintptr_t gap_lo,
+	      uintptr_t gap_hi, uintptr_t *next)
+{
+	struct mrl_procmap_query q;
+	uintptr_t lo, hi;
+
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_addr = at;
+	if (ioctl(maps, MRL_PROCMAP_QUERY, &q))
+		return errno == ENOENT ? 0 : -1;
+	if (q.vma_start > at || q.vma_end <= at)
+		return 0;
+	lo = (uintptr_t) q.vma_start > gap_lo ? (uintptr_t) q.vma_start :
+						gap_lo;
+	hi = (uintptr_t) q.vma_end < gap_hi ? (uintptr_t) q.vma_end : gap_hi;
+	if (!mon_watch_add(fd, i, lo, hi))
+		return 0;
+	*next = hi;
 	return 1;
+}
+
+/* Without PROCMAP_QUERY: the largest aligned block around [at, hi) in the
+ * gap that userfaultfd accepts; halving it near a mapping it refuses keeps
+ * the registered pieces of a region few and mergeable instead of one per
+ * entry. */
+static bool
+mon_watch_block(int fd, size_t i, uintptr_t at, uintptr_t hi, uintptr_t gap_lo,
+		uintptr_t gap_hi, uintptr_t page, uintptr_t *next)
+{
+	for (uintptr_t align = MRL_MONITOR_BLOCK; align >= page; align >>= 1) {
+		uintptr_t blo = at & ~(align - 1),
+			  bhi = (hi + align - 1) & ~(align - 1);
+
+		if (bhi < hi)
+			continue; /* wrapped */
+		blo = blo > gap_lo ? blo : gap_lo;
+		bhi = bhi < gap_hi ? bhi : gap_hi;
+		if (mon_watch_add(fd, i, blo, bhi)) {
+			*next = bhi;
+			return true;
+		}
+	}
+	return false;
 }
 
 bool
 mrl_monitor_watch(uintptr_t lo, uintptr_t hi)
 {
-	int fd = atomic_load_explicit(&mon_fd, memory_order_acquire);
-	int maps = atomic_load_explicit(&mon_maps_fd, memory_order_relaxed);
 	uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
-	uintptr_t align, blo, bhi;
-	bool ok = false;
-	int ret;
+	uintptr_t at, gap_lo, gap_hi;
+	bool ok = true, blocks = false;
+	int fd, maps, ret;
+	size_t i;
 
-	if (fd < 0 || hi <= lo)
-		return false;
 	/* Registrations and msync take whole pages (a based entry need not
 	 * start on one). */
 	lo &= ~(page - 1);
 	hi = (hi + page - 1) & ~(page - 1);
-	if (!hi)
+	if (hi <= lo)
 		return false;
-	if (maps >= 0) {
-		ret = mon_watch_vmas(fd, maps, lo, hi);
-		if (ret >= 0)
-			return ret == 1;
-		/* An older kernel: blocks from now on. */
-		if (atomic_compare_exchange_strong(&mon_maps_fd, &maps, -1))
-			close(maps);
+	pthread_mutex_lock(&mon_watch_lock);
+	fd = atomic_load_explicit(&mon_fd, memory_order_acquire);
+	for (at = lo; ok && fd >= 0 && at < hi;) {
+		i = mon_watch_after(at);
+		if (i < mon_nwatch && mon_watches[i].lo <= at) {
+			at = mon_watches[i].hi;
+			continue;
+		}
+		gap_lo = i ? mon_watches[i - 1].hi : 0;
+		gap_hi = i < mon_nwatch ? mon_watches[i].lo : UINTPTR_MAX;
+		maps = atomic_load_explicit(&mon_maps_fd, memory_order_relaxed);
+		ret = maps >= 0 ? mon_watch_vma(fd, maps, i, at, gap_lo, gap_hi,
+						&at) :
+				  -1;
+		if (ret < 0 && maps >= 0) {
+			/* An older kernel: blocks from now on. */
+			pthread_mutex_lock(&mon_fd_lock);
+			if (atomic_compare_exchange_strong(&mon_maps_fd, &maps,
+							   -1))
+				close(maps);
+			pthread_mutex_unlock(&mon_fd_lock);
+		}
+		if (ret < 0) {
+			blocks = true;
+			ok = mon_watch_block(fd, i, at, hi, gap_lo, gap_hi,
+					     page, &at);
+		} else {
+			ok = ret == 1;
+		}
 	}
-	/* The largest aligned block that userfaultfd accepts: halving it
-	 * near a mapping it refuses keeps the registered pieces of a region
-	 * few and mergeable instead of one per entry. */
-	for (align = MRL_MONITOR_BLOCK;
-	     !ok && align > (hi - lo) / 2 && align >= page; align >>= 1) {
-		blo = lo & ~(align - 1);
-		bhi = (hi + align - 1) & ~(align - 1);
-		ok = bhi >= hi && mon_register(fd, blo, bhi);
+	pthread_mutex_unlock(&mon_watch_lock);
+	/* A hole in a block is accepted by the registration and watched by
+	 * nothing: msync(MS_ASYNC) fails with ENOMEM unless every page is
+	 * mapped. */
+	if (ok && blocks)
+		ok = msync((void *) lo, hi - lo, MS_ASYNC) == 0;
+	return ok && fd >= 0;
+}
+
+void
+mrl_monitor_release(uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	struct uffdio_range range;
+	size_t i;
+	int fd;
+
+	if (!atomic_load_explicit(&mon_nwatch_seen, memory_order_acquire) ||
+	    !mon_client.in_use)
+		return;
+	lo &= ~(page - 1);
+	hi = (hi + page - 1) & ~(page - 1);
+	if (hi <= lo)
+		return;
+	pthread_mutex_lock(&mon_watch_lock);
+	fd = atomic_load_explicit(&mon_fd, memory_order_acquire);
+	for (i = mon_watch_after(lo); i < mon_nwatch && mon_watches[i].lo < hi;) {
+		if (mon_client.in_use(mon_client.arg, mon_watches[i].lo,
+				      mon_watches[i].hi)) {
+			i++;
+			continue;
+		}
+		/* Gone already if the mapping went (the kernel dropped it), or
+		 * if the task left (it released the descriptor). */
+		range.start = mon_watches[i].lo;
+		range.len = mon_watches[i].hi - mon_watches[i].lo;
+		if (fd >= 0)
+			ioctl(fd, UFFDIO_UNREGISTER, &range);
+		mon_watch_remove(i);
 	}
-	if (!ok && !mon_register(fd, lo, hi))
-		return false;
-	/* A hole is accepted by the registration and watched by nothing:
-	 * msync(MS_ASYNC) fails with ENOMEM unless every page is mapped. */
-	return msync((void *) lo, hi - lo, MS_ASYNC) == 0;
+	pthread_mutex_unlock(&mon_watch_lock);
+}
+
+size_t
+mrl_monitor_watched(void)
+{
+	return atomic_load_explicit(&mon_nwatch_seen, memory_order_acquire);
 }
 
 uint64_t
@@ -855,28 +965,27 @@ mrl_monitor_stop(void)
 
 	pthread_mutex_lock(&mon_lock);
 	if (mon_started) {
-		/* The task always serves its stop request (an eventfd write
-		 * fails only on counter overflow). */
-		if (write(mon_stop_fd, &one, sizeof(one)) == sizeof(one))
-			mon_task_wait();
-		atomic_store_explicit(&mon_fd, -1, memory_order_release);
-		/* The last descriptor (a task sharing the table closed it):
-		 * closing releases every watch and wakes any thread waiting on
-		 * it; only then may the task's stack go, which may lie in a
-		 * watched mapping. */
-		if (!mon_task_shares_files())
-			close(mon_uffd);
-		mon_uffd = -1;
-#ifdef MRL_MONITOR_RAW_TASK
-		if (mon_stack)
-			munmap(mon_stack, mon_stack_len);
-		mon_stack = NULL;
-#endif
-		close(mon_stop_fd);
-		mon_stop_fd = -1;
+		/* Wakes the task and the closer alike (neither reads it). An
+		 * eventfd write fails only on counter overflow. */
+		if (write(mon_stop_fd, &one, sizeof(one)) != sizeof(one))
+			MON_WARN("cannot signal the memory monitor to stop\n");
+		pthread_join(mon_thread, NULL);
+		atomic_store(&mon_tid, 0);
+		if (mon_closer_started) {
+			pthread_join(mon_closer_thread, NULL);
+			atomic_store(&mon_closer_tid, 0);
+			atomic_store(&mon_notify, false);
+			mon_closer_started = false;
+		}
+		pthread_mutex_lock(&mon_watch_lock);
+		mon_watch_forget_locked();
+		pthread_mutex_unlock(&mon_watch_lock);
+		mon_close_all();
 		mon_started = false;
 	}
+	mon_tried = false;
 	pthread_mutex_unlock(&mon_lock);
-	/* What the task read before it stopped: the barrier comes down. */
+	/* What the task read before it left, and its overflow: everything
+	 * kept because it was watched goes. */
 	mrl_monitor_drain();
 }

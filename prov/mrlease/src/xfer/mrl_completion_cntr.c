@@ -15,6 +15,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
+#include "mrl_lease.h"
 #include "mrl_xfer.h"
 #include "mrl_xfer_state.h"
 
@@ -71,10 +72,16 @@ mrl_xcntr_of(struct fid_cntr *cntr_fid)
 	return mrl_cntr_of(cntr_fid)->ext;
 }
 
+/* A counter read or wait: a call into the domain, so what the monitor
+ * dropped there closes (mrl_cache_domain_settle), then the internal CQs of
+ * its counters-only endpoints are drained. */
 static void
 mrl_xcntr_progress(struct mrl_xcntr *c)
 {
-	if (!c || !atomic_load_explicit(&c->neps, memory_order_relaxed))
+	if (!c)
+		return;
+	mrl_cache_domain_settle(c->cache);
+	if (!atomic_load_explicit(&c->neps, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->neps; i++)
@@ -136,6 +143,7 @@ mrl_xfer_cntr_open(struct mrl_cntr *cntr)
 		return -ret;
 	}
 	atomic_init(&c->neps, 0);
+	c->cache = mrl_lease_domain_of(cntr->domain)->cache_domain;
 	cntr->ext = c;
 	cntr->cntr.ops = &mrl_xfer_cntr_ops;
 	return 0;

@@ -22,6 +22,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
+#include "mrl_lease.h"
 #include "mrl_xfer.h"
 #include "mrl_xfer_inline.h"
 
@@ -156,6 +157,8 @@ mrl_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n, fi_addr_t *src_addr,
 	struct fi_cq_entry *e = buf;
 	struct mrl_op *op;
 
+	/* A call into the domain: what the monitor dropped there closes. */
+	mrl_cache_domain_settle(((struct mrl_xcq *) cq->ext)->cache);
 	if (n < 1)
 		return n;
 	if (n > 1)
@@ -402,6 +405,7 @@ mrl_xcq_readerr_in(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 	if (guarded)
 		mrl_cq_guard_enter(mrl_cq_guard_of(cq));
 	n = mrl_cq_ops.readerr(cq_fid, buf, flags);
+	mrl_cache_domain_settle(((struct mrl_xcq *) cq->ext)->cache);
 	if (n > 0) {
 		op = mrl_op_of_context(buf->op_context, cq->domain);
 		if (op)
@@ -928,6 +932,7 @@ mrl_xfer_cq_open(struct mrl_cq *cq)
 	own->wait_fd = -1;
 	atomic_init(&own->signal_fd, -1);
 	xcq->entry_size = mrl_cq_entry_size(cq->format);
+	xcq->cache = mrl_lease_domain_of(cq->domain)->cache_domain;
 	atomic_init(&xcq->guarded, false);
 	atomic_init(&xcq->signals, 0);
 	atomic_init(&xcq->guard.word, 0);
