@@ -99,9 +99,10 @@
  * lookup may return an entry of the range going away. The monitor raises the
  * process-wide barrier (mrl_cache_barrier) before each read and it stays up
  * until the ranges read are invalidated; the hit path tests it with one load
- * and goes out of line while it is up, and every out-of-line lookup, outside
- * any lock and read section, calls the barrier's helper (the monitor's
- * drain, which applies the ranges) until it is down.
+ * and goes out of line while it is up, and every out-of-line lookup and
+ * every settle (mrl_cache_domain_settle: a completion read, an MR call),
+ * outside any lock and read section, calls the barrier's helper (the
+ * monitor's drain, which applies the ranges) until it is down.
  *
  * Retention. A registrar may say, per miss, that the range is not watched
  * (struct mrl_registrar.watch): such a registration is handed to the caller

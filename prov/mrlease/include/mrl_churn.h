@@ -19,6 +19,11 @@
  * once per 16 * passes + 1 rounds, and memory that settles is cached after
  * at most that many per-operation registrations.
  *
+ * What is noted: only ranges the kernel reported, never the "everything" of
+ * an overflow, a stop or a failure (which would make every miss pass). A
+ * forked child forgets every range (the parent's unmaps say nothing of the
+ * child's memory).
+ *
  * Rules. mrl_churn_note() is called by one thread at a time, the one
  * applying the monitor's events (mrl_monitor_drain, under its drain lock,
  * with the barrier up): it allocates nothing and takes no lock (a fixed

@@ -75,7 +75,7 @@
  * A task that can no longer poll or read its descriptor does what stop does
  * and exits (it never spins, and no unmapper stays blocked); the next drain
  * reports it once with FI_WARN; nothing is watched from then on and no
- * start is tried again until a stop. After fork the child has no monitor: it
+ * start is tried again in the process. After fork the child has no monitor: it
  * closes every descriptor inherited from the parent's (each is recorded
  * under a lock that fork takes, so none can escape) and starts its own when
  * asked.
@@ -111,7 +111,8 @@ struct mrl_monitor_client {
 
 /* Start the monitor (idempotent). 0 when it runs; a -FI_E* code, with one
  * FI_WARN saying why, when userfaultfd is unavailable (kernel, privilege,
- * seccomp). A failed start or a failed task is not retried before a stop. */
+ * seccomp). A failed start is not retried before a stop, a failed task
+ * never. */
 int mrl_monitor_start(const struct fi_provider *prov,
 		      const struct mrl_monitor_client *client);
 

@@ -983,7 +983,9 @@ mrl_monitor_stop(void)
 		mon_close_all();
 		mon_started = false;
 	}
-	mon_tried = false;
+	/* A later start works as the first, unless the task failed: what
+	 * made it fail (a seccomp filter, a limit) is still there. */
+	mon_tried = atomic_load(&mon_failed) != 0;
 	pthread_mutex_unlock(&mon_lock);
 	/* What the task read before it left, and its overflow: everything
 	 * kept because it was watched goes. */
