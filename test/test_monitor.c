@@ -97,18 +97,18 @@ static const struct mrl_monitor_client client = {
 
 /* ---- a registrar that watches, with hooks into reg and close ------------ */
 
-static void (*reg_hook)(void); /* run inside the next reg() */
-static void *close_hook_mr; /* close of this handle runs close_hook */
-static void (*close_hook)(void);
+/* Set by the test's thread, read by any thread's reg() or close(). */
+static void (*_Atomic reg_hook)(void); /* run inside the next reg() */
+static _Atomic(void *) close_hook_mr; /* its close runs close_hook */
+static void (*_Atomic close_hook)(void);
 static atomic_int close_hook_tid;
 
 static int
 watch_reg(void *ctx, const void *addr, size_t len, uint64_t access,
 	  uint64_t key, void **mr, void **desc)
 {
-	void (*hook)(void) = reg_hook;
+	void (*hook)(void) = atomic_exchange(&reg_hook, NULL);
 
-	reg_hook = NULL;
 	if (hook)
 		hook();
 	return creg_registrar.reg(ctx, addr, len, access, key, mr, desc);
@@ -117,9 +117,11 @@ watch_reg(void *ctx, const void *addr, size_t len, uint64_t access,
 static int
 watch_close(void *ctx, void *mr)
 {
-	if (mr == close_hook_mr && close_hook) {
+	void (*hook)(void) = atomic_load(&close_hook);
+
+	if (mr == atomic_load(&close_hook_mr) && hook) {
 		atomic_store(&close_hook_tid, (int) syscall(SYS_gettid));
-		close_hook();
+		hook();
 	}
 	return creg_registrar.close(ctx, mr);
 }

@@ -68,8 +68,9 @@ struct mrl_procmap_query {
  * fork, so a child knows every descriptor it inherited; nothing else is
  * done under it. mon_drain_lock serialises drains (application threads
  * only). mon_watch_lock protects the watch table and orders the
- * registrations with it; the client's in_use is called under it. The task
- * takes none of them.
+ * registrations with it; the client's in_use is called under it, and
+ * nothing allocates under it (mon_watch_grow). The task takes none of
+ * them.
  */
 static pthread_mutex_t mon_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t mon_fd_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -713,28 +714,56 @@ mon_watch_after(uintptr_t at)
 	return lo;
 }
 
-/* Record [lo, hi) at index i (it fits between its neighbours). A slot is
- * kept spare, for mon_watch_gone to split a range without allocating. */
+/* Whether the table has room for one more range and the spare slot that
+ * mon_watch_gone may take to split one. */
 static bool
-mon_watch_insert(size_t i, uintptr_t lo, uintptr_t hi)
+mon_watch_room(void)
 {
-	if (mon_nwatch + 1 >= mon_watch_cap) {
-		size_t cap = mon_watch_cap ? 2 * mon_watch_cap : 64;
-		struct mon_watch *w =
-			realloc(mon_watches, cap * sizeof(*mon_watches));
+	return mon_nwatch + 2 <= mon_watch_cap;
+}
 
-		if (!w)
-			return false;
+/* Make room, with mon_watch_lock NOT held: an allocator may call the
+ * extension's invalidate with its own lock held, which closes
+ * registrations and so waits for mon_watch_lock (mrl_monitor_release);
+ * allocating under that lock could wait for the allocator's. */
+static bool
+mon_watch_grow(void)
+{
+	size_t cap, n;
+	struct mon_watch *w, *old;
+
+	pthread_mutex_lock(&mon_watch_lock);
+	cap = mon_watch_cap ? 2 * mon_watch_cap : 64;
+	pthread_mutex_unlock(&mon_watch_lock);
+	w = malloc(cap * sizeof(*w));
+	if (!w)
+		return false;
+	pthread_mutex_lock(&mon_watch_lock);
+	old = w;
+	if (mon_watch_cap < cap) {
+		n = mon_nwatch;
+		if (n)
+			memcpy(w, mon_watches, n * sizeof(*w));
+		old = mon_watches;
 		mon_watches = w;
 		mon_watch_cap = cap;
 	}
+	pthread_mutex_unlock(&mon_watch_lock);
+	free(old);
+	return true;
+}
+
+/* Record [lo, hi) at index i (it fits between its neighbours; there is
+ * room). */
+static void
+mon_watch_insert(size_t i, uintptr_t lo, uintptr_t hi)
+{
 	memmove(&mon_watches[i + 1], &mon_watches[i],
 		(mon_nwatch - i) * sizeof(*mon_watches));
 	mon_watches[i] = (struct mon_watch){.lo = lo, .hi = hi};
 	mon_nwatch++;
 	atomic_store_explicit(&mon_nwatch_seen, mon_nwatch,
 			      memory_order_release);
-	return true;
 }
 
 static void
@@ -793,14 +822,10 @@ mon_watch_gone(uintptr_t start, uintptr_t end)
 static bool
 mon_watch_add(int fd, size_t i, uintptr_t lo, uintptr_t hi)
 {
-	struct uffdio_range range = {.start = lo, .len = hi - lo};
-
 	if (!mon_register(fd, lo, hi))
 		return false;
-	if (mon_watch_insert(i, lo, hi))
-		return true;
-	ioctl(fd, UFFDIO_UNREGISTER, &range);
-	return false;
+	mon_watch_insert(i, lo, hi);
+	return true;
 }
 
 /*
@@ -879,6 +904,15 @@ mrl_monitor_watch(uintptr_t lo, uintptr_t hi)
 		i = mon_watch_after(at);
 		if (i < mon_nwatch && mon_watches[i].lo <= at) {
 			at = mon_watches[i].hi;
+			continue;
+		}
+		if (!mon_watch_room()) {
+			/* The table may change meanwhile: look again. */
+			pthread_mutex_unlock(&mon_watch_lock);
+			ok = mon_watch_grow();
+			pthread_mutex_lock(&mon_watch_lock);
+			fd = atomic_load_explicit(&mon_fd,
+						  memory_order_acquire);
 			continue;
 		}
 		gap_lo = i ? mon_watches[i - 1].hi : 0;
