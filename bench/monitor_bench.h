@@ -14,17 +14,9 @@
 #include "bench_util.h"
 
 /* The configurations: FI_MRLEASE_PINNING and FI_MRLEASE_MONITOR of each.
- * MODE_OFFMT is MODE_OFF with an idle second pthread; MODE_MONPT is MODE_MON
- * with the monitor's task a pthread (FI_MRLEASE_MONITOR_TASK). */
-enum {
-	MODE_MON,
-	MODE_PEROP,
-	MODE_OFF,
-	MODE_WATCH,
-	MODE_OFFMT,
-	MODE_MONPT,
-	NMODES
-};
+ * MODE_OFFMT is MODE_OFF with an idle second pthread: as many threads as
+ * MODE_MON, whose monitor task is a pthread. */
+enum { MODE_MON, MODE_PEROP, MODE_OFF, MODE_WATCH, MODE_OFFMT, NMODES };
 extern const char *const mb_mode_names[NMODES];
 extern const char *const mb_mode_pinning[NMODES];
 extern const char *const mb_mode_monitor[NMODES];

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -54,10 +55,6 @@ child_env(int mode)
 	else
 		unsetenv("FI_MRLEASE_MONITOR_CHURN");
 	unsetenv("FI_MRLEASE_STATS");
-	/* What an unprivileged process gets by default (the benchmark may
-	 * run as root, which gets a pthread); monpt's is a pthread. */
-	setenv("FI_MRLEASE_MONITOR_TASK",
-	       mode == MODE_MONPT ? "pthread" : "clone", 1);
 }
 
 struct child {
@@ -65,6 +62,7 @@ struct child {
 	char *dst;
 	struct fid_mr *dst_mr;
 	struct fi_context2 ctx;
+	bool monitored; /* the configuration runs the monitor */
 };
 
 static int
@@ -169,8 +167,26 @@ query(struct child *c, struct fi_mrlease_stats *st)
 	c->pair.mrl->query_stats(NULL, st, sizeof(*st));
 }
 
+/* The threads of this process (the monitor's task among them), from
+ * /proc/self/task; -1 when it cannot be read. */
+static int
+thread_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
 /* What the configuration did per timed iteration, from the cache's
- * counters (the end of an answer line). */
+ * counters, and the process's threads (the end of an answer line). */
 static void
 print_counts(const struct fi_mrlease_stats *a, const struct fi_mrlease_stats *b,
 	     long iters)
@@ -178,13 +194,15 @@ print_counts(const struct fi_mrlease_stats *a, const struct fi_mrlease_stats *b,
 	double n = iters > 0 ? (double) iters : 1;
 
 	printf(" regs %.3f events %.3f invalidations %.3f not_retained %.3f "
-	       "deferred %.3f\n",
+	       "deferred %.3f deregs %.3f threads %d\n",
 	       (double) (b->registrations - a->registrations) / n,
 	       (double) (b->monitor_events - a->monitor_events) / n,
 	       (double) (b->monitor_invalidations - a->monitor_invalidations) /
 		       n,
 	       (double) (b->not_retained - a->not_retained) / n,
-	       (double) (b->deferred_closes - a->deferred_closes) / n);
+	       (double) (b->deferred_closes - a->deferred_closes) / n,
+	       (double) (b->deregistrations - a->deregistrations) / n,
+	       thread_count());
 }
 
 /*
@@ -339,6 +357,140 @@ out:
 	for (int k = 0; k < 3; k++)
 		free(ns[k]);
 	munmap((void *) a, 2 * BLOCK);
+	return ret;
+}
+
+/*
+ * Call into the domain through the hook, as an application's progress loop
+ * does: a CQ read, which applies what the monitor read and closes the
+ * registrations its invalidations dropped (on a domain that is not
+ * FI_THREAD_SAFE, the only way they close). Nothing is pending: the
+ * answer is -FI_EAGAIN.
+ */
+static void
+call_domain(struct child *c)
+{
+	struct fi_cq_tagged_entry e;
+
+	(void) fi_cq_read(c->pair.cq, &e, 1);
+}
+
+/*
+ * Whether the deregistrations counted pass `before` by the time this
+ * returns, after one call into the domain (call_domain). On an
+ * FI_THREAD_SAFE domain a helper thread closes them instead, soon after
+ * the monitor reported the batch: wait for it, up to 200 ms. Untimed.
+ */
+static bool
+closed_since(struct child *c, uint64_t before)
+{
+	bool safe = c->pair.info->domain_attr->threading == FI_THREAD_SAFE;
+	struct fi_mrlease_stats st;
+	double t0 = bu_now_s();
+
+	call_domain(c);
+	for (;;) {
+		query(c, &st);
+		if (st.deregistrations > before)
+			return true;
+		if (!safe || !c->monitored || bu_now_s() - t0 > 0.2)
+			return false;
+		usleep(100);
+	}
+}
+
+/*
+ * One released iteration at block a (see the header): the block mapped and
+ * its first page written (watch: the entry cached, the block watched); that
+ * page dropped (how 0: unmapped; 1: purged with MADV_DONTNEED, as an
+ * allocator gives memory back; watch: an event, which retires the entry);
+ * a call into the domain closes the dropped registration, the mapping's
+ * last entry, so the hook releases the watch; then munmap of a page in the
+ * middle of the block, timed (*ns): in watch a mapping that held an entry
+ * and holds none now, in off one never watched. *closed: whether the
+ * registration had closed before the timed call; *events: the monitor
+ * events of the iteration (1 when the watch was released, 3 when not).
+ */
+static int
+released_once(struct child *c, uintptr_t a, char v, int how, double *ns,
+	      bool *closed, uint64_t *events)
+{
+	char *blk = map_at(a, BLOCK, PROT_READ | PROT_WRITE, true);
+	struct fi_mrlease_stats st0, st1;
+
+	if (!blk)
+		return -1;
+	madvise(blk, BLOCK, MADV_NOHUGEPAGE);
+	blk[0] = blk[BLOCK / 2] = v;
+	if (write_wait(c, blk, mb_page))
+		return -1;
+	query(c, &st0);
+	if (how ? madvise(blk, mb_page, MADV_DONTNEED) : munmap(blk, mb_page)) {
+		fprintf(stderr, "monitor_bench child: %s: %s\n",
+			how ? "madvise" : "munmap", strerror(errno));
+		return -1;
+	}
+	*closed = closed_since(c, st0.deregistrations);
+	*ns = munmap_ns(blk + BLOCK / 2, mb_page);
+	if (*ns < 0 || munmap(blk, BLOCK) ||
+	    !map_at(a, BLOCK, PROT_NONE, false))
+		return -1;
+	/* Every event of a watched munmap is read before it returns. */
+	query(c, &st1);
+	*events = st1.monitor_events - st0.monitor_events;
+	return 0;
+}
+
+/* "released N": answers "munmap released NS purged NS" (the medians of the
+ * two ways of dropping the entry, in alternate iterations), "closed F"
+ * (the fraction of iterations whose dropped registration had closed
+ * before the timed munmap), "events E E" (monitor events per iteration of
+ * each way) and the counts per timed iteration. */
+static int
+child_released(struct child *c, long iters)
+{
+	struct fi_mrlease_stats st0, st1;
+	uintptr_t a = reserve(BLOCK);
+	double *ns[2] = {NULL}, t;
+	long got[2] = {0}, closed = 0;
+	uint64_t ev, events[2] = {0};
+	bool cl;
+	int ret = -1;
+
+	if (!a || iters < 2)
+		return -1;
+	for (int k = 0; k < 2; k++)
+		if (!(ns[k] = calloc((size_t) iters, sizeof(double))))
+			goto out;
+	for (long i = 0; i < WARM_ITERS; i++)
+		if (released_once(c, a, (char) i, (int) (i & 1), &t, &cl, &ev))
+			goto out;
+	call_domain(c);
+	query(c, &st0);
+	for (long i = 0; i < iters; i++) {
+		int how = (int) (i & 1);
+
+		if (released_once(c, a, (char) i, how, &ns[how][got[how]], &cl,
+				  &ev))
+			goto out;
+		got[how]++;
+		events[how] += ev;
+		closed += cl;
+	}
+	/* Whatever the last iteration left to apply, before the counts. */
+	call_domain(c);
+	query(c, &st1);
+	printf("munmap released %.1f purged %.1f closed %.3f events %.3f %.3f",
+	       bu_median(ns[0], (int) got[0]), bu_median(ns[1], (int) got[1]),
+	       (double) closed / (double) iters,
+	       (double) events[0] / (double) got[0],
+	       (double) events[1] / (double) got[1]);
+	print_counts(&st0, &st1, iters);
+	ret = 0;
+out:
+	for (int k = 0; k < 2; k++)
+		free(ns[k]);
+	munmap((void *) a, BLOCK);
 	return ret;
 }
 
@@ -529,8 +681,8 @@ mb_serve_main(const char *mode_name)
 	ret = child_open(&c);
 	if (ret)
 		return ret;
-	if ((mode == MODE_MON || mode == MODE_WATCH || mode == MODE_MONPT) &&
-	    !monitor_retains(&c)) {
+	c.monitored = mode == MODE_MON || mode == MODE_WATCH;
+	if (c.monitored && !monitor_retains(&c)) {
 		/* userfaultfd refused (kernel, privilege, seccomp): nothing to
 		 * measure, which is not a failure of the benchmark. */
 		child_close(&c);
@@ -552,6 +704,8 @@ mb_serve_main(const char *mode_name)
 		alarm(timeout);
 		if (sscanf(line, "munmap %ld", &n) == 1)
 			r = child_munmap(&c, n);
+		else if (sscanf(line, "released %ld", &n) == 1)
+			r = child_released(&c, n);
 		else if (sscanf(line, "unmap %zu %lf", &size, &secs) == 2 &&
 			 size >= 1 && size <= MAX_LOOP)
 			r = child_unmap(&c, size, secs);
@@ -587,9 +741,17 @@ mb_serve_main(const char *mode_name)
  * "hit monitor M retained R hits H".
  */
 static void
-hit_invalidate(void *arg, uintptr_t start, uintptr_t end)
+hit_invalidate(void *arg, uintptr_t start, uintptr_t end, bool all)
 {
+	(void) all;
 	mrl_cache_invalidate_deferred(arg, start, end);
+}
+
+static bool
+hit_in_use(void *arg, uintptr_t lo, uintptr_t hi)
+{
+	(void) arg;
+	return mrl_caches_in_use(lo, hi);
 }
 
 static int
@@ -618,6 +780,13 @@ hit_watch(void *ctx, uintptr_t lo, uintptr_t hi)
 	return mrl_monitor_watch(lo, hi);
 }
 
+static void
+hit_released(void *ctx, uintptr_t lo, uintptr_t hi)
+{
+	(void) ctx;
+	mrl_monitor_release(lo, hi);
+}
+
 /* The measured loop, alone in its function so callgrind counts only it
  * (--toggle-collect=hit_loop). */
 static __attribute__((noinline)) int
@@ -639,12 +808,14 @@ mb_hit_main(const char *mode, long n)
 	bool on = !strcmp(mode, "on");
 	struct mrl_registrar registrar = {.reg = hit_reg,
 					  .close = hit_close,
-					  .watch = on ? hit_watch : NULL};
+					  .watch = on ? hit_watch : NULL,
+					  .released = on ? hit_released : NULL};
 	struct mrl_domain_config dcfg = {.registrar = &registrar,
 					 .mr_key_size = 8};
 	struct mrl_cache_config ccfg = {0};
 	struct mrl_monitor_client client = {.barrier = &mrl_cache_barrier,
-					    .invalidate = hit_invalidate};
+					    .invalidate = hit_invalidate,
+					    .in_use = hit_in_use};
 	struct mrl_cache_domain *dom;
 	struct mrl_registration *reg;
 	struct fi_mrlease_stats st;
@@ -678,9 +849,10 @@ mb_hit_main(const char *mode, long n)
 	       st.not_retained == 0 && st.registrations == 1, st.hits);
 	ret = 0;
 out_buf:
-	/* Unwatched before it is unmapped: under valgrind a thread blocked in
-	 * munmap holds valgrind's lock, and the monitor could never read the
-	 * event that munmap waits for. */
+	/* Unwatched before it is unmapped (the domain's close closes the
+	 * entry, which releases its watch; the stop releases every watch):
+	 * under valgrind a thread blocked in munmap holds valgrind's lock, and
+	 * the monitor could never read the event that munmap waits for. */
 	mrl_cache_domain_close(dom);
 	mrl_monitor_stop();
 	munmap((void *) buf, 4 * mb_page);
