@@ -1373,6 +1373,32 @@ test_a_new_mapping_at_an_unmapped_ones_address_is_watched_again(void)
 	mrl_cache_drain(cache);
 }
 
+/* An allocator returns the pages of one buffer and keeps the rest of its
+ * mapping: once that buffer's entry is gone, the rest holds nothing, and
+ * must not stay watched (its later purges would each wait for the
+ * monitor), though the closed registration no longer overlaps it. */
+static void
+test_what_is_left_of_a_partly_unmapped_mapping_is_released(void)
+{
+	uint64_t events;
+	char *p;
+
+	NEED_MONITOR();
+	p = map(8 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(p != NULL);
+	CHECK(touch(p, page) && cached(p, page));
+	CHECK_EQ(1, vma_watched(p + 4 * page));
+	munmap(p, page);
+	settle(p + page); /* applies the event */
+	CHECK(!cached(p, page));
+	CHECK_EQ(0, vma_watched(p + 4 * page));
+	events = mrl_monitor_events();
+	CHECK_EQ(0, madvise(p + 4 * page, page, MADV_DONTNEED));
+	munmap(p + page, 7 * page);
+	CHECK_EQ(events, mrl_monitor_events());
+	mrl_cache_drain(cache);
+}
+
 struct release_race {
 	char *p; /* one mapping, two threads' entries in it */
 	atomic_int go, stop;
@@ -1645,6 +1671,7 @@ main(void)
 	MRLT_RUN(test_a_fork_never_inherits_a_monitor_descriptor);
 	MRLT_RUN(test_a_watch_is_released_when_its_last_entry_closes);
 	MRLT_RUN(test_a_new_mapping_at_an_unmapped_ones_address_is_watched_again);
+	MRLT_RUN(test_what_is_left_of_a_partly_unmapped_mapping_is_released);
 	MRLT_RUN(test_a_release_never_drops_a_watch_a_new_entry_needs);
 	MRLT_RUN(test_a_domain_closes_only_its_own_dropped_registrations);
 	MRLT_RUN(test_explicit_invalidate_composes_with_the_monitor);

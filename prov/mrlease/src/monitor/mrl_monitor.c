@@ -408,11 +408,13 @@ mrl_monitor_drain(void)
 			r = mon_ring[head % MRL_MONITOR_RING];
 			atomic_store_explicit(&mon_head, head + 1,
 					      memory_order_release);
-			if (r.gone)
-				mon_watch_gone(r.start, r.end);
 			if (!overflow)
 				mon_client.invalidate(mon_client.arg, r.start,
 						      r.end, false);
+			/* After the invalidation: what is left of the
+			 * mapping may hold no entry any more. */
+			if (r.gone)
+				mon_watch_gone(r.start, r.end);
 			lower += r.last;
 		}
 		for (; lower; lower--) {
@@ -776,19 +778,45 @@ mon_watch_remove(size_t i)
 			      memory_order_release);
 }
 
+/* Unregister and forget the watched range at index i if nothing in it is
+ * worth watching any more (mon_watch_lock held). Whether it went. */
+static bool
+mon_watch_drop_unused(int fd, size_t i)
+{
+	struct uffdio_range range = {
+		.start = mon_watches[i].lo,
+		.len = mon_watches[i].hi - mon_watches[i].lo,
+	};
+
+	if (mon_client.in_use(mon_client.arg, mon_watches[i].lo,
+			      mon_watches[i].hi))
+		return false;
+	/* Gone already if the mapping went (the kernel dropped it), or if
+	 * the task left (it released the descriptor). */
+	if (fd >= 0)
+		ioctl(fd, UFFDIO_UNREGISTER, &range);
+	mon_watch_remove(i);
+	return true;
+}
+
 /*
  * A mapping went (munmap, mremap, mmap over it): the kernel dropped its
  * registration, so the table forgets [start, end), or a new mapping at the
  * same addresses would be taken as watched. Cutting a range in two takes
  * the spare slot; without one the part above is forgotten too (the table
  * may name less than is registered, never more: a later watch registers
- * it again). Allocates nothing.
+ * it again). What is left of a range cut holds entries the closes of which
+ * will not overlap the range any more: it is released here if nothing in
+ * it is worth watching (the range's entries were invalidated just before).
+ * Allocates nothing.
  */
 static void
 mon_watch_gone(uintptr_t start, uintptr_t end)
 {
+	uintptr_t left = 0, right = 0; /* a piece left of start, right of end */
 	struct mon_watch *w;
 	size_t i;
+	int fd;
 
 	if (!atomic_load_explicit(&mon_nwatch_seen, memory_order_acquire))
 		return;
@@ -801,13 +829,17 @@ mon_watch_gone(uintptr_t start, uintptr_t end)
 			mon_nwatch++;
 			w[0].hi = start;
 			w[1].lo = end;
+			left = w[0].lo;
+			right = end;
 			break;
 		}
 		if (w->lo < start) {
 			w->hi = start;
+			left = w->lo;
 			i++;
 		} else if (end < w->hi) {
 			w->lo = end;
+			right = end;
 			i++;
 		} else {
 			mon_watch_remove(i);
@@ -815,6 +847,16 @@ mon_watch_gone(uintptr_t start, uintptr_t end)
 	}
 	atomic_store_explicit(&mon_nwatch_seen, mon_nwatch,
 			      memory_order_release);
+	fd = atomic_load_explicit(&mon_fd, memory_order_acquire);
+	if (mon_client.in_use) {
+		/* Found again by address: dropping one moves the other. */
+		i = mon_watch_after(left);
+		if (left && i < mon_nwatch && mon_watches[i].lo == left)
+			mon_watch_drop_unused(fd, i);
+		i = mon_watch_after(right);
+		if (right && i < mon_nwatch && mon_watches[i].lo == right)
+			mon_watch_drop_unused(fd, i);
+	}
 	pthread_mutex_unlock(&mon_watch_lock);
 }
 
@@ -950,7 +992,6 @@ void
 mrl_monitor_release(uintptr_t lo, uintptr_t hi)
 {
 	uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
-	struct uffdio_range range;
 	size_t i;
 	int fd;
 
@@ -963,20 +1004,9 @@ mrl_monitor_release(uintptr_t lo, uintptr_t hi)
 		return;
 	pthread_mutex_lock(&mon_watch_lock);
 	fd = atomic_load_explicit(&mon_fd, memory_order_acquire);
-	for (i = mon_watch_after(lo); i < mon_nwatch && mon_watches[i].lo < hi;) {
-		if (mon_client.in_use(mon_client.arg, mon_watches[i].lo,
-				      mon_watches[i].hi)) {
+	for (i = mon_watch_after(lo); i < mon_nwatch && mon_watches[i].lo < hi;)
+		if (!mon_watch_drop_unused(fd, i))
 			i++;
-			continue;
-		}
-		/* Gone already if the mapping went (the kernel dropped it), or
-		 * if the task left (it released the descriptor). */
-		range.start = mon_watches[i].lo;
-		range.len = mon_watches[i].hi - mon_watches[i].lo;
-		if (fd >= 0)
-			ioctl(fd, UFFDIO_UNREGISTER, &range);
-		mon_watch_remove(i);
-	}
 	pthread_mutex_unlock(&mon_watch_lock);
 }
 
