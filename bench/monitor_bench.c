@@ -9,7 +9,7 @@
  * registered, each write waited for. The monitor is the provider's own
  * (started by the domain, its task a pthread, mrl-monitor, invalidating
  * through the cache's deferred path), so what is measured is what an
- * application pays. Five configurations, each in processes of its own (the
+ * application pays. Six configurations, each in processes of its own (the
  * parameters are read once per process):
  *
  *   mon    FI_MRLEASE_PINNING=yes FI_MRLEASE_MONITOR=userfaultfd: the
@@ -23,6 +23,7 @@
  *          kept, even at an address the monitor just saw unmapped
  *   offmt  off with an idle second pthread (blocked in pause()): the same
  *          process as off with one more thread
+ *   peropmt perop with the same idle second pthread
  *
  * mon and watch have three threads: the application's, the monitor's task
  * and, the domain being FI_THREAD_SAFE, the closer (mrl-closer), which
@@ -169,12 +170,13 @@
 
 #include "monitor_bench.h"
 
-const char *const mb_mode_names[NMODES] = {"mon", "perop", "off", "watch",
-					   "offmt"};
-const char *const mb_mode_pinning[NMODES] = {"yes", "yes", "no", "yes", "no"};
-const char *const mb_mode_monitor[NMODES] = {"userfaultfd", "none", "none",
-					     "userfaultfd", "none"};
-const char *const mb_mode_churn[NMODES] = {NULL, NULL, NULL, "0", NULL};
+const char *const mb_mode_names[NMODES] = {"mon",   "perop", "off",
+					   "watch", "offmt", "peropmt"};
+const char *const mb_mode_pinning[NMODES] = {"yes", "yes", "no",
+					     "yes", "no",  "yes"};
+const char *const mb_mode_monitor[NMODES] = {
+	"userfaultfd", "none", "none", "userfaultfd", "none", "none"};
+const char *const mb_mode_churn[NMODES] = {NULL, NULL, NULL, "0", NULL, NULL};
 
 #define MAX_ROUNDS 400
 
@@ -216,7 +218,7 @@ struct pairing {
 	int a, b;
 };
 
-#define NPAIRINGS (2 + 3 * NSIZES)
+#define NPAIRINGS (2 + 4 * NSIZES)
 static struct pairing pairings[NPAIRINGS];
 /* [pairing][round][0: a, 1: b] */
 static struct sample samples[NPAIRINGS][MAX_ROUNDS][2];
@@ -446,7 +448,8 @@ counts_sane(const struct pairing *p, int mode, const struct sample *s,
 		 * invalidated: so few that a slice may hold none, and
 		 * unmap_watched checks the test as a whole. */
 		ok = s->regs > 0.9;
-	else if (p->test == TEST_UNMAP && mode == MODE_PEROP)
+	else if (p->test == TEST_UNMAP &&
+		 (mode == MODE_PEROP || mode == MODE_PEROPMT))
 		ok = s->not_retained > 0.99;
 	else if (p->test == TEST_REUSE)
 		ok = s->regs == 0 && s->invalidations == 0;
@@ -605,8 +608,8 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 	static const char *const kinds[] = {"in", "cached", "out"};
 	static const char *const rkinds[] = {"released", "released_purged"};
 	struct figure mu[3], ma[3], ru[2], ra[2], fu[NPAIRINGS], fa[NPAIRINGS];
-	double min_unmap = 1e9, min_reuse = 1e9, min_reuse_mt = 1e9,
-	       load[1] = {-1};
+	double min_unmap = 1e9, min_unmap_mt = 1e9, min_reuse = 1e9,
+	       min_reuse_mt = 1e9, load[1] = {-1};
 	/* pairings[0] is munmap, [1] released, the loops after them. */
 	const int released = 1, loops = 2;
 
@@ -668,8 +671,11 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 			       phase_median(p, rounds, 1, 1),
 			       phase_median(p, rounds, 1, 2));
 		printf("\n");
-		if (pp->test == TEST_UNMAP && fu[p].med < min_unmap)
+		if (pp->test == TEST_UNMAP && pp->b == MODE_PEROP &&
+		    fu[p].med < min_unmap)
 			min_unmap = fu[p].med;
+		if (pp->b == MODE_PEROPMT && fu[p].med < min_unmap_mt)
+			min_unmap_mt = fu[p].med;
 		if (pp->test == TEST_REUSE && pp->b == MODE_OFF &&
 		    fu[p].med < min_reuse)
 			min_reuse = fu[p].med;
@@ -714,8 +720,9 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 		       raw_median(released, rounds, 1, k));
 	for (int p = loops; p < np; p++) {
 		const struct pairing *pp = &pairings[p];
-		const char *t =
-			pp->b == MODE_OFFMT ? "reuse_mt" : test_names[pp->test];
+		const char *t = pp->b == MODE_OFFMT   ? "reuse_mt" :
+				pp->b == MODE_PEROPMT ? "unmap_mt" :
+							test_names[pp->test];
 
 		printf(" %s_%zu=%.3f", t, pp->size, fu[p].med);
 		if (pp->test == TEST_UNMAP)
@@ -725,8 +732,9 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 		       raw_median(p, rounds, 0, 0), t, mb_mode_names[pp->b],
 		       pp->size, raw_median(p, rounds, 1, 0));
 	}
-	printf(" min_unmap=%.3f min_reuse_mt=%.3f min_reuse=%.3f\n", min_unmap,
-	       min_reuse_mt, min_reuse);
+	printf(" min_unmap=%.3f min_unmap_mt=%.3f min_reuse_mt=%.3f "
+	       "min_reuse=%.3f\n",
+	       min_unmap, min_unmap_mt, min_reuse_mt, min_reuse);
 }
 
 static int
@@ -757,6 +765,9 @@ parent_main(void)
 	for (size_t i = 0; i < NSIZES; i++)
 		pairings[np++] = (struct pairing){TEST_UNMAP, loop_sizes[i],
 						  MODE_MON, MODE_PEROP};
+	for (size_t i = 0; i < NSIZES; i++)
+		pairings[np++] = (struct pairing){TEST_UNMAP, loop_sizes[i],
+						  MODE_MON, MODE_PEROPMT};
 	for (size_t i = 0; i < NSIZES; i++)
 		pairings[np++] = (struct pairing){TEST_REUSE, loop_sizes[i],
 						  MODE_MON, MODE_OFFMT};

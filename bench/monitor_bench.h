@@ -14,9 +14,17 @@
 #include "bench_util.h"
 
 /* The configurations: FI_MRLEASE_PINNING and FI_MRLEASE_MONITOR of each.
- * MODE_OFFMT is MODE_OFF with an idle second pthread: as many threads as
- * MODE_MON, whose monitor task is a pthread. */
-enum { MODE_MON, MODE_PEROP, MODE_OFF, MODE_WATCH, MODE_OFFMT, NMODES };
+ * MODE_OFFMT and MODE_PEROPMT are MODE_OFF and MODE_PEROP with an idle
+ * second pthread: multi-threaded, as MODE_MON is with its monitor task. */
+enum {
+	MODE_MON,
+	MODE_PEROP,
+	MODE_OFF,
+	MODE_WATCH,
+	MODE_OFFMT,
+	MODE_PEROPMT,
+	NMODES
+};
 extern const char *const mb_mode_names[NMODES];
 extern const char *const mb_mode_pinning[NMODES];
 extern const char *const mb_mode_monitor[NMODES];

@@ -637,7 +637,7 @@ idle_thread(void *arg)
 	return NULL;
 }
 
-/* offmt's second thread: it does nothing, but the process is then
+/* offmt's and peropmt's second thread: it does nothing, but the process is then
  * multi-threaded as glibc and the kernel see it (what a monitor thread of
  * glibc's would make it). */
 static int
@@ -675,7 +675,7 @@ mb_serve_main(const char *mode_name)
 	if (mode < 0)
 		return 2;
 	child_env(mode);
-	if (mode == MODE_OFFMT && idle_thread_start())
+	if ((mode == MODE_OFFMT || mode == MODE_PEROPMT) && idle_thread_start())
 		return 1;
 	alarm(timeout);
 	ret = child_open(&c);

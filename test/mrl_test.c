@@ -339,6 +339,9 @@ __lsan_is_turned_off(void)
 	return leak_check_off;
 }
 
+/* Where each thread of a hung child waits, and its stacks; gdb is bounded
+ * too (its attach can block on a thread the kernel holds, as in a
+ * userfaultfd wait). */
 static void
 describe_hung(pid_t pid)
 {
@@ -347,8 +350,9 @@ describe_hung(pid_t pid)
 	snprintf(cmd, sizeof(cmd),
 		 "for t in /proc/%d/task/*; do echo \"# $t: $(cat $t/wchan) "
 		 "$(cut -d' ' -f1 $t/syscall)\"; done; "
-		 "command -v gdb >/dev/null && gdb -q -batch -p %d "
-		 "-ex 'thread apply all bt' 2>&1 | sed 's/^/# /'",
+		 "command -v gdb >/dev/null && timeout -s KILL 30 gdb -q "
+		 "-batch -p %d -ex 'thread apply all bt' 2>&1 | "
+		 "sed 's/^/# /'",
 		 (int) pid, (int) pid);
 	fflush(stdout);
 	if (system(cmd) == -1)
