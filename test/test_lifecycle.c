@@ -468,39 +468,6 @@ out:
 
 /* ---- libfabric's cleanup while a thread posts ---------------------------- */
 
-/* The plugin's provider, as libfabric got it: its cleanup is what fi_fini
- * calls at exit (through libfabric's destructor). */
-static int
-find_plugin(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	const char *name = info->dlpi_name, *slash;
-
-	(void) size;
-	slash = name ? strrchr(name, '/') : NULL;
-	if (slash && !strcmp(slash + 1, "libmrlease-fi.so")) {
-		snprintf(arg, PATH_MAX, "%s", name);
-		return 1;
-	}
-	return 0;
-}
-
-static struct fi_provider *
-plugin_provider(void)
-{
-	struct fi_provider *(*ini)(void);
-	char path[PATH_MAX] = "";
-	void *h;
-
-	if (!dl_iterate_phdr(find_plugin, path))
-		return NULL;
-	h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		return NULL;
-	ini = (struct fi_provider * (*) (void) ) dlsym(h, "fi_prov_ini");
-	dlclose(h);
-	return ini ? ini() : NULL;
-}
-
 #define BUFS	    8 /* more than a thread's two hot ways: index walks */
 #define FRESH	    64 /* buffers used once each before they come round */
 #define POST_ROUNDS 200
@@ -587,7 +554,7 @@ wait_at_least(atomic_int *v, int want)
 static void
 test_cleanup_while_posting_leaves_poster_running(void)
 {
-	struct fi_provider *plugin = plugin_provider();
+	struct fi_provider *plugin = xfer_plugin_provider();
 	struct fi_mrlease_stats s0, s1;
 	struct mrlt_pair p;
 	struct poster t = {0};

@@ -67,45 +67,12 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* The plugin's provider, as libfabric got it: its cleanup is what fi_fini
- * runs at exit (mrl_monitor_stop, the cache given up). */
-static int
-find_plugin(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	const char *name = info->dlpi_name, *slash;
-
-	(void) size;
-	slash = name ? strrchr(name, '/') : NULL;
-	if (slash && !strcmp(slash + 1, "libmrlease-fi.so")) {
-		snprintf(arg, PATH_MAX, "%s", name);
-		return 1;
-	}
-	return 0;
-}
-
-static struct fi_provider *
-plugin_provider(void)
-{
-	struct fi_provider *(*ini)(void);
-	char path[PATH_MAX] = "";
-	void *h;
-
-	if (!dl_iterate_phdr(find_plugin, path))
-		return NULL;
-	h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		return NULL;
-	ini = (struct fi_provider * (*) (void) ) dlsym(h, "fi_prov_ini");
-	dlclose(h);
-	return ini ? ini() : NULL;
-}
-
 /* Run the plugin's provider cleanup, recording a failure when there is
  * none to run. */
 static bool
 provider_cleanup(void)
 {
-	struct fi_provider *plugin = plugin_provider();
+	struct fi_provider *plugin = xfer_plugin_provider();
 
 	if (!plugin || !plugin->cleanup) {
 		mrlt_fail(__FILE__, __LINE__,
@@ -254,15 +221,6 @@ vma_flag(const void *addr, const char *flag)
 	}
 	fclose(f);
 	return found;
-}
-
-static void *
-map_anon(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
 }
 
 /* munmap, then new pages at the same address (never over a mapping that
@@ -466,7 +424,7 @@ test_after_stop_a_remapped_buffer_gets_a_new_registration(void)
 
 	if (!dom_open(&dm, FI_THREAD_DOMAIN))
 		return;
-	buf = map_anon(LEN);
+	buf = xfer_map_anon(LEN);
 	CHECK(buf);
 	CHECK_FI(reg_local(dm.d.domain, buf, LEN));
 	/* Kept past its lease: the monitor watches it. */
@@ -509,7 +467,7 @@ test_a_domain_opened_after_stop_runs_the_monitor_and_caches_again(void)
 
 	if (!dom_open(&d2, FI_THREAD_DOMAIN))
 		return;
-	buf = map_anon(LEN);
+	buf = xfer_map_anon(LEN);
 	CHECK(buf);
 	s0 = dom_stats(&d2);
 	CHECK_FI(reg_local(d2.d.domain, buf, LEN));
@@ -637,7 +595,7 @@ test_a_mapping_whose_entries_are_gone_is_no_longer_watched(void)
 static bool
 cache_and_unmap(struct dom *dm, size_t len, struct mrcheck_stats *before)
 {
-	char *buf = map_anon(len);
+	char *buf = xfer_map_anon(len);
 	int ret;
 
 	if (!buf) {
@@ -671,7 +629,7 @@ test_an_unmapped_registration_is_closed_by_the_next_cq_read(void)
 
 	/* The closer lives from the first FI_THREAD_SAFE domain to the next
 	 * stop: start afresh (a plugin not loaded yet has started nothing). */
-	if (plugin_provider())
+	if (xfer_plugin_provider())
 		CHECK(provider_cleanup());
 	if (!dom_open(&dm, FI_THREAD_DOMAIN))
 		return;
@@ -850,9 +808,9 @@ failure_child(void)
 		return FC_NO_SHM;
 	if (ret || !p.mrl)
 		return FC_OPEN;
-	dst = map_anon(LEN);
+	dst = xfer_map_anon(LEN);
 	for (int i = 0; i < WATCHED; i++)
-		if (!(w[i] = map_anon(LEN)))
+		if (!(w[i] = xfer_map_anon(LEN)))
 			return FC_OPEN;
 	/* The connection set up and dst, w[0] cached by the transfer. */
 	if (!dst || round_trip(&p, w[0], dst, LEN, 1))
@@ -963,7 +921,7 @@ test_a_ring_overflow_leaves_fresh_buffers_retained(void)
 	/* FI_THREAD_DOMAIN: no closer drains while the events pile up. */
 	if (!dom_open(&dm, FI_THREAD_DOMAIN))
 		return;
-	arena = map_anon(ARENA_PAGES * page);
+	arena = xfer_map_anon(ARENA_PAGES * page);
 	CHECK(arena);
 	kept = arena + (ARENA_PAGES - 1) * page;
 	CHECK_FI(reg_local(dm.d.domain, kept, page));
@@ -974,7 +932,7 @@ test_a_ring_overflow_leaves_fresh_buffers_retained(void)
 	for (size_t i = 0; i < PURGES; i++)
 		CHECK(!madvise(arena + i * page, page, MADV_DONTNEED));
 	for (int i = 0; i < FRESH; i++) {
-		fresh[i] = map_anon(LEN);
+		fresh[i] = xfer_map_anon(LEN);
 		CHECK(fresh[i]);
 	}
 	for (int i = 0; i < FRESH; i++) {
@@ -1059,7 +1017,7 @@ test_a_fork_child_starts_with_no_churn(void)
 
 	if (!dom_open(&dm, FI_THREAD_DOMAIN))
 		return;
-	buf = map_anon(LEN);
+	buf = xfer_map_anon(LEN);
 	CHECK(buf);
 	CHECK_FI(reg_local(dm.d.domain, buf, LEN));
 	/* The monitor sees it go, noted as churn at the next drain. */

@@ -218,27 +218,18 @@ worker_main(void *arg)
 	return NULL;
 }
 
-static void *
-map_anon(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
-}
-
 /* The long-lived memory: the write target (registered for remote writes)
  * and each thread's receive buffer; and the slots, reserved until their
  * first iteration maps them (thread t's first slot is t). */
 static bool
 setup_memory(void)
 {
-	target = map_anon(THREADS * REGION);
+	target = xfer_map_anon(THREADS * REGION);
 	if (!target || mrlt_pair_mr_reg(&pair, target, THREADS * REGION,
 					FI_REMOTE_WRITE, &target_mr))
 		return false;
 	for (int t = 0; t < THREADS; t++) {
-		recv_buf[t] = map_anon(REGION);
+		recv_buf[t] = xfer_map_anon(REGION);
 		slot_addr[t] = mmap(NULL, REGION, PROT_NONE,
 				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (!recv_buf[t] || slot_addr[t] == MAP_FAILED)

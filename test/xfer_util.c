@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <rdma/providers/fi_prov.h>
 
 #include "xfer_util.h"
 
@@ -89,4 +94,44 @@ xfer_reexec(char **argv, const char *hook, const char *const *extra_env)
 	execv("/proc/self/exe", argv);
 	fprintf(stderr, "execv(/proc/self/exe): %s\n", strerror(errno));
 	exit(EXIT_FAILURE);
+}
+
+static int
+find_plugin(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *name = info->dlpi_name, *slash;
+
+	(void) size;
+	slash = name ? strrchr(name, '/') : NULL;
+	if (slash && !strcmp(slash + 1, "libmrlease-fi.so")) {
+		snprintf(arg, PATH_MAX, "%s", name);
+		return 1;
+	}
+	return 0;
+}
+
+struct fi_provider *
+xfer_plugin_provider(void)
+{
+	struct fi_provider *(*ini)(void);
+	char path[PATH_MAX] = "";
+	void *h;
+
+	if (!dl_iterate_phdr(find_plugin, path))
+		return NULL;
+	h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return NULL;
+	ini = (struct fi_provider * (*) (void) ) dlsym(h, "fi_prov_ini");
+	dlclose(h);
+	return ini ? ini() : NULL;
+}
+
+void *
+xfer_map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
 }

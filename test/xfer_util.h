@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What the data-path tests and benchmarks add to the shared pair of
- * fixture_rdm.h: the loopback providers they run on, and re-executing the
- * program with another FI_HOOK (libfabric reads it once per process).
+ * fixture_rdm.h: the loopback providers they run on, re-executing the
+ * program with another FI_HOOK (libfabric reads it once per process), the
+ * loaded plugin's provider, and anonymous memory of their own.
  */
 #ifndef XFER_UTIL_H
 #define XFER_UTIL_H
@@ -19,5 +20,12 @@ extern const char *const xfer_providers[];
  * /proc/self/exe with argv and does not return; otherwise returns.
  */
 void xfer_reexec(char **argv, const char *hook, const char *const *extra_env);
+
+/* The mrlease plugin's provider as libfabric got it (NULL: not loaded):
+ * its cleanup is what fi_fini runs at exit. */
+struct fi_provider *xfer_plugin_provider(void);
+
+/* len bytes of fresh private anonymous memory, or NULL. */
+void *xfer_map_anon(size_t len);
 
 #endif /* XFER_UTIL_H */
