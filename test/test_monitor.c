@@ -80,12 +80,13 @@ client_in_use(void *arg, uintptr_t lo, uintptr_t hi)
 	return mrl_caches_in_use(lo, hi);
 }
 
-/* On the closer: what free_threaded domains' registrations it dropped. */
+/* On the closer: the events applied, what free_threaded domains'
+ * registrations they dropped closed. */
 static void
 client_close(void *arg)
 {
 	(void) arg;
-	mrl_cache_drain_shared(cache);
+	mrl_caches_drain_shared();
 }
 
 static const struct mrl_monitor_client client = {

@@ -90,9 +90,9 @@
  * at the next call any thread makes into that domain's objects through the
  * hook (a lookup of the domain, its domain close, a completion read). A
  * domain opened free_threaded (FI_THREAD_SAFE: any thread may call it at
- * any time) puts them on the cache's list instead, which any domain's settle
- * and mrl_cache_drain (a monitor's closer thread, explicit invalidate,
- * cache destroy) close.
+ * any time) puts them on the cache's list instead, which any domain's
+ * settle, mrl_caches_drain_shared (a monitor's closer thread) and
+ * mrl_cache_drain (explicit invalidate, cache destroy) close.
  *
  * Barrier. Between the monitor reading a kernel event (which lets the
  * unmapping thread return from munmap) and its invalidation taking effect, no
@@ -667,9 +667,7 @@ int mrl_cache_invalidate_deferred(struct mrl_cache *cache, uintptr_t start,
 
 /* Close every deferred registration of the cache, every domain's list and
  * the cache's (on the calling thread, no cache lock held): for explicit
- * invalidate, the monitor's closer (only free_threaded domains use the
- * cache's list, so it closes nothing else there) and tests. Cheap when the
- * lists are empty. */
+ * invalidate, cache destroy and tests. Cheap when the lists are empty. */
 void mrl_cache_drain(struct mrl_cache *cache);
 
 /* Close the cache's list only (free_threaded domains' registrations). */
@@ -696,7 +694,9 @@ bool mrl_caches_in_use(uintptr_t lo, uintptr_t hi);
  * given up at fi_fini included (their domains may still be in use). */
 void mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end);
 
-/* mrl_cache_drain_shared on every cache of the process. */
+/* Apply the monitor's events read so far (the barrier), then
+ * mrl_cache_drain_shared on every cache of the process: a monitor's closer
+ * (only free_threaded domains use the shared lists). */
 void mrl_caches_drain_shared(void);
 
 /*

@@ -62,8 +62,8 @@
  *
  * The closer. Started on request (mrl_monitor_closer_start), a second
  * pthread, "mrl-closer", which is an application thread as far as the rules
- * go: woken by the task after each batch it recorded, it drains the events
- * and calls the client's close, so that what the events dropped is closed
+ * go: woken by the task after each batch it recorded, it calls the
+ * client's close, which applies the events and closes what they dropped,
  * without waiting for the application's next call.
  *
  * Life cycle. Started once per process on demand (mrl_monitor_start, thread
@@ -103,8 +103,9 @@ struct mrl_monitor_client {
 	/* Whether [lo, hi) still holds a live entry or a miss in flight
 	 * (mrl_monitor_release). Called under the watch table's lock. */
 	bool (*in_use)(void *arg, uintptr_t lo, uintptr_t hi);
-	/* On the closer, after a drain: close what the invalidations dropped
-	 * that any thread may close. NULL: no closer. */
+	/* On the closer, woken after each batch: apply the events (wait out
+	 * the barrier, whose helper is mrl_monitor_drain) and close what the
+	 * invalidations dropped that any thread may close. NULL: no closer. */
 	void (*close)(void *arg);
 	void *arg;
 };

@@ -243,6 +243,21 @@ defer_take(_Atomic(struct mrl_registration *) *list)
 	return atomic_exchange_explicit(list, NULL, memory_order_acquire);
 }
 
+/* Move a deferred list whole onto *chain (to be closed after the lock that
+ * keeps the list's owner found). */
+static void
+defer_splice(_Atomic(struct mrl_registration *) *list,
+	     struct mrl_registration **chain)
+{
+	struct mrl_registration *reg, *next;
+
+	for (reg = defer_take(list); reg; reg = next) {
+		next = mrl_reg_cold(reg)->next;
+		mrl_reg_cold(reg)->next = *chain;
+		*chain = reg;
+	}
+}
+
 /* Close a chain taken from deferred lists. */
 static void
 defer_close(struct mrl_registration *reg)
@@ -261,39 +276,30 @@ mrl_cache_drain_shared(struct mrl_cache *cache)
 	defer_close(defer_take(&cache->deferred));
 }
 
-/* The domain's own list and the cache's shared one, on this thread. */
-static void
-domain_close_deferred(struct mrl_cache_domain *dom)
-{
-	defer_close(defer_take(&dom->hot.deferred));
-	mrl_cache_drain_shared(dom->cache);
-}
-
 void
 mrl_cache_drain(struct mrl_cache *cache)
 {
-	struct mrl_registration *chain = NULL, *reg, *next;
+	struct mrl_registration *chain = NULL;
 	struct mrl_cache_domain *dom;
 
 	/* Taken under the lock, which keeps the domain list; closed after
 	 * it (a registration on a list keeps its domain alive). */
 	pthread_mutex_lock(&cache->lock);
 	for (dom = cache->domains; dom; dom = dom->next)
-		for (reg = defer_take(&dom->hot.deferred); reg; reg = next) {
-			next = mrl_reg_cold(reg)->next;
-			mrl_reg_cold(reg)->next = chain;
-			chain = reg;
-		}
+		defer_splice(&dom->hot.deferred, &chain);
 	pthread_mutex_unlock(&cache->lock);
 	defer_close(chain);
 	mrl_cache_drain_shared(cache);
 }
 
+/* The monitor's events applied, then the domain's own list and the cache's
+ * shared one closed, on this thread. */
 void
 mrl_cache_domain_settle_slow(struct mrl_cache_domain *dom)
 {
 	mrl_cache_barrier_wait();
-	domain_close_deferred(dom);
+	defer_close(defer_take(&dom->hot.deferred));
+	mrl_cache_drain_shared(dom->cache);
 }
 
 /* Drop the index's references of entries retired under the lock, after it
@@ -834,8 +840,8 @@ caches_in_use_one(struct mrl_cache *cache, void *arg)
 	struct caches_range *r = arg;
 
 	if (!r->found)
-		r->found = may_overlap(cache, mrl_reader_self(), r->start,
-				       r->end);
+		r->found =
+			may_overlap(cache, mrl_reader_self(), r->start, r->end);
 }
 
 bool
@@ -868,14 +874,7 @@ mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end)
 static void
 caches_take_shared_one(struct mrl_cache *cache, void *arg)
 {
-	struct caches_range *r = arg;
-	struct mrl_registration *reg, *next;
-
-	for (reg = defer_take(&cache->deferred); reg; reg = next) {
-		next = mrl_reg_cold(reg)->next;
-		mrl_reg_cold(reg)->next = r->chain;
-		r->chain = reg;
-	}
+	defer_splice(&cache->deferred, &((struct caches_range *) arg)->chain);
 }
 
 void
@@ -883,6 +882,8 @@ mrl_caches_drain_shared(void)
 {
 	struct caches_range r = {0};
 
+	/* What the monitor read is applied first, as a settle does. */
+	mrl_cache_barrier_wait();
 	mrl_caches_each(caches_take_shared_one, &r);
 	defer_close(r.chain);
 }

@@ -281,21 +281,8 @@ mon_task_main(void *arg)
 /* ---- the closer ------------------------------------------------------------
  */
 
-/* Apply every event read so far (another drain may be at it: wait for the
- * barrier). */
-static void
-mon_apply(void)
-{
-	while (atomic_load_explicit(mon_client.barrier, memory_order_acquire)) {
-		mrl_monitor_drain();
-		if (atomic_load_explicit(mon_client.barrier,
-					 memory_order_acquire))
-			sched_yield();
-	}
-}
-
 /* Woken by the task after each batch it recorded (and when it leaves):
- * applies the events, then has the client close what they dropped. Ends at
+ * the client's close applies the events and closes what they dropped. Ends at
  * the stop request, or when it can no longer wait (the application's calls
  * then do its work). */
 static void *
@@ -322,7 +309,6 @@ mon_closer_main(void *arg)
 		if (read(mon_notify_fd, &count, sizeof(count)) < 0 &&
 		    errno != EAGAIN)
 			break;
-		mon_apply();
 		mon_client.close(mon_client.arg);
 	}
 	return NULL;
@@ -658,7 +644,8 @@ mrl_monitor_start(const struct fi_provider *prov,
 	atomic_store(&mon_ready, false);
 	/* Published first: the task clears it if it fails at once. */
 	atomic_store_explicit(&mon_fd, mon_uffd, memory_order_release);
-	ret = mon_spawn(&mon_thread, mon_task_main, (void *) (intptr_t) mon_uffd);
+	ret = mon_spawn(&mon_thread, mon_task_main,
+			(void *) (intptr_t) mon_uffd);
 	if (ret) {
 		MON_WARN("cannot start the memory monitor task: %s\n",
 			 strerror(ret));
@@ -824,7 +811,8 @@ mon_watch_gone(uintptr_t start, uintptr_t end)
 	for (i = mon_watch_after(start);
 	     i < mon_nwatch && mon_watches[i].lo < end;) {
 		w = &mon_watches[i];
-		if (w->lo < start && end < w->hi && mon_nwatch < mon_watch_cap) {
+		if (w->lo < start && end < w->hi &&
+		    mon_nwatch < mon_watch_cap) {
 			memmove(w + 1, w, (mon_nwatch - i) * sizeof(*w));
 			mon_nwatch++;
 			w[0].hi = start;
