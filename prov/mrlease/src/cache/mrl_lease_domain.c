@@ -569,22 +569,11 @@ mrl_lease_domain_from_fid(struct fid_domain *domain)
 
 /* ---- leased MR handles ---------------------------------------------- */
 
-/* An MR's fi_close is a call into its domain: what the monitor dropped
- * there closes too (mrl_cache_domain_settle). */
-static void
-mrl_lease_mr_settle(struct mrl_mr *mr)
-{
-	struct mrl_lease_domain *lease_domain = mrl_lease_domain_of(mr->domain);
-
-	if (lease_domain && lease_domain->cache_domain)
-		mrl_cache_domain_settle(lease_domain->cache_domain);
-}
-
 static int
 mrl_lease_mr_release(struct mrl_mr *mr)
 {
 	mrl_lease_release(mr->ext);
-	mrl_lease_mr_settle(mr);
+	mrl_lease_domain_settle(mr->domain);
 	return 0;
 }
 
@@ -592,7 +581,7 @@ static int
 mrl_lease_mr_unpin(struct mrl_mr *mr)
 {
 	mrl_cache_unpin(mr->ext);
-	mrl_lease_mr_settle(mr);
+	mrl_lease_domain_settle(mr->domain);
 	return 0;
 }
 

@@ -33,17 +33,6 @@
 #include "mrl_xfer.h"
 #include "mrl_xfer_state.h"
 
-/* An MR call into the domain: the monitor's events are applied and what
- * they dropped in this domain closes first (mrl_cache_domain_settle). */
-static void
-mrl_mr_settle(struct mrl_domain *domain)
-{
-	struct mrl_lease_domain *ld = mrl_lease_domain_of(domain);
-
-	if (ld && ld->cache_domain)
-		mrl_cache_domain_settle(ld->cache_domain);
-}
-
 static bool
 mrl_mr_cacheable(const struct mrl_domain *domain, const struct iovec *iov,
 		 size_t count, uint64_t access, uint64_t flags)
@@ -88,7 +77,7 @@ mrl_xfer_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	bool host = true, no_auth = true;
 	int ret;
 
-	mrl_mr_settle(domain);
+	mrl_lease_domain_settle(domain);
 	if (!attr)
 		return mrl_domain_mr_ops.regattr(fid, attr, flags, mr);
 	if (FI_VERSION_GE(domain->api_version, FI_VERSION(1, 5)))
@@ -114,7 +103,7 @@ mrl_xfer_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 		container_of(fid, struct mrl_domain, domain.fid);
 	int ret;
 
-	mrl_mr_settle(domain);
+	mrl_lease_domain_settle(domain);
 	if (mrl_mr_cacheable(domain, iov, count, access, flags)) {
 		ret = mrl_mr_lease(domain, iov, context, mr);
 		if (ret != -FI_EAGAIN)
@@ -134,7 +123,7 @@ mrl_xfer_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
 	int ret;
 
-	mrl_mr_settle(domain);
+	mrl_lease_domain_settle(domain);
 	if (mrl_mr_cacheable(domain, &iov, 1, access, flags)) {
 		ret = mrl_mr_lease(domain, &iov, context, mr);
 		if (ret != -FI_EAGAIN)
