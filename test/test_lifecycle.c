@@ -36,7 +36,6 @@
 #include "xfer_util.h"
 
 #define LEN	      (64 * 1024) /* above FI_MRLEASE_MIN_SIZE: every operand leased */
-#define WRONG_BYTES   1 /* round_trip: the bytes differ */
 #define CHILD_SECONDS 60 /* bound of one child's life */
 
 static const char *prov;
@@ -66,53 +65,6 @@ stats_of(struct mrlt_pair *p, struct fi_mrlease_stats *s)
 {
 	memset(s, 0, sizeof(*s));
 	return p->mrl->query_stats(p->domain, s, sizeof(*s));
-}
-
-/*
- * One message from ep[0] to ep[1] with desc NULL on both sides (both
- * operands leased), completions read (CQ or counters), bytes checked.
- * Returns 0, a negative fi_errno, or WRONG_BYTES. `n` counts the rounds
- * of a counters-only pair (the counters' expected values).
- */
-static int
-round_trip(struct mrlt_pair *p, char *src, char *dst, size_t len, uint64_t seed,
-	   uint64_t n)
-{
-	struct fi_context2 rctx, sctx;
-	struct mrlt_comp comps[2];
-	int ret;
-
-	mrlt_fill(src, len, seed);
-	memset(dst, 0, len);
-	ret = (int) MRLT_PAIR_POST(
-		p, fi_recv(p->ep[1], dst, len, NULL, FI_ADDR_UNSPEC, &rctx));
-	if (ret)
-		return ret;
-	ret = (int) MRLT_PAIR_POST(
-		p, fi_send(p->ep[0], src, len, NULL, p->addr[1], &sctx));
-	if (ret)
-		return ret;
-	if (p->cq) {
-		ret = mrlt_reap(p, comps, 2);
-		if (ret < 0)
-			return ret;
-		for (int i = 0; i < 2; i++)
-			if (comps[i].err)
-				return -comps[i].err;
-	} else {
-		ret = mrlt_wait_cntr(p->rx_cntr, n);
-		if (!ret)
-			ret = mrlt_wait_cntr(p->tx_cntr, n);
-		if (ret)
-			return ret;
-	}
-	return mrlt_verify(dst, len, seed) == -1 ? 0 : WRONG_BYTES;
-}
-
-static const char *
-round_error(int ret)
-{
-	return ret == WRONG_BYTES ? "wrong bytes" : fi_strerror(-ret);
 }
 
 /* ---- refused closes ------------------------------------------------------ */
@@ -244,8 +196,8 @@ test_refused_domain_close_leaves_endpoints_posting(void)
 	if (!refusal_sound("domain") ||
 	    !pair_open(&p, (struct mrlt_pair_opts){0}))
 		goto out;
-	ret = round_trip(&p, src, dst, LEN, 1, 1);
-	CHECK_MSG(!ret, "before the close: %s", round_error(ret));
+	ret = xfer_round_trip(&p, src, dst, LEN, 1, 1);
+	CHECK_MSG(!ret, "before the close: %s", xfer_round_error(ret));
 	CHECK_FI(stats_of(&p, &s0));
 	CHECK(s0.entries >= 2);
 
@@ -255,9 +207,9 @@ test_refused_domain_close_leaves_endpoints_posting(void)
 		  "(%d)",
 		  ret);
 	for (uint64_t i = 2; i < 6; i++) {
-		ret = round_trip(&p, src, dst, LEN, i, i);
+		ret = xfer_round_trip(&p, src, dst, LEN, i, i);
 		CHECK_MSG(!ret, "after the refused close, round %llu: %s",
-			  (unsigned long long) i, round_error(ret));
+			  (unsigned long long) i, xfer_round_error(ret));
 	}
 	/* Still the hook's domain: the extension answers on it, and the
 	 * rounds leased through its cache. */
@@ -359,9 +311,9 @@ test_refused_cq_close_leaves_cq_completing(void)
 	CHECK_MSG(ret < 0, "the provider closed a CQ bound to endpoints (%d)",
 		  ret);
 	for (uint64_t i = 1; i < 4; i++) {
-		ret = round_trip(&p, src, dst, LEN, i, i);
+		ret = xfer_round_trip(&p, src, dst, LEN, i, i);
 		CHECK_MSG(!ret, "round %llu: %s", (unsigned long long) i,
-			  round_error(ret));
+			  xfer_round_error(ret));
 	}
 	CHECK_FI(stats_of(&p, &s));
 	CHECK_EQ(0, s.leases);
@@ -395,9 +347,9 @@ test_refused_counter_close_leaves_counter_counting(void)
 		  "(%d)",
 		  ret);
 	for (uint64_t i = 1; i < 4; i++) {
-		ret = round_trip(&p, src, dst, LEN, i, i);
+		ret = xfer_round_trip(&p, src, dst, LEN, i, i);
 		CHECK_MSG(!ret, "round %llu: %s", (unsigned long long) i,
-			  round_error(ret));
+			  xfer_round_error(ret));
 	}
 	while (mrlt_live_leases(&p) != 0 && ++spins < MRLT_MAX_POLLS) {
 		fi_cntr_read(p.tx_cntr);
@@ -427,9 +379,9 @@ test_refused_av_close_leaves_av_addressing(void)
 		  ret);
 	CHECK_FI(fi_av_lookup(p.av, p.addr[1], name, &len));
 	for (uint64_t i = 1; i < 4; i++) {
-		ret = round_trip(&p, src, dst, LEN, i, i);
+		ret = xfer_round_trip(&p, src, dst, LEN, i, i);
 		CHECK_MSG(!ret, "round %llu: %s", (unsigned long long) i,
-			  round_error(ret));
+			  xfer_round_error(ret));
 	}
 	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
@@ -458,8 +410,8 @@ test_refused_fabric_close_leaves_fabric_opening(void)
 	memset(&s, 0, sizeof(s));
 	CHECK_FI(p.mrl->query_stats(second, &s, sizeof(s)));
 	CHECK_EQ(0, fi_close(&second->fid));
-	ret = round_trip(&p, src, dst, LEN, 1, 1);
-	CHECK_MSG(!ret, "%s", round_error(ret));
+	ret = xfer_round_trip(&p, src, dst, LEN, 1, 1);
+	CHECK_MSG(!ret, "%s", xfer_round_error(ret));
 	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
@@ -518,11 +470,12 @@ poster_main(void *arg)
 
 		if (fresh)
 			src = t->fresh + (size_t) (i / 4 % FRESH) * LEN;
-		ret = round_trip(t->p, src, t->dst, LEN, (uint64_t) i + 100, 0);
+		ret = xfer_round_trip(t->p, src, t->dst, LEN,
+				      (uint64_t) i + 100, 0);
 		if (ret) {
 			t->err = ret;
 			snprintf(t->what, sizeof(t->what), "round %d: %s", i,
-				 round_error(ret));
+				 xfer_round_error(ret));
 			break;
 		}
 		if (cleaned && fresh)
@@ -645,7 +598,7 @@ child_fresh(void)
 
 	if (mrlt_pair_open(&opts, &cp) || !cp.mrl)
 		return CHILD_OPEN;
-	if (round_trip(&cp, src, dst, LEN, 77, 1))
+	if (xfer_round_trip(&cp, src, dst, LEN, 77, 1))
 		st = CHILD_XFER;
 	else if (stats_of(&cp, &dom) ||
 		 cp.mrl->query_stats(NULL, &all, sizeof(all)))
@@ -816,11 +769,11 @@ test_fork_children_exit_or_start_clean_while_parent_leases(void)
 	/* The parent carries on with its own cache. */
 	CHECK_FI(stats_of(&p, &s0));
 	for (int i = 0; i < BUFS; i++) {
-		int ret = round_trip(&p, t.src[i], t.dst, LEN,
-				     500u + (uint64_t) i, 0);
+		int ret = xfer_round_trip(&p, t.src[i], t.dst, LEN,
+					  500u + (uint64_t) i, 0);
 
 		CHECK_MSG(!ret, "parent after the children: %s",
-			  round_error(ret));
+			  xfer_round_error(ret));
 	}
 	CHECK_FI(stats_of(&p, &s1));
 	CHECK(s1.lookups >= s0.lookups + 2 * BUFS);

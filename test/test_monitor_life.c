@@ -333,34 +333,6 @@ reg_local(struct fid_domain *domain, void *buf, size_t len)
 	return ret ? ret : fi_close(&mr->fid);
 }
 
-/* One message from ep[0] to ep[1], desc NULL on both sides (both operands
- * leased), completions read, bytes checked: 0, a negative fi_errno, or 1
- * for wrong bytes. */
-static int
-round_trip(struct mrlt_pair *p, char *src, char *dst, size_t len, uint64_t seed)
-{
-	struct fi_context2 rctx, sctx;
-	struct mrlt_comp comps[2];
-	int ret;
-
-	mrlt_fill(src, len, seed);
-	memset(dst, 0, len);
-	ret = (int) MRLT_PAIR_POST(
-		p, fi_recv(p->ep[1], dst, len, NULL, FI_ADDR_UNSPEC, &rctx));
-	if (!ret)
-		ret = (int) MRLT_PAIR_POST(p, fi_send(p->ep[0], src, len, NULL,
-						      p->addr[1], &sctx));
-	if (!ret) {
-		ret = mrlt_reap(p, comps, 2);
-		ret = ret < 0	   ? ret :
-		      comps[0].err ? -comps[0].err :
-				     -comps[1].err;
-	}
-	if (ret)
-		return ret;
-	return mrlt_verify(dst, len, seed) == -1 ? 0 : 1;
-}
-
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A forked child's verdict: exit status 0 (passed), CHILD_FAILED + i (it
@@ -813,7 +785,7 @@ failure_child(void)
 		if (!(w[i] = xfer_map_anon(LEN)))
 			return FC_OPEN;
 	/* The connection set up and dst, w[0] cached by the transfer. */
-	if (!dst || round_trip(&p, w[0], dst, LEN, 1))
+	if (!dst || xfer_round_trip(&p, w[0], dst, LEN, 1, 0))
 		return FC_XFER_BEFORE;
 	for (int i = 1; i < WATCHED; i++)
 		if (reg_local(p.domain, w[i], LEN))
@@ -859,10 +831,10 @@ failure_child(void)
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
 		 0) != w[0])
 		return FC_REMAP;
-	ret = round_trip(&p, w[0], dst, LEN, 2);
+	ret = xfer_round_trip(&p, w[0], dst, LEN, 2, 0);
 	if (ret) {
 		printf("# transfer after the failure: %s\n",
-		       ret > 0 ? "wrong bytes" : fi_strerror(-ret));
+		       xfer_round_error(ret));
 		return FC_XFER_AFTER;
 	}
 	s1 = stats_of(p.mrl, p.domain);

@@ -135,3 +135,44 @@ xfer_map_anon(size_t len)
 
 	return p == MAP_FAILED ? NULL : p;
 }
+
+int
+xfer_round_trip(struct mrlt_pair *p, char *src, char *dst, size_t len,
+		uint64_t seed, uint64_t n)
+{
+	struct fi_context2 rctx, sctx;
+	struct mrlt_comp comps[2];
+	int ret;
+
+	mrlt_fill(src, len, seed);
+	memset(dst, 0, len);
+	ret = (int) MRLT_PAIR_POST(
+		p, fi_recv(p->ep[1], dst, len, NULL, FI_ADDR_UNSPEC, &rctx));
+	if (ret)
+		return ret;
+	ret = (int) MRLT_PAIR_POST(
+		p, fi_send(p->ep[0], src, len, NULL, p->addr[1], &sctx));
+	if (ret)
+		return ret;
+	if (p->cq) {
+		ret = mrlt_reap(p, comps, 2);
+		if (ret < 0)
+			return ret;
+		for (int i = 0; i < 2; i++)
+			if (comps[i].err)
+				return -comps[i].err;
+	} else {
+		ret = mrlt_wait_cntr(p->rx_cntr, n);
+		if (!ret)
+			ret = mrlt_wait_cntr(p->tx_cntr, n);
+		if (ret)
+			return ret;
+	}
+	return mrlt_verify(dst, len, seed) == -1 ? 0 : XFER_WRONG_BYTES;
+}
+
+const char *
+xfer_round_error(int ret)
+{
+	return ret == XFER_WRONG_BYTES ? "wrong bytes" : fi_strerror(-ret);
+}

@@ -25,6 +25,18 @@ void xfer_reexec(char **argv, const char *hook, const char *const *extra_env);
  * its cleanup is what fi_fini runs at exit. */
 struct fi_provider *xfer_plugin_provider(void);
 
+/*
+ * One message from ep[0] to ep[1] with desc NULL on both sides (both
+ * operands leased), completions read (CQ, or counters: `n` counts the
+ * rounds of a counters-only pair, the counters' expected values), bytes
+ * checked. Returns 0, a negative fi_errno, or XFER_WRONG_BYTES.
+ */
+#define XFER_WRONG_BYTES 1
+int xfer_round_trip(struct mrlt_pair *p, char *src, char *dst, size_t len,
+		    uint64_t seed, uint64_t n);
+/* What a round trip's non-zero result says. */
+const char *xfer_round_error(int ret);
+
 /* len bytes of fresh private anonymous memory, or NULL. */
 void *xfer_map_anon(size_t len);
 
