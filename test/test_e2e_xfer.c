@@ -21,6 +21,7 @@
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
 
 #include "fixture_rdm.h"
 #include "mrlt.h"
@@ -1058,6 +1059,67 @@ test_remote_access_registrations_bypass_cache(void)
 	free(dst);
 }
 
+/* A write through an alias opened with FI_TRIGGER is triggered: its
+ * context names the application's counter, which the provider must get as
+ * its own (it crashed or ran the write at once), and its lease must last
+ * from the post, through the wait for its threshold, to its completion. */
+static void
+test_a_triggered_write_through_an_alias_holds_its_lease_until_it_runs(void)
+{
+	struct mrlt_pair_opts opts = {.caps = FI_MSG | FI_RMA | FI_TRIGGER};
+	struct fi_cntr_attr cattr = {.events = FI_CNTR_EVENTS_COMP};
+	union {
+		struct fi_triggered_context c;
+		struct fi_triggered_context2 c2;
+	} t;
+	struct fid_ep *alias = NULL;
+	struct fid_cntr *cntr = NULL;
+	struct mrlt_pair pair;
+	struct mrlt_comp comp;
+	struct bufs b;
+	int ret;
+
+	ret = open_pair(&pair, &opts);
+	if (ret == -FI_ENODATA) {
+		mrlt_skip_current("%s offers no FI_TRIGGER with RMA", prov);
+		return;
+	}
+	CHECK_FI(ret);
+	ret = fi_ep_alias(pair.ep[0], &alias, FI_TRANSMIT | FI_TRIGGER);
+	if (ret == -FI_ENOSYS) {
+		mrlt_skip_current("%s offers no aliases", prov);
+		CHECK_FI(mrlt_pair_close(&pair));
+		return;
+	}
+	CHECK_FI(ret);
+	CHECK_FI(fi_cntr_open(pair.domain, &cattr, &cntr, NULL));
+	CHECK_FI(bufs_open(&pair, &b, false));
+	mrlt_fill(b.src, BUF_SIZE, 23);
+	memset(&t, 0, sizeof(t));
+	t.c.event_type = FI_TRIGGER_THRESHOLD;
+	t.c.trigger.threshold.cntr = cntr;
+	t.c.trigger.threshold.threshold = 1;
+
+	CHECK_EQ(0, MRLT_PAIR_POST(&pair, fi_write(alias, b.src, BUF_SIZE, NULL,
+						   pair.addr[1],
+						   mrlt_pair_rma_addr(
+							   &pair, b.tgt, b.tgt),
+						   fi_mr_key(b.tgt_mr), &t)));
+	CHECK_EQ(1, mrlt_live_leases(&pair));
+	CHECK_EQ(0, mrlt_reap_some(&pair, &comp, 1));
+	CHECK_EQ(1, mrlt_live_leases(&pair));
+	CHECK_FI(fi_cntr_add(cntr, 1));
+	CHECK_EQ(1, mrlt_reap(&pair, &comp, 1));
+	CHECK_PTR(comp.ctx, &t);
+	CHECK_EQ(0, comp.err);
+	CHECK_EQ(-1, mrlt_wait_pattern(&pair, b.tgt, BUF_SIZE, 23));
+	CHECK_CLEAN(&pair);
+	CHECK_FI(bufs_close(&b));
+	CHECK_FI(fi_close(&alias->fid));
+	CHECK_FI(fi_close(&cntr->fid));
+	CHECK_FI(mrlt_pair_close(&pair));
+}
+
 static void
 run_provider(const char *name)
 {
@@ -1082,6 +1144,7 @@ run_provider(const char *name)
 	RUN(test_multi_recv_buffer_released_with_provider);
 	RUN(test_counters_only_endpoint_releases_leases);
 	RUN(test_remote_access_registrations_bypass_cache);
+	RUN(test_a_triggered_write_through_an_alias_holds_its_lease_until_it_runs);
 #undef RUN
 }
 

@@ -16,6 +16,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
 #include <rdma/providers/fi_log.h>
 
 #include "mrcheck_int.h"
@@ -365,7 +366,10 @@ chk_tx_tracked(struct chk_ep *ep, uint64_t flags)
 {
 	const struct mrl_ep_bindings *b = &ep->hook->bound;
 
-	if (!b->tx_cq)
+	/* A triggered op's context is the application's struct
+	 * fi_triggered_context, which the provider reads: none of ours can
+	 * stand in for it. */
+	if (!b->tx_cq || (flags & FI_TRIGGER))
 		return false;
 	return !(b->tx_cq_flags & FI_SELECTIVE_COMPLETION) ||
 	       (flags & FI_COMPLETION);
@@ -376,7 +380,10 @@ chk_rx_tracked(struct chk_ep *ep, uint64_t flags)
 {
 	const struct mrl_ep_bindings *b = &ep->hook->bound;
 
-	if (!b->rx_cq)
+	/* A triggered op's context is the application's struct
+	 * fi_triggered_context, which the provider reads: none of ours can
+	 * stand in for it. */
+	if (!b->rx_cq || (flags & FI_TRIGGER))
 		return false;
 	return !(b->rx_cq_flags & FI_SELECTIVE_COMPLETION) ||
 	       (flags & FI_COMPLETION);

@@ -30,7 +30,8 @@
  * hook_eq.c, hook_wait.c (wait and poll sets), hook_av.c (AV, AV set),
  * hook_cq.c, hook_cntr.c, hook_ep.c (ep, sep, tx/rx ctx, srx, stx),
  * hook_cm.c (cm ops, pep, multicast), hook_mr.c, hook_xfer.c (msg, tagged,
- * rma, atomic, collective forwarders).
+ * rma, atomic, collective forwarders), hook_opflags.c (non-msg calls of
+ * endpoints whose default op flags matter to the hook).
  *
  * Not supported: the same plugin listed twice in FI_HOOK ('mrlease;mrlease'):
  * the outer copy would take the inner copy's wrappers for its own.
@@ -224,6 +225,12 @@ struct mrl_ep {
 	struct mrl_ep *alias_of; /* FI_ALIAS: the endpoint aliased */
 	void *ext;
 	uint64_t caps; /* info/attr caps at open, 0 if unknown */
+	/* Default op flags, tx and rx: the attrs' at open, an alias's,
+	 * FI_SETOPSFLAG's. */
+	uint64_t op_flags[2];
+	/* Non-msg calls posted as msg calls with op_flags (hook_opflags.c):
+	 * an alias, or FI_TRIGGER among the defaults. NULL: never needed. */
+	struct mrl_ep_shim *shim;
 	/* Set only while the personality's ep_open runs (the caller's
 	 * objects are gone after the open), NULL otherwise. */
 	const struct mrl_ep_open *opening;
@@ -503,9 +510,13 @@ int mrl_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
 		struct fid_stx **stx, void *context);
 int mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 		struct fid_ep **rx_ep, void *context);
-/* Wrap the inner alias (FI_ALIAS) of the endpoint aliased. */
+/* Wrap the inner alias (FI_ALIAS with flags) of the endpoint aliased. */
 int mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner,
-		      struct mrl_ep **ep);
+		      uint64_t flags, struct mrl_ep **ep);
+/* Install or remove ep's shim after its default op flags changed
+ * (hook_opflags.c); -FI_ENOMEM. */
+int mrl_ep_shim_apply(struct mrl_ep *ep);
+void mrl_ep_shim_free(struct mrl_ep *ep);
 void mrl_ep_set_tables(struct mrl_ep *ep);
 /* After the inner object of ep opened: tables, personality ep_open with
  * what it was opened with, count. */

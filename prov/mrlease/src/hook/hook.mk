@@ -16,6 +16,7 @@ prov_mrlease_libmrlease_core_la_SOURCES += \
 	prov/mrlease/src/hook/hook_ep.c \
 	prov/mrlease/src/hook/hook_cm.c \
 	prov/mrlease/src/hook/hook_mr.c \
-	prov/mrlease/src/hook/hook_xfer.c
+	prov/mrlease/src/hook/hook_xfer.c \
+	prov/mrlease/src/hook/hook_opflags.c
 # In the release tarball: included by mrl_hook.h (libfabric 1.x/2.x headers).
 EXTRA_DIST += prov/mrlease/include/mrl_compat.h

@@ -213,6 +213,10 @@ mrl_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening)
 {
 	int ret = 0;
 
+	if (opening->tx_attr)
+		ep->op_flags[0] = opening->tx_attr->op_flags;
+	if (opening->rx_attr)
+		ep->op_flags[1] = opening->rx_attr->op_flags;
 	mrl_ep_set_tables(ep);
 	if (mrl_personality && mrl_personality->ep_open) {
 		ep->opening = opening;
@@ -221,12 +225,19 @@ mrl_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening)
 	}
 	if (ret)
 		return ret;
+	ret = mrl_ep_shim_apply(ep);
+	if (ret) {
+		/* Nothing was posted: what ep_open made goes as at a close. */
+		if (mrl_personality && mrl_personality->ep_close)
+			mrl_personality->ep_close(ep);
+		return ret;
+	}
 	mrl_count_open(mrl_class_of(&ep->ep.fid));
 	return 0;
 }
 
 int
-mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner,
+mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner, uint64_t flags,
 		  struct mrl_ep **ep_out)
 {
 	static const struct mrl_ep_open opening; /* none of its own */
@@ -246,6 +257,14 @@ mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner,
 	ep->sep = aliased->sep;
 	ep->caps = aliased->caps;
 	ep->bound = aliased->bound;
+	/* fi_endpoint(3): the alias's flags are its defaults for the
+	 * direction they name. */
+	ep->op_flags[0] = aliased->op_flags[0];
+	ep->op_flags[1] = aliased->op_flags[1];
+	if (flags & FI_TRANSMIT)
+		ep->op_flags[0] = flags;
+	else if (flags & FI_RECV)
+		ep->op_flags[1] = flags;
 	/* Opened by the provider without our context: point it at us so
 	 * events about it map back. */
 	inner->fid.context = &ep->ep.fid;

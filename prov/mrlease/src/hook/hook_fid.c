@@ -404,8 +404,11 @@ mrl_fid_close(struct fid *fid)
 				container_of(fid, struct mrl_cntr, cntr.fid));
 		break;
 	default:
-		if (mrl_class_is_ep(cls) && p && p->ep_close)
+		if (!mrl_class_is_ep(cls))
+			break;
+		if (p && p->ep_close)
 			p->ep_close(container_of(fid, struct mrl_ep, ep.fid));
+		mrl_ep_shim_free(container_of(fid, struct mrl_ep, ep.fid));
 		break;
 	}
 	mrl_count_close(cls);
@@ -444,6 +447,17 @@ mrl_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return ret;
 }
 
+/* The provider took new default flags for the direction they name. */
+static int
+mrl_ep_opflags_set(struct mrl_ep *ep, uint64_t flags)
+{
+	if ((flags & FI_TRANSMIT) && !(flags & FI_RECV))
+		ep->op_flags[0] = flags;
+	else if ((flags & FI_RECV) && !(flags & FI_TRANSMIT))
+		ep->op_flags[1] = flags;
+	return mrl_ep_shim_apply(ep);
+}
+
 static int
 mrl_fid_alias(struct mrl_ep *ep, struct fi_alias *alias)
 {
@@ -458,8 +472,9 @@ mrl_fid_alias(struct mrl_ep *ep, struct fi_alias *alias)
 	if (ret)
 		return ret;
 
-	ret = mrl_ep_wrap_alias(
-		ep, container_of(inner_alias, struct fid_ep, fid), &wrap);
+	ret = mrl_ep_wrap_alias(ep,
+				container_of(inner_alias, struct fid_ep, fid),
+				alias->flags, &wrap);
 	if (ret)
 		goto err_close;
 	*alias->fid = &wrap->ep.fid;
@@ -504,6 +519,9 @@ mrl_control_forward(struct fid *fid, int command, void *arg)
 	ret = inner->ops->control(inner, command, arg);
 	if (!ret && cls == MRL_CLASS_MR)
 		mrl_mr_refresh(fid);
+	if (!ret && command == FI_SETOPSFLAG && mrl_class_is_ep(cls) && arg)
+		ret = mrl_ep_opflags_set(container_of(fid, struct mrl_ep, ep.fid),
+					 *(uint64_t *) arg);
 	return ret;
 }
 

@@ -13,7 +13,8 @@
  * call returns, so it cannot be restored). The data path does the same on
  * every post it forwards with the application's context, and gives the
  * provider a translated copy where its op stands for the context
- * (mrl_post_context).
+ * (mrl_post_context). A non-msg call triggered by the endpoint's default
+ * flags arrives here as its msg call with FI_TRIGGER (hook_opflags.c).
  */
 #include "config.h"
 

@@ -348,8 +348,9 @@ mrl_xfer_ep_control(struct mrl_ep *ep, int command, void *arg)
 	struct mrl_xep *x = ep->ext;
 	int ret;
 
-	if (cls != MRL_CLASS_EP && cls != MRL_CLASS_TX_CTX &&
-	    cls != MRL_CLASS_RX_CTX)
+	if ((cls != MRL_CLASS_EP && cls != MRL_CLASS_TX_CTX &&
+	     cls != MRL_CLASS_RX_CTX) ||
+	    ep->alias_of)
 		return mrl_ep_control(ep, command, arg);
 	if (command == MRL_XFER_CTL_TEST_COMPLETING) {
 		const struct mrl_xfer_test_completing *hook = arg;
@@ -456,7 +457,7 @@ mrl_xfer_init_once(void)
  * The default op flags (non-msg calls use them; a leased one converted to
  * a msg call must pass them on) and rx caps of what ep was opened with: an
  * fi_info's tx/rx attrs (rx caps: info->caps where rx_attr has none), or a
- * tx/rx context's attr. An alias never enables leasing.
+ * tx/rx context's attr.
  */
 static void
 mrl_xep_opened_with(struct mrl_xep *x, const struct mrl_ep_open *opening)
@@ -467,6 +468,22 @@ mrl_xep_opened_with(struct mrl_xep *x, const struct mrl_ep_open *opening)
 	x->op_flags[MRL_TX] = opening->tx_attr ? opening->tx_attr->op_flags : 0;
 	x->op_flags[MRL_RX] = rx ? rx->op_flags : 0;
 	x->rx_caps = rx && rx->caps ? rx->caps : info ? info->caps : 0;
+}
+
+/* The data path's tables, where the inner endpoint has the family (the
+ * passthrough's stay where it answers -FI_ENOSYS). */
+static void
+mrl_xep_install(struct mrl_ep *ep)
+{
+	ep->ep.ops = &mrl_xfer_ep_ops;
+	if (ep->inner->msg)
+		ep->ep.msg = &mrl_xfer_msg_ops;
+	if (ep->inner->tagged)
+		ep->ep.tagged = &mrl_xfer_tagged_ops;
+	if (ep->inner->rma)
+		ep->ep.rma = &mrl_xfer_rma_ops;
+	if (ep->inner->atomic)
+		ep->ep.atomic = &mrl_xfer_atomic_ops;
 }
 
 int
@@ -487,6 +504,16 @@ mrl_xfer_ep_open(struct mrl_ep *ep)
 		return 0;
 	}
 
+	if (ep->alias_of) {
+		/* Its posts lease, complete and cancel as its endpoint's:
+		 * same provider endpoint, CQs and counters. Its own default
+		 * flags never reach this state: its non-msg calls come down
+		 * as msg calls (hook_opflags.c). */
+		ep->ext = ep->alias_of->ext;
+		if (ep->ext)
+			mrl_xep_install(ep);
+		return 0;
+	}
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -FI_ENOMEM;
@@ -501,18 +528,7 @@ mrl_xfer_ep_open(struct mrl_ep *ep)
 	atomic_init(&x->rx_guarded, false);
 	mrl_xep_disable(x);
 	ep->ext = x;
-
-	/* Only the tables the inner endpoint has: the passthrough's stay
-	 * where it answers -FI_ENOSYS. */
-	ep->ep.ops = &mrl_xfer_ep_ops;
-	if (ep->inner->msg)
-		ep->ep.msg = &mrl_xfer_msg_ops;
-	if (ep->inner->tagged)
-		ep->ep.tagged = &mrl_xfer_tagged_ops;
-	if (ep->inner->rma)
-		ep->ep.rma = &mrl_xfer_rma_ops;
-	if (ep->inner->atomic)
-		ep->ep.atomic = &mrl_xfer_atomic_ops;
+	mrl_xep_install(ep);
 	return 0;
 }
 
@@ -578,9 +594,9 @@ mrl_xfer_ep_close(struct mrl_ep *ep)
 	struct mrl_xep *x = ep->ext;
 	struct mrl_orphan_count orphans = {0};
 
-	if (!x)
-		return;
 	ep->ext = NULL;
+	if (!x || ep->alias_of)
+		return; /* an alias's state is its endpoint's */
 	for (size_t i = 0; i < 4 && x->progress[i]; i++)
 		mrl_xcntr_remove(x->progress[i], x);
 
