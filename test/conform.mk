@@ -8,6 +8,6 @@ check_PROGRAMS += test/conform/conform
 test_conform_conform_SOURCES = test/conform/conform.c test/conform/conform.h \
 	test/conform/conform_rig.c test/conform/conform_eq.c \
 	test/conform/conform_cq.c test/conform/conform_ctl.c \
-	test/conform/conform_mr.c
+	test/conform/conform_mr.c test/conform/conform_alias.c
 test_conform_conform_LDADD = test/libmrltest.la $(FABRIC_LIBS)
 SUITE += test/conform/conform

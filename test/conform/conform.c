@@ -56,6 +56,8 @@ static const struct {
 	{"mr_key", cf_mr_key},
 	{"cancel", cf_cancel},
 	{"trigger", cf_trigger},
+	{"alias", cf_alias},
+	{"alias_trigger", cf_alias_trigger},
 	{"ep_opt_before", cf_ep_opt_before},
 	{"ep_opt", cf_ep_opt},
 	{"cm", cf_cm},
@@ -249,6 +251,8 @@ describe_status(const struct run *r, char *s, size_t len)
 		snprintf(s, len, "killed by signal %d", WTERMSIG(r->status));
 	else if (WEXITSTATUS(r->status) == CF_HANG)
 		snprintf(s, len, "hang");
+	else if (WEXITSTATUS(r->status) == CF_UNOFFERED)
+		snprintf(s, len, "the provider does not offer it");
 	else
 		snprintf(s, len, "exit status %d", WEXITSTATUS(r->status));
 }
@@ -483,8 +487,13 @@ run_provider_semantic(size_t sem, const char *prov, const char *only_setting)
 		if (failed) {
 			char reason[1400];
 
-			snprintf(reason, sizeof(reason),
-				 "no-hook run failed: %s", why);
+			snprintf(reason, sizeof(reason), "%s%s",
+				 WIFEXITED(base.status) &&
+						 WEXITSTATUS(base.status) ==
+							 CF_UNOFFERED ?
+					 "" :
+					 "no-hook run failed: ",
+				 why);
 			mrlt_skip(name, reason);
 			continue;
 		}

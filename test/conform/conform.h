@@ -43,6 +43,9 @@
 #define CF_BROKEN 3
 /* A blocking call outlived its own timeout by seconds (see CF_BLOCKING). */
 #define CF_HANG 4
+/* The provider does not offer what the semantic is about (a '#' line says
+ * what it answered): the case is a skip with that reason. */
+#define CF_UNOFFERED 5
 /* Seconds a whole semantic may take. */
 #define CF_SEMANTIC_S 30
 
@@ -186,6 +189,17 @@ bool cf_wait_started(atomic_int *started);
 /* Close every tracked fid now; prints "close: rc". */
 void cf_close_all(void);
 
+/* MRs (conform_mr.c). The address an RMA names buf by (0-based unless
+ * FI_MR_VIRT_ADDR). */
+uint64_t cf_rma_addr(const struct cf_rig *r, const void *buf);
+/* Register [buf, buf + len) as what (tracked, named, printed); 0 or the
+ * provider's code, printed, with *mr NULL. */
+ssize_t cf_mr_reg(struct cf_rig *r, void *buf, size_t len, uint64_t access,
+		  uint64_t key, struct fid_mr **mr, void *ctx, const char *what);
+/* Bind mr to ep and enable it, for FI_MR_ENDPOINT domains. */
+void cf_mr_attach(const struct cf_rig *r, struct fid_mr *mr, struct fid_ep *ep,
+		  const char *what);
+
 /* ------------------------------------------------------------------------
  * Semantics: each prints its transcript and returns CF_DONE or CF_BROKEN.
  */
@@ -205,6 +219,8 @@ int cf_mr(void);
 int cf_mr_key(void);
 int cf_cancel(void);
 int cf_trigger(void);
+int cf_alias(void);
+int cf_alias_trigger(void);
 int cf_ep_opt_before(void);
 int cf_ep_opt(void);
 int cf_cm(void);

@@ -27,8 +27,8 @@ prov_key(const struct cf_rig *r)
 	return r->d.info->domain_attr->mr_mode & FI_MR_PROV_KEY;
 }
 
-static uint64_t
-rma_addr(const struct cf_rig *r, const void *buf)
+uint64_t
+cf_rma_addr(const struct cf_rig *r, const void *buf)
 {
 	return r->d.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ?
 		       (uint64_t) (uintptr_t) buf :
@@ -59,9 +59,8 @@ mr_key_print(const struct cf_rig *r, struct fid_mr *mr, const char *what,
 					"other");
 }
 
-/* Bind to ep and enable, for FI_MR_ENDPOINT domains. */
-static void
-mr_attach(const struct cf_rig *r, struct fid_mr *mr, struct fid_ep *ep,
+void
+cf_mr_attach(const struct cf_rig *r, struct fid_mr *mr, struct fid_ep *ep,
 	  const char *what)
 {
 	if (!(r->d.info->domain_attr->mr_mode & FI_MR_ENDPOINT))
@@ -70,8 +69,8 @@ mr_attach(const struct cf_rig *r, struct fid_mr *mr, struct fid_ep *ep,
 	cf_out("%s enable: %s", what, cf_rc(fi_mr_enable(mr)));
 }
 
-static ssize_t
-reg(struct cf_rig *r, void *buf, size_t len, uint64_t access, uint64_t key,
+ssize_t
+cf_mr_reg(struct cf_rig *r, void *buf, size_t len, uint64_t access, uint64_t key,
     struct fid_mr **mr, void *ctx, const char *what)
 {
 	int ret = fi_mr_reg(r->d.domain, buf, len, access, 0, key, 0, mr, ctx);
@@ -131,12 +130,12 @@ cf_mr(void)
 		cf_name(&ctx[i], sizeof(ctx[i]), ctxn[i]);
 	}
 
-	if (reg(&r, s, MR_LEN, FI_SEND | FI_RECV, KEY_A, &a, &ctx[0], "mr_a"))
+	if (cf_mr_reg(&r, s, MR_LEN, FI_SEND | FI_RECV, KEY_A, &a, &ctx[0], "mr_a"))
 		goto out;
-	mr_attach(&r, a, r.ep[0], "mr_a");
-	reg(&r, s, MR_LEN, FI_SEND | FI_RECV, KEY_B, &b, &ctx[1], "mr_b");
+	cf_mr_attach(&r, a, r.ep[0], "mr_a");
+	cf_mr_reg(&r, s, MR_LEN, FI_SEND | FI_RECV, KEY_B, &b, &ctx[1], "mr_b");
 	if (b) {
-		mr_attach(&r, b, r.ep[0], "mr_b");
+		cf_mr_attach(&r, b, r.ep[0], "mr_b");
 		cf_out("mr_b is mr_a: %s", b == a ? "yes" : "no");
 	}
 
@@ -173,7 +172,7 @@ cf_mr(void)
 	cf_name(rem, 0, "mr_rem");
 	mr_print(rem, "mr_rem");
 	mr_key_print(&r, rem, "mr_rem", KEY_D);
-	mr_attach(&r, rem, r.ep[1], "mr_rem");
+	cf_mr_attach(&r, rem, r.ep[1], "mr_rem");
 
 	iov[0] = (struct iovec){.iov_base = s, .iov_len = MR_LEN};
 	cf_out("refresh mr_a: %s", cf_rc(fi_mr_refresh(a, iov, 1, 0)));
@@ -185,10 +184,10 @@ cf_mr(void)
 		cf_out("bind mr_rem to a counter: %s",
 		       cf_rc(fi_mr_bind(rem, &cntr->fid, FI_REMOTE_WRITE)));
 	}
-	reg(&r, d, MR_LEN, FI_RECV, KEY_D + 1, &rl, &ctx[5], "mr_rl");
+	cf_mr_reg(&r, d, MR_LEN, FI_RECV, KEY_D + 1, &rl, &ctx[5], "mr_rl");
 	if (rl)
-		mr_attach(&r, rl, r.ep[1], "mr_rl");
-	reg(&r, s, 0, FI_SEND, KEY_D + 2, &z, &ctx[6], "zero length");
+		cf_mr_attach(&r, rl, r.ep[1], "mr_rl");
+	cf_mr_reg(&r, s, 0, FI_SEND, KEY_D + 2, &z, &ctx[6], "zero length");
 
 	/* Descriptors in use. */
 	cf_out("recv: %s", cf_rc(CF_POST(&r, fi_recv(r.ep[1], d, MR_LEN,
@@ -220,7 +219,7 @@ cf_mr(void)
 		cf_out("write: %s",
 		       cf_rc(CF_POST(&r,
 				     fi_write(r.ep[0], s, MR_LEN, fi_mr_desc(a),
-					      r.peer[0], rma_addr(&r, d),
+					      r.peer[0], cf_rma_addr(&r, d),
 					      fi_mr_key(rem), &ctx[4]))));
 		cf_reap_print(&r, 0, "write", false);
 		/* The initiator's completion may come before the data lands
@@ -235,7 +234,7 @@ cf_mr(void)
 		cf_out("read: %s",
 		       cf_rc(CF_POST(&r,
 				     fi_read(r.ep[0], s, MR_LEN, fi_mr_desc(a),
-					     r.peer[0], rma_addr(&r, d),
+					     r.peer[0], cf_rma_addr(&r, d),
 					     fi_mr_key(rem), &ctx[5]))));
 		cf_reap_print(&r, 0, "read", false);
 		cf_out("read back: %s",
@@ -270,14 +269,14 @@ cf_mr_key(void)
 	s = mrlt_alloc(MR_LEN);
 	d = mrlt_alloc(MR_LEN);
 	cf_out("provider keys: %s", prov_key(&r) ? "yes" : "no");
-	if (!reg(&r, s, MR_LEN, FI_SEND | FI_RECV, KEY_A, &a, &ctx[0], "local"))
+	if (!cf_mr_reg(&r, s, MR_LEN, FI_SEND | FI_RECV, KEY_A, &a, &ctx[0], "local"))
 		mr_key_print(&r, a, "local", KEY_A);
 	if (!prov_key(&r) &&
-	    !reg(&r, d, 4096, FI_SEND, KEY_A, &b, &ctx[1], "local, its key"))
+	    !cf_mr_reg(&r, d, 4096, FI_SEND, KEY_A, &b, &ctx[1], "local, its key"))
 		mr_key_print(&r, b, "local, its key", KEY_A);
-	if (!reg(&r, d, MR_LEN, FI_REMOTE_WRITE, KEY_B, &c, &ctx[2], "remote"))
+	if (!cf_mr_reg(&r, d, MR_LEN, FI_REMOTE_WRITE, KEY_B, &c, &ctx[2], "remote"))
 		mr_key_print(&r, c, "remote", KEY_B);
-	if (!prov_key(&r) && !reg(&r, s, 4096, FI_RECV, KEY_B, &e, &ctx[3],
+	if (!prov_key(&r) && !cf_mr_reg(&r, s, 4096, FI_RECV, KEY_B, &e, &ctx[3],
 				  "local, remote's key"))
 		mr_key_print(&r, e, "local, remote's key", KEY_B);
 	cf_close_all();
@@ -392,12 +391,12 @@ cf_trigger(void)
 					  "other");
 
 	/* A write waiting for 3, then one whose threshold is reached. */
-	if (reg(&r, d, TRIG_LEN, FI_REMOTE_WRITE, 0x777, &mr, &ctx[3], "mr_d"))
+	if (cf_mr_reg(&r, d, TRIG_LEN, FI_REMOTE_WRITE, 0x777, &mr, &ctx[3], "mr_d"))
 		goto out;
-	mr_attach(&r, mr, r.ep[1], "mr_d");
+	cf_mr_attach(&r, mr, r.ep[1], "mr_d");
 	memset(d, 0, TRIG_LEN);
 	memset(s, 0x33, TRIG_LEN);
-	rma = (struct fi_rma_iov){.addr = rma_addr(&r, d),
+	rma = (struct fi_rma_iov){.addr = cf_rma_addr(&r, d),
 				  .len = TRIG_LEN,
 				  .key = fi_mr_key(mr)};
 	t[1].c.event_type = FI_TRIGGER_THRESHOLD;
