@@ -138,6 +138,16 @@ mrlt_track_fid(struct fid *fid)
 	track(TRACK_FID, fid);
 }
 
+int __attribute__((noinline))
+mrlt_ep_alias(struct fid_ep *ep, struct fid_ep **alias, uint64_t flags)
+{
+	int ret = fi_ep_alias(ep, alias, flags);
+
+	/* Not a tail call: this frame stays in the allocation's stack. */
+	__asm__ volatile("" ::: "memory");
+	return ret;
+}
+
 void *
 mrlt_alloc(size_t size)
 {

@@ -1085,7 +1085,7 @@ test_a_triggered_write_through_an_alias_holds_its_lease_until_it_runs(void)
 		return;
 	}
 	CHECK_FI(ret);
-	ret = fi_ep_alias(pair.ep[0], &alias, FI_TRANSMIT | FI_TRIGGER);
+	ret = mrlt_ep_alias(pair.ep[0], &alias, FI_TRANSMIT | FI_TRIGGER);
 	if (ret == -FI_ENOSYS) {
 		mrlt_skip_current("%s offers no aliases", prov);
 		CHECK_FI(mrlt_pair_close(&pair));

@@ -37,7 +37,7 @@ static int
 alias_open(struct fid_ep *ep, uint64_t flags, struct fid_ep **alias,
 	   const char *name)
 {
-	int ret = fi_ep_alias(ep, alias, flags);
+	int ret = mrlt_ep_alias(ep, alias, flags);
 
 	uint64_t rest = flags & ~(uint64_t) (FI_TRANSMIT | FI_RECV);
 
