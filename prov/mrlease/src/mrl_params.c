@@ -17,29 +17,23 @@
 
 #include "mrl_params.h"
 
-struct mrl_params mrl_params = {
-	.max_count = MRL_PARAMS_DEFAULT_MAX_COUNT,
-	.max_size = MRL_PARAMS_DEFAULT_MAX_SIZE,
-	.min_size = MRL_PARAMS_DEFAULT_MIN_SIZE,
-	.stats = MRL_PARAMS_DEFAULT_STATS,
-	.hugepage_after = MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER,
-	.hook_inner = MRL_PARAMS_DEFAULT_HOOK_INNER,
-	.monitor = MRL_MONITOR_AUTO,
-	.pinning = MRL_PINNING_AUTO,
-	.monitor_churn = MRL_PARAMS_DEFAULT_MONITOR_CHURN,
-};
+/* The defaults, written once: mrl_params starts as them and a reset
+ * returns to them. */
+#define MRL_PARAMS_DEFAULTS                                         \
+	{                                                           \
+		.max_count = MRL_PARAMS_DEFAULT_MAX_COUNT,          \
+		.max_size = MRL_PARAMS_DEFAULT_MAX_SIZE,            \
+		.min_size = MRL_PARAMS_DEFAULT_MIN_SIZE,            \
+		.stats = MRL_PARAMS_DEFAULT_STATS,                  \
+		.hugepage_after = MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER, \
+		.hook_inner = MRL_PARAMS_DEFAULT_HOOK_INNER,        \
+		.monitor = MRL_MONITOR_AUTO,                        \
+		.pinning = MRL_PINNING_AUTO,                        \
+		.monitor_churn = MRL_PARAMS_DEFAULT_MONITOR_CHURN,  \
+	}
 
-static const struct mrl_params mrl_params_defaults = {
-	.max_count = MRL_PARAMS_DEFAULT_MAX_COUNT,
-	.max_size = MRL_PARAMS_DEFAULT_MAX_SIZE,
-	.min_size = MRL_PARAMS_DEFAULT_MIN_SIZE,
-	.stats = MRL_PARAMS_DEFAULT_STATS,
-	.hugepage_after = MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER,
-	.hook_inner = MRL_PARAMS_DEFAULT_HOOK_INNER,
-	.monitor = MRL_MONITOR_AUTO,
-	.pinning = MRL_PINNING_AUTO,
-	.monitor_churn = MRL_PARAMS_DEFAULT_MONITOR_CHURN,
-};
+struct mrl_params mrl_params = MRL_PARAMS_DEFAULTS;
+static const struct mrl_params mrl_params_defaults = MRL_PARAMS_DEFAULTS;
 
 /* The spellings of the choice parameters, indexed by their enum. */
 static const char *const mrl_monitor_names[] = {"auto", "userfaultfd", "none",
