@@ -10,6 +10,11 @@
  *   ucx   UCX's registration cache (ucs_rcache_get / region_put, memory
  *         events off, no-op registration), when built with libucx-dev; no
  *         invalidate figure (n/a).
+ *   ofi   libfabric's util MR cache, the one its providers (verbs, efa, cxi,
+ *         opx) keep: ofi_mr_cache_search / ofi_mr_cache_delete and
+ *         ofi_mr_cache_notify, its monitor watching nothing, compiled from
+ *         libfabric 2.1's source where it is cached (bench/utilmr/utilmr.h);
+ *         its limits above the largest size, so nothing is evicted.
  * And one reference that is not a peer:
  *   seed_array  the seed's design idealised: the same mutex and Arc-like
  *         registration over a sorted array (24 bytes per entry, one binary
@@ -58,6 +63,9 @@
 
 #ifdef HAVE_UCS
 #include <ucs/memory/rcache.h>
+#endif
+#ifdef HAVE_UTILMR
+#include "utilmr/utilmr.h"
 #endif
 
 #define ADDR0 ((uintptr_t) 0x100000000000ull)
@@ -685,11 +693,76 @@ ucx_hit(void *c, uintptr_t s, uintptr_t e)
 }
 #endif
 
+#ifdef HAVE_UTILMR
+/* libfabric's util MR cache over the same registrar as mrlease's. */
+struct ofi_b {
+	struct utilmr *cache;
+	struct creg creg;
+};
+
+static void *
+ofi_create(size_t n)
+{
+	struct ofi_b *b = calloc(1, sizeof(*b));
+	struct utilmr_config cfg = {
+		.reg = creg_registrar.reg,
+		.close = creg_registrar.close,
+		.ctx = &b->creg,
+		.access = MRL_CACHE_ACCESS,
+		.max_cnt = 2 * n + 16, /* as mrlease's max_count */
+		.max_size = SIZE_MAX,
+	};
+	void *lease;
+
+	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
+	if (utilmr_create(&cfg, &b->cache))
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		if (utilmr_acquire(b->cache, entry_base(i),
+				   entry_base(i) + page, &lease))
+			abort();
+		utilmr_release(b->cache, lease);
+	}
+	return b;
+}
+
+static void
+ofi_destroy(void *c)
+{
+	struct ofi_b *b = c;
+
+	utilmr_destroy(b->cache);
+	free(b);
+}
+
+static int
+ofi_hit(void *c, uintptr_t s, uintptr_t e)
+{
+	struct ofi_b *b = c;
+	void *lease;
+
+	if (utilmr_acquire(b->cache, s, e, &lease))
+		return -1;
+	utilmr_release(b->cache, lease);
+	return 0;
+}
+
+static int
+ofi_inv(void *c, uintptr_t s, uintptr_t e)
+{
+	utilmr_invalidate(((struct ofi_b *) c)->cache, s, e);
+	return 0;
+}
+#endif
+
 static const struct impl impls[] = {
 	{"mrlease", mrl_create, mrl_destroy, mrl_hit, mrl_inv, 1},
 	{"seed", sbt_create, sbt_destroy, sbt_hit, sbt_inv, 0},
 #ifdef HAVE_UCS
 	{"ucx", ucx_create, ucx_destroy, ucx_hit, NULL, 1},
+#endif
+#ifdef HAVE_UTILMR
+	{"ofi", ofi_create, ofi_destroy, ofi_hit, ofi_inv, 1},
 #endif
 	/* Last: a reference, not a peer (see the header comment). */
 	{"seed_array", sarr_create, sarr_destroy, sarr_hit, sarr_inv, 0},
@@ -916,8 +989,8 @@ batches_median(size_t nb)
 enum fig { HOT, RAND, INV, INV_OUT, SCALE, BPE, NFIG };
 static const char *fig_name[NFIG] = {"hit_hot",	     "hit_rand", "inv_miss",
 				     "inv_miss_out", "scale2",	 "bpe"};
-static const size_t sizes[] = {1000, 100000, 1000000};
-#define NSIZE 3
+static const size_t sizes[] = {1000, 10000, 100000, 1000000};
+#define NSIZE 4
 /* result[impl][size][figure]; negative: not measured */
 static double result[NIMPL][NSIZE][NFIG];
 static double mem_lat = -1; /* median of run_mem_lat, taken with 1e6 */
@@ -995,7 +1068,7 @@ measure_size(int si)
 static const char *
 size_tag(int si)
 {
-	static const char *t[] = {"1e3", "1e5", "1e6"};
+	static const char *t[] = {"1e3", "1e4", "1e5", "1e6"};
 
 	return t[si];
 }
@@ -1087,6 +1160,10 @@ main(int argc, char **argv)
 	       "unless noted; "
 	       "load average %.2f at start\n",
 	       reps, load1());
+#ifdef UTILMR_SKIPPED
+	printf("# ofi (libfabric's util MR cache) not built: %s\n",
+	       UTILMR_SKIPPED);
+#endif
 	for (int si = 0; si < NSIZE; si++)
 		measure_size(si);
 	if (misses) {
