@@ -73,6 +73,17 @@ missing() {
 	echo "plot.sh: no $1 in $data: $2 left as it is (make bench-data)" >&2
 }
 
+# The charts are read side by side, so their data come from one run of make
+# bench-data: say so when they name more than one machine, and the span of
+# their dates.
+machines=$(cat "$data"/*.out "$data"/*.dat 2>/dev/null | sed -n 's/^# machine: //p' | sort -u)
+if [ "$(grep -c . <<<"$machines")" -gt 1 ]; then
+	echo "plot.sh: warning: the data in $data come from more than one machine:" >&2
+	sed 's/^/    /' <<<"$machines" >&2
+fi
+dates=$(cat "$data"/*.out "$data"/*.dat 2>/dev/null | sed -n 's/^# date: //p' | sort -u)
+[ -z "$dates" ] || echo "plot.sh: data measured from $(head -n 1 <<<"$dates") to $(tail -n 1 <<<"$dates")"
+
 # ---- rate against message size, xfer_bench (tcp;ofi_rxm, no cost) --------
 f="$data/xfer_bench.out"
 if [ -r "$f" ]; then
