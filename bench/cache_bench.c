@@ -125,44 +125,22 @@ struct impl {
 	size_t inv_ops_div; /* fewer invalidate ops for O(n) ones */
 };
 
+/* Fills a cache whose hit registers on a miss: n entries, one per slot. */
+static void *
+fill_by_hits(int (*hit)(void *c, uintptr_t s, uintptr_t e), void *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (hit(c, entry_base(i), entry_base(i) + page))
+			abort();
+	return c;
+}
+
 /* mrlease */
 struct mrl_b {
 	struct mrl_cache *cache;
 	struct mrl_cache_domain *dom;
 	struct creg creg;
 };
-
-static void *
-mrl_create(size_t n)
-{
-	struct mrl_b *b = calloc(1, sizeof(*b));
-	struct mrl_cache_config cfg = {.max_count = 2 * n + 16,
-				       .max_size = SIZE_MAX};
-	struct mrl_domain_config dc;
-	struct mrl_registration *r;
-
-	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
-	dc = creg_domain_config(&b->creg);
-	if (mrl_cache_create(&cfg, &b->cache) ||
-	    mrl_cache_domain_open(b->cache, &dc, &b->dom))
-		abort();
-	for (size_t i = 0; i < n; i++) {
-		if (mrl_cache_acquire(b->dom, entry_base(i),
-				      entry_base(i) + page, &r))
-			abort();
-		mrl_lease_release(r);
-	}
-	return b;
-}
-
-static void
-mrl_destroy(void *c)
-{
-	struct mrl_b *b = c;
-
-	mrl_cache_destroy(b->cache);
-	free(b);
-}
 
 static int
 mrl_hit(void *c, uintptr_t s, uintptr_t e)
@@ -174,6 +152,31 @@ mrl_hit(void *c, uintptr_t s, uintptr_t e)
 		return -1;
 	mrl_lease_release(r);
 	return 0;
+}
+
+static void *
+mrl_create(size_t n)
+{
+	struct mrl_b *b = calloc(1, sizeof(*b));
+	struct mrl_cache_config cfg = {.max_count = 2 * n + 16,
+				       .max_size = SIZE_MAX};
+	struct mrl_domain_config dc;
+
+	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
+	dc = creg_domain_config(&b->creg);
+	if (mrl_cache_create(&cfg, &b->cache) ||
+	    mrl_cache_domain_open(b->cache, &dc, &b->dom))
+		abort();
+	return fill_by_hits(mrl_hit, b, n);
+}
+
+static void
+mrl_destroy(void *c)
+{
+	struct mrl_b *b = c;
+
+	mrl_cache_destroy(b->cache);
+	free(b);
 }
 
 static int
@@ -643,6 +646,18 @@ static const ucs_rcache_ops_t ucx_ops = {
 	.dump_region = ucx_dump,
 };
 
+static int
+ucx_hit(void *c, uintptr_t s, uintptr_t e)
+{
+	ucs_rcache_region_t *region;
+
+	if (ucs_rcache_get(c, (void *) s, e - s, PROT_READ | PROT_WRITE, NULL,
+			   &region) != UCS_OK)
+		return -1;
+	ucs_rcache_region_put(c, region);
+	return 0;
+}
+
 static void *
 ucx_create(size_t n)
 {
@@ -660,36 +675,16 @@ ucx_create(size_t n)
 		.max_unreleased = SIZE_MAX,
 	};
 	ucs_rcache_t *rc;
-	ucs_rcache_region_t *region;
 
 	if (ucs_rcache_create(&params, "bench", NULL, &rc) != UCS_OK)
 		abort();
-	for (size_t i = 0; i < n; i++) {
-		if (ucs_rcache_get(rc, (void *) entry_base(i), page,
-				   PROT_READ | PROT_WRITE, NULL,
-				   &region) != UCS_OK)
-			abort();
-		ucs_rcache_region_put(rc, region);
-	}
-	return rc;
+	return fill_by_hits(ucx_hit, rc, n);
 }
 
 static void
 ucx_destroy(void *c)
 {
 	ucs_rcache_destroy(c);
-}
-
-static int
-ucx_hit(void *c, uintptr_t s, uintptr_t e)
-{
-	ucs_rcache_region_t *region;
-
-	if (ucs_rcache_get(c, (void *) s, e - s, PROT_READ | PROT_WRITE, NULL,
-			   &region) != UCS_OK)
-		return -1;
-	ucs_rcache_region_put(c, region);
-	return 0;
 }
 #endif
 
@@ -699,6 +694,18 @@ struct ofi_b {
 	struct utilmr *cache;
 	struct creg creg;
 };
+
+static int
+ofi_hit(void *c, uintptr_t s, uintptr_t e)
+{
+	struct ofi_b *b = c;
+	void *lease;
+
+	if (utilmr_acquire(b->cache, s, e, &lease))
+		return -1;
+	utilmr_release(b->cache, lease);
+	return 0;
+}
 
 static void *
 ofi_create(size_t n)
@@ -712,18 +719,11 @@ ofi_create(size_t n)
 		.max_cnt = 2 * n + 16, /* as mrlease's max_count */
 		.max_size = SIZE_MAX,
 	};
-	void *lease;
 
 	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
 	if (utilmr_create(&cfg, &b->cache))
 		abort();
-	for (size_t i = 0; i < n; i++) {
-		if (utilmr_acquire(b->cache, entry_base(i),
-				   entry_base(i) + page, &lease))
-			abort();
-		utilmr_release(b->cache, lease);
-	}
-	return b;
+	return fill_by_hits(ofi_hit, b, n);
 }
 
 static void
@@ -733,18 +733,6 @@ ofi_destroy(void *c)
 
 	utilmr_destroy(b->cache);
 	free(b);
-}
-
-static int
-ofi_hit(void *c, uintptr_t s, uintptr_t e)
-{
-	struct ofi_b *b = c;
-	void *lease;
-
-	if (utilmr_acquire(b->cache, s, e, &lease))
-		return -1;
-	utilmr_release(b->cache, lease);
-	return 0;
 }
 
 static int
