@@ -1064,10 +1064,13 @@ size_tag(int si)
 /*
  * A driver for callgrind/cachegrind (not a measurement by itself):
  *   cache_bench --drive IMPL hot|rand N OPS
- * builds IMPL with N entries, then runs OPS hits in drive_loop(), so
- *   valgrind --tool=callgrind --toggle-collect=drive_loop bench/cache_bench
- * --drive ... gives instructions per operation (Ir / OPS), and --cache-sim=yes
- * the last-level misses per operation, of the same workload as the figures.
+ * builds IMPL with N entries, then runs OPS / 10 hits to warm up and OPS hits
+ * in drive_loop(), so
+ *   valgrind --tool=callgrind '--toggle-collect=drive_loop*' bench/cache_bench
+ * --drive ... gives instructions per operation (Ir / (1.1 * OPS); the pattern
+ * because the compiler may clone it as drive_loop.constprop.0), and
+ * --cache-sim=yes the last-level misses per operation, of the same workload
+ * as the figures.
  */
 static __attribute__((noinline)) void
 drive_loop(const struct impl *im, void *c, size_t n, size_t ops, bool hot)
