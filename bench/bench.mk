@@ -16,18 +16,63 @@ bench_xfer_bench_CPPFLAGS = $(AM_CPPFLAGS)
 bench_xfer_bench_LDADD = -ldl $(FABRIC_LIBS)
 BENCHES += bench/xfer_bench
 
-# The lease cache against the seed's design and UCX's rcache.
-# Run: make bench, or bench/cache_bench [--quick].
+# The lease cache against the seed's design, UCX's rcache and libfabric's
+# util MR cache. Run: make bench, or bench/cache_bench [--quick].
 noinst_PROGRAMS += bench/cache_bench
 bench_cache_bench_SOURCES = bench/cache_bench.c test/cache_registrar.c test/cache_registrar.h \
-	test/mrl_test.c
+	test/mrl_test.c bench/utilmr/utilmr.h
 bench_cache_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test
-bench_cache_bench_LDADD = prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
+bench_cache_bench_LDADD = $(UTILMR_LIB) prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
 if HAVE_UCS
 bench_cache_bench_CPPFLAGS += -DHAVE_UCS=1 $(UCS_CFLAGS)
 bench_cache_bench_LDADD += $(UCS_LIBS)
 endif
 BENCHES += bench/cache_bench
+
+# libfabric's util MR cache (libfabric 2.1) for cache_bench: its sources come
+# from the tarball config/libfabric2.sh caches (configure's
+# --with-libfabric2-cache), extracted into the build tree and compiled here
+# with bench/utilmr/config.h, warnings off (they are not ours); its internal
+# headers are never committed nor distributed. bench/utilmr/utilmr.c is the
+# glue, built with our warnings against those headers only.
+EXTRA_DIST += bench/utilmr/utilmr.c bench/utilmr/config.h
+if HAVE_UTILMR
+bench_cache_bench_CPPFLAGS += -DHAVE_UTILMR=1
+UTILMR_LIB = bench/utilmr/libutilmr.a
+UTILMR_TOP = bench/utilmr/libfabric-2.1.0
+# util_mr_cache.c and what it calls: the rbmap, the buffer pool, the monitor
+# framework (its mm_lock), the monitors it names (each compiled out without
+# its kernel or device support), the import monitor and the fi_no_* stubs.
+UTILMR_LF_FILES = prov/util/src/util_mr_cache.c prov/util/src/util_mem_monitor.c \
+	prov/util/src/util_buf.c src/tree.c src/enosys.c src/mem.c \
+	prov/util/src/import_mem_monitor.c prov/util/src/uffd_mem_monitor.c \
+	prov/util/src/util_mem_hooks.c prov/util/src/kdreg2_mem_monitor.c \
+	prov/util/src/cuda_mem_monitor.c prov/util/src/cuda_ipc_monitor.c \
+	prov/util/src/rocr_mem_monitor.c prov/util/src/rocr_ipc_monitor.c \
+	prov/util/src/ze_mem_monitor.c prov/util/src/ze_ipc_monitor.c \
+	prov/util/src/xpmem_monitor.c
+UTILMR_LF_OBJECTS = $(patsubst %.c,$(UTILMR_TOP)/%.o,$(UTILMR_LF_FILES))
+# As libfabric's Makefile.am and configure compile them (release: -DNDEBUG).
+UTILMR_CPPFLAGS = -DHAVE_CONFIG_H -D_GNU_SOURCE -D__USE_XOPEN2K8 -DNDEBUG \
+	-I$(top_srcdir)/bench/utilmr -isystem $(UTILMR_TOP)/include
+UTILMR_CFLAGS = -std=gnu11 -pthread $(SANITIZE_CFLAGS) $(CFLAGS)
+$(UTILMR_TOP)/.extracted: $(UTILMR_TARBALL)
+	$(AM_V_GEN)rm -rf $(UTILMR_TOP) && $(MKDIR_P) bench/utilmr && \
+	tar -xJf $(UTILMR_TARBALL) -C bench/utilmr libfabric-2.1.0/include \
+		$(addprefix libfabric-2.1.0/,$(UTILMR_LF_FILES)) && touch $@
+$(addprefix $(UTILMR_TOP)/,$(UTILMR_LF_FILES)): $(UTILMR_TOP)/.extracted
+$(UTILMR_TOP)/%.o: $(UTILMR_TOP)/%.c
+	$(AM_V_CC)$(CC) $(UTILMR_CPPFLAGS) $(UTILMR_CFLAGS) -w -c $< -o $@
+bench/utilmr/utilmr.o: bench/utilmr/utilmr.c bench/utilmr/utilmr.h \
+		bench/utilmr/config.h $(UTILMR_TOP)/.extracted
+	$(AM_V_CC)$(MKDIR_P) bench/utilmr && $(CC) $(UTILMR_CPPFLAGS) $(UTILMR_CFLAGS) \
+		-Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow \
+		$(WERROR_CFLAGS) -c $(srcdir)/bench/utilmr/utilmr.c -o $@
+$(UTILMR_LIB): bench/utilmr/utilmr.o $(UTILMR_LF_OBJECTS)
+	$(AM_V_GEN)rm -f $@ && $(AR) crs $@ $^
+endif
+# Makefile.am's clean-local removes the extracted tree.
+CLEANFILES += bench/utilmr/utilmr.o bench/utilmr/libutilmr.a
 
 # Hook instructions per leased fi_write, per function, with the callgrind
 # recipe in bench/README.md: the one way to get

@@ -10,6 +10,11 @@
  *   ucx   UCX's registration cache (ucs_rcache_get / region_put, memory
  *         events off, no-op registration), when built with libucx-dev; no
  *         invalidate figure (n/a).
+ *   ofi   libfabric's util MR cache, the one its providers (verbs, efa, cxi,
+ *         opx) keep: ofi_mr_cache_search / ofi_mr_cache_delete and
+ *         ofi_mr_cache_notify, its monitor watching nothing, compiled from
+ *         libfabric 2.1's source where it is cached (bench/utilmr/utilmr.h);
+ *         its limits above the largest size, so nothing is evicted.
  * And one reference that is not a peer:
  *   seed_array  the seed's design idealised: the same mutex and Arc-like
  *         registration over a sorted array (24 bytes per entry, one binary
@@ -58,6 +63,9 @@
 
 #ifdef HAVE_UCS
 #include <ucs/memory/rcache.h>
+#endif
+#ifdef HAVE_UTILMR
+#include "utilmr/utilmr.h"
 #endif
 
 #define ADDR0 ((uintptr_t) 0x100000000000ull)
@@ -117,44 +125,22 @@ struct impl {
 	size_t inv_ops_div; /* fewer invalidate ops for O(n) ones */
 };
 
+/* Fills a cache whose hit registers on a miss: n entries, one per slot. */
+static void *
+fill_by_hits(int (*hit)(void *c, uintptr_t s, uintptr_t e), void *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (hit(c, entry_base(i), entry_base(i) + page))
+			abort();
+	return c;
+}
+
 /* mrlease */
 struct mrl_b {
 	struct mrl_cache *cache;
 	struct mrl_cache_domain *dom;
 	struct creg creg;
 };
-
-static void *
-mrl_create(size_t n)
-{
-	struct mrl_b *b = calloc(1, sizeof(*b));
-	struct mrl_cache_config cfg = {.max_count = 2 * n + 16,
-				       .max_size = SIZE_MAX};
-	struct mrl_domain_config dc;
-	struct mrl_registration *r;
-
-	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
-	dc = creg_domain_config(&b->creg);
-	if (mrl_cache_create(&cfg, &b->cache) ||
-	    mrl_cache_domain_open(b->cache, &dc, &b->dom))
-		abort();
-	for (size_t i = 0; i < n; i++) {
-		if (mrl_cache_acquire(b->dom, entry_base(i),
-				      entry_base(i) + page, &r))
-			abort();
-		mrl_lease_release(r);
-	}
-	return b;
-}
-
-static void
-mrl_destroy(void *c)
-{
-	struct mrl_b *b = c;
-
-	mrl_cache_destroy(b->cache);
-	free(b);
-}
 
 static int
 mrl_hit(void *c, uintptr_t s, uintptr_t e)
@@ -166,6 +152,31 @@ mrl_hit(void *c, uintptr_t s, uintptr_t e)
 		return -1;
 	mrl_lease_release(r);
 	return 0;
+}
+
+static void *
+mrl_create(size_t n)
+{
+	struct mrl_b *b = calloc(1, sizeof(*b));
+	struct mrl_cache_config cfg = {.max_count = 2 * n + 16,
+				       .max_size = SIZE_MAX};
+	struct mrl_domain_config dc;
+
+	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
+	dc = creg_domain_config(&b->creg);
+	if (mrl_cache_create(&cfg, &b->cache) ||
+	    mrl_cache_domain_open(b->cache, &dc, &b->dom))
+		abort();
+	return fill_by_hits(mrl_hit, b, n);
+}
+
+static void
+mrl_destroy(void *c)
+{
+	struct mrl_b *b = c;
+
+	mrl_cache_destroy(b->cache);
+	free(b);
 }
 
 static int
@@ -635,6 +646,18 @@ static const ucs_rcache_ops_t ucx_ops = {
 	.dump_region = ucx_dump,
 };
 
+static int
+ucx_hit(void *c, uintptr_t s, uintptr_t e)
+{
+	ucs_rcache_region_t *region;
+
+	if (ucs_rcache_get(c, (void *) s, e - s, PROT_READ | PROT_WRITE, NULL,
+			   &region) != UCS_OK)
+		return -1;
+	ucs_rcache_region_put(c, region);
+	return 0;
+}
+
 static void *
 ucx_create(size_t n)
 {
@@ -652,18 +675,10 @@ ucx_create(size_t n)
 		.max_unreleased = SIZE_MAX,
 	};
 	ucs_rcache_t *rc;
-	ucs_rcache_region_t *region;
 
 	if (ucs_rcache_create(&params, "bench", NULL, &rc) != UCS_OK)
 		abort();
-	for (size_t i = 0; i < n; i++) {
-		if (ucs_rcache_get(rc, (void *) entry_base(i), page,
-				   PROT_READ | PROT_WRITE, NULL,
-				   &region) != UCS_OK)
-			abort();
-		ucs_rcache_region_put(rc, region);
-	}
-	return rc;
+	return fill_by_hits(ucx_hit, rc, n);
 }
 
 static void
@@ -671,16 +686,59 @@ ucx_destroy(void *c)
 {
 	ucs_rcache_destroy(c);
 }
+#endif
+
+#ifdef HAVE_UTILMR
+/* libfabric's util MR cache over the same registrar as mrlease's. */
+struct ofi_b {
+	struct utilmr *cache;
+	struct creg creg;
+};
 
 static int
-ucx_hit(void *c, uintptr_t s, uintptr_t e)
+ofi_hit(void *c, uintptr_t s, uintptr_t e)
 {
-	ucs_rcache_region_t *region;
+	struct ofi_b *b = c;
+	void *lease;
 
-	if (ucs_rcache_get(c, (void *) s, e - s, PROT_READ | PROT_WRITE, NULL,
-			   &region) != UCS_OK)
+	if (utilmr_acquire(b->cache, s, e, &lease))
 		return -1;
-	ucs_rcache_region_put(c, region);
+	utilmr_release(b->cache, lease);
+	return 0;
+}
+
+static void *
+ofi_create(size_t n)
+{
+	struct ofi_b *b = calloc(1, sizeof(*b));
+	struct utilmr_config cfg = {
+		.reg = creg_registrar.reg,
+		.close = creg_registrar.close,
+		.ctx = &b->creg,
+		.access = MRL_CACHE_ACCESS,
+		.max_cnt = 2 * n + 16, /* as mrlease's max_count */
+		.max_size = SIZE_MAX,
+	};
+
+	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
+	if (utilmr_create(&cfg, &b->cache))
+		abort();
+	return fill_by_hits(ofi_hit, b, n);
+}
+
+static void
+ofi_destroy(void *c)
+{
+	struct ofi_b *b = c;
+
+	utilmr_destroy(b->cache);
+	free(b);
+}
+
+static int
+ofi_inv(void *c, uintptr_t s, uintptr_t e)
+{
+	utilmr_invalidate(((struct ofi_b *) c)->cache, s, e);
 	return 0;
 }
 #endif
@@ -690,6 +748,9 @@ static const struct impl impls[] = {
 	{"seed", sbt_create, sbt_destroy, sbt_hit, sbt_inv, 0},
 #ifdef HAVE_UCS
 	{"ucx", ucx_create, ucx_destroy, ucx_hit, NULL, 1},
+#endif
+#ifdef HAVE_UTILMR
+	{"ofi", ofi_create, ofi_destroy, ofi_hit, ofi_inv, 1},
 #endif
 	/* Last: a reference, not a peer (see the header comment). */
 	{"seed_array", sarr_create, sarr_destroy, sarr_hit, sarr_inv, 0},
@@ -916,8 +977,8 @@ batches_median(size_t nb)
 enum fig { HOT, RAND, INV, INV_OUT, SCALE, BPE, NFIG };
 static const char *fig_name[NFIG] = {"hit_hot",	     "hit_rand", "inv_miss",
 				     "inv_miss_out", "scale2",	 "bpe"};
-static const size_t sizes[] = {1000, 100000, 1000000};
-#define NSIZE 3
+static const size_t sizes[] = {1000, 10000, 100000, 1000000};
+#define NSIZE 4
 /* result[impl][size][figure]; negative: not measured */
 static double result[NIMPL][NSIZE][NFIG];
 static double mem_lat = -1; /* median of run_mem_lat, taken with 1e6 */
@@ -995,7 +1056,7 @@ measure_size(int si)
 static const char *
 size_tag(int si)
 {
-	static const char *t[] = {"1e3", "1e5", "1e6"};
+	static const char *t[] = {"1e3", "1e4", "1e5", "1e6"};
 
 	return t[si];
 }
@@ -1003,10 +1064,13 @@ size_tag(int si)
 /*
  * A driver for callgrind/cachegrind (not a measurement by itself):
  *   cache_bench --drive IMPL hot|rand N OPS
- * builds IMPL with N entries, then runs OPS hits in drive_loop(), so
- *   valgrind --tool=callgrind --toggle-collect=drive_loop bench/cache_bench
- * --drive ... gives instructions per operation (Ir / OPS), and --cache-sim=yes
- * the last-level misses per operation, of the same workload as the figures.
+ * builds IMPL with N entries, then runs OPS / 10 hits to warm up and OPS hits
+ * in drive_loop(), so
+ *   valgrind --tool=callgrind '--toggle-collect=drive_loop*' bench/cache_bench
+ * --drive ... gives instructions per operation (Ir / (1.1 * OPS); the pattern
+ * because the compiler may clone it as drive_loop.constprop.0), and
+ * --cache-sim=yes the last-level misses per operation, of the same workload
+ * as the figures.
  */
 static __attribute__((noinline)) void
 drive_loop(const struct impl *im, void *c, size_t n, size_t ops, bool hot)
@@ -1087,6 +1151,10 @@ main(int argc, char **argv)
 	       "unless noted; "
 	       "load average %.2f at start\n",
 	       reps, load1());
+#ifdef UTILMR_SKIPPED
+	printf("# ofi (libfabric's util MR cache) not built: %s\n",
+	       UTILMR_SKIPPED);
+#endif
 	for (int si = 0; si < NSIZE; si++)
 		measure_size(si);
 	if (misses) {

@@ -73,6 +73,17 @@ missing() {
 	echo "plot.sh: no $1 in $data: $2 left as it is (make bench-data)" >&2
 }
 
+# The charts are read side by side, so their data come from one run of make
+# bench-data: say so when they name more than one machine, and the span of
+# their dates.
+machines=$(cat "$data"/*.out "$data"/*.dat 2>/dev/null | sed -n 's/^# machine: //p' | sort -u)
+if [ "$(grep -c . <<<"$machines")" -gt 1 ]; then
+	echo "plot.sh: warning: the data in $data come from more than one machine:" >&2
+	sed 's/^/    /' <<<"$machines" >&2
+fi
+dates=$(cat "$data"/*.out "$data"/*.dat 2>/dev/null | sed -n 's/^# date: //p' | sort -u)
+[ -z "$dates" ] || echo "plot.sh: data measured from $(head -n 1 <<<"$dates") to $(tail -n 1 <<<"$dates")"
+
 # ---- rate against message size, xfer_bench (tcp;ofi_rxm, no cost) --------
 f="$data/xfer_bench.out"
 if [ -r "$f" ]; then
@@ -153,16 +164,31 @@ else
 fi
 
 # ---- hit latency against cache size (cache_bench) ------------------------
+# The four caches, each by its random and same-entry figures, and the
+# machine's memory latency; a cache the benchmark was built without (ucx,
+# ofi) has no figures and no line.
 f="$data/cache_bench.out"
 if [ -r "$f" ] && grep -q '^RESULT ' "$f"; then
 	res=$(grep '^RESULT ' "$f" | tail -n 1)
 	val() { tr ' ' '\n' <<<"$res" | sed -n "s/^$1=//p"; }
-	for impl in mrl seed ucx seed_array; do
-		for n in 1e3 1e5 1e6; do
+	lines=""
+	lc=0
+	while read -r impl pt label; do
+		lc=$((lc + 1))
+		for n in 1e3 1e4 1e5 1e6; do
 			printf '%s %s %s\n' "$n" "$(val "${impl}_hit_hot_$n")" \
 				"$(val "${impl}_hit_rand_$n")"
 		done | awk 'NF == 3' >"$tmp/hit_$impl.txt"
-	done
+		[ -s "$tmp/hit_$impl.txt" ] || continue
+		lines="$lines\"$tmp/hit_$impl.txt\" u 1:3 w lp lw 2 pt $pt lc $lc t \"$label, random\", \\
+     \"\" u 1:2 w lp lw 1 pt $((pt - 1)) dt 2 lc $lc t \"$label, same entry\", \\
+     "
+	done <<-'IMPLS'
+		mrl 5 mrlease
+		seed 7 seed design
+		ucx 9 UCX rcache
+		ofi 11 libfabric util MR
+	IMPLS
 	{
 		preamble "$outdir/cache_hit.svg" "Cache hit (lookup + lease + release) against cache size (cache\\\\_bench)" "$(footer "$f")"
 		cat <<EOF
@@ -171,14 +197,7 @@ set xlabel "cached registrations"
 set ylabel "ns per hit (median)"
 set xrange [500:2e6]
 set format x "10^{%L}"
-plot "$tmp/hit_mrl.txt" u 1:3 w lp lw 2 pt 5 lc 1 t "mrlease, random entry", \\
-     "" u 1:2 w lp lw 1 pt 4 dt 2 lc 1 t "mrlease, same entry", \\
-     "$tmp/hit_seed.txt" u 1:3 w lp lw 2 pt 7 lc 2 t "seed design, random", \\
-     "" u 1:2 w lp lw 1 pt 6 dt 2 lc 2 t "seed design, same entry", \\
-     "$tmp/hit_ucx.txt" u 1:3 w lp lw 2 pt 9 lc 3 t "UCX rcache, random", \\
-     "" u 1:2 w lp lw 1 pt 8 dt 2 lc 3 t "UCX rcache, same entry", \\
-     "$tmp/hit_seed_array.txt" u 1:3 w l lw 1 dt 3 lc rgb "#888888" t "sorted array (a lower bound), random", \\
-     $(val mem_lat) w l lw 1 dt 4 lc rgb "#cc6666" t "memory latency: one dependent load"
+plot $lines$(val mem_lat) w l lw 1 dt 4 lc rgb "#cc6666" t "memory latency (floor at 10^6)"
 EOF
 	} | gnuplot
 	drawn=$((drawn + 1))
