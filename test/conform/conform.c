@@ -55,6 +55,8 @@ static const struct {
 	{"mr", cf_mr},
 	{"mr_key", cf_mr_key},
 	{"cancel", cf_cancel},
+	{"claim", cf_claim},
+	{"claim_selective", cf_claim_selective},
 	{"trigger", cf_trigger},
 	{"ep_opt_before", cf_ep_opt_before},
 	{"ep_opt", cf_ep_opt},
