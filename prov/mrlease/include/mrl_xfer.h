@@ -65,7 +65,8 @@
  *
  * Cost. A post that needs no lease pays one load of the endpoint's
  * threshold and a compare (or a loop over the iovs) before the inner call;
- * a CQ read with no op entry pays a range check per entry. A leased
+ * a CQ read with no op entry pays a range check and a load (the claims in
+ * flight) per entry, a locked lookup while a claim is in flight. A leased
  * single-buffer call (fi_read, fi_write, fi_writedata, fi_send,
  * fi_senddata, fi_recv and the tagged ones) runs in two halves with no
  * register saved around the cache's out-of-line paths, and its completion
