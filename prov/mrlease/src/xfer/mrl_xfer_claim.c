@@ -154,19 +154,19 @@ mrl_claims_unlink(struct mrl_claims *c, struct mrl_op **pp)
 	return op;
 }
 
-/* Take op out after its post failed: false when a read took it first
- * (then that read completed it). */
-static bool
-mrl_claims_remove(struct mrl_claims *c, struct mrl_op *op)
+/* Take the claim of ctx out of the table (only if it is op, when op is
+ * given) and return it; NULL if it is not there. */
+static struct mrl_op *
+mrl_claims_pull(struct mrl_claims *c, const void *ctx, const struct mrl_op *op)
 {
-	struct mrl_op **pp;
-	bool found;
+	struct mrl_op *found = NULL, **pp;
 
 	pthread_mutex_lock(&c->lock);
-	pp = mrl_claims_find(c, op->app_ctx);
-	found = *pp == op;
-	if (found)
-		mrl_claims_unlink(c, pp);
+	if (c->nbuckets) {
+		pp = mrl_claims_find(c, ctx);
+		if (*pp && (!op || *pp == op))
+			found = mrl_claims_unlink(c, pp);
+	}
 	pthread_mutex_unlock(&c->lock);
 	return found;
 }
@@ -174,19 +174,10 @@ mrl_claims_remove(struct mrl_claims *c, struct mrl_op *op)
 struct mrl_op *
 mrl_claims_take(struct mrl_claims *c, void *ctx, const uint64_t *flagsp)
 {
-	struct mrl_op *op = NULL, **pp;
-
 	/* Flags that name another kind of operation: not a claim's entry. */
 	if (!ctx || (flagsp && *flagsp && !(*flagsp & FI_RECV)))
 		return NULL;
-	pthread_mutex_lock(&c->lock);
-	if (c->nbuckets) {
-		pp = mrl_claims_find(c, ctx);
-		if (*pp)
-			op = mrl_claims_unlink(c, pp);
-	}
-	pthread_mutex_unlock(&c->lock);
-	return op;
+	return mrl_claims_pull(c, ctx, NULL);
 }
 
 void
@@ -276,7 +267,7 @@ mrl_tagged_claim(struct mrl_ep *ep, const struct fi_msg_tagged *msg,
 	ret = fi_trecvmsg(ep->inner, &m, leased_flags);
 	/* A refused post never happened, unless a read took the op first
 	 * (then it completed it). */
-	if (ret && !mrl_claims_remove(claims, p.op))
+	if (ret && !mrl_claims_pull(claims, msg->context, p.op))
 		return ret;
 	return mrl_post_end(&p, ret);
 }
