@@ -74,28 +74,26 @@ pair_open(struct mrlt_pair *p, struct mrlt_pair_opts opts)
 	return mrlt_pair_open_hooked(&opts, p);
 }
 
-static struct fi_mrlease_stats
-stats(struct mrlt_pair *p)
-{
-	struct fi_mrlease_stats s;
-
-	memset(&s, 0, sizeof(s));
-	p->mrl->query_stats(p->domain, &s, sizeof(s));
-	return s;
-}
-
+/* len bytes freed when the case returns, holding seed's pattern (0:
+ * zeroes). */
 static char *
 buffer(size_t len, uint64_t seed)
 {
-	char *buf = NULL;
+	char *buf = mrlt_alloc(len);
 
-	if (posix_memalign((void **) &buf, 4096, len))
-		abort();
 	if (seed)
 		mrlt_fill(buf, len, seed);
-	else
-		memset(buf, 0, len);
 	return buf;
+}
+
+/* What every case ends with: no lease left, no violation, the pair
+ * closed. */
+static void
+pair_done(struct mrlt_pair *p)
+{
+	CHECK_EQ(0, mrlt_live_leases(p));
+	CHECK_EQ(0, mrlt_violations(p));
+	CHECK_EQ(0, mrlt_pair_close(p));
 }
 
 /* Completions read while waiting for another one. */
@@ -205,14 +203,14 @@ claim_round(size_t len)
 	struct mrlt_pair p;
 
 	if (!pair_open(&p, (struct mrlt_pair_opts){0}))
-		goto out;
+		return;
 	CHECK_FI(tsend(&p, src, len, TAG, &sctx));
 	if (len == SMALL)
 		CHECK_FI(comp_of(&p, &s, &sctx, &c));
 	CHECK_FI(peek_claim(&p, &s, TAG, &rctx));
-	before = stats(&p);
+	before = mrlt_pair_stats(&p);
 	CHECK_FI(trecvmsg(&p, dst, len, TAG, &rctx, FI_CLAIM));
-	posted = stats(&p);
+	posted = mrlt_pair_stats(&p);
 	CHECK(posted.lookups > before.lookups);
 	if (len == SMALL)
 		CHECK_EQ(before.leases + 1, posted.leases);
@@ -223,13 +221,8 @@ claim_round(size_t len)
 	CHECK(c.flags & FI_RECV);
 	if (len != SMALL)
 		CHECK_FI(comp_of(&p, &s, &sctx, &c));
-	CHECK_EQ(0, mrlt_live_leases(&p));
 	CHECK_EQ(-1, mrlt_verify(dst, len, 41));
-	CHECK_EQ(0, mrlt_violations(&p));
-	CHECK_EQ(0, mrlt_pair_close(&p));
-out:
-	free(src);
-	free(dst);
+	pair_done(&p);
 }
 
 /* MPI_Mrecv through mrlease: the claim went to the provider with a NULL
@@ -262,7 +255,7 @@ test_a_truncated_claim_releases_its_lease_at_its_error_entry(void)
 	int err;
 
 	if (!pair_open(&p, (struct mrlt_pair_opts){0}))
-		goto out;
+		return;
 	CHECK_FI(tsend(&p, src, 4 * SMALL, TAG + 1, &sctx));
 	CHECK_FI(peek_claim(&p, &s, TAG + 1, &rctx));
 	CHECK_FI(trecvmsg(&p, dst, SMALL, TAG + 1, &rctx, FI_CLAIM));
@@ -270,16 +263,11 @@ test_a_truncated_claim_releases_its_lease_at_its_error_entry(void)
 	err = c.err;
 	CHECK(err == FI_ETRUNC || (!err && rxd_quirks()));
 	CHECK_FI(comp_of(&p, &s, &sctx, &c));
-	CHECK_EQ(0, mrlt_live_leases(&p));
-	CHECK_EQ(0, mrlt_violations(&p));
-	CHECK_EQ(0, mrlt_pair_close(&p));
+	pair_done(&p);
 	if (!err && !mrlt_failed())
 		mrlt_skip_current("%s reports a truncated claim as a success, "
 				  "also without the hook",
 				  prov);
-out:
-	free(src);
-	free(dst);
 }
 
 /* On a selective endpoint the hook asks the provider for the completion
@@ -296,7 +284,7 @@ test_a_claim_without_fi_completion_on_a_selective_endpoint_stays_hidden(void)
 	long spins = 0;
 
 	if (!pair_open(&p, (struct mrlt_pair_opts){.selective = true}))
-		goto out;
+		return;
 	CHECK_FI(tsend(&p, src, SMALL, TAG + 2, &sctx));
 	CHECK_FI(comp_of(&p, &s, &sctx, &c));
 	CHECK_FI(peek_claim(&p, &s, TAG + 2, &rctx));
@@ -312,13 +300,8 @@ test_a_claim_without_fi_completion_on_a_selective_endpoint_stays_hidden(void)
 		mrlt_pair_progress(&p);
 	s.n += mrlt_reap_some(&p, s.c + s.n, (size_t) (16 - s.n));
 	CHECK(!seen_has(&s, &rctx));
-	CHECK_EQ(0, mrlt_live_leases(&p));
 	CHECK_EQ(-1, mrlt_verify(dst, SMALL, 45));
-	CHECK_EQ(0, mrlt_violations(&p));
-	CHECK_EQ(0, mrlt_pair_close(&p));
-out:
-	free(src);
-	free(dst);
+	pair_done(&p);
 }
 
 /* The application closes the endpoint without reading the claim's
@@ -334,7 +317,7 @@ test_closing_the_endpoint_releases_the_lease_of_an_unread_claim(void)
 	struct mrlt_pair p;
 
 	if (!pair_open(&p, (struct mrlt_pair_opts){0}))
-		goto out;
+		return;
 	CHECK_FI(tsend(&p, src, SMALL, TAG + 4, &sctx));
 	CHECK_FI(comp_of(&p, &s, &sctx, &c));
 	CHECK_FI(peek_claim(&p, &s, TAG + 4, &rctx));
@@ -342,12 +325,7 @@ test_closing_the_endpoint_releases_the_lease_of_an_unread_claim(void)
 	CHECK_EQ(1, mrlt_live_leases(&p));
 	CHECK_EQ(0, fi_close(&p.ep[1]->fid));
 	p.ep[1] = NULL;
-	CHECK_EQ(0, mrlt_live_leases(&p));
-	CHECK_EQ(0, mrlt_violations(&p));
-	CHECK_EQ(0, mrlt_pair_close(&p));
-out:
-	free(src);
-	free(dst);
+	pair_done(&p);
 }
 
 /* ---- two threads probing and claiming on one CQ ---------------------- */
@@ -357,6 +335,7 @@ out:
 struct prober {
 	struct mrlt_pair *p;
 	uint64_t tag;
+	char *dst; /* LARGE bytes */
 	int failed_at; /* round + 1 of the first failure, 0: none */
 	int err;
 };
@@ -381,7 +360,6 @@ prober_main(void *arg)
 {
 	struct prober *pr = arg;
 	struct mrlt_op op;
-	char *dst = buffer(LARGE, 0);
 	int ret = 0;
 
 	for (int i = 0; i < ROUNDS && !ret; i++) {
@@ -396,19 +374,44 @@ prober_main(void *arg)
 		if (ret)
 			break;
 		mrlt_op_start(&op);
-		ret = (int) trecvmsg(pr->p, dst, msg_len(i), pr->tag, &op,
+		ret = (int) trecvmsg(pr->p, pr->dst, msg_len(i), pr->tag, &op,
 				     FI_CLAIM);
 		if (!ret)
 			ret = mrlt_op_wait(pr->p, &op);
-		if (!ret &&
-		    mrlt_verify(dst, msg_len(i), msg_seed(pr->tag, i)) != -1)
+		if (!ret && mrlt_verify(pr->dst, msg_len(i),
+					msg_seed(pr->tag, i)) != -1)
 			ret = -FI_EOTHER;
 		if (ret)
 			pr->failed_at = i + 1;
 	}
 	pr->err = ret;
-	free(dst);
 	return NULL;
+}
+
+/* Both tags' messages in turn, each send buffer refilled once the send
+ * that used it two rounds before completed; 0 or the first error. */
+static int
+send_rounds(struct mrlt_pair *p, const struct prober pr[2],
+	    struct mrlt_op sop[2][ROUNDS], char *src[2][2])
+{
+	int ret = 0;
+
+	for (int i = 0; i < ROUNDS && !ret; i++) {
+		for (int k = 0; k < 2 && !ret; k++) {
+			if (i >= 2)
+				ret = mrlt_op_wait(p, &sop[k][i - 2]);
+			if (ret)
+				break;
+			mrlt_fill(src[k][i % 2], msg_len(i),
+				  msg_seed(pr[k].tag, i));
+			ret = (int) tsend(p, src[k][i % 2], msg_len(i),
+					  pr[k].tag, mrlt_op_start(&sop[k][i]));
+		}
+	}
+	for (int k = 0; k < 2 && !ret; k++)
+		for (int i = ROUNDS - 2; i < ROUNDS && !ret; i++)
+			ret = mrlt_op_wait(p, &sop[k][i]);
+	return ret;
 }
 
 /* MPI ranks probe from several threads on one endpoint: each claim's
@@ -425,7 +428,7 @@ test_two_threads_probing_and_claiming_each_get_their_own_messages(void)
 	struct mrlt_op sop[2][ROUNDS];
 	char *src[2][2];
 	struct mrlt_pair p;
-	int started = 0;
+	int started = 0, ret = -FI_EOTHER;
 
 	if (rxd_quirks()) {
 		mrlt_skip_current("%s alone (no hook) crashes when two threads "
@@ -437,44 +440,29 @@ test_two_threads_probing_and_claiming_each_get_their_own_messages(void)
 		return;
 	threaded = true;
 	for (int k = 0; k < 2; k++) {
-		pr[k] = (struct prober){.p = &p, .tag = TAG + 0x10 + k};
-		for (int j = 0; j < 2; j++)
-			src[k][j] = NULL;
+		pr[k] = (struct prober){
+			.p = &p, .tag = TAG + 0x10 + k, .dst = buffer(LARGE, 0)};
+		src[k][0] = buffer(LARGE, 0);
+		src[k][1] = buffer(LARGE, 0);
 	}
 	for (int k = 0; k < 2; k++) {
 		if (pthread_create(&t[k], NULL, prober_main, &pr[k]))
 			break;
 		started++;
 	}
-	CHECK_EQ(2, started);
-	/* Both tags' messages in turn; each buffer lives until its send's
-	 * completion. */
-	for (int i = 0; i < ROUNDS && started == 2; i++) {
-		for (int k = 0; k < 2; k++) {
-			if (i >= 2)
-				CHECK_FI(mrlt_op_wait(&p, &sop[k][i - 2]));
-			free(src[k][i % 2]);
-			src[k][i % 2] =
-				buffer(msg_len(i), msg_seed(pr[k].tag, i));
-			CHECK_FI(tsend(&p, src[k][i % 2], msg_len(i), pr[k].tag,
-				       mrlt_op_start(&sop[k][i])));
-		}
-	}
+	/* The probers give up when the messages stop: their waits are
+	 * bounded. */
+	if (started == 2)
+		ret = send_rounds(&p, pr, sop, src);
 	for (int k = 0; k < started; k++)
 		pthread_join(t[k], NULL);
-	for (int k = 0; k < 2 && started == 2; k++) {
-		for (int i = ROUNDS - 2; i < ROUNDS; i++)
-			CHECK_FI(mrlt_op_wait(&p, &sop[k][i]));
+	threaded = false;
+	CHECK_EQ(2, started);
+	CHECK_FI(ret);
+	for (int k = 0; k < 2; k++)
 		CHECK_MSG(!pr[k].err, "thread %d, round %d: %s", k,
 			  pr[k].failed_at, fi_strerror(-pr[k].err));
-	}
-	for (int k = 0; k < 2; k++)
-		for (int j = 0; j < 2; j++)
-			free(src[k][j]);
-	threaded = false;
-	CHECK_EQ(0, mrlt_live_leases(&p));
-	CHECK_EQ(0, mrlt_violations(&p));
-	CHECK_EQ(0, mrlt_pair_close(&p));
+	pair_done(&p);
 }
 
 int
