@@ -161,7 +161,8 @@ struct mrl_claims {
 	/* Ops in the table: reads look only while there are some. */
 	atomic_size_t n;
 	/* Guards the buckets and chains; nothing is called in the provider
-	 * under it. */
+	 * under it (a growing table allocates under it: no memory hook
+	 * reaches this table). */
 	pthread_mutex_t lock;
 	struct mrl_op **buckets;
 	size_t nbuckets; /* a power of two, 0 until the first claim */
