@@ -216,7 +216,7 @@ mrl_claim_table(struct mrl_ep *ep, const struct fi_msg_tagged *msg,
 	struct mrl_cq *cq = ep->bound.rx_cq;
 
 	if ((flags & (FI_TRIGGER | FI_MULTI_RECV)) || !msg->context ||
-	    !x->pool || (ep->domain->mode & FI_BUFFERED_RECV) ||
+	    !x->pool || (ep->domain->mode & MRL_FI_BUFFERED_RECV) ||
 	    (d->route != MRL_ROUTE_ALL && d->route != MRL_ROUTE_SELECTIVE) ||
 	    !cq || !cq->ext ||
 	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
