@@ -154,3 +154,13 @@ plots:
 	BENCH_DATA_DIR=$${BENCH_DATA_DIR:-$(abs_builddir)/bench-data} \
 		$(SHELL) $(top_srcdir)/bench/plot.sh $(top_srcdir)/bench/plots
 .PHONY: bench-data plots
+
+# What the hook adds to a claiming receive (MPI_Mrecv) beside a plain
+# tagged receive, without and with FI_HOOK=mrlease, paired slice by slice.
+# Run: make bench, or bench/claim_bench.
+noinst_PROGRAMS += bench/claim_bench
+bench_claim_bench_SOURCES = bench/claim_bench.c bench/bench_util.c bench/bench_util.h \
+	$(BENCH_FIXTURE_SOURCES)
+bench_claim_bench_CPPFLAGS = $(AM_CPPFLAGS)
+bench_claim_bench_LDADD = -ldl $(FABRIC_LIBS)
+BENCHES += bench/claim_bench

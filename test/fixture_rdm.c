@@ -1162,6 +1162,17 @@ mrlt_pair_rma_addr(const struct mrlt_pair *pair, const void *mr_base,
 	return (uint64_t) ((const char *) buf - (const char *) mr_base);
 }
 
+struct fi_mrlease_stats
+mrlt_pair_stats(const struct mrlt_pair *pair)
+{
+	struct fi_mrlease_stats stats;
+
+	memset(&stats, 0, sizeof(stats));
+	if (pair->mrl)
+		pair->mrl->query_stats(pair->domain, &stats, sizeof(stats));
+	return stats;
+}
+
 long long
 mrlt_live_leases(const struct mrlt_pair *pair)
 {

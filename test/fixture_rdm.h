@@ -368,6 +368,9 @@ int mrlt_pair_mr_reg(struct mrlt_pair *pair, void *buf, size_t len,
 uint64_t mrlt_pair_rma_addr(const struct mrlt_pair *pair, const void *mr_base,
 			    const void *buf);
 
+/* The domain's lease cache statistics (query_stats; zeroes without the
+ * hook). */
+struct fi_mrlease_stats mrlt_pair_stats(const struct mrlt_pair *pair);
 /* Live leases of the domain (query_stats), or -1 without the hook. */
 long long mrlt_live_leases(const struct mrlt_pair *pair);
 /* mrcheck violations (process-wide) since the pair opened, or -1 without

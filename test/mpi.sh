@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # A real MPI job through the hook: test/mpi/mpi_check (point to point 1 B to
-# 8 MiB, collectives, MPI_Alloc_mem churn, one-sided put/get/accumulate,
-# every byte verified) under Debian's Open MPI over libfabric, two ranks on
+# 8 MiB, matched probes (MPI_Mprobe/MPI_Mrecv, MPI_Improbe/MPI_Imrecv),
+# collectives, MPI_Alloc_mem churn, one-sided put/get/accumulate, every
+# byte verified) under Debian's Open MPI over libfabric, two ranks on
 # loopback tcp;ofi_rxm, once per setting:
 #   default         FI_HOOK=mrlease; each rank's outermost domain prints its
 #                   statistics table (FI_MRLEASE_STATS=1) with lookups > 0,
@@ -65,13 +66,13 @@ mpi() {
 	rc=$?
 }
 
-# passed NAME: mpi_check's four sections passed and it exited 0. Prints the
+# passed NAME: mpi_check's five sections passed and it exited 0. Prints the
 # section lines as TAP comments; on failure the output and a control run.
 passed() {
 	local name=$1 sections status=$rc why
 	sed 's/^/# /' "$tmp/$name.out"
-	sections=$(grep -cE '^mpi_check: (pt2pt|collectives|alloc_mem|rma) ok: ' "$tmp/$name.out")
-	if [ "$status" -eq 0 ] && [ "$sections" -eq 4 ]; then
+	sections=$(grep -cE '^mpi_check: (pt2pt|mprobe|collectives|alloc_mem|rma) ok: ' "$tmp/$name.out")
+	if [ "$status" -eq 0 ] && [ "$sections" -eq 5 ]; then
 		ok "${name}_run_verifies_every_byte"
 		return 0
 	fi
@@ -79,7 +80,7 @@ passed() {
 	[ "$status" -eq 124 ] && why="mpirun timed out after $timeout_s s"
 	mpi control FI_HOOK=
 	not_ok "${name}_run_verifies_every_byte" \
-		"$why, $sections of 4 sections passed; stderr:" \
+		"$why, $sections of 5 sections passed; stderr:" \
 		"$(tail -n 30 "$tmp/$name.err")" \
 		"without the hook the same program exits with status $rc:" \
 		"$(grep '^mpi_check' "$tmp/control.out")"

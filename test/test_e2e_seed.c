@@ -38,15 +38,6 @@ extent_span(void *arg, const void *addr, size_t len, void **base,
 	return 0;
 }
 
-static struct fi_mrlease_stats
-stats(struct mrlt_pair *pair)
-{
-	struct fi_mrlease_stats st = {0};
-
-	pair->mrl->query_stats(pair->domain, &st, sizeof(st));
-	return st;
-}
-
 /* freeing_one_value_must_not_deregister_a_neighbour_still_in_flight */
 static void
 test_invalidate_keeps_inflight_neighbours_registration_open(void)
@@ -78,7 +69,7 @@ test_invalidate_keeps_inflight_neighbours_registration_open(void)
 	memset(extent, 0, EXTENT);
 	CHECK_FI(mrlt_pair_mr_reg(&pair, remote, NVALUES * SLOT, FI_REMOTE_READ,
 				  &rmr));
-	st0 = stats(&pair);
+	st0 = mrlt_pair_stats(&pair);
 
 	/* GETs into values 0..2: one registration covers the whole extent. */
 	for (int i = 0; i < 3; i++) {
@@ -91,7 +82,7 @@ test_invalidate_keeps_inflight_neighbours_registration_open(void)
 							  remote + v * SLOT),
 				       fi_mr_key(rmr), &ctx[v])));
 	}
-	st = stats(&pair);
+	st = mrlt_pair_stats(&pair);
 	CHECK_EQ(1, st.registrations - st0.registrations);
 	/* Still in flight: nothing has been read from the CQ yet. */
 	CHECK_EQ(0, pair.nstash);
@@ -99,7 +90,7 @@ test_invalidate_keeps_inflight_neighbours_registration_open(void)
 
 	/* Value 3 is freed: the allocator purges its pages. */
 	CHECK_FI(pair.mrl->invalidate(extent + 3 * SLOT, VALUE));
-	st = stats(&pair);
+	st = mrlt_pair_stats(&pair);
 	CHECK_EQ(0, st.deregistrations - st0.deregistrations);
 	CHECK_EQ(0, mrlt_violations(&pair));
 
@@ -114,7 +105,7 @@ test_invalidate_keeps_inflight_neighbours_registration_open(void)
 							  remote + v * SLOT),
 				       fi_mr_key(rmr), &ctx[v])));
 	}
-	st = stats(&pair);
+	st = mrlt_pair_stats(&pair);
 	CHECK_EQ(2, st.registrations - st0.registrations);
 
 	CHECK_EQ(5, mrlt_reap(&pair, comp, 5));
@@ -129,7 +120,7 @@ test_invalidate_keeps_inflight_neighbours_registration_open(void)
 						 1000 + v));
 	}
 	/* The retired registration closed once its last GET completed. */
-	st = stats(&pair);
+	st = mrlt_pair_stats(&pair);
 	CHECK_EQ(1, st.deregistrations - st0.deregistrations);
 	CHECK_EQ(0, st.leases);
 	CHECK_EQ(0, mrlt_violations(&pair));

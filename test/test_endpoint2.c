@@ -35,16 +35,6 @@ struct lease_trace {
 	long long after; /* live leases once both operations ended */
 };
 
-static struct fi_mrlease_stats
-stats(struct mrlt_pair *p)
-{
-	struct fi_mrlease_stats s;
-
-	memset(&s, 0, sizeof(s));
-	p->mrl->query_stats(p->domain, &s, sizeof(s));
-	return s;
-}
-
 /* The bindings mrlt_pair_open gives its endpoints. */
 static int
 bind_like_pair(const struct mrlt_pair_opts *o, struct mrlt_pair *p,
@@ -180,12 +170,12 @@ exchange(struct mrlt_pair_opts o, enum open_kind kind, struct lease_trace *t)
 	if (ret)
 		goto err;
 	t->recv_posted = mrlt_live_leases(&p);
-	s = stats(&p);
+	s = mrlt_pair_stats(&p);
 	ret = (int) MRLT_PAIR_POST(
 		&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1], &sctx));
 	if (ret)
 		goto err;
-	t->send_looked_up = stats(&p).lookups > s.lookups;
+	t->send_looked_up = mrlt_pair_stats(&p).lookups > s.lookups;
 	ret = wait_exchange(&o, &p, &sctx, &rctx, dst);
 	if (ret)
 		goto err;

@@ -41,16 +41,6 @@ pair_open(struct mrlt_pair *p, struct mrlt_pair_opts opts)
 	return mrlt_pair_open_hooked(&opts, p);
 }
 
-static struct fi_mrlease_stats
-stats(struct mrlt_pair *p)
-{
-	struct fi_mrlease_stats s;
-
-	memset(&s, 0, sizeof(s));
-	p->mrl->query_stats(p->domain, &s, sizeof(s));
-	return s;
-}
-
 static void *
 buffer(size_t len, uint64_t seed)
 {
@@ -300,15 +290,15 @@ test_null_desc_send_recv_leases_until_completion(void)
 
 	if (!pair_open(&p, (struct mrlt_pair_opts){0}))
 		goto out;
-	s0 = stats(&p);
+	s0 = mrlt_pair_stats(&p);
 	CHECK_FI(MRLT_PAIR_POST(
 		&p, fi_recv(p.ep[1], dst, LEN, NULL, FI_ADDR_UNSPEC, &rctx)));
-	CHECK_EQ(1, stats(&p).leases);
+	CHECK_EQ(1, mrlt_pair_stats(&p).leases);
 	CHECK_FI(MRLT_PAIR_POST(
 		&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1], &sctx)));
 	CHECK_FI(reap_two(&p, &sctx, &rctx));
 	CHECK_EQ(-1, mrlt_verify(dst, LEN, 11));
-	s1 = stats(&p);
+	s1 = mrlt_pair_stats(&p);
 	CHECK_EQ(0, s1.leases);
 	CHECK(s1.registrations >= s0.registrations + 2);
 
@@ -320,7 +310,7 @@ test_null_desc_send_recv_leases_until_completion(void)
 		&p, fi_send(p.ep[0], src, LEN, NULL, p.addr[1], &sctx)));
 	CHECK_FI(reap_two(&p, &sctx, &rctx));
 	CHECK_EQ(-1, mrlt_verify(dst, LEN, 11));
-	s2 = stats(&p);
+	s2 = mrlt_pair_stats(&p);
 	CHECK_EQ(0, s2.leases);
 	CHECK_EQ(s1.registrations, s2.registrations);
 	CHECK(s2.hits >= s1.hits + 2);
@@ -359,7 +349,7 @@ test_null_desc_tagged_and_data_sends_lease_once_each(void)
 			CHECK_FI(MRLT_PAIR_POST(
 				&p, fi_recv(p.ep[1], dst, LEN, NULL,
 					    FI_ADDR_UNSPEC, &rctx)));
-		CHECK_EQ(1, stats(&p).leases);
+		CHECK_EQ(1, mrlt_pair_stats(&p).leases);
 		if (round == 0)
 			CHECK_FI(MRLT_PAIR_POST(&p, fi_tsend(p.ep[0], src, LEN,
 							     NULL, p.addr[1],
@@ -383,7 +373,7 @@ test_null_desc_tagged_and_data_sends_lease_once_each(void)
 			CHECK_EQ(round == 1 ? 0xd1 : 0xd2, c[r].data);
 		}
 		CHECK_EQ(-1, mrlt_verify(dst, LEN, 13));
-		CHECK_EQ(0, stats(&p).leases);
+		CHECK_EQ(0, mrlt_pair_stats(&p).leases);
 	}
 	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
@@ -405,7 +395,7 @@ test_null_desc_tagged_iovs_lease_every_operand(void)
 
 	if (!pair_open(&p, (struct mrlt_pair_opts){0}))
 		goto out;
-	s0 = stats(&p);
+	s0 = mrlt_pair_stats(&p);
 	if (p.info->rx_attr->iov_limit < 2 || p.info->tx_attr->iov_limit < 2) {
 		mrlt_skip_current("%s: iov_limit < 2", prov);
 		mrlt_pair_close(&p);
@@ -413,13 +403,13 @@ test_null_desc_tagged_iovs_lease_every_operand(void)
 	}
 	CHECK_FI(MRLT_PAIR_POST(&p, fi_trecvv(p.ep[1], riov, NULL, 2,
 					      FI_ADDR_UNSPEC, 0x77, 0, &rctx)));
-	CHECK_EQ(2, stats(&p).leases);
+	CHECK_EQ(2, mrlt_pair_stats(&p).leases);
 	CHECK_FI(MRLT_PAIR_POST(
 		&p, fi_tsendv(p.ep[0], siov, NULL, 2, p.addr[1], 0x77, &sctx)));
 	CHECK_FI(reap_two(&p, &sctx, &rctx));
 	CHECK_EQ(-1, mrlt_verify(dst, LEN, 12));
-	CHECK_EQ(0, stats(&p).leases);
-	CHECK(stats(&p).lookups >= s0.lookups + 4);
+	CHECK_EQ(0, mrlt_pair_stats(&p).leases);
+	CHECK(mrlt_pair_stats(&p).lookups >= s0.lookups + 4);
 	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(src);
@@ -443,10 +433,10 @@ test_null_desc_rma_and_remote_mr_stays_out_of_cache(void)
 
 	if (!pair_open(&p, (struct mrlt_pair_opts){0}))
 		goto out;
-	s0 = stats(&p);
+	s0 = mrlt_pair_stats(&p);
 	CHECK_FI(mrlt_pair_mr_reg(&p, tgt, LEN,
 				  FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
-	s1 = stats(&p);
+	s1 = mrlt_pair_stats(&p);
 	CHECK_EQ(s0.registrations, s1.registrations);
 	CHECK_EQ(s0.entries, s1.entries);
 	CHECK_EQ(s0.lookups, s1.lookups);
@@ -464,8 +454,8 @@ test_null_desc_rma_and_remote_mr_stays_out_of_cache(void)
 	CHECK_PTR(&rctx, c.ctx);
 	CHECK_EQ(0, c.err);
 	CHECK_EQ(-1, mrlt_verify(back, LEN, 13));
-	CHECK_EQ(0, stats(&p).leases);
-	CHECK(stats(&p).registrations >= s1.registrations + 2);
+	CHECK_EQ(0, mrlt_pair_stats(&p).leases);
+	CHECK(mrlt_pair_stats(&p).registrations >= s1.registrations + 2);
 	CHECK_EQ(0, fi_close(&mr->fid));
 	mr = NULL;
 	CHECK_EQ(0, mrlt_pair_close(&p));
@@ -527,7 +517,7 @@ test_null_desc_atomics_lease_source_compare_and_result(void)
 		goto out;
 	}
 	res[0] = 0;
-	before = stats(&p).lookups;
+	before = mrlt_pair_stats(&p).lookups;
 
 	/* tgt += src, old values into res. */
 	CHECK_FI(MRLT_PAIR_POST(&p, fi_fetch_atomic(p.ep[0], src, N, NULL, res,
@@ -537,8 +527,8 @@ test_null_desc_atomics_lease_source_compare_and_result(void)
 	CHECK_EQ(1, mrlt_reap(&p, &c, 1));
 	CHECK_EQ(0, c.err);
 	CHECK_PTR(&ctx, c.ctx);
-	CHECK_EQ(0, stats(&p).leases);
-	CHECK(stats(&p).lookups >= before + 2);
+	CHECK_EQ(0, mrlt_pair_stats(&p).leases);
+	CHECK(mrlt_pair_stats(&p).lookups >= before + 2);
 	for (int i = 0; i < N; i++) {
 		CHECK_EQ(100 + i, res[i]);
 		CHECK_EQ(100 + 2 * i, tgt[i]);
@@ -546,15 +536,15 @@ test_null_desc_atomics_lease_source_compare_and_result(void)
 	/* Swap in src where tgt == cmp (everywhere). */
 	for (int i = 0; i < N; i++)
 		src[i] = 7000 + i;
-	before = stats(&p).lookups;
+	before = mrlt_pair_stats(&p).lookups;
 	CHECK_FI(MRLT_PAIR_POST(
 		&p, fi_compare_atomic(p.ep[0], src, N, NULL, cmp, NULL, res,
 				      NULL, p.addr[1], raddr, fi_mr_key(mr),
 				      FI_UINT64, FI_CSWAP, &ctx)));
 	CHECK_EQ(1, mrlt_reap(&p, &c, 1));
 	CHECK_EQ(0, c.err);
-	CHECK(stats(&p).lookups >= before + 3);
-	CHECK_EQ(0, stats(&p).leases);
+	CHECK(mrlt_pair_stats(&p).lookups >= before + 3);
+	CHECK_EQ(0, mrlt_pair_stats(&p).leases);
 	for (int i = 0; i < N; i++) {
 		CHECK_EQ(100 + 2 * i, res[i]);
 		CHECK_EQ(7000 + i, tgt[i]);
@@ -583,7 +573,7 @@ test_posts_needing_no_lease_skip_the_cache(void)
 
 	if (!pair_open(&p, (struct mrlt_pair_opts){0}))
 		goto out;
-	s0 = stats(&p);
+	s0 = mrlt_pair_stats(&p);
 	CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], in, sizeof(in), NULL,
 					    FI_ADDR_UNSPEC, &rctx)));
 	CHECK_FI(MRLT_PAIR_POST(&p, fi_send(p.ep[0], small, sizeof(small), NULL,
@@ -600,7 +590,7 @@ test_posts_needing_no_lease_skip_the_cache(void)
 		CHECK_EQ(1, mrlt_reap(&p, &c, 1));
 		CHECK_PTR(&rctx, c.ctx);
 	}
-	CHECK_EQ(s0.lookups, stats(&p).lookups);
+	CHECK_EQ(s0.lookups, mrlt_pair_stats(&p).lookups);
 	CHECK_EQ(0, mrlt_pair_close(&p));
 out:;
 }
@@ -619,10 +609,10 @@ test_local_mr_served_from_cache_and_its_desc_works(void)
 
 	if (!pair_open(&p, (struct mrlt_pair_opts){0}))
 		goto out;
-	s0 = stats(&p);
+	s0 = mrlt_pair_stats(&p);
 	CHECK_FI(fi_mr_reg(p.domain, src, LEN, FI_SEND, 0, 0, 0, &smr, NULL));
 	CHECK_FI(fi_mr_reg(p.domain, dst, LEN, FI_RECV, 0, 0, 0, &rmr, NULL));
-	s1 = stats(&p);
+	s1 = mrlt_pair_stats(&p);
 	CHECK_EQ(2, s1.leases);
 	CHECK_EQ(s0.registrations + 2, s1.registrations);
 	CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], dst, LEN, fi_mr_desc(rmr),
@@ -635,13 +625,13 @@ test_local_mr_served_from_cache_and_its_desc_works(void)
 	smr = NULL;
 	CHECK_EQ(0, fi_close(&rmr->fid));
 	rmr = NULL;
-	CHECK_EQ(0, stats(&p).leases);
+	CHECK_EQ(0, mrlt_pair_stats(&p).leases);
 	/* Register again: a hit, not a registration. */
 	CHECK_FI(fi_mr_reg(p.domain, src, LEN, FI_SEND, 0, 0, 0, &smr, NULL));
-	CHECK_EQ(s1.registrations, stats(&p).registrations);
+	CHECK_EQ(s1.registrations, mrlt_pair_stats(&p).registrations);
 	CHECK_EQ(0, fi_close(&smr->fid));
 	smr = NULL;
-	CHECK_EQ(0, stats(&p).leases);
+	CHECK_EQ(0, mrlt_pair_stats(&p).leases);
 	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	if (smr)
@@ -771,7 +761,7 @@ test_counters_only_endpoint_releases_leases(void)
 		fi_cntr_read(p.rx_cntr);
 	}
 	CHECK_EQ(0, mrlt_live_leases(&p));
-	CHECK(stats(&p).lookups >= 2);
+	CHECK(mrlt_pair_stats(&p).lookups >= 2);
 	CHECK_EQ(0, fi_cntr_readerr(p.tx_cntr));
 	CHECK_EQ(0, mrlt_pair_close(&p));
 out:

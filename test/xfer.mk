@@ -72,3 +72,13 @@ test_test_xfer_multi_recv_race_SOURCES = test/test_xfer_multi_recv_race.c $(XFER
 test_test_xfer_multi_recv_race_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/test_xfer_multi_recv_race
 SUITE_CONCURRENCY += test/test_xfer_multi_recv_race
+
+# Claiming receives (MPI_Mprobe/MPI_Mrecv) through the strict checker:
+# leased, hidden on selective endpoints, released at completion, error or
+# endpoint close; two threads probing and claiming on one CQ (also under
+# ThreadSanitizer).
+check_PROGRAMS += test/test_xfer_claim
+test_test_xfer_claim_SOURCES = test/test_xfer_claim.c $(XFER_TEST_SOURCES)
+test_test_xfer_claim_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/test_xfer_claim
+SUITE_CONCURRENCY += test/test_xfer_claim

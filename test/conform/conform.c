@@ -55,6 +55,8 @@ static const struct {
 	{"mr", cf_mr},
 	{"mr_key", cf_mr_key},
 	{"cancel", cf_cancel},
+	{"claim", cf_claim},
+	{"claim_selective", cf_claim_selective},
 	{"trigger", cf_trigger},
 	{"alias", cf_alias},
 	{"alias_trigger", cf_alias_trigger},

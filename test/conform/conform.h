@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Conformance by transcript: each semantic (fi_eq(3), fi_cq(3), fi_poll(3),
- * fi_cntr(3), fi_av(3), fi_mr(3), fi_trigger(3), fi_endpoint(3)) runs in a
- * child process on one provider and prints what the application observes,
- * one line per step: return codes, and entry contents normalised to what
- * an application may rely on. The driver (conform.c) runs each semantic
- * without FI_HOOK and under every hook setting and requires the same
- * transcript.
+ * fi_cntr(3), fi_av(3), fi_mr(3), fi_trigger(3), fi_endpoint(3),
+ * fi_tagged(3)) runs in a child process on one provider and prints what the
+ * application observes, one line per step: return codes, and entry contents
+ * normalised to what an application may rely on. The driver (conform.c)
+ * runs each semantic without FI_HOOK and under every hook setting and
+ * requires the same transcript.
  *
  * Normalisation: a pointer is printed as the name of the application's
  * object it points into ("ctx_r0", "rbuf+16", "ep1"), "NULL", or "foreign"
@@ -118,6 +118,7 @@ struct cf_opts {
 	bool cm_log; /* MSG: print the connection events */
 	bool thread_safe; /* ask for FI_THREAD_SAFE */
 	bool wait_set; /* CQs and counters on one wait set (ws) */
+	uint64_t cq_bind; /* more CQ bind flags (FI_SELECTIVE_COMPLETION) */
 };
 
 struct cf_rig {
@@ -218,6 +219,8 @@ int cf_av_event(void);
 int cf_mr(void);
 int cf_mr_key(void);
 int cf_cancel(void);
+int cf_claim(void);
+int cf_claim_selective(void);
 int cf_trigger(void);
 int cf_alias(void);
 int cf_alias_trigger(void);

@@ -386,8 +386,8 @@ open_companions(struct cf_rig *r, const struct cf_opts *o, int i)
 static int
 bind_companions(struct cf_rig *r, const struct cf_opts *o, int i)
 {
-	TRY("fi_ep_bind(cq)",
-	    fi_ep_bind(r->ep[i], &r->cq[i]->fid, FI_TRANSMIT | FI_RECV));
+	TRY("fi_ep_bind(cq)", fi_ep_bind(r->ep[i], &r->cq[i]->fid,
+					 FI_TRANSMIT | FI_RECV | o->cq_bind));
 	if (o->cntrs) {
 		TRY("fi_ep_bind(tx)", fi_ep_bind(r->ep[i], &r->tx[i]->fid,
 						 FI_SEND | FI_WRITE | FI_READ));

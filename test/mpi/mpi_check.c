@@ -11,6 +11,10 @@
  *                untouched; the sizes cross rxm's eager, segmented and
  *                rendezvous protocols, so leases are taken and dropped on
  *                every path;
+ *   mprobe       matched probes: MPI_Mprobe/MPI_Mrecv, and MPI_Improbe/
+ *                MPI_Imrecv with two messages claimed before either is
+ *                received, 1 B to 1 MiB (the ofi mtl peeks with FI_CLAIM
+ *                and receives with FI_CLAIM, the buffer's desc NULL);
  *   collectives  barrier, bcast from every root, reduce, allreduce, gather,
  *                scatter, allgather, alltoall, from 1 element to 8 MiB;
  *   alloc_mem    MPI_Alloc_mem/MPI_Free_mem churn: buffers of changing sizes
@@ -289,6 +293,102 @@ section_pt2pt(void)
 	snprintf(what, sizeof(what), "%zu sizes from %zu B to %zu B", n,
 		 sizes[0], sizes[n - 1]);
 	return section_end("pt2pt", what, start, f0, v0);
+}
+
+/* ---- matched probes --------------------------------------------------- */
+
+/* Around rxm's eager limit (16 KiB) and well above it (rendezvous). */
+static const size_t mprobe_sizes[] = {1,	 8,	    64,	     4096,
+				      16384, 16384 + 1, 65536 + 3, 1u << 20};
+#define MPROBE_MAX (1u << 20)
+
+/* The message a matched probe returned, received into rbuf + off: its
+ * count and every byte checked. */
+static void
+mprobe_check(const unsigned char *rbuf, size_t off, size_t size,
+	     MPI_Status *status, uint64_t seed, uint64_t guard,
+	     const char *what)
+{
+	int count = -1;
+
+	MPI_Get_count(status, MPI_BYTE, &count);
+	if (count != (int) size)
+		fail("%s (size %zu): count %d", what, size, count);
+	verify(rbuf + off, size, seed, what, size);
+	guard_verify(rbuf + off, size, guard, what);
+}
+
+/* MPI_Mprobe then MPI_Mrecv of one message, and MPI_Improbe then
+ * MPI_Imrecv of two messages claimed before either is received (two
+ * claims in flight), the second tag probed first; full duplex. */
+static void
+mprobe_round(unsigned char *sbuf, unsigned char *rbuf, size_t off, size_t size,
+	     unsigned index, int partner)
+{
+	uint64_t guard = seed_of(5, index, 9, (unsigned) rank);
+	MPI_Request sreq[3], rreq[2];
+	MPI_Message msg[2];
+	MPI_Status st[2];
+	int flag;
+
+	for (int i = 0; i < 3; i++) {
+		fill(sbuf + i * (MPROBE_MAX + 2 * GUARD) + off, size,
+		     seed_of(5, index, (unsigned) i, (unsigned) rank));
+		MPI_Isend(sbuf + i * (MPROBE_MAX + 2 * GUARD) + off, (int) size,
+			  MPI_BYTE, partner, 300 + i, MPI_COMM_WORLD, &sreq[i]);
+	}
+	guard_fill(rbuf + off, size, guard);
+	MPI_Mprobe(partner, 300, MPI_COMM_WORLD, &msg[0], &st[0]);
+	MPI_Mrecv(rbuf + off, (int) size, MPI_BYTE, &msg[0], &st[0]);
+	mprobe_check(rbuf, off, size, &st[0],
+		     seed_of(5, index, 0, (unsigned) partner), guard,
+		     "mprobe/mrecv");
+
+	for (int i = 1; i >= 0; i--) {
+		do
+			MPI_Improbe(partner, 301 + i, MPI_COMM_WORLD, &flag,
+				    &msg[i], &st[i]);
+		while (!flag);
+	}
+	for (int i = 0; i < 2; i++) {
+		guard_fill(rbuf + (size_t) (i + 1) * (MPROBE_MAX + 2 * GUARD) +
+				   off,
+			   size, guard);
+		MPI_Imrecv(rbuf + (size_t) (i + 1) * (MPROBE_MAX + 2 * GUARD) +
+				   off,
+			   (int) size, MPI_BYTE, &msg[i], &rreq[i]);
+	}
+	MPI_Waitall(2, rreq, st);
+	for (int i = 0; i < 2; i++)
+		mprobe_check(rbuf + (size_t) (i + 1) * (MPROBE_MAX + 2 * GUARD),
+			     off, size, &st[i],
+			     seed_of(5, index, 1 + (unsigned) i,
+				     (unsigned) partner),
+			     guard, "improbe/imrecv");
+	MPI_Waitall(3, sreq, MPI_STATUSES_IGNORE);
+}
+
+static bool
+section_mprobe(void)
+{
+	size_t n = sizeof(mprobe_sizes) / sizeof(mprobe_sizes[0]);
+	size_t len = 3 * (MPROBE_MAX + 2 * GUARD) + 64;
+	unsigned char *sbuf = xmalloc(len), *rbuf = xmalloc(len);
+	unsigned long f0 = failures;
+	unsigned long long v0 = verified;
+	double start = MPI_Wtime();
+	int partner = rank ^ 1;
+
+	if (partner < nprocs)
+		for (size_t i = 0; i < n; i++)
+			mprobe_round(sbuf, rbuf, GUARD + i % 61,
+				     mprobe_sizes[i], (unsigned) i, partner);
+	free(sbuf);
+	free(rbuf);
+	return section_end("mprobe",
+			   "MPI_Mprobe/MPI_Mrecv and MPI_Improbe/MPI_Imrecv "
+			   "(two claims in flight), 1 B to 1 MiB",
+			   start, f0, v0);
 }
 
 /* ---- collectives ------------------------------------------------------ */
@@ -713,6 +813,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	ok &= section_pt2pt();
+	ok &= section_mprobe();
 	ok &= section_collectives();
 	ok &= section_alloc_mem();
 	ok &= section_rma();

@@ -644,6 +644,7 @@ chk_domain_close(struct mrl_domain *hook)
 	}
 	pthread_mutex_unlock(&chk_global_lock);
 	tdestroy(dom->ops, chk_free_op);
+	tdestroy(dom->claims, chk_free_op);
 	tdestroy(dom->mrs, chk_no_free);
 	for (rec = dom->all_mrs; rec; rec = next) {
 		next = rec->next;

@@ -63,6 +63,8 @@ chk_translate(struct chk_domain *dom, void **op_context, uint64_t flags,
 	struct chk_op *op = chk_op_find(dom, *op_context);
 
 	if (!op)
+		op = chk_claim_find(dom, *op_context, flags, has_flags);
+	if (!op)
 		return;
 	*op_context = op->app_ctx;
 	if (op->multi_recv && !(has_flags && (flags & FI_MULTI_RECV)) && !error)

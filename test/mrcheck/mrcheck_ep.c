@@ -35,6 +35,7 @@ struct chk_post {
 	void *inner[CHK_MAX_OPERANDS]; /* translated */
 	struct chk_op *op;
 	void *ctx; /* the context to post with */
+	bool claim; /* FI_CLAIM: posted with the application's context */
 };
 
 static struct chk_ep *
@@ -49,6 +50,31 @@ chk_ptr_cmp(const void *a, const void *b)
 	uintptr_t x = (uintptr_t) a, y = (uintptr_t) b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* Claim records are ordered by the application's context. */
+static int
+chk_claim_cmp(const void *a, const void *b)
+{
+	return chk_ptr_cmp(((const struct chk_op *) a)->app_ctx,
+			   ((const struct chk_op *) b)->app_ctx);
+}
+
+/* Put a claim record in the set (dom->lock held). A record of a closed
+ * endpoint with the same context is retired first; false when a live claim
+ * holds it (the application reused the context: not tracked). */
+static bool
+chk_claim_insert(struct chk_domain *dom, struct chk_op *op)
+{
+	void **node = tsearch(op, &dom->claims, chk_claim_cmp);
+	struct chk_op *old = node ? *node : NULL;
+
+	if (!old || old == op)
+		return old != NULL;
+	if (old->ep)
+		return false;
+	chk_op_retire(dom, old);
+	return tsearch(op, &dom->claims, chk_claim_cmp) != NULL;
 }
 
 static size_t
@@ -278,12 +304,14 @@ chk_begin(struct chk_post *p, bool need_desc, bool tracked, bool multi_recv,
 		return -FI_EAGAIN;
 	}
 	if (!bad && op) {
-		if (!tsearch(op, &dom->ops, chk_ptr_cmp)) {
+		op->app_ctx = app_ctx;
+		op->claim = p->claim;
+		if (p->claim ? !chk_claim_insert(dom, op) :
+			       !tsearch(op, &dom->ops, chk_ptr_cmp)) {
 			pthread_mutex_unlock(&dom->lock);
 			free(op);
-			return -FI_ENOMEM;
+			return p->claim ? 0 : -FI_ENOMEM;
 		}
-		op->app_ctx = app_ctx;
 		op->ep = p->ep;
 		op->what = p->what;
 		op->multi_recv = multi_recv;
@@ -297,7 +325,8 @@ chk_begin(struct chk_post *p, bool need_desc, bool tracked, bool multi_recv,
 			op->next->prev = op;
 		p->ep->ops = op;
 		p->op = op;
-		p->ctx = op;
+		if (!p->claim)
+			p->ctx = op;
 	}
 	pthread_mutex_unlock(&dom->lock);
 	chk_count(dom, posts_checked, 1);
@@ -326,7 +355,10 @@ chk_op_retire(struct chk_domain *dom, struct chk_op *op)
 		op->ep = NULL;
 		chk_count(dom, ops_completed, 1);
 	}
-	tdelete(op, &dom->ops, chk_ptr_cmp);
+	if (op->claim)
+		tdelete(op, &dom->claims, chk_claim_cmp);
+	else
+		tdelete(op, &dom->ops, chk_ptr_cmp);
 	free(op);
 }
 
@@ -338,6 +370,19 @@ chk_op_find(struct chk_domain *dom, void *ctx)
 	if (!ctx)
 		return NULL;
 	node = tfind(ctx, &dom->ops, chk_ptr_cmp);
+	return node ? *node : NULL;
+}
+
+struct chk_op *
+chk_claim_find(struct chk_domain *dom, void *ctx, uint64_t flags,
+	       bool has_flags)
+{
+	struct chk_op key = {.app_ctx = ctx};
+	void **node;
+
+	if (!ctx || !dom->claims || (has_flags && flags && !(flags & FI_RECV)))
+		return NULL;
+	node = tfind(&key, &dom->claims, chk_claim_cmp);
 	return node ? *node : NULL;
 }
 
@@ -394,7 +439,8 @@ chk_rx_tracked(struct chk_ep *ep, uint64_t flags)
 	p_.ep = chk_ep_of(fep); \
 	p_.what = name;         \
 	p_.n = 0;               \
-	p_.overflow = false
+	p_.overflow = false;    \
+	p_.claim = false
 
 /* ---- msg ----------------------------------------------------------- */
 
@@ -561,14 +607,19 @@ chk_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	CHK_POST(ep, "fi_trecvmsg");
 	struct fi_msg_tagged m = *msg;
-	/* FI_PEEK without FI_CLAIM/FI_DISCARD moves no data. */
+	/* Peeks and FI_DISCARD move no data (a peek's buffers are not even
+	 * looked at); a claim keeps the context of its peek, and is tracked
+	 * by it when it moves data. */
 	bool data = !(flags & FI_PEEK) || (flags & FI_CLAIM);
+	bool moves = !(flags & (FI_PEEK | FI_DISCARD));
 	int ret;
 
+	p_.claim = !!(flags & FI_CLAIM);
 	if (data)
 		chk_add_iov(&p_, msg->msg_iov, msg->desc, msg->iov_count);
-	ret = chk_begin(&p_, !(flags & FI_DISCARD),
-			chk_rx_tracked(p_.ep, flags), false, msg->context);
+	ret = chk_begin(&p_, moves,
+			chk_rx_tracked(p_.ep, flags) && (moves || !p_.claim),
+			false, msg->context);
 	if (ret)
 		return ret;
 	if (data)
@@ -1001,7 +1052,7 @@ chk_cancel(fid_t fid, void *context)
 	pthread_mutex_lock(&ep->dom->lock);
 	for (struct chk_op *op = ep->ops; op; op = op->next) {
 		if (op->app_ctx == context) {
-			ctx = op;
+			ctx = op->claim ? context : op;
 			break;
 		}
 	}

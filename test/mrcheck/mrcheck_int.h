@@ -12,7 +12,11 @@
  * posted as the operation's context (it starts with a struct fi_context2 for
  * providers with FI_CONTEXT/FI_CONTEXT2 mode). It holds an in_flight count
  * on each MR its local operands used until the completion is read through
- * mrcheck's CQ or the endpoint closes.
+ * mrcheck's CQ or the endpoint closes. Posts with FI_CLAIM keep the
+ * application's context (the provider ties the claim to the context of the
+ * peek); a claim that moves data is tracked by a record found by that
+ * context (claims set), the first entry naming it after the post being the
+ * claim's.
  *
  * With MRCHECK_FRAMES=1 a record also holds the frame of every page its
  * iovs span, read before the record is published and never changed after;
@@ -66,6 +70,7 @@ struct chk_op {
 	struct chk_op *prev, *next; /* the endpoint's ops in flight */
 	const char *what;
 	bool multi_recv;
+	bool claim; /* in the claims set, posted with app_ctx */
 	size_t nmr;
 	struct chk_mr *mr[];
 };
@@ -85,6 +90,7 @@ struct chk_domain {
 	pthread_mutex_t lock;
 	void *mrs; /* tsearch set of struct chk_mr * */
 	void *ops; /* tsearch set of struct chk_op * */
+	void *claims; /* tsearch set of claim records, by app_ctx */
 	struct chk_mr *all_mrs;
 	struct chk_counts counts;
 	struct fi_ops_mr mr_ops;
@@ -175,6 +181,10 @@ void chk_ep_close(struct mrl_ep *ep);
 void chk_op_retire(struct chk_domain *dom, struct chk_op *op);
 /* Whether ctx is one of dom's op records (dom->lock held). */
 struct chk_op *chk_op_find(struct chk_domain *dom, void *ctx);
+/* The claim record an entry naming the application's context ctx ends
+ * (dom->lock held): entries with flags must be a receive's. */
+struct chk_op *chk_claim_find(struct chk_domain *dom, void *ctx, uint64_t flags,
+			      bool has_flags);
 
 /* mrcheck_cq.c */
 int chk_cq_open(struct mrl_cq *cq);

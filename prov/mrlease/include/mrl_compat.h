@@ -24,9 +24,15 @@
 #define MRL_FI_LOCAL_MR (1ULL << 55)
 #define MRL_FI_MR_BASIC 1
 
+/* FI_BUFFERED_RECV (fi_info mode bit) is gone from 2.x headers; a 1.x
+ * application may still run with it. */
+#define MRL_FI_BUFFERED_RECV (1ULL << 51)
+
 #if FI_MAJOR_VERSION < 2
 _Static_assert(MRL_FI_LOCAL_MR == FI_LOCAL_MR, "FI_LOCAL_MR's value");
 _Static_assert(MRL_FI_MR_BASIC == FI_MR_BASIC, "FI_MR_BASIC's value");
+_Static_assert(MRL_FI_BUFFERED_RECV == FI_BUFFERED_RECV,
+	       "FI_BUFFERED_RECV's value");
 #endif
 
 #endif /* MRL_COMPAT_H */

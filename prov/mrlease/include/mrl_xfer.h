@@ -11,11 +11,14 @@
  *   application's own arguments and context: no pool entry, no context swap.
  * - A post that takes leases passes the provider an operation context (a
  *   struct mrl_op, first member a struct fi_context2 the provider may write
- *   into) carrying the application's context and the leases. Each lease is
- *   released exactly once: when the provider reports the operation complete
- *   (success, error or cancel; for FI_MULTI_RECV when it releases the
- *   buffer), when the post fails, or when the endpoint closes (after the
- *   inner fi_close returned, so the provider has let go).
+ *   into) carrying the application's context and the leases; a claiming
+ *   receive (FI_CLAIM) passes the application's context instead, the one
+ *   its peek gave the provider, and its receive CQ finds its op by that
+ *   context (mrl_xfer_claim.c). Each lease is released exactly once: when
+ *   the provider reports the operation complete (success, error or cancel;
+ *   for FI_MULTI_RECV when it releases the buffer), when the post fails, or
+ *   when the endpoint closes (after the inner fi_close returned, so the
+ *   provider has let go).
  * - Completion entries are mapped back to the application's context;
  *   completions the application did not ask for are consumed here and never
  *   reach it. A read whose entries were all consumed returns -FI_EAGAIN.
@@ -62,7 +65,8 @@
  *
  * Cost. A post that needs no lease pays one load of the endpoint's
  * threshold and a compare (or a loop over the iovs) before the inner call;
- * a CQ read with no op entry pays a range check per entry. A leased
+ * a CQ read with no op entry pays a range check and a load (the claims in
+ * flight) per entry, a locked lookup while a claim is in flight. A leased
  * single-buffer call (fi_read, fi_write, fi_writedata, fi_send,
  * fi_senddata, fi_recv and the tagged ones) runs in two halves with no
  * register saved around the cache's out-of-line paths, and its completion
@@ -72,7 +76,8 @@
  * bench/README.md has the method and the figures.
  *
  * Not leased (forwarded as is): posts with more than MRL_XFER_IOV_MAX local
- * iovs; tagged receives with FI_PEEK/FI_CLAIM/FI_DISCARD; FI_MULTI_RECV
+ * iovs; peeks (FI_PEEK) and FI_DISCARD, which move no data; claims that
+ * cannot be found by their context (mrl_xfer_claim.c); FI_MULTI_RECV
  * buffers where completions carry no flags (FI_CQ_FORMAT_CONTEXT) or the
  * endpoint's rx caps (as opened) lack FI_MULTI_RECV;
  * aliases, shared receive contexts and scalable endpoints themselves (their

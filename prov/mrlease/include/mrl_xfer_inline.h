@@ -435,6 +435,10 @@ extern size_t mrl_xfer_rndv_after;
  * shape. */
 ssize_t mrl_msg_post(struct mrl_ep *ep, const struct mrl_msg_call *c,
 		     uint64_t flags, bool as_msg);
+/* A claiming receive (FI_CLAIM without FI_PEEK or FI_DISCARD), its buffer
+ * leased and its context the application's (mrl_xfer_claim.c). */
+ssize_t mrl_tagged_claim(struct mrl_ep *ep, const struct fi_msg_tagged *msg,
+			 uint64_t flags);
 /* The slow path of a non-msg call: the endpoint's default flags, as the
  * msg call when the route needs FI_COMPLETION. */
 ssize_t mrl_msg_slow(struct mrl_ep *ep, const struct mrl_msg_call *c);

@@ -54,6 +54,9 @@ enum mrl_op_flags {
 	MRL_OP_EXTRA = 1 << 2, /* lease overflow of another op, not posted */
 	MRL_OP_CHAINED = 1 << 3, /* has extra ops (next) */
 	MRL_OP_OWNED = 1 << 4, /* posted by its shared pool's owner */
+	/* A claiming receive: posted with the application's context and
+	 * found by it in its CQ's claims (mrl_xfer_claim.c). */
+	MRL_OP_CLAIM = 1 << 5,
 };
 
 struct mrl_op_pool;

@@ -149,6 +149,39 @@ struct mrl_cq_guard {
  * pushes it back now). */
 bool mrl_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op);
 
+/*
+ * Claiming receives in flight whose completions a CQ reports
+ * (mrl_xfer_claim.c): the provider ties a claim to the application's
+ * context (rxm keeps its state in it, sockets and tcp match on its
+ * address), so it gets that context, and the CQ finds the op holding the
+ * leases by it. The chains link ops through their provider scratch space,
+ * which a claim never hands down.
+ */
+struct mrl_claims {
+	/* Ops in the table: reads look only while there are some. */
+	atomic_size_t n;
+	/* Guards the buckets and chains; nothing is called in the provider
+	 * under it (a growing table allocates under it: no memory hook
+	 * reaches this table). */
+	pthread_mutex_t lock;
+	struct mrl_op **buckets;
+	size_t nbuckets; /* a power of two, 0 until the first claim */
+};
+
+/* Whether any claim is in flight (one load; exact under the provider's
+ * ordering: a claim is in the table before its post reaches the provider,
+ * so a read that returns its completion sees it). */
+static inline bool
+mrl_claims_any(struct mrl_claims *c)
+{
+	return atomic_load_explicit(&c->n, memory_order_acquire) != 0;
+}
+
+/* The op of the claim a completion with context ctx (and the entry's flags
+ * at flagsp, NULL: none) ends, taken out of the table; NULL if none. */
+struct mrl_op *mrl_claims_take(struct mrl_claims *c, void *ctx,
+			       const uint64_t *flagsp);
+
 /* The data path's state of a CQ (mrl_cq.ext). */
 /* Completions a CQ reads ahead at most (struct mrl_xcq). */
 #define MRL_XCQ_STASH 16
@@ -162,6 +195,7 @@ struct mrl_xcq {
 	/* fi_cq_signal calls: a blocking read the hook would retry after a
 	 * hidden batch returns instead when one came (mrl_completion_cq.c). */
 	atomic_uint signals;
+	struct mrl_claims claims;
 	/* Pools of endpoints closed with orphans, kept until the CQ closes. */
 	pthread_mutex_t lock; /* guards pools, the read table's
 			       * switches (base, stash) and the
@@ -181,6 +215,15 @@ struct mrl_xcq {
 	unsigned char stash[MRL_XCQ_STASH * sizeof(struct fi_cq_tagged_entry)];
 	fi_addr_t stash_src[MRL_XCQ_STASH];
 };
+
+/* A CQ's claims table: set up at open, torn down at close
+ * (mrl_xfer_claim.c). */
+int mrl_claims_init(struct mrl_claims *c);
+void mrl_claims_fini(struct mrl_claims *c);
+/* Endpoint close, before its ops are orphaned: x's claims leave its rx CQ's
+ * table (the provider let go of them; entries still queued reach the
+ * application as the provider wrote them). */
+void mrl_xep_claims_close(struct mrl_xep *x);
 
 /* Keep pool alive until cq closes (an endpoint closed with orphans). */
 int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool);

@@ -6,7 +6,8 @@
  * completion for are removed, the rest compacted in place (src_addr kept in
  * step). Entries with any other context, NULL included (remote CQ data, RMA
  * events, the application's own un-leased posts), pass untouched at the cost
- * of one range check each.
+ * of one range check and one load each; while claiming receives are in
+ * flight, such an entry is looked up among them (mrl_xfer_claim.c).
  */
 #include "config.h"
 
@@ -91,6 +92,21 @@ mrl_cq_entry_flags(const struct fi_cq_entry *e, size_t size)
 		       NULL;
 }
 
+/* The op entry e completes: one of this domain's by its context's address,
+ * or, while claims are in flight, a claim's by the application's context
+ * (mrl_xfer_claim.c). */
+static inline __attribute__((always_inline)) struct mrl_op *
+mrl_cq_entry_op(struct mrl_cq *cq, struct fi_cq_entry *e, size_t size)
+{
+	struct mrl_op *op = mrl_op_of_context(e->op_context, cq->domain);
+	struct mrl_claims *claims = &((struct mrl_xcq *) cq->ext)->claims;
+
+	if (__builtin_expect(!op && mrl_claims_any(claims), 0))
+		op = mrl_claims_take(claims, e->op_context,
+				     mrl_cq_entry_flags(e, size));
+	return op;
+}
+
 /*
  * Entry i named an op whose completion the application must not see: drop
  * it and go on translating from i + 1, compacting the entries (and
@@ -100,12 +116,11 @@ static ssize_t __attribute__((noinline))
 mrl_cq_drop(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i, size_t size,
 	    fi_addr_t *src_addr)
 {
-	const struct mrl_domain *domain = cq->domain;
 	ssize_t kept = i;
 
 	for (i++; i < n; i++) {
 		struct fi_cq_entry *e = (void *) (entries + (size_t) i * size);
-		struct mrl_op *op = mrl_op_of_context(e->op_context, domain);
+		struct mrl_op *op = mrl_cq_entry_op(cq, e, size);
 
 		if (op && !mrl_op_complete_ok(op, mrl_cq_entry_flags(e, size),
 					      &e->op_context))
@@ -129,11 +144,9 @@ static ssize_t __attribute__((noinline))
 mrl_cq_deliver_from(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i,
 		    fi_addr_t *src_addr, size_t size)
 {
-	const struct mrl_domain *domain = cq->domain;
-
 	for (; i < n; i++) {
 		struct fi_cq_entry *e = (void *) (entries + (size_t) i * size);
-		struct mrl_op *op = mrl_op_of_context(e->op_context, domain);
+		struct mrl_op *op = mrl_cq_entry_op(cq, e, size);
 
 		if (!op)
 			continue;
@@ -163,7 +176,7 @@ mrl_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n, fi_addr_t *src_addr,
 		return n;
 	if (n > 1)
 		return mrl_cq_deliver_from(cq, buf, n, 0, src_addr, size);
-	op = mrl_op_of_context(e->op_context, cq->domain);
+	op = mrl_cq_entry_op(cq, e, size);
 	if (!op)
 		return 1;
 	return mrl_op_complete_ok(op, mrl_cq_entry_flags(e, size),
@@ -399,6 +412,7 @@ mrl_xcq_readerr_in(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 		   uint64_t flags, bool guarded)
 {
 	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_claims *claims = &((struct mrl_xcq *) cq->ext)->claims;
 	struct mrl_op *op;
 	ssize_t n;
 
@@ -408,6 +422,9 @@ mrl_xcq_readerr_in(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 	mrl_cache_domain_settle(((struct mrl_xcq *) cq->ext)->cache);
 	if (n > 0) {
 		op = mrl_op_of_context(buf->op_context, cq->domain);
+		if (!op && mrl_claims_any(claims))
+			op = mrl_claims_take(claims, buf->op_context,
+					     &buf->flags);
 		if (op)
 			mrl_op_complete(op, buf->flags, true, &buf->op_context);
 	}
@@ -937,6 +954,12 @@ mrl_xfer_cq_open(struct mrl_cq *cq)
 	atomic_init(&xcq->signals, 0);
 	atomic_init(&xcq->guard.word, 0);
 	atomic_init(&xcq->guard.test_reading, NULL);
+	ret = mrl_claims_init(&xcq->claims);
+	if (ret) {
+		pthread_mutex_destroy(&xcq->lock);
+		free(own);
+		return ret;
+	}
 	cq->ext = xcq;
 	switch (xcq->entry_size) {
 	case sizeof(struct fi_cq_msg_entry):
@@ -977,6 +1000,7 @@ mrl_xfer_cq_close(struct mrl_cq *cq)
 				   memory_order_relaxed);
 	if (efd >= 0)
 		close(efd);
+	mrl_claims_fini(&xcq->claims);
 	pthread_mutex_destroy(&xcq->lock);
 	free(mrl_xcq_own_of(xcq));
 }

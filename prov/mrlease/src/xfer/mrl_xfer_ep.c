@@ -413,7 +413,8 @@ mrl_cancel_match(struct mrl_op *op, void *arg)
 {
 	struct mrl_cancel_find *f = arg;
 
-	if (op->app_ctx != f->app_ctx)
+	/* A claim is known to the provider by the application's context. */
+	if (op->app_ctx != f->app_ctx || (op->flags & MRL_OP_CLAIM))
 		return true;
 	f->op = op;
 	return false;
@@ -601,6 +602,7 @@ mrl_xfer_ep_close(struct mrl_ep *ep)
 		mrl_xcntr_remove(x->progress[i], x);
 
 	if (x->pool) {
+		mrl_xep_claims_close(x);
 		mrl_op_pool_foreach_live(x->pool, mrl_xep_orphan, &orphans);
 		if (x->internal_cq) {
 			/* Entries written before the close name orphans. */

@@ -2,8 +2,9 @@
 /*
  * fi_tsend/fi_trecv and friends: the entry points, with the posting code of
  * mrl_xfer_msg.c and mrl_xfer_inline.h (mrl_msg_owned, mrl_msg_op,
- * mrl_msg_post). A tagged receive with FI_PEEK, FI_CLAIM or FI_DISCARD is never
- * swapped: the provider ties a claim to the context given at the peek.
+ * mrl_msg_post). Peeks and FI_DISCARD go to the provider as they are; a
+ * claiming receive keeps the application's context, its leases held by the
+ * receive CQ's claims table (mrl_xfer_claim.c).
  */
 #include "config.h"
 
@@ -12,8 +13,6 @@
 #include "mrl_xfer_inline.h"
 
 struct fi_ops_tagged mrl_xfer_tagged_ops;
-
-#define MRL_TAGGED_NO_SWAP (FI_PEEK | FI_CLAIM | FI_DISCARD)
 
 /* The single-buffer hit path's out-of-line halves (mrl_xfer_inline.h). */
 static MRL_MSG_OP(mrl_tagged_recv_op, MRL_TRECV) static MRL_MSG_OP(
@@ -133,8 +132,10 @@ mrl_tagged_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
 	struct mrl_ep *ep = mrl_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
+	if ((flags & FI_CLAIM) && !(flags & (FI_PEEK | FI_DISCARD)))
+		return mrl_tagged_claim(ep, msg, flags);
 	/* Multi-recv buffers as in mrl_msg_recvmsg. */
-	if ((flags & MRL_TAGGED_NO_SWAP) ||
+	if ((flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) ||
 	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
 				 x->dir[MRL_RX].min_msg) ||
 	    ((flags & FI_MULTI_RECV) && !mrl_xep_multi_recv_ok(x))) {

@@ -14,6 +14,7 @@ prov_mrlease_libmrlease_core_la_SOURCES += \
 	prov/mrlease/src/xfer/mrl_xfer_ep.c \
 	prov/mrlease/src/xfer/mrl_xfer_msg.c \
 	prov/mrlease/src/xfer/mrl_xfer_tagged.c \
+	prov/mrlease/src/xfer/mrl_xfer_claim.c \
 	prov/mrlease/src/xfer/mrl_xfer_rma.c \
 	prov/mrlease/src/xfer/mrl_xfer_atomic.c \
 	prov/mrlease/src/xfer/mrl_completion_cq.c \
