@@ -222,12 +222,13 @@ set logscale x
 set xlabel "message size (bytes)"
 set xrange [40:110000]
 set format x "%.0s%cB"
-set yrange [0:1.6]
+set yrange [0:2.2]
 set ylabel "rate with 2 threads / with 1 [quartiles]"
 plot "$f" u 1:8:9:10 w yerrorlines lw 2 pt 7 t "no hook", \\
      "" u (\$1*1.08):11:12:13 w yerrorlines lw 2 pt 5 t "mrlease", \\
      "" u (\$1*1.16):14:15:16 w yerrorlines lw 1 pt 9 dt 2 t "mrlease, shared buffer", \\
      1 w l lc rgb "#999999" dt 3 notitle
+set yrange [0:1.6]
 set ylabel "mrlease's scaling / no hook's [quartiles]"
 plot "$f" u 1:17:18:19 w yerrorlines lw 2 pt 5 lc 2 t "elapsed", \\
      "" u (\$1*1.16):20:21:22 w yerrorlines lw 1 pt 9 dt 2 lc 3 t "elapsed, shared buffer", \\
