@@ -77,36 +77,6 @@ chk_claim_insert(struct chk_domain *dom, struct chk_op *op)
 	return tsearch(op, &dom->claims, chk_claim_cmp) != NULL;
 }
 
-static size_t
-chk_datatype_size(enum fi_datatype dt)
-{
-	switch (dt) {
-	case FI_INT8:
-	case FI_UINT8:
-		return 1;
-	case FI_INT16:
-	case FI_UINT16:
-		return 2;
-	case FI_INT32:
-	case FI_UINT32:
-	case FI_FLOAT:
-		return 4;
-	case FI_INT64:
-	case FI_UINT64:
-	case FI_DOUBLE:
-	case FI_FLOAT_COMPLEX:
-		return 8;
-	case FI_DOUBLE_COMPLEX:
-		return 16;
-	case FI_LONG_DOUBLE:
-		return sizeof(long double);
-	case FI_LONG_DOUBLE_COMPLEX:
-		return 2 * sizeof(long double);
-	default:
-		return 16; /* FI_INT128, FI_UINT128 */
-	}
-}
-
 /* ---- operands ------------------------------------------------------ */
 
 static size_t
@@ -145,7 +115,7 @@ chk_add_ioc(struct chk_post *p, const struct fi_ioc *ioc, void **desc,
 
 	for (size_t i = 0; i < count; i++)
 		chk_add_buf(p, ioc[i].addr,
-			    ioc[i].count * chk_datatype_size(dt),
+			    ioc[i].count * mrl_datatype_size(dt),
 			    desc ? desc[i] : NULL);
 	return at;
 }
@@ -840,7 +810,7 @@ chk_atomic(struct fid_ep *ep, const void *buf, size_t count, void *desc,
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
-	chk_add_buf(&p_, buf, count * chk_datatype_size(dt), desc);
+	chk_add_buf(&p_, buf, count * mrl_datatype_size(dt), desc);
 	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
 			context);
 	if (ret)
@@ -895,7 +865,7 @@ chk_fetch(struct fid_ep *ep, const void *buf, size_t count, void *desc,
 {
 	CHK_POST(ep, "fi_fetch_atomic");
 	uint64_t f = p_.ep->tx_op_flags;
-	size_t sz = chk_datatype_size(dt);
+	size_t sz = mrl_datatype_size(dt);
 	int ret;
 
 	chk_add_buf(&p_, buf, chk_count_of(op, count) * sz, desc);
@@ -968,7 +938,7 @@ chk_compare(struct fid_ep *ep, const void *buf, size_t count, void *desc,
 {
 	CHK_POST(ep, "fi_compare_atomic");
 	uint64_t f = p_.ep->tx_op_flags;
-	size_t sz = chk_datatype_size(dt);
+	size_t sz = mrl_datatype_size(dt);
 	int ret;
 
 	chk_add_buf(&p_, buf, count * sz, desc);

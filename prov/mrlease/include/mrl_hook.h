@@ -372,6 +372,10 @@ extern struct fi_ops_rma mrl_ep_rma_ops;
 extern struct fi_ops_atomic mrl_ep_atomic_ops;
 extern struct fi_ops_collective mrl_ep_collective_ops;
 
+/* Size in bytes of one element of an atomic datatype (0: unknown), for
+ * the operands of atomic calls (hook_xfer.c). */
+size_t mrl_datatype_size(enum fi_datatype datatype);
+
 /* fi_control on an endpoint-family object as the passthrough does it
  * (FI_ALIAS wrapped, the rest forwarded), for ep_control. */
 int mrl_ep_control(struct mrl_ep *ep, int command, void *arg);

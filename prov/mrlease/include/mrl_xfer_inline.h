@@ -358,9 +358,6 @@ mrl_post_pop(struct mrl_op_pool *pool, const void *buf, uint16_t flags)
 int mrl_post_single_failed(const struct mrl_xep *x, const void *buf, size_t len,
 			   int err);
 
-/* Size in bytes of one element of an atomic datatype (0: unknown). */
-size_t mrl_datatype_size(enum fi_datatype datatype);
-
 /*
  * Whether a post must take the slow path: some local operand has no
  * descriptor and at least min bytes. Posts with more iovs than the slow path

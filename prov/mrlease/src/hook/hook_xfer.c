@@ -18,6 +18,8 @@
  */
 #include "config.h"
 
+#include <complex.h>
+
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_collective.h>
 #include <rdma/fi_errno.h>
@@ -46,6 +48,39 @@ mrl_trigger_to_inner(uint64_t flags, void *context)
 	if (mrl_is_hook_fid(&trig->trigger.threshold.cntr->fid))
 		trig->trigger.threshold.cntr =
 			mrl_cntr_of(trig->trigger.threshold.cntr)->inner;
+}
+
+size_t
+mrl_datatype_size(enum fi_datatype datatype)
+{
+	switch (datatype) {
+	case FI_INT8:
+	case FI_UINT8:
+		return 1;
+	case FI_INT16:
+	case FI_UINT16:
+		return 2;
+	case FI_INT32:
+	case FI_UINT32:
+	case FI_FLOAT:
+		return 4;
+	case FI_INT64:
+	case FI_UINT64:
+	case FI_DOUBLE:
+	case FI_FLOAT_COMPLEX:
+		return 8;
+	case FI_DOUBLE_COMPLEX:
+		return 16;
+	case FI_LONG_DOUBLE:
+		return sizeof(long double);
+	case FI_LONG_DOUBLE_COMPLEX:
+		return sizeof(long double complex);
+	case FI_INT128:
+	case FI_UINT128:
+		return 16;
+	default:
+		return 0;
+	}
 }
 
 /* ---- msg ------------------------------------------------------------ */

@@ -8,46 +8,12 @@
  */
 #include "config.h"
 
-#include <complex.h>
 #include <string.h>
 
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
 #include "mrl_xfer_inline.h"
-
-size_t
-mrl_datatype_size(enum fi_datatype datatype)
-{
-	switch (datatype) {
-	case FI_INT8:
-	case FI_UINT8:
-		return 1;
-	case FI_INT16:
-	case FI_UINT16:
-		return 2;
-	case FI_INT32:
-	case FI_UINT32:
-	case FI_FLOAT:
-		return 4;
-	case FI_INT64:
-	case FI_UINT64:
-	case FI_DOUBLE:
-	case FI_FLOAT_COMPLEX:
-		return 8;
-	case FI_DOUBLE_COMPLEX:
-		return 16;
-	case FI_LONG_DOUBLE:
-		return sizeof(long double);
-	case FI_LONG_DOUBLE_COMPLEX:
-		return sizeof(long double complex);
-	case FI_INT128:
-	case FI_UINT128:
-		return 16;
-	default:
-		return 0;
-	}
-}
 
 /* The application's context is at least a struct fi_triggered_context,
  * a struct fi_triggered_context2 under FI_CONTEXT2 (fi_trigger(3)); the
