@@ -517,6 +517,9 @@ int mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 /* Wrap the inner alias (FI_ALIAS with flags) of the endpoint aliased. */
 int mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner,
 		      uint64_t flags, struct mrl_ep **ep);
+/* Flags that name one direction (FI_SETOPSFLAG's, an alias's) become
+ * ep's defaults for it; with apply, the shim follows (hook_opflags.c). */
+int mrl_ep_opflags_set(struct mrl_ep *ep, uint64_t flags, bool apply);
 /* Install or remove ep's shim after its default op flags changed
  * (hook_opflags.c); -FI_ENOMEM. */
 int mrl_ep_shim_apply(struct mrl_ep *ep);

@@ -261,10 +261,7 @@ mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner, uint64_t flags,
 	 * direction they name. */
 	ep->op_flags[0] = aliased->op_flags[0];
 	ep->op_flags[1] = aliased->op_flags[1];
-	if (flags & FI_TRANSMIT)
-		ep->op_flags[0] = flags;
-	else if (flags & FI_RECV)
-		ep->op_flags[1] = flags;
+	mrl_ep_opflags_set(ep, flags, false); /* mrl_ep_finish applies */
 	/* Opened by the provider without our context: point it at us so
 	 * events about it map back. */
 	inner->fid.context = &ep->ep.fid;

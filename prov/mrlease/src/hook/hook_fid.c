@@ -447,17 +447,6 @@ mrl_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return ret;
 }
 
-/* The provider took new default flags for the direction they name. */
-static int
-mrl_ep_opflags_set(struct mrl_ep *ep, uint64_t flags)
-{
-	if ((flags & FI_TRANSMIT) && !(flags & FI_RECV))
-		ep->op_flags[0] = flags;
-	else if ((flags & FI_RECV) && !(flags & FI_TRANSMIT))
-		ep->op_flags[1] = flags;
-	return mrl_ep_shim_apply(ep);
-}
-
 static int
 mrl_fid_alias(struct mrl_ep *ep, struct fi_alias *alias)
 {
@@ -521,7 +510,7 @@ mrl_control_forward(struct fid *fid, int command, void *arg)
 		mrl_mr_refresh(fid);
 	if (!ret && command == FI_SETOPSFLAG && mrl_class_is_ep(cls) && arg)
 		ret = mrl_ep_opflags_set(container_of(fid, struct mrl_ep, ep.fid),
-					 *(uint64_t *) arg);
+					 *(uint64_t *) arg, true);
 	return ret;
 }
 

@@ -451,6 +451,16 @@ mrl_shim_fill(struct mrl_ep_shim *s, struct mrl_ep *ep)
 }
 
 int
+mrl_ep_opflags_set(struct mrl_ep *ep, uint64_t flags, bool apply)
+{
+	if ((flags & FI_TRANSMIT) && !(flags & FI_RECV))
+		ep->op_flags[0] = flags;
+	else if ((flags & FI_RECV) && !(flags & FI_TRANSMIT))
+		ep->op_flags[1] = flags;
+	return apply ? mrl_ep_shim_apply(ep) : 0;
+}
+
+int
 mrl_ep_shim_apply(struct mrl_ep *ep)
 {
 	struct mrl_ep_shim *s = ep->shim;
