@@ -1374,6 +1374,70 @@ test_a_new_mapping_at_an_unmapped_ones_address_is_watched_again(void)
 	mrl_cache_drain(cache);
 }
 
+/* An unmap read in a batch the ring had no room for is applied as
+ * "everything", which drops every entry but says nothing about which
+ * mappings went: the watch table must not go on naming the one that did,
+ * or a new mapping at its address is taken as watched, its entry is kept,
+ * and its own munmap, with no registration to report it, leaves that entry
+ * for the next mapping there (a stale registration). */
+static void
+test_a_new_mapping_where_an_overflow_hid_an_unmap_is_watched(void)
+{
+	enum { PAGES = 2048 };
+	char **p = calloc(PAGES, sizeof(*p));
+	uint64_t events;
+	struct mrl_registration *held = NULL;
+	char *guard, *gone, *q;
+	int n = 0;
+
+	NEED_MONITOR();
+	CHECK(p != NULL);
+	for (; p && n < PAGES; n++) {
+		p[n] = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
+		if (!p[n] || !touch(p[n], page))
+			break;
+	}
+	CHECK_EQ(PAGES, n);
+	/* A mapping of its own, between guard pages: its watch is one range
+	 * of the table, whatever the cuts above do to the others. */
+	guard = map(3 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(guard && !mprotect(guard, page, PROT_NONE) &&
+	      !mprotect(guard + 2 * page, page, PROT_NONE));
+	gone = guard + page;
+	/* A lease in flight across the unmap keeps the old entry's close,
+	 * and so any release of its watch, until after the remap. */
+	CHECK(guard && !mrl_cache_acquire(dom, (uintptr_t) gone,
+					  (uintptr_t) gone + page, &held));
+	CHECK_EQ(1, vma_watched(gone));
+	saw_all = false;
+	/* No lookup in between: the last events find the ring full. */
+	for (int i = 0; i < n; i++)
+		munmap(p[i], page);
+	munmap(gone, page);
+	CHECK(atomic_load(&mrl_cache_barrier) > 1);
+	q = mmap(gone, page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK(q == gone);
+	if (q != gone) {
+		mrl_lease_release(held);
+		goto out;
+	}
+	memset(q, 0x5a, page);
+	CHECK(touch(q, page)); /* applies the overflow, then misses */
+	CHECK(saw_all); /* the premise: the unmap was in the overflow */
+	mrl_lease_release(held);
+	CHECK_EQ(1, vma_watched(q));
+	events = mrl_monitor_events();
+	munmap(q, page);
+	CHECK(mrl_monitor_events() > events); /* the new mapping's unmap */
+	settle(q);
+	CHECK(!cached(q, page));
+out:
+	munmap(guard, 3 * page);
+	free(p);
+	mrl_cache_drain(cache);
+}
+
 /* An allocator returns the pages of one buffer and keeps the rest of its
  * mapping: once that buffer's entry is gone, the rest holds nothing, and
  * must not stay watched (its later purges would each wait for the
@@ -1672,6 +1736,7 @@ main(void)
 	MRLT_RUN(test_a_fork_never_inherits_a_monitor_descriptor);
 	MRLT_RUN(test_a_watch_is_released_when_its_last_entry_closes);
 	MRLT_RUN(test_a_new_mapping_at_an_unmapped_ones_address_is_watched_again);
+	MRLT_RUN(test_a_new_mapping_where_an_overflow_hid_an_unmap_is_watched);
 	MRLT_RUN(test_what_is_left_of_a_partly_unmapped_mapping_is_released);
 	MRLT_RUN(test_a_release_never_drops_a_watch_a_new_entry_needs);
 	MRLT_RUN(test_a_domain_closes_only_its_own_dropped_registrations);

@@ -51,7 +51,9 @@
  *    the range;
  *  - the ranges go into a fixed ring; when the ring has no room for a whole
  *    batch, the batch is recorded as an overflow, which invalidates
- *    everything.
+ *    everything (and, its ranges being lost, has the drain register every
+ *    watched range again, forgetting those partly unmapped, before it
+ *    invalidates).
  *
  * Applying the events. mrl_monitor_drain, called by an application thread
  * that finds the barrier up (a lookup, a completion read: no lock held,

@@ -368,6 +368,7 @@ mrl_monitor_closer_start(void)
  */
 
 static void mon_watch_gone(uintptr_t start, uintptr_t end);
+static void mon_watch_recheck(void);
 
 void
 mrl_monitor_drain(void)
@@ -386,9 +387,14 @@ mrl_monitor_drain(void)
 						    memory_order_acquire);
 		if (head == tail && !overflow)
 			break;
-		if (overflow)
+		if (overflow) {
+			/* The table first: a miss that trusted what it said
+			 * before is in flight, and the invalidation makes it
+			 * a lease that is not kept. */
+			mon_watch_recheck();
 			mon_client.invalidate(mon_client.arg, 0, UINTPTR_MAX,
 					      true);
+		}
 		lower = overflow;
 		for (; head != tail; head++) {
 			r = mon_ring[head % MRL_MONITOR_RING];
@@ -844,6 +850,37 @@ mon_watch_gone(uintptr_t start, uintptr_t end)
 		i = mon_watch_after(right);
 		if (right && i < mon_nwatch && mon_watches[i].lo == right)
 			mon_watch_drop_unused(fd, i);
+	}
+	pthread_mutex_unlock(&mon_watch_lock);
+}
+
+/*
+ * After an overflow: the unmaps it stands for never reached the table, which
+ * may still name mappings that went, and their registrations with them; a
+ * new mapping there would be taken as watched, and its entry kept with no
+ * event to report its own unmap. Each range is registered again (nothing
+ * changes where it still is; a mapping that took its place is watched now)
+ * and forgotten where part of it is unmapped (msync says so, a registration
+ * over a hole need not fail) or the registration fails. Allocates nothing.
+ */
+static void
+mon_watch_recheck(void)
+{
+	struct mon_watch *w;
+	size_t i = 0;
+	int fd;
+
+	if (!atomic_load_explicit(&mon_nwatch_seen, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&mon_watch_lock);
+	fd = atomic_load_explicit(&mon_fd, memory_order_acquire);
+	while (i < mon_nwatch) {
+		w = &mon_watches[i];
+		if (fd >= 0 && !msync((void *) w->lo, w->hi - w->lo, MS_ASYNC) &&
+		    mon_register(fd, w->lo, w->hi))
+			i++;
+		else
+			mon_watch_remove(i);
 	}
 	pthread_mutex_unlock(&mon_watch_lock);
 }
