@@ -63,6 +63,10 @@ static char *recv_buf[THREADS];
  * thread is mapped again by the other after the step. */
 static pthread_barrier_t step;
 static void *slot_addr[THREADS]; /* written by the slot's user, before step */
+/* Where a slot moves when its hole was taken (map_slot). */
+#define SPARES 1024
+static char *spare;
+static atomic_int spare_used;
 static bool
 	slot_reserved[THREADS]; /* still PROT_NONE from set-up: replace it */
 /* Whether to stop after step i is stop[i % 2]: a thread already in step
@@ -97,18 +101,32 @@ fail(struct worker *w, const char *fmt, ...)
 
 /* Map slot k at its address. Something else may have been mapped into the
  * hole munmap left (a sanitizer's chunk, a thread stack): then the slot
- * moves to wherever the kernel puts it. */
+ * moves to a place of the spare reservation never used before. Not to
+ * wherever mmap(NULL) puts it: the kernel frees an unmapped range before
+ * the monitor can read its event, so it may hand the other thread's slot,
+ * while that thread is still inside munmap, to this one, and a lookup then
+ * is one the monitor never promised to order (see LIMITATIONS in
+ * fi_mrlease(7)); the step barrier orders every other reuse. */
 static char *
 map_slot(struct worker *w, int k)
 {
 	int fixed = slot_reserved[k] ? MAP_FIXED : MAP_FIXED_NOREPLACE;
 	char *p = mmap(slot_addr[k], REGION, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | fixed, -1, 0);
+	int next;
 
 	slot_reserved[k] = false;
-	if (p == MAP_FAILED && errno == EEXIST)
-		p = mmap(NULL, REGION, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED && errno == EEXIST) {
+		/* Ours alone: still PROT_NONE, never unmapped. */
+		next = atomic_fetch_add(&spare_used, 1);
+		if (next >= SPARES) {
+			errno = ENOSPC;
+			return NULL;
+		}
+		p = mmap(spare + (size_t) next * REGION, REGION,
+			 PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	}
 	if (p == MAP_FAILED)
 		return NULL;
 	if (p != slot_addr[k]) {
@@ -236,7 +254,10 @@ setup_memory(void)
 			return false;
 		slot_reserved[t] = true;
 	}
-	return true;
+	spare = mmap(NULL, (size_t) SPARES * REGION, PROT_NONE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	atomic_store(&spare_used, 0);
+	return spare != MAP_FAILED;
 }
 
 static void
@@ -256,6 +277,17 @@ teardown_memory(void)
 			munmap(slot_addr[t], REGION);
 		slot_reserved[t] = false;
 	}
+	/* What no slot took: the places slots took were unmapped by their
+	 * last user, and may hold something else by now. */
+	if (spare && spare != MAP_FAILED) {
+		int used = atomic_load(&spare_used);
+
+		used = used < SPARES ? used : SPARES;
+		if (used < SPARES)
+			munmap(spare + (size_t) used * REGION,
+			       (size_t) (SPARES - used) * REGION);
+	}
+	spare = NULL;
 }
 
 struct outcome {

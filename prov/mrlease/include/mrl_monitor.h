@@ -48,7 +48,10 @@
  *  - before each read it raises the client's barrier, and the barrier stays
  *    up until every range read has been invalidated: once munmap has
  *    returned in any thread, no lookup in any thread returns an entry of
- *    the range;
+ *    the range (before that, nothing is promised: the kernel frees the
+ *    range before it queues the event, so another thread's mmap may get
+ *    those addresses while the unmapper still waits; LIMITATIONS in
+ *    fi_mrlease(7));
  *  - the ranges go into a fixed ring; when the ring has no room for a whole
  *    batch, the batch is recorded as an overflow, which invalidates
  *    everything (and, its ranges being lost, has the drain register every
