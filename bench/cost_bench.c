@@ -2,8 +2,8 @@
 /*
  * bench/cost_bench: what mrlease saves where registrations are expensive.
  * Over tcp a registration is a table insert, so the
- * test-only mrcheck hook is stacked below and given a registration cost
- * model (MRCHECK_REG_COST*, test/mrcheck/mrcheck.h): every registration on
+ * mrcheck provider is stacked below and given a registration cost
+ * model (MRCHECK_REG_COST*, fi_mrcheck(7)): every registration on
  * the domain the application opened spends a + b * bytes of its thread's
  * CPU time busy, by default UCX's InfiniBand model (a = 16 us, b = 0.06 ns
  * per byte). mrcheck runs with MRCHECK_OFF=1 (the charge, no checks;
@@ -392,7 +392,7 @@ child_env(void *arg)
 			 builddir, hooks);
 	else
 		snprintf(path, sizeof(path),
-			 "%s/prov/mrlease/.libs:%s/test/.libs", builddir,
+			 "%s/prov/mrlease/.libs:%s/prov/mrcheck/.libs", builddir,
 			 builddir);
 	setenv("FI_PROVIDER_PATH", path, 1);
 	setenv("FI_TCP_IFACE",

@@ -12,8 +12,8 @@
 #   min_size_0      FI_MRLEASE_MIN_SIZE=0: every operand resolved, so more
 #                   lookups than the default run on each rank;
 #   mrcheck         FI_HOOK='mrcheck;mrlease' with FI_MRLEASE_MIN_SIZE=0: the
-#                   strict checker (test/mrcheck/mrcheck.h) saw every post's
-#                   descs and reported no violation.
+#                   strict checker (fi_mrcheck(7)) saw every post's descs and
+#                   reported no violation.
 # A failing run is repeated without the hook, to tell a bug of ours from one
 # of the program or the MPI stack. Each mpirun is bounded by MRL_MPI_TIMEOUT
 # seconds (default 140).
@@ -22,7 +22,7 @@ set -u
 . "$(dirname "$0")/ext_tap.sh"
 prog="$builddir/test/mpi/mpi_check"
 hook_path="$builddir/prov/mrlease/.libs"
-check_path=${MRL_TEST_HOOK_PATH:-$builddir/test/.libs}
+check_path=${MRL_TEST_HOOK_PATH:-$builddir/prov/mrcheck/.libs}
 timeout_s=${MRL_MPI_TIMEOUT:-140}
 
 tests="default_run_verifies_every_byte

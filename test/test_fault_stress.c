@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Failures injected below mrlease (mrcheck's MRCHECK_FAULT_*, see
- * test/mrcheck/mrcheck.h) over tcp;ofi_rxm with FI_HOOK='mrcheck;mrlease'
- * and FI_MRLEASE_MIN_SIZE=0, so every NULL descriptor goes through the
+ * prov/mrcheck/include/mrcheck.h) over tcp;ofi_rxm with
+ * FI_HOOK='mrcheck;mrlease' and FI_MRLEASE_MIN_SIZE=0, so every NULL descriptor goes through the
  * lease cache and every registration it makes can fail.
  *
  * One case per run (libfabric and mrcheck read their settings once per

@@ -80,7 +80,7 @@ xfer_reexec(char **argv, const char *hook, const char *const *extra_env)
 		 hook_path ? hook_path : "");
 	if (!hook_path)
 		snprintf(path, sizeof(path),
-			 "%s/prov/mrlease/.libs:%s/test/.libs", builddir,
+			 "%s/prov/mrlease/.libs:%s/prov/mrcheck/.libs", builddir,
 			 builddir);
 	setenv("FI_PROVIDER_PATH", path, 1);
 	if (hook)
