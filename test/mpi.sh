@@ -127,6 +127,7 @@ check min_size_0_run_resolves_more_operands_than_the_default $? \
 	"lookups by default: $(lookups default | tr '\n' ' ')"
 
 mpi mrcheck FI_HOOK='mrcheck;mrlease' FI_PROVIDER_PATH="$hook_path:$check_path" \
+	FI_MRCHECK_MR_LOCAL=1 \
 	FI_MRLEASE_MIN_SIZE=0 MPI_CHECK_MRCHECK=1
 passed mrcheck
 # Each rank reports the checker's counters: it checked posts, saw no

@@ -152,7 +152,7 @@ chk_resolve(struct chk_post *p, size_t i, bool need_desc, bool *bad)
 	void **node;
 
 	if (!p->desc[i]) {
-		if (need_desc && p->len[i]) {
+		if (need_desc && dom->mr_local && p->len[i]) {
 			chk_violation(
 				dom, MRCHECK_NO_DESC,
 				"%s: operand %zu [%p, +%zu) posted with a "
@@ -195,7 +195,7 @@ chk_resolve(struct chk_post *p, size_t i, bool need_desc, bool *bad)
 	return mr;
 }
 
-/* MRCHECK_FRAMES: the frames now under each operand that has a desc, read
+/* FI_MRCHECK_FRAMES: the frames now under each operand that has a desc, read
  * before dom->lock is taken; operand i's start at now + at[i]. NULL when
  * frames are off or no operand needs them. */
 static uint64_t *
