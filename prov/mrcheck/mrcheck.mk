@@ -20,3 +20,12 @@ prov_mrcheck_libmrcheck_fi_la_SOURCES += prov/mrcheck/src/mrcheck_fault.c \
 prov_mrcheck_libmrcheck_fi_la_LIBADD = prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
 prov_mrcheck_libmrcheck_fi_la_LDFLAGS = -module -avoid-version -shared \
 	-export-symbols-regex '^(fi_prov_ini|mrcheck_global_ops)$$' $(AM_LDFLAGS)
+
+# mrcheck as a user meets it (FI_HOOK=mrcheck alone): fi_info -l and -e,
+# and a client making one descriptor mistake per run gets exactly that
+# violation reported; the correct client none.
+check_PROGRAMS += test/mrcheck_client
+test_mrcheck_client_SOURCES = test/mrcheck_client.c
+test_mrcheck_client_LDADD = test/libmrltest.la -ldl $(FABRIC_LIBS)
+SUITE += $(top_srcdir)/test/mrcheck_client.sh
+EXTRA_DIST += test/mrcheck_client.sh
