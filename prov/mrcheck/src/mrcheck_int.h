@@ -16,7 +16,9 @@
  * application's context (the provider ties the claim to the context of the
  * peek); a claim that moves data is tracked by a record found by that
  * context (claims set), the first entry naming it after the post being the
- * claim's.
+ * claim's. Triggered posts (FI_TRIGGER) keep the application's context too
+ * (the provider reads its struct fi_triggered_context) and are tracked the
+ * same way, by any entry naming that context.
  *
  * With FI_MRCHECK_FRAMES=1 a record also holds the frame of every page its
  * iovs span, read before the record is published and never changed after;
@@ -71,6 +73,7 @@ struct chk_op {
 	const char *what;
 	bool multi_recv;
 	bool claim; /* in the claims set, posted with app_ctx */
+	bool triggered; /* FI_TRIGGER (also a claim: posted with app_ctx) */
 	size_t nmr;
 	struct chk_mr *mr[];
 };
