@@ -104,6 +104,11 @@ run "$prov" closed_desc FI_MRCHECK_EXIT_STATUS=0
 [ "$rc" -eq 0 ] && grep -q '^mrcheck: 1 unacknowledged violation(s), last: ' "$tmp/out"
 check FI_MRCHECK_EXIT_STATUS_0_keeps_the_exit_status_and_still_reports $? \
 	"exit status $rc" "$(cat "$tmp/out")"
+# An exit status that hid every violation would make the run pass.
+run "$prov" closed_desc FI_MRCHECK_EXIT_STATUS=abc FI_LOG_LEVEL=warn
+[ "$rc" -eq 3 ] && grep -q 'FI_MRCHECK_EXIT_STATUS="abc" is not a number from 0 to 255; using 3' "$tmp/out"
+check an_unparsable_FI_MRCHECK_EXIT_STATUS_keeps_status_3_with_a_warning $? \
+	"exit status $rc" "$(cat "$tmp/out")"
 # A setting under its former name would be ignored without a word.
 run "$prov" none MRCHECK_FRAMES=1 FI_LOG_LEVEL=warn
 grep -q 'MRCHECK_FRAMES is ignored: mrcheck.s settings are FI_MRCHECK_\*' "$tmp/out"

@@ -3,13 +3,16 @@
  * FI_MRCHECK_* parameters: one table row per setting, defined with
  * fi_param_define() from fi_prov_ini, so `fi_info -e` lists each with its
  * meaning whenever libmrcheck-fi.so is on the provider path, and read with
- * fi_param_get(), which only answers for parameters defined here. The
+ * fi_param_get(), which only answers for parameters defined here (integers
+ * excepted: see chk_param_int). The
  * checks, the frame check and the report read theirs in mrcheck.c; the
  * testing aids theirs in mrcheck_fault.c and mrcheck_cost.c.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fi_errno.h>
@@ -124,14 +127,28 @@ chk_param_bool(const char *name)
 	return fi_param_get_bool(&mrcheck_prov, name, &value) == 0 && value;
 }
 
+/* libfabric 1.17's fi_param_get_int reads "abc" as 0, which as an exit
+ * status would hide every violation: parsed here, strictly (0 to 255). */
 int
 chk_param_int(const char *name, int def)
 {
-	int value = def;
+	char env_name[64], *end;
+	const char *str;
+	long value;
 
-	if (fi_param_get_int(&mrcheck_prov, name, &value))
+	snprintf(env_name, sizeof(env_name), "FI_MRCHECK_%s", name);
+	str = getenv(env_name);
+	if (!str || !*str)
 		return def;
-	return value;
+	errno = 0;
+	value = strtol(str, &end, 0);
+	if (errno || *end || value < 0 || value > 255) {
+		FI_WARN(&mrcheck_prov, FI_LOG_CORE,
+			"%s=\"%s\" is not a number from 0 to 255; using %d\n",
+			env_name, str, def);
+		return def;
+	}
+	return (int) value;
 }
 
 const char *
