@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * mrcheck: a hooking provider that behaves like a provider requiring
- * FI_MR_LOCAL, so tests can prove that mrlease hands the provider a live
+ * mrcheck: a hooking provider that checks descriptors as a provider
+ * requiring FI_MR_LOCAL trusts them (with FI_MRCHECK_MR_LOCAL=1 it behaves
+ * like one), so tests can prove that mrlease hands the provider a live
  * registration for every local operand and never closes one under a
  * transfer. Stacked below mrlease: FI_HOOK='mrcheck;mrlease' (the last name
  * listed is outermost); alone, FI_HOOK=mrcheck checks the application's
  * own descriptors. Installed beside libmrlease-fi.so (fi_mrcheck(7)); this
- * header, its test interface, is the suite's.
+ * header, its test interface, stays the suite's (not installed: the
+ * interface acknowledges violations, which only a test provoking them
+ * should do, and may change).
  *
  * What it checks, on each *strict* domain (see below):
  *  - every local iov of a post (msg, tagged, rma, atomic incl. result and
