@@ -602,7 +602,8 @@ chk_domain_open(struct mrl_domain *hook)
 	pthread_mutex_unlock(&chk_global_lock);
 	FI_INFO(&mrcheck_prov, FI_LOG_DOMAIN, "domain over %s: %s\n",
 		hook->prov_name,
-		strict ? "strict" :
+		strict && dom->mr_local ? "strict, NULL descs reported" :
+		strict ? "strict, NULL descs legal (no FI_MR_LOCAL)" :
 		dom->reg_cost ?
 			 "unchecked, registrations charged" :
 			 "passthrough (opened inside a utility provider)");
