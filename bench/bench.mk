@@ -108,11 +108,6 @@ bench_libmonitor_bench_uffd_la_LIBADD = -ldl
 BENCHES += bench/monitor_bench
 EXTRA_DIST += bench/README.md
 
-# The registration cost model lives in the test-only mrcheck hook
-# (MRCHECK_REG_COST*, test/mrcheck/mrcheck.h); bench/cost_bench stacks it
-# below mrlease.
-test_libmrcheck_fi_la_SOURCES += test/mrcheck/mrcheck_cost.c
-
 # What mrlease saves where registrations are expensive: message rate under
 # mrcheck's registration cost model, application-registered, registered
 # per operation, leased, and leased with eviction. Run: make
@@ -122,7 +117,7 @@ bench_cost_bench_SOURCES = bench/cost_bench.c bench/bench_util.c bench/bench_uti
 	$(BENCH_FIXTURE_SOURCES)
 bench_cost_bench_CPPFLAGS = $(AM_CPPFLAGS)
 bench_cost_bench_LDADD = -ldl $(FABRIC_LIBS)
-bench: test/libmrcheck-fi.la
+bench: prov/mrcheck/libmrcheck-fi.la
 BENCHES += bench/cost_bench
 
 # Posting threads on one FI_THREAD_SAFE domain: mrlease's scaling from 1
@@ -145,7 +140,7 @@ EXTRA_DIST += bench/plot.sh bench/plots/rate_cost.svg bench/plots/cost_savings.s
 	bench/plots/data/cost_bench.dat bench/plots/data/cost_bench.out \
 	bench/plots/data/thread_bench.dat bench/plots/data/thread_bench.out \
 	bench/plots/data/cache_bench.out bench/plots/data/xfer_bench.out
-bench-data: $(PLOTTED_BENCHES) test/libmrcheck-fi.la
+bench-data: $(PLOTTED_BENCHES) prov/mrcheck/libmrcheck-fi.la
 	@dir=$${BENCH_DATA_DIR:-$(abs_builddir)/bench-data}; \
 	for b in $(PLOTTED_BENCHES); do echo "== $$b"; \
 		BENCH_DATA_DIR=$$dir $(SHELL) $(top_srcdir)/bench/plot.sh --run \

@@ -2,11 +2,11 @@
 /*
  * bench/cost_bench: what mrlease saves where registrations are expensive.
  * Over tcp a registration is a table insert, so the
- * test-only mrcheck hook is stacked below and given a registration cost
- * model (MRCHECK_REG_COST*, test/mrcheck/mrcheck.h): every registration on
+ * mrcheck provider is stacked below and given a registration cost
+ * model (FI_MRCHECK_REG_COST*, fi_mrcheck(7)): every registration on
  * the domain the application opened spends a + b * bytes of its thread's
  * CPU time busy, by default UCX's InfiniBand model (a = 16 us, b = 0.06 ns
- * per byte). mrcheck runs with MRCHECK_OFF=1 (the charge, no checks;
+ * per byte). mrcheck runs with FI_MRCHECK_OFF=1 (the charge, no checks;
  * COST_BENCH_CHECK=1 turns its checks on too), so what differs between
  * modes is what an application pays.
  *
@@ -67,7 +67,7 @@
  * Environment: COST_BENCH_ROUNDS (default 40), COST_BENCH_GENERATIONS
  * (default 5), COST_BENCH_WINDOW (writes in flight, default 8),
  * COST_BENCH_CPU, COST_BENCH_PROV (default tcp;ofi_rxm), COST_BENCH_CHECK,
- * MRCHECK_REG_COST_NS and MRCHECK_REG_COST_NS_PER_BYTE (the model; passed
+ * FI_MRCHECK_REG_COST_NS and FI_MRCHECK_REG_COST_NS_PER_BYTE (the model; passed
  * to the children), BENCH_TIMEOUT (seconds a child may take to answer),
  * BENCH_DATA_DIR (write cost_bench.dat there for bench/plot.sh).
  *
@@ -392,17 +392,19 @@ child_env(void *arg)
 			 builddir, hooks);
 	else
 		snprintf(path, sizeof(path),
-			 "%s/prov/mrlease/.libs:%s/test/.libs", builddir,
+			 "%s/prov/mrlease/.libs:%s/prov/mrcheck/.libs", builddir,
 			 builddir);
 	setenv("FI_PROVIDER_PATH", path, 1);
 	setenv("FI_TCP_IFACE",
 	       getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
 	setenv("FI_HOOK", mode_leases(mode) ? "mrcheck;mrlease" : "mrcheck", 1);
-	setenv("MRCHECK_REG_COST", "1", 1);
+	setenv("FI_MRCHECK_REG_COST", "1", 1);
+	/* Its checks, when on, play a provider requiring FI_MR_LOCAL. */
+	setenv("FI_MRCHECK_MR_LOCAL", "1", 1);
 	if (getenv("COST_BENCH_CHECK") && *getenv("COST_BENCH_CHECK") == '1')
-		unsetenv("MRCHECK_OFF");
+		unsetenv("FI_MRCHECK_OFF");
 	else
-		setenv("MRCHECK_OFF", "1", 1);
+		setenv("FI_MRCHECK_OFF", "1", 1);
 	setenv("FI_MRLEASE_MIN_SIZE", "0", 1);
 	unsetenv("FI_MRLEASE_MAX_COUNT");
 	unsetenv("FI_MRLEASE_MAX_SIZE");
@@ -617,9 +619,9 @@ model_of(double *a, double *b)
 
 	*a = 16000;
 	*b = 0.06;
-	if ((env = getenv("MRCHECK_REG_COST_NS")) && *env)
+	if ((env = getenv("FI_MRCHECK_REG_COST_NS")) && *env)
 		*a = strtod(env, NULL);
-	if ((env = getenv("MRCHECK_REG_COST_NS_PER_BYTE")) && *env)
+	if ((env = getenv("FI_MRCHECK_REG_COST_NS_PER_BYTE")) && *env)
 		*b = strtod(env, NULL);
 }
 

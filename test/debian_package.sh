@@ -5,9 +5,11 @@
 # (make distdir: what make dist packs) in a temporary directory is built with
 # `dpkg-buildpackage -us -uc -b`; lintian finds no error or warning that
 # debian/*.lintian-overrides does not justify; `dpkg -i` installs both
-# packages, and then, with no FI_PROVIDER_PATH, FI_HOOK=mrlease puts the
-# installed plugin in examples/mrl_demo's path and a client compiled against
-# the installed header alone opens the extension; `dpkg -r` removes them and
+# packages (mrcheck's plugin beside mrlease's, both man pages), and then,
+# with no FI_PROVIDER_PATH, FI_HOOK=mrlease puts the installed plugin in
+# examples/mrl_demo's path, FI_HOOK='mrcheck;mrlease' the checker below it
+# with no violation, and a client compiled against the installed header
+# alone opens the extension; `dpkg -r` removes them and
 # leaves the machine as it was (no package, no file, the hook gone). apt-get
 # runs dpkg -i and dpkg -r, because it waits for dpkg's lock when another
 # apt or dpkg on the machine holds it.
@@ -28,6 +30,7 @@ tests="dpkg_buildpackage_builds_both_packages_from_the_release_tree
 lintian_reports_nothing_unjustified
 dpkg_i_installs_the_plugin_into_libfabrics_provider_directory
 installed_plugin_serves_FI_HOOK_without_FI_PROVIDER_PATH
+installed_mrcheck_checks_the_demo_with_no_violation
 client_of_the_installed_header_opens_the_extension
 dpkg_r_leaves_the_machine_as_it_was"
 skip_from() {
@@ -154,12 +157,15 @@ installed_by_us=1
 pkg install "${debs[@]}" >"$tmp/dpkg-i.log" 2>&1
 status=$?
 manpage=$(dpkg -L libfabric-mrlease 2>/dev/null | grep '/man7/fi_mrlease\.7')
+checker_man=$(dpkg -L libfabric-mrlease 2>/dev/null | grep '/man7/fi_mrcheck\.7')
 [ "$status" -eq 0 ] && [ -f "$provdir/libmrlease-fi.so" ] &&
+	[ -f "$provdir/libmrcheck-fi.so" ] &&
 	[ -f /usr/include/rdma/fi_ext_mrlease.h ] && [ -n "$manpage" ] &&
-	[ -f "$manpage" ]
+	[ -f "$manpage" ] && [ -n "$checker_man" ] && [ -f "$checker_man" ]
 check dpkg_i_installs_the_plugin_into_libfabrics_provider_directory $? \
 	"apt-get install (dpkg -i) exited with status $status; want $provdir/libmrlease-fi.so," \
-	"/usr/include/rdma/fi_ext_mrlease.h and fi_mrlease.7 (got '$manpage')" \
+	"$provdir/libmrcheck-fi.so, /usr/include/rdma/fi_ext_mrlease.h," \
+	"fi_mrlease.7 (got '$manpage') and fi_mrcheck.7 (got '$checker_man')" \
 	"$(cat "$tmp/dpkg-i.log")"
 
 # The demo moves data with NULL descriptors and prints the hook's counters:
@@ -172,6 +178,16 @@ printf '%s\n' "$out" | grep -q '^mrlease hook: active' && [ "$status" -eq 0 ] &&
 check installed_plugin_serves_FI_HOOK_without_FI_PROVIDER_PATH $? \
 	"mrl_demo exited with status $status, lookups '${lookups}'" "$out"
 echo "# mrl_demo with the installed plugin: lookups ${lookups:-none}"
+
+# The demo's NULL descriptors resolved by mrlease, every one checked by the
+# installed mrcheck below it as a provider requiring FI_MR_LOCAL would.
+out=$(env -u FI_PROVIDER_PATH FI_TCP_IFACE=lo FI_HOOK='mrcheck;mrlease' \
+	FI_MRCHECK_MR_LOCAL=1 FI_MRLEASE_MIN_SIZE=0 "$builddir/examples/mrl_demo" 2>&1)
+status=$?
+[ "$status" -eq 0 ] && printf '%s\n' "$out" | grep -q '^mrlease hook: active' &&
+	! printf '%s\n' "$out" | grep -qE '^mrcheck( violation|:)'
+check installed_mrcheck_checks_the_demo_with_no_violation $? \
+	"mrl_demo exited with status $status" "$out"
 
 # shellcheck disable=SC2046
 if ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror "$srcdir/test/install_client.c" \
@@ -200,6 +216,7 @@ provdir_after=absent
 out=$(demo)
 [ "$status" -eq 0 ] && [ -z "$left" ] && [ "$provdir_after" = "$provdir_before" ] &&
 	[ ! -e /usr/include/rdma/fi_ext_mrlease.h ] && [ ! -e "$manpage" ] &&
+	[ ! -e "$checker_man" ] && [ ! -e "$provdir/libmrcheck-fi.so" ] &&
 	printf '%s\n' "$out" | grep -q '^mrlease hook: not active'
 check dpkg_r_leaves_the_machine_as_it_was $? \
 	"apt-get remove (dpkg -r) exited with status $status; left: '$left'" \

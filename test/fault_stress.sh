@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # Runs test/test_fault_stress once per case (each needs its own
-# MRCHECK_FAULT_* settings, read once per process) and prints one TAP line
+# FI_MRCHECK_FAULT_* settings, read once per process) and prints one TAP line
 # per case.
 set -u
 # shellcheck source=test/ext_tap.sh

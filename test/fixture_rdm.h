@@ -35,7 +35,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 
-#include "mrcheck/mrcheck.h"
+#include "mrcheck.h"
 #include "mrlt.h"
 #include "rdma/fi_ext_mrlease.h"
 

@@ -4,7 +4,7 @@
 # configure found Open MPI's mpicc.
 if HAVE_MPI
 check_PROGRAMS += test/mpi/mpi_check
-test_mpi_mpi_check_SOURCES = test/mpi/mpi_check.c test/mrcheck/mrcheck.h
+test_mpi_mpi_check_SOURCES = test/mpi/mpi_check.c
 test_mpi_mpi_check_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)
 test_mpi_mpi_check_LDADD = $(MPI_LIBS) -ldl
 endif

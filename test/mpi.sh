@@ -11,9 +11,14 @@
 #                   or the hook was not in the path;
 #   min_size_0      FI_MRLEASE_MIN_SIZE=0: every operand resolved, so more
 #                   lookups than the default run on each rank;
-#   mrcheck         FI_HOOK='mrcheck;mrlease' with FI_MRLEASE_MIN_SIZE=0: the
-#                   strict checker (test/mrcheck/mrcheck.h) saw every post's
-#                   descs and reported no violation.
+#   mrcheck         FI_HOOK='mrcheck;mrlease' with FI_MRLEASE_MIN_SIZE=0 and
+#                   FI_MRCHECK_MR_LOCAL=1: the strict checker (fi_mrcheck(7))
+#                   saw every post's descs, mrlease's, and reported no
+#                   violation;
+#   mrcheck_alone   FI_HOOK=mrcheck, no mrlease, as a user checks an
+#                   application: Open MPI's own descs (NULL ones are legal:
+#                   tcp;ofi_rxm does not require FI_MR_LOCAL) with no
+#                   violation.
 # A failing run is repeated without the hook, to tell a bug of ours from one
 # of the program or the MPI stack. Each mpirun is bounded by MRL_MPI_TIMEOUT
 # seconds (default 140).
@@ -22,7 +27,7 @@ set -u
 . "$(dirname "$0")/ext_tap.sh"
 prog="$builddir/test/mpi/mpi_check"
 hook_path="$builddir/prov/mrlease/.libs"
-check_path=${MRL_TEST_HOOK_PATH:-$builddir/test/.libs}
+check_path=${MRL_TEST_HOOK_PATH:-$builddir/prov/mrcheck/.libs}
 timeout_s=${MRL_MPI_TIMEOUT:-140}
 
 tests="default_run_verifies_every_byte
@@ -30,7 +35,9 @@ default_run_stats_show_the_hook_on_both_ranks
 min_size_0_run_verifies_every_byte
 min_size_0_run_resolves_more_operands_than_the_default
 mrcheck_run_verifies_every_byte
-mrcheck_run_checks_every_post_with_no_violation"
+mrcheck_run_checks_every_post_with_no_violation
+mrcheck_alone_run_verifies_every_byte
+mrcheck_alone_run_checks_every_post_with_no_violation"
 skip_all() {
 	for t in $tests; do skip "$t" "$1"; done
 	finish
@@ -127,16 +134,27 @@ check min_size_0_run_resolves_more_operands_than_the_default $? \
 	"lookups by default: $(lookups default | tr '\n' ' ')"
 
 mpi mrcheck FI_HOOK='mrcheck;mrlease' FI_PROVIDER_PATH="$hook_path:$check_path" \
+	FI_MRCHECK_MR_LOCAL=1 \
 	FI_MRLEASE_MIN_SIZE=0 MPI_CHECK_MRCHECK=1
 passed mrcheck
-# Each rank reports the checker's counters: it checked posts, saw no
-# violation; and nothing reported one on stderr (at finalize included).
-checked=$(grep -cE '^mpi_check: rank [0-9]+ mrcheck: strict_domains=[1-9][0-9]* posts_checked=[1-9][0-9]* .* violations=0$' "$tmp/mrcheck.out")
-reported=$(grep -cE '^mrcheck( violation|: [0-9]+ unacknowledged)' "$tmp/mrcheck.err")
-[ "$checked" -eq 2 ] && [ "$reported" -eq 0 ]
-check mrcheck_run_checks_every_post_with_no_violation $? \
-	"ranks whose checker checked posts with no violation: $checked (want 2)" \
-	"violations reported on stderr: $reported" \
-	"$(grep -E '^mpi_check: rank' "$tmp/mrcheck.out")" \
-	"$(grep -E '^mrcheck' "$tmp/mrcheck.err" | head -n 20)"
+# checked NAME: each rank reports the checker's counters: it checked posts,
+# saw no violation; and nothing reported one on stderr (at finalize
+# included).
+checked() {
+	local name=$1 checked reported
+	checked=$(grep -cE '^mpi_check: rank [0-9]+ mrcheck: strict_domains=[1-9][0-9]* posts_checked=[1-9][0-9]* .* violations=0$' "$tmp/$name.out")
+	reported=$(grep -cE '^mrcheck( violation|: [0-9]+ unacknowledged)' "$tmp/$name.err")
+	[ "$checked" -eq 2 ] && [ "$reported" -eq 0 ]
+	check "${name}_run_checks_every_post_with_no_violation" $? \
+		"ranks whose checker checked posts with no violation: $checked (want 2)" \
+		"violations reported on stderr: $reported" \
+		"$(grep -E '^mpi_check: rank' "$tmp/$name.out")" \
+		"$(grep -E '^mrcheck' "$tmp/$name.err" | head -n 20)"
+}
+checked mrcheck
+
+mpi mrcheck_alone FI_HOOK=mrcheck FI_PROVIDER_PATH="$check_path" \
+	MPI_CHECK_MRCHECK=1
+passed mrcheck_alone
+checked mrcheck_alone
 finish

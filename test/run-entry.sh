@@ -13,7 +13,7 @@ builddir=${MRL_TOP_BUILDDIR:-$(pwd)}
 export MRL_TOP_BUILDDIR="$builddir"
 export MRL_TOP_SRCDIR="${MRL_TOP_SRCDIR:-$builddir}"
 export FI_PROVIDER_PATH="$builddir/prov/mrlease/.libs"
-export MRL_TEST_HOOK_PATH="$builddir/test/.libs"
+export MRL_TEST_HOOK_PATH="$builddir/prov/mrcheck/.libs"
 # Loopback only: keep providers off other interfaces.
 export FI_TCP_IFACE="${FI_TCP_IFACE:-lo}"
 export FI_SOCKETS_IFACE="${FI_SOCKETS_IFACE:-lo}"

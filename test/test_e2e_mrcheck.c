@@ -12,6 +12,7 @@
 
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_trigger.h>
 
 #include "xfer_util.h"
 
@@ -253,6 +254,86 @@ test_mrcheck_tracks_rma_read_until_completion(void)
 	free(dst);
 }
 
+/* A triggered write keeps the application's struct fi_triggered_context
+ * (the provider reads it) and is in flight until its completion: an MR
+ * closed while it waits for its threshold is reported, as one closed under
+ * any other operation. Otherwise mrlease could drop a triggered op's lease
+ * before it ran and nothing would see it. On sockets (the loopback provider
+ * with FI_TRIGGER and RMA). */
+static void
+test_mrcheck_tracks_a_triggered_write_until_it_runs(void)
+{
+	struct mrlt_pair_opts opts = {.prov = "sockets",
+				      .caps = FI_MSG | FI_RMA | FI_TRIGGER};
+	struct fi_cntr_attr cattr = {.events = FI_CNTR_EVENTS_COMP};
+	char *src = malloc(4096), *tgt = malloc(4096);
+	struct fid_mr *smr = NULL, *tmr = NULL;
+	struct fi_triggered_context2 t;
+	struct fid_cntr *cntr = NULL;
+	struct mrcheck_stats before, after;
+	struct fi_rma_iov rma;
+	struct iovec iov;
+	struct fi_msg_rma msg;
+	struct mrlt_pair pair;
+	struct mrlt_comp comp;
+	void *desc;
+	int ret;
+
+	CHECK(src && tgt);
+	ret = mrlt_pair_open(&opts, &pair);
+	if (ret == -FI_ENODATA) {
+		mrlt_skip_current("sockets offers no FI_TRIGGER with RMA");
+		free(src);
+		free(tgt);
+		return;
+	}
+	CHECK_FI(ret);
+	CHECK_FI(fi_cntr_open(pair.domain, &cattr, &cntr, NULL));
+	mrlt_fill(src, 4096, 29);
+	memset(tgt, 0, 4096);
+	CHECK_FI(mrlt_pair_mr_reg(&pair, src, 4096, FI_WRITE, &smr));
+	CHECK_FI(mrlt_pair_mr_reg(&pair, tgt, 4096, FI_REMOTE_WRITE, &tmr));
+	memset(&t, 0, sizeof(t));
+	t.event_type = FI_TRIGGER_THRESHOLD;
+	t.trigger.threshold.cntr = cntr;
+	t.trigger.threshold.threshold = 1;
+	iov = (struct iovec){.iov_base = src, .iov_len = 4096};
+	rma = (struct fi_rma_iov){.addr = mrlt_pair_rma_addr(&pair, tgt, tgt),
+				  .len = 4096,
+				  .key = fi_mr_key(tmr)};
+	desc = fi_mr_desc(smr);
+	msg = (struct fi_msg_rma){.msg_iov = &iov,
+				  .desc = &desc,
+				  .iov_count = 1,
+				  .addr = pair.addr[1],
+				  .rma_iov = &rma,
+				  .rma_iov_count = 1,
+				  .context = &t};
+	before = stats_of(&pair);
+	CHECK_FI(
+		MRLT_PAIR_POST(&pair, fi_writemsg(pair.ep[0], &msg,
+						  FI_TRIGGER | FI_COMPLETION)));
+	CHECK_EQ(before.ops_in_flight + 1, stats_of(&pair).ops_in_flight);
+	CHECK_EQ(0, mrlt_reap_some(&pair, &comp, 1));
+	CHECK_FI(fi_close(&smr->fid));
+	after = stats_of(&pair);
+	CHECK_EQ(before.by_kind[MRCHECK_CLOSE_IN_FLIGHT] + 1,
+		 after.by_kind[MRCHECK_CLOSE_IN_FLIGHT]);
+	CHECK_EQ(1, pair.chk->acknowledge(pair.chk));
+	CHECK_FI(fi_cntr_add(cntr, 1));
+	CHECK_EQ(1, mrlt_reap(&pair, &comp, 1));
+	CHECK_PTR(&t, comp.ctx);
+	CHECK_EQ(0, comp.err);
+	CHECK_EQ(before.ops_in_flight, stats_of(&pair).ops_in_flight);
+	CHECK_EQ(-1, mrlt_wait_pattern(&pair, tgt, 4096, 29));
+	CHECK_FI(fi_close(&tmr->fid));
+	CHECK_FI(fi_close(&cntr->fid));
+	CHECK_EQ(0, mrlt_violations(&pair));
+	CHECK_FI(mrlt_pair_close(&pair));
+	free(src);
+	free(tgt);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -286,5 +367,6 @@ main(int argc, char **argv)
 	MRLT_RUN(test_mrcheck_ep_close_ends_outstanding_ops);
 	MRLT_RUN(test_mrcheck_rejects_closed_unknown_and_short_descs);
 	MRLT_RUN(test_mrcheck_tracks_rma_read_until_completion);
+	MRLT_RUN(test_mrcheck_tracks_a_triggered_write_until_it_runs);
 	return mrlt_done();
 }

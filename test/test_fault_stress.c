@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Failures injected below mrlease (mrcheck's MRCHECK_FAULT_*, see
- * test/mrcheck/mrcheck.h) over tcp;ofi_rxm with FI_HOOK='mrcheck;mrlease'
- * and FI_MRLEASE_MIN_SIZE=0, so every NULL descriptor goes through the
- * lease cache and every registration it makes can fail.
+ * Failures injected below mrlease (mrcheck's FI_MRCHECK_FAULT_*, see
+ * prov/mrcheck/include/mrcheck.h) over tcp;ofi_rxm with
+ * FI_HOOK='mrcheck;mrlease' and FI_MRLEASE_MIN_SIZE=0, so every NULL descriptor
+ * goes through the lease cache and every registration it makes can fail.
  *
  * One case per run (libfabric and mrcheck read their settings once per
  * process); the program re-executes itself with the case's environment:
@@ -12,12 +12,12 @@
  *                fi_send/fi_recv pairs over churned buffers (every other
  *                read into an MR the application registers itself);
  *   close        the application's MR, endpoints and domain refuse their
- *                first close (MRCHECK_FAULT_CLOSE_ONCE=mr_remote,ep,domain);
+ *                first close (FI_MRCHECK_FAULT_CLOSE_ONCE=mr_remote,ep,domain);
  *   refused_domain  the provider itself refuses a domain close (sockets,
  *                endpoints open), no fault injected;
  *   close_cache  every MR refuses its first close, the cache's own
- *                registrations included (MRCHECK_FAULT_CLOSE_ONCE=mr).
- * MRCHECK_FAULT_SEED, when set, replaces the stress case's seed.
+ *                registrations included (FI_MRCHECK_FAULT_CLOSE_ONCE=mr).
+ * FI_MRCHECK_FAULT_SEED, when set, replaces the stress case's seed.
  * test/fault_stress.sh runs the cases of the suite.
  */
 #include "config.h"
@@ -983,25 +983,26 @@ int
 main(int argc, char **argv)
 {
 	const char *which = argc > 1 ? argv[1] : "stress";
-	const char *seed = getenv("MRCHECK_FAULT_SEED");
+	const char *seed = getenv("FI_MRCHECK_FAULT_SEED");
 	char seed_env[64];
 	const char *stress_env[] = {
 		"FI_MRLEASE_MIN_SIZE=0",
-		"MRCHECK_FAULT_REG=0.25",
-		"MRCHECK_FAULT_REG_CODES=ENOMEM,EAGAIN,ENOKEY,ENOSPC",
-		"MRCHECK_FAULT_POST=0.2",
-		"MRCHECK_FAULT_CQ_ERR=0.1",
+		"FI_MRCHECK_FAULT_REG=0.25",
+		"FI_MRCHECK_FAULT_REG_CODES=ENOMEM,EAGAIN,ENOKEY,ENOSPC",
+		"FI_MRCHECK_FAULT_POST=0.2",
+		"FI_MRCHECK_FAULT_CQ_ERR=0.1",
 		seed_env,
 		NULL};
 	static const char *const close_env[] = {
 		"FI_MRLEASE_MIN_SIZE=0",
-		"MRCHECK_FAULT_CLOSE_ONCE=mr_remote,ep,domain", NULL};
+		"FI_MRCHECK_FAULT_CLOSE_ONCE=mr_remote,ep,domain", NULL};
 	static const char *const refused_domain_env[] = {
 		"FI_MRLEASE_MIN_SIZE=0", NULL};
 	static const char *const close_cache_env[] = {
-		"FI_MRLEASE_MIN_SIZE=0", "MRCHECK_FAULT_CLOSE_ONCE=mr", NULL};
+		"FI_MRLEASE_MIN_SIZE=0", "FI_MRCHECK_FAULT_CLOSE_ONCE=mr",
+		NULL};
 
-	snprintf(seed_env, sizeof(seed_env), "MRCHECK_FAULT_SEED=%s",
+	snprintf(seed_env, sizeof(seed_env), "FI_MRCHECK_FAULT_SEED=%s",
 		 seed && *seed ? seed : "16");
 	if (!strcmp(which, "stress")) {
 		xfer_reexec(argv, "mrcheck;mrlease", stress_env);

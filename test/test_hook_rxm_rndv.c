@@ -143,7 +143,7 @@ describe(int r)
 static void
 test_passthrough_two_iov_rendezvous_sendv_matches_bare_provider(void)
 {
-	static const char *const off[] = {"MRCHECK_OFF=1", NULL};
+	static const char *const off[] = {"FI_MRCHECK_OFF=1", NULL};
 	static const char *const lease[] = {"FI_MRLEASE_MIN_SIZE=1G", NULL};
 	int bare = run_child("", NULL);
 	int pass, mrl;
@@ -166,7 +166,7 @@ test_passthrough_two_iov_rendezvous_sendv_matches_bare_provider(void)
 static void
 test_passthrough_two_iov_sar_sendv_delivers_every_iov(void)
 {
-	static const char *const env[] = {"MRCHECK_OFF=1",
+	static const char *const env[] = {"FI_MRCHECK_OFF=1",
 					  "FI_OFI_RXM_ENABLE_DYN_RBUF=0", NULL};
 	int r = run_child("mrcheck", env);
 

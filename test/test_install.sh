@@ -5,7 +5,10 @@
 # against the installed rdma/fi_ext_mrlease.h (no -I into the source tree)
 # runs with FI_PROVIDER_PATH at the installed provider directory: it opens
 # the extension and reads statistics. Proves the header, the plugin and the
-# man page are installed and usable by themselves.
+# man page are installed and usable by themselves; likewise mrcheck's plugin
+# (beside mrlease's, listed by fi_info -l) and fi_mrcheck(7), and that the
+# installed mrcheck below the installed mrlease sees the client's transfers
+# with no violation.
 set -u
 # shellcheck source=test/ext_tap.sh
 . "$(dirname "$0")/ext_tap.sh"
@@ -28,6 +31,23 @@ else
 	finish
 fi
 
+checker=$(find "$tmp/root" -name libmrcheck-fi.so | head -n1)
+checker_man=$(find "$tmp/root" -path '*/man7/fi_mrcheck.7*' | head -n1)
+if [ "$(dirname "$checker")" = "$(dirname "$plugin")" ] && [ -n "$checker_man" ]; then
+	ok make_install_puts_mrcheck_beside_mrlease_with_its_man_page
+else
+	not_ok make_install_puts_mrcheck_beside_mrlease_with_its_man_page \
+		"mrcheck '$checker' beside '$plugin'? man page '$checker_man'"
+fi
+if command -v fi_info >/dev/null 2>&1; then
+	listing=$(FI_PROVIDER_PATH=$(dirname "$plugin") LD_PRELOAD="$(sanitizer_preload)" \
+		ASAN_OPTIONS=detect_leaks=0 fi_info -l 2>&1 | tr -d '\0')
+	grep -q '^mrcheck:' <<<"$listing" && grep -q '^mrlease:' <<<"$listing"
+	check fi_info_l_lists_the_installed_mrcheck_and_mrlease $? "$listing"
+else
+	skip fi_info_l_lists_the_installed_mrcheck_and_mrlease "fi_info (libfabric-bin) is not installed"
+fi
+
 sanitize=""
 case "${MRL_SANITIZE:-no}" in no | "") ;; *) sanitize="-fsanitize=$MRL_SANITIZE" ;; esac
 incdir=${header%/rdma/fi_ext_mrlease.h}
@@ -48,6 +68,18 @@ if [ "$status" -eq 0 ] &&
 	ok the_installed_plugin_answers_the_extension_and_reports_a_pin
 else
 	not_ok the_installed_plugin_answers_the_extension_and_reports_a_pin \
+		"exit status $status" "$out"
+fi
+
+# mrcheck fails a run with violations (exit status 3) and prints them.
+out=$(FI_PROVIDER_PATH=$(dirname "$plugin") FI_HOOK='mrcheck;mrlease' \
+	FI_MRCHECK_MR_LOCAL=1 "$tmp/client" 2>&1)
+status=$?
+if [ "$status" -eq 0 ] && ! grep -qE '^mrcheck( violation|:)' <<<"$out" &&
+	grep -Eq '^pinned registrations=[1-9]' <<<"$out"; then
+	ok the_installed_mrcheck_below_mrlease_sees_no_violation
+else
+	not_ok the_installed_mrcheck_below_mrlease_sees_no_violation \
 		"exit status $status" "$out"
 fi
 

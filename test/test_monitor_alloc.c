@@ -7,7 +7,7 @@
  * the monitor forced, so every cached registration lives only while the
  * monitor watches it and every purge (madvise, munmap, heap trim) reaches
  * the monitor while other threads are inside misses and leased transfers.
- * mrcheck sits under mrlease with its frame checker on (MRCHECK_FRAMES=1,
+ * mrcheck sits under mrlease with its frame checker on (FI_MRCHECK_FRAMES=1,
  * mrcheck.h): a post given a registration whose pages were purged and
  * faulted in again elsewhere, which over verbs would move the old pages'
  * bytes, is a violation even though tcp moves the right ones.
@@ -490,7 +490,7 @@ main(int argc, char **argv)
 {
 	static const char *const env[] = {
 		"FI_MRLEASE_MIN_SIZE=0", "FI_MRLEASE_PINNING=yes",
-		"FI_MRLEASE_MONITOR=userfaultfd", "MRCHECK_FRAMES=1", NULL};
+		"FI_MRLEASE_MONITOR=userfaultfd", "FI_MRCHECK_FRAMES=1", NULL};
 	char prefix[64];
 	int status;
 

@@ -8,7 +8,7 @@
  * their two addresses to each other at every step, so each thread's
  * lookups cover ranges the other one has just unmapped.
  *
- * mrcheck sits under mrlease with its frame checker on (MRCHECK_FRAMES=1,
+ * mrcheck sits under mrlease with its frame checker on (FI_MRCHECK_FRAMES=1,
  * see mrcheck.h): a post whose registration recorded other physical pages
  * than those now under its operand is a stale-frame violation, which over
  * a pinning provider (verbs, efa) would move the old pages' bytes. On tcp
@@ -409,7 +409,7 @@ unmap_loop(void)
 			st.frames_enabled ?
 				"/proc/self/pagemap gives no frame numbers "
 				"(needs CAP_SYS_ADMIN)" :
-				"MRCHECK_FRAMES is not set");
+				"FI_MRCHECK_FRAMES is not set");
 		return;
 	}
 	ran = run_loops(&o);
@@ -460,7 +460,7 @@ int
 main(int argc, char **argv)
 {
 	static const char *const env[] = {"FI_MRLEASE_MIN_SIZE=0",
-					  "MRCHECK_FRAMES=1", NULL};
+					  "FI_MRCHECK_FRAMES=1", NULL};
 	const char *expect = argc > 1 ? argv[1] : "";
 	char prefix[128];
 

@@ -43,7 +43,7 @@
 
 #include <mpi.h>
 
-#include "../mrcheck/mrcheck.h"
+#include "mrcheck.h"
 
 #define MAX_MSG	     (8u << 20) /* largest point-to-point message */
 #define GUARD	     64 /* bytes each side of a receive that must not change */

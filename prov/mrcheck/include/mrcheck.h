@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * mrcheck: a test-only hooking provider that behaves like a provider
- * requiring FI_MR_LOCAL, so tests can prove that mrlease hands the provider
- * a live registration for every local operand and never closes one under a
+ * mrcheck: a hooking provider that checks descriptors as a provider
+ * requiring FI_MR_LOCAL trusts them (with FI_MRCHECK_MR_LOCAL=1 it behaves
+ * like one), so tests can prove that mrlease hands the provider a live
+ * registration for every local operand and never closes one under a
  * transfer. Stacked below mrlease: FI_HOOK='mrcheck;mrlease' (the last name
- * listed is outermost), loaded from test/.libs (never installed).
+ * listed is outermost); alone, FI_HOOK=mrcheck checks the application's
+ * own descriptors. Installed beside libmrlease-fi.so (fi_mrcheck(7)); this
+ * header, its test interface, stays the suite's (not installed: the
+ * interface acknowledges violations, which only a test provoking them
+ * should do, and may change).
  *
  * What it checks, on each *strict* domain (see below):
  *  - every local iov of a post (msg, tagged, rma, atomic incl. result and
@@ -14,7 +19,11 @@
  *    the iov. Otherwise the post fails with -FI_EINVAL and a violation is
  *    recorded. mrcheck's descs are its own tracking records, translated to
  *    the provider's descs on the way down, so a desc that bypassed mrcheck
- *    (or a stale one) can never pass by accident.
+ *    (or a stale one) can never pass by accident. A NULL desc is a
+ *    violation only where the domain needs one: its fi_info has
+ *    FI_MR_LOCAL in mr_mode, or FI_MRCHECK_MR_LOCAL=1 (what the suite
+ *    sets, test/xfer_util.c, so mrcheck plays a provider requiring
+ *    FI_MR_LOCAL under mrlease).
  *  - an MR must not be closed while an operation that used it has not
  *    completed. An operation is in flight from its post until its completion
  *    (or error completion) is read through mrcheck's CQ, or its endpoint is
@@ -29,7 +38,7 @@
  * utility provider inside another domain open (rxm's core tcp domain) while
  * the core does not require FI_MR_LOCAL is passed through unchecked: there a
  * NULL desc from the utility provider is legal and mrlease leaves it alone.
- * MRCHECK_ALL=1 makes every domain strict; MRCHECK_OFF=1 none (the bare
+ * FI_MRCHECK_ALL=1 makes every domain strict; FI_MRCHECK_OFF=1 none (the bare
  * passthrough layer, to tell its effects from mrcheck's).
  *
  * mrcheck does not (and cannot) change the mr_mode the layer above sees: a
@@ -47,7 +56,7 @@
  * FI_MULTI_RECV buffer read through a CONTEXT-format CQ stays in flight
  * until its endpoint closes (no flags to see the release).
  *
- * Stale registrations (MRCHECK_FRAMES=1): a provider whose registrations
+ * Stale registrations (FI_MRCHECK_FRAMES=1): a provider whose registrations
  * pin pages (verbs, efa...) keeps transferring to and from the physical
  * frames it pinned, whatever the address maps to later. mrcheck emulates
  * that, so a registration that outlived its memory shows even on tcp: at
@@ -70,28 +79,28 @@
  * be populated at registration (not mapped) is not compared; only the
  * first stale-frame violations are printed (all are counted).
  *
- * Fault injection (MRCHECK_FAULT_*): mrcheck can also play a provider that
+ * Fault injection (FI_MRCHECK_FAULT_*): mrcheck can also play a provider that
  * fails, on strict domains, so tests can prove that every failure reaches
  * the application as the provider's own error and leaks nothing:
- *  - MRCHECK_FAULT_REG=rate: fi_mr_reg/regv/regattr fail before reaching
- *    the provider, with a code drawn from MRCHECK_FAULT_REG_CODES (a comma
+ *  - FI_MRCHECK_FAULT_REG=rate: fi_mr_reg/regv/regattr fail before reaching
+ *    the provider, with a code drawn from FI_MRCHECK_FAULT_REG_CODES (a comma
  *    list of ENOMEM, EAGAIN, ENOKEY, ENOSPC; default all four). These are
  *    the calls mrlease's cache makes below it.
- *  - MRCHECK_FAULT_POST=rate: a post whose operands passed the checks
+ *  - FI_MRCHECK_FAULT_POST=rate: a post whose operands passed the checks
  *    returns -FI_EAGAIN without reaching the provider (inject calls are not
  *    refused).
- *  - MRCHECK_FAULT_CQ_ERR=rate: the completion of a tracked operation
+ *  - FI_MRCHECK_FAULT_CQ_ERR=rate: the completion of a tracked operation
  *    (not an FI_MULTI_RECV buffer) read through mrcheck's CQ becomes an
  *    error entry: the read returns -FI_EAVAIL and fi_cq_readerr gives
  *    err FI_EIO, prov_errno MRCHECK_FAULT_PROV_ERRNO and the entry's
  *    context, flags, len, buf, data and tag, as a provider delivers one.
  *    While fault-injecting, each read takes one entry from the provider.
- *  - MRCHECK_FAULT_CLOSE_ONCE: the first fi_close of each object of the
+ *  - FI_MRCHECK_FAULT_CLOSE_ONCE: the first fi_close of each object of the
  *    listed classes returns -FI_EBUSY and changes nothing; the next one
  *    closes. A comma list of mr (every MR), mr_remote (MRs granting remote
  *    access: the application's own, which mrlease forwards), ep, domain;
  *    1 means mr,ep,domain.
- *  - MRCHECK_FAULT_SEED (default 1): the n-th decision of each kind in the
+ *  - FI_MRCHECK_FAULT_SEED (default 1): the n-th decision of each kind in the
  *    process is a hash of the seed, the kind and n, so a single-threaded
  *    run repeats exactly; with threads the sequence of decisions is the
  *    same and only which thread meets which follows the interleaving.
@@ -99,7 +108,7 @@
  * stderr and leaves that fault off. Every injected fault is counted
  * (faults_* below).
  *
- * Registration cost (MRCHECK_REG_COST*): over tcp a registration is a
+ * Registration cost (FI_MRCHECK_REG_COST*): over tcp a registration is a
  * table insert, so nothing shows what a cache saves where registering
  * pins pages and writes the NIC's tables. With the model on, every
  * registration made on the domain the application opened (the outermost:
@@ -107,21 +116,22 @@
  * registrations below it, one per registration above, are not charged
  * again) spends a + b * bytes of its thread's CPU time busy before it
  * reaches the provider, bytes the sum of its iov lengths:
- *  - MRCHECK_REG_COST=1: on, with UCX's InfiniBand model, a = 16000 ns
+ *  - FI_MRCHECK_REG_COST=1: on, with UCX's InfiniBand model, a = 16000 ns
  *    and b = 0.06 ns per byte;
- *  - MRCHECK_REG_COST_NS=a, MRCHECK_REG_COST_NS_PER_BYTE=b (nanoseconds,
+ *  - FI_MRCHECK_REG_COST_NS=a, FI_MRCHECK_REG_COST_NS_PER_BYTE=b (nanoseconds,
  *    fractions allowed): on, with these.
  * Closing a registration stays free, as in UCX's model. The model also
- * works with MRCHECK_OFF=1 (no checks, only the charge), which is how
+ * works with FI_MRCHECK_OFF=1 (no checks, only the charge), which is how
  * benchmarks use it. Charged registrations and the CPU time they spent are
  * counted (reg_cost_* below); an unparsable value is reported on stderr
  * and leaves the model off.
  *
  * Reporting: every violation is counted (per domain and process-wide) and
- * printed to stderr with its reason. fi_close() of a fabric returns
- * -FI_EOTHER while unacknowledged violations exist, so a test that closes
- * its objects and checks the return fails; MRCHECK_ABORT=1 aborts at the
- * first violation instead (for a core dump).
+ * printed to stderr with its reason. A process that exits with
+ * unacknowledged violations prints their number and the last one and
+ * exits with status FI_MRCHECK_EXIT_STATUS (3), so a test that never
+ * looked still fails; FI_MRCHECK_ABORT=1 aborts at the first violation
+ * instead (for a core dump).
  */
 #ifndef MRCHECK_H
 #define MRCHECK_H
@@ -146,11 +156,11 @@ enum mrcheck_violation {
 	MRCHECK_CLOSE_IN_FLIGHT, /* an MR closed while an op that used it is in
 				    flight */
 	MRCHECK_STALE_FRAME, /* an operand's page is not the frame its desc's
-			      * registration recorded (MRCHECK_FRAMES=1) */
+			      * registration recorded (FI_MRCHECK_FRAMES=1) */
 	MRCHECK_VIOLATION_KINDS
 };
 
-/* The codes MRCHECK_FAULT_REG fails registrations with. */
+/* The codes FI_MRCHECK_FAULT_REG fails registrations with. */
 enum mrcheck_fault_code {
 	MRCHECK_FAULT_ENOMEM,
 	MRCHECK_FAULT_EAGAIN,
@@ -171,19 +181,19 @@ struct mrcheck_stats {
 	uint64_t ops_tracked, ops_completed; /* ops tracked / retired */
 	uint64_t ops_in_flight; /* tracked and not yet retired */
 	uint64_t strict_domains; /* domains checked (process-wide) */
-	/* MRCHECK_FRAMES=1 (process-wide flags; counts as above) */
-	uint64_t frames_enabled; /* MRCHECK_FRAMES=1 is set */
+	/* FI_MRCHECK_FRAMES=1 (process-wide flags; counts as above) */
+	uint64_t frames_enabled; /* FI_MRCHECK_FRAMES=1 is set */
 	uint64_t frames_supported; /* and frame numbers are readable */
 	uint64_t frames_recorded; /* pages recorded at registration */
 	uint64_t frames_checked; /* operand pages compared at posts */
-	/* MRCHECK_FAULT_* (counts as above) */
+	/* FI_MRCHECK_FAULT_* (counts as above) */
 	uint64_t faults_reg; /* registrations refused */
 	uint64_t faults_reg_by_code[MRCHECK_FAULT_CODES];
 	uint64_t faults_post; /* posts refused -FI_EAGAIN */
 	uint64_t faults_cq_err; /* completions turned into errors */
 	uint64_t faults_cq_err_read; /* of those, read by fi_cq_readerr */
 	uint64_t faults_close; /* closes refused -FI_EBUSY */
-	/* MRCHECK_REG_COST* (counts as above) */
+	/* FI_MRCHECK_REG_COST* (counts as above) */
 	uint64_t reg_cost_charged; /* registrations charged */
 	uint64_t reg_cost_ns; /* CPU ns they spent */
 };

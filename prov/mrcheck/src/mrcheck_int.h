@@ -16,13 +16,15 @@
  * application's context (the provider ties the claim to the context of the
  * peek); a claim that moves data is tracked by a record found by that
  * context (claims set), the first entry naming it after the post being the
- * claim's.
+ * claim's. Triggered posts (FI_TRIGGER) keep the application's context too
+ * (the provider reads its struct fi_triggered_context) and are tracked the
+ * same way, by any entry naming that context.
  *
- * With MRCHECK_FRAMES=1 a record also holds the frame of every page its
+ * With FI_MRCHECK_FRAMES=1 a record also holds the frame of every page its
  * iovs span, read before the record is published and never changed after;
  * freed when the MR closes (a closed record's desc is refused anyway).
  *
- * Fault injection (MRCHECK_FAULT_*, mrcheck_fault.c): an injected error
+ * Fault injection (FI_MRCHECK_FAULT_*, mrcheck_fault.c): an injected error
  * completion waits in its CQ's chk_cq until fi_cq_readerr takes it; its
  * op stays in flight until then. A close refused once is done at the
  * provider's object: mrcheck gives the inner fid of each strict endpoint
@@ -54,9 +56,9 @@ struct chk_mr {
 	void *inner_desc; /* what the provider expects */
 	uint64_t access;
 	bool closed;
-	bool close_refused; /* MRCHECK_FAULT_CLOSE_ONCE spent on it */
+	bool close_refused; /* FI_MRCHECK_FAULT_CLOSE_ONCE spent on it */
 	uint64_t in_flight; /* tracked ops whose operands use it */
-	uint64_t *frames; /* MRCHECK_FRAMES: each iov's pages in turn,
+	uint64_t *frames; /* FI_MRCHECK_FRAMES: each iov's pages in turn,
 			   * 0 where unknown; NULL when not recorded */
 	struct chk_mr *next; /* all records of the domain */
 	size_t iov_count;
@@ -71,6 +73,7 @@ struct chk_op {
 	const char *what;
 	bool multi_recv;
 	bool claim; /* in the claims set, posted with app_ctx */
+	bool triggered; /* FI_TRIGGER (also a claim: posted with app_ctx) */
 	size_t nmr;
 	struct chk_mr *mr[];
 };
@@ -96,6 +99,9 @@ struct chk_domain {
 	struct fi_ops_mr mr_ops;
 	struct mrcheck_ops api; /* fi_open_ops on this domain */
 	bool reg_cost; /* registrations here pay the cost model */
+	/* A local operand needs a desc: the domain's mr_mode has FI_MR_LOCAL,
+	 * or FI_MRCHECK_MR_LOCAL=1 (a NULL desc is legal otherwise). */
+	bool mr_local;
 	struct chk_domain *next; /* chk_domains */
 	/* Endpoints and CQs that use this record (the provider refuses to
 	 * close a domain they are open on, and they read it until they close).
@@ -126,7 +132,7 @@ chk_domain_of(struct mrl_domain *d)
 	return d->ext;
 }
 
-/* mrcheck.c, frames (MRCHECK_FRAMES=1; see mrcheck.h) */
+/* mrcheck.c, frames (FI_MRCHECK_FRAMES=1; see mrcheck.h) */
 /* Whether registrations record frames and posts compare them. */
 bool chk_frames_on(void);
 /* Pages spanned by [addr, addr + len) (0 when len is 0). */
@@ -141,8 +147,16 @@ bool chk_frames_compare(struct chk_domain *dom, const struct chk_mr *mr,
 			const char *what, size_t i, const void *addr,
 			size_t len, const uint64_t *now);
 
-/* mrcheck_fault.c (MRCHECK_FAULT_*; see mrcheck.h) */
-/* Read the MRCHECK_FAULT_* settings (once, from fi_prov_ini). */
+/* mrcheck_params.c (FI_MRCHECK_*, fi_info -e) */
+/* Define every parameter (from fi_prov_ini, before any is read). */
+int chk_params_define(void);
+/* The value of FI_MRCHECK_<name>: false/def/NULL when unset or invalid. */
+bool chk_param_bool(const char *name);
+int chk_param_int(const char *name, int def);
+const char *chk_param_str(const char *name);
+
+/* mrcheck_fault.c (FI_MRCHECK_FAULT_*; see mrcheck.h) */
+/* Read the FI_MRCHECK_FAULT_* settings (once, from fi_prov_ini). */
 void chk_fault_init(void);
 /* 0, or the code a registration on dom fails with (counted). */
 int chk_fault_reg(struct chk_domain *dom);
@@ -155,14 +169,14 @@ bool chk_fault_cq_err(struct chk_domain *dom);
 /* Whether this close of rec is refused -FI_EBUSY (counted; once per MR). */
 bool chk_fault_close_mr(struct chk_domain *dom, struct chk_mr *rec);
 /* Give the inner fid of a strict endpoint or domain its refusing close
- * when MRCHECK_FAULT_CLOSE_ONCE lists its class; 0 or -FI_ENOMEM (then
+ * when FI_MRCHECK_FAULT_CLOSE_ONCE lists its class; 0 or -FI_ENOMEM (then
  * nothing changed). */
 int chk_fault_close_wrap(struct chk_domain *dom, struct fid *inner);
 /* Whether the next close of inner will be refused. */
 bool chk_fault_close_pending(struct fid *inner);
 
-/* mrcheck_cost.c (MRCHECK_REG_COST*; see mrcheck.h) */
-/* Read the MRCHECK_REG_COST* settings (once, from fi_prov_ini). */
+/* mrcheck_cost.c (FI_MRCHECK_REG_COST*; see mrcheck.h) */
+/* Read the FI_MRCHECK_REG_COST* settings (once, from fi_prov_ini). */
 void chk_cost_init(void);
 /* Whether registrations on the domain the application opened are charged. */
 bool chk_cost_on(void);

@@ -40,7 +40,11 @@ static char chk_last[512];
 static bool chk_abort;
 static bool chk_all_strict;
 static bool chk_off;
-/* MRCHECK_FRAMES: set once in fi_prov_ini; the fd stays open while frames
+/* FI_MRCHECK_MR_LOCAL: a NULL desc is reported on every strict domain, not
+ * only on those whose mr_mode has FI_MR_LOCAL. */
+static bool chk_mr_local_all;
+static int chk_exit_status;
+/* FI_MRCHECK_FRAMES: set once in fi_prov_ini; the fd stays open while frames
  * are compared (pread keeps no shared offset, so threads share it). */
 static bool chk_frames_enabled;
 static int chk_pagemap_fd = -1;
@@ -199,7 +203,7 @@ static struct mrcheck_ops chk_global_api = {
 	.last_violation = chk_last_violation,
 };
 
-/* ---- frames (MRCHECK_FRAMES=1) ------------------------------------- */
+/* ---- frames (FI_MRCHECK_FRAMES=1) ------------------------------------- */
 
 #define CHK_PM_PRESENT (1ULL << 63)
 #define CHK_PM_PFN     ((1ULL << 55) - 1)
@@ -358,7 +362,7 @@ chk_frames_compare(struct chk_domain *dom, const struct chk_mr *mr,
 	return false;
 }
 
-/* MRCHECK_FRAMES=1: frames are compared only if pagemap gives frame
+/* FI_MRCHECK_FRAMES=1: frames are compared only if pagemap gives frame
  * numbers (0 without CAP_SYS_ADMIN); say why not otherwise. */
 static void
 chk_frames_init(void)
@@ -374,7 +378,7 @@ chk_frames_init(void)
 	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr,
-			"mrcheck: MRCHECK_FRAMES=1 but /proc/self/pagemap: "
+			"mrcheck: FI_MRCHECK_FRAMES=1 but /proc/self/pagemap: "
 			"%s; frames not compared\n",
 			strerror(errno));
 		return;
@@ -383,7 +387,7 @@ chk_frames_init(void)
 	(void) probe;
 	if (!frame) {
 		fprintf(stderr,
-			"mrcheck: MRCHECK_FRAMES=1 but /proc/self/pagemap "
+			"mrcheck: FI_MRCHECK_FRAMES=1 but /proc/self/pagemap "
 			"gives no frame numbers (needs CAP_SYS_ADMIN); frames "
 			"not compared\n");
 		close(fd);
@@ -578,6 +582,7 @@ chk_domain_open(struct mrl_domain *hook)
 		.last_violation = chk_last_violation,
 	};
 	hook->ext = dom;
+	dom->mr_local = chk_mr_local_all || (hook->mr_mode & FI_MR_LOCAL);
 	if (strict) {
 		dom->mr_ops = mrl_domain_mr_ops;
 		dom->mr_ops.reg = chk_mr_reg;
@@ -597,7 +602,8 @@ chk_domain_open(struct mrl_domain *hook)
 	pthread_mutex_unlock(&chk_global_lock);
 	FI_INFO(&mrcheck_prov, FI_LOG_DOMAIN, "domain over %s: %s\n",
 		hook->prov_name,
-		strict ? "strict" :
+		strict && dom->mr_local ? "strict, NULL descs reported" :
+		strict ? "strict, NULL descs legal (no FI_MR_LOCAL)" :
 		dom->reg_cost ?
 			 "unchecked, registrations charged" :
 			 "passthrough (opened inside a utility provider)");
@@ -623,7 +629,7 @@ chk_domain_close(struct mrl_domain *hook)
 	struct chk_mr *rec, *next;
 	bool open_mrs = false;
 
-	/* The provider will refuse this close (MRCHECK_FAULT_CLOSE_ONCE). */
+	/* The provider will refuse this close (FI_MRCHECK_FAULT_CLOSE_ONCE). */
 	if (!dom || chk_fault_close_pending(&hook->inner->fid))
 		return;
 	for (rec = dom->all_mrs; rec; rec = rec->next)
@@ -687,19 +693,30 @@ static const struct mrl_personality chk_personality = {
 	.ops_open = chk_ops_open,
 };
 
-/* A test that leaves violations unacknowledged fails even if it never
- * looked: the process exits with status 3. */
+/* A run that leaves violations unacknowledged fails even if nothing
+ * looked: the process exits with FI_MRCHECK_EXIT_STATUS (3; 0 keeps the
+ * process's own). */
 static void
 chk_at_exit(void)
 {
 	uint64_t n = chk_unacknowledged();
+	struct mrcheck_stats st;
 
+	chk_fill_stats(&chk_global, &st);
+	FI_INFO(&mrcheck_prov, FI_LOG_CORE,
+		"%llu violation(s), %llu posts checked on %llu domain(s), "
+		"%llu MRs opened\n",
+		(unsigned long long) st.violations,
+		(unsigned long long) st.posts_checked,
+		(unsigned long long) st.strict_domains,
+		(unsigned long long) st.mr_opened);
 	if (!n)
 		return;
 	fprintf(stderr, "mrcheck: %llu unacknowledged violation(s), last: %s\n",
 		(unsigned long long) n, chk_last);
 	fflush(NULL);
-	_exit(3);
+	if (chk_exit_status)
+		_exit(chk_exit_status);
 }
 
 /* The plugin's two exports: libfabric's DL entry point and the fallback
@@ -718,22 +735,25 @@ __attribute__((visibility("default"))) struct fi_provider *
 fi_prov_ini(void)
 {
 	static bool once;
-	const char *env;
 
 	mrl_prov = &mrcheck_prov;
 	mrl_personality = &chk_personality;
 	if (!once) {
 		once = true;
-		env = getenv("MRCHECK_ABORT");
-		chk_abort = env && *env == '1';
-		env = getenv("MRCHECK_ALL");
-		chk_all_strict = env && *env == '1';
-		/* MRCHECK_OFF=1: the bare passthrough layer, to tell its
+		/* fi_info -e lists only parameters defined here, and
+		 * fi_param_get answers only for those. */
+		if (chk_params_define())
+			FI_WARN(&mrcheck_prov, FI_LOG_CORE,
+				"defining FI_MRCHECK_* parameters failed; "
+				"defaults apply\n");
+		chk_abort = chk_param_bool("ABORT");
+		chk_all_strict = chk_param_bool("ALL");
+		chk_mr_local_all = chk_param_bool("MR_LOCAL");
+		/* FI_MRCHECK_OFF=1: the bare passthrough layer, to tell its
 		 * effects from mrcheck's. */
-		env = getenv("MRCHECK_OFF");
-		chk_off = env && *env == '1';
-		env = getenv("MRCHECK_FRAMES");
-		if (env && *env == '1')
+		chk_off = chk_param_bool("OFF");
+		chk_exit_status = chk_param_int("EXIT_STATUS", 3);
+		if (chk_param_bool("FRAMES"))
 			chk_frames_init();
 		chk_fault_init();
 		chk_cost_init();

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * mrcheck's registration cost model (MRCHECK_REG_COST*, see mrcheck.h): a
+ * mrcheck's registration cost model (FI_MRCHECK_REG_COST*, see mrcheck.h): a
  * registration on the domain the application opened spends a + b * bytes
  * of the calling thread's CPU time before it reaches the provider, so that
  * over tcp, where a registration is a table insert, a benchmark sees what
@@ -32,7 +32,7 @@ static struct fi_ops_mr chk_cost_ops;
 static bool
 chk_cost_parse(const char *name, double *out)
 {
-	const char *env = getenv(name);
+	const char *env = chk_param_str(name);
 	char *end;
 	double v;
 
@@ -41,7 +41,8 @@ chk_cost_parse(const char *name, double *out)
 	v = strtod(env, &end);
 	if (*end || !(v >= 0 && v < 1e12)) {
 		fprintf(stderr,
-			"mrcheck: %s=%s is not a number of nanoseconds; "
+			"mrcheck: FI_MRCHECK_%s=%s is not a number of "
+			"nanoseconds; "
 			"registration cost off\n",
 			name, env);
 		return false;
@@ -65,14 +66,11 @@ static int chk_cost_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 void
 chk_cost_init(void)
 {
-	const char *env = getenv("MRCHECK_REG_COST");
-
 	chk_cost.ns = CHK_COST_DEFAULT_NS;
 	chk_cost.ns_per_byte = CHK_COST_DEFAULT_NS_PER_BYTE;
-	chk_cost.on = env && *env == '1';
-	if (!chk_cost_parse("MRCHECK_REG_COST_NS", &chk_cost.ns) ||
-	    !chk_cost_parse("MRCHECK_REG_COST_NS_PER_BYTE",
-			    &chk_cost.ns_per_byte))
+	chk_cost.on = chk_param_bool("REG_COST");
+	if (!chk_cost_parse("REG_COST_NS", &chk_cost.ns) ||
+	    !chk_cost_parse("REG_COST_NS_PER_BYTE", &chk_cost.ns_per_byte))
 		chk_cost.on = false;
 	chk_cost_ops = mrl_domain_mr_ops;
 	chk_cost_ops.reg = chk_cost_reg;
@@ -128,7 +126,7 @@ chk_cost_bytes(const struct iovec *iov, size_t count)
 }
 
 /* The registration calls of a costed domain that mrcheck does not check
- * (MRCHECK_OFF=1): the charge, then the passthrough. */
+ * (FI_MRCHECK_OFF=1): the charge, then the passthrough. */
 static int
 chk_cost_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	     uint64_t offset, uint64_t requested_key, uint64_t flags,

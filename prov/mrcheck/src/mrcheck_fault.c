@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * mrcheck's fault injection (MRCHECK_FAULT_*, see mrcheck.h): the settings,
+ * mrcheck's fault injection (FI_MRCHECK_FAULT_*, see mrcheck.h): the settings,
  * the seeded decisions, and the close that refuses once. The callers in
  * mrcheck.c, mrcheck_ep.c and mrcheck_cq.c decide where a fault lands;
  * this file decides whether.
@@ -29,7 +29,7 @@ enum chk_fault_kind {
 	CHK_FAULT_KINDS
 };
 
-/* MRCHECK_FAULT_CLOSE_ONCE classes. */
+/* FI_MRCHECK_FAULT_CLOSE_ONCE classes. */
 enum {
 	CHK_CLOSE_MR = 1 << 0,
 	CHK_CLOSE_MR_REMOTE = 1 << 1,
@@ -94,7 +94,7 @@ chk_roll(enum chk_fault_kind kind)
 static void
 chk_parse_rate(const char *name, enum chk_fault_kind kind)
 {
-	const char *env = getenv(name);
+	const char *env = chk_param_str(name);
 	char *end;
 	double r;
 
@@ -103,7 +103,7 @@ chk_parse_rate(const char *name, enum chk_fault_kind kind)
 	r = strtod(env, &end);
 	if (*end || !(r >= 0 && r <= 1)) {
 		fprintf(stderr,
-			"mrcheck: %s=%s is not a rate in [0, 1]; "
+			"mrcheck: FI_MRCHECK_%s=%s is not a rate in [0, 1]; "
 			"fault off\n",
 			name, env);
 		return;
@@ -114,7 +114,7 @@ chk_parse_rate(const char *name, enum chk_fault_kind kind)
 static void
 chk_parse_codes(void)
 {
-	const char *env = getenv("MRCHECK_FAULT_REG_CODES");
+	const char *env = chk_param_str("FAULT_REG_CODES");
 	char copy[256], *tok, *save = NULL;
 
 	chk_fault.ncodes = 0;
@@ -132,7 +132,7 @@ chk_parse_codes(void)
 					break;
 			if (i == sizeof(chk_codes) / sizeof(chk_codes[0])) {
 				fprintf(stderr,
-					"mrcheck: MRCHECK_FAULT_REG_CODES: "
+					"mrcheck: FI_MRCHECK_FAULT_REG_CODES: "
 					"unknown code %s (ENOMEM, EAGAIN, "
 					"ENOKEY, "
 					"ENOSPC); ignored\n",
@@ -148,7 +148,7 @@ chk_parse_codes(void)
 		return;
 	if (env && *env)
 		fprintf(stderr,
-			"mrcheck: MRCHECK_FAULT_REG_CODES names no code; "
+			"mrcheck: FI_MRCHECK_FAULT_REG_CODES names no code; "
 			"using all four\n");
 	for (size_t i = 0; i < MRCHECK_FAULT_CODES; i++)
 		chk_fault.codes[chk_fault.ncodes++] =
@@ -168,7 +168,7 @@ chk_parse_close(void)
 		{"ep", CHK_CLOSE_EP},
 		{"domain", CHK_CLOSE_DOMAIN},
 	};
-	const char *env = getenv("MRCHECK_FAULT_CLOSE_ONCE");
+	const char *env = chk_param_str("FAULT_CLOSE_ONCE");
 	char copy[256], *tok, *save = NULL;
 
 	if (!env || !*env || !strcmp(env, "0"))
@@ -183,7 +183,7 @@ chk_parse_close(void)
 				break;
 		if (i == sizeof(names) / sizeof(names[0]))
 			fprintf(stderr,
-				"mrcheck: MRCHECK_FAULT_CLOSE_ONCE: unknown "
+				"mrcheck: FI_MRCHECK_FAULT_CLOSE_ONCE: unknown "
 				"class %s (1, mr, mr_remote, ep, domain); "
 				"ignored\n",
 				tok);
@@ -201,13 +201,13 @@ chk_rate_of(enum chk_fault_kind kind)
 void
 chk_fault_init(void)
 {
-	const char *env = getenv("MRCHECK_FAULT_SEED");
+	const char *env = chk_param_str("FAULT_SEED");
 	char codes[64] = "";
 
-	chk_fault.seed = env && *env ? strtoull(env, NULL, 0) : 1;
-	chk_parse_rate("MRCHECK_FAULT_REG", CHK_FAULT_REG);
-	chk_parse_rate("MRCHECK_FAULT_POST", CHK_FAULT_POST);
-	chk_parse_rate("MRCHECK_FAULT_CQ_ERR", CHK_FAULT_CQ_ERR);
+	chk_fault.seed = env ? strtoull(env, NULL, 0) : 1;
+	chk_parse_rate("FAULT_REG", CHK_FAULT_REG);
+	chk_parse_rate("FAULT_POST", CHK_FAULT_POST);
+	chk_parse_rate("FAULT_CQ_ERR", CHK_FAULT_CQ_ERR);
 	chk_parse_codes();
 	chk_parse_close();
 	if (!chk_fault.rate[CHK_FAULT_REG] && !chk_fault.rate[CHK_FAULT_POST] &&

@@ -38,6 +38,16 @@ struct chk_post {
 	bool claim; /* FI_CLAIM: posted with the application's context */
 };
 
+/* How a post's operation is tracked until its completion is read. */
+enum chk_track {
+	CHK_UNTRACKED, /* no completion will reach a CQ */
+	CHK_TRACKED, /* posted with an op record as its context */
+	/* FI_TRIGGER: the context is the application's struct
+	 * fi_triggered_context, which the provider reads, so the op is posted
+	 * with it and found by it, as a claim is. */
+	CHK_TRACKED_BY_APP_CTX,
+};
+
 static struct chk_ep *
 chk_ep_of(struct fid_ep *ep)
 {
@@ -52,7 +62,7 @@ chk_ptr_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Claim records are ordered by the application's context. */
+/* Claim and triggered records are ordered by the application's context. */
 static int
 chk_claim_cmp(const void *a, const void *b)
 {
@@ -152,7 +162,7 @@ chk_resolve(struct chk_post *p, size_t i, bool need_desc, bool *bad)
 	void **node;
 
 	if (!p->desc[i]) {
-		if (need_desc && p->len[i]) {
+		if (need_desc && dom->mr_local && p->len[i]) {
 			chk_violation(
 				dom, MRCHECK_NO_DESC,
 				"%s: operand %zu [%p, +%zu) posted with a "
@@ -195,7 +205,7 @@ chk_resolve(struct chk_post *p, size_t i, bool need_desc, bool *bad)
 	return mr;
 }
 
-/* MRCHECK_FRAMES: the frames now under each operand that has a desc, read
+/* FI_MRCHECK_FRAMES: the frames now under each operand that has a desc, read
  * before dom->lock is taken; operand i's start at now + at[i]. NULL when
  * frames are off or no operand needs them. */
 static uint64_t *
@@ -226,9 +236,11 @@ chk_frames_now(const struct chk_post *p, size_t *at)
  * the call returns.
  */
 static int
-chk_begin(struct chk_post *p, bool need_desc, bool tracked, bool multi_recv,
-	  void *app_ctx)
+chk_begin(struct chk_post *p, bool need_desc, enum chk_track track,
+	  bool multi_recv, void *app_ctx)
 {
+	bool tracked = track != CHK_UNTRACKED;
+	bool triggered = track == CHK_TRACKED_BY_APP_CTX;
 	struct chk_domain *dom = p->ep->dom;
 	struct chk_mr *used[CHK_MAX_OPERANDS];
 	size_t nused = 0, now_at[CHK_MAX_OPERANDS];
@@ -238,6 +250,7 @@ chk_begin(struct chk_post *p, bool need_desc, bool tracked, bool multi_recv,
 
 	p->ctx = app_ctx;
 	p->op = NULL;
+	p->claim |= triggered;
 	if (p->overflow) {
 		FI_WARN(&mrcheck_prov, FI_LOG_EP_DATA,
 			"%s: more than %d local operands\n", p->what,
@@ -276,6 +289,7 @@ chk_begin(struct chk_post *p, bool need_desc, bool tracked, bool multi_recv,
 	if (!bad && op) {
 		op->app_ctx = app_ctx;
 		op->claim = p->claim;
+		op->triggered = triggered;
 		if (p->claim ? !chk_claim_insert(dom, op) :
 			       !tsearch(op, &dom->ops, chk_ptr_cmp)) {
 			pthread_mutex_unlock(&dom->lock);
@@ -347,13 +361,17 @@ struct chk_op *
 chk_claim_find(struct chk_domain *dom, void *ctx, uint64_t flags,
 	       bool has_flags)
 {
-	struct chk_op key = {.app_ctx = ctx};
+	struct chk_op key = {.app_ctx = ctx}, *op;
 	void **node;
 
-	if (!ctx || !dom->claims || (has_flags && flags && !(flags & FI_RECV)))
+	if (!ctx || !dom->claims)
 		return NULL;
 	node = tfind(&key, &dom->claims, chk_claim_cmp);
-	return node ? *node : NULL;
+	op = node ? *node : NULL;
+	/* A claim's entry is a receive's. */
+	if (op && !op->triggered && has_flags && flags && !(flags & FI_RECV))
+		return NULL;
+	return op;
 }
 
 /* After the provider call: a refused post never happened. */
@@ -375,33 +393,31 @@ chk_end(struct chk_post *p, ssize_t ret)
 	return ret;
 }
 
-/* Whether a completion will reach a CQ (so the op can be tracked). */
-static bool
+/* Whether a completion will reach the CQ bound with cq_flags (so the op
+ * can be tracked), and how. */
+static enum chk_track
+chk_track_of(const struct mrl_cq *cq, uint64_t cq_flags, uint64_t flags)
+{
+	if (!cq ||
+	    ((cq_flags & FI_SELECTIVE_COMPLETION) && !(flags & FI_COMPLETION)))
+		return CHK_UNTRACKED;
+	return (flags & FI_TRIGGER) ? CHK_TRACKED_BY_APP_CTX : CHK_TRACKED;
+}
+
+static enum chk_track
 chk_tx_tracked(struct chk_ep *ep, uint64_t flags)
 {
 	const struct mrl_ep_bindings *b = &ep->hook->bound;
 
-	/* A triggered op's context is the application's struct
-	 * fi_triggered_context, which the provider reads: none of ours can
-	 * stand in for it. */
-	if (!b->tx_cq || (flags & FI_TRIGGER))
-		return false;
-	return !(b->tx_cq_flags & FI_SELECTIVE_COMPLETION) ||
-	       (flags & FI_COMPLETION);
+	return chk_track_of(b->tx_cq, b->tx_cq_flags, flags);
 }
 
-static bool
+static enum chk_track
 chk_rx_tracked(struct chk_ep *ep, uint64_t flags)
 {
 	const struct mrl_ep_bindings *b = &ep->hook->bound;
 
-	/* A triggered op's context is the application's struct
-	 * fi_triggered_context, which the provider reads: none of ours can
-	 * stand in for it. */
-	if (!b->rx_cq || (flags & FI_TRIGGER))
-		return false;
-	return !(b->rx_cq_flags & FI_SELECTIVE_COMPLETION) ||
-	       (flags & FI_COMPLETION);
+	return chk_track_of(b->rx_cq, b->rx_cq_flags, flags);
 }
 
 #define CHK_POST(fep, name)     \
@@ -588,7 +604,8 @@ chk_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags)
 	if (data)
 		chk_add_iov(&p_, msg->msg_iov, msg->desc, msg->iov_count);
 	ret = chk_begin(&p_, moves,
-			chk_rx_tracked(p_.ep, flags) && (moves || !p_.claim),
+			moves || !p_.claim ? chk_rx_tracked(p_.ep, flags) :
+					     CHK_UNTRACKED,
 			false, msg->context);
 	if (ret)
 		return ret;

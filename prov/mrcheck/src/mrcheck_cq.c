@@ -6,7 +6,7 @@
  * context is not one of mrcheck's records (NULL for remote CQ data,
  * untracked operations) pass untouched.
  *
- * MRCHECK_FAULT_CQ_ERR: a completion chosen to fail is taken out of the
+ * FI_MRCHECK_FAULT_CQ_ERR: a completion chosen to fail is taken out of the
  * read and kept in the CQ's queue of injected errors; while that queue is
  * not empty every read returns -FI_EAVAIL and fi_cq_readerr hands its
  * entries out first, as a provider reports an error at the head of its
@@ -95,7 +95,7 @@ chk_translate_entries(struct mrl_cq *cq, void *buf, ssize_t count)
 	pthread_mutex_unlock(&dom->lock);
 }
 
-/* ---- injected error completions (MRCHECK_FAULT_CQ_ERR) ------------- */
+/* ---- injected error completions (FI_MRCHECK_FAULT_CQ_ERR) ------------- */
 
 /* How many entries a read may take from the provider. */
 static size_t
