@@ -20,6 +20,7 @@
 
 #include "mrl_churn.h"
 #include "mrl_lease.h"
+#include "mrl_live.h"
 #include "mrl_monitor.h"
 
 /*
@@ -172,6 +173,7 @@ mrl_lease_cache_get(struct mrl_cache **cache)
 void
 mrl_lease_fini(void)
 {
+	mrl_live_fini();
 	mrl_monitor_stop();
 	pthread_mutex_lock(&lease_cache_lock);
 	mrl_lease_cache_give_up();
@@ -570,6 +572,8 @@ mrl_lease_domain_open(struct mrl_domain *domain)
 	}
 	lease_domain->domain = domain;
 	domain->ext = lease_domain;
+	mrl_live_domain_add(lease_domain->cache_domain, domain->prov_name,
+			    domain->outermost);
 	return 0;
 
 err_free:
@@ -603,6 +607,7 @@ mrl_lease_domain_closed(struct mrl_domain *domain)
 	if (!lease_domain)
 		return;
 
+	mrl_live_domain_remove(lease_domain->cache_domain);
 	if (mrl_params.stats) {
 		mrl_cache_domain_stats(lease_domain->cache_domain, &stats);
 		stats.monitor_events = mrl_monitor_events();
