@@ -154,12 +154,15 @@ installed_by_us=1
 pkg install "${debs[@]}" >"$tmp/dpkg-i.log" 2>&1
 status=$?
 manpage=$(dpkg -L libfabric-mrlease 2>/dev/null | grep '/man7/fi_mrlease\.7')
+statpage=$(dpkg -L libfabric-mrlease 2>/dev/null | grep '/man1/mrlease-stat\.1')
 [ "$status" -eq 0 ] && [ -f "$provdir/libmrlease-fi.so" ] &&
 	[ -f /usr/include/rdma/fi_ext_mrlease.h ] && [ -n "$manpage" ] &&
-	[ -f "$manpage" ]
+	[ -f "$manpage" ] && [ -n "$statpage" ] && [ -f "$statpage" ] &&
+	/usr/bin/mrlease-stat --help >/dev/null
 check dpkg_i_installs_the_plugin_into_libfabrics_provider_directory $? \
 	"apt-get install (dpkg -i) exited with status $status; want $provdir/libmrlease-fi.so," \
-	"/usr/include/rdma/fi_ext_mrlease.h and fi_mrlease.7 (got '$manpage')" \
+	"/usr/include/rdma/fi_ext_mrlease.h, fi_mrlease.7 (got '$manpage')," \
+	"/usr/bin/mrlease-stat and mrlease-stat.1 (got '$statpage')" \
 	"$(cat "$tmp/dpkg-i.log")"
 
 # The demo moves data with NULL descriptors and prints the hook's counters:
