@@ -65,7 +65,7 @@ struct mrl_live_header {
 	uint64_t created_ns; /* CLOCK_REALTIME when the file was made */
 	atomic_uint_least64_t publishes; /* rounds completed */
 	atomic_uint_least64_t updated_ns; /* CLOCK_REALTIME of the last */
-	char comm[32]; /* /proc/self/comm */
+	char comm[32]; /* base name of argv[0] */
 	uint64_t reserved[19];
 };
 

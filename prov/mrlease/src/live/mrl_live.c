@@ -87,19 +87,26 @@ live_start_time(void)
 	return start;
 }
 
+/* The command: the base name of argv[0] (/proc/self/comm is cut at 15
+ * characters, and says "exe" for a program run through /proc/self/exe). */
 static void
 live_comm(char *comm, size_t len)
 {
+	char buf[4096], *base;
 	ssize_t n;
-	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 
 	memset(comm, 0, len);
 	if (fd < 0)
 		return;
-	n = read(fd, comm, len - 1);
+	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n > 0 && comm[n - 1] == '\n')
-		comm[n - 1] = '\0';
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	base = strrchr(buf, '/');
+	base = base ? base + 1 : buf;
+	memcpy(comm, base, strnlen(base, len - 1));
 }
 
 /* The file, mapped and with its header; under the lock. */
