@@ -12,3 +12,13 @@ test_live_test_live_SOURCES = test/live/test_live.c $(LIVE_TEST_SOURCES)
 test_live_test_live_CPPFLAGS = $(LIVE_TEST_CPPFLAGS)
 test_live_test_live_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/live/test_live
+
+# Snapshots read while four threads post are never impossible; threads, so
+# also under TSan.
+check_PROGRAMS += test/live/test_live_threads
+test_live_test_live_threads_SOURCES = test/live/test_live_threads.c \
+	$(LIVE_TEST_SOURCES)
+test_live_test_live_threads_CPPFLAGS = $(LIVE_TEST_CPPFLAGS)
+test_live_test_live_threads_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/live/test_live_threads
+SUITE_CONCURRENCY += test/live/test_live_threads
