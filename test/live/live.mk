@@ -22,3 +22,7 @@ test_live_test_live_threads_CPPFLAGS = $(LIVE_TEST_CPPFLAGS)
 test_live_test_live_threads_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/live/test_live_threads
 SUITE_CONCURRENCY += test/live/test_live_threads
+
+# mrlease-stat -w under tmux, as a person sees it (skipped without tmux).
+SUITE += $(top_srcdir)/test/live/test_live_tool.sh
+EXTRA_DIST += test/live/test_live_tool.sh
