@@ -76,7 +76,10 @@ mrl_live_read_file(const char *path, struct mrl_live_proc *proc)
 		return -errno;
 
 	h = (const struct mrl_live_header *) (const void *) map;
-	if (memcmp(h->magic, MRL_LIVE_MAGIC, sizeof(h->magic)) ||
+	/* Acquire: the fields stored before the magic. */
+	if (atomic_load_explicit((atomic_uint_least64_t *) (uintptr_t) h->magic,
+				 memory_order_acquire) !=
+		    mrl_live_magic_word() ||
 	    h->version != MRL_LIVE_VERSION || h->header_size < sizeof(*h) ||
 	    h->slot_size < sizeof(atomic_uint_least64_t) ||
 	    h->nslots > MRL_LIVE_SLOTS ||
@@ -85,7 +88,6 @@ mrl_live_read_file(const char *path, struct mrl_live_proc *proc)
 		ret = -EINVAL;
 		goto out;
 	}
-	atomic_thread_fence(memory_order_acquire); /* after the magic */
 	memset(proc, 0, sizeof(*proc));
 	proc->pid = h->pid;
 	memcpy(proc->comm, h->comm, sizeof(h->comm));

@@ -53,7 +53,7 @@ _Static_assert(sizeof(struct fi_mrlease_stats) <= MRL_LIVE_STAT_WORDS * 8,
 	       "a slot holds the whole statistics record");
 
 struct mrl_live_header {
-	char magic[8]; /* MRL_LIVE_MAGIC, stored last (release) */
+	char magic[8]; /* MRL_LIVE_MAGIC, stored last (mrl_live_magic_word) */
 	uint32_t version; /* MRL_LIVE_VERSION */
 	uint32_t header_size; /* sizeof(struct mrl_live_header) */
 	uint32_t slot_size; /* sizeof(struct mrl_live_slot) */
@@ -96,7 +96,24 @@ _Static_assert(sizeof(struct mrl_live_domain) % sizeof(uint64_t) == 0,
 	       "a slot is whole words");
 _Static_assert(sizeof(struct mrl_live_header) == 256, "header: 256 bytes");
 
-/* The writer: the slot's new contents, under its sequence lock. */
+/* The magic as the word it is stored as (release) and loaded as
+ * (acquire): what a reader that sees it may read of the header. */
+static inline uint64_t
+mrl_live_magic_word(void)
+{
+	uint64_t w;
+
+	memcpy(&w, MRL_LIVE_MAGIC, sizeof(w));
+	return w;
+}
+
+/*
+ * The writer: the slot's new contents, under its sequence lock. No fences
+ * (ThreadSanitizer does not model them): the odd sequence is stored before
+ * every word, each word with release, so a reader that loads any new word
+ * (acquire) then loads an odd or newer sequence; the even sequence is
+ * stored with release after them.
+ */
 static inline void
 mrl_live_slot_write(struct mrl_live_slot *slot, const struct mrl_live_domain *d)
 {
@@ -105,23 +122,26 @@ mrl_live_slot_write(struct mrl_live_slot *slot, const struct mrl_live_domain *d)
 	uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_relaxed);
 
 	atomic_store_explicit(&slot->seq, seq + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
 	for (size_t i = 0; i < MRL_LIVE_WORDS; i++)
-		atomic_store_explicit(&w[i], src[i], memory_order_relaxed);
+		atomic_store_explicit(&w[i], src[i], memory_order_release);
 	atomic_store_explicit(&slot->seq, seq + 2, memory_order_release);
 }
 
 /*
  * A reader: a consistent copy of the slot in *d (words past `words`, the
  * writer's slot size, zeroed), or false when `tries` copies all saw the
- * writer at work (the slot is then left out of this snapshot).
+ * writer at work (the slot is then left out of this snapshot). The words
+ * are loaded with acquire, so the second load of the sequence comes after
+ * them.
  */
 static inline bool
 mrl_live_slot_read(const struct mrl_live_slot *slot, size_t words,
 		   struct mrl_live_domain *d, unsigned tries)
 {
-	const atomic_uint_least64_t *w =
-		(const atomic_uint_least64_t *) (const void *) &slot->d;
+	atomic_uint_least64_t *seq =
+		(atomic_uint_least64_t *) (uintptr_t) &slot->seq;
+	atomic_uint_least64_t *w =
+		(atomic_uint_least64_t *) (uintptr_t) &slot->d;
 	uint64_t *dst = (uint64_t *) (void *) d;
 	uint64_t s1, s2;
 
@@ -129,19 +149,13 @@ mrl_live_slot_read(const struct mrl_live_slot *slot, size_t words,
 		words = MRL_LIVE_WORDS;
 	memset(d, 0, sizeof(*d));
 	while (tries--) {
-		s1 = atomic_load_explicit(
-			(atomic_uint_least64_t *) (uintptr_t) &slot->seq,
-			memory_order_acquire);
+		s1 = atomic_load_explicit(seq, memory_order_acquire);
 		if (s1 & 1)
 			continue;
 		for (size_t i = 0; i < words; i++)
-			dst[i] = atomic_load_explicit(
-				(atomic_uint_least64_t *) (uintptr_t) &w[i],
-				memory_order_relaxed);
-		atomic_thread_fence(memory_order_acquire);
-		s2 = atomic_load_explicit(
-			(atomic_uint_least64_t *) (uintptr_t) &slot->seq,
-			memory_order_relaxed);
+			dst[i] = atomic_load_explicit(&w[i],
+						      memory_order_acquire);
+		s2 = atomic_load_explicit(seq, memory_order_relaxed);
 		if (s1 == s2)
 			return true;
 	}

@@ -162,8 +162,8 @@ live_file_create(void)
 	h->created_ns = live_now_ns(CLOCK_REALTIME);
 	live_comm(h->comm, sizeof(h->comm));
 	/* Last: a reader that sees the magic sees the fields above. */
-	atomic_thread_fence(memory_order_release);
-	memcpy(h->magic, MRL_LIVE_MAGIC, sizeof(h->magic));
+	atomic_store_explicit((atomic_uint_least64_t *) (void *) h->magic,
+			      mrl_live_magic_word(), memory_order_release);
 	live.file = file;
 	live.pid = getpid();
 	return 0;
