@@ -96,24 +96,28 @@ export FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
 export XFER_BENCH_PROV=${XFER_BENCH_PROV:-tcp;ofi_rxm}
 unset FI_MRLEASE_MIN_SIZE FI_HOOK
 
+# callgrind's compressed names: "(id) name" defines id, "(id)" names it.
+cg_names='
+function nm(s, tbl,    id, rest) {
+	if (s ~ /^\(/) {
+		id = substr(s, 2, index(s, ")") - 2)
+		rest = substr(s, index(s, ")") + 1)
+		sub(/^ +/, "", rest)
+		if (rest != "")
+			tbl[id] = rest
+		return tbl[id]
+	}
+	return s
+}
+'
+
 # Self cost per (function, object, source file) of one callgrind output:
 # "<Ir> TAB <function> TAB <object> TAB <file>". Cost lines right after
 # calls= are a call's inclusive cost and are skipped; fi=/fe= (code inlined
 # from another file) keep the function but change the file, which is how
 # the lease cache's inline hit path (mrl_cache.h) is told apart.
 self_cost() {
-	awk '
-	function nm(s, tbl,    id, rest) {
-		if (s ~ /^\(/) {
-			id = substr(s, 2, index(s, ")") - 2)
-			rest = substr(s, index(s, ")") + 1)
-			sub(/^ +/, "", rest)
-			if (rest != "")
-				tbl[id] = rest
-			return tbl[id]
-		}
-		return s
-	}
+	awk "$cg_names"'
 	/^ob=/ { ob = nm(substr($0, 4), obn); next }
 	/^fl=/ { fl = nm(substr($0, 4), fln); file = fl; next }
 	/^f[ie]=/ { file = nm(substr($0, 4), fln); next }
@@ -237,18 +241,7 @@ hook_of() {
 calls_of() {
 	local want=$1
 	shift
-	cat "$@" 2>/dev/null | awk -v want="$want" '
-	function nm(s, tbl,    id, rest) {
-		if (s ~ /^\(/) {
-			id = substr(s, 2, index(s, ")") - 2)
-			rest = substr(s, index(s, ")") + 1)
-			sub(/^ +/, "", rest)
-			if (rest != "")
-				tbl[id] = rest
-			return tbl[id]
-		}
-		return s
-	}
+	cat "$@" 2>/dev/null | awk -v want="$want" "$cg_names"'
 	/^fn=/ { nm(substr($0, 4), fnn); next }
 	/^cfn=/ { cur = nm(substr($0, 5), fnn); next }
 	/^calls=/ { if (cur == want) { split(substr($0, 7), a, " "); n += a[1] } next }
