@@ -17,11 +17,46 @@
 
 #include "mrl_live_read.h"
 
+#define FIELD(f) {#f, offsetof(struct fi_mrlease_stats, f)}
+const struct mrl_live_field mrl_live_fields[MRL_LIVE_FIELDS] = {
+	FIELD(lookups),
+	FIELD(hits),
+	FIELD(misses),
+	FIELD(registrations),
+	FIELD(deregistrations),
+	FIELD(invalidations),
+	FIELD(retired_leased),
+	FIELD(evictions),
+	FIELD(entries),
+	FIELD(leases),
+	FIELD(registered_bytes),
+	FIELD(monitor_events),
+	FIELD(monitor_invalidations),
+	FIELD(not_retained),
+	FIELD(deferred_closes),
+	FIELD(miss_cold),
+	FIELD(miss_evicted),
+	FIELD(miss_invalidated),
+	FIELD(miss_monitor),
+	FIELD(miss_churn),
+	FIELD(miss_not_retained),
+};
+#undef FIELD
+
+/* Every scalar field is named: the last is the one before the histograms. */
+_Static_assert(offsetof(struct fi_mrlease_stats, miss_not_retained) +
+			       sizeof(uint64_t) ==
+		       offsetof(struct fi_mrlease_stats, reg_size_hist),
+	       "mrl_live_fields ends at the histograms");
+_Static_assert(offsetof(struct fi_mrlease_stats, miss_not_retained) ==
+		       (MRL_LIVE_FIELDS - 1) * sizeof(uint64_t),
+	       "mrl_live_fields names every scalar field");
+
 bool
 mrl_live_pid_alive(int pid, uint64_t start_time)
 {
-	unsigned long long start;
-	char path[64], buf[1024], *p;
+	char path[64], buf[1024], state;
+	uint64_t start;
 	ssize_t n;
 	int fd;
 
@@ -36,16 +71,9 @@ mrl_live_pid_alive(int pid, uint64_t start_time)
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1,
-			 " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
-			 " %*d %*d %*d %*d %*d %*d %llu",
-			 &start) != 1)
-		return false;
+	start = mrl_live_stat_start(buf, &state);
 	/* A zombie has exited: its file will not change again. */
-	if (p[2] == 'Z' || p[2] == 'X')
-		return false;
-	return start == start_time;
+	return start && start == start_time && state != 'Z' && state != 'X';
 }
 
 int

@@ -34,6 +34,25 @@ mrl_live_stats(const struct mrl_live_domain *d)
 	return (const struct fi_mrlease_stats *) (const void *) d->stats;
 }
 
+/* The scalar fields of struct fi_mrlease_stats by name (the JSON's names),
+ * in the structure's order; the histograms are not among them. */
+struct mrl_live_field {
+	const char *name;
+	size_t off;
+};
+#define MRL_LIVE_FIELDS 21
+extern const struct mrl_live_field mrl_live_fields[MRL_LIVE_FIELDS];
+
+/* A field's value in a statistics record. */
+static inline uint64_t
+mrl_live_field_of(const struct fi_mrlease_stats *s, size_t i)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *) s + mrl_live_fields[i].off, sizeof(v));
+	return v;
+}
+
 /* Whether pid runs and is the process that started at start_time. */
 bool mrl_live_pid_alive(int pid, uint64_t start_time);
 

@@ -32,48 +32,6 @@ struct opts {
 	int pid; /* 0: every process */
 };
 
-/* The scalar fields of struct fi_mrlease_stats, by their JSON names. */
-#define FIELD(f)                                         \
-	{                                                \
-#f, offsetof(struct fi_mrlease_stats, f) \
-	}
-static const struct {
-	const char *name;
-	size_t off;
-} fields[] = {
-	FIELD(lookups),
-	FIELD(hits),
-	FIELD(misses),
-	FIELD(registrations),
-	FIELD(deregistrations),
-	FIELD(invalidations),
-	FIELD(retired_leased),
-	FIELD(evictions),
-	FIELD(entries),
-	FIELD(leases),
-	FIELD(registered_bytes),
-	FIELD(monitor_events),
-	FIELD(monitor_invalidations),
-	FIELD(not_retained),
-	FIELD(deferred_closes),
-	FIELD(miss_cold),
-	FIELD(miss_evicted),
-	FIELD(miss_invalidated),
-	FIELD(miss_monitor),
-	FIELD(miss_churn),
-	FIELD(miss_not_retained),
-};
-#undef FIELD
-
-static uint64_t
-field_of(const struct fi_mrlease_stats *s, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, (const char *) s + off, sizeof(v));
-	return v;
-}
-
 static uint64_t
 now_ns(void)
 {
@@ -320,9 +278,9 @@ json_proc(const struct mrl_live_proc *p)
 		json_string(d->provider);
 		printf(",\"outermost\":%s,\"opened_ns\":%" PRIu64,
 		       d->outermost ? "true" : "false", d->opened_ns);
-		for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
-			printf(",\"%s\":%" PRIu64, fields[f].name,
-			       field_of(s, fields[f].off));
+		for (size_t f = 0; f < MRL_LIVE_FIELDS; f++)
+			printf(",\"%s\":%" PRIu64, mrl_live_fields[f].name,
+			       mrl_live_field_of(s, f));
 		json_hist("reg_size_hist", s->reg_size_hist);
 		json_hist("reg_ns_hist", s->reg_ns_hist);
 		putchar('}');

@@ -36,6 +36,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <rdma/fi_ext_mrlease.h>
@@ -95,6 +96,23 @@ struct mrl_live_file {
 _Static_assert(sizeof(struct mrl_live_domain) % sizeof(uint64_t) == 0,
 	       "a slot is whole words");
 _Static_assert(sizeof(struct mrl_live_header) == 256, "header: 256 bytes");
+
+/* The start time (field 22) of a /proc/<pid>/stat text, 0 if there is
+ * none; *state: its field 3 (R, S, Z...). Fields 3 to 21 come after the
+ * ")" that ends the command, which may itself hold ")". */
+static inline uint64_t
+mrl_live_stat_start(const char *stat, char *state)
+{
+	unsigned long long start;
+	const char *p = strrchr(stat, ')');
+
+	if (!p || sscanf(p + 1,
+			 " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
+			 " %*d %*d %*d %*d %*d %*d %llu",
+			 state, &start) != 2)
+		return 0;
+	return start;
+}
 
 /* The magic as the word it is stored as (release) and loaded as
  * (acquire): what a reader that sees it may read of the header. */

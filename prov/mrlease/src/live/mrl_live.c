@@ -61,12 +61,12 @@ live_now_ns(clockid_t clock)
 	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-/* Field 22 of /proc/self/stat (after the ")" that ends the command). */
+/* Field 22 of /proc/self/stat: what tells this process from a later one
+ * with its pid. */
 static uint64_t
 live_start_time(void)
 {
-	unsigned long long start = 0;
-	char buf[1024], *p;
+	char buf[1024], state;
 	ssize_t n;
 	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
 
@@ -77,14 +77,7 @@ live_start_time(void)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	/* Fields 3..21 come first, then starttime. */
-	if (!p || sscanf(p + 1,
-			 " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
-			 " %*d %*d %*d %*d %*d %*d %llu",
-			 &start) != 1)
-		return 0;
-	return start;
+	return mrl_live_stat_start(buf, &state);
 }
 
 /* The command: the base name of argv[0] (/proc/self/comm is cut at 15
