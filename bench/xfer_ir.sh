@@ -42,8 +42,19 @@
 #   mode 2) with their two completions per op instead of fi_write
 #   (xfer_bench --op send); the RESULT line then says op=send.
 #
+# live_added_ir: what live statistics add per leased write: mode 5 is mode 2
+#   with FI_MRLEASE_STATS_LIVE=1 (its mrl-stats publisher thread running),
+#   under callgrind --separate-threads=yes; its hook cost counts every
+#   thread but the publisher's (the thread running live_thread, whose work
+#   is per round, not per write). Posts the provider refuses with
+#   -FI_EAGAIN, which vary from run to run, are fitted out: each mode's
+#   hook cost per write is a in the least squares fit hook = a * ops +
+#   b * retries + c over its 2 * XFER_IR_REPEAT runs (retries: calls of
+#   mrl_op_release_leases), and live_added_ir = mode 5's a - mode 2's;
+#   live_hook_ir_per_op is mode 5's.
+#
 # XFER_IR_LEASE_ENV: space-separated NAME=value settings added to mode 2's
-#   environment only (bench/monitor_bench compares hook_ir_per_op with
+#   (and mode 5's) environment only (bench/monitor_bench compares hook_ir_per_op with
 #   FI_MRLEASE_MONITOR=userfaultfd against FI_MRLEASE_MONITOR=none this way).
 #
 # Needs valgrind; prints "RESULT skipped=1" without it. Takes about two
@@ -85,24 +96,28 @@ export FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
 export XFER_BENCH_PROV=${XFER_BENCH_PROV:-tcp;ofi_rxm}
 unset FI_MRLEASE_MIN_SIZE FI_HOOK
 
+# callgrind's compressed names: "(id) name" defines id, "(id)" names it.
+cg_names='
+function nm(s, tbl,    id, rest) {
+	if (s ~ /^\(/) {
+		id = substr(s, 2, index(s, ")") - 2)
+		rest = substr(s, index(s, ")") + 1)
+		sub(/^ +/, "", rest)
+		if (rest != "")
+			tbl[id] = rest
+		return tbl[id]
+	}
+	return s
+}
+'
+
 # Self cost per (function, object, source file) of one callgrind output:
 # "<Ir> TAB <function> TAB <object> TAB <file>". Cost lines right after
 # calls= are a call's inclusive cost and are skipped; fi=/fe= (code inlined
 # from another file) keep the function but change the file, which is how
 # the lease cache's inline hit path (mrl_cache.h) is told apart.
 self_cost() {
-	awk '
-	function nm(s, tbl,    id, rest) {
-		if (s ~ /^\(/) {
-			id = substr(s, 2, index(s, ")") - 2)
-			rest = substr(s, index(s, ")") + 1)
-			sub(/^ +/, "", rest)
-			if (rest != "")
-				tbl[id] = rest
-			return tbl[id]
-		}
-		return s
-	}
+	awk "$cg_names"'
 	/^ob=/ { ob = nm(substr($0, 4), obn); next }
 	/^fl=/ { fl = nm(substr($0, 4), fln); file = fl; next }
 	/^f[ie]=/ { file = nm(substr($0, 4), fln); next }
@@ -123,15 +138,20 @@ self_cost() {
 # run MODE N [REP]: callgrind output in $tmp/cg.MODE.N[.REP], child report
 # in .out
 run() {
-	local mode=$1 n=$2 rep=${3:+.$3} hook= extra=
+	local mode=$1 n=$2 rep=${3:+.$3} hook= extra= child=$1 threads=no
 	case $mode in
 	2) hook=mrlease extra=${XFER_IR_LEASE_ENV:-} ;;
 	4) hook=noop ;;
+	5)
+		hook=mrlease child=2 threads=yes
+		mkdir -p "$tmp/live"
+		extra="${XFER_IR_LEASE_ENV:-} FI_MRLEASE_STATS_LIVE=1 FI_MRLEASE_STATS_DIR=$tmp/live"
+		;;
 	esac
 	# $extra unquoted: one word per setting.
 	if ! env ${hook:+FI_HOOK=$hook} $extra \
-		valgrind --tool=callgrind --quiet \
-		--callgrind-out-file="$tmp/cg.$mode.$n$rep" "$bench" --child "$mode" \
+		valgrind --tool=callgrind --quiet --separate-threads=$threads \
+		--callgrind-out-file="$tmp/cg.$mode.$n$rep" "$bench" --child "$child" \
 		--sizes 16384 --iters "$n" --window 1 --op "$op" \
 		>"$tmp/out.$mode.$n$rep"; then
 		echo "# xfer_bench --child $mode under callgrind failed" >&2
@@ -143,7 +163,7 @@ ops() { awk '/^totals polls/ { print $5 }' "$tmp/out.$1.$2"; }
 polls() { awk '/^totals polls/ { print $3 }' "$tmp/out.$1.$2"; }
 total() { awk '/^(summary|totals):/ { t = $2 } END { print t }' "$tmp/cg.$1.$2"; }
 
-modes=${XFER_IR_MODES:-2 4 1}
+modes=${XFER_IR_MODES:-2 4 1 5}
 for mode in $modes; do
 	for n in "$n1" "$n2"; do
 		run "$mode" "$n" || { echo "RESULT skipped=1"; exit 1; }
@@ -205,6 +225,72 @@ per_op() {
 app=$(per_op 1)
 noop=$(per_op 4)
 lease=$(per_op 2)
+
+# Self cost in libmrlease-fi.so of callgrind outputs (a run's file, or its
+# per-thread files), leaving out the live statistics publisher's thread.
+hook_of() {
+	local f
+	for f in "$@"; do
+		[ -f "$f" ] || continue
+		grep -Eq '^fn=(\([0-9]+\) )?live_thread$' "$f" && continue
+		self_cost "$f"
+	done | awk -F'\t' '$3 ~ /libmrlease-fi/ { t += $1 } END { printf "%d\n", t }'
+}
+# Calls of function $1 in callgrind outputs $2...: the posts the hook gave
+# back on -FI_EAGAIN are the calls of mrl_op_release_leases.
+calls_of() {
+	local want=$1
+	shift
+	cat "$@" 2>/dev/null | awk -v want="$want" "$cg_names"'
+	/^fn=/ { nm(substr($0, 4), fnn); next }
+	/^cfn=/ { cur = nm(substr($0, 5), fnn); next }
+	/^calls=/ { if (cur == want) { split(substr($0, 7), a, " "); n += a[1] } next }
+	END { printf "%d\n", n }'
+}
+# "ops retries hook" of every run of a mode (both sizes, every repetition).
+mode_runs() {
+	local mode=$1 n r rep files
+	for r in $(seq 1 "$repeat"); do
+		rep=
+		[ "$r" -gt 1 ] && rep=.$r
+		for n in "$n1" "$n2"; do
+			files=("$tmp/cg.$mode.$n$rep" "$tmp/cg.$mode.$n$rep"-*)
+			echo "$(ops "$mode" "$n$rep") $(calls_of mrl_op_release_leases "${files[@]}") $(hook_of "${files[@]}")"
+		done
+	done
+}
+# A mode's hook cost per op with the retried posts taken out: the least
+# squares fit of hook = a * ops + b * retries + c over its runs; prints a
+# ("na" if the mode did not run or its runs cannot tell a from b).
+hook_fit() {
+	has "$1" || { echo na; return; }
+	mode_runs "$1" | awk '
+	function abs(v) { return v < 0 ? -v : v }
+	{ x[1] = $1; x[2] = $2; x[3] = 1
+	  for (i = 1; i <= 3; i++) { for (j = 1; j <= 3; j++) A[i, j] += x[i] * x[j]; B[i] += x[i] * $3 } }
+	END {
+		for (k = 1; k <= 3; k++) {
+			p = k
+			for (i = k + 1; i <= 3; i++) if (abs(A[i, k]) > abs(A[p, k])) p = i
+			for (j = 1; j <= 3; j++) { t = A[k, j]; A[k, j] = A[p, j]; A[p, j] = t }
+			t = B[k]; B[k] = B[p]; B[p] = t
+			if (abs(A[k, k]) < 1e-9) { print "na"; exit }
+			for (i = k + 1; i <= 3; i++) {
+				f = A[i, k] / A[k, k]
+				for (j = k; j <= 3; j++) A[i, j] -= f * A[k, j]
+				B[i] -= f * B[k]
+			}
+		}
+		for (i = 3; i >= 1; i--) { v = B[i]; for (j = i + 1; j <= 3; j++) v -= A[i, j] * X[j]; X[i] = v / A[i, i] }
+		printf "%.1f\n", X[1]
+	}'
+}
+lease_hook_fit=$(hook_fit 2)
+live_hook=$(hook_fit 5)
+echo "# hook cost per write, retried posts fitted out over $repeat pairs: live statistics off $lease_hook_fit, on $live_hook (Ir)"
+for m in 2 5; do
+	has "$m" && mode_runs "$m" | sed "s/^/# mode $m runs (ops retries hook_ir): /"
+done
 ppo=$(awk -v p="$(polls 2 "$n2")" -v o="$(ops 2 "$n2")" 'BEGIN { printf "%.2f", p / o }')
 load1=$(cut -d' ' -f1 /proc/loadavg)
 all_per_op() {
@@ -215,8 +301,10 @@ echo "# whole program per fi_write + completion (median of $repeat pairs): no ho
 echo "# each pair: no hook $(all_per_op 1); noop $(all_per_op 4); mrlease $(all_per_op 2)"
 echo "# ops per run: $(ops 2 "$n1") / $(ops 2 "$n2"); load average $load1"
 awk -v op="$op" -v h="$hook" -v c="$cache" -v a="$app" -v n="$noop" -v l="$lease" -v p="$ppo" \
-	-v load="$load1" 'function diff(x, y) { return x == "na" || y == "na" ? "na" : sprintf("%.1f", x - y) }
+	-v load="$load1" -v lh="$live_hook" -v lm="$lease_hook_fit" \
+	'function diff(x, y) { return x == "na" || y == "na" ? "na" : sprintf("%.1f", x - y) }
 	BEGIN {
 	printf "RESULT op=%s hook_ir_per_op=%.1f cache_ir_per_op=%.1f datapath_ir_per_op=%.1f " \
-	       "noop_added_ir=%s lease_added_ir=%s app_ir_per_op=%s polls_per_op=%s load1=%s\n",
-	       op, h, c, h - c, diff(n, a), diff(l, a), a, p, load }'
+	       "noop_added_ir=%s lease_added_ir=%s app_ir_per_op=%s polls_per_op=%s " \
+	       "live_hook_ir_per_op=%s live_added_ir=%s load1=%s\n",
+	       op, h, c, h - c, diff(n, a), diff(l, a), a, p, lh, diff(lh, lm), load }'

@@ -2,7 +2,8 @@
 /*
  * The quick-start demo: two RDM endpoints in one process over loopback
  * tcp;ofi_rxm exchange messages and RMA writes with desc NULL, then print
- * what the mrlease hook reports about its cache. Run with FI_HOOK=mrlease.
+ * what the mrlease hook reports about its cache. Run with FI_HOOK=mrlease;
+ * an argument sets the rounds (default 16).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,8 +137,10 @@ print_stats(struct fid_domain *domain)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	/* More rounds keep it running, e.g. to watch it with mrlease-stat. */
+	long rounds = argc > 1 ? strtol(argv[1], NULL, 10) : ROUNDS;
 	struct fi_info *hints, *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
@@ -145,7 +148,7 @@ main(void)
 	struct peer a = {0}, b = {0};
 	char *src, *dst, *target;
 	uint64_t key, remote;
-	int i;
+	long i;
 
 	hints = fi_allocinfo();
 	hints->ep_attr->type = FI_EP_RDM;
@@ -182,14 +185,15 @@ main(void)
 			 (uint64_t) (uintptr_t) target :
 			 0;
 
-	for (i = 0; i < ROUNDS; i++) {
+	for (i = 0; i < rounds; i++) {
 		memset(src, 'a' + i, MSG_SIZE);
 		POST(fi_recv(b.ep, dst, MSG_SIZE, NULL, b.other, NULL), &a, &b);
 		POST(fi_send(a.ep, src, MSG_SIZE, NULL, a.other, NULL), &a, &b);
 		wait_completion(&a, &b);
 		wait_completion(&b, &a);
 		if (memcmp(src, dst, MSG_SIZE)) {
-			fprintf(stderr, "round %d: received data differs\n", i);
+			fprintf(stderr, "round %ld: received data differs\n",
+				i);
 			return EXIT_FAILURE;
 		}
 		/* The remote CQ data tells b that the write has landed. */
@@ -199,13 +203,14 @@ main(void)
 		wait_completion(&a, &b);
 		wait_completion(&b, &a);
 		if (memcmp(src, target, MSG_SIZE)) {
-			fprintf(stderr, "round %d: written data differs\n", i);
+			fprintf(stderr, "round %ld: written data differs\n", i);
 			return EXIT_FAILURE;
 		}
 	}
-	printf("moved %d x %d KiB by fi_send and %d x %d KiB by fi_writedata, "
+	printf("moved %ld x %d KiB by fi_send and %ld x %d KiB by "
+	       "fi_writedata, "
 	       "data verified\n",
-	       ROUNDS, MSG_SIZE / 1024, ROUNDS, MSG_SIZE / 1024);
+	       rounds, MSG_SIZE / 1024, rounds, MSG_SIZE / 1024);
 	print_stats(domain);
 
 	TRY(fi_close(&target_mr->fid));

@@ -4,12 +4,12 @@
 # The Debian packages end to end, as a user meets them: the release tree
 # (make distdir: what make dist packs) in a temporary directory is built with
 # `dpkg-buildpackage -us -uc -b`; lintian finds no error or warning that
-# debian/*.lintian-overrides does not justify; `dpkg -i` installs both
-# packages (mrcheck's plugin beside mrlease's, both man pages), and then,
-# with no FI_PROVIDER_PATH, FI_HOOK=mrlease puts the installed plugin in
-# examples/mrl_demo's path, FI_HOOK='mrcheck;mrlease' the checker below it
-# with no violation, and a client compiled against the installed header
-# alone opens the extension; `dpkg -r` removes them and
+# debian/*.lintian-overrides does not justify; `dpkg -i` installs the
+# packages (mrcheck's plugin beside mrlease's, both man pages, mrlease-stat),
+# and then, with no FI_PROVIDER_PATH, FI_HOOK=mrlease puts the installed
+# plugin in examples/mrl_demo's path, FI_HOOK='mrcheck;mrlease' the checker
+# below it with no violation, and a client compiled against the installed
+# header alone opens the extension; `dpkg -r` removes them and
 # leaves the machine as it was (no package, no file, the hook gone). apt-get
 # runs dpkg -i and dpkg -r, because it waits for dpkg's lock when another
 # apt or dpkg on the machine holds it.
@@ -22,11 +22,11 @@
 set -u
 # shellcheck source=test/ext_tap.sh
 . "$(dirname "$0")/ext_tap.sh"
-packages="libfabric-mrlease libfabric-mrlease-dev"
+packages="libfabric-mrlease libfabric-mrlease-dev mrlease-tools"
 lock=/run/lock/mrlease-debian-package.lock
 [ -d /run/lock ] || lock=/tmp/mrlease-debian-package.lock
 
-tests="dpkg_buildpackage_builds_both_packages_from_the_release_tree
+tests="dpkg_buildpackage_builds_every_package_from_the_release_tree
 lintian_reports_nothing_unjustified
 dpkg_i_installs_the_plugin_into_libfabrics_provider_directory
 installed_plugin_serves_FI_HOOK_without_FI_PROVIDER_PATH
@@ -80,7 +80,7 @@ version=$(sed -n 's/^PACKAGE_VERSION = //p' "$builddir/Makefile")
 tree="$tmp/mrlease-$version"
 # make distdir: the tree make dist packs, here outside the build directory.
 if ! make -s -C "$builddir" distdir distdir="$tree" >"$tmp/dist.log" 2>&1; then
-	not_ok dpkg_buildpackage_builds_both_packages_from_the_release_tree \
+	not_ok dpkg_buildpackage_builds_every_package_from_the_release_tree \
 		"make distdir failed:" "$(tail -n 20 "$tmp/dist.log")"
 	skip_from lintian_reports_nothing_unjustified "no packages"
 fi
@@ -89,7 +89,7 @@ if ! deps=$(cd "$tree" && dpkg-checkbuilddeps 2>&1); then
 	*"Unmet build dependencies: "*)
 		skip_from "$first" "build dependencies missing: ${deps##*: }" ;;
 	*)
-		not_ok dpkg_buildpackage_builds_both_packages_from_the_release_tree \
+		not_ok dpkg_buildpackage_builds_every_package_from_the_release_tree \
 			"dpkg-checkbuilddeps failed in the release tree:" "$deps"
 		skip_from lintian_reports_nothing_unjustified "no packages" ;;
 	esac
@@ -103,11 +103,11 @@ for p in $packages; do
 	[ -n "$deb" ] && debs+=("$deb")
 done
 changes=$(find "$tmp" -maxdepth 1 -name "mrlease_${version}-*.changes" | head -n 1)
-if [ "$status" -eq 0 ] && [ "${#debs[@]}" -eq 2 ] && [ -n "$changes" ]; then
-	ok dpkg_buildpackage_builds_both_packages_from_the_release_tree
+if [ "$status" -eq 0 ] && [ "${#debs[@]}" -eq "$(wc -w <<<"$packages")" ] && [ -n "$changes" ]; then
+	ok dpkg_buildpackage_builds_every_package_from_the_release_tree
 	echo "# built $(basename -a "${debs[@]}" | tr '\n' ' ')in $(($(now) - t0)) s"
 else
-	not_ok dpkg_buildpackage_builds_both_packages_from_the_release_tree \
+	not_ok dpkg_buildpackage_builds_every_package_from_the_release_tree \
 		"dpkg-buildpackage exited with status $status; packages: ${debs[*]}" \
 		"$(tail -n 30 "$tmp/build.log")"
 	skip_from lintian_reports_nothing_unjustified "no packages"
@@ -158,14 +158,18 @@ pkg install "${debs[@]}" >"$tmp/dpkg-i.log" 2>&1
 status=$?
 manpage=$(dpkg -L libfabric-mrlease 2>/dev/null | grep '/man7/fi_mrlease\.7')
 checker_man=$(dpkg -L libfabric-mrlease 2>/dev/null | grep '/man7/fi_mrcheck\.7')
+statpage=$(dpkg -L mrlease-tools 2>/dev/null | grep '/man1/mrlease-stat\.1')
 [ "$status" -eq 0 ] && [ -f "$provdir/libmrlease-fi.so" ] &&
 	[ -f "$provdir/libmrcheck-fi.so" ] &&
 	[ -f /usr/include/rdma/fi_ext_mrlease.h ] && [ -n "$manpage" ] &&
-	[ -f "$manpage" ] && [ -n "$checker_man" ] && [ -f "$checker_man" ]
+	[ -f "$manpage" ] && [ -n "$checker_man" ] && [ -f "$checker_man" ] &&
+	[ -n "$statpage" ] && [ -f "$statpage" ] &&
+	/usr/bin/mrlease-stat --help >/dev/null
 check dpkg_i_installs_the_plugin_into_libfabrics_provider_directory $? \
 	"apt-get install (dpkg -i) exited with status $status; want $provdir/libmrlease-fi.so," \
 	"$provdir/libmrcheck-fi.so, /usr/include/rdma/fi_ext_mrlease.h," \
-	"fi_mrlease.7 (got '$manpage') and fi_mrcheck.7 (got '$checker_man')" \
+	"fi_mrlease.7 (got '$manpage'), fi_mrcheck.7 (got '$checker_man')," \
+	"/usr/bin/mrlease-stat and mrlease-stat.1 (got '$statpage')" \
 	"$(cat "$tmp/dpkg-i.log")"
 
 # The demo moves data with NULL descriptors and prints the hook's counters:

@@ -26,6 +26,13 @@ extern "C" {
 
 #define FI_MRLEASE_OPS_1 "mrlease_ops_v1"
 
+/* The power-of-two histograms of struct fi_mrlease_stats: bucket i holds
+ * values in [2^(i + SHIFT), 2^(i + 1 + SHIFT)); bucket 0 also smaller ones,
+ * the last bucket also larger ones. Sizes from 4 KiB, times from 128 ns. */
+#define FI_MRLEASE_HIST_BUCKETS	   32
+#define FI_MRLEASE_SIZE_HIST_SHIFT 12
+#define FI_MRLEASE_NS_HIST_SHIFT   7
+
 /* Counters of the lease cache, per domain or process-wide. */
 struct fi_mrlease_stats {
 	uint64_t lookups, hits, misses;
@@ -47,6 +54,26 @@ struct fi_mrlease_stats {
 				* their range was not watched */
 	uint64_t deferred_closes; /* registrations a monitor invalidation
 				   * left to another thread to close */
+	/* Misses by why their range had no entry (appended; they add up to
+	 * misses). A miss is put down to the last entry retired, or
+	 * registration made, from the same first page. */
+	uint64_t miss_cold; /* no such entry (first use, domain reopened,
+			     * or the record of it was overwritten) */
+	uint64_t miss_evicted; /* evicted by the caps (FI_MRLEASE_MAX_*) */
+	uint64_t miss_invalidated; /* retired by the application's
+				    * invalidate */
+	uint64_t miss_monitor; /* retired by the memory monitor */
+	uint64_t miss_churn; /* registered for its transfer only: unmapped
+			      * recently (FI_MRLEASE_MONITOR_CHURN) */
+	uint64_t miss_not_retained; /* registered for its transfer only:
+				     * no monitor watched the range */
+	/* Registrations by size: reg_size_hist[i] counts those of
+	 * [2^(i + FI_MRLEASE_SIZE_HIST_SHIFT), 2^(i + 1 + SHIFT)) bytes, the
+	 * first bucket everything smaller, the last everything larger. */
+	uint64_t reg_size_hist[FI_MRLEASE_HIST_BUCKETS];
+	/* The provider's fi_mr_reg of the registrations the cache made, by
+	 * duration in ns, likewise from 2^FI_MRLEASE_NS_HIST_SHIFT ns. */
+	uint64_t reg_ns_hist[FI_MRLEASE_HIST_BUCKETS];
 };
 
 /*

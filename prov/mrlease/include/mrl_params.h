@@ -53,6 +53,12 @@
 /* Misses passed per range the monitor saw unmapped (mrl_churn.h). */
 #define MRL_PARAMS_DEFAULT_MONITOR_CHURN ((size_t) 8)
 
+/* Live statistics (mrl_live.h): off; files in /dev/shm, rewritten once a
+ * second (what a person watching mrlease-stat -w reads). */
+#define MRL_PARAMS_DEFAULT_STATS_LIVE	  false
+#define MRL_PARAMS_DEFAULT_STATS_DIR	  "/dev/shm"
+#define MRL_PARAMS_DEFAULT_STATS_INTERVAL ((size_t) 1000)
+
 /* FI_MRLEASE_MONITOR: when the memory monitor (mrl_monitor.h) runs. */
 enum mrl_monitor_mode {
 	MRL_MONITOR_AUTO, /* for domains whose provider pins pages */
@@ -84,6 +90,11 @@ struct mrl_params {
 	int pinning; /* FI_MRLEASE_PINNING: enum mrl_pinning_mode */
 	size_t monitor_churn; /* FI_MRLEASE_MONITOR_CHURN: misses registered per
 			       * operation in a range just unmapped, 0 = none */
+	bool stats_live; /* FI_MRLEASE_STATS_LIVE: publish a live statistics
+			  * file (mrl_live.h) */
+	const char *stats_dir; /* FI_MRLEASE_STATS_DIR: where it goes */
+	size_t stats_interval; /* FI_MRLEASE_STATS_INTERVAL: ms between
+				* publishes */
 };
 
 /* The values in force; the defaults until mrl_params_load() runs. */

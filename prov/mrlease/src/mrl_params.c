@@ -19,17 +19,19 @@
 
 /* The defaults, written once: mrl_params starts as them and a reset
  * returns to them. */
-#define MRL_PARAMS_DEFAULTS                                         \
-	{                                                           \
-		.max_count = MRL_PARAMS_DEFAULT_MAX_COUNT,          \
-		.max_size = MRL_PARAMS_DEFAULT_MAX_SIZE,            \
-		.min_size = MRL_PARAMS_DEFAULT_MIN_SIZE,            \
-		.stats = MRL_PARAMS_DEFAULT_STATS,                  \
-		.hugepage_after = MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER, \
-		.hook_inner = MRL_PARAMS_DEFAULT_HOOK_INNER,        \
-		.monitor = MRL_MONITOR_AUTO,                        \
-		.pinning = MRL_PINNING_AUTO,                        \
-		.monitor_churn = MRL_PARAMS_DEFAULT_MONITOR_CHURN,  \
+#define MRL_PARAMS_DEFAULTS                                               \
+	{                                                                 \
+		.max_count = MRL_PARAMS_DEFAULT_MAX_COUNT,                \
+		.max_size = MRL_PARAMS_DEFAULT_MAX_SIZE,                  \
+		.min_size = MRL_PARAMS_DEFAULT_MIN_SIZE,                  \
+		.stats = MRL_PARAMS_DEFAULT_STATS,                        \
+		.hugepage_after = MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER,      \
+		.hook_inner = MRL_PARAMS_DEFAULT_HOOK_INNER,              \
+		.monitor = MRL_MONITOR_AUTO, .pinning = MRL_PINNING_AUTO, \
+		.monitor_churn = MRL_PARAMS_DEFAULT_MONITOR_CHURN,        \
+		.stats_live = MRL_PARAMS_DEFAULT_STATS_LIVE,              \
+		.stats_dir = MRL_PARAMS_DEFAULT_STATS_DIR,                \
+		.stats_interval = MRL_PARAMS_DEFAULT_STATS_INTERVAL,      \
 	}
 
 struct mrl_params mrl_params = MRL_PARAMS_DEFAULTS;
@@ -45,10 +47,12 @@ static const char *const mrl_pinning_names[] = {"auto", "yes", "no", NULL};
 struct mrl_param_desc {
 	const char *name;
 	enum fi_param_type type; /* FI_PARAM_SIZE_T, FI_PARAM_BOOL, or
-				  * FI_PARAM_STRING for a choice */
+				  * FI_PARAM_STRING for a choice (or, with
+				  * no choices, any text) */
 	size_t offset;
 	const char *help;
-	const char *const *choices; /* FI_PARAM_STRING: an int, their index */
+	const char *const *choices; /* FI_PARAM_STRING: an int, their index;
+				     * NULL: a const char * */
 };
 
 static const struct mrl_param_desc mrl_param_descs[] = {
@@ -109,6 +113,19 @@ static const struct mrl_param_desc mrl_param_descs[] = {
 	 "once per this many plus one rounds at first, 16 times fewer once it "
 	 "kept churning. 0 caches and watches every miss",
 	 NULL},
+	{"STATS_LIVE", FI_PARAM_BOOL, offsetof(struct mrl_params, stats_live),
+	 "Publish each domain's lease cache statistics while the process "
+	 "runs, in a file of its own in FI_MRLEASE_STATS_DIR "
+	 "(mrlease-<pid>.stats), for mrlease-stat(1); removed at exit",
+	 NULL},
+	{"STATS_DIR", FI_PARAM_STRING, offsetof(struct mrl_params, stats_dir),
+	 "Directory of the live statistics files (FI_MRLEASE_STATS_LIVE)",
+	 NULL},
+	{"STATS_INTERVAL", FI_PARAM_SIZE_T,
+	 offsetof(struct mrl_params, stats_interval),
+	 "Milliseconds between two publishes of the live statistics "
+	 "(FI_MRLEASE_STATS_LIVE); 0 is taken as 1",
+	 NULL},
 };
 
 #define MRL_PARAM_COUNT (sizeof(mrl_param_descs) / sizeof(mrl_param_descs[0]))
@@ -129,6 +146,22 @@ static int *
 mrl_param_choice(struct mrl_params *params, const struct mrl_param_desc *desc)
 {
 	return (int *) ((char *) params + desc->offset);
+}
+
+static const char **
+mrl_param_text(struct mrl_params *params, const struct mrl_param_desc *desc)
+{
+	return (const char **) (void *) ((char *) params + desc->offset);
+}
+
+/* Any non-empty text (the environment's string, which outlives us). */
+static int
+mrl_parse_text(const char *str, const char **value)
+{
+	if (!*str)
+		return -FI_EINVAL;
+	*value = str;
+	return 0;
 }
 
 static int
@@ -237,6 +270,9 @@ mrl_params_define(const struct fi_provider *prov)
 		if (desc->type == FI_PARAM_BOOL)
 			snprintf(def, sizeof(def), "%d",
 				 *mrl_param_bool(&defaults, desc));
+		else if (desc->type == FI_PARAM_STRING && !desc->choices)
+			snprintf(def, sizeof(def), "%s",
+				 *mrl_param_text(&defaults, desc));
 		else if (desc->type == FI_PARAM_STRING)
 			snprintf(def, sizeof(def), "%s",
 				 desc->choices[*mrl_param_choice(&defaults,
@@ -282,6 +318,9 @@ mrl_params_load(const struct fi_provider *prov)
 		if (desc->type == FI_PARAM_BOOL)
 			ret = mrl_parse_bool(str,
 					     mrl_param_bool(&mrl_params, desc));
+		else if (desc->type == FI_PARAM_STRING && !desc->choices)
+			ret = mrl_parse_text(str,
+					     mrl_param_text(&mrl_params, desc));
 		else if (desc->type == FI_PARAM_STRING)
 			ret = mrl_parse_choice(
 				str, desc->choices,
@@ -296,8 +335,9 @@ mrl_params_load(const struct fi_provider *prov)
 				"default\n",
 				env_name, str,
 				desc->type == FI_PARAM_BOOL   ? "boolean" :
-				desc->type == FI_PARAM_STRING ? "choice" :
-								"size");
+				desc->type != FI_PARAM_STRING ? "size" :
+				desc->choices		      ? "choice" :
+								"path");
 		else
 			FI_INFO(prov, FI_LOG_CORE, "%s=%s\n", env_name, str);
 	}

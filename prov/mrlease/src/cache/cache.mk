@@ -12,6 +12,8 @@ prov_mrlease_libmrlease_core_la_SOURCES += \
 	prov/mrlease/src/cache/mrl_cache_fork.c \
 	prov/mrlease/src/cache/mrl_cache_int.h \
 	prov/mrlease/src/cache/mrl_cache_lease.c \
+	prov/mrlease/src/cache/mrl_cache_miss.c \
+	prov/mrlease/src/cache/mrl_cache_miss.h \
 	prov/mrlease/src/cache/mrl_cache_stats.c \
 	prov/mrlease/src/cache/mrl_filter.c \
 	prov/mrlease/src/cache/mrl_filter.h \

@@ -448,6 +448,7 @@ mrl_cache_evict_locked(struct mrl_cache_domain *dom, size_t bytes, size_t count,
 		freed++;
 		retire_locked(dom, e, chain);
 		MRL_STAT_ADD(dom, evictions, 1);
+		mrl_ghost_note(dom, e->base, MRL_MISS_EVICTED);
 	}
 }
 
@@ -495,6 +496,7 @@ lend_locked(struct mrl_cache_domain *dom, struct mrl_registration **chain)
 		atomic_fetch_sub_explicit(&dom->lent, 1, memory_order_relaxed);
 		retire_locked(dom, e, chain);
 		MRL_STAT_ADD(dom, evictions, 1);
+		mrl_ghost_note(dom, e->base, MRL_MISS_EVICTED);
 	}
 }
 
@@ -792,6 +794,9 @@ invalidate_range(struct mrl_cache *cache, uintptr_t start, uintptr_t end,
 		any = false;
 		while ((e = mrl_btree_find_overlap(&dom->index, start, end))) {
 			retire_locked(dom, e, &chain);
+			mrl_ghost_note(dom, e->base,
+				       defer ? MRL_MISS_MONITOR :
+					       MRL_MISS_INVALIDATED);
 			any = true;
 		}
 		if (any)

@@ -26,6 +26,7 @@
 #include "mrl_assert.h"
 #include "mrl_btree.h"
 #include "mrl_cache.h"
+#include "mrl_cache_miss.h"
 #include "mrl_filter.h"
 
 #define MRL_LIKELY(x)	__builtin_expect(!!(x), 1)
@@ -91,6 +92,9 @@ struct mrl_slow_stats {
 	atomic_uint_least64_t entries, registered_bytes;
 	atomic_uint_least64_t monitor_invalidations, not_retained,
 		deferred_closes;
+	atomic_uint_least64_t miss[MRL_MISS_REASONS]; /* mrl_cache_miss.h */
+	atomic_uint_least64_t size_hist[FI_MRLEASE_HIST_BUCKETS];
+	atomic_uint_least64_t ns_hist[FI_MRLEASE_HIST_BUCKETS];
 };
 
 /* A miss between its registration and its insertion: an invalidate
@@ -180,6 +184,7 @@ struct mrl_cache_domain {
 	struct mrl_slow_stats stats;
 	atomic_uint_least64_t hits_seen; /* most hits a query reported */
 	struct mrl_slab_pool pool;
+	struct mrl_ghosts ghosts; /* why recent entries left (miss reasons) */
 };
 
 /* ---- policy shared by leases (mrl_cache.c) ----------------------------- */

@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #include <rdma/fi_errno.h>
 
@@ -275,15 +276,18 @@ registration_open(struct mrl_cache_domain *dom, struct mrl_registration *reg)
 	struct mrl_cache *cache = dom->cache;
 	size_t len = reg->end - reg->base;
 	struct mrl_registration *chain;
+	struct timespec t0, t1;
 	bool evicted = false;
 	int ret, tries;
 
 	for (;;) {
 		for (tries = 0;; tries++) {
+			clock_gettime(CLOCK_MONOTONIC, &t0);
 			ret = dom->cfg.registrar->reg(
 				dom->cfg.ctx, (void *) reg->base, len,
 				MRL_CACHE_ACCESS, next_key(dom),
 				&mrl_reg_cold(reg)->mr, &reg->desc);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
 			if (ret != -FI_ENOKEY || dom->cfg.prov_key ||
 			    tries >= MRL_CACHE_KEY_RETRIES)
 				break;
@@ -306,6 +310,9 @@ registration_open(struct mrl_cache_domain *dom, struct mrl_registration *reg)
 	atomic_fetch_add_explicit(&dom->refs, 1, memory_order_relaxed);
 	MRL_STAT_ADD(dom, registrations, 1);
 	MRL_STAT_ADD(dom, registered_bytes, (int64_t) len);
+	mrl_reg_count(dom, len,
+		      (uint64_t) (t1.tv_sec - t0.tv_sec) * 1000000000u +
+			      (uint64_t) t1.tv_nsec - (uint64_t) t0.tv_nsec);
 	return 0;
 }
 
@@ -446,8 +453,14 @@ register_insert(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t hi,
 		/* A lease that never enters the index. */
 		mrl_reg_set_state(reg, MRL_REG_RETIRED);
 		atomic_store_explicit(&reg->refs, 1, memory_order_release);
-		if (transient)
+		if (transient) {
 			MRL_STAT_ADD(dom, not_retained, 1);
+			/* A watched domain declines only ranges that churn. */
+			mrl_ghost_note(dom, lo,
+				       dom->cfg.registrar->released ?
+					       MRL_MISS_CHURN :
+					       MRL_MISS_NOT_RETAINED);
+		}
 	} else if ((won = find_entry(dom, mode, start, end)) &&
 		   lease_take(won)) {
 		/* A concurrent miss won: ours closes below. */
@@ -497,6 +510,7 @@ mrl_cache_acquire_slow(struct mrl_cache_domain *dom, uintptr_t start,
 	}
 	MRL_STAT_ADD(dom, misses, 1);
 	ret = miss_extent(dom, start, end, &lo, &hi);
+	mrl_miss_count(dom, ret ? start : lo);
 	if (ret)
 		return ret;
 	ret = register_insert(dom, lo, hi, 0, MRL_FIND_COVER, start, end, &reg);
@@ -536,6 +550,7 @@ mrl_cache_acquire_based(struct mrl_cache_domain *dom, uintptr_t start,
 		return 0;
 	}
 	MRL_STAT_ADD(dom, misses, 1);
+	mrl_miss_count(dom, start);
 	/* Exactly [start, end): the peer addresses the MR from its base. */
 	ret = register_insert(dom, start, end, 0, MRL_FIND_BASED, start, end,
 			      &reg);
@@ -580,6 +595,7 @@ mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
 	atomic_fetch_add_explicit(&dom->refs, 1, memory_order_relaxed);
 	MRL_STAT_ADD(dom, registrations, 1);
 	MRL_STAT_ADD(dom, registered_bytes, (int64_t) (end - start));
+	mrl_reg_count(dom, end - start, UINT64_MAX);
 	mrl_cache_insert_locked(dom, reg, &chain);
 	mrl_cache_capacity_locked(dom, &chain);
 	mrl_readers_write_exit(cache);

@@ -70,7 +70,21 @@ stats_copy_slow(const struct mrl_slow_stats *s, struct fi_mrlease_stats *out)
 		atomic_load_explicit(&s->not_retained, memory_order_relaxed);
 	out->deferred_closes =
 		atomic_load_explicit(&s->deferred_closes, memory_order_relaxed);
+	for (size_t i = 0; i < MRL_MISS_REASONS; i++)
+		(&out->miss_cold)[i] =
+			atomic_load_explicit(&s->miss[i], memory_order_relaxed);
+	for (size_t i = 0; i < FI_MRLEASE_HIST_BUCKETS; i++) {
+		out->reg_size_hist[i] = atomic_load_explicit(
+			&s->size_hist[i], memory_order_relaxed);
+		out->reg_ns_hist[i] = atomic_load_explicit(
+			&s->ns_hist[i], memory_order_relaxed);
+	}
 }
+
+_Static_assert(offsetof(struct fi_mrlease_stats, miss_not_retained) ==
+		       offsetof(struct fi_mrlease_stats, miss_cold) +
+			       (MRL_MISS_NOT_RETAINED * sizeof(uint64_t)),
+	       "miss_* fields in enum mrl_miss_reason order");
 
 /* The order the per-thread counts are read in (see above). */
 static const enum mrl_tcnt tcnt_read_order[] = {

@@ -20,6 +20,7 @@
 
 #include "mrl_churn.h"
 #include "mrl_lease.h"
+#include "mrl_live.h"
 #include "mrl_monitor.h"
 
 /*
@@ -172,6 +173,7 @@ mrl_lease_cache_get(struct mrl_cache **cache)
 void
 mrl_lease_fini(void)
 {
+	mrl_live_fini();
 	mrl_monitor_stop();
 	pthread_mutex_lock(&lease_cache_lock);
 	mrl_lease_cache_give_up();
@@ -437,14 +439,66 @@ static const struct {
 	MRL_STATS_ROW("monitor invalidations", monitor_invalidations),
 	MRL_STATS_ROW("not retained", not_retained),
 	MRL_STATS_ROW("deferred closes", deferred_closes),
+	MRL_STATS_ROW("misses: cold", miss_cold),
+	MRL_STATS_ROW("misses: evicted", miss_evicted),
+	MRL_STATS_ROW("misses: invalidated", miss_invalidated),
+	MRL_STATS_ROW("misses: monitor", miss_monitor),
+	MRL_STATS_ROW("misses: churn", miss_churn),
+	MRL_STATS_ROW("misses: not retained", miss_not_retained),
 #undef MRL_STATS_ROW
 };
+
+/* A power of two as "4K", "2M", "1G" (with unit "B": bytes) or "128ns",
+ * "16us". */
+static void
+mrl_lease_pow2(char *buf, size_t len, unsigned log2, const char *unit)
+{
+	static const char kilo[] = " KMGTPE";
+	unsigned step = 0;
+
+	if (!strcmp(unit, "ns")) {
+		static const char *const tunits[] = {"ns", "us", "ms", "s"};
+		uint64_t v = (uint64_t) 1 << log2;
+
+		while (v >= 1000 && step < 3) {
+			v /= 1000;
+			step++;
+		}
+		snprintf(buf, len, "%" PRIu64 "%s", v, tunits[step]);
+		return;
+	}
+	step = log2 / 10;
+	snprintf(buf, len, "%llu%.1s", 1ull << (log2 % 10),
+		 step ? &kilo[step] : "");
+}
+
+/* The non-empty buckets of a histogram, one line each. */
+static size_t
+mrl_lease_print_hist(char *table, size_t size, size_t used, const char *title,
+		     const uint64_t *hist, unsigned shift, const char *unit)
+{
+	char lo[16];
+
+	if (used >= size)
+		return used;
+	used += (size_t) snprintf(table + used, size - used, "  %s\n", title);
+	for (unsigned i = 0; i < FI_MRLEASE_HIST_BUCKETS && used < size; i++) {
+		if (!hist[i])
+			continue;
+		/* Bucket 0 holds everything below bucket 1. */
+		mrl_lease_pow2(lo, sizeof(lo), i ? i + shift : shift + 1, unit);
+		used += (size_t) snprintf(table + used, size - used,
+					  "    %s %-8s %29" PRIu64 "\n",
+					  i ? ">=" : "< ", lo, hist[i]);
+	}
+	return used;
+}
 
 static void
 mrl_lease_print_stats(FILE *out, const char *title,
 		      const struct fi_mrlease_stats *stats)
 {
-	char table[2048];
+	char table[4096];
 	size_t used;
 
 	/* One write, so tables of domains closing on several threads do not
@@ -464,10 +518,16 @@ mrl_lease_print_stats(FILE *out, const char *title,
 					  mrl_stats_rows[i].label, value);
 	}
 	if (stats->lookups && used < sizeof(table))
-		snprintf(table + used, sizeof(table) - used,
-			 "  %-22s %19.1f%%\n", "hit rate",
-			 100.0 * (double) stats->hits /
-				 (double) stats->lookups);
+		used += (size_t) snprintf(table + used, sizeof(table) - used,
+					  "  %-22s %19.1f%%\n", "hit rate",
+					  100.0 * (double) stats->hits /
+						  (double) stats->lookups);
+	used = mrl_lease_print_hist(
+		table, sizeof(table), used, "registrations by size",
+		stats->reg_size_hist, FI_MRLEASE_SIZE_HIST_SHIFT, "B");
+	mrl_lease_print_hist(table, sizeof(table), used, "fi_mr_reg time",
+			     stats->reg_ns_hist, FI_MRLEASE_NS_HIST_SHIFT,
+			     "ns");
 	fputs(table, out);
 	fflush(out);
 }
@@ -512,6 +572,8 @@ mrl_lease_domain_open(struct mrl_domain *domain)
 	}
 	lease_domain->domain = domain;
 	domain->ext = lease_domain;
+	mrl_live_domain_add(lease_domain->cache_domain, domain->prov_name,
+			    domain->outermost);
 	return 0;
 
 err_free:
@@ -545,6 +607,7 @@ mrl_lease_domain_closed(struct mrl_domain *domain)
 	if (!lease_domain)
 		return;
 
+	mrl_live_domain_remove(lease_domain->cache_domain);
 	if (mrl_params.stats) {
 		mrl_cache_domain_stats(lease_domain->cache_domain, &stats);
 		stats.monitor_events = mrl_monitor_events();

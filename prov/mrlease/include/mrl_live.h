@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Live statistics (FI_MRLEASE_STATS_LIVE=1): each process publishes the
+ * statistics of its open lease-cache domains in a file of its own
+ * (mrl_live_file.h has the layout and who may write what), which
+ * mrlease-stat(1) reads while the process runs.
+ *
+ * How. A publisher thread, "mrl-stats", wakes every
+ * FI_MRLEASE_STATS_INTERVAL ms and copies each domain's statistics query
+ * (mrl_cache_domain_stats, the same as the extension's query_stats) into
+ * the domain's slot. The hit path is not touched: the query reads the
+ * counters it already keeps. The file and the thread are made at the first
+ * domain open with the parameter set; a directory that cannot hold the file
+ * gets one FI_WARN naming it and leaves live statistics off for the
+ * process. The file goes at the provider's cleanup (fi_fini) or at exit,
+ * whichever runs first; a forked child publishes nothing (the file is its
+ * parent's).
+ *
+ * Locks. One mutex (live.lock in mrl_live.c) protects the slots, the domain
+ * table and the thread's life. Under it the publisher runs statistics
+ * queries, which may apply the memory monitor's events (the barrier's
+ * helper: cache locks, never a registrar call, never munmap of watched
+ * memory); so it must never be taken by a thread holding a cache lock or
+ * inside a read section, nor by the monitor's task. Domain open and close
+ * take it with nothing else held.
+ */
+#ifndef MRL_LIVE_H
+#define MRL_LIVE_H
+
+#include <stdbool.h>
+
+struct mrl_cache_domain;
+
+/* Publish the domain from now on (nothing when live statistics are off). */
+void mrl_live_domain_add(struct mrl_cache_domain *dom, const char *provider,
+			 bool outermost);
+
+/* Stop publishing it; call before the domain's statistics go. */
+void mrl_live_domain_remove(struct mrl_cache_domain *dom);
+
+/* Stop the publisher and remove the file (cleanup; idempotent). */
+void mrl_live_fini(void);
+
+#endif /* MRL_LIVE_H */

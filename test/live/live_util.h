@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What the live statistics tests share: a run with FI_MRLEASE_STATS_LIVE=1
+ * into a directory of its own, the built mrlease-stat run on it, waits for
+ * a publisher's next rounds, and reading numbers out of the tool's JSON.
+ */
+#ifndef LIVE_UTIL_H
+#define LIVE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "mrl_live_read.h"
+
+/*
+ * Make sure this process runs with FI_HOOK=mrlease and live statistics on
+ * (every interval_ms) into a fresh directory, re-executing itself when not
+ * (see xfer_reexec). Returns the directory.
+ */
+const char *live_setup(char **argv, const char *interval_ms);
+
+/* The directory live_setup chose. */
+const char *live_dir(void);
+
+/* Run the built mrlease-stat with args (shell words) on live_dir(); its
+ * stdout into out (NUL-terminated). Returns its exit status, or -1. */
+int live_tool(const char *args, char *out, size_t len);
+
+/* Wait (bounded, no sleeping) until pid's file completed `rounds` more
+ * publishes than when called; fills *proc with the last read. */
+bool live_wait_rounds(pid_t pid, unsigned rounds, struct mrl_live_proc *proc);
+
+/* The number after "key": at or after from; false if there is none. */
+bool live_json_u64(const char *from, const char *key, uint64_t *value);
+
+/* The JSON object of process pid in the tool's output, or NULL. */
+const char *live_json_proc(const char *json, pid_t pid);
+
+/* A child running this program with --client: it opens a pair, moves data,
+ * says "ready" on its stdout and exits when its stdin closes. */
+struct live_child {
+	pid_t pid;
+	int to, from; /* its stdin (write end), its stdout (read end) */
+};
+/* Start one (extra: "NAME=value" settings or NULL); false on failure. */
+bool live_child_start(struct live_child *c, const char *const *extra);
+/* Wait for its "ready"; false if it ended first. */
+bool live_child_ready(struct live_child *c);
+/* Close its stdin and reap it; its exit status (or -1). */
+int live_child_end(struct live_child *c);
+
+#endif /* LIVE_UTIL_H */
