@@ -58,7 +58,7 @@
 #include <rdma/fi_errno.h>
 
 #include "cache_registrar.h"
-#include "mrl_arena.h"
+#include "1-cache/mrl_arena.h"
 #include "mrl_cache.h"
 
 #ifdef HAVE_UCS

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mrl_arena.h"
+#include "1-cache/mrl_arena.h"
 #include "mrlt.h"
 
 #if defined(__SANITIZE_ADDRESS__)

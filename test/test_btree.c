@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mrl_btree.h"
+#include "1-cache/mrl_btree.h"
 #include "mrlt.h"
 
 #define PAGE ((uintptr_t) 4096)

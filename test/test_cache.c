@@ -13,7 +13,7 @@
 #include <rdma/fi_domain.h>
 
 #include "cache_registrar.h"
-#include "mrl_arena.h"
+#include "1-cache/mrl_arena.h"
 #include "mrl_cache.h"
 #include "mrlt.h"
 

@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "mrl_churn.h"
+#include "5-bind/mrl_bind_churn.h"
 #include "mrlt.h"
 
 #define PAGE ((uintptr_t) 4096)

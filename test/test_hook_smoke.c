@@ -2,7 +2,7 @@
 /*
  * Smoke test of the passthrough layer under FI_HOOK=mrlease: real traffic
  * over the utility providers that install the hook twice, checked against
- * the layer's own counters (mrl_debug.h, test-only), so the test fails when
+ * the layer's own counters (mrl_hook_debug.h, test-only), so the test fails when
  * the hook is not in the call path.
  */
 #include <stdio.h>
@@ -16,7 +16,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "fixture_rdm.h"
-#include "mrl_debug.h"
+#include "3-hook/mrl_hook_debug.h"
 
 #define SMALL 64
 #define LARGE (256 * 1024) /* above rxm's 128 KiB rendezvous threshold */

@@ -33,7 +33,7 @@
 #include "cache_registrar.h"
 #include "fixture_rdm.h"
 #include "mrl_cache.h"
-#include "mrl_lease.h"
+#include "mrl_bind.h"
 #include "mrl_monitor.h"
 
 #ifndef MAP_FIXED_NOREPLACE

@@ -27,7 +27,7 @@
 
 #include <rdma/fi_rma.h>
 
-#include "mrl_xfer_ctl.h"
+#include "6-xfer/mrl_xfer_ctl.h"
 #include "xfer_util.h"
 
 #define LEN 4096

@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "fixture_rdm.h"
-#include "mrl_xfer_ctl.h"
+#include "6-xfer/mrl_xfer_ctl.h"
 #include "mrlt.h"
 #include "xfer_util.h"
 

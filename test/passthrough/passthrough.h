@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "fixture_rdm.h"
-#include "mrl_debug.h" /* test-only counters of the passthrough layer */
+#include "3-hook/mrl_hook_debug.h" /* test-only counters of the passthrough layer */
 
 #define SMALL 64
 #define LARGE (256 * 1024) /* above rxm's rendezvous threshold */

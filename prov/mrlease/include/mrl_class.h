@@ -5,7 +5,7 @@
  * fid close and control dispatch on it without a field of their own. The
  * endpoint family is split (endpoint, scalable endpoint, tx/rx/shared
  * contexts, passive endpoint) because each closes differently. The
- * test-only counters of mrl_debug.h are indexed by it.
+ * test-only counters of mrl_hook_debug.h are indexed by it.
  */
 #ifndef MRL_CLASS_H
 #define MRL_CLASS_H

@@ -63,7 +63,6 @@
 
 #include "mrl_class.h"
 #include "mrl_compat.h"
-#include "mrl_debug.h"
 
 /* ------------------------------------------------------------------ */
 /* Wrappers                                                            */
@@ -555,11 +554,5 @@ int mrl_domain_ops_set(struct mrl_domain *domain, const char *name,
 
 /* Whether the calling thread is inside the outer instance's domain open. */
 extern _Thread_local int mrl_nesting;
-
-/* Counters (mrl_debug.h). */
-void mrl_count_open(enum mrl_class cls);
-void mrl_count_close(enum mrl_class cls);
-void mrl_count(enum mrl_debug_counter which);
-void mrl_debug_snapshot(struct mrl_debug_counts *counts);
 
 #endif /* MRL_HOOK_H */
