@@ -22,6 +22,7 @@
 
 #include "../test/xfer_util.h"
 #include "monitor_bench.h"
+#include "1-cache/mrl_cache.inl"
 #include "mrl_cache.h"
 #include "mrl_monitor.h"
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cache_registrar.h"
+#include "1-cache/mrl_cache.inl"
 #include "mrl_cache.h"
 #include "mrlt.h"
 

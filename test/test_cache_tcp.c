@@ -14,6 +14,7 @@
 #include <rdma/fi_domain.h>
 
 #include "cache_registrar.h"
+#include "1-cache/mrl_cache.inl"
 #include "mrl_cache.h"
 #include "mrlt.h"
 

@@ -32,6 +32,7 @@
 
 #include "cache_registrar.h"
 #include "fixture_rdm.h"
+#include "1-cache/mrl_cache.inl"
 #include "mrl_cache.h"
 #include "mrl_bind.h"
 #include "mrl_monitor.h"

@@ -76,14 +76,7 @@ mrl_lease_domain_of(struct mrl_domain *domain)
 /* A call into the hook domain's objects (an MR call, an MR's close): the
  * monitor's events are applied and what they dropped there closes
  * (mrl_cache_domain_settle), if the domain has a cache domain. */
-static inline void
-mrl_lease_domain_settle(struct mrl_domain *domain)
-{
-	struct mrl_lease_domain *lease_domain = mrl_lease_domain_of(domain);
-
-	if (lease_domain && lease_domain->cache_domain)
-		mrl_cache_domain_settle(lease_domain->cache_domain);
-}
+void mrl_lease_domain_settle(struct mrl_domain *domain);
 
 /*
  * The lease domain behind an application's domain fid, or NULL when the fid

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mrl_cache.h"
+#include "mrl_cache.inl"
 
 #define MRL_BT_FAN	 16
 #define MRL_BT_MAX_DEPTH 12 /* 16^12 entries: unreachable */

@@ -26,6 +26,7 @@
 #include "mrl_assert.h"
 #include "mrl_btree.h"
 #include "mrl_cache.h"
+#include "mrl_cache.inl"
 #include "mrl_filter.h"
 
 #define MRL_LIKELY(x)	__builtin_expect(!!(x), 1)

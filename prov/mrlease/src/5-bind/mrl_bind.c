@@ -18,6 +18,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
+#include "1-cache/mrl_cache.inl"
 #include "mrl_bind_churn.h"
 #include "mrl_bind.h"
 #include "mrl_monitor.h"
@@ -556,6 +557,15 @@ mrl_lease_domain_closed(struct mrl_domain *domain)
 	mrl_cache_domain_close(lease_domain->cache_domain);
 	domain->ext = NULL;
 	free(lease_domain);
+}
+
+void
+mrl_lease_domain_settle(struct mrl_domain *domain)
+{
+	struct mrl_lease_domain *lease_domain = mrl_lease_domain_of(domain);
+
+	if (lease_domain && lease_domain->cache_domain)
+		mrl_cache_domain_settle(lease_domain->cache_domain);
 }
 
 struct mrl_lease_domain *

@@ -22,6 +22,7 @@
 #include <rdma/fi_domain.h>
 
 #include "mrl_assert.h"
+#include "1-cache/mrl_cache.inl"
 #include "mrl_cache.h"
 #include "mrl_hook.h"
 
