@@ -151,7 +151,7 @@ mrl_hit(void *c, uintptr_t s, uintptr_t e)
 
 	if (mrl_cache_acquire(b->dom, s, e, &r))
 		return -1;
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	return 0;
 }
 

@@ -798,7 +798,7 @@ hit_loop(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t hi, long n)
 	for (long i = 0; i < n; i++) {
 		if (mrl_cache_acquire(dom, lo, hi, &reg))
 			return -1;
-		mrl_lease_release(reg);
+		mrl_cache_lease_release(reg);
 	}
 	return 0;
 }
@@ -841,7 +841,7 @@ mb_hit_main(const char *mode, long n)
 	/* The miss (and the watch), outside the loop. */
 	if (mrl_cache_acquire(dom, buf, buf + 4 * mb_page, &reg))
 		goto out_buf;
-	mrl_lease_release(reg);
+	mrl_cache_lease_release(reg);
 	if (hit_loop(dom, buf, buf + 4 * mb_page, n))
 		goto out_buf;
 	mrl_cache_domain_stats(dom, &st);

@@ -95,18 +95,18 @@ test_lookup_finds_wide_entry_behind_narrow_one(void)
 		struct mrl_registration *r = track(dom, &creg, P(i), P(i) + 64);
 
 		CHECK(r);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	got = mrl_cache_lookup(dom, P(10), P(11));
 	CHECK(got == wide);
-	mrl_lease_release(got);
+	mrl_cache_lease_release(got);
 	got = mrl_cache_lookup(dom, P(8) + 10, P(8) + 20);
 	CHECK(got == wide || got == narrow);
-	mrl_lease_release(got);
+	mrl_cache_lease_release(got);
 	CHECK(mrl_cache_lookup(dom, P(15), P(17)) == NULL);
 	CHECK_EQ(0, atomic_load(&creg.closed));
-	mrl_lease_release(wide);
-	mrl_lease_release(narrow);
+	mrl_cache_lease_release(wide);
+	mrl_cache_lease_release(narrow);
 	fixture_close();
 	CHECK_EQ(atomic_load(&creg.registered), atomic_load(&creg.closed));
 }
@@ -133,7 +133,7 @@ test_covering_lookup_agrees_with_brute_force(void)
 		hi[b] = P(b + len);
 		reg = track(dom, &creg, lo[b], hi[b]); /* replaces at b */
 		CHECK(reg);
-		mrl_lease_release(reg);
+		mrl_cache_lease_release(reg);
 		if (i % 10 == 9) {
 			int c = rand() % SPACE;
 			uintptr_t is = P(c), ie = P(c) + page_size / 2;
@@ -159,7 +159,7 @@ test_covering_lookup_agrees_with_brute_force(void)
 		if (reg) {
 			CHECK(reg->base <= s && e <= reg->end);
 			CHECK(hi[(reg->base - P(0)) / page_size] == reg->end);
-			mrl_lease_release(reg);
+			mrl_cache_lease_release(reg);
 		}
 	}
 	fixture_close();
@@ -190,7 +190,7 @@ test_invalidate_finds_entries_counted_at_every_filter_level(void)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		r = track(dom, &creg, cases[i].lo, cases[i].hi);
 		CHECK(r);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		/* A miss right next to it leaves it alone... */
 		CHECK_FI(mrl_cache_invalidate(cache, cases[i].hi,
 					      cases[i].hi + 1));
@@ -198,7 +198,7 @@ test_invalidate_finds_entries_counted_at_every_filter_level(void)
 					      cases[i].lo));
 		r = mrl_cache_lookup(dom, cases[i].lo, cases[i].hi);
 		CHECK(r);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		/* ...one byte inside retires it. */
 		CHECK_FI(mrl_cache_invalidate(cache, cases[i].probe,
 					      cases[i].probe + 1));
@@ -225,12 +225,12 @@ test_track_at_same_base_replaces_and_old_lease_stays_open(void)
 	CHECK(new &&new != old);
 	got = mrl_cache_lookup(dom, P(0), P(1));
 	CHECK(got == new);
-	mrl_lease_release(got);
+	mrl_cache_lease_release(got);
 	CHECK_EQ(1, refs(old));
 	CHECK_EQ(0, atomic_load(&creg.closed));
-	mrl_lease_release(old);
+	mrl_cache_lease_release(old);
 	CHECK_EQ(1, atomic_load(&creg.closed));
-	mrl_lease_release(new);
+	mrl_cache_lease_release(new);
 	fixture_close();
 	CHECK_EQ(2, atomic_load(&creg.closed));
 }
@@ -245,12 +245,12 @@ test_invalidate_spares_ranges_that_only_touch(void)
 	CHECK_FI(fixture_open(0, 0));
 	reg = track(dom, &creg, P(4), P(8));
 	CHECK(reg);
-	mrl_lease_release(reg);
+	mrl_cache_lease_release(reg);
 	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(4)));
 	CHECK_FI(mrl_cache_invalidate(cache, P(8), P(12)));
 	got = mrl_cache_lookup(dom, P(4), P(8));
 	CHECK(got == reg);
-	mrl_lease_release(got);
+	mrl_cache_lease_release(got);
 	CHECK_EQ(0, atomic_load(&creg.closed));
 	CHECK_FI(mrl_cache_invalidate(cache, P(8) - 1, P(8)));
 	CHECK(mrl_cache_lookup(dom, P(4), P(5)) == NULL);
@@ -258,7 +258,7 @@ test_invalidate_spares_ranges_that_only_touch(void)
 
 	reg = track(dom, &creg, P(4), P(8));
 	CHECK(reg);
-	mrl_lease_release(reg);
+	mrl_cache_lease_release(reg);
 	CHECK_FI(mrl_cache_invalidate(cache, P(4), P(4) + 1));
 	CHECK(mrl_cache_lookup(dom, P(6), P(7)) == NULL);
 	CHECK_EQ(2, atomic_load(&creg.closed));
@@ -275,12 +275,12 @@ test_zero_length_and_wrapping_ranges_follow_documented_rules(void)
 	CHECK_FI(fixture_open(0, 0));
 	reg = track(dom, &creg, P(4), P(8));
 	CHECK(reg);
-	mrl_lease_release(reg);
+	mrl_cache_lease_release(reg);
 	CHECK_EQ(0, mrl_cache_invalidate(cache, P(5), P(5)));
 	CHECK_EQ(-FI_EINVAL, mrl_cache_invalidate(cache, P(7), P(5)));
 	got = mrl_cache_lookup(dom, P(4), P(8));
 	CHECK(got == reg);
-	mrl_lease_release(got);
+	mrl_cache_lease_release(got);
 
 	CHECK_EQ(-FI_EINVAL, mrl_cache_acquire(dom, P(5), P(5), &got));
 	CHECK_EQ(-FI_EINVAL, mrl_cache_acquire(dom, P(6), P(5), &got));
@@ -311,18 +311,18 @@ test_eviction_never_touches_leased_or_pinned_entries(void)
 		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &held[i]));
 	for (int i = 10; i < 20; i++) {
 		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &r));
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	mrl_cache_domain_stats(dom, &st);
 	CHECK(st.evictions >= 9);
 	CHECK(st.entries <= 5);
 	r = mrl_cache_lookup(dom, P(100), P(100) + 8);
 	CHECK(r == pin);
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	for (int i = 0; i < 3; i++) {
 		r = mrl_cache_lookup(dom, P(i), P(i) + 8);
 		CHECK(r == held[i]);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	/* Everything leased: over the limit rather than evicting a lease. */
 	for (int i = 30; i < 33; i++)
@@ -331,14 +331,14 @@ test_eviction_never_touches_leased_or_pinned_entries(void)
 	CHECK(st.entries >= 4);
 	r = mrl_cache_lookup(dom, P(0), P(0) + 8);
 	CHECK(r == held[0]);
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	for (int i = 0; i < 3; i++)
-		mrl_lease_release(held[i]);
+		mrl_cache_lease_release(held[i]);
 	for (int i = 30; i < 33; i++) {
 		r = mrl_cache_lookup(dom, P(i), P(i) + 8);
 		CHECK(r);
-		mrl_lease_release(r); /* the lookup's */
-		mrl_lease_release(r); /* the acquire's */
+		mrl_cache_lease_release(r); /* the lookup's */
+		mrl_cache_lease_release(r); /* the acquire's */
 	}
 	mrl_cache_unpin(pin);
 	fixture_close();
@@ -360,7 +360,7 @@ test_eviction_spares_entries_hit_since_the_last_sweep(void)
 	for (int i = 0; i < 5;
 	     i++) { /* the fifth evicts one of the first four */
 		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &r));
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	for (int i = 0; i < 4; i++) {
 		got[i] = mrl_cache_lookup(dom, P(i), P(i) + 8);
@@ -374,13 +374,13 @@ test_eviction_spares_entries_hit_since_the_last_sweep(void)
 			continue;
 		if (!skipped++) {
 			untouched = got[i]->base; /* not hit from now on */
-			mrl_lease_release(got[i]);
+			mrl_cache_lease_release(got[i]);
 			continue;
 		}
-		mrl_lease_release(got[i]); /* hit: used bit set */
+		mrl_cache_lease_release(got[i]); /* hit: used bit set */
 	}
 	CHECK_FI(mrl_cache_acquire(dom, P(9), P(9) + 8, &r));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_EQ(2, st.evictions);
 	CHECK(mrl_cache_lookup(dom, untouched, untouched + 8) == NULL);
@@ -391,7 +391,7 @@ test_eviction_spares_entries_hit_since_the_last_sweep(void)
 		CHECK_MSG(r != NULL, "hit entry %d evicted", i);
 		if (r) {
 			present++;
-			mrl_lease_release(r);
+			mrl_cache_lease_release(r);
 		}
 	}
 	CHECK_EQ(2, present);
@@ -408,7 +408,7 @@ test_eviction_keeps_registered_bytes_under_max_size(void)
 	CHECK_FI(fixture_open(0, 8 * page_size));
 	for (int i = 0; i < 20; i++) {
 		CHECK_FI(mrl_cache_acquire(dom, P(4 * i), P(4 * i + 2), &r));
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	mrl_cache_domain_stats(dom, &st);
 	CHECK(st.entries <= 4);
@@ -436,7 +436,7 @@ test_failing_registrar_leaves_nothing_behind(void)
 	CHECK_EQ(0, st.leases);
 	atomic_store(&creg.fail_code, 0);
 	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &r));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	fixture_close();
 	CHECK_EQ(1, atomic_load(&creg.closed));
 }
@@ -453,13 +453,13 @@ test_resource_refusal_evicts_unleased_entries_and_retries_once(void)
 	atomic_store(&creg.max_live, 3);
 	for (int i = 0; i < 3; i++) {
 		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &r));
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	CHECK_FI(mrl_cache_acquire(dom, P(10), P(10) + 8, &r));
 	mrl_cache_domain_stats(dom, &st);
 	CHECK(st.evictions >= 1);
 	CHECK_EQ(1, atomic_load(&creg.refusals));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 
 	/* All leased: one eviction round frees nothing, the retry fails. */
 	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(64)));
@@ -470,7 +470,7 @@ test_resource_refusal_evicts_unleased_entries_and_retries_once(void)
 	CHECK_EQ(2, atomic_load(&creg.refusals));
 	CHECK(mrl_cache_lookup(dom, P(20), P(20) + 8) == NULL);
 	for (int i = 0; i < 3; i++)
-		mrl_lease_release(held[i]);
+		mrl_cache_lease_release(held[i]);
 	fixture_close();
 	CHECK_EQ(atomic_load(&creg.registered), atomic_load(&creg.closed));
 }
@@ -490,13 +490,13 @@ test_cache_keys_come_from_top_half_and_skip_taken_keys(void)
 	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &r));
 	k1 = atomic_load(&creg.last_key);
 	CHECK(k1 >= (1ull << 63));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	atomic_store(&creg.enokey_left, 3);
 	CHECK_FI(mrl_cache_acquire(dom, P(2), P(3), &r));
 	k2 = atomic_load(&creg.last_key);
 	CHECK_EQ(3, atomic_load(&creg.refusals));
 	CHECK(k2 < k1 && k2 >= (1ull << 63));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 
 	creg_init(&creg2, NULL, 0);
 	dconf = creg_domain_config(&creg2);
@@ -504,7 +504,7 @@ test_cache_keys_come_from_top_half_and_skip_taken_keys(void)
 	CHECK_FI(mrl_cache_domain_open(cache, &dconf, &small));
 	CHECK_FI(mrl_cache_acquire(small, P(0), P(1), &r));
 	CHECK_EQ(0xffff, atomic_load(&creg2.last_key));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 
 	creg_init(&creg3, NULL, 0);
 	dconf = creg_domain_config(&creg3);
@@ -512,7 +512,7 @@ test_cache_keys_come_from_top_half_and_skip_taken_keys(void)
 	CHECK_FI(mrl_cache_domain_open(cache, &dconf, &prov));
 	CHECK_FI(mrl_cache_acquire(prov, P(0), P(1), &r));
 	CHECK_EQ(0, atomic_load(&creg3.last_key));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	fixture_close();
 	CHECK_EQ(1, atomic_load(&creg2.closed));
 	CHECK_EQ(1, atomic_load(&creg3.closed));
@@ -529,7 +529,7 @@ test_cache_registrations_are_local_only(void)
 	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &r));
 	CHECK_EQ(FI_SEND | FI_RECV | FI_READ | FI_WRITE,
 		 atomic_load(&creg.last_access));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	CHECK_FI(mrl_cache_pin(dom, P(4), page_size, &r));
 	CHECK_EQ(FI_SEND | FI_RECV | FI_READ | FI_WRITE,
 		 atomic_load(&creg.last_access));
@@ -550,8 +550,8 @@ test_miss_registers_the_page_aligned_extent_of_the_operand(void)
 	CHECK_FI(mrl_cache_acquire(dom, P(1) + 6, P(1) + 100, &n));
 	CHECK(n == r);
 	CHECK_EQ(1, atomic_load(&creg.registered));
-	mrl_lease_release(n);
-	mrl_lease_release(r);
+	mrl_cache_lease_release(n);
+	mrl_cache_lease_release(r);
 	fixture_close();
 }
 
@@ -570,12 +570,12 @@ test_span_resolver_widens_and_foreign_span_is_ignored(void)
 	CHECK_FI(mrl_cache_acquire(dom, P(15), P(16), &n));
 	CHECK(n == r);
 	CHECK_EQ(1, ans.calls);
-	mrl_lease_release(n);
-	mrl_lease_release(r);
+	mrl_cache_lease_release(n);
+	mrl_cache_lease_release(r);
 	ans.base = P(100);
 	CHECK_FI(mrl_cache_acquire(dom, P(40), P(40) + 64, &r));
 	CHECK(r->base == P(40) && r->end == P(41));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	CHECK(mrl_cache_lookup(dom, P(100), P(101)) == NULL);
 	mrl_cache_set_span(dom, NULL, NULL);
 	fixture_close();
@@ -605,7 +605,7 @@ test_invalidate_during_a_miss_keeps_it_out_of_the_index(void)
 	CHECK_FI(mrl_cache_acquire(dom, P(2), P(2) + 64, &r));
 	CHECK(mrl_cache_lookup(dom, P(2), P(2) + 64) == NULL);
 	CHECK_EQ(1, refs(r));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	CHECK_EQ(1, atomic_load(&creg.closed));
 	fixture_close();
 }
@@ -632,14 +632,14 @@ test_acquire_based_registers_exact_range_even_inside_a_wider_entry(void)
 	/* Second call, shorter operand at the same base: a hit, nothing new. */
 	CHECK_FI(mrl_cache_acquire_based(dom, s, s + 150, &again));
 	CHECK(again == r);
-	mrl_lease_release(again);
+	mrl_cache_lease_release(again);
 	/* From the index (the hot slot now names the wide entry). */
 	again = mrl_cache_lookup(dom, P(5), P(6));
 	CHECK(again == wide);
-	mrl_lease_release(again);
+	mrl_cache_lease_release(again);
 	CHECK_FI(mrl_cache_acquire_based(dom, s, e, &again));
 	CHECK(again == r);
-	mrl_lease_release(again);
+	mrl_cache_lease_release(again);
 	CHECK_EQ(2, atomic_load(&creg.registered));
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_EQ(4, st.lookups);
@@ -649,11 +649,11 @@ test_acquire_based_registers_exact_range_even_inside_a_wider_entry(void)
 	CHECK_FI(mrl_cache_acquire_based(dom, s + 8, e, &again));
 	CHECK(again != r && again->base == s + 8);
 	CHECK_EQ(3, atomic_load(&creg.registered));
-	mrl_lease_release(again);
+	mrl_cache_lease_release(again);
 	CHECK_EQ(-FI_EINVAL, mrl_cache_acquire_based(dom, s, s, &again));
 	CHECK_EQ(-FI_EINVAL, mrl_cache_acquire_based(dom, e, s, &again));
-	mrl_lease_release(r);
-	mrl_lease_release(wide);
+	mrl_cache_lease_release(r);
+	mrl_cache_lease_release(wide);
 	CHECK_EQ(0, atomic_load(&creg.closed));
 	fixture_close();
 	CHECK_EQ(3, atomic_load(&creg.closed));
@@ -677,13 +677,13 @@ test_acquire_based_replaces_shorter_entry_and_its_lease_stays_open(void)
 	CHECK_EQ(1, refs(shorter)); /* the index let go, the lease holds */
 	got = mrl_cache_lookup(dom, s, s + 50);
 	CHECK(got == longer);
-	mrl_lease_release(got);
+	mrl_cache_lease_release(got);
 	CHECK_FI(mrl_cache_acquire_based(dom, s, s + 100, &got));
 	CHECK(got == longer);
-	mrl_lease_release(got);
-	mrl_lease_release(shorter);
+	mrl_cache_lease_release(got);
+	mrl_cache_lease_release(shorter);
 	CHECK_EQ(1, atomic_load(&creg.closed));
-	mrl_lease_release(longer);
+	mrl_cache_lease_release(longer);
 	CHECK_EQ(1, atomic_load(&creg.closed));
 	fixture_close();
 	CHECK_EQ(2, atomic_load(&creg.closed));
@@ -700,20 +700,20 @@ test_acquire_based_entry_is_removed_by_invalidate(void)
 
 	CHECK_FI(fixture_open(0, 0));
 	CHECK_FI(mrl_cache_acquire_based(dom, s, s + 32, &r));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	CHECK_FI(mrl_cache_invalidate(cache, s + 31, s + 32));
 	CHECK_EQ(1, atomic_load(&creg.closed));
 	CHECK(mrl_cache_lookup(dom, s, s + 1) == NULL);
 	CHECK_FI(mrl_cache_acquire_based(dom, s, s + 32, &again));
 	CHECK_EQ(2, atomic_load(&creg.registered));
-	mrl_lease_release(again);
+	mrl_cache_lease_release(again);
 	/* Invalidate while a based miss registers: a lease, never indexed. */
 	creg.on_reg = invalidate_during_reg;
 	creg.on_reg_arg = range;
 	CHECK_FI(mrl_cache_acquire_based(dom, P(9) + 16, P(9) + 48, &r));
 	CHECK(mrl_cache_lookup(dom, P(9) + 16, P(9) + 17) == NULL);
 	CHECK_EQ(1, refs(r));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	CHECK_EQ(2, atomic_load(&creg.closed));
 	fixture_close();
 	CHECK_EQ(3, atomic_load(&creg.registered));
@@ -737,17 +737,17 @@ test_clear_domain_retires_only_its_own_entries(void)
 	CHECK_FI(mrl_cache_domain_open(cache, &dconf, &other));
 	CHECK_FI(mrl_cache_acquire(dom, P(0), P(1), &mine));
 	CHECK_FI(mrl_cache_acquire(other, P(0), P(1), &theirs));
-	mrl_lease_release(theirs);
+	mrl_cache_lease_release(theirs);
 	mrl_cache_domain_close(dom);
 	CHECK_EQ(1, refs(mine));
 	CHECK_EQ(0, atomic_load(&creg.closed));
 	r = mrl_cache_lookup(other, P(0), P(1));
 	CHECK(r == theirs);
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(1)));
 	CHECK_EQ(1, atomic_load(&creg2.closed));
 	CHECK_EQ(0, atomic_load(&creg.closed));
-	mrl_lease_release(mine);
+	mrl_cache_lease_release(mine);
 	CHECK_EQ(1, atomic_load(&creg.closed));
 	fixture_close();
 	CHECK_EQ(0, atomic_load(&creg.double_closed));
@@ -772,14 +772,14 @@ test_stats_count_lookups_hits_misses_and_leases(void)
 	CHECK_EQ(2, st.leases);
 	CHECK_EQ(page_size, st.registered_bytes);
 	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(1)));
-	mrl_lease_release(s);
+	mrl_cache_lease_release(s);
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_EQ(1, st.invalidations);
 	CHECK_EQ(1, st.retired_leased);
 	CHECK_EQ(0, st.entries);
 	CHECK_EQ(1, st.leases);
 	CHECK_EQ(0, st.deregistrations);
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_EQ(1, st.deregistrations);
 	CHECK_EQ(0, st.registered_bytes);
@@ -807,14 +807,14 @@ test_alternating_two_entries_on_one_thread_hits_both_hot_ways(void)
 	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &a)); /* misses */
 	CHECK_FI(mrl_cache_acquire(dom, sb, eb, &b));
 	CHECK(a != b);
-	mrl_lease_release(a);
-	mrl_lease_release(b);
+	mrl_cache_lease_release(a);
+	mrl_cache_lease_release(b);
 	/* One index walk each fills the ways (a miss does not). */
 	for (int i = 0; i < 2; i++) {
 		CHECK_FI(mrl_cache_acquire(dom, sa, ea, &r));
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		CHECK_FI(mrl_cache_acquire(dom, sb, eb, &r));
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	mrl_cache_domain_stats(dom, &st0);
 	walks = mrl_cache_thread_index_walks();
@@ -822,11 +822,11 @@ test_alternating_two_entries_on_one_thread_hits_both_hot_ways(void)
 		CHECK_FI(mrl_cache_acquire(dom, sa + i, ea, &r));
 		if (r != a)
 			CHECK(r == a);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		CHECK_FI(mrl_cache_acquire(dom, sb, eb - i, &r));
 		if (r != b)
 			CHECK(r == b);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	/* All 200 from the hot ways: no index walk, nothing registered. */
 	CHECK_EQ(walks, mrl_cache_thread_index_walks());
@@ -838,7 +838,7 @@ test_alternating_two_entries_on_one_thread_hits_both_hot_ways(void)
 	/* An operand neither way covers walks the index (and misses). */
 	CHECK_FI(mrl_cache_acquire(dom, P(8), P(8) + 8, &r));
 	CHECK_EQ(walks + 1, mrl_cache_thread_index_walks());
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	fixture_close();
 	CHECK_EQ(3, atomic_load(&creg.closed));
 	CHECK_EQ(0, atomic_load(&creg.double_closed));
@@ -862,10 +862,10 @@ test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entries(void)
 	for (int i = 0; i < 2; i++) { /* way 0: b, way 1: a */
 		CHECK_FI(mrl_cache_acquire(dom, sa, ea, &r));
 		CHECK(r == a);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		CHECK_FI(mrl_cache_acquire(dom, sb, eb, &r));
 		CHECK(r == b);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	/* Retire a (way 1) only: a is re-registered, b (way 0) still leased. */
 	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(1)));
@@ -873,29 +873,29 @@ test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entries(void)
 	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &r));
 	CHECK(r != a && r->base <= sa && r->end >= ea);
 	CHECK_EQ(4, atomic_load(&creg.registered));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	CHECK_FI(mrl_cache_acquire(dom, sb, eb, &r));
 	CHECK(r == b);
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	/* Both ways were stale (the domain's generation changed): two walks. */
 	CHECK_EQ(walks + 2, mrl_cache_thread_index_walks());
 	/* Refill both ways, then retire both entries while leased. */
 	for (int i = 0; i < 2; i++) {
 		CHECK_FI(mrl_cache_acquire(dom, sa, ea, &r));
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		CHECK_FI(mrl_cache_acquire(dom, sb, eb, &r));
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
-	mrl_lease_release(a);
+	mrl_cache_lease_release(a);
 	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &a)); /* hot: way 1 */
 	walks = mrl_cache_thread_index_walks();
 	CHECK_FI(mrl_cache_invalidate(cache, P(0), P(8)));
 	CHECK_FI(mrl_cache_acquire(dom, sa, ea, &r));
 	CHECK(r != a);
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	CHECK_FI(mrl_cache_acquire(dom, sb, eb, &r));
 	CHECK(r != b);
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	CHECK_EQ(walks + 2, mrl_cache_thread_index_walks());
 	CHECK_EQ(6, atomic_load(&creg.registered));
 	/* A retire elsewhere in the domain also turns the ways stale; the live
@@ -905,10 +905,10 @@ test_retire_makes_both_hot_ways_miss_and_never_leases_retired_entries(void)
 	CHECK(r != b && r->base <= sb && r->end >= eb);
 	CHECK_EQ(walks + 3, mrl_cache_thread_index_walks());
 	CHECK_EQ(6, atomic_load(&creg.registered));
-	mrl_lease_release(r);
-	mrl_lease_release(a);
-	mrl_lease_release(b);
-	mrl_lease_release(c);
+	mrl_cache_lease_release(r);
+	mrl_cache_lease_release(a);
+	mrl_cache_lease_release(b);
+	mrl_cache_lease_release(c);
 	CHECK_EQ(4, atomic_load(&creg.closed)); /* a twice, b, c */
 	fixture_close();
 	CHECK_EQ(6, atomic_load(&creg.closed));
@@ -933,10 +933,10 @@ test_domains_beyond_the_stat_slots_share_one_and_still_work(void)
 		dconf = creg_domain_config(&cregs[i]);
 		CHECK_FI(mrl_cache_domain_open(cache, &dconf, &doms[i]));
 		CHECK_FI(mrl_cache_acquire(doms[i], P(i), P(i) + 8, &r));
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		CHECK_FI(mrl_cache_acquire(doms[i], P(i), P(i) + 8,
 					   &r)); /* hit */
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	mrl_cache_stats(cache, &st);
 	CHECK_EQ(2 * N, st.lookups);
@@ -985,12 +985,12 @@ test_entries_in_every_slab_keep_their_own_handles(void)
 		CHECK_FI(mrl_cache_invalidate(cache, P(2 * i), P(2 * i) + 1));
 		CHECK(!creg_is_closed(
 			mrl_registration_mr(regs[i]))); /* leased */
-		mrl_lease_release(regs[i]);
+		mrl_cache_lease_release(regs[i]);
 	}
 	CHECK_EQ(N / 2, atomic_load(&creg.closed));
 	for (int i = 1; i < N; i += 2) {
 		CHECK(!creg_is_closed(mrl_registration_mr(regs[i])));
-		mrl_lease_release(regs[i]);
+		mrl_cache_lease_release(regs[i]);
 	}
 	fixture_close();
 	CHECK_EQ(N, atomic_load(&creg.closed));
@@ -1008,7 +1008,7 @@ test_closed_domain_slabs_are_adopted_by_the_next_domain(void)
 	CHECK_FI(fixture_open(0, 0));
 	for (int i = 0; i < 40; i++) {
 		CHECK_FI(mrl_cache_acquire(dom, P(i), P(i) + 8, &r));
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	idle0 = mrl_cache_pool_idle_bytes();
 	fixture_close();
@@ -1021,7 +1021,7 @@ test_closed_domain_slabs_are_adopted_by_the_next_domain(void)
 	CHECK(idle2 < idle1);
 	CHECK(mrl_registration_mr(r) == mrl_registration_desc(r));
 	CHECK_EQ(0, atomic_load(&creg.closed));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	fixture_close();
 	CHECK_EQ(1, atomic_load(&creg.closed));
 }
@@ -1044,14 +1044,14 @@ test_filter_directory_grows_and_finds_every_gib(void)
 		r = track(dom, &creg, g0 + 3 * k * gib + k * page_size,
 			  g0 + 3 * k * gib + (k + 1) * page_size);
 		CHECK(r);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	big = track(dom, &creg, whole, whole + gib); /* counted per GiB */
 	inside =
 		track(dom, &creg, whole + 5 * page_size, whole + 6 * page_size);
 	CHECK(big && inside);
-	mrl_lease_release(big);
-	mrl_lease_release(inside);
+	mrl_cache_lease_release(big);
+	mrl_cache_lease_release(inside);
 	/* Misses in every touched GiB and across the empty ones retire nothing.
 	 */
 	for (uintptr_t k = 0; k < G; k++)
@@ -1078,7 +1078,7 @@ test_filter_directory_grows_and_finds_every_gib(void)
 			     whole + 5 * page_size + 1);
 	CHECK(r == inside);
 	if (r)
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	fixture_close();
 	CHECK_EQ(G + 2, atomic_load(&creg.closed));
 }
@@ -1099,13 +1099,13 @@ test_index_reserve_covers_every_insert_shape(void)
 	for (int i = 0; i < N; i++) { /* ascending: appends split */
 		r = track(dom, &creg, P(2 * i), P(2 * i + 1));
 		CHECK(r);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		live[2 * i] = true;
 	}
 	for (int i = 2 * N - 1; i > 0; i -= 2) { /* descending, between */
 		r = track(dom, &creg, P(i), P(i + 1));
 		CHECK(r);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		live[i] = true;
 	}
 	/* Leaves with a lone entry: holes of 15 around every 16th. */
@@ -1118,16 +1118,16 @@ test_index_reserve_covers_every_insert_shape(void)
 	for (int i = 0; i < 2 * N; i += 16) { /* replace the lone ones */
 		r = track(dom, &creg, P(i), P(i + 1));
 		CHECK(r);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		CHECK_FI(mrl_cache_acquire_based(dom, P(i) + 8, P(i) + 24, &r));
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	for (int i = 0; i < 2 * N; i++) {
 		r = mrl_cache_lookup(dom, P(i) + 1, P(i) + 2);
 		CHECK_MSG(live[i] == (r != NULL), "page %d", i);
 		if (r) {
 			CHECK(r->base == P(i) && r->end == P(i + 1));
-			mrl_lease_release(r);
+			mrl_cache_lease_release(r);
 		}
 		n += live[i];
 	}
@@ -1146,13 +1146,13 @@ fill_and_find(int n)
 	for (int i = 0; i < n; i++) {
 		if (mrl_cache_acquire(dom, P(2 * i) + 8, P(2 * i) + 16, &r))
 			return false;
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	for (int i = 0; i < n; i++) {
 		r = mrl_cache_lookup(dom, P(2 * i) + 1, P(2 * i) + 2);
 		if (!r)
 			return false;
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		if (r->base != P(2 * i) || r->end != P(2 * i + 1))
 			return false;
 	}
@@ -1222,7 +1222,7 @@ test_allocation_failures_leave_nothing_behind(void)
 			CHECK_FI(mrl_cache_acquire(dom, s, s + 8,
 						   &r)); /* recovers */
 		}
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		entries++;
 		mrl_cache_domain_stats(dom, &st);
 		CHECK_EQ(entries, st.entries);
@@ -1237,7 +1237,7 @@ test_allocation_failures_leave_nothing_behind(void)
 		uintptr_t s = base + (uintptr_t) (N + i) * page_size;
 
 		CHECK_FI(mrl_cache_acquire(dom, s, s + 8, &r));
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	CHECK_FI(mrl_cache_invalidate(cache, base + N * page_size,
 				      base + (N + 8) * page_size));
@@ -1251,7 +1251,7 @@ test_allocation_failures_leave_nothing_behind(void)
 		ret = mrl_cache_acquire(dom, s, s + 8, &r);
 		mrl_cache_fail_allocs(0);
 		CHECK_FI(ret);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 		entries++;
 	}
 	for (int i = 0; i < N; i++) {
@@ -1260,7 +1260,7 @@ test_allocation_failures_leave_nothing_behind(void)
 		r = mrl_cache_lookup(dom, s, s + 1);
 		CHECK(r && r->base == s && r->end == s + page_size);
 		if (r)
-			mrl_lease_release(r);
+			mrl_cache_lease_release(r);
 	}
 	/* Invalidate finds every entry, filtered or not. */
 	for (int i = 0; i < 8; i++) {

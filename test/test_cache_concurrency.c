@@ -78,7 +78,7 @@ race_track(struct race *r, int i)
 		creg_registrar.close(&r->f.creg, mr);
 		return ret;
 	}
-	mrl_lease_release(reg);
+	mrl_cache_lease_release(reg);
 	return 0;
 }
 
@@ -121,7 +121,7 @@ race_reader(void *p)
 			    mrl_registration_refs(lease) < 1)
 				atomic_fetch_add(&r->bad, 1);
 			seen++;
-			mrl_lease_release(lease);
+			mrl_cache_lease_release(lease);
 		}
 		if (first) {
 			first = false;
@@ -257,8 +257,8 @@ test_concurrent_misses_on_same_range_do_not_leak(void)
 	race_two_misses(&f, P(0) + 8, P(0) + 64, false, &got);
 	if (got) {
 		CHECK_EQ(3, mrl_registration_refs(got));
-		mrl_lease_release(got);
-		mrl_lease_release(got);
+		mrl_cache_lease_release(got);
+		mrl_cache_lease_release(got);
 	}
 	mrl_cache_destroy(f.cache);
 	CHECK_EQ(2, atomic_load(&f.creg.closed));
@@ -276,8 +276,8 @@ test_concurrent_based_misses_on_same_base_do_not_leak(void)
 	race_two_misses(&f, P(1) + 24, P(1) + 88, true, &got);
 	if (got) {
 		CHECK(got->base == P(1) + 24 && got->end == P(1) + 88);
-		mrl_lease_release(got);
-		mrl_lease_release(got);
+		mrl_cache_lease_release(got);
+		mrl_cache_lease_release(got);
 	}
 	mrl_cache_destroy(f.cache);
 	CHECK_EQ(2, atomic_load(&f.creg.closed));
@@ -299,13 +299,13 @@ churn_thread(void *p)
 			continue;
 		}
 		if (i % 3 == 0) {
-			mrl_lease_get(r);
+			mrl_cache_lease_get(r);
 			s = r;
-			mrl_lease_release(s);
+			mrl_cache_lease_release(s);
 		}
 		if (i % 7 == 0)
 			mrl_cache_invalidate(a->f->cache, P(n), P(n) + 1);
-		mrl_lease_release(r);
+		mrl_cache_lease_release(r);
 	}
 	return NULL;
 }
@@ -397,7 +397,7 @@ grow_inserter(void *p)
 			atomic_fetch_add(&a->r->bad, 1);
 			continue;
 		}
-		mrl_lease_release(lease);
+		mrl_cache_lease_release(lease);
 		atomic_store_explicit(&a->r->done[a->t], k + 1,
 				      memory_order_release);
 	}
@@ -438,7 +438,7 @@ test_filter_growth_never_hides_an_inserted_entry(void)
 				lease = mrl_cache_lookup(r.f.dom, s, s + 8);
 				if (lease) {
 					atomic_fetch_add(&r.bad, 1);
-					mrl_lease_release(lease);
+					mrl_cache_lease_release(lease);
 				}
 			}
 		}
@@ -490,7 +490,7 @@ hot_reader(void *p)
 				    mrl_registration_mr(lease))
 				atomic_fetch_add(&r->bad, 1);
 			seen++;
-			mrl_lease_release(lease);
+			mrl_cache_lease_release(lease);
 		}
 		if (first) {
 			first = false;
@@ -528,7 +528,7 @@ test_hot_slot_never_leases_a_retired_or_recycled_entry(void)
 			if (mrl_cache_acquire(
 				    r.f.dom, P(2 * k + round % 8 * 16),
 				    P(2 * k + round % 8 * 16) + 8, &x) == 0)
-				mrl_lease_release(x);
+				mrl_cache_lease_release(x);
 		}
 		mrl_cache_invalidate(r.f.cache, P(2), P(200));
 	}
@@ -572,7 +572,7 @@ pin_user(void *p)
 	while (atomic_load_explicit(&r->using, memory_order_relaxed)) {
 		lease = mrl_cache_lookup(r->f.dom, P(1), P(2));
 		if (lease)
-			mrl_lease_release(lease);
+			mrl_cache_lease_release(lease);
 	}
 	return NULL;
 }

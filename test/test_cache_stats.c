@@ -136,7 +136,7 @@ traffic_post(void *p)
 			atomic_fetch_add(&t->failed, 1);
 			break;
 		}
-		mrl_lease_release(reg);
+		mrl_cache_lease_release(reg);
 		n++;
 	}
 	atomic_fetch_add(&t->leased, n);
@@ -254,7 +254,7 @@ test_process_wide_counts_keep_every_domain_past_the_stat_slots(void)
 				if (mrl_cache_acquire(doms[d], P(d), P(d) + 64,
 						      &reg))
 					break;
-				mrl_lease_release(reg);
+				mrl_cache_lease_release(reg);
 			}
 		}
 	}
@@ -314,19 +314,19 @@ test_caps_restored_when_the_last_lease_of_a_burst_goes(void)
 	CHECK_PTR(held[1], again);
 	CHECK_EQ(BURST, atomic_load(&creg.registered));
 	/* ...and is not evicted while one of its leases remains. */
-	mrl_lease_release(held[1]);
+	mrl_cache_lease_release(held[1]);
 	r = mrl_cache_lookup(dom, P(2), P(2) + 8);
 	CHECK_PTR(again, r);
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	for (int i = 0; i < BURST; i++)
 		if (i != 1)
-			mrl_lease_release(held[i]);
+			mrl_cache_lease_release(held[i]);
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_MSG(st.entries == 1, "%llu entries left over the cap of 1",
 		  (unsigned long long) st.entries);
 	CHECK(st.registered_bytes <= page_size);
 	CHECK_EQ(1, st.registrations - st.deregistrations);
-	mrl_lease_release(again);
+	mrl_cache_lease_release(again);
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_EQ(1, st.entries);
 	CHECK(st.registered_bytes <= page_size);
@@ -335,7 +335,7 @@ test_caps_restored_when_the_last_lease_of_a_burst_goes(void)
 	CHECK_EQ(0, st.leases);
 	/* The survivor is a plain entry again: hit, released, kept. */
 	CHECK_FI(mrl_cache_acquire(dom, P(2), P(2) + 8, &r));
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_EQ(1, st.entries);
 	CHECK_EQ(BURST, atomic_load(&creg.registered));
@@ -360,7 +360,7 @@ test_size_cap_restored_when_leases_end(void)
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_EQ(8 * 3 * page_size, st.registered_bytes);
 	for (int i = 0; i < 8; i++)
-		mrl_lease_release(held[i]);
+		mrl_cache_lease_release(held[i]);
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_MSG(st.registered_bytes <= 4 * page_size,
 		  "%llu bytes over a cap of %llu",
@@ -390,14 +390,14 @@ test_entry_over_caps_retired_while_leased_closes_once(void)
 	mrl_cache_domain_stats(dom, &st);
 	CHECK_EQ(1, st.retired_leased);
 	CHECK_EQ(0, atomic_load(&creg.closed));
-	mrl_lease_release(held[0]);
+	mrl_cache_lease_release(held[0]);
 	CHECK_EQ(1, atomic_load(&creg.closed));
-	mrl_lease_release(held[1]); /* settles: evicted, over the cap */
+	mrl_cache_lease_release(held[1]); /* settles: evicted, over the cap */
 	CHECK_EQ(2, atomic_load(&creg.closed));
 	mrl_cache_domain_close(dom);
 	CHECK_EQ(2, atomic_load(&creg.closed));
-	mrl_lease_release(held[2]);
-	mrl_lease_release(held[3]);
+	mrl_cache_lease_release(held[2]);
+	mrl_cache_lease_release(held[3]);
 	CHECK_EQ(4, atomic_load(&creg.closed));
 	CHECK_EQ(0, atomic_load(&creg.double_closed));
 	mrl_cache_destroy(cache);
@@ -438,7 +438,7 @@ capped_worker(void *p)
 		seed = seed * 1103515245u + 12345u;
 		at = P((seed >> 16) % CAP_RANGES);
 		if (held[slot])
-			mrl_lease_release(held[slot]);
+			mrl_cache_lease_release(held[slot]);
 		held[slot] = NULL;
 		if (mrl_cache_acquire(c->dom, at, at + 64, &held[slot])) {
 			atomic_fetch_add(&c->bad, 1);
@@ -451,7 +451,7 @@ capped_worker(void *p)
 	}
 	for (int i = 0; i < CAP_HELD; i++)
 		if (held[i])
-			mrl_lease_release(held[i]);
+			mrl_cache_lease_release(held[i]);
 	atomic_fetch_add(&c->done, 1);
 	return NULL;
 }

@@ -77,7 +77,7 @@ track_extent(void *mem, size_t len)
 		creg_registrar.close(&creg, mr);
 		return NULL;
 	}
-	mrl_lease_release(reg);
+	mrl_cache_lease_release(reg);
 	return reg;
 }
 
@@ -110,7 +110,7 @@ test_invalidate_keeps_inflight_neighbour_open(void)
 	/* Still an open fid_mr whose descriptor a post can read. */
 	CHECK(fi_mr_desc(creg_fid(mrl_registration_mr(lease))) ==
 	      mrl_registration_desc(lease));
-	mrl_lease_release(lease);
+	mrl_cache_lease_release(lease);
 	CHECK_EQ(1, atomic_load(&creg.closed));
 	fixture_close();
 	free(extent);
@@ -145,10 +145,10 @@ test_span_widens_registration_and_foreign_span_is_refused(void)
 	CHECK(fallback->base == outside && fallback->end == outside + OPERAND);
 	CHECK(mrl_cache_lookup(dom, outside + EXTENT,
 			       outside + EXTENT + OPERAND) == NULL);
-	mrl_lease_release(fallback);
-	mrl_lease_release(cached);
-	mrl_lease_release(neighbour);
-	mrl_lease_release(first);
+	mrl_cache_lease_release(fallback);
+	mrl_cache_lease_release(cached);
+	mrl_cache_lease_release(neighbour);
+	mrl_cache_lease_release(first);
 	mrl_cache_set_span(dom, NULL, NULL);
 	fixture_close();
 	CHECK_EQ(2, atomic_load(&creg.closed));
@@ -173,7 +173,7 @@ test_caller_lease_outlives_index_reference(void)
 	CHECK(mrl_cache_lookup(dom, base, base + 8192) == NULL);
 	CHECK_EQ(1, refs(lease));
 	CHECK_EQ(0, atomic_load(&creg.closed));
-	mrl_lease_release(lease);
+	mrl_cache_lease_release(lease);
 	CHECK_EQ(1, atomic_load(&creg.closed));
 	fixture_close();
 	free(extent);
@@ -196,8 +196,8 @@ test_pinned_span_serves_operands_inside_it(void)
 	cached = mrl_cache_lookup(dom, base + 4096, base + 8192);
 	CHECK(cached == pin);
 	CHECK_EQ(1, atomic_load(&creg.registered));
-	mrl_lease_release(cached);
-	mrl_lease_release(lease);
+	mrl_cache_lease_release(cached);
+	mrl_cache_lease_release(lease);
 	mrl_cache_unpin(pin);
 	CHECK_EQ(1, atomic_load(&creg.closed));
 	fixture_close();
@@ -222,7 +222,7 @@ test_unpin_retires_while_inflight_lease_keeps_it_open(void)
 	CHECK(mrl_cache_lookup(dom, base, end) == NULL);
 	CHECK_EQ(1, refs(lease));
 	CHECK_EQ(0, atomic_load(&creg.closed));
-	mrl_lease_release(lease);
+	mrl_cache_lease_release(lease);
 	CHECK_EQ(1, atomic_load(&creg.closed));
 	fixture_close();
 	free(arena);
@@ -277,7 +277,7 @@ test_cache_keys_avoid_application_keys_on_tcp(void)
 					   &r[i]));
 	CHECK(atomic_load(&creg.refusals) >= 1);
 	for (int i = 0; i < 8; i++)
-		mrl_lease_release(r[i]);
+		mrl_cache_lease_release(r[i]);
 	for (int i = 0; i < 4; i++)
 		CHECK_FI(fi_close(&app[i]->fid));
 	CHECK_FI(fi_close(&squatter->fid));
@@ -310,11 +310,11 @@ test_acquire_based_registers_at_the_iov_on_tcp(void)
 	CHECK_FI(mrl_cache_acquire_based(dom, s, s + 10, &again));
 	CHECK(again == r);
 	CHECK_EQ(2, atomic_load(&creg.registered));
-	mrl_lease_release(again);
+	mrl_cache_lease_release(again);
 	CHECK_FI(mrl_cache_invalidate(cache, s, s + 1));
 	CHECK_EQ(0, atomic_load(&creg.closed)); /* both still leased */
-	mrl_lease_release(r);
-	mrl_lease_release(wide);
+	mrl_cache_lease_release(r);
+	mrl_cache_lease_release(wide);
 	CHECK_EQ(2, atomic_load(&creg.closed));
 	fixture_close();
 	CHECK_EQ(0, atomic_load(&creg.double_closed));

@@ -23,37 +23,37 @@ passes_of(uintptr_t lo, uintptr_t hi, uint64_t passes, unsigned tries)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < tries; i++)
-		n += mrl_churn_pass(lo, hi, passes);
+		n += mrl_bind_churn_pass(lo, hi, passes);
 	return n;
 }
 
 static void
 test_a_noted_range_passes_exactly_its_count(void)
 {
-	mrl_churn_reset();
+	mrl_bind_churn_reset();
 	CHECK_EQ(0u, passes_of(BASE, BASE + PAGE, 3, 10));
-	mrl_churn_note(BASE, BASE + 16 * PAGE);
+	mrl_bind_churn_note(BASE, BASE + 16 * PAGE);
 	CHECK_EQ(3u, passes_of(BASE + PAGE, BASE + 2 * PAGE, 3, 10));
 }
 
 static void
 test_zero_passes_never_pass(void)
 {
-	mrl_churn_reset();
-	mrl_churn_note(BASE, BASE + 16 * PAGE);
+	mrl_bind_churn_reset();
+	mrl_bind_churn_note(BASE, BASE + 16 * PAGE);
 	CHECK_EQ(0u, passes_of(BASE, BASE + PAGE, 0, 10));
 }
 
 static void
 test_only_overlapping_misses_pass(void)
 {
-	mrl_churn_reset();
-	mrl_churn_note(BASE + 4 * PAGE, BASE + 8 * PAGE);
-	CHECK(!mrl_churn_pass(BASE, BASE + 4 * PAGE, 8)); /* ends at it */
-	CHECK(!mrl_churn_pass(BASE + 8 * PAGE, BASE + 9 * PAGE, 8));
-	CHECK(mrl_churn_pass(BASE + 3 * PAGE, BASE + 5 * PAGE, 8));
-	CHECK(mrl_churn_pass(BASE + 7 * PAGE, BASE + 12 * PAGE, 8));
-	CHECK(mrl_churn_pass(BASE, BASE + 64 * PAGE, 8)); /* covers it */
+	mrl_bind_churn_reset();
+	mrl_bind_churn_note(BASE + 4 * PAGE, BASE + 8 * PAGE);
+	CHECK(!mrl_bind_churn_pass(BASE, BASE + 4 * PAGE, 8)); /* ends at it */
+	CHECK(!mrl_bind_churn_pass(BASE + 8 * PAGE, BASE + 9 * PAGE, 8));
+	CHECK(mrl_bind_churn_pass(BASE + 3 * PAGE, BASE + 5 * PAGE, 8));
+	CHECK(mrl_bind_churn_pass(BASE + 7 * PAGE, BASE + 12 * PAGE, 8));
+	CHECK(mrl_bind_churn_pass(BASE, BASE + 64 * PAGE, 8)); /* covers it */
 }
 
 /* A range that churns again after its allowance gets twice as long a one,
@@ -63,12 +63,12 @@ test_noting_the_same_range_again_doubles_its_count(void)
 {
 	static const unsigned want[] = {2, 4, 8, 16, 32, 32, 32};
 
-	mrl_churn_reset();
+	mrl_bind_churn_reset();
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		mrl_churn_note(BASE, BASE + PAGE);
+		mrl_bind_churn_note(BASE, BASE + PAGE);
 		CHECK_EQ(want[i], passes_of(BASE, BASE + PAGE, 2, 100));
 	}
-	mrl_churn_note(BASE + PAGE, BASE + 2 * PAGE);
+	mrl_bind_churn_note(BASE + PAGE, BASE + 2 * PAGE);
 	CHECK_EQ(2u, passes_of(BASE + PAGE, BASE + 2 * PAGE, 2, 100));
 }
 
@@ -76,13 +76,14 @@ test_noting_the_same_range_again_doubles_its_count(void)
 static void
 test_a_range_back_in_the_ring_starts_at_the_base(void)
 {
-	mrl_churn_reset();
+	mrl_bind_churn_reset();
 	for (int i = 0; i < 3; i++)
-		mrl_churn_note(BASE, BASE + PAGE);
+		mrl_bind_churn_note(BASE, BASE + PAGE);
 	CHECK_EQ(8u, passes_of(BASE, BASE + PAGE, 2, 100));
 	for (uintptr_t i = 1; i <= 64; i++)
-		mrl_churn_note(BASE + 2 * i * PAGE, BASE + (2 * i + 1) * PAGE);
-	mrl_churn_note(BASE, BASE + PAGE);
+		mrl_bind_churn_note(BASE + 2 * i * PAGE,
+				    BASE + (2 * i + 1) * PAGE);
+	mrl_bind_churn_note(BASE, BASE + PAGE);
 	CHECK_EQ(2u, passes_of(BASE, BASE + PAGE, 2, 100));
 }
 
@@ -90,11 +91,11 @@ test_a_range_back_in_the_ring_starts_at_the_base(void)
 static void
 test_a_huge_count_does_not_wrap(void)
 {
-	mrl_churn_reset();
+	mrl_bind_churn_reset();
 	for (int i = 0; i < 6; i++)
-		mrl_churn_note(BASE, BASE + PAGE);
-	CHECK(mrl_churn_pass(BASE, BASE + PAGE, UINT64_MAX / 3));
-	CHECK(mrl_churn_pass(BASE, BASE + PAGE, UINT64_MAX));
+		mrl_bind_churn_note(BASE, BASE + PAGE);
+	CHECK(mrl_bind_churn_pass(BASE, BASE + PAGE, UINT64_MAX / 3));
+	CHECK(mrl_bind_churn_pass(BASE, BASE + PAGE, UINT64_MAX));
 }
 
 /* The ring holds a bounded number of ranges: enough newer ones push the
@@ -104,15 +105,16 @@ test_old_ranges_leave_the_ring(void)
 {
 	unsigned kept = 0;
 
-	mrl_churn_reset();
-	mrl_churn_note(BASE, BASE + PAGE);
+	mrl_bind_churn_reset();
+	mrl_bind_churn_note(BASE, BASE + PAGE);
 	for (uintptr_t i = 1; i <= 4096; i++)
-		mrl_churn_note(BASE + 2 * i * PAGE, BASE + (2 * i + 1) * PAGE);
-	CHECK(!mrl_churn_pass(BASE, BASE + PAGE, 8));
+		mrl_bind_churn_note(BASE + 2 * i * PAGE,
+				    BASE + (2 * i + 1) * PAGE);
+	CHECK(!mrl_bind_churn_pass(BASE, BASE + PAGE, 8));
 	/* The newest ones are still there. */
 	for (uintptr_t i = 4096 - 3; i <= 4096; i++)
-		kept += mrl_churn_pass(BASE + 2 * i * PAGE,
-				       BASE + (2 * i + 1) * PAGE, 8);
+		kept += mrl_bind_churn_pass(BASE + 2 * i * PAGE,
+					    BASE + (2 * i + 1) * PAGE, 8);
 	CHECK_EQ(4u, kept);
 }
 
@@ -141,8 +143,8 @@ test_concurrent_misses_share_one_count(void)
 {
 	pthread_t th[RACERS];
 
-	mrl_churn_reset();
-	mrl_churn_note(BASE, BASE + PAGE);
+	mrl_bind_churn_reset();
+	mrl_bind_churn_note(BASE, BASE + PAGE);
 	atomic_store(&racer_passed, 0);
 	atomic_store(&racer_go, 0);
 	for (int i = 0; i < RACERS; i++)

@@ -429,12 +429,12 @@ static struct rbuf_ops app_rbuf_ops = {
 static void
 test_domain_opened_inside_the_outer_open_is_inner(void)
 {
-	struct mrl_domain *outer = mrl_domain_of(domain);
+	struct mrl_domain *outer = mrl_hook_domain_of(domain);
 
 	CHECK(outer->outermost);
 	CHECK_EQ(1, fake.nested_domains);
 	CHECK(fake.nested_domain);
-	CHECK(!mrl_domain_of(fake.nested_domain)->outermost);
+	CHECK(!mrl_hook_domain_of(fake.nested_domain)->outermost);
 	CHECK_PTR((void *) "app-domain", domain->fid.context);
 }
 
@@ -444,7 +444,7 @@ static void
 test_flow_ctrl_ops_translate_endpoints_both_ways(void)
 {
 	struct flow_ops *ops = NULL;
-	struct mrl_ep *hep = mrl_ep_of(ep);
+	struct mrl_ep *hep = mrl_hook_ep_of(ep);
 
 	CHECK_FI(fi_open_ops(&fake.nested_domain->fid, "ofix_flow_ctrl_v1", 0,
 			     (void **) &ops, NULL));
@@ -460,7 +460,8 @@ test_flow_ctrl_ops_translate_endpoints_both_ways(void)
 	CHECK_PTR(hep->inner, fake.flow_ep);
 
 	ops->set_send_handler(fake.nested_domain, app_send_handler);
-	CHECK_PTR(mrl_domain_of(fake.nested_domain)->inner, fake.flow_domain);
+	CHECK_PTR(mrl_hook_domain_of(fake.nested_domain)->inner,
+		  fake.flow_domain);
 	CHECK(fake.send_handler && fake.send_handler != app_send_handler);
 	CHECK_EQ(7, fake.send_handler(hep->inner, 7));
 	CHECK_PTR(ep, app_send_handler_ep);
@@ -478,7 +479,7 @@ test_dynamic_rbuf_gets_the_utility_providers_context(void)
 	CHECK_FI(fi_set_ops(&fake.nested_domain->fid, "ofix_dynamic_rbuf_v2", 0,
 			    &app_rbuf_ops, NULL));
 	CHECK(fake.rbuf && fake.rbuf != &app_rbuf_ops);
-	entry.ep_context = mrl_ep_of(ep)->inner->fid.context;
+	entry.ep_context = mrl_hook_ep_of(ep)->inner->fid.context;
 	CHECK_PTR(&ep->fid, entry.ep_context);
 	CHECK_EQ(0, fake.rbuf->get_rbuf(&entry, &iov, &count));
 	CHECK_PTR((void *) "app-ep", app_rbuf_ep_context);
@@ -505,7 +506,7 @@ test_ops_missing_below_return_enosys(void)
 	struct fi_atomic_attr attr;
 
 	CHECK_EQ(sizeof(buf), fi_send(ep, buf, sizeof(buf), NULL, 0, NULL));
-	CHECK_PTR(mrl_ep_of(ep)->inner, fake.send_ep);
+	CHECK_PTR(mrl_hook_ep_of(ep)->inner, fake.send_ep);
 	CHECK_EQ(-FI_ENOSYS,
 		 fi_senddata(ep, buf, sizeof(buf), NULL, 0, 0, NULL));
 	CHECK_EQ(-FI_ENOSYS,
@@ -531,13 +532,14 @@ test_alias_is_a_wrapped_endpoint(void)
 	char buf[4] = {0};
 
 	CHECK_FI(fi_control(&ep->fid, FI_ALIAS, &arg));
-	CHECK(alias && mrl_is_hook_fid(alias));
+	CHECK(alias && mrl_hook_is_hook_fid(alias));
 	CHECK(alias != &ep->fid);
-	CHECK_PTR(mrl_ep_of(ep),
-		  mrl_ep_of(container_of(alias, struct fid_ep, fid))->alias_of);
+	CHECK_PTR(mrl_hook_ep_of(ep),
+		  mrl_hook_ep_of(container_of(alias, struct fid_ep, fid))
+			  ->alias_of);
 	CHECK_EQ(sizeof(buf), fi_send(container_of(alias, struct fid_ep, fid),
 				      buf, sizeof(buf), NULL, 0, NULL));
-	CHECK_PTR(mrl_inner_fid(alias), &fake.send_ep->fid);
+	CHECK_PTR(mrl_hook_inner_fid(alias), &fake.send_ep->fid);
 	CHECK_EQ(0, fi_close(alias));
 }
 
@@ -615,7 +617,7 @@ test_eq_events_map_inner_fids_and_keep_app_written_ones(void)
 
 	CHECK_FI(fi_eq_open(fabric, &attr, &eq, NULL));
 	fake.eq_event = FI_CONNECTED;
-	fake.eq_entry.fid = mrl_inner_fid(&ep->fid);
+	fake.eq_entry.fid = mrl_hook_inner_fid(&ep->fid);
 	fake.eq_full = true;
 	CHECK(fi_eq_read(eq, &event, &entry, sizeof(entry), 0) > 0);
 	CHECK_EQ(FI_CONNECTED, event);
@@ -633,7 +635,7 @@ test_eq_events_map_inner_fids_and_keep_app_written_ones(void)
 	CHECK_EQ(0, fi_close(&eq->fid));
 }
 
-/* ---- stepping aside (mrl_fabric_bypass_domain) ------------------- */
+/* ---- stepping aside (mrl_hook_fabric_bypass_domain) ------------------- */
 
 static bool
 bypass_always(const struct fi_info *i)
@@ -667,14 +669,14 @@ pair_open(struct pair *p, bool eq_first)
 	CHECK(p->outer && p->core);
 	if (eq_first) {
 		CHECK_FI(fi_eq_open(p->core, NULL, &eq, NULL));
-		CHECK(mrl_is_hook_fid(&eq->fid));
+		CHECK(mrl_hook_is_hook_fid(&eq->fid));
 		CHECK_EQ(0, fi_close(&eq->fid));
 	}
 	fake.nested_fabric = p->core;
 	fake.nested_domain = NULL;
-	mrl_personality = &bypass_personality;
+	mrl_hook_personality = &bypass_personality;
 	CHECK_FI(fi_domain(p->outer, info, &p->domain, (void *) "app-domain"));
-	mrl_personality = NULL;
+	mrl_hook_personality = NULL;
 }
 
 static void
@@ -701,22 +703,23 @@ test_an_inner_domain_that_may_step_aside_is_the_providers_own(void)
 	struct fid_domain *later = NULL;
 
 	pair_open(&p, false);
-	CHECK(mrl_is_hook_fid(&p.domain->fid));
-	CHECK(mrl_domain_of(p.domain)->outermost);
-	CHECK(fake.nested_domain && !mrl_is_hook_fid(&fake.nested_domain->fid));
+	CHECK(mrl_hook_is_hook_fid(&p.domain->fid));
+	CHECK(mrl_hook_domain_of(p.domain)->outermost);
+	CHECK(fake.nested_domain &&
+	      !mrl_hook_is_hook_fid(&fake.nested_domain->fid));
 	CHECK_PTR(&fake_domain_fi_ops, fake.nested_domain->fid.ops);
 	CHECK_PTR(NULL, fake.nested_domain->fid.context);
 	CHECK_FI(fi_eq_open(p.core, NULL, &eq, (void *) "core-eq"));
-	CHECK(!mrl_is_hook_fid(&eq->fid));
+	CHECK(!mrl_hook_is_hook_fid(&eq->fid));
 	CHECK_PTR(&fake_eq_ops, eq->ops);
 	CHECK_PTR((void *) "core-eq", eq->fid.context);
 	CHECK_EQ(0, fi_close(&eq->fid));
 	/* A later domain of that fabric follows it, even the outermost kind
 	 * (warned): its objects must bind to the EQ's kind. */
-	mrl_personality = &bypass_personality;
+	mrl_hook_personality = &bypass_personality;
 	CHECK_FI(fi_domain(p.core, info, &later, NULL));
-	mrl_personality = NULL;
-	CHECK(!mrl_is_hook_fid(&later->fid));
+	mrl_hook_personality = NULL;
+	CHECK(!mrl_hook_is_hook_fid(&later->fid));
 	CHECK_EQ(0, fi_close(&later->fid));
 	pair_close(&p);
 }
@@ -729,8 +732,9 @@ test_a_fabric_that_wrapped_an_object_keeps_wrapping(void)
 	struct pair p;
 
 	pair_open(&p, true);
-	CHECK(fake.nested_domain && mrl_is_hook_fid(&fake.nested_domain->fid));
-	CHECK(!mrl_domain_of(fake.nested_domain)->outermost);
+	CHECK(fake.nested_domain &&
+	      mrl_hook_is_hook_fid(&fake.nested_domain->fid));
+	CHECK(!mrl_hook_domain_of(fake.nested_domain)->outermost);
 	pair_close(&p);
 }
 
@@ -739,8 +743,8 @@ main(void)
 {
 	struct fid_fabric *core;
 
-	mrl_prov = &hook_prov;
-	mrl_personality = NULL;
+	mrl_hook_prov = &hook_prov;
+	mrl_hook_personality = NULL;
 	info = fi_allocinfo();
 	core = hooked_fabric("core");
 	fake.nested_fabric = core;

@@ -87,7 +87,7 @@ static void
 client_close(void *arg)
 {
 	(void) arg;
-	mrl_caches_drain_shared();
+	mrl_caches_close_deferred_shared();
 }
 
 static const struct mrl_monitor_client client = {
@@ -166,7 +166,7 @@ touch(const void *p, size_t len)
 
 	if (mrl_cache_acquire(dom, (uintptr_t) p, (uintptr_t) p + len, &reg))
 		return NULL;
-	mrl_lease_release(reg);
+	mrl_cache_lease_release(reg);
 	return reg;
 }
 
@@ -178,7 +178,7 @@ cached(const void *p, size_t len)
 
 	reg = mrl_cache_lookup(dom, (uintptr_t) p, (uintptr_t) p + len);
 	if (reg)
-		mrl_lease_release(reg);
+		mrl_cache_lease_release(reg);
 	return reg != NULL;
 }
 
@@ -379,7 +379,7 @@ test_every_way_pages_leave_is_caught(void)
 		CHECK(after.monitor_invalidations >
 		      before.monitor_invalidations);
 	}
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 }
 
 /* shmdt sends no event and userfaultfd refuses SysV segments: a cached
@@ -481,7 +481,7 @@ test_vma_count_stays_bounded_with_100000_entries(void)
 	settle(p);
 	stats(&st);
 	CHECK(st.entries < n);
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 }
 
 /* Watching part of a mapping must not split it: the application's mremap of
@@ -511,7 +511,7 @@ test_watching_an_entry_leaves_its_mapping_whole(void)
 	CHECK(!cached(p + len / 2, page));
 	munmap(q, 2 * len);
 	CHECK(after <= before);
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 }
 
 /* ---- no window ----------------------------------------------------------- */
@@ -541,10 +541,10 @@ test_the_next_lookup_applies_an_unmapped_range(void)
 	CHECK(!mrl_cache_acquire(dom, (uintptr_t) p, (uintptr_t) p + 4 * page,
 				 &reg));
 	CHECK(mrl_registration_mr(reg) != old);
-	mrl_lease_release(reg);
+	mrl_cache_lease_release(reg);
 	CHECK_EQ(0u, atomic_load(&mrl_cache_barrier));
 	CHECK(mrl_cache_barrier_waits() > waits);
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 }
 
 struct window {
@@ -570,7 +570,7 @@ window_reader(void *arg)
 	if (!mrl_cache_acquire(dom, (uintptr_t) w->p, (uintptr_t) w->p + w->len,
 			       &reg)) {
 		w->got = mrl_registration_mr(reg);
-		mrl_lease_release(reg);
+		mrl_cache_lease_release(reg);
 	}
 	atomic_store(&w->done, 1);
 	return NULL;
@@ -629,7 +629,7 @@ test_no_lookup_sees_a_range_once_munmap_returned(void)
 	CHECK_EQ(0, done_early);
 	CHECK(w.got != w.old);
 	munmap(w.other, page);
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 }
 
 /* The task records ranges in a fixed ring and waits for nobody: when no
@@ -670,7 +670,7 @@ test_a_full_ring_drops_everything_at_the_next_lookup(void)
 		CHECK(!cached(p[i], page));
 	munmap(kept, page);
 	free(p);
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 }
 
 /* ---- deadlock rules ------------------------------------------------------ */
@@ -716,7 +716,7 @@ test_the_monitor_never_closes_a_registration(void)
 	/* Retired by the monitor, closed by nobody yet. */
 	CHECK_EQ(before.deferred_closes + 1, after.deferred_closes);
 	CHECK_EQ(0, atomic_load(&close_hook_tid));
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 	CHECK_EQ((int) syscall(SYS_gettid), atomic_load(&close_hook_tid));
 	CHECK(atomic_load(&close_hook_tid) != mrl_monitor_tid());
 	CHECK(!cached(scratch, page));
@@ -779,7 +779,7 @@ miss_unmapping_scratch(bool span)
 	CHECK(!cached(scratch, page));
 	CHECK(cached(m.p, page));
 	munmap(m.p, page);
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 }
 
 /* A miss in progress (a provider's reg freeing memory) may block in munmap
@@ -866,7 +866,7 @@ test_monitor_invalidation_allocates_nothing(void)
 	CHECK(after.monitor_invalidations >=
 	      before.monitor_invalidations + 200);
 	CHECK_EQ(allocs, atomic_load(&monitor_allocs));
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 #else
 	mrlt_skip_current("malloc cannot be counted under a sanitizer");
 #endif
@@ -1342,7 +1342,7 @@ test_a_watch_is_released_when_its_last_entry_closes(void)
 	CHECK_EQ(events, mrl_monitor_events());
 	munmap(other, 8 * page);
 	settle(other);
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 }
 
 /* The kernel drops a mapping's registration with the mapping: a new one
@@ -1368,11 +1368,11 @@ test_a_new_mapping_at_an_unmapped_ones_address_is_watched_again(void)
 	CHECK(touch(q + 4 * page, page) && cached(q + 4 * page, page));
 	CHECK(!cached(q, page)); /* the old entry left the index */
 	CHECK_EQ(1, vma_watched(q));
-	mrl_lease_release(old);
+	mrl_cache_lease_release(old);
 	CHECK_EQ(1, vma_watched(q)); /* the new entry keeps it */
 	munmap(q, 8 * page);
 	settle(q);
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 }
 
 /* An allocator returns the pages of one buffer and keeps the rest of its
@@ -1398,7 +1398,7 @@ test_what_is_left_of_a_partly_unmapped_mapping_is_released(void)
 	CHECK_EQ(0, madvise(p + 4 * page, page, MADV_DONTNEED));
 	munmap(p + page, 7 * page);
 	CHECK_EQ(events, mrl_monitor_events());
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 }
 
 struct release_race {
@@ -1455,7 +1455,7 @@ test_a_release_never_drops_a_watch_a_new_entry_needs(void)
 	CHECK_EQ(0, r.unwatched);
 	munmap(r.p, 8 * page);
 	settle(r.p);
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 }
 
 /* ---- closing what the monitor dropped ------------------------------------ */
@@ -1511,7 +1511,7 @@ test_a_domain_closes_only_its_own_dropped_registrations(void)
 	CHECK_EQ(0, mrl_cache_acquire(dom2, (uintptr_t) q,
 				      (uintptr_t) q + 4 * page, &reg));
 	if (reg)
-		mrl_lease_release(reg);
+		mrl_cache_lease_release(reg);
 	closed = atomic_load(&creg.closed);
 	closed2 = atomic_load(&creg2.closed);
 	munmap(p, 4 * page);
@@ -1570,7 +1570,7 @@ test_the_closer_releases_a_thread_safe_domains_registration_unasked(void)
 	close_hook_mr = mrl_registration_mr(reg);
 	close_hook = nothing;
 	atomic_store(&close_hook_tid, 0);
-	mrl_lease_release(reg);
+	mrl_cache_lease_release(reg);
 	want = atomic_load(&creg.closed) + 1;
 	munmap(p, 16 * page);
 	/* No cache call from here on until it closed. */
@@ -1625,16 +1625,16 @@ test_explicit_invalidate_composes_with_the_monitor(void)
 static void
 test_pinning_is_decided_by_the_core_provider(void)
 {
-	CHECK(mrl_lease_provider_pins("verbs;ofi_rxm"));
-	CHECK(mrl_lease_provider_pins("efa"));
-	CHECK(mrl_lease_provider_pins("some_new_nic"));
-	CHECK(!mrl_lease_provider_pins("tcp;ofi_rxm"));
-	CHECK(!mrl_lease_provider_pins("tcp"));
-	CHECK(!mrl_lease_provider_pins("udp;ofi_rxd"));
-	CHECK(!mrl_lease_provider_pins("shm"));
-	CHECK(!mrl_lease_provider_pins("sockets"));
-	CHECK(!mrl_lease_provider_pins("net"));
-	CHECK(mrl_lease_provider_pins("tcpx"));
+	CHECK(mrl_bind_provider_pins("verbs;ofi_rxm"));
+	CHECK(mrl_bind_provider_pins("efa"));
+	CHECK(mrl_bind_provider_pins("some_new_nic"));
+	CHECK(!mrl_bind_provider_pins("tcp;ofi_rxm"));
+	CHECK(!mrl_bind_provider_pins("tcp"));
+	CHECK(!mrl_bind_provider_pins("udp;ofi_rxd"));
+	CHECK(!mrl_bind_provider_pins("shm"));
+	CHECK(!mrl_bind_provider_pins("sockets"));
+	CHECK(!mrl_bind_provider_pins("net"));
+	CHECK(mrl_bind_provider_pins("tcpx"));
 }
 
 int

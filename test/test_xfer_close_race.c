@@ -8,7 +8,7 @@
  *
  * The window is a few instructions, so the test makes it wide without
  * sleeping: the completion is a hidden one (FI_SELECTIVE_COMPLETION, no
- * FI_COMPLETION asked), which takes the out-of-line mrl_op_complete, and the
+ * FI_COMPLETION asked), which takes the out-of-line mrl_xfer_op_complete, and the
  * endpoint's test hook (MRL_XFER_CTL_TEST_COMPLETING, mrl_xfer_ctl.h) holds
  * the completer inside that window until the main thread's fi_close
  * returned.

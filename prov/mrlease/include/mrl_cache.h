@@ -51,7 +51,7 @@
  * fault. The hit path therefore writes the leased
  * entry's reference count and the thread's own counters, nothing shared; two
  * threads on distinct entries do not slow each other. It and
- * mrl_lease_release are inline (below); bench/README.md (xfer_ir) counts
+ * mrl_cache_lease_release are inline (below); bench/README.md (xfer_ir) counts
  * their instructions.
  * Other lookups walk the index inside a read section: the nearest base first
  * (one descent, a quaternary search per node), the subtree max ends only when
@@ -91,8 +91,8 @@
  * hook (a lookup of the domain, its domain close, a completion read). A
  * domain opened free_threaded (FI_THREAD_SAFE: any thread may call it at
  * any time) puts them on the cache's list instead, which any domain's
- * settle, mrl_caches_drain_shared (a monitor's closer thread) and
- * mrl_cache_drain (explicit invalidate, cache destroy) close.
+ * settle, mrl_caches_close_deferred_shared (a monitor's closer thread) and
+ * mrl_cache_close_deferred (explicit invalidate, cache destroy) close.
  *
  * Barrier. Between the monitor reading a kernel event (which lets the
  * unmapping thread return from munmap) and its invalidation taking effect, no
@@ -283,7 +283,7 @@ struct mrl_registration;
  * The hit path is inline (src/1-cache/mrl_cache.inl), and only its callers
  * include it: the data path's posts and completions, the binding's MR
  * handles, and the tests and benchmarks that lease directly. It holds
- * mrl_cache_acquire, mrl_lease_release and mrl_cache_domain_settle (their
+ * mrl_cache_acquire, mrl_cache_lease_release and mrl_cache_domain_settle (their
  * rules are below, with the rest of the API) and the accessors
  * mrl_registration_desc, _mr and _refs. Everything else is out of line.
  */
@@ -387,13 +387,13 @@ struct mrl_registration *mrl_cache_lookup(struct mrl_cache_domain *domain,
 
 /* Another reference on a registration the caller already holds, e.g. to hand
  * one lease to an operation and keep another in a user MR handle. */
-void mrl_lease_get(struct mrl_registration *reg);
+void mrl_cache_lease_get(struct mrl_registration *reg);
 
 /* Drop one reference; the last one closes the registration (through the
  * registrar, on this thread, with no cache lock held). The last lease of an
  * entry in a domain over its caps evicts down to them, closing what it
  * evicts on this thread too (see "Capacity"). */
-/* static inline void mrl_lease_release(struct mrl_registration *reg);
+/* static inline void mrl_cache_lease_release(struct mrl_registration *reg);
  * in mrl_cache.inl. */
 
 /*
@@ -437,10 +437,10 @@ int mrl_cache_invalidate_deferred(struct mrl_cache *cache, uintptr_t start,
 /* Close every deferred registration of the cache, every domain's list and
  * the cache's (on the calling thread, no cache lock held): for explicit
  * invalidate, cache destroy and tests. Cheap when the lists are empty. */
-void mrl_cache_drain(struct mrl_cache *cache);
+void mrl_cache_close_deferred(struct mrl_cache *cache);
 
 /* Close the cache's list only (free_threaded domains' registrations). */
-void mrl_cache_drain_shared(struct mrl_cache *cache);
+void mrl_cache_close_deferred_shared(struct mrl_cache *cache);
 
 /*
  * A call into the domain's objects: apply the monitor's events read so far
@@ -465,9 +465,9 @@ bool mrl_caches_in_use(uintptr_t lo, uintptr_t hi);
 void mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end);
 
 /* Apply the monitor's events read so far (the barrier), then
- * mrl_cache_drain_shared on every cache of the process: a monitor's closer
+ * mrl_cache_close_deferred_shared on every cache of the process: a monitor's closer
  * (only free_threaded domains use the shared lists). */
-void mrl_caches_drain_shared(void);
+void mrl_caches_close_deferred_shared(void);
 
 /*
  * Register [base, base + len) now as a pinned entry (never evicted) and

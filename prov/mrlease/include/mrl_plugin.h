@@ -21,6 +21,6 @@ int mrl_ext_ops_open(struct fid *hook_fid, const char *name, uint64_t flags,
 		     void **ops, void *context);
 
 /* The personality of the mrlease plugin (mrl_personality.c). */
-extern const struct mrl_personality mrl_lease_personality;
+extern const struct mrl_personality mrl_plugin_personality;
 
 #endif /* MRL_PLUGIN_H */

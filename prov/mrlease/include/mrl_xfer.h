@@ -24,7 +24,7 @@
  *   reach it. A read whose entries were all consumed returns -FI_EAGAIN.
  *
  * How an operation context is recognised. Every struct mrl_op lives in one
- * process-wide reserved address range (mrl_op_region_base), so a completion's
+ * process-wide reserved address range (mrl_xfer_op_region_base), so a completion's
  * op_context is ours exactly when it falls inside that range (one subtraction
  * and compare per entry), and the op's pool names the hook domain that
  * posted it (the other instance of a stacked pair never mistakes it for its
@@ -55,7 +55,7 @@
  * mrl_completion_cq.c, which also argues why it is safe and what is left).
  *
  * Stacked pairs. Such an inner domain is by default not wrapped at all
- * (mrl_fabric_bypass_domain, FI_MRLEASE_HOOK_INNER). When it is, its
+ * (mrl_hook_fabric_bypass_domain, FI_MRLEASE_HOOK_INNER). When it is, its
  * endpoints, CQs and counters (a domain that can never lease:
  * mrl_xfer_domain_leases, the inner instance of tcp;ofi_rxm without
  * FI_MR_LOCAL) keep the passthrough's tables, with the CQ reads and RMA

@@ -271,13 +271,13 @@ defer_close(struct mrl_registration *reg)
 }
 
 void
-mrl_cache_drain_shared(struct mrl_cache *cache)
+mrl_cache_close_deferred_shared(struct mrl_cache *cache)
 {
 	defer_close(defer_take(&cache->deferred));
 }
 
 void
-mrl_cache_drain(struct mrl_cache *cache)
+mrl_cache_close_deferred(struct mrl_cache *cache)
 {
 	struct mrl_registration *chain = NULL;
 	struct mrl_cache_domain *dom;
@@ -289,7 +289,7 @@ mrl_cache_drain(struct mrl_cache *cache)
 		defer_splice(&dom->hot.deferred, &chain);
 	pthread_mutex_unlock(&cache->lock);
 	defer_close(chain);
-	mrl_cache_drain_shared(cache);
+	mrl_cache_close_deferred_shared(cache);
 }
 
 /* The monitor's events applied, then the domain's own list and the cache's
@@ -299,7 +299,7 @@ mrl_cache_domain_settle_slow(struct mrl_cache_domain *dom)
 {
 	mrl_cache_barrier_wait();
 	defer_close(defer_take(&dom->hot.deferred));
-	mrl_cache_drain_shared(dom->cache);
+	mrl_cache_close_deferred_shared(dom->cache);
 }
 
 /* Drop the index's references of entries retired under the lock, after it
@@ -595,7 +595,7 @@ mrl_cache_destroy(struct mrl_cache *cache)
 
 	if (!cache)
 		return;
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 	for (;;) {
 		pthread_mutex_lock(&cache->lock);
 		for (dom = cache->domains; dom && dom->closed; dom = dom->next)
@@ -815,7 +815,7 @@ mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start, uintptr_t end)
 {
 	int ret = invalidate_range(cache, start, end, false);
 
-	mrl_cache_drain(cache);
+	mrl_cache_close_deferred(cache);
 	return ret;
 }
 
@@ -878,7 +878,7 @@ caches_take_shared_one(struct mrl_cache *cache, void *arg)
 }
 
 void
-mrl_caches_drain_shared(void)
+mrl_caches_close_deferred_shared(void)
 {
 	struct caches_range r = {0};
 
@@ -899,5 +899,5 @@ mrl_cache_unpin(struct mrl_registration *reg)
 		retire_locked(dom, reg, &chain);
 	mrl_readers_write_exit(dom->cache);
 	mrl_cache_drop_chain(chain);
-	mrl_lease_release(reg);
+	mrl_cache_lease_release(reg);
 }

@@ -161,7 +161,7 @@ int mrl_cache_acquire_slow(struct mrl_cache_domain *domain, uintptr_t start,
 int mrl_cache_acquire_stale(struct mrl_cache_domain *domain, uintptr_t start,
 			    uintptr_t end, struct mrl_registration *stale,
 			    struct mrl_registration **reg);
-void mrl_lease_count_release(struct mrl_registration *reg);
+void mrl_cache_lease_count_release(struct mrl_registration *reg);
 void mrl_registration_last(struct mrl_registration *reg);
 void mrl_cache_domain_settle_slow(struct mrl_cache_domain *domain);
 
@@ -216,7 +216,7 @@ slow:
 }
 
 static inline void
-mrl_lease_release(struct mrl_registration *reg)
+mrl_cache_lease_release(struct mrl_registration *reg)
 {
 	struct mrl_thread *t = mrl_fast;
 	unsigned was;
@@ -224,7 +224,7 @@ mrl_lease_release(struct mrl_registration *reg)
 	if (__builtin_expect(t != NULL, 1))
 		mrl_count_own(&t->cnt[MRL_TCNT_LEASES_RELEASED][reg->slot]);
 	else
-		mrl_lease_count_release(reg);
+		mrl_cache_lease_count_release(reg);
 	was = atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel);
 	mrl_assert(was & MRL_REF_COUNT); /* never below zero */
 	if ((was & MRL_REF_COUNT) == 1)

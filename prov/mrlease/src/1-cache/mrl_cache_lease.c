@@ -592,7 +592,7 @@ mrl_cache_track(struct mrl_cache_domain *dom, uintptr_t start, uintptr_t end,
 }
 
 void
-mrl_lease_get(struct mrl_registration *reg)
+mrl_cache_lease_get(struct mrl_registration *reg)
 {
 	unsigned was =
 		atomic_fetch_add_explicit(&reg->refs, 1, memory_order_relaxed);
@@ -602,9 +602,9 @@ mrl_lease_get(struct mrl_registration *reg)
 			 1);
 }
 
-/* mrl_lease_release on a thread without its own record (yet). */
+/* mrl_cache_lease_release on a thread without its own record (yet). */
 void
-mrl_lease_count_release(struct mrl_registration *reg)
+mrl_cache_lease_count_release(struct mrl_registration *reg)
 {
 	mrl_reader_count(mrl_reader_self(), reg->slot, MRL_TCNT_LEASES_RELEASED,
 			 1);

@@ -18,12 +18,12 @@
 
 /* The inner fi_ops_cm of an endpoint or passive endpoint. */
 static struct fi_ops_cm *
-mrl_cm_of(struct fid *fid, struct fid **inner)
+mrl_hook_cm_of(struct fid *fid, struct fid **inner)
 {
-	if (!mrl_is_hook_fid(fid))
+	if (!mrl_hook_is_hook_fid(fid))
 		return NULL;
-	*inner = mrl_inner_fid(fid);
-	switch (mrl_class_of(fid)) {
+	*inner = mrl_hook_inner_fid(fid);
+	switch (mrl_hook_class_of(fid)) {
 	case MRL_CLASS_EP:
 	case MRL_CLASS_SEP:
 	case MRL_CLASS_TX_CTX:
@@ -40,10 +40,10 @@ mrl_cm_of(struct fid *fid, struct fid **inner)
 #define MRL_CM_OK(cm, op) FI_CHECK_OP(cm, struct fi_ops_cm, op)
 
 static int
-mrl_cm_setname(fid_t fid, void *addr, size_t addrlen)
+mrl_hook_cm_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct fid *inner;
-	struct fi_ops_cm *cm = mrl_cm_of(fid, &inner);
+	struct fi_ops_cm *cm = mrl_hook_cm_of(fid, &inner);
 
 	if (!MRL_CM_OK(cm, setname))
 		return -FI_ENOSYS;
@@ -51,10 +51,10 @@ mrl_cm_setname(fid_t fid, void *addr, size_t addrlen)
 }
 
 static int
-mrl_cm_getname(fid_t fid, void *addr, size_t *addrlen)
+mrl_hook_cm_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct fid *inner;
-	struct fi_ops_cm *cm = mrl_cm_of(fid, &inner);
+	struct fi_ops_cm *cm = mrl_hook_cm_of(fid, &inner);
 
 	if (!MRL_CM_OK(cm, getname))
 		return -FI_ENOSYS;
@@ -62,9 +62,9 @@ mrl_cm_getname(fid_t fid, void *addr, size_t *addrlen)
 }
 
 static int
-mrl_cm_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
+mrl_hook_cm_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
 {
-	struct mrl_ep *ep = mrl_ep_of(ep_fid);
+	struct mrl_ep *ep = mrl_hook_ep_of(ep_fid);
 
 	if (!MRL_CM_OK(ep->inner->cm, getpeer))
 		return -FI_ENOSYS;
@@ -72,10 +72,10 @@ mrl_cm_getpeer(struct fid_ep *ep_fid, void *addr, size_t *addrlen)
 }
 
 static int
-mrl_cm_connect(struct fid_ep *ep_fid, const void *addr, const void *param,
-	       size_t paramlen)
+mrl_hook_cm_connect(struct fid_ep *ep_fid, const void *addr, const void *param,
+		    size_t paramlen)
 {
-	struct mrl_ep *ep = mrl_ep_of(ep_fid);
+	struct mrl_ep *ep = mrl_hook_ep_of(ep_fid);
 
 	if (!MRL_CM_OK(ep->inner->cm, connect))
 		return -FI_ENOSYS;
@@ -83,7 +83,7 @@ mrl_cm_connect(struct fid_ep *ep_fid, const void *addr, const void *param,
 }
 
 static int
-mrl_cm_listen(struct fid_pep *pep_fid)
+mrl_hook_cm_listen(struct fid_pep *pep_fid)
 {
 	struct mrl_pep *pep = container_of(pep_fid, struct mrl_pep, pep);
 
@@ -93,9 +93,9 @@ mrl_cm_listen(struct fid_pep *pep_fid)
 }
 
 static int
-mrl_cm_accept(struct fid_ep *ep_fid, const void *param, size_t paramlen)
+mrl_hook_cm_accept(struct fid_ep *ep_fid, const void *param, size_t paramlen)
 {
-	struct mrl_ep *ep = mrl_ep_of(ep_fid);
+	struct mrl_ep *ep = mrl_hook_ep_of(ep_fid);
 
 	if (!MRL_CM_OK(ep->inner->cm, accept))
 		return -FI_ENOSYS;
@@ -103,21 +103,21 @@ mrl_cm_accept(struct fid_ep *ep_fid, const void *param, size_t paramlen)
 }
 
 static int
-mrl_cm_reject(struct fid_pep *pep_fid, fid_t handle, const void *param,
-	      size_t paramlen)
+mrl_hook_cm_reject(struct fid_pep *pep_fid, fid_t handle, const void *param,
+		   size_t paramlen)
 {
 	struct mrl_pep *pep = container_of(pep_fid, struct mrl_pep, pep);
 
 	if (!MRL_CM_OK(pep->inner->cm, reject))
 		return -FI_ENOSYS;
-	return pep->inner->cm->reject(pep->inner, mrl_inner_fid(handle), param,
-				      paramlen);
+	return pep->inner->cm->reject(pep->inner, mrl_hook_inner_fid(handle),
+				      param, paramlen);
 }
 
 static int
-mrl_cm_shutdown(struct fid_ep *ep_fid, uint64_t flags)
+mrl_hook_cm_shutdown(struct fid_ep *ep_fid, uint64_t flags)
 {
-	struct mrl_ep *ep = mrl_ep_of(ep_fid);
+	struct mrl_ep *ep = mrl_hook_ep_of(ep_fid);
 
 	if (!MRL_CM_OK(ep->inner->cm, shutdown))
 		return -FI_ENOSYS;
@@ -131,10 +131,10 @@ mrl_cm_shutdown(struct fid_ep *ep_fid, uint64_t flags)
  * now and again when FI_JOIN_COMPLETE is read (hook_eq.c).
  */
 static int
-mrl_cm_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
-	    struct fid_mc **mc_fid, void *context)
+mrl_hook_cm_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
+		 struct fid_mc **mc_fid, void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(ep_fid);
+	struct mrl_ep *ep = mrl_hook_ep_of(ep_fid);
 	struct fi_collective_addr coll;
 	struct mrl_mc *mc;
 	int ret;
@@ -149,7 +149,7 @@ mrl_cm_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
 		coll.set =
 			app->set ?
 				container_of(
-					mrl_inner_fid(
+					mrl_hook_inner_fid(
 						(struct fid *) &app->set->fid),
 					struct fid_av_set, fid) :
 				NULL;
@@ -169,10 +169,10 @@ mrl_cm_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
 				  &mc->mc.fid);
 	if (ret)
 		goto err_free;
-	mrl_adopt_inner(&mc->inner->fid, &mc->mc.fid);
+	mrl_hook_adopt_inner(&mc->inner->fid, &mc->mc.fid);
 	mc->mc.fi_addr = mc->inner->fi_addr;
 
-	mrl_count_open(MRL_CLASS_MC);
+	mrl_hook_count_open(MRL_CLASS_MC);
 	*mc_fid = &mc->mc;
 	return 0;
 
@@ -181,24 +181,24 @@ err_free:
 	return ret;
 }
 
-struct fi_ops_cm mrl_ep_cm_ops = {
+struct fi_ops_cm mrl_hook_ep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
-	.setname = mrl_cm_setname,
-	.getname = mrl_cm_getname,
-	.getpeer = mrl_cm_getpeer,
-	.connect = mrl_cm_connect,
-	.listen = mrl_cm_listen,
-	.accept = mrl_cm_accept,
-	.reject = mrl_cm_reject,
-	.shutdown = mrl_cm_shutdown,
-	.join = mrl_cm_join,
+	.setname = mrl_hook_cm_setname,
+	.getname = mrl_hook_cm_getname,
+	.getpeer = mrl_hook_cm_getpeer,
+	.connect = mrl_hook_cm_connect,
+	.listen = mrl_hook_cm_listen,
+	.accept = mrl_hook_cm_accept,
+	.reject = mrl_hook_cm_reject,
+	.shutdown = mrl_hook_cm_shutdown,
+	.join = mrl_hook_cm_join,
 };
 
 /* ---- passive endpoints ------------------------------------------- */
 
 int
-mrl_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
-	       struct fid_pep **pep_fid, void *context)
+mrl_hook_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		    struct fid_pep **pep_fid, void *context)
 {
 	struct mrl_fabric *fab =
 		container_of(fabric, struct mrl_fabric, fabric);
@@ -207,7 +207,7 @@ mrl_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 
 	if (!FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, passive_ep))
 		return -FI_ENOSYS;
-	if (mrl_fabric_bypassed(fab))
+	if (mrl_hook_fabric_bypassed(fab))
 		return fab->inner->ops->passive_ep(fab->inner, info, pep_fid,
 						   context);
 
@@ -218,16 +218,16 @@ mrl_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 	pep->pep.fid.fclass = FI_CLASS_PEP;
 	pep->pep.fid.context = context;
 	pep->pep.fid.ops = &mrl_fid_ops[MRL_CLASS_PEP];
-	pep->pep.ops = &mrl_ep_ops;
-	pep->pep.cm = &mrl_ep_cm_ops;
+	pep->pep.ops = &mrl_hook_ep_ops;
+	pep->pep.cm = &mrl_hook_ep_cm_ops;
 
 	ret = fab->inner->ops->passive_ep(fab->inner, info, &pep->inner,
 					  &pep->pep.fid);
 	if (ret)
 		goto err_free;
-	mrl_adopt_inner(&pep->inner->fid, &pep->pep.fid);
+	mrl_hook_adopt_inner(&pep->inner->fid, &pep->pep.fid);
 
-	mrl_count_open(MRL_CLASS_PEP);
+	mrl_hook_count_open(MRL_CLASS_PEP);
 	*pep_fid = &pep->pep;
 	return 0;
 

@@ -14,9 +14,9 @@
 #define MRL_CNTR_OK(c, op) FI_CHECK_OP((c)->inner->ops, struct fi_ops_cntr, op)
 
 static uint64_t
-mrl_cntr_read(struct fid_cntr *cntr_fid)
+mrl_hook_cntr_read(struct fid_cntr *cntr_fid)
 {
-	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
+	struct mrl_cntr *cntr = mrl_hook_cntr_of(cntr_fid);
 
 	if (!MRL_CNTR_OK(cntr, read))
 		return 0;
@@ -24,9 +24,9 @@ mrl_cntr_read(struct fid_cntr *cntr_fid)
 }
 
 static uint64_t
-mrl_cntr_readerr(struct fid_cntr *cntr_fid)
+mrl_hook_cntr_readerr(struct fid_cntr *cntr_fid)
 {
-	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
+	struct mrl_cntr *cntr = mrl_hook_cntr_of(cntr_fid);
 
 	if (!MRL_CNTR_OK(cntr, readerr))
 		return 0;
@@ -34,9 +34,9 @@ mrl_cntr_readerr(struct fid_cntr *cntr_fid)
 }
 
 static int
-mrl_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
+mrl_hook_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 {
-	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
+	struct mrl_cntr *cntr = mrl_hook_cntr_of(cntr_fid);
 
 	if (!MRL_CNTR_OK(cntr, add))
 		return -FI_ENOSYS;
@@ -44,9 +44,9 @@ mrl_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 }
 
 static int
-mrl_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
+mrl_hook_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 {
-	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
+	struct mrl_cntr *cntr = mrl_hook_cntr_of(cntr_fid);
 
 	if (!MRL_CNTR_OK(cntr, set))
 		return -FI_ENOSYS;
@@ -54,9 +54,9 @@ mrl_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 }
 
 static int
-mrl_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
+mrl_hook_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 {
-	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
+	struct mrl_cntr *cntr = mrl_hook_cntr_of(cntr_fid);
 
 	if (!MRL_CNTR_OK(cntr, wait))
 		return -FI_ENOSYS;
@@ -64,9 +64,9 @@ mrl_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 }
 
 static int
-mrl_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
+mrl_hook_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
 {
-	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
+	struct mrl_cntr *cntr = mrl_hook_cntr_of(cntr_fid);
 
 	if (!MRL_CNTR_OK(cntr, adderr))
 		return -FI_ENOSYS;
@@ -74,31 +74,31 @@ mrl_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
 }
 
 static int
-mrl_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
+mrl_hook_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
 {
-	struct mrl_cntr *cntr = mrl_cntr_of(cntr_fid);
+	struct mrl_cntr *cntr = mrl_hook_cntr_of(cntr_fid);
 
 	if (!MRL_CNTR_OK(cntr, seterr))
 		return -FI_ENOSYS;
 	return cntr->inner->ops->seterr(cntr->inner, value);
 }
 
-struct fi_ops_cntr mrl_cntr_ops = {
+struct fi_ops_cntr mrl_hook_cntr_ops = {
 	.size = sizeof(struct fi_ops_cntr),
-	.read = mrl_cntr_read,
-	.readerr = mrl_cntr_readerr,
-	.add = mrl_cntr_add,
-	.set = mrl_cntr_set,
-	.wait = mrl_cntr_wait,
-	.adderr = mrl_cntr_adderr,
-	.seterr = mrl_cntr_seterr,
+	.read = mrl_hook_cntr_read,
+	.readerr = mrl_hook_cntr_readerr,
+	.add = mrl_hook_cntr_add,
+	.set = mrl_hook_cntr_set,
+	.wait = mrl_hook_cntr_wait,
+	.adderr = mrl_hook_cntr_adderr,
+	.seterr = mrl_hook_cntr_seterr,
 };
 
 int
-mrl_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
-	      struct fid_cntr **cntr_fid, void *context)
+mrl_hook_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		   struct fid_cntr **cntr_fid, void *context)
 {
-	struct mrl_domain *dom = mrl_domain_of(domain);
+	struct mrl_domain *dom = mrl_hook_domain_of(domain);
 	struct fid_wait *app_wait = NULL;
 	struct mrl_cntr *cntr;
 	/* A peer counter context (FI_PEER) names the owner's counter: pass
@@ -117,12 +117,13 @@ mrl_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 	cntr->cntr.fid.fclass = FI_CLASS_CNTR;
 	cntr->cntr.fid.context = context;
 	cntr->cntr.fid.ops = &mrl_fid_ops[MRL_CLASS_CNTR];
-	cntr->cntr.ops = &mrl_cntr_ops;
+	cntr->cntr.ops = &mrl_hook_cntr_ops;
 
 	if (attr && attr->wait_obj == FI_WAIT_SET && attr->wait_set) {
 		app_wait = attr->wait_set;
 		attr->wait_set = (struct fid_wait *) container_of(
-			mrl_inner_fid(&app_wait->fid), struct fid_wait, fid);
+			mrl_hook_inner_fid(&app_wait->fid), struct fid_wait,
+			fid);
 	}
 	ret = dom->inner->ops->cntr_open(dom->inner, attr, &cntr->inner,
 					 peer ? context : &cntr->cntr.fid);
@@ -131,18 +132,18 @@ mrl_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 	if (ret)
 		goto err_free;
 	if (!peer)
-		mrl_adopt_inner(&cntr->inner->fid, &cntr->cntr.fid);
+		mrl_hook_adopt_inner(&cntr->inner->fid, &cntr->cntr.fid);
 
-	if (mrl_personality && mrl_personality->cntr_open) {
-		ret = mrl_personality->cntr_open(cntr);
+	if (mrl_hook_personality && mrl_hook_personality->cntr_open) {
+		ret = mrl_hook_personality->cntr_open(cntr);
 		if (ret)
 			goto err_close;
 	}
 
 	if (app_wait)
-		mrl_wait_watch(app_wait, &cntr->cntr.fid,
-			       peer ? NULL : &cntr->inner->fid);
-	mrl_count_open(MRL_CLASS_CNTR);
+		mrl_hook_wait_watch(app_wait, &cntr->cntr.fid,
+				    peer ? NULL : &cntr->inner->fid);
+	mrl_hook_count_open(MRL_CLASS_CNTR);
 	*cntr_fid = &cntr->cntr;
 	return 0;
 

@@ -18,9 +18,9 @@
 #define MRL_CQ_OK(cq, op) FI_CHECK_OP((cq)->inner->ops, struct fi_ops_cq, op)
 
 static ssize_t
-mrl_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+mrl_hook_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 
 	if (!MRL_CQ_OK(cq, read))
 		return -FI_ENOSYS;
@@ -28,10 +28,10 @@ mrl_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 }
 
 static ssize_t
-mrl_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-		fi_addr_t *src_addr)
+mrl_hook_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		     fi_addr_t *src_addr)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 
 	if (!MRL_CQ_OK(cq, readfrom))
 		return -FI_ENOSYS;
@@ -39,10 +39,10 @@ mrl_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 }
 
 static ssize_t
-mrl_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
-	       uint64_t flags)
+mrl_hook_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+		    uint64_t flags)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 
 	if (!MRL_CQ_OK(cq, readerr))
 		return -FI_ENOSYS;
@@ -50,10 +50,10 @@ mrl_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 }
 
 static ssize_t
-mrl_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const void *cond,
-	     int timeout)
+mrl_hook_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
+		  const void *cond, int timeout)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 
 	if (!MRL_CQ_OK(cq, sread))
 		return -FI_ENOSYS;
@@ -61,10 +61,10 @@ mrl_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const void *cond,
 }
 
 static ssize_t
-mrl_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-		 fi_addr_t *src_addr, const void *cond, int timeout)
+mrl_hook_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		      fi_addr_t *src_addr, const void *cond, int timeout)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 
 	if (!MRL_CQ_OK(cq, sreadfrom))
 		return -FI_ENOSYS;
@@ -73,9 +73,9 @@ mrl_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 }
 
 static int
-mrl_cq_signal(struct fid_cq *cq_fid)
+mrl_hook_cq_signal(struct fid_cq *cq_fid)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 
 	if (!MRL_CQ_OK(cq, signal))
 		return -FI_ENOSYS;
@@ -83,10 +83,10 @@ mrl_cq_signal(struct fid_cq *cq_fid)
 }
 
 static const char *
-mrl_cq_strerror(struct fid_cq *cq_fid, int prov_errno, const void *err_data,
-		char *buf, size_t len)
+mrl_hook_cq_strerror(struct fid_cq *cq_fid, int prov_errno,
+		     const void *err_data, char *buf, size_t len)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 
 	if (!MRL_CQ_OK(cq, strerror))
 		return fi_strerror(prov_errno);
@@ -94,22 +94,22 @@ mrl_cq_strerror(struct fid_cq *cq_fid, int prov_errno, const void *err_data,
 					len);
 }
 
-struct fi_ops_cq mrl_cq_ops = {
+struct fi_ops_cq mrl_hook_cq_ops = {
 	.size = sizeof(struct fi_ops_cq),
-	.read = mrl_cq_read,
-	.readfrom = mrl_cq_readfrom,
-	.readerr = mrl_cq_readerr,
-	.sread = mrl_cq_sread,
-	.sreadfrom = mrl_cq_sreadfrom,
-	.signal = mrl_cq_signal,
-	.strerror = mrl_cq_strerror,
+	.read = mrl_hook_cq_read,
+	.readfrom = mrl_hook_cq_readfrom,
+	.readerr = mrl_hook_cq_readerr,
+	.sread = mrl_hook_cq_sread,
+	.sreadfrom = mrl_hook_cq_sreadfrom,
+	.signal = mrl_hook_cq_signal,
+	.strerror = mrl_hook_cq_strerror,
 };
 
 int
-mrl_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
-	    struct fid_cq **cq_fid, void *context)
+mrl_hook_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+		 struct fid_cq **cq_fid, void *context)
 {
-	struct mrl_domain *dom = mrl_domain_of(domain);
+	struct mrl_domain *dom = mrl_hook_domain_of(domain);
 	struct fid_wait *app_wait = NULL;
 	struct mrl_cq *cq;
 	/* A peer CQ context (FI_PEER) names the owner's CQ: pass it as is. */
@@ -127,7 +127,7 @@ mrl_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	cq->cq.fid.fclass = FI_CLASS_CQ;
 	cq->cq.fid.context = context;
 	cq->cq.fid.ops = &mrl_fid_ops[MRL_CLASS_CQ];
-	cq->cq.ops = &mrl_cq_ops;
+	cq->cq.ops = &mrl_hook_cq_ops;
 	if (attr) {
 		cq->format = attr->format;
 		cq->flags = attr->flags;
@@ -137,7 +137,8 @@ mrl_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	if (attr && attr->wait_obj == FI_WAIT_SET && attr->wait_set) {
 		app_wait = attr->wait_set;
 		attr->wait_set = (struct fid_wait *) container_of(
-			mrl_inner_fid(&app_wait->fid), struct fid_wait, fid);
+			mrl_hook_inner_fid(&app_wait->fid), struct fid_wait,
+			fid);
 	}
 	ret = dom->inner->ops->cq_open(dom->inner, attr, &cq->inner,
 				       peer ? context : &cq->cq.fid);
@@ -146,18 +147,18 @@ mrl_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	if (ret)
 		goto err_free;
 	if (!peer)
-		mrl_adopt_inner(&cq->inner->fid, &cq->cq.fid);
+		mrl_hook_adopt_inner(&cq->inner->fid, &cq->cq.fid);
 
-	if (mrl_personality && mrl_personality->cq_open) {
-		ret = mrl_personality->cq_open(cq);
+	if (mrl_hook_personality && mrl_hook_personality->cq_open) {
+		ret = mrl_hook_personality->cq_open(cq);
 		if (ret)
 			goto err_close;
 	}
 
 	if (app_wait)
-		mrl_wait_watch(app_wait, &cq->cq.fid,
-			       peer ? NULL : &cq->inner->fid);
-	mrl_count_open(MRL_CLASS_CQ);
+		mrl_hook_wait_watch(app_wait, &cq->cq.fid,
+				    peer ? NULL : &cq->inner->fid);
+	mrl_hook_count_open(MRL_CLASS_CQ);
 	*cq_fid = &cq->cq;
 	return 0;
 

@@ -45,7 +45,7 @@
 #include "mrl_hook.h"
 #include "mrl_hook_debug.h"
 
-_Thread_local int mrl_nesting;
+_Thread_local int mrl_hook_nesting;
 
 /* ---- provider-private ops ------------------------------------------ */
 
@@ -94,7 +94,7 @@ struct mrl_util_ops {
 };
 
 static struct mrl_util_ops *
-mrl_util_ops_get(struct mrl_domain *domain)
+mrl_hook_util_ops_get(struct mrl_domain *domain)
 {
 	if (!domain->util_ops)
 		domain->util_ops = calloc(1, sizeof(*domain->util_ops));
@@ -102,10 +102,11 @@ mrl_util_ops_get(struct mrl_domain *domain)
 }
 
 static struct mrl_ep *
-mrl_util_ep(struct fid *fid)
+mrl_hook_util_ep(struct fid *fid)
 {
-	if (!fid || !mrl_is_hook_fid(fid) || mrl_class_of(fid) < MRL_CLASS_EP ||
-	    mrl_class_of(fid) > MRL_CLASS_SRX_CTX)
+	if (!fid || !mrl_hook_is_hook_fid(fid) ||
+	    mrl_hook_class_of(fid) < MRL_CLASS_EP ||
+	    mrl_hook_class_of(fid) > MRL_CLASS_SRX_CTX)
 		return NULL;
 	return container_of(fid, struct mrl_ep, ep.fid);
 }
@@ -116,9 +117,9 @@ mrl_util_ep(struct fid *fid)
 	 (u)->flow_inner->op)
 
 static bool
-mrl_flow_available(struct fid_ep *ep_fid)
+mrl_hook_flow_available(struct fid_ep *ep_fid)
 {
-	struct mrl_ep *ep = mrl_util_ep(ep_fid ? &ep_fid->fid : NULL);
+	struct mrl_ep *ep = mrl_hook_util_ep(ep_fid ? &ep_fid->fid : NULL);
 
 	if (!ep || !MRL_FLOW_OK(ep->domain->util_ops, available))
 		return false;
@@ -126,9 +127,9 @@ mrl_flow_available(struct fid_ep *ep_fid)
 }
 
 static int
-mrl_flow_enable(struct fid_ep *ep_fid, uint64_t threshold)
+mrl_hook_flow_enable(struct fid_ep *ep_fid, uint64_t threshold)
 {
-	struct mrl_ep *ep = mrl_util_ep(ep_fid ? &ep_fid->fid : NULL);
+	struct mrl_ep *ep = mrl_hook_util_ep(ep_fid ? &ep_fid->fid : NULL);
 
 	if (!ep)
 		return -FI_EINVAL;
@@ -138,9 +139,9 @@ mrl_flow_enable(struct fid_ep *ep_fid, uint64_t threshold)
 }
 
 static void
-mrl_flow_add_credits(struct fid_ep *ep_fid, uint64_t credits)
+mrl_hook_flow_add_credits(struct fid_ep *ep_fid, uint64_t credits)
 {
-	struct mrl_ep *ep = mrl_util_ep(ep_fid ? &ep_fid->fid : NULL);
+	struct mrl_ep *ep = mrl_hook_util_ep(ep_fid ? &ep_fid->fid : NULL);
 
 	if (ep && MRL_FLOW_OK(ep->domain->util_ops, add_credits))
 		ep->domain->util_ops->flow_inner->add_credits(ep->inner,
@@ -149,12 +150,12 @@ mrl_flow_add_credits(struct fid_ep *ep_fid, uint64_t credits)
 
 /* Called by the provider below with its own endpoint. */
 static ssize_t
-mrl_flow_send_trampoline(struct fid_ep *inner_ep, uint64_t credits)
+mrl_hook_flow_send_trampoline(struct fid_ep *inner_ep, uint64_t credits)
 {
-	struct mrl_ep *ep = mrl_util_ep(mrl_hook_of_inner(&inner_ep->fid));
+	struct mrl_ep *ep = mrl_hook_util_ep(mrl_hook_of_inner(&inner_ep->fid));
 
 	if (!ep) {
-		FI_WARN(mrl_prov, FI_LOG_EP_DATA,
+		FI_WARN(mrl_hook_prov, FI_LOG_EP_DATA,
 			"flow control: endpoint %p is not hooked\n",
 			(void *) inner_ep);
 		return -FI_EINVAL;
@@ -165,33 +166,34 @@ mrl_flow_send_trampoline(struct fid_ep *inner_ep, uint64_t credits)
 }
 
 static void
-mrl_flow_set_send_handler(struct fid_domain *domain_fid,
-			  mrl_flow_send_fn send_handler)
+mrl_hook_flow_set_send_handler(struct fid_domain *domain_fid,
+			       mrl_flow_send_fn send_handler)
 {
 	struct mrl_domain *domain;
 
-	if (!domain_fid || !mrl_is_hook_fid(&domain_fid->fid) ||
-	    mrl_class_of(&domain_fid->fid) != MRL_CLASS_DOMAIN)
+	if (!domain_fid || !mrl_hook_is_hook_fid(&domain_fid->fid) ||
+	    mrl_hook_class_of(&domain_fid->fid) != MRL_CLASS_DOMAIN)
 		return;
-	domain = mrl_domain_of(domain_fid);
+	domain = mrl_hook_domain_of(domain_fid);
 	if (!MRL_FLOW_OK(domain->util_ops, set_send_handler))
 		return;
 	domain->util_ops->send_handler = send_handler;
 	domain->util_ops->flow_inner->set_send_handler(
-		domain->inner, send_handler ? mrl_flow_send_trampoline : NULL);
+		domain->inner,
+		send_handler ? mrl_hook_flow_send_trampoline : NULL);
 }
 
-static struct mrl_ofi_ops_flow_ctrl mrl_flow_ctrl_ops = {
+static struct mrl_ofi_ops_flow_ctrl mrl_hook_flow_ctrl_ops = {
 	.size = sizeof(struct mrl_ofi_ops_flow_ctrl),
-	.available = mrl_flow_available,
-	.enable = mrl_flow_enable,
-	.add_credits = mrl_flow_add_credits,
-	.set_send_handler = mrl_flow_set_send_handler,
+	.available = mrl_hook_flow_available,
+	.enable = mrl_hook_flow_enable,
+	.add_credits = mrl_hook_flow_add_credits,
+	.set_send_handler = mrl_hook_flow_set_send_handler,
 };
 
 static int
-mrl_domain_open_flow_ctrl(struct mrl_domain *domain, uint64_t flags, void **ops,
-			  void *context)
+mrl_hook_domain_open_flow_ctrl(struct mrl_domain *domain, uint64_t flags,
+			       void **ops, void *context)
 {
 	struct mrl_ofi_ops_flow_ctrl *inner_ops = NULL;
 	struct fid *inner = &domain->inner->fid;
@@ -206,47 +208,47 @@ mrl_domain_open_flow_ctrl(struct mrl_domain *domain, uint64_t flags, void **ops,
 		return ret;
 	if (!inner_ops)
 		return -FI_ENOSYS;
-	util = mrl_util_ops_get(domain);
+	util = mrl_hook_util_ops_get(domain);
 	if (!util)
 		return -FI_ENOMEM;
 	util->flow_inner = inner_ops;
-	mrl_count(MRL_DEBUG_FLOW_CTRL_OPENED);
-	*ops = &mrl_flow_ctrl_ops;
+	mrl_hook_count(MRL_DEBUG_FLOW_CTRL_OPENED);
+	*ops = &mrl_hook_flow_ctrl_ops;
 	return 0;
 }
 
 /* Called by the provider below with an entry naming its endpoint's
  * context, which is our wrapper: the utility provider gets its own. */
 static ssize_t
-mrl_rbuf_get_trampoline(struct mrl_ofi_cq_rbuf_entry *entry, struct iovec *iov,
-			size_t *count)
+mrl_hook_rbuf_get_trampoline(struct mrl_ofi_cq_rbuf_entry *entry,
+			     struct iovec *iov, size_t *count)
 {
-	struct mrl_ep *ep = mrl_util_ep(entry->ep_context);
+	struct mrl_ep *ep = mrl_hook_util_ep(entry->ep_context);
 	struct mrl_ofi_ops_dynamic_rbuf *outer;
 	ssize_t ret;
 
 	if (!ep || !ep->domain->util_ops || !ep->domain->util_ops->rbuf_outer) {
-		FI_WARN(mrl_prov, FI_LOG_EP_DATA,
+		FI_WARN(mrl_hook_prov, FI_LOG_EP_DATA,
 			"dynamic rbuf: endpoint context %p is not hooked\n",
 			entry->ep_context);
 		return -FI_EINVAL;
 	}
 	outer = ep->domain->util_ops->rbuf_outer;
-	mrl_count(MRL_DEBUG_DYN_RBUF_CALLS);
+	mrl_hook_count(MRL_DEBUG_DYN_RBUF_CALLS);
 	entry->ep_context = ep->ep.fid.context;
 	ret = outer->get_rbuf(entry, iov, count);
 	entry->ep_context = &ep->ep.fid;
 	return ret;
 }
 
-static struct mrl_ofi_ops_dynamic_rbuf mrl_rbuf_ops = {
+static struct mrl_ofi_ops_dynamic_rbuf mrl_hook_rbuf_ops = {
 	.size = sizeof(struct mrl_ofi_ops_dynamic_rbuf),
-	.get_rbuf = mrl_rbuf_get_trampoline,
+	.get_rbuf = mrl_hook_rbuf_get_trampoline,
 };
 
 static int
-mrl_domain_set_dynamic_rbuf(struct mrl_domain *domain, uint64_t flags,
-			    void *ops, void *context)
+mrl_hook_domain_set_dynamic_rbuf(struct mrl_domain *domain, uint64_t flags,
+				 void *ops, void *context)
 {
 	struct mrl_ofi_ops_dynamic_rbuf *outer = ops;
 	struct fid *inner = &domain->inner->fid;
@@ -257,47 +259,51 @@ mrl_domain_set_dynamic_rbuf(struct mrl_domain *domain, uint64_t flags,
 		return -FI_EINVAL;
 	if (!FI_CHECK_OP(inner->ops, struct fi_ops, ops_set))
 		return -FI_ENOSYS;
-	util = mrl_util_ops_get(domain);
+	util = mrl_hook_util_ops_get(domain);
 	if (!util)
 		return -FI_ENOMEM;
 	util->rbuf_outer = outer;
 	ret = inner->ops->ops_set(inner, MRL_OFI_OPS_DYNAMIC_RBUF, flags,
-				  &mrl_rbuf_ops, context);
+				  &mrl_hook_rbuf_ops, context);
 	if (ret) {
 		util->rbuf_outer = NULL;
 		return ret;
 	}
-	mrl_count(MRL_DEBUG_DYN_RBUF_SET);
+	mrl_hook_count(MRL_DEBUG_DYN_RBUF_SET);
 	return 0;
 }
 
 int
-mrl_domain_ops_open(struct mrl_domain *domain, const char *name, uint64_t flags,
-		    void **ops, void *context, bool *handled)
+mrl_hook_domain_ops_open(struct mrl_domain *domain, const char *name,
+			 uint64_t flags, void **ops, void *context,
+			 bool *handled)
 {
 	*handled = !strcmp(name, MRL_OFI_OPS_FLOW_CTRL);
 	if (*handled)
-		return mrl_domain_open_flow_ctrl(domain, flags, ops, context);
+		return mrl_hook_domain_open_flow_ctrl(domain, flags, ops,
+						      context);
 	return -FI_ENOSYS;
 }
 
 int
-mrl_domain_ops_set(struct mrl_domain *domain, const char *name, uint64_t flags,
-		   void *ops, void *context, bool *handled)
+mrl_hook_domain_ops_set(struct mrl_domain *domain, const char *name,
+			uint64_t flags, void *ops, void *context, bool *handled)
 {
 	*handled = !strcmp(name, MRL_OFI_OPS_DYNAMIC_RBUF);
 	if (*handled)
-		return mrl_domain_set_dynamic_rbuf(domain, flags, ops, context);
+		return mrl_hook_domain_set_dynamic_rbuf(domain, flags, ops,
+							context);
 	return -FI_ENOSYS;
 }
 
 /* ---- domain ops --------------------------------------------------- */
 
 static int
-mrl_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
-		 enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
+mrl_hook_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+		      enum fi_op op, struct fi_atomic_attr *attr,
+		      uint64_t flags)
 {
-	struct mrl_domain *dom = mrl_domain_of(domain);
+	struct mrl_domain *dom = mrl_hook_domain_of(domain);
 
 	if (!FI_CHECK_OP(dom->inner->ops, struct fi_ops_domain, query_atomic))
 		return -FI_ENOSYS;
@@ -306,10 +312,10 @@ mrl_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 }
 
 static int
-mrl_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
-		     struct fi_collective_attr *attr, uint64_t flags)
+mrl_hook_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+			  struct fi_collective_attr *attr, uint64_t flags)
 {
-	struct mrl_domain *dom = mrl_domain_of(domain);
+	struct mrl_domain *dom = mrl_hook_domain_of(domain);
 
 	if (!FI_CHECK_OP(dom->inner->ops, struct fi_ops_domain,
 			 query_collective))
@@ -317,25 +323,25 @@ mrl_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
 	return dom->inner->ops->query_collective(dom->inner, coll, attr, flags);
 }
 
-struct fi_ops_domain mrl_domain_ops = {
+struct fi_ops_domain mrl_hook_domain_ops = {
 	.size = sizeof(struct fi_ops_domain),
-	.av_open = mrl_av_open,
-	.cq_open = mrl_cq_open,
-	.endpoint = mrl_endpoint,
-	.scalable_ep = mrl_scalable_ep,
-	.cntr_open = mrl_cntr_open,
-	.poll_open = mrl_poll_open,
-	.stx_ctx = mrl_stx_ctx,
-	.srx_ctx = mrl_srx_ctx,
-	.query_atomic = mrl_query_atomic,
-	.query_collective = mrl_query_collective,
-	.endpoint2 = mrl_endpoint2,
+	.av_open = mrl_hook_av_open,
+	.cq_open = mrl_hook_cq_open,
+	.endpoint = mrl_hook_endpoint,
+	.scalable_ep = mrl_hook_scalable_ep,
+	.cntr_open = mrl_hook_cntr_open,
+	.poll_open = mrl_hook_poll_open,
+	.stx_ctx = mrl_hook_stx_ctx,
+	.srx_ctx = mrl_hook_srx_ctx,
+	.query_atomic = mrl_hook_query_atomic,
+	.query_collective = mrl_hook_query_collective,
+	.endpoint2 = mrl_hook_endpoint2,
 };
 
 /* ---- open / close ------------------------------------------------- */
 
 static void
-mrl_domain_record_info(struct mrl_domain *dom, const struct fi_info *info)
+mrl_hook_domain_record_info(struct mrl_domain *dom, const struct fi_info *info)
 {
 	const char *prov = NULL;
 
@@ -356,12 +362,12 @@ mrl_domain_record_info(struct mrl_domain *dom, const struct fi_info *info)
 	dom->api_version = dom->fabric->fabric.api_version;
 }
 
-/* A domain of a bypassed fabric (mrl_fabric_bypass_domain): the
+/* A domain of a bypassed fabric (mrl_hook_fabric_bypass_domain): the
  * provider's own, with the caller's context. */
 static int
-mrl_domain_open_bypassed(struct mrl_fabric *fab, struct fi_info *info,
-			 struct fid_domain **domain, uint64_t flags, bool v2,
-			 void *context)
+mrl_hook_domain_open_bypassed(struct mrl_fabric *fab, struct fi_info *info,
+			      struct fid_domain **domain, uint64_t flags,
+			      bool v2, void *context)
 {
 	int ret =
 		v2 ? fab->inner->ops->domain2(fab->inner, info, domain, flags,
@@ -370,11 +376,11 @@ mrl_domain_open_bypassed(struct mrl_fabric *fab, struct fi_info *info,
 
 	if (ret)
 		return ret;
-	mrl_count(MRL_DEBUG_INNER_BYPASSED);
+	mrl_hook_count(MRL_DEBUG_INNER_BYPASSED);
 	/* Only the fabric's first domain decided; a later one that would
 	 * have been hooked is not, since its objects bind to the others. */
-	if (mrl_nesting == 0 || !mrl_personality->bypass_inner(info))
-		FI_WARN(mrl_prov, FI_LOG_DOMAIN,
+	if (mrl_hook_nesting == 0 || !mrl_hook_personality->bypass_inner(info))
+		FI_WARN(mrl_hook_prov, FI_LOG_DOMAIN,
 			"domain %s over %s is not hooked: an earlier domain of "
 			"its fabric stepped aside (set FI_MRLEASE_HOOK_INNER=1 "
 			"to hook them all)\n",
@@ -384,12 +390,12 @@ mrl_domain_open_bypassed(struct mrl_fabric *fab, struct fi_info *info,
 			fab->inner_prov && fab->inner_prov->name ?
 				fab->inner_prov->name :
 				"?");
-	FI_INFO(mrl_prov, FI_LOG_DOMAIN,
+	FI_INFO(mrl_hook_prov, FI_LOG_DOMAIN,
 		"%s left domain %s over %s unhooked (inner instance with "
 		"nothing to do: its fabric's objects are the provider's own)\n",
-		mrl_personality && mrl_personality->name ?
-			mrl_personality->name :
-			mrl_prov->name,
+		mrl_hook_personality && mrl_hook_personality->name ?
+			mrl_hook_personality->name :
+			mrl_hook_prov->name,
 		info->domain_attr && info->domain_attr->name ?
 			info->domain_attr->name :
 			"?",
@@ -400,9 +406,9 @@ mrl_domain_open_bypassed(struct mrl_fabric *fab, struct fi_info *info,
 }
 
 static int
-mrl_domain_open_common(struct fid_fabric *fabric, struct fi_info *info,
-		       struct fid_domain **domain, uint64_t flags, bool v2,
-		       void *context)
+mrl_hook_domain_open_common(struct fid_fabric *fabric, struct fi_info *info,
+			    struct fid_domain **domain, uint64_t flags, bool v2,
+			    void *context)
 {
 	struct mrl_fabric *fab =
 		container_of(fabric, struct mrl_fabric, fabric);
@@ -417,9 +423,9 @@ mrl_domain_open_common(struct fid_fabric *fabric, struct fi_info *info,
 	if (v2 ? !FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, domain2) :
 		 !FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, domain))
 		return -FI_ENOSYS;
-	if (mrl_fabric_bypass_domain(fab, info))
-		return mrl_domain_open_bypassed(fab, info, domain, flags, v2,
-						context);
+	if (mrl_hook_fabric_bypass_domain(fab, info))
+		return mrl_hook_domain_open_bypassed(fab, info, domain, flags,
+						     v2, context);
 
 	dom = calloc(1, sizeof(*dom));
 	if (!dom)
@@ -429,14 +435,14 @@ mrl_domain_open_common(struct fid_fabric *fabric, struct fi_info *info,
 	dom->domain.fid.fclass = FI_CLASS_DOMAIN;
 	dom->domain.fid.context = context;
 	dom->domain.fid.ops = &mrl_fid_ops[MRL_CLASS_DOMAIN];
-	dom->domain.ops = &mrl_domain_ops;
-	dom->domain.mr = &mrl_domain_mr_ops;
-	dom->outermost = mrl_nesting == 0;
-	mrl_domain_record_info(dom, info);
+	dom->domain.ops = &mrl_hook_domain_ops;
+	dom->domain.mr = &mrl_hook_domain_mr_ops;
+	dom->outermost = mrl_hook_nesting == 0;
+	mrl_hook_domain_record_info(dom, info);
 
 	/* A utility provider opens its core domain inside this call: the
-	 * instance hooking that core domain sees mrl_nesting > 0. */
-	mrl_nesting++;
+	 * instance hooking that core domain sees mrl_hook_nesting > 0. */
+	mrl_hook_nesting++;
 	if (v2)
 		ret = fab->inner->ops->domain2(
 			fab->inner, info, &dom->inner, flags,
@@ -444,28 +450,28 @@ mrl_domain_open_common(struct fid_fabric *fabric, struct fi_info *info,
 	else
 		ret = fab->inner->ops->domain(fab->inner, info, &dom->inner,
 					      &dom->domain.fid);
-	mrl_nesting--;
+	mrl_hook_nesting--;
 	if (ret)
 		goto err_free;
 
-	if (mrl_personality && mrl_personality->domain_open) {
-		ret = mrl_personality->domain_open(dom);
+	if (mrl_hook_personality && mrl_hook_personality->domain_open) {
+		ret = mrl_hook_personality->domain_open(dom);
 		if (ret) {
-			FI_WARN(mrl_prov, FI_LOG_DOMAIN,
+			FI_WARN(mrl_hook_prov, FI_LOG_DOMAIN,
 				"personality refused domain over %s: %s\n",
 				dom->prov_name, fi_strerror(-ret));
 			goto err_close;
 		}
 	}
 
-	mrl_count_open(MRL_CLASS_DOMAIN);
-	mrl_count(dom->outermost ? MRL_DEBUG_OUTERMOST_DOMAINS :
-				   MRL_DEBUG_INNER_DOMAINS);
-	FI_INFO(mrl_prov, FI_LOG_DOMAIN,
+	mrl_hook_count_open(MRL_CLASS_DOMAIN);
+	mrl_hook_count(dom->outermost ? MRL_DEBUG_OUTERMOST_DOMAINS :
+					MRL_DEBUG_INNER_DOMAINS);
+	FI_INFO(mrl_hook_prov, FI_LOG_DOMAIN,
 		"%s hooked domain %s over %s (%s instance)\n",
-		mrl_personality && mrl_personality->name ?
-			mrl_personality->name :
-			mrl_prov->name,
+		mrl_hook_personality && mrl_hook_personality->name ?
+			mrl_hook_personality->name :
+			mrl_hook_prov->name,
 		info->domain_attr && info->domain_attr->name ?
 			info->domain_attr->name :
 			"?",
@@ -484,13 +490,14 @@ int
 mrl_hook_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_domain **domain, void *context)
 {
-	return mrl_domain_open_common(fabric, info, domain, 0, false, context);
+	return mrl_hook_domain_open_common(fabric, info, domain, 0, false,
+					   context);
 }
 
 int
 mrl_hook_domain2_open(struct fid_fabric *fabric, struct fi_info *info,
 		      struct fid_domain **domain, uint64_t flags, void *context)
 {
-	return mrl_domain_open_common(fabric, info, domain, flags, true,
-				      context);
+	return mrl_hook_domain_open_common(fabric, info, domain, flags, true,
+					   context);
 }

@@ -16,7 +16,7 @@
 #include "mrl_hook_debug.h"
 
 static enum mrl_class
-mrl_ep_class(size_t fclass)
+mrl_hook_ep_class(size_t fclass)
 {
 	switch (fclass) {
 	case FI_CLASS_SEP:
@@ -34,12 +34,12 @@ mrl_ep_class(size_t fclass)
 
 /* The fi_ops_ep of any object that has one: ep family, stx, pep. */
 static struct fi_ops_ep *
-mrl_ep_ops_of(struct fid *fid, struct fid **inner)
+mrl_hook_ep_ops_of(struct fid *fid, struct fid **inner)
 {
-	if (!mrl_is_hook_fid(fid))
+	if (!mrl_hook_is_hook_fid(fid))
 		return NULL;
-	*inner = mrl_inner_fid(fid);
-	switch (mrl_class_of(fid)) {
+	*inner = mrl_hook_inner_fid(fid);
+	switch (mrl_hook_class_of(fid)) {
 	case MRL_CLASS_EP:
 	case MRL_CLASS_SEP:
 	case MRL_CLASS_TX_CTX:
@@ -58,10 +58,10 @@ mrl_ep_ops_of(struct fid *fid, struct fid **inner)
 #define MRL_EP_OPS_OK(ops, op) FI_CHECK_OP(ops, struct fi_ops_ep, op)
 
 static ssize_t
-mrl_ep_cancel(fid_t fid, void *context)
+mrl_hook_ep_cancel(fid_t fid, void *context)
 {
 	struct fid *inner;
-	struct fi_ops_ep *ops = mrl_ep_ops_of(fid, &inner);
+	struct fi_ops_ep *ops = mrl_hook_ep_ops_of(fid, &inner);
 
 	if (!MRL_EP_OPS_OK(ops, cancel))
 		return -FI_ENOSYS;
@@ -69,10 +69,11 @@ mrl_ep_cancel(fid_t fid, void *context)
 }
 
 static int
-mrl_ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+mrl_hook_ep_getopt(fid_t fid, int level, int optname, void *optval,
+		   size_t *optlen)
 {
 	struct fid *inner;
-	struct fi_ops_ep *ops = mrl_ep_ops_of(fid, &inner);
+	struct fi_ops_ep *ops = mrl_hook_ep_ops_of(fid, &inner);
 
 	if (!MRL_EP_OPS_OK(ops, getopt))
 		return -FI_ENOSYS;
@@ -80,11 +81,11 @@ mrl_ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 }
 
 static int
-mrl_ep_setopt(fid_t fid, int level, int optname, const void *optval,
-	      size_t optlen)
+mrl_hook_ep_setopt(fid_t fid, int level, int optname, const void *optval,
+		   size_t optlen)
 {
 	struct fid *inner;
-	struct fi_ops_ep *ops = mrl_ep_ops_of(fid, &inner);
+	struct fi_ops_ep *ops = mrl_hook_ep_ops_of(fid, &inner);
 
 	if (!MRL_EP_OPS_OK(ops, setopt))
 		return -FI_ENOSYS;
@@ -92,10 +93,10 @@ mrl_ep_setopt(fid_t fid, int level, int optname, const void *optval,
 }
 
 static int
-mrl_ep_ctx_open(struct fid_ep *sep_fid, int index, void *attr, bool tx,
-		struct fid_ep **ctx_fid, void *context)
+mrl_hook_ep_ctx_open(struct fid_ep *sep_fid, int index, void *attr, bool tx,
+		     struct fid_ep **ctx_fid, void *context)
 {
-	struct mrl_ep *sep = mrl_ep_of(sep_fid);
+	struct mrl_ep *sep = mrl_hook_ep_of(sep_fid);
 	struct fi_ops_ep *ops = sep->inner->ops;
 	struct mrl_ep_open opening = {0};
 	struct mrl_ep *ctx;
@@ -131,9 +132,9 @@ mrl_ep_ctx_open(struct fid_ep *sep_fid, int index, void *attr, bool tx,
 	}
 	if (ret)
 		goto err_free;
-	mrl_adopt_inner(&ctx->inner->fid, &ctx->ep.fid);
+	mrl_hook_adopt_inner(&ctx->inner->fid, &ctx->ep.fid);
 
-	ret = mrl_ep_finish(ctx, &opening);
+	ret = mrl_hook_ep_finish(ctx, &opening);
 	if (ret)
 		goto err_close;
 	*ctx_fid = &ctx->ep;
@@ -147,23 +148,23 @@ err_free:
 }
 
 static int
-mrl_ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
-	      struct fid_ep **tx_ep, void *context)
+mrl_hook_ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+		   struct fid_ep **tx_ep, void *context)
 {
-	return mrl_ep_ctx_open(sep, index, attr, true, tx_ep, context);
+	return mrl_hook_ep_ctx_open(sep, index, attr, true, tx_ep, context);
 }
 
 static int
-mrl_ep_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
-	      struct fid_ep **rx_ep, void *context)
+mrl_hook_ep_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+		   struct fid_ep **rx_ep, void *context)
 {
-	return mrl_ep_ctx_open(sep, index, attr, false, rx_ep, context);
+	return mrl_hook_ep_ctx_open(sep, index, attr, false, rx_ep, context);
 }
 
 static ssize_t
-mrl_ep_rx_size_left(struct fid_ep *ep_fid)
+mrl_hook_ep_rx_size_left(struct fid_ep *ep_fid)
 {
-	struct mrl_ep *ep = mrl_ep_of(ep_fid);
+	struct mrl_ep *ep = mrl_hook_ep_of(ep_fid);
 
 	if (!MRL_EP_OPS_OK(ep->inner->ops, rx_size_left))
 		return -FI_ENOSYS;
@@ -171,46 +172,46 @@ mrl_ep_rx_size_left(struct fid_ep *ep_fid)
 }
 
 static ssize_t
-mrl_ep_tx_size_left(struct fid_ep *ep_fid)
+mrl_hook_ep_tx_size_left(struct fid_ep *ep_fid)
 {
-	struct mrl_ep *ep = mrl_ep_of(ep_fid);
+	struct mrl_ep *ep = mrl_hook_ep_of(ep_fid);
 
 	if (!MRL_EP_OPS_OK(ep->inner->ops, tx_size_left))
 		return -FI_ENOSYS;
 	return ep->inner->ops->tx_size_left(ep->inner);
 }
 
-struct fi_ops_ep mrl_ep_ops = {
+struct fi_ops_ep mrl_hook_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
-	.cancel = mrl_ep_cancel,
-	.getopt = mrl_ep_getopt,
-	.setopt = mrl_ep_setopt,
-	.tx_ctx = mrl_ep_tx_ctx,
-	.rx_ctx = mrl_ep_rx_ctx,
-	.rx_size_left = mrl_ep_rx_size_left,
-	.tx_size_left = mrl_ep_tx_size_left,
+	.cancel = mrl_hook_ep_cancel,
+	.getopt = mrl_hook_ep_getopt,
+	.setopt = mrl_hook_ep_setopt,
+	.tx_ctx = mrl_hook_ep_tx_ctx,
+	.rx_ctx = mrl_hook_ep_rx_ctx,
+	.rx_size_left = mrl_hook_ep_rx_size_left,
+	.tx_size_left = mrl_hook_ep_tx_size_left,
 };
 
 /* ---- wrapping ------------------------------------------------------ */
 
 void
-mrl_ep_set_tables(struct mrl_ep *ep)
+mrl_hook_ep_set_tables(struct mrl_ep *ep)
 {
 	/* Every table is installed even where the inner endpoint lacks it:
 	 * its forwarders then return -FI_ENOSYS instead of the application
 	 * calling through a NULL table. */
-	ep->ep.ops = &mrl_ep_ops;
-	ep->ep.cm = &mrl_ep_cm_ops;
-	ep->ep.msg = &mrl_ep_msg_ops;
-	ep->ep.tagged = &mrl_ep_tagged_ops;
-	ep->ep.rma = &mrl_ep_rma_ops;
-	ep->ep.atomic = &mrl_ep_atomic_ops;
-	ep->ep.collective = &mrl_ep_collective_ops;
+	ep->ep.ops = &mrl_hook_ep_ops;
+	ep->ep.cm = &mrl_hook_ep_cm_ops;
+	ep->ep.msg = &mrl_hook_ep_msg_ops;
+	ep->ep.tagged = &mrl_hook_ep_tagged_ops;
+	ep->ep.rma = &mrl_hook_ep_rma_ops;
+	ep->ep.atomic = &mrl_hook_ep_atomic_ops;
+	ep->ep.collective = &mrl_hook_ep_collective_ops;
 }
 
 /* After the inner object opened: tables, personality, count. */
 int
-mrl_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening)
+mrl_hook_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening)
 {
 	int ret = 0;
 
@@ -218,28 +219,28 @@ mrl_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening)
 		ep->op_flags[0] = opening->tx_attr->op_flags;
 	if (opening->rx_attr)
 		ep->op_flags[1] = opening->rx_attr->op_flags;
-	mrl_ep_set_tables(ep);
-	if (mrl_personality && mrl_personality->ep_open) {
+	mrl_hook_ep_set_tables(ep);
+	if (mrl_hook_personality && mrl_hook_personality->ep_open) {
 		ep->opening = opening;
-		ret = mrl_personality->ep_open(ep);
+		ret = mrl_hook_personality->ep_open(ep);
 		ep->opening = NULL;
 	}
 	if (ret)
 		return ret;
-	ret = mrl_ep_shim_apply(ep);
+	ret = mrl_hook_ep_shim_apply(ep);
 	if (ret) {
 		/* Nothing was posted: what ep_open made goes as at a close. */
-		if (mrl_personality && mrl_personality->ep_close)
-			mrl_personality->ep_close(ep);
+		if (mrl_hook_personality && mrl_hook_personality->ep_close)
+			mrl_hook_personality->ep_close(ep);
 		return ret;
 	}
-	mrl_count_open(mrl_class_of(&ep->ep.fid));
+	mrl_hook_count_open(mrl_hook_class_of(&ep->ep.fid));
 	return 0;
 }
 
 int
-mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner, uint64_t flags,
-		  struct mrl_ep **ep_out)
+mrl_hook_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner,
+		       uint64_t flags, struct mrl_ep **ep_out)
 {
 	static const struct mrl_ep_open opening; /* none of its own */
 	size_t fclass = aliased->ep.fid.fclass;
@@ -253,7 +254,7 @@ mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner, uint64_t flags,
 	ep->inner = inner;
 	ep->ep.fid.fclass = fclass;
 	ep->ep.fid.context = aliased->ep.fid.context;
-	ep->ep.fid.ops = &mrl_fid_ops[mrl_ep_class(fclass)];
+	ep->ep.fid.ops = &mrl_fid_ops[mrl_hook_ep_class(fclass)];
 	ep->alias_of = aliased;
 	ep->sep = aliased->sep;
 	ep->caps = aliased->caps;
@@ -262,12 +263,13 @@ mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner, uint64_t flags,
 	 * direction they name. */
 	ep->op_flags[0] = aliased->op_flags[0];
 	ep->op_flags[1] = aliased->op_flags[1];
-	mrl_ep_opflags_set(ep, flags, false); /* mrl_ep_finish applies */
+	mrl_hook_ep_opflags_set(ep, flags,
+				false); /* mrl_hook_ep_finish applies */
 	/* Opened by the provider without our context: point it at us so
 	 * events about it map back. */
 	inner->fid.context = &ep->ep.fid;
 
-	ret = mrl_ep_finish(ep, &opening);
+	ret = mrl_hook_ep_finish(ep, &opening);
 	if (ret)
 		goto err_free;
 	*ep_out = ep;
@@ -279,14 +281,15 @@ err_free:
 }
 
 int
-mrl_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags)
+mrl_hook_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid,
+			uint64_t flags)
 {
 	struct mrl_ep_bindings *b = &ep->bound;
 
-	if (!mrl_is_hook_fid(hook_bfid))
+	if (!mrl_hook_is_hook_fid(hook_bfid))
 		return 0;
 
-	switch (mrl_class_of(hook_bfid)) {
+	switch (mrl_hook_class_of(hook_bfid)) {
 	case MRL_CLASS_CQ: {
 		struct mrl_cq *cq =
 			container_of(hook_bfid, struct mrl_cq, cq.fid);
@@ -340,7 +343,7 @@ mrl_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid, uint64_t flags)
 /* ---- opening ------------------------------------------------------- */
 
 static struct mrl_ep *
-mrl_ep_alloc(struct mrl_domain *dom, size_t fclass, void *context)
+mrl_hook_ep_alloc(struct mrl_domain *dom, size_t fclass, void *context)
 {
 	struct mrl_ep *ep = calloc(1, sizeof(*ep));
 
@@ -349,7 +352,7 @@ mrl_ep_alloc(struct mrl_domain *dom, size_t fclass, void *context)
 	ep->domain = dom;
 	ep->ep.fid.fclass = fclass;
 	ep->ep.fid.context = context;
-	ep->ep.fid.ops = &mrl_fid_ops[mrl_ep_class(fclass)];
+	ep->ep.fid.ops = &mrl_fid_ops[mrl_hook_ep_class(fclass)];
 	return ep;
 }
 
@@ -362,12 +365,12 @@ mrl_ep_alloc(struct mrl_domain *dom, size_t fclass, void *context)
  * fi_endpoint2 makes it.
  */
 static int
-mrl_ep_open_common(struct fid_domain *domain, struct fi_info *info,
-		   struct fid_ep **ep_fid, uint64_t flags, int how,
-		   void *context)
+mrl_hook_ep_open_common(struct fid_domain *domain, struct fi_info *info,
+			struct fid_ep **ep_fid, uint64_t flags, int how,
+			void *context)
 {
 	enum { OPEN_EP, OPEN_EP2, OPEN_SEP };
-	struct mrl_domain *dom = mrl_domain_of(domain);
+	struct mrl_domain *dom = mrl_hook_domain_of(domain);
 	struct fi_ops_domain *ops = dom->inner->ops;
 	struct fid *app_handle = NULL;
 	bool peer = how == OPEN_EP2 && (flags & FI_PEER);
@@ -391,17 +394,17 @@ mrl_ep_open_common(struct fid_domain *domain, struct fi_info *info,
 		    !FI_CHECK_OP(ops, struct fi_ops_domain, scalable_ep))
 		return -FI_ENOSYS;
 
-	ep = mrl_ep_alloc(dom, how == OPEN_SEP ? FI_CLASS_SEP : FI_CLASS_EP,
-			  context);
+	ep = mrl_hook_ep_alloc(
+		dom, how == OPEN_SEP ? FI_CLASS_SEP : FI_CLASS_EP, context);
 	if (!ep)
 		return -FI_ENOMEM;
 	if (info)
 		ep->caps = info->caps;
 	inner_ctx = peer ? context : &ep->ep.fid;
 
-	if (info && info->handle && mrl_is_hook_fid(info->handle)) {
+	if (info && info->handle && mrl_hook_is_hook_fid(info->handle)) {
 		app_handle = info->handle;
-		info->handle = mrl_inner_fid(app_handle);
+		info->handle = mrl_hook_inner_fid(app_handle);
 	}
 	if (how == OPEN_EP)
 		ret = ops->endpoint(dom->inner, info, &ep->inner, inner_ctx);
@@ -415,9 +418,9 @@ mrl_ep_open_common(struct fid_domain *domain, struct fi_info *info,
 	if (ret)
 		goto err_free;
 	if (!peer)
-		mrl_adopt_inner(&ep->inner->fid, &ep->ep.fid);
+		mrl_hook_adopt_inner(&ep->inner->fid, &ep->ep.fid);
 
-	ret = mrl_ep_finish(ep, &opening);
+	ret = mrl_hook_ep_finish(ep, &opening);
 	if (ret)
 		goto err_close;
 	*ep_fid = &ep->ep;
@@ -431,31 +434,31 @@ err_free:
 }
 
 int
-mrl_endpoint(struct fid_domain *domain, struct fi_info *info,
-	     struct fid_ep **ep, void *context)
+mrl_hook_endpoint(struct fid_domain *domain, struct fi_info *info,
+		  struct fid_ep **ep, void *context)
 {
-	return mrl_ep_open_common(domain, info, ep, 0, 0, context);
+	return mrl_hook_ep_open_common(domain, info, ep, 0, 0, context);
 }
 
 int
-mrl_endpoint2(struct fid_domain *domain, struct fi_info *info,
-	      struct fid_ep **ep, uint64_t flags, void *context)
+mrl_hook_endpoint2(struct fid_domain *domain, struct fi_info *info,
+		   struct fid_ep **ep, uint64_t flags, void *context)
 {
-	return mrl_ep_open_common(domain, info, ep, flags, 1, context);
+	return mrl_hook_ep_open_common(domain, info, ep, flags, 1, context);
 }
 
 int
-mrl_scalable_ep(struct fid_domain *domain, struct fi_info *info,
-		struct fid_ep **sep, void *context)
+mrl_hook_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+		     struct fid_ep **sep, void *context)
 {
-	return mrl_ep_open_common(domain, info, sep, 0, 2, context);
+	return mrl_hook_ep_open_common(domain, info, sep, 0, 2, context);
 }
 
 int
-mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
-	    struct fid_ep **rx_ep, void *context)
+mrl_hook_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
+		 struct fid_ep **rx_ep, void *context)
 {
-	struct mrl_domain *dom = mrl_domain_of(domain);
+	struct mrl_domain *dom = mrl_hook_domain_of(domain);
 	struct mrl_ep *srx;
 	/* A peer SRX context (FI_PEER) carries the owner's ops: pass it as
 	 * is. */
@@ -466,7 +469,7 @@ mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 	if (!FI_CHECK_OP(dom->inner->ops, struct fi_ops_domain, srx_ctx))
 		return -FI_ENOSYS;
 
-	srx = mrl_ep_alloc(dom, FI_CLASS_SRX_CTX, context);
+	srx = mrl_hook_ep_alloc(dom, FI_CLASS_SRX_CTX, context);
 	if (!srx)
 		return -FI_ENOMEM;
 	if (attr)
@@ -477,8 +480,8 @@ mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 	if (ret)
 		goto err_free;
 	if (!peer)
-		mrl_adopt_inner(&srx->inner->fid, &srx->ep.fid);
-	ret = mrl_ep_finish(srx, &opening);
+		mrl_hook_adopt_inner(&srx->inner->fid, &srx->ep.fid);
+	ret = mrl_hook_ep_finish(srx, &opening);
 	if (ret)
 		goto err_close;
 	*rx_ep = &srx->ep;
@@ -494,10 +497,10 @@ err_free:
 /* ---- shared tx context --------------------------------------------- */
 
 int
-mrl_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
-	    struct fid_stx **stx_fid, void *context)
+mrl_hook_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
+		 struct fid_stx **stx_fid, void *context)
 {
-	struct mrl_domain *dom = mrl_domain_of(domain);
+	struct mrl_domain *dom = mrl_hook_domain_of(domain);
 	struct mrl_stx *stx;
 	int ret;
 
@@ -511,15 +514,15 @@ mrl_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
 	stx->stx.fid.fclass = FI_CLASS_STX_CTX;
 	stx->stx.fid.context = context;
 	stx->stx.fid.ops = &mrl_fid_ops[MRL_CLASS_STX_CTX];
-	stx->stx.ops = &mrl_ep_ops;
+	stx->stx.ops = &mrl_hook_ep_ops;
 
 	ret = dom->inner->ops->stx_ctx(dom->inner, attr, &stx->inner,
 				       &stx->stx.fid);
 	if (ret)
 		goto err_free;
-	mrl_adopt_inner(&stx->inner->fid, &stx->stx.fid);
+	mrl_hook_adopt_inner(&stx->inner->fid, &stx->stx.fid);
 
-	mrl_count_open(MRL_CLASS_STX_CTX);
+	mrl_hook_count_open(MRL_CLASS_STX_CTX);
 	*stx_fid = &stx->stx;
 	return 0;
 

@@ -20,16 +20,16 @@
 #include "mrl_hook_debug.h"
 
 static void
-mrl_eq_map_fid(struct fid **fidp)
+mrl_hook_eq_map_fid(struct fid **fidp)
 {
 	struct fid *hook = mrl_hook_of_inner(*fidp);
 
 	if (hook == *fidp)
 		return;
 	*fidp = hook;
-	mrl_count(MRL_DEBUG_EQ_EVENTS_MAPPED);
+	mrl_hook_count(MRL_DEBUG_EQ_EVENTS_MAPPED);
 	/* The multicast address is known once the join completes. */
-	if (mrl_class_of(hook) == MRL_CLASS_MC) {
+	if (mrl_hook_class_of(hook) == MRL_CLASS_MC) {
 		struct mrl_mc *mc = container_of(hook, struct mrl_mc, mc.fid);
 
 		mc->mc.fi_addr = mc->inner->fi_addr;
@@ -37,7 +37,7 @@ mrl_eq_map_fid(struct fid **fidp)
 }
 
 static void
-mrl_eq_map_event(uint32_t event, void *buf, size_t len)
+mrl_hook_eq_map_event(uint32_t event, void *buf, size_t len)
 {
 	switch (event) {
 	case FI_NOTIFY:
@@ -49,7 +49,7 @@ mrl_eq_map_event(uint32_t event, void *buf, size_t len)
 	case FI_JOIN_COMPLETE:
 		/* fi_eq_entry and fi_eq_cm_entry both start with the fid. */
 		if (len >= sizeof(struct fid *))
-			mrl_eq_map_fid(&((struct fi_eq_entry *) buf)->fid);
+			mrl_hook_eq_map_fid(&((struct fi_eq_entry *) buf)->fid);
 		break;
 	default:
 		break;
@@ -57,8 +57,8 @@ mrl_eq_map_event(uint32_t event, void *buf, size_t len)
 }
 
 static ssize_t
-mrl_eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_t len,
-	    uint64_t flags)
+mrl_hook_eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_t len,
+		 uint64_t flags)
 {
 	struct mrl_eq *eq = container_of(eq_fid, struct mrl_eq, eq);
 	ssize_t ret;
@@ -67,13 +67,13 @@ mrl_eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_t len,
 		return -FI_ENOSYS;
 	ret = eq->inner->ops->read(eq->inner, event, buf, len, flags);
 	if (ret > 0 && event && buf)
-		mrl_eq_map_event(*event, buf, (size_t) ret);
+		mrl_hook_eq_map_event(*event, buf, (size_t) ret);
 	return ret;
 }
 
 static ssize_t
-mrl_eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
-	       uint64_t flags)
+mrl_hook_eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
+		    uint64_t flags)
 {
 	struct mrl_eq *eq = container_of(eq_fid, struct mrl_eq, eq);
 	ssize_t ret;
@@ -82,13 +82,13 @@ mrl_eq_readerr(struct fid_eq *eq_fid, struct fi_eq_err_entry *buf,
 		return -FI_ENOSYS;
 	ret = eq->inner->ops->readerr(eq->inner, buf, flags);
 	if (ret > 0 && buf)
-		mrl_eq_map_fid(&buf->fid);
+		mrl_hook_eq_map_fid(&buf->fid);
 	return ret;
 }
 
 static ssize_t
-mrl_eq_write(struct fid_eq *eq_fid, uint32_t event, const void *buf, size_t len,
-	     uint64_t flags)
+mrl_hook_eq_write(struct fid_eq *eq_fid, uint32_t event, const void *buf,
+		  size_t len, uint64_t flags)
 {
 	struct mrl_eq *eq = container_of(eq_fid, struct mrl_eq, eq);
 
@@ -98,8 +98,8 @@ mrl_eq_write(struct fid_eq *eq_fid, uint32_t event, const void *buf, size_t len,
 }
 
 static ssize_t
-mrl_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_t len,
-	     int timeout, uint64_t flags)
+mrl_hook_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_t len,
+		  int timeout, uint64_t flags)
 {
 	struct mrl_eq *eq = container_of(eq_fid, struct mrl_eq, eq);
 	ssize_t ret;
@@ -108,13 +108,13 @@ mrl_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_t len,
 		return -FI_ENOSYS;
 	ret = eq->inner->ops->sread(eq->inner, event, buf, len, timeout, flags);
 	if (ret > 0 && event && buf)
-		mrl_eq_map_event(*event, buf, (size_t) ret);
+		mrl_hook_eq_map_event(*event, buf, (size_t) ret);
 	return ret;
 }
 
 static const char *
-mrl_eq_strerror(struct fid_eq *eq_fid, int prov_errno, const void *err_data,
-		char *buf, size_t len)
+mrl_hook_eq_strerror(struct fid_eq *eq_fid, int prov_errno,
+		     const void *err_data, char *buf, size_t len)
 {
 	struct mrl_eq *eq = container_of(eq_fid, struct mrl_eq, eq);
 
@@ -124,18 +124,18 @@ mrl_eq_strerror(struct fid_eq *eq_fid, int prov_errno, const void *err_data,
 					len);
 }
 
-struct fi_ops_eq mrl_eq_ops = {
+struct fi_ops_eq mrl_hook_eq_ops = {
 	.size = sizeof(struct fi_ops_eq),
-	.read = mrl_eq_read,
-	.readerr = mrl_eq_readerr,
-	.write = mrl_eq_write,
-	.sread = mrl_eq_sread,
-	.strerror = mrl_eq_strerror,
+	.read = mrl_hook_eq_read,
+	.readerr = mrl_hook_eq_readerr,
+	.write = mrl_hook_eq_write,
+	.sread = mrl_hook_eq_sread,
+	.strerror = mrl_hook_eq_strerror,
 };
 
 int
-mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
-	    struct fid_eq **eq_fid, void *context)
+mrl_hook_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		 struct fid_eq **eq_fid, void *context)
 {
 	struct mrl_fabric *fab =
 		container_of(fabric, struct mrl_fabric, fabric);
@@ -149,7 +149,7 @@ mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 
 	if (!FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, eq_open))
 		return -FI_ENOSYS;
-	if (mrl_fabric_bypassed(fab))
+	if (mrl_hook_fabric_bypassed(fab))
 		return fab->inner->ops->eq_open(fab->inner, attr, eq_fid,
 						context);
 
@@ -161,13 +161,14 @@ mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	eq->eq.fid.fclass = FI_CLASS_EQ;
 	eq->eq.fid.context = context;
 	eq->eq.fid.ops = &mrl_fid_ops[MRL_CLASS_EQ];
-	eq->eq.ops = &mrl_eq_ops;
+	eq->eq.ops = &mrl_hook_eq_ops;
 
 	/* The attr may be larger than ours: swap the wait set in place. */
 	if (attr && attr->wait_obj == FI_WAIT_SET && attr->wait_set) {
 		app_wait = attr->wait_set;
 		attr->wait_set = (struct fid_wait *) container_of(
-			mrl_inner_fid(&app_wait->fid), struct fid_wait, fid);
+			mrl_hook_inner_fid(&app_wait->fid), struct fid_wait,
+			fid);
 	}
 	ret = fab->inner->ops->eq_open(fab->inner, attr, &eq->inner,
 				       peer ? context : &eq->eq.fid);
@@ -176,12 +177,12 @@ mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	if (ret)
 		goto err_free;
 	if (!peer)
-		mrl_adopt_inner(&eq->inner->fid, &eq->eq.fid);
+		mrl_hook_adopt_inner(&eq->inner->fid, &eq->eq.fid);
 
 	if (app_wait)
-		mrl_wait_watch(app_wait, &eq->eq.fid,
-			       peer ? NULL : &eq->inner->fid);
-	mrl_count_open(MRL_CLASS_EQ);
+		mrl_hook_wait_watch(app_wait, &eq->eq.fid,
+				    peer ? NULL : &eq->inner->fid);
+	mrl_hook_count_open(MRL_CLASS_EQ);
 	*eq_fid = &eq->eq;
 	return 0;
 

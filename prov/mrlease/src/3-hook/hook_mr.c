@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Memory registration: fi_mr_reg/regv/regattr on a hook domain, and
- * mrl_mr_wrap() for personalities that register on their own. The hook MR
+ * mrl_hook_mr_wrap() for personalities that register on their own. The hook MR
  * shows the inner MR's key and descriptor, so descriptors reach the
  * provider untranslated.
  */
@@ -16,7 +16,7 @@
 #include "mrl_hook_debug.h"
 
 static struct mrl_mr *
-mrl_mr_alloc(struct mrl_domain *dom, void *context)
+mrl_hook_mr_alloc(struct mrl_domain *dom, void *context)
 {
 	struct mrl_mr *mr = calloc(1, sizeof(*mr));
 
@@ -30,21 +30,22 @@ mrl_mr_alloc(struct mrl_domain *dom, void *context)
 }
 
 static void
-mrl_mr_publish(struct mrl_mr *mr, struct fid_mr **mr_fid)
+mrl_hook_mr_publish(struct mrl_mr *mr, struct fid_mr **mr_fid)
 {
 	if (!mr->release)
-		mrl_adopt_inner(&mr->inner->fid, &mr->mr.fid);
+		mrl_hook_adopt_inner(&mr->inner->fid, &mr->mr.fid);
 	mr->mr.key = mr->inner->key;
 	mr->mr.mem_desc = mr->inner->mem_desc;
-	mrl_count_open(MRL_CLASS_MR);
+	mrl_hook_count_open(MRL_CLASS_MR);
 	*mr_fid = &mr->mr;
 }
 
 /* The MR ops are called with the domain's fid (fi_mr_reg(domain, ...)). */
 static struct mrl_domain *
-mrl_mr_domain(struct fid *fid)
+mrl_hook_mr_domain(struct fid *fid)
 {
-	if (!mrl_is_hook_fid(fid) || mrl_class_of(fid) != MRL_CLASS_DOMAIN)
+	if (!mrl_hook_is_hook_fid(fid) ||
+	    mrl_hook_class_of(fid) != MRL_CLASS_DOMAIN)
 		return NULL;
 	return container_of(fid, struct mrl_domain, domain.fid);
 }
@@ -52,11 +53,11 @@ mrl_mr_domain(struct fid *fid)
 #define MRL_MR_OK(dom, op) FI_CHECK_OP((dom)->inner->mr, struct fi_ops_mr, op)
 
 static int
-mrl_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
-	   uint64_t offset, uint64_t requested_key, uint64_t flags,
-	   struct fid_mr **mr_fid, void *context)
+mrl_hook_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+		uint64_t offset, uint64_t requested_key, uint64_t flags,
+		struct fid_mr **mr_fid, void *context)
 {
-	struct mrl_domain *dom = mrl_mr_domain(fid);
+	struct mrl_domain *dom = mrl_hook_mr_domain(fid);
 	struct mrl_mr *mr;
 	int ret;
 
@@ -64,7 +65,7 @@ mrl_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 		return -FI_EINVAL;
 	if (!MRL_MR_OK(dom, reg))
 		return -FI_ENOSYS;
-	mr = mrl_mr_alloc(dom, context);
+	mr = mrl_hook_mr_alloc(dom, context);
 	if (!mr)
 		return -FI_ENOMEM;
 	ret = dom->inner->mr->reg(&dom->inner->fid, buf, len, access, offset,
@@ -72,7 +73,7 @@ mrl_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 				  &mr->mr.fid);
 	if (ret)
 		goto err_free;
-	mrl_mr_publish(mr, mr_fid);
+	mrl_hook_mr_publish(mr, mr_fid);
 	return 0;
 
 err_free:
@@ -81,11 +82,11 @@ err_free:
 }
 
 static int
-mrl_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
-	    uint64_t access, uint64_t offset, uint64_t requested_key,
-	    uint64_t flags, struct fid_mr **mr_fid, void *context)
+mrl_hook_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		 uint64_t access, uint64_t offset, uint64_t requested_key,
+		 uint64_t flags, struct fid_mr **mr_fid, void *context)
 {
-	struct mrl_domain *dom = mrl_mr_domain(fid);
+	struct mrl_domain *dom = mrl_hook_mr_domain(fid);
 	struct mrl_mr *mr;
 	int ret;
 
@@ -93,7 +94,7 @@ mrl_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 		return -FI_EINVAL;
 	if (!MRL_MR_OK(dom, regv))
 		return -FI_ENOSYS;
-	mr = mrl_mr_alloc(dom, context);
+	mr = mrl_hook_mr_alloc(dom, context);
 	if (!mr)
 		return -FI_ENOMEM;
 	ret = dom->inner->mr->regv(&dom->inner->fid, iov, count, access, offset,
@@ -101,7 +102,7 @@ mrl_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 				   &mr->mr.fid);
 	if (ret)
 		goto err_free;
-	mrl_mr_publish(mr, mr_fid);
+	mrl_hook_mr_publish(mr, mr_fid);
 	return 0;
 
 err_free:
@@ -116,10 +117,10 @@ err_free:
  * wrapper afterwards so FI_MR_COMPLETE events map back.
  */
 static int
-mrl_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
-	       struct fid_mr **mr_fid)
+mrl_hook_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+		    uint64_t flags, struct fid_mr **mr_fid)
 {
-	struct mrl_domain *dom = mrl_mr_domain(fid);
+	struct mrl_domain *dom = mrl_hook_mr_domain(fid);
 	struct mrl_mr *mr;
 	int ret;
 
@@ -129,7 +130,7 @@ mrl_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
 		return -FI_EINVAL;
 	if (!MRL_MR_OK(dom, regattr))
 		return -FI_ENOSYS;
-	mr = mrl_mr_alloc(dom, attr->context);
+	mr = mrl_hook_mr_alloc(dom, attr->context);
 	if (!mr)
 		return -FI_ENOMEM;
 	ret = dom->inner->mr->regattr(&dom->inner->fid, attr, flags,
@@ -137,7 +138,7 @@ mrl_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
 	if (ret)
 		goto err_free;
 	mr->inner->fid.context = &mr->mr.fid;
-	mrl_mr_publish(mr, mr_fid);
+	mrl_hook_mr_publish(mr, mr_fid);
 	return 0;
 
 err_free:
@@ -145,26 +146,26 @@ err_free:
 	return ret;
 }
 
-struct fi_ops_mr mrl_domain_mr_ops = {
+struct fi_ops_mr mrl_hook_domain_mr_ops = {
 	.size = sizeof(struct fi_ops_mr),
-	.reg = mrl_mr_reg,
-	.regv = mrl_mr_regv,
-	.regattr = mrl_mr_regattr,
+	.reg = mrl_hook_mr_reg,
+	.regv = mrl_hook_mr_regv,
+	.regattr = mrl_hook_mr_regattr,
 };
 
 int
-mrl_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner, void *context,
-	    int (*release)(struct mrl_mr *mr), struct mrl_mr **mr_out)
+mrl_hook_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner, void *context,
+		 int (*release)(struct mrl_mr *mr), struct mrl_mr **mr_out)
 {
 	struct mrl_mr *mr;
 	struct fid_mr *unused;
 
-	mr = mrl_mr_alloc(domain, context);
+	mr = mrl_hook_mr_alloc(domain, context);
 	if (!mr)
 		return -FI_ENOMEM;
 	mr->inner = inner;
 	mr->release = release;
-	mrl_mr_publish(mr, &unused);
+	mrl_hook_mr_publish(mr, &unused);
 	*mr_out = mr;
 	return 0;
 }

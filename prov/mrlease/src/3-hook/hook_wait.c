@@ -31,12 +31,12 @@
 /*
  * A wait set and what the hook saw opened on it (CQs, counters, EQs), so
  * that a wake-up can be checked against what the application will read
- * (mrl_wait_wait). Members are kept by inner and hook fid and looked up by
+ * (mrl_hook_wait_wait). Members are kept by inner and hook fid and looked up by
  * value at each wait (mrl_hook_of_inner): one closed since is not found
  * and is dropped, with no hook on its close.
  */
 struct mrl_wait_set {
-	struct mrl_wait wait; /* first: mrl_fid_close frees it */
+	struct mrl_wait wait; /* first: mrl_hook_fid_close frees it */
 	pthread_mutex_t lock; /* guards what follows; nothing is
 			       * called in the provider under it */
 	bool unchecked; /* a member the hook cannot check */
@@ -47,14 +47,14 @@ struct mrl_wait_set {
 };
 
 static struct mrl_wait_set *
-mrl_wait_set_of(struct fid_wait *waitset)
+mrl_hook_wait_set_of(struct fid_wait *waitset)
 {
 	return container_of(waitset, struct mrl_wait_set, wait.wait);
 }
 
 /* Drop the members closed since they were added (under set->lock). */
 static void
-mrl_wait_prune(struct mrl_wait_set *set)
+mrl_hook_wait_prune(struct mrl_wait_set *set)
 {
 	size_t kept = 0;
 
@@ -66,16 +66,17 @@ mrl_wait_prune(struct mrl_wait_set *set)
 }
 
 void
-mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook, struct fid *inner)
+mrl_hook_wait_watch(struct fid_wait *app_wait, struct fid *hook,
+		    struct fid *inner)
 {
 	struct mrl_wait_set *set;
 
-	if (!mrl_is_hook_fid(&app_wait->fid) ||
-	    mrl_class_of(&app_wait->fid) != MRL_CLASS_WAIT)
+	if (!mrl_hook_is_hook_fid(&app_wait->fid) ||
+	    mrl_hook_class_of(&app_wait->fid) != MRL_CLASS_WAIT)
 		return;
-	set = mrl_wait_set_of(app_wait);
+	set = mrl_hook_wait_set_of(app_wait);
 	pthread_mutex_lock(&set->lock);
-	mrl_wait_prune(set);
+	mrl_hook_wait_prune(set);
 	if (!inner || set->count == MRL_WAIT_WATCHED)
 		set->unchecked = true;
 	else
@@ -94,7 +95,7 @@ struct mrl_wait_cntr_seen {
 };
 
 static void
-mrl_wait_cntr_look(struct fid *hook, struct mrl_wait_cntr_seen *c)
+mrl_hook_wait_cntr_look(struct fid *hook, struct mrl_wait_cntr_seen *c)
 {
 	struct fid_cntr *cntr = container_of(hook, struct fid_cntr, fid);
 
@@ -103,8 +104,8 @@ mrl_wait_cntr_look(struct fid *hook, struct mrl_wait_cntr_seen *c)
 }
 
 static enum mrl_wait_found
-mrl_wait_found(struct fid **hooks, size_t n,
-	       const struct mrl_wait_cntr_seen *seen)
+mrl_hook_wait_found(struct fid **hooks, size_t n,
+		    const struct mrl_wait_cntr_seen *seen)
 {
 	enum mrl_wait_found found = MRL_WAIT_NOTHING;
 
@@ -117,9 +118,9 @@ mrl_wait_found(struct fid **hooks, size_t n,
 		uint32_t event;
 		int ret;
 
-		switch (mrl_class_of(hooks[i])) {
+		switch (mrl_hook_class_of(hooks[i])) {
 		case MRL_CLASS_CQ:
-			ret = mrl_personality->cq_readable(
+			ret = mrl_hook_personality->cq_readable(
 				container_of(hooks[i], struct mrl_cq, cq.fid));
 			if (ret > 0)
 				return MRL_WAIT_READABLE;
@@ -127,7 +128,7 @@ mrl_wait_found(struct fid **hooks, size_t n,
 				found = MRL_WAIT_HIDDEN;
 			break;
 		case MRL_CLASS_CNTR:
-			mrl_wait_cntr_look(hooks[i], &now);
+			mrl_hook_wait_cntr_look(hooks[i], &now);
 			if (now.value != seen[i].value ||
 			    now.err != seen[i].err)
 				return MRL_WAIT_READABLE;
@@ -146,7 +147,7 @@ mrl_wait_found(struct fid **hooks, size_t n,
 }
 
 static int64_t
-mrl_wait_now_ms(void)
+mrl_hook_wait_now_ms(void)
 {
 	struct timespec ts;
 
@@ -163,13 +164,13 @@ mrl_wait_now_ms(void)
  * for its own progress), returns as the provider said.
  */
 static int
-mrl_wait_wait(struct fid_wait *waitset, int timeout)
+mrl_hook_wait_wait(struct fid_wait *waitset, int timeout)
 {
-	struct mrl_wait_set *set = mrl_wait_set_of(waitset);
+	struct mrl_wait_set *set = mrl_hook_wait_set_of(waitset);
 	struct fid_wait *inner = set->wait.inner;
 	struct mrl_wait_cntr_seen seen[MRL_WAIT_WATCHED];
 	struct fid *hooks[MRL_WAIT_WATCHED];
-	int64_t deadline = timeout >= 0 ? mrl_wait_now_ms() + timeout : 0;
+	int64_t deadline = timeout >= 0 ? mrl_hook_wait_now_ms() + timeout : 0;
 	enum mrl_wait_found found;
 	bool checked, consumed = false;
 	size_t n;
@@ -178,19 +179,19 @@ mrl_wait_wait(struct fid_wait *waitset, int timeout)
 	if (!FI_CHECK_OP(inner->ops, struct fi_ops_wait, wait))
 		return -FI_ENOSYS;
 	pthread_mutex_lock(&set->lock);
-	mrl_wait_prune(set);
+	mrl_hook_wait_prune(set);
 	n = set->count;
 	for (size_t i = 0; i < n; i++)
 		hooks[i] = set->members[i].hook;
-	checked = !set->unchecked && n && mrl_personality &&
-		  mrl_personality->cq_readable;
+	checked = !set->unchecked && n && mrl_hook_personality &&
+		  mrl_hook_personality->cq_readable;
 	pthread_mutex_unlock(&set->lock);
 	if (!checked)
 		return inner->ops->wait(inner, timeout);
 
 	for (size_t i = 0; i < n; i++)
-		if (mrl_class_of(hooks[i]) == MRL_CLASS_CNTR)
-			mrl_wait_cntr_look(hooks[i], &seen[i]);
+		if (mrl_hook_class_of(hooks[i]) == MRL_CLASS_CNTR)
+			mrl_hook_wait_cntr_look(hooks[i], &seen[i]);
 	/* A completion read ahead (by fi_trywait, fi_poll or an earlier wait)
 	 * has left the provider's CQ, whose wait no longer sees it: it is
 	 * there to read, so the wait returns at once, as the provider's own
@@ -198,9 +199,9 @@ mrl_wait_wait(struct fid_wait *waitset, int timeout)
 	 * hook hides, whose signal then wakes the provider's wait with
 	 * nothing to find: that wake is theirs, so it waits again. */
 	for (size_t i = 0; i < n; i++) {
-		if (mrl_class_of(hooks[i]) != MRL_CLASS_CQ)
+		if (mrl_hook_class_of(hooks[i]) != MRL_CLASS_CQ)
 			continue;
-		ret = mrl_personality->cq_readable(
+		ret = mrl_hook_personality->cq_readable(
 			container_of(hooks[i], struct mrl_cq, cq.fid));
 		if (ret > 0)
 			return 0;
@@ -211,13 +212,13 @@ mrl_wait_wait(struct fid_wait *waitset, int timeout)
 		ret = inner->ops->wait(inner, timeout);
 		if (ret)
 			return ret;
-		found = mrl_wait_found(hooks, n, seen);
+		found = mrl_hook_wait_found(hooks, n, seen);
 		if (found == MRL_WAIT_READABLE ||
 		    (found == MRL_WAIT_NOTHING && !consumed))
 			return 0;
 		consumed = false;
 		if (timeout >= 0) {
-			int64_t left = deadline - mrl_wait_now_ms();
+			int64_t left = deadline - mrl_hook_wait_now_ms();
 
 			if (left <= 0)
 				return -FI_ETIMEDOUT;
@@ -226,14 +227,14 @@ mrl_wait_wait(struct fid_wait *waitset, int timeout)
 	}
 }
 
-struct fi_ops_wait mrl_wait_ops = {
+struct fi_ops_wait mrl_hook_wait_ops = {
 	.size = sizeof(struct fi_ops_wait),
-	.wait = mrl_wait_wait,
+	.wait = mrl_hook_wait_wait,
 };
 
 int
-mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
-	      struct fid_wait **waitset)
+mrl_hook_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		   struct fid_wait **waitset)
 {
 	struct mrl_fabric *fab =
 		container_of(fabric, struct mrl_fabric, fabric);
@@ -243,7 +244,7 @@ mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 
 	if (!FI_CHECK_OP(fab->inner->ops, struct fi_ops_fabric, wait_open))
 		return -FI_ENOSYS;
-	if (mrl_fabric_bypassed(fab))
+	if (mrl_hook_fabric_bypassed(fab))
 		return fab->inner->ops->wait_open(fab->inner, attr, waitset);
 
 	set = calloc(1, sizeof(*set));
@@ -259,15 +260,15 @@ mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 	wait->fabric = fab;
 	wait->wait.fid.fclass = FI_CLASS_WAIT;
 	wait->wait.fid.ops = &mrl_fid_ops[MRL_CLASS_WAIT];
-	wait->wait.ops = &mrl_wait_ops;
+	wait->wait.ops = &mrl_hook_wait_ops;
 
 	ret = fab->inner->ops->wait_open(fab->inner, attr, &wait->inner);
 	if (ret)
 		goto err_free;
 	/* fi_wait_open takes no context. */
-	mrl_adopt_inner(&wait->inner->fid, &wait->wait.fid);
+	mrl_hook_adopt_inner(&wait->inner->fid, &wait->wait.fid);
 
-	mrl_count_open(MRL_CLASS_WAIT);
+	mrl_hook_count_open(MRL_CLASS_WAIT);
 	*waitset = &wait->wait;
 	return 0;
 
@@ -279,10 +280,11 @@ err_free:
 
 /* The hook CQ fid is, when the personality hides entries of it, or NULL. */
 static struct mrl_cq *
-mrl_hiding_cq(struct fid *fid)
+mrl_hook_hiding_cq(struct fid *fid)
 {
-	if (!mrl_personality || !mrl_personality->cq_readable ||
-	    !mrl_is_hook_fid(fid) || mrl_class_of(fid) != MRL_CLASS_CQ)
+	if (!mrl_hook_personality || !mrl_hook_personality->cq_readable ||
+	    !mrl_hook_is_hook_fid(fid) ||
+	    mrl_hook_class_of(fid) != MRL_CLASS_CQ)
 		return NULL;
 	return container_of(fid, struct mrl_cq, cq.fid);
 }
@@ -300,21 +302,22 @@ mrl_hiding_cq(struct fid *fid)
  * object may be the one with events: answer as is.
  */
 static int
-mrl_trywait_readable(struct fid **fids, int count, bool *retry, bool *consumed)
+mrl_hook_trywait_readable(struct fid **fids, int count, bool *retry,
+			  bool *consumed)
 {
 	bool only_cqs = true;
 
 	*retry = false;
 	*consumed = false;
 	for (int i = 0; i < count; i++) {
-		struct mrl_cq *cq = mrl_hiding_cq(fids[i]);
+		struct mrl_cq *cq = mrl_hook_hiding_cq(fids[i]);
 		int ret;
 
 		if (!cq) {
 			only_cqs = false;
 			continue;
 		}
-		ret = mrl_personality->cq_readable(cq);
+		ret = mrl_hook_personality->cq_readable(cq);
 		if (ret > 0)
 			return -FI_EAGAIN;
 		*consumed |= ret == -FI_EAGAIN;
@@ -325,7 +328,7 @@ mrl_trywait_readable(struct fid **fids, int count, bool *retry, bool *consumed)
 
 /* fi_trywait: the array of hook fids becomes an array of inner fids. */
 int
-mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+mrl_hook_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
 	struct mrl_fabric *fab =
 		container_of(fabric, struct mrl_fabric, fabric);
@@ -345,7 +348,7 @@ mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 			return -FI_ENOMEM;
 	}
 	for (int i = 0; i < count; i++)
-		inner[i] = mrl_inner_fid(fids[i]);
+		inner[i] = mrl_hook_inner_fid(fids[i]);
 
 	/* Each round that consumed hidden completions is progress; only
 	 * rounds that found nothing at all are counted. */
@@ -355,7 +358,7 @@ mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 		ret = fab->inner->ops->trywait(fab->inner, inner, count);
 		if (ret != -FI_EAGAIN)
 			break;
-		ret = mrl_trywait_readable(fids, count, &retry, &consumed);
+		ret = mrl_hook_trywait_readable(fids, count, &retry, &consumed);
 		idle = consumed ? 0 : idle + 1;
 	}
 
@@ -367,7 +370,7 @@ mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 /* ---- poll set ---------------------------------------------------- */
 
 static int
-mrl_poll_poll(struct fid_poll *pollset, void **context, int count)
+mrl_hook_poll_poll(struct fid_poll *pollset, void **context, int count)
 {
 	struct mrl_poll *poll = container_of(pollset, struct mrl_poll, poll);
 	int ret, kept = 0;
@@ -383,12 +386,12 @@ mrl_poll_poll(struct fid_poll *pollset, void **context, int count)
 		struct mrl_cq *cq;
 
 		/* The inner CQ/counter's context is our wrapper. */
-		if (hook && mrl_is_hook_fid(hook)) {
-			cq = mrl_hiding_cq(hook);
-			if (cq && mrl_personality->cq_readable(cq) <= 0)
+		if (hook && mrl_hook_is_hook_fid(hook)) {
+			cq = mrl_hook_hiding_cq(hook);
+			if (cq && mrl_hook_personality->cq_readable(cq) <= 0)
 				continue;
 			hook = hook->context;
-			mrl_count(MRL_DEBUG_POLL_MAPPED);
+			mrl_hook_count(MRL_DEBUG_POLL_MAPPED);
 		}
 		context[kept++] = hook;
 	}
@@ -396,39 +399,41 @@ mrl_poll_poll(struct fid_poll *pollset, void **context, int count)
 }
 
 static int
-mrl_poll_add(struct fid_poll *pollset, struct fid *event_fid, uint64_t flags)
+mrl_hook_poll_add(struct fid_poll *pollset, struct fid *event_fid,
+		  uint64_t flags)
 {
 	struct mrl_poll *poll = container_of(pollset, struct mrl_poll, poll);
 
 	if (!FI_CHECK_OP(poll->inner->ops, struct fi_ops_poll, poll_add))
 		return -FI_ENOSYS;
-	return poll->inner->ops->poll_add(poll->inner, mrl_inner_fid(event_fid),
-					  flags);
+	return poll->inner->ops->poll_add(poll->inner,
+					  mrl_hook_inner_fid(event_fid), flags);
 }
 
 static int
-mrl_poll_del(struct fid_poll *pollset, struct fid *event_fid, uint64_t flags)
+mrl_hook_poll_del(struct fid_poll *pollset, struct fid *event_fid,
+		  uint64_t flags)
 {
 	struct mrl_poll *poll = container_of(pollset, struct mrl_poll, poll);
 
 	if (!FI_CHECK_OP(poll->inner->ops, struct fi_ops_poll, poll_del))
 		return -FI_ENOSYS;
-	return poll->inner->ops->poll_del(poll->inner, mrl_inner_fid(event_fid),
-					  flags);
+	return poll->inner->ops->poll_del(poll->inner,
+					  mrl_hook_inner_fid(event_fid), flags);
 }
 
-struct fi_ops_poll mrl_poll_ops = {
+struct fi_ops_poll mrl_hook_poll_ops = {
 	.size = sizeof(struct fi_ops_poll),
-	.poll = mrl_poll_poll,
-	.poll_add = mrl_poll_add,
-	.poll_del = mrl_poll_del,
+	.poll = mrl_hook_poll_poll,
+	.poll_add = mrl_hook_poll_add,
+	.poll_del = mrl_hook_poll_del,
 };
 
 int
-mrl_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
-	      struct fid_poll **pollset)
+mrl_hook_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		   struct fid_poll **pollset)
 {
-	struct mrl_domain *dom = mrl_domain_of(domain);
+	struct mrl_domain *dom = mrl_hook_domain_of(domain);
 	struct mrl_poll *poll;
 	int ret;
 
@@ -442,14 +447,14 @@ mrl_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 	poll->domain = dom;
 	poll->poll.fid.fclass = FI_CLASS_POLL;
 	poll->poll.fid.ops = &mrl_fid_ops[MRL_CLASS_POLL];
-	poll->poll.ops = &mrl_poll_ops;
+	poll->poll.ops = &mrl_hook_poll_ops;
 
 	ret = dom->inner->ops->poll_open(dom->inner, attr, &poll->inner);
 	if (ret)
 		goto err_free;
-	mrl_adopt_inner(&poll->inner->fid, &poll->poll.fid);
+	mrl_hook_adopt_inner(&poll->inner->fid, &poll->poll.fid);
 
-	mrl_count_open(MRL_CLASS_POLL);
+	mrl_hook_count_open(MRL_CLASS_POLL);
 	*pollset = &poll->poll;
 	return 0;
 

@@ -9,11 +9,11 @@
  *
  * FI_TRIGGER: a triggered op's context is a struct fi_triggered_context
  * naming a hook counter; its threshold counter is rewritten in place to
- * the inner counter (mrl_trigger_to_inner; the provider reads it after the
+ * the inner counter (mrl_hook_trigger_to_inner; the provider reads it after the
  * call returns, so it cannot be restored). The data path does the same on
  * every post it forwards with the application's context, and gives the
  * provider a translated copy where its op stands for the context
- * (mrl_post_context). A non-msg call triggered by the endpoint's default
+ * (mrl_xfer_post_context). A non-msg call triggered by the endpoint's default
  * flags arrives here as its msg call with FI_TRIGGER (hook_opflags.c).
  */
 #include "config.h"
@@ -29,29 +29,29 @@
 
 #include "mrl_hook.h"
 
-#define MRL_FWD(tbl, type, op, ...)                        \
-	do {                                               \
-		struct fid_ep *in_ = mrl_ep_of(ep)->inner; \
-		if (!FI_CHECK_OP(in_->tbl, type, op))      \
-			return -FI_ENOSYS;                 \
-		return in_->tbl->op(in_, __VA_ARGS__);     \
+#define MRL_FWD(tbl, type, op, ...)                             \
+	do {                                                    \
+		struct fid_ep *in_ = mrl_hook_ep_of(ep)->inner; \
+		if (!FI_CHECK_OP(in_->tbl, type, op))           \
+			return -FI_ENOSYS;                      \
+		return in_->tbl->op(in_, __VA_ARGS__);          \
 	} while (0)
 
 void
-mrl_trigger_to_inner(uint64_t flags, void *context)
+mrl_hook_trigger_to_inner(uint64_t flags, void *context)
 {
 	struct fi_triggered_context *trig = context;
 
 	if (!(flags & FI_TRIGGER) || !trig ||
 	    trig->event_type != FI_TRIGGER_THRESHOLD)
 		return;
-	if (mrl_is_hook_fid(&trig->trigger.threshold.cntr->fid))
+	if (mrl_hook_is_hook_fid(&trig->trigger.threshold.cntr->fid))
 		trig->trigger.threshold.cntr =
-			mrl_cntr_of(trig->trigger.threshold.cntr)->inner;
+			mrl_hook_cntr_of(trig->trigger.threshold.cntr)->inner;
 }
 
 size_t
-mrl_datatype_size(enum fi_datatype datatype)
+mrl_hook_datatype_size(enum fi_datatype datatype)
 {
 	switch (datatype) {
 	case FI_INT8:
@@ -105,7 +105,7 @@ static ssize_t
 mrl_hook_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 		     uint64_t flags)
 {
-	mrl_trigger_to_inner(flags, msg->context);
+	mrl_hook_trigger_to_inner(flags, msg->context);
 	MRL_FWD(msg, struct fi_ops_msg, recvmsg, msg, flags);
 }
 
@@ -129,7 +129,7 @@ static ssize_t
 mrl_hook_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 		     uint64_t flags)
 {
-	mrl_trigger_to_inner(flags, msg->context);
+	mrl_hook_trigger_to_inner(flags, msg->context);
 	MRL_FWD(msg, struct fi_ops_msg, sendmsg, msg, flags);
 }
 
@@ -156,7 +156,7 @@ mrl_hook_msg_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 	MRL_FWD(msg, struct fi_ops_msg, injectdata, buf, len, data, dest_addr);
 }
 
-struct fi_ops_msg mrl_ep_msg_ops = {
+struct fi_ops_msg mrl_hook_ep_msg_ops = {
 	.size = sizeof(struct fi_ops_msg),
 	.recv = mrl_hook_msg_recv,
 	.recvv = mrl_hook_msg_recvv,
@@ -193,7 +193,7 @@ static ssize_t
 mrl_hook_tagged_recvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 			uint64_t flags)
 {
-	mrl_trigger_to_inner(flags, msg->context);
+	mrl_hook_trigger_to_inner(flags, msg->context);
 	MRL_FWD(tagged, struct fi_ops_tagged, recvmsg, msg, flags);
 }
 
@@ -218,7 +218,7 @@ static ssize_t
 mrl_hook_tagged_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 			uint64_t flags)
 {
-	mrl_trigger_to_inner(flags, msg->context);
+	mrl_hook_trigger_to_inner(flags, msg->context);
 	MRL_FWD(tagged, struct fi_ops_tagged, sendmsg, msg, flags);
 }
 
@@ -246,7 +246,7 @@ mrl_hook_tagged_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 		dest_addr, tag);
 }
 
-struct fi_ops_tagged mrl_ep_tagged_ops = {
+struct fi_ops_tagged mrl_hook_ep_tagged_ops = {
 	.size = sizeof(struct fi_ops_tagged),
 	.recv = mrl_hook_tagged_recv,
 	.recvv = mrl_hook_tagged_recvv,
@@ -283,7 +283,7 @@ static ssize_t
 mrl_hook_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 		     uint64_t flags)
 {
-	mrl_trigger_to_inner(flags, msg->context);
+	mrl_hook_trigger_to_inner(flags, msg->context);
 	MRL_FWD(rma, struct fi_ops_rma, readmsg, msg, flags);
 }
 
@@ -309,7 +309,7 @@ static ssize_t
 mrl_hook_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 		      uint64_t flags)
 {
-	mrl_trigger_to_inner(flags, msg->context);
+	mrl_hook_trigger_to_inner(flags, msg->context);
 	MRL_FWD(rma, struct fi_ops_rma, writemsg, msg, flags);
 }
 
@@ -338,7 +338,7 @@ mrl_hook_rma_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 		addr, key);
 }
 
-struct fi_ops_rma mrl_ep_rma_ops = {
+struct fi_ops_rma mrl_hook_ep_rma_ops = {
 	.size = sizeof(struct fi_ops_rma),
 	.read = mrl_hook_rma_read,
 	.readv = mrl_hook_rma_readv,
@@ -377,7 +377,7 @@ static ssize_t
 mrl_hook_atomic_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 			 uint64_t flags)
 {
-	mrl_trigger_to_inner(flags, msg->context);
+	mrl_hook_trigger_to_inner(flags, msg->context);
 	MRL_FWD(atomic, struct fi_ops_atomic, writemsg, msg, flags);
 }
 
@@ -420,7 +420,7 @@ mrl_hook_atomic_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 			     struct fi_ioc *resultv, void **result_desc,
 			     size_t result_count, uint64_t flags)
 {
-	mrl_trigger_to_inner(flags, msg->context);
+	mrl_hook_trigger_to_inner(flags, msg->context);
 	MRL_FWD(atomic, struct fi_ops_atomic, readwritemsg, msg, resultv,
 		result_desc, result_count, flags);
 }
@@ -460,7 +460,7 @@ mrl_hook_atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 			     void **result_desc, size_t result_count,
 			     uint64_t flags)
 {
-	mrl_trigger_to_inner(flags, msg->context);
+	mrl_hook_trigger_to_inner(flags, msg->context);
 	MRL_FWD(atomic, struct fi_ops_atomic, compwritemsg, msg, comparev,
 		compare_desc, compare_count, resultv, result_desc, result_count,
 		flags);
@@ -489,7 +489,7 @@ mrl_hook_atomic_compwritevalid(struct fid_ep *ep, enum fi_datatype datatype,
 		count);
 }
 
-struct fi_ops_atomic mrl_ep_atomic_ops = {
+struct fi_ops_atomic mrl_hook_ep_atomic_ops = {
 	.size = sizeof(struct fi_ops_atomic),
 	.write = mrl_hook_atomic_write,
 	.writev = mrl_hook_atomic_writev,
@@ -618,7 +618,7 @@ mrl_hook_coll_barrier2(struct fid_ep *ep, fi_addr_t coll_addr, uint64_t flags,
 		flags, context);
 }
 
-struct fi_ops_collective mrl_ep_collective_ops = {
+struct fi_ops_collective mrl_hook_ep_collective_ops = {
 	.size = sizeof(struct fi_ops_collective),
 	.barrier = mrl_hook_coll_barrier,
 	.broadcast = mrl_hook_coll_broadcast,

@@ -48,9 +48,9 @@ struct mrl_debug_ops {
 };
 
 /* The passthrough's own counts (hook_fid.c), kept by its units. */
-void mrl_count_open(enum mrl_class cls);
-void mrl_count_close(enum mrl_class cls);
-void mrl_count(enum mrl_debug_counter which);
-void mrl_debug_snapshot(struct mrl_debug_counts *counts);
+void mrl_hook_count_open(enum mrl_class cls);
+void mrl_hook_count_close(enum mrl_class cls);
+void mrl_hook_count(enum mrl_debug_counter which);
+void mrl_hook_debug_snapshot(struct mrl_debug_counts *counts);
 
 #endif /* MRL_HOOK_DEBUG_H */

@@ -35,18 +35,18 @@ static pthread_mutex_t lease_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
  * Caches given up: at fini, where threads the application did not stop may
- * still be inside them (mrl_lease_fini), and in a forked child the parent's,
+ * still be inside them (mrl_bind_fini), and in a forked child the parent's,
  * whose locks may be held by threads that do not exist there. They are never
  * freed nor touched again by the hook; kept here so that leak checkers find
  * them reachable (the plugin stays loaded once it built a cache). Past
- * MRL_LEASE_KEPT, one more is simply forgotten.
+ * MRL_BIND_KEPT, one more is simply forgotten.
  */
-#define MRL_LEASE_KEPT 16
-static struct mrl_cache *lease_cache_kept[MRL_LEASE_KEPT];
+#define MRL_BIND_KEPT 16
+static struct mrl_cache *lease_cache_kept[MRL_BIND_KEPT];
 static unsigned lease_cache_nkept;
 
 struct mrl_cache *
-mrl_lease_cache(void)
+mrl_bind_cache(void)
 {
 	return atomic_load_explicit(&lease_cache, memory_order_acquire);
 }
@@ -57,38 +57,38 @@ mrl_lease_cache(void)
  * call ops->invalidate from a purge hook after that (jemalloc's exit-time
  * purges), and a closed plugin would leave it calling unmapped code. So
  * once the plugin hands out its table or builds its cache it stays mapped
- * for the life of the process (RTLD_NODELETE on itself); mrl_lease_fini
+ * for the life of the process (RTLD_NODELETE on itself); mrl_bind_fini
  * gives the cache up, after which invalidate finds none and returns 0.
  */
 static void
-mrl_lease_pin_image(void)
+mrl_bind_pin_image(void)
 {
 	Dl_info self;
 
-	if (!dladdr((void *) &mrl_lease_pin_image, &self) || !self.dli_fname ||
+	if (!dladdr((void *) &mrl_bind_pin_image, &self) || !self.dli_fname ||
 	    !dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE))
-		FI_WARN(mrl_prov, FI_LOG_CORE,
+		FI_WARN(mrl_hook_prov, FI_LOG_CORE,
 			"cannot keep the plugin loaded past fi_fini; do not "
 			"call "
 			"the extension after libfabric is unloaded\n");
 }
 
 void
-mrl_lease_keep_loaded(void)
+mrl_bind_keep_loaded(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	pthread_once(&once, mrl_lease_pin_image);
+	pthread_once(&once, mrl_bind_pin_image);
 }
 
 /* Unpublish the cache (new domains get a new one) and keep it, unfreed. */
 static void
-mrl_lease_cache_give_up(void)
+mrl_bind_cache_give_up(void)
 {
 	struct mrl_cache *cache = atomic_exchange_explicit(
 		&lease_cache, NULL, memory_order_acq_rel);
 
-	if (cache && lease_cache_nkept < MRL_LEASE_KEPT)
+	if (cache && lease_cache_nkept < MRL_BIND_KEPT)
 		lease_cache_kept[lease_cache_nkept++] = cache;
 }
 
@@ -101,19 +101,19 @@ mrl_lease_cache_give_up(void)
  * thread, before anything can take the lock it resets.
  */
 static void
-mrl_lease_fork_child(void)
+mrl_bind_fork_child(void)
 {
 	pthread_mutex_init(&lease_cache_lock, NULL);
-	mrl_lease_cache_give_up();
+	mrl_bind_cache_give_up();
 	/* The parent's unmaps say nothing about the child's memory. */
-	mrl_churn_reset();
+	mrl_bind_churn_reset();
 }
 
 static void
-mrl_lease_fork_install(void)
+mrl_bind_fork_install(void)
 {
-	if (pthread_atfork(NULL, NULL, mrl_lease_fork_child))
-		FI_WARN(mrl_prov, FI_LOG_CORE,
+	if (pthread_atfork(NULL, NULL, mrl_bind_fork_child))
+		FI_WARN(mrl_hook_prov, FI_LOG_CORE,
 			"cannot watch for fork: a child must not use the "
 			"hook\n");
 }
@@ -121,35 +121,35 @@ mrl_lease_fork_install(void)
 /* FI_MRLEASE_MAX_* = 0 means no cap, FI_MRLEASE_HUGEPAGE_AFTER = 0 never;
  * the cache reads 0 as its default and SIZE_MAX as "never". */
 static size_t
-mrl_lease_cap(size_t param)
+mrl_bind_cap(size_t param)
 {
 	return param ? param : SIZE_MAX;
 }
 
 static int
-mrl_lease_cache_get(struct mrl_cache **cache)
+mrl_bind_cache_get(struct mrl_cache **cache)
 {
 	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 	struct mrl_cache_config config = {
-		.max_count = mrl_lease_cap(mrl_params.max_count),
-		.max_size = mrl_lease_cap(mrl_params.max_size),
-		.huge_after = mrl_lease_cap(mrl_params.hugepage_after),
-		.prov = mrl_prov,
+		.max_count = mrl_bind_cap(mrl_params.max_count),
+		.max_size = mrl_bind_cap(mrl_params.max_size),
+		.huge_after = mrl_bind_cap(mrl_params.hugepage_after),
+		.prov = mrl_hook_prov,
 	};
 	int ret = 0;
 
-	*cache = mrl_lease_cache();
+	*cache = mrl_bind_cache();
 	if (*cache)
 		return 0;
 
-	mrl_lease_keep_loaded();
-	pthread_once(&fork_once, mrl_lease_fork_install);
+	mrl_bind_keep_loaded();
+	pthread_once(&fork_once, mrl_bind_fork_install);
 	pthread_mutex_lock(&lease_cache_lock);
 	*cache = atomic_load_explicit(&lease_cache, memory_order_relaxed);
 	if (!*cache) {
 		ret = mrl_cache_create(&config, cache);
 		if (ret)
-			FI_WARN(mrl_prov, FI_LOG_DOMAIN,
+			FI_WARN(mrl_hook_prov, FI_LOG_DOMAIN,
 				"cannot create the lease cache: %s\n",
 				fi_strerror(-ret));
 		else
@@ -171,11 +171,11 @@ mrl_lease_cache_get(struct mrl_cache **cache)
  * child's fork handler reset lease_cache_lock, and the monitor's its own.
  */
 void
-mrl_lease_fini(void)
+mrl_bind_fini(void)
 {
 	mrl_monitor_stop();
 	pthread_mutex_lock(&lease_cache_lock);
-	mrl_lease_cache_give_up();
+	mrl_bind_cache_give_up();
 	pthread_mutex_unlock(&lease_cache_lock);
 }
 
@@ -186,8 +186,8 @@ mrl_lease_fini(void)
  * key is the cache's where the provider does not pick keys.
  */
 static int
-mrl_lease_reg(void *ctx, const void *addr, size_t len, uint64_t access,
-	      uint64_t key, void **mr, void **desc)
+mrl_bind_reg(void *ctx, const void *addr, size_t len, uint64_t access,
+	     uint64_t key, void **mr, void **desc)
 {
 	struct fid_mr *inner_mr;
 	int ret;
@@ -197,8 +197,8 @@ mrl_lease_reg(void *ctx, const void *addr, size_t len, uint64_t access,
 	if (ret) {
 		/* The cache retries -FI_ENOKEY and evicts on lack of resources;
 		 * it reports what it finally gives up on. */
-		FI_DBG(mrl_prov, FI_LOG_MR, "fi_mr_reg(%p, %zu): %s\n", addr,
-		       len, fi_strerror(-ret));
+		FI_DBG(mrl_hook_prov, FI_LOG_MR, "fi_mr_reg(%p, %zu): %s\n",
+		       addr, len, fi_strerror(-ret));
 		return ret;
 	}
 	*mr = inner_mr;
@@ -207,22 +207,22 @@ mrl_lease_reg(void *ctx, const void *addr, size_t len, uint64_t access,
 }
 
 static int
-mrl_lease_dereg(void *ctx, void *mr)
+mrl_bind_dereg(void *ctx, void *mr)
 {
 	int ret;
 
 	(void) ctx;
 	ret = fi_close(&((struct fid_mr *) mr)->fid);
 	if (ret)
-		FI_WARN(mrl_prov, FI_LOG_MR,
+		FI_WARN(mrl_hook_prov, FI_LOG_MR,
 			"closing a cached registration failed: %s\n",
 			fi_strerror(-ret));
 	return ret;
 }
 
 static const struct mrl_registrar mrl_lease_registrar = {
-	.reg = mrl_lease_reg,
-	.close = mrl_lease_dereg,
+	.reg = mrl_bind_reg,
+	.close = mrl_bind_dereg,
 };
 
 /* ---- retention and the memory monitor ------------------------------- */
@@ -235,10 +235,10 @@ static const struct mrl_registrar mrl_lease_registrar = {
  * time cannot go stale that way and keep every entry.
  */
 static bool
-mrl_lease_watched(void *ctx, uintptr_t lo, uintptr_t hi)
+mrl_bind_watched(void *ctx, uintptr_t lo, uintptr_t hi)
 {
 	(void) ctx;
-	if (mrl_churn_pass(lo, hi, mrl_params.monitor_churn))
+	if (mrl_bind_churn_pass(lo, hi, mrl_params.monitor_churn))
 		return false;
 	return mrl_monitor_watch(lo, hi);
 }
@@ -246,14 +246,14 @@ mrl_lease_watched(void *ctx, uintptr_t lo, uintptr_t hi)
 /* A registration closed: its mapping may hold nothing worth watching any
  * more (mrl_monitor_release asks mrl_caches_in_use). */
 static void
-mrl_lease_released(void *ctx, uintptr_t lo, uintptr_t hi)
+mrl_bind_released(void *ctx, uintptr_t lo, uintptr_t hi)
 {
 	(void) ctx;
 	mrl_monitor_release(lo, hi);
 }
 
 static bool
-mrl_lease_unwatched(void *ctx, uintptr_t lo, uintptr_t hi)
+mrl_bind_unwatched(void *ctx, uintptr_t lo, uintptr_t hi)
 {
 	(void) ctx, (void) lo, (void) hi;
 	return false;
@@ -262,7 +262,7 @@ mrl_lease_unwatched(void *ctx, uintptr_t lo, uintptr_t hi)
 /* FI_MRLEASE_MONITOR=userfaultfd on a provider that does not pin: watched
  * for the monitor's sake (tests, benchmarks), retained either way. */
 static bool
-mrl_lease_observed(void *ctx, uintptr_t lo, uintptr_t hi)
+mrl_bind_observed(void *ctx, uintptr_t lo, uintptr_t hi)
 {
 	(void) ctx;
 	mrl_monitor_watch(lo, hi);
@@ -270,23 +270,23 @@ mrl_lease_observed(void *ctx, uintptr_t lo, uintptr_t hi)
 }
 
 static const struct mrl_registrar mrl_lease_registrar_watched = {
-	.reg = mrl_lease_reg,
-	.close = mrl_lease_dereg,
-	.watch = mrl_lease_watched,
-	.released = mrl_lease_released,
+	.reg = mrl_bind_reg,
+	.close = mrl_bind_dereg,
+	.watch = mrl_bind_watched,
+	.released = mrl_bind_released,
 };
 
 static const struct mrl_registrar mrl_lease_registrar_unwatched = {
-	.reg = mrl_lease_reg,
-	.close = mrl_lease_dereg,
-	.watch = mrl_lease_unwatched,
+	.reg = mrl_bind_reg,
+	.close = mrl_bind_dereg,
+	.watch = mrl_bind_unwatched,
 };
 
 static const struct mrl_registrar mrl_lease_registrar_observed = {
-	.reg = mrl_lease_reg,
-	.close = mrl_lease_dereg,
-	.watch = mrl_lease_observed,
-	.released = mrl_lease_released,
+	.reg = mrl_bind_reg,
+	.close = mrl_bind_dereg,
+	.watch = mrl_bind_observed,
+	.released = mrl_bind_released,
 };
 
 /* Core providers that read registered memory by address at transfer time. */
@@ -295,7 +295,7 @@ static const char *const mrl_lease_unpinned[] = {
 };
 
 bool
-mrl_lease_provider_pins(const char *prov_name)
+mrl_bind_provider_pins(const char *prov_name)
 {
 	size_t len = strcspn(prov_name, ";");
 
@@ -319,17 +319,16 @@ mrl_lease_provider_pins(const char *prov_name)
  * cache, those given up at fi_fini included (their domains may still be in
  * use). `all` (an overflow, a stop, a failure) says nothing about churn. */
 static void
-mrl_lease_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end,
-			     bool all)
+mrl_bind_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end, bool all)
 {
 	(void) arg;
 	if (!all)
-		mrl_churn_note(start, end);
+		mrl_bind_churn_note(start, end);
 	mrl_caches_invalidate_deferred(start, end);
 }
 
 static bool
-mrl_lease_monitor_in_use(void *arg, uintptr_t lo, uintptr_t hi)
+mrl_bind_monitor_in_use(void *arg, uintptr_t lo, uintptr_t hi)
 {
 	(void) arg;
 	return mrl_caches_in_use(lo, hi);
@@ -338,40 +337,40 @@ mrl_lease_monitor_in_use(void *arg, uintptr_t lo, uintptr_t hi)
 /* On the monitor's closer: FI_THREAD_SAFE domains' dropped registrations
  * (the only ones on the caches' shared lists). */
 static void
-mrl_lease_monitor_close(void *arg)
+mrl_bind_monitor_close(void *arg)
 {
 	(void) arg;
-	mrl_caches_drain_shared();
+	mrl_caches_close_deferred_shared();
 }
 
 /* Lookups that find the barrier up apply the monitor's events: set before
  * the monitor can raise it. */
 static bool
-mrl_lease_monitor_start(void)
+mrl_bind_monitor_start(void)
 {
 	struct mrl_monitor_client client = {
 		.barrier = &mrl_cache_barrier,
-		.invalidate = mrl_lease_monitor_invalidate,
-		.in_use = mrl_lease_monitor_in_use,
-		.close = mrl_lease_monitor_close,
+		.invalidate = mrl_bind_monitor_invalidate,
+		.in_use = mrl_bind_monitor_in_use,
+		.close = mrl_bind_monitor_close,
 	};
 
 	mrl_cache_barrier_set_helper(mrl_monitor_drain);
-	return !mrl_monitor_start(mrl_prov, &client);
+	return !mrl_monitor_start(mrl_hook_prov, &client);
 }
 
 /* The registrar of a domain: whether it pins, and whether the monitor runs
  * (started here on first need). */
 static const struct mrl_registrar *
-mrl_lease_registrar_for(struct mrl_domain *domain)
+mrl_bind_registrar_for(struct mrl_domain *domain)
 {
-	bool pins = mrl_lease_provider_pins(domain->prov_name);
+	bool pins = mrl_bind_provider_pins(domain->prov_name);
 	bool want = mrl_params.monitor == MRL_MONITOR_UFFD ||
 		    (mrl_params.monitor == MRL_MONITOR_AUTO && pins);
-	bool running = want && mrl_lease_monitor_start();
+	bool running = want && mrl_bind_monitor_start();
 
 	if (pins && !running)
-		FI_WARN_ONCE(mrl_prov, FI_LOG_DOMAIN,
+		FI_WARN_ONCE(mrl_hook_prov, FI_LOG_DOMAIN,
 			     "%s pins registered pages and no memory monitor "
 			     "runs (FI_MRLEASE_MONITOR=%s): its cached "
 			     "registrations are kept only while in use\n",
@@ -396,20 +395,20 @@ mrl_lease_registrar_for(struct mrl_domain *domain)
  * -FI_EOPNOTSUPP) rather than handing out MRs that are not enabled.
  */
 static int
-mrl_lease_reg_refused(void *ctx, const void *addr, size_t len, uint64_t access,
-		      uint64_t key, void **mr, void **desc)
+mrl_bind_reg_refused(void *ctx, const void *addr, size_t len, uint64_t access,
+		     uint64_t key, void **mr, void **desc)
 {
 	(void) ctx, (void) addr, (void) len, (void) access, (void) key;
 	(void) mr, (void) desc;
-	FI_WARN_ONCE(mrl_prov, FI_LOG_MR,
+	FI_WARN_ONCE(mrl_hook_prov, FI_LOG_MR,
 		     "FI_MR_ENDPOINT domain: the lease cache cannot share "
 		     "registrations between endpoints\n");
 	return -FI_EOPNOTSUPP;
 }
 
 static const struct mrl_registrar mrl_lease_registrar_refused = {
-	.reg = mrl_lease_reg_refused,
-	.close = mrl_lease_dereg,
+	.reg = mrl_bind_reg_refused,
+	.close = mrl_bind_dereg,
 };
 
 /* ---- FI_MRLEASE_STATS ----------------------------------------------- */
@@ -442,8 +441,8 @@ static const struct {
 };
 
 static void
-mrl_lease_print_stats(FILE *out, const char *title,
-		      const struct fi_mrlease_stats *stats)
+mrl_bind_print_stats(FILE *out, const char *title,
+		     const struct fi_mrlease_stats *stats)
 {
 	char table[2048];
 	size_t used;
@@ -475,28 +474,28 @@ mrl_lease_print_stats(FILE *out, const char *title,
 
 /* FI_MR_BASIC (the 1.0 mode value) implies provider-selected keys. */
 static bool
-mrl_lease_prov_key(int mr_mode)
+mrl_bind_prov_key(int mr_mode)
 {
 	return mr_mode == MRL_FI_MR_BASIC || (mr_mode & FI_MR_PROV_KEY);
 }
 
 int
-mrl_lease_domain_open(struct mrl_domain *domain)
+mrl_bind_domain_open(struct mrl_domain *domain)
 {
 	struct mrl_domain_config config = {
 		.registrar = (domain->mr_mode & FI_MR_ENDPOINT) ?
 				     &mrl_lease_registrar_refused :
-				     mrl_lease_registrar_for(domain),
+				     mrl_bind_registrar_for(domain),
 		.ctx = domain->inner,
-		.prov_key = mrl_lease_prov_key(domain->mr_mode),
+		.prov_key = mrl_bind_prov_key(domain->mr_mode),
 		.mr_key_size = domain->mr_key_size,
 		.free_threaded = domain->threading == FI_THREAD_SAFE,
 	};
-	struct mrl_lease_domain *lease_domain;
+	struct mrl_bind_domain *lease_domain;
 	struct mrl_cache *cache;
 	int ret;
 
-	ret = mrl_lease_cache_get(&cache);
+	ret = mrl_bind_cache_get(&cache);
 	if (ret)
 		return ret;
 
@@ -507,7 +506,7 @@ mrl_lease_domain_open(struct mrl_domain *domain)
 	ret = mrl_cache_domain_open(cache, &config,
 				    &lease_domain->cache_domain);
 	if (ret) {
-		FI_WARN(mrl_prov, FI_LOG_DOMAIN,
+		FI_WARN(mrl_hook_prov, FI_LOG_DOMAIN,
 			"cannot open a cache domain: %s\n", fi_strerror(-ret));
 		goto err_free;
 	}
@@ -527,9 +526,9 @@ err_free:
  * leaves the domain, its endpoints' leases and the extension working.
  */
 void
-mrl_lease_domain_close(struct mrl_domain *domain)
+mrl_bind_domain_close(struct mrl_domain *domain)
 {
-	struct mrl_lease_domain *lease_domain = mrl_lease_domain_of(domain);
+	struct mrl_bind_domain *lease_domain = mrl_bind_domain_of(domain);
 
 	if (lease_domain)
 		mrl_cache_domain_retire_unleased(lease_domain->cache_domain);
@@ -537,9 +536,9 @@ mrl_lease_domain_close(struct mrl_domain *domain)
 
 /* The inner domain closed: the cache domain goes (clear_domain). */
 void
-mrl_lease_domain_closed(struct mrl_domain *domain)
+mrl_bind_domain_closed(struct mrl_domain *domain)
 {
-	struct mrl_lease_domain *lease_domain = mrl_lease_domain_of(domain);
+	struct mrl_bind_domain *lease_domain = mrl_bind_domain_of(domain);
 	struct fi_mrlease_stats stats;
 	char title[160];
 
@@ -552,7 +551,7 @@ mrl_lease_domain_closed(struct mrl_domain *domain)
 		snprintf(title, sizeof(title), "domain %p over %s (%s)",
 			 (void *) &domain->domain, domain->prov_name,
 			 domain->outermost ? "outermost" : "inner");
-		mrl_lease_print_stats(stderr, title, &stats);
+		mrl_bind_print_stats(stderr, title, &stats);
 	}
 	mrl_cache_domain_close(lease_domain->cache_domain);
 	domain->ext = NULL;
@@ -560,52 +559,52 @@ mrl_lease_domain_closed(struct mrl_domain *domain)
 }
 
 void
-mrl_lease_domain_settle(struct mrl_domain *domain)
+mrl_bind_domain_settle(struct mrl_domain *domain)
 {
-	struct mrl_lease_domain *lease_domain = mrl_lease_domain_of(domain);
+	struct mrl_bind_domain *lease_domain = mrl_bind_domain_of(domain);
 
 	if (lease_domain && lease_domain->cache_domain)
 		mrl_cache_domain_settle(lease_domain->cache_domain);
 }
 
-struct mrl_lease_domain *
-mrl_lease_domain_from_fid(struct fid_domain *domain)
+struct mrl_bind_domain *
+mrl_bind_domain_from_fid(struct fid_domain *domain)
 {
-	if (!domain || !mrl_is_hook_fid(&domain->fid) ||
-	    mrl_class_of(&domain->fid) != MRL_CLASS_DOMAIN)
+	if (!domain || !mrl_hook_is_hook_fid(&domain->fid) ||
+	    mrl_hook_class_of(&domain->fid) != MRL_CLASS_DOMAIN)
 		return NULL;
-	return mrl_lease_domain_of(mrl_domain_of(domain));
+	return mrl_bind_domain_of(mrl_hook_domain_of(domain));
 }
 
 /* ---- leased MR handles ---------------------------------------------- */
 
 static int
-mrl_lease_mr_release(struct mrl_mr *mr)
+mrl_bind_mr_release(struct mrl_mr *mr)
 {
-	mrl_lease_release(mr->ext);
-	mrl_lease_domain_settle(mr->domain);
+	mrl_cache_lease_release(mr->ext);
+	mrl_bind_domain_settle(mr->domain);
 	return 0;
 }
 
 static int
-mrl_lease_mr_unpin(struct mrl_mr *mr)
+mrl_bind_mr_unpin(struct mrl_mr *mr)
 {
 	mrl_cache_unpin(mr->ext);
-	mrl_lease_domain_settle(mr->domain);
+	mrl_bind_domain_settle(mr->domain);
 	return 0;
 }
 
 int
-mrl_lease_mr_open(struct mrl_domain *domain, struct mrl_registration *reg,
-		  enum mrl_lease_kind kind, void *context, struct fid_mr **mr)
+mrl_bind_mr_open(struct mrl_domain *domain, struct mrl_registration *reg,
+		 enum mrl_bind_kind kind, void *context, struct fid_mr **mr)
 {
 	struct mrl_mr *lease_mr;
 	int ret;
 
-	ret = mrl_mr_wrap(domain, mrl_registration_mr(reg), context,
-			  kind == MRL_LEASE_PIN ? mrl_lease_mr_unpin :
-						  mrl_lease_mr_release,
-			  &lease_mr);
+	ret = mrl_hook_mr_wrap(domain, mrl_registration_mr(reg), context,
+			       kind == MRL_BIND_PIN ? mrl_bind_mr_unpin :
+						      mrl_bind_mr_release,
+			       &lease_mr);
 	if (ret)
 		return ret;
 	lease_mr->ext = reg;

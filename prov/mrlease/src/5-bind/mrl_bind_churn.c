@@ -37,7 +37,7 @@ static struct mrl_churn_slot mrl_churn_ring[MRL_CHURN_SLOTS];
 static unsigned mrl_churn_next; /* the draining thread only */
 
 void
-mrl_churn_note(uintptr_t start, uintptr_t end)
+mrl_bind_churn_note(uintptr_t start, uintptr_t end)
 {
 	struct mrl_churn_slot *slot;
 
@@ -72,7 +72,8 @@ mrl_churn_note(uintptr_t start, uintptr_t end)
 
 /* Whether slot holds a range overlapping [lo, hi), read consistently. */
 static bool
-mrl_churn_slot_overlaps(struct mrl_churn_slot *slot, uintptr_t lo, uintptr_t hi)
+mrl_bind_churn_slot_overlaps(struct mrl_churn_slot *slot, uintptr_t lo,
+			     uintptr_t hi)
 {
 	uint_fast64_t seq =
 		atomic_load_explicit(&slot->seq, memory_order_acquire);
@@ -88,7 +89,7 @@ mrl_churn_slot_overlaps(struct mrl_churn_slot *slot, uintptr_t lo, uintptr_t hi)
 }
 
 bool
-mrl_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes)
+mrl_bind_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes)
 {
 	if (!passes)
 		return false;
@@ -97,7 +98,7 @@ mrl_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes)
 		uint_fast64_t used, allowed;
 		unsigned level;
 
-		if (!mrl_churn_slot_overlaps(slot, lo, hi))
+		if (!mrl_bind_churn_slot_overlaps(slot, lo, hi))
 			continue;
 		level = atomic_load_explicit(&slot->level,
 					     memory_order_relaxed);
@@ -114,7 +115,7 @@ mrl_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes)
 }
 
 void
-mrl_churn_reset(void)
+mrl_bind_churn_reset(void)
 {
 	for (unsigned i = 0; i < MRL_CHURN_SLOTS; i++) {
 		struct mrl_churn_slot *slot = &mrl_churn_ring[i];

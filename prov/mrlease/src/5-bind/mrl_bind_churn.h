@@ -24,10 +24,10 @@
  * forked child forgets every range (the parent's unmaps say nothing of the
  * child's memory).
  *
- * Rules. mrl_churn_note() is called by one thread at a time, the one
+ * Rules. mrl_bind_churn_note() is called by one thread at a time, the one
  * applying the monitor's events (mrl_monitor_drain, under its drain lock,
  * with the barrier up): it allocates nothing and takes no lock (a fixed
- * ring of slots, each published through a sequence number). mrl_churn_pass()
+ * ring of slots, each published through a sequence number). mrl_bind_churn_pass()
  * may run in any thread, on misses only; it never blocks. A slot torn by a
  * concurrent note reads as no match, which only means the range is watched:
  * the safe answer. Nothing here decides correctness: a range passed is
@@ -40,14 +40,14 @@
 #include <stdint.h>
 
 /* Record [start, end) as unmapped (the draining thread only). */
-void mrl_churn_note(uintptr_t start, uintptr_t end);
+void mrl_bind_churn_note(uintptr_t start, uintptr_t end);
 
 /* Whether a miss on [lo, hi) should register for its transfer only, with
  * at most `passes` such answers per note of a range, doubled for each
  * time the range was noted again up to 16 times (0: never). */
-bool mrl_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes);
+bool mrl_bind_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes);
 
 /* Forget every range (fork child, tests). */
-void mrl_churn_reset(void);
+void mrl_bind_churn_reset(void);
 
 #endif /* MRL_BIND_CHURN_H */

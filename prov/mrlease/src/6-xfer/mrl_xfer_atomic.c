@@ -30,43 +30,43 @@ struct mrl_atomic_ops {
 };
 
 static bool
-mrl_atomic_needs_lease(const struct mrl_atomic_ops *a,
-		       enum fi_datatype datatype, size_t min)
+mrl_xfer_atomic_needs_lease(const struct mrl_atomic_ops *a,
+			    enum fi_datatype datatype, size_t min)
 {
-	return mrl_ioc_needs_lease(a->src, a->src_desc, a->src_count, datatype,
-				   min) ||
-	       mrl_ioc_needs_lease(a->cmp, a->cmp_desc, a->cmp_count, datatype,
-				   min) ||
-	       mrl_ioc_needs_lease(a->res, a->res_desc, a->res_count, datatype,
-				   min);
+	return mrl_xfer_ioc_needs_lease(a->src, a->src_desc, a->src_count,
+					datatype, min) ||
+	       mrl_xfer_ioc_needs_lease(a->cmp, a->cmp_desc, a->cmp_count,
+					datatype, min) ||
+	       mrl_xfer_ioc_needs_lease(a->res, a->res_desc, a->res_count,
+					datatype, min);
 }
 
 /* Resolve all three sets into src/cmp/res descriptor arrays. */
 static int
-mrl_atomic_resolve(struct mrl_post *p, const struct mrl_atomic_ops *a,
-		   enum fi_datatype datatype, size_t min, void **src,
-		   void **cmp, void **res)
+mrl_xfer_atomic_resolve(struct mrl_post *p, const struct mrl_atomic_ops *a,
+			enum fi_datatype datatype, size_t min, void **src,
+			void **cmp, void **res)
 {
 	int ret;
 
 	if (a->src_count > MRL_XFER_IOV_MAX ||
 	    a->cmp_count > MRL_XFER_IOV_MAX || a->res_count > MRL_XFER_IOV_MAX)
 		return -FI_EINVAL;
-	ret = mrl_post_ioc(p, a->src, a->src_desc, a->src_count, datatype, min,
-			   src);
+	ret = mrl_xfer_post_ioc(p, a->src, a->src_desc, a->src_count, datatype,
+				min, src);
 	if (!ret)
-		ret = mrl_post_ioc(p, a->cmp, a->cmp_desc, a->cmp_count,
-				   datatype, min, cmp);
+		ret = mrl_xfer_post_ioc(p, a->cmp, a->cmp_desc, a->cmp_count,
+					datatype, min, cmp);
 	if (!ret)
-		ret = mrl_post_ioc(p, a->res, a->res_desc, a->res_count,
-				   datatype, min, res);
+		ret = mrl_xfer_post_ioc(p, a->res, a->res_desc, a->res_count,
+					datatype, min, res);
 	return ret;
 }
 
 static ssize_t
-mrl_atomic_msg_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
-		    const struct fi_msg_atomic *msg,
-		    const struct mrl_atomic_ops *a, uint64_t flags)
+mrl_xfer_atomic_msg_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
+			 const struct fi_msg_atomic *msg,
+			 const struct mrl_atomic_ops *a, uint64_t flags)
 {
 	struct mrl_xep *x = ep->ext;
 	void *src[MRL_XFER_IOV_MAX], *cmp[MRL_XFER_IOV_MAX];
@@ -75,13 +75,13 @@ mrl_atomic_msg_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
 	struct mrl_post p;
 	ssize_t ret;
 
-	mrl_post_init(&p, x, MRL_TX);
-	ret = mrl_atomic_resolve(&p, a, msg->datatype, x->dir[MRL_TX].min_msg,
-				 src, cmp, res);
+	mrl_xfer_post_init(&p, x, MRL_TX);
+	ret = mrl_xfer_atomic_resolve(&p, a, msg->datatype,
+				      x->dir[MRL_TX].min_msg, src, cmp, res);
 	if (ret)
-		return mrl_post_end(&p, ret);
+		return mrl_xfer_post_end(&p, ret);
 	m.desc = src;
-	m.context = mrl_post_context(&p, msg->context, &flags);
+	m.context = mrl_xfer_post_context(&p, msg->context, &flags);
 	switch (kind) {
 	case MRL_ATOMIC_WRITE:
 		ret = fi_atomicmsg(ep->inner, &m, flags);
@@ -96,15 +96,15 @@ mrl_atomic_msg_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
 					   a->res_count, flags);
 		break;
 	}
-	return mrl_post_end(&p, ret);
+	return mrl_xfer_post_end(&p, ret);
 }
 
 /* The slow path of the non-msg calls, issued as their v form. */
 static ssize_t
-mrl_atomic_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
-		const struct mrl_atomic_ops *a, fi_addr_t peer, uint64_t addr,
-		uint64_t key, enum fi_datatype datatype, enum fi_op op,
-		void *context)
+mrl_xfer_atomic_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
+		     const struct mrl_atomic_ops *a, fi_addr_t peer,
+		     uint64_t addr, uint64_t key, enum fi_datatype datatype,
+		     enum fi_op op, void *context)
 {
 	struct mrl_xep *x = ep->ext;
 	const struct mrl_xdir *d = &x->dir[MRL_TX];
@@ -131,14 +131,14 @@ mrl_atomic_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
 
 		for (size_t i = 0; i < a->src_count; i++)
 			rma_ioc.count += a->src[i].count;
-		return mrl_atomic_msg_slow(ep, kind, &msg, a, flags);
+		return mrl_xfer_atomic_msg_slow(ep, kind, &msg, a, flags);
 	}
 
-	mrl_post_init(&p, x, MRL_TX);
-	ret = mrl_atomic_resolve(&p, a, datatype, d->min, src, cmp, res);
+	mrl_xfer_post_init(&p, x, MRL_TX);
+	ret = mrl_xfer_atomic_resolve(&p, a, datatype, d->min, src, cmp, res);
 	if (ret)
-		return mrl_post_end(&p, ret);
-	ctx = mrl_post_context(&p, context, &flags);
+		return mrl_xfer_post_end(&p, ret);
+	ctx = mrl_xfer_post_context(&p, context, &flags);
 	switch (kind) {
 	case MRL_ATOMIC_WRITE:
 		ret = fi_atomicv(ep->inner, a->src, src, a->src_count, peer,
@@ -156,73 +156,75 @@ mrl_atomic_slow(struct mrl_ep *ep, enum mrl_atomic_kind kind,
 					 datatype, op, ctx);
 		break;
 	}
-	return mrl_post_end(&p, ret);
+	return mrl_xfer_post_end(&p, ret);
 }
 
 static ssize_t
-mrl_atomic_write(struct fid_ep *fep, const void *buf, size_t count, void *desc,
-		 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-		 enum fi_datatype datatype, enum fi_op op, void *context)
+mrl_xfer_atomic_write(struct fid_ep *fep, const void *buf, size_t count,
+		      void *desc, fi_addr_t dest_addr, uint64_t addr,
+		      uint64_t key, enum fi_datatype datatype, enum fi_op op,
+		      void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct fi_ioc ioc = {.addr = (void *) buf, .count = count};
 	struct mrl_atomic_ops a = {.src = &ioc,
 				   .src_desc = &desc,
 				   .src_count = 1};
 
-	if (!mrl_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
+	if (!mrl_xfer_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
 		return fi_atomic(ep->inner, buf, count, desc, dest_addr, addr,
 				 key, datatype, op, context);
-	return mrl_atomic_slow(ep, MRL_ATOMIC_WRITE, &a, dest_addr, addr, key,
-			       datatype, op, context);
+	return mrl_xfer_atomic_slow(ep, MRL_ATOMIC_WRITE, &a, dest_addr, addr,
+				    key, datatype, op, context);
 }
 
 static ssize_t
-mrl_atomic_writev(struct fid_ep *fep, const struct fi_ioc *iov, void **desc,
-		  size_t count, fi_addr_t dest_addr, uint64_t addr,
-		  uint64_t key, enum fi_datatype datatype, enum fi_op op,
-		  void *context)
+mrl_xfer_atomic_writev(struct fid_ep *fep, const struct fi_ioc *iov,
+		       void **desc, size_t count, fi_addr_t dest_addr,
+		       uint64_t addr, uint64_t key, enum fi_datatype datatype,
+		       enum fi_op op, void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_atomic_ops a = {.src = iov,
 				   .src_desc = desc,
 				   .src_count = count};
 
-	if (!mrl_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
+	if (!mrl_xfer_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
 		return fi_atomicv(ep->inner, iov, desc, count, dest_addr, addr,
 				  key, datatype, op, context);
-	return mrl_atomic_slow(ep, MRL_ATOMIC_WRITE, &a, dest_addr, addr, key,
-			       datatype, op, context);
+	return mrl_xfer_atomic_slow(ep, MRL_ATOMIC_WRITE, &a, dest_addr, addr,
+				    key, datatype, op, context);
 }
 
 static ssize_t
-mrl_atomic_writemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg,
-		    uint64_t flags)
+mrl_xfer_atomic_writemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg,
+			 uint64_t flags)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_atomic_ops a = {.src = msg->msg_iov,
 				   .src_desc = msg->desc,
 				   .src_count = msg->iov_count};
 
 	if ((flags & FI_INJECT) ||
-	    !mrl_atomic_needs_lease(&a, msg->datatype,
-				    x->dir[MRL_TX].min_msg)) {
-		mrl_post_trigger_fwd(flags, msg->context);
+	    !mrl_xfer_atomic_needs_lease(&a, msg->datatype,
+					 x->dir[MRL_TX].min_msg)) {
+		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_atomicmsg(ep->inner, msg, flags);
 	}
-	return mrl_atomic_msg_slow(ep, MRL_ATOMIC_WRITE, msg, &a, flags);
+	return mrl_xfer_atomic_msg_slow(ep, MRL_ATOMIC_WRITE, msg, &a, flags);
 }
 
 static ssize_t
-mrl_atomic_readwrite(struct fid_ep *fep, const void *buf, size_t count,
-		     void *desc, void *result, void *result_desc,
-		     fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-		     enum fi_datatype datatype, enum fi_op op, void *context)
+mrl_xfer_atomic_readwrite(struct fid_ep *fep, const void *buf, size_t count,
+			  void *desc, void *result, void *result_desc,
+			  fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			  enum fi_datatype datatype, enum fi_op op,
+			  void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct fi_ioc ioc = {.addr = (void *) buf, .count = count};
 	struct fi_ioc res = {.addr = result, .count = count};
@@ -235,22 +237,23 @@ mrl_atomic_readwrite(struct fid_ep *fep, const void *buf, size_t count,
 		.res_count = 1,
 	};
 
-	if (!mrl_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
+	if (!mrl_xfer_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
 		return fi_fetch_atomic(ep->inner, buf, count, desc, result,
 				       result_desc, dest_addr, addr, key,
 				       datatype, op, context);
-	return mrl_atomic_slow(ep, MRL_ATOMIC_FETCH, &a, dest_addr, addr, key,
-			       datatype, op, context);
+	return mrl_xfer_atomic_slow(ep, MRL_ATOMIC_FETCH, &a, dest_addr, addr,
+				    key, datatype, op, context);
 }
 
 static ssize_t
-mrl_atomic_readwritev(struct fid_ep *fep, const struct fi_ioc *iov, void **desc,
-		      size_t count, struct fi_ioc *resultv, void **result_desc,
-		      size_t result_count, fi_addr_t dest_addr, uint64_t addr,
-		      uint64_t key, enum fi_datatype datatype, enum fi_op op,
-		      void *context)
+mrl_xfer_atomic_readwritev(struct fid_ep *fep, const struct fi_ioc *iov,
+			   void **desc, size_t count, struct fi_ioc *resultv,
+			   void **result_desc, size_t result_count,
+			   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			   enum fi_datatype datatype, enum fi_op op,
+			   void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_atomic_ops a = {
 		.src = iov,
@@ -261,20 +264,21 @@ mrl_atomic_readwritev(struct fid_ep *fep, const struct fi_ioc *iov, void **desc,
 		.res_count = result_count,
 	};
 
-	if (!mrl_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
+	if (!mrl_xfer_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
 		return fi_fetch_atomicv(ep->inner, iov, desc, count, resultv,
 					result_desc, result_count, dest_addr,
 					addr, key, datatype, op, context);
-	return mrl_atomic_slow(ep, MRL_ATOMIC_FETCH, &a, dest_addr, addr, key,
-			       datatype, op, context);
+	return mrl_xfer_atomic_slow(ep, MRL_ATOMIC_FETCH, &a, dest_addr, addr,
+				    key, datatype, op, context);
 }
 
 static ssize_t
-mrl_atomic_readwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg,
-			struct fi_ioc *resultv, void **result_desc,
-			size_t result_count, uint64_t flags)
+mrl_xfer_atomic_readwritemsg(struct fid_ep *fep,
+			     const struct fi_msg_atomic *msg,
+			     struct fi_ioc *resultv, void **result_desc,
+			     size_t result_count, uint64_t flags)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_atomic_ops a = {
 		.src = msg->msg_iov,
@@ -285,23 +289,24 @@ mrl_atomic_readwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg,
 		.res_count = result_count,
 	};
 
-	if (!mrl_atomic_needs_lease(&a, msg->datatype,
-				    x->dir[MRL_TX].min_msg)) {
-		mrl_post_trigger_fwd(flags, msg->context);
+	if (!mrl_xfer_atomic_needs_lease(&a, msg->datatype,
+					 x->dir[MRL_TX].min_msg)) {
+		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_fetch_atomicmsg(ep->inner, msg, resultv, result_desc,
 					  result_count, flags);
 	}
-	return mrl_atomic_msg_slow(ep, MRL_ATOMIC_FETCH, msg, &a, flags);
+	return mrl_xfer_atomic_msg_slow(ep, MRL_ATOMIC_FETCH, msg, &a, flags);
 }
 
 static ssize_t
-mrl_atomic_compwrite(struct fid_ep *fep, const void *buf, size_t count,
-		     void *desc, const void *compare, void *compare_desc,
-		     void *result, void *result_desc, fi_addr_t dest_addr,
-		     uint64_t addr, uint64_t key, enum fi_datatype datatype,
-		     enum fi_op op, void *context)
+mrl_xfer_atomic_compwrite(struct fid_ep *fep, const void *buf, size_t count,
+			  void *desc, const void *compare, void *compare_desc,
+			  void *result, void *result_desc, fi_addr_t dest_addr,
+			  uint64_t addr, uint64_t key,
+			  enum fi_datatype datatype, enum fi_op op,
+			  void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct fi_ioc ioc = {.addr = (void *) buf, .count = count};
 	struct fi_ioc cmp = {.addr = (void *) compare, .count = count};
@@ -318,25 +323,26 @@ mrl_atomic_compwrite(struct fid_ep *fep, const void *buf, size_t count,
 		.res_count = 1,
 	};
 
-	if (!mrl_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
+	if (!mrl_xfer_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
 		return fi_compare_atomic(ep->inner, buf, count, desc, compare,
 					 compare_desc, result, result_desc,
 					 dest_addr, addr, key, datatype, op,
 					 context);
-	return mrl_atomic_slow(ep, MRL_ATOMIC_COMPARE, &a, dest_addr, addr, key,
-			       datatype, op, context);
+	return mrl_xfer_atomic_slow(ep, MRL_ATOMIC_COMPARE, &a, dest_addr, addr,
+				    key, datatype, op, context);
 }
 
 static ssize_t
-mrl_atomic_compwritev(struct fid_ep *fep, const struct fi_ioc *iov, void **desc,
-		      size_t count, const struct fi_ioc *comparev,
-		      void **compare_desc, size_t compare_count,
-		      struct fi_ioc *resultv, void **result_desc,
-		      size_t result_count, fi_addr_t dest_addr, uint64_t addr,
-		      uint64_t key, enum fi_datatype datatype, enum fi_op op,
-		      void *context)
+mrl_xfer_atomic_compwritev(struct fid_ep *fep, const struct fi_ioc *iov,
+			   void **desc, size_t count,
+			   const struct fi_ioc *comparev, void **compare_desc,
+			   size_t compare_count, struct fi_ioc *resultv,
+			   void **result_desc, size_t result_count,
+			   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			   enum fi_datatype datatype, enum fi_op op,
+			   void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_atomic_ops a = {
 		.src = iov,
@@ -350,22 +356,24 @@ mrl_atomic_compwritev(struct fid_ep *fep, const struct fi_ioc *iov, void **desc,
 		.res_count = result_count,
 	};
 
-	if (!mrl_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
+	if (!mrl_xfer_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
 		return fi_compare_atomicv(ep->inner, iov, desc, count, comparev,
 					  compare_desc, compare_count, resultv,
 					  result_desc, result_count, dest_addr,
 					  addr, key, datatype, op, context);
-	return mrl_atomic_slow(ep, MRL_ATOMIC_COMPARE, &a, dest_addr, addr, key,
-			       datatype, op, context);
+	return mrl_xfer_atomic_slow(ep, MRL_ATOMIC_COMPARE, &a, dest_addr, addr,
+				    key, datatype, op, context);
 }
 
 static ssize_t
-mrl_atomic_compwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg,
-			const struct fi_ioc *comparev, void **compare_desc,
-			size_t compare_count, struct fi_ioc *resultv,
-			void **result_desc, size_t result_count, uint64_t flags)
+mrl_xfer_atomic_compwritemsg(struct fid_ep *fep,
+			     const struct fi_msg_atomic *msg,
+			     const struct fi_ioc *comparev, void **compare_desc,
+			     size_t compare_count, struct fi_ioc *resultv,
+			     void **result_desc, size_t result_count,
+			     uint64_t flags)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_atomic_ops a = {
 		.src = msg->msg_iov,
@@ -379,27 +387,27 @@ mrl_atomic_compwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg,
 		.res_count = result_count,
 	};
 
-	if (!mrl_atomic_needs_lease(&a, msg->datatype,
-				    x->dir[MRL_TX].min_msg)) {
-		mrl_post_trigger_fwd(flags, msg->context);
+	if (!mrl_xfer_atomic_needs_lease(&a, msg->datatype,
+					 x->dir[MRL_TX].min_msg)) {
+		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_compare_atomicmsg(
 			ep->inner, msg, comparev, compare_desc, compare_count,
 			resultv, result_desc, result_count, flags);
 	}
-	return mrl_atomic_msg_slow(ep, MRL_ATOMIC_COMPARE, msg, &a, flags);
+	return mrl_xfer_atomic_msg_slow(ep, MRL_ATOMIC_COMPARE, msg, &a, flags);
 }
 
 void
 mrl_xfer_atomic_init(void)
 {
-	mrl_xfer_atomic_ops = mrl_ep_atomic_ops;
-	mrl_xfer_atomic_ops.write = mrl_atomic_write;
-	mrl_xfer_atomic_ops.writev = mrl_atomic_writev;
-	mrl_xfer_atomic_ops.writemsg = mrl_atomic_writemsg;
-	mrl_xfer_atomic_ops.readwrite = mrl_atomic_readwrite;
-	mrl_xfer_atomic_ops.readwritev = mrl_atomic_readwritev;
-	mrl_xfer_atomic_ops.readwritemsg = mrl_atomic_readwritemsg;
-	mrl_xfer_atomic_ops.compwrite = mrl_atomic_compwrite;
-	mrl_xfer_atomic_ops.compwritev = mrl_atomic_compwritev;
-	mrl_xfer_atomic_ops.compwritemsg = mrl_atomic_compwritemsg;
+	mrl_xfer_atomic_ops = mrl_hook_ep_atomic_ops;
+	mrl_xfer_atomic_ops.write = mrl_xfer_atomic_write;
+	mrl_xfer_atomic_ops.writev = mrl_xfer_atomic_writev;
+	mrl_xfer_atomic_ops.writemsg = mrl_xfer_atomic_writemsg;
+	mrl_xfer_atomic_ops.readwrite = mrl_xfer_atomic_readwrite;
+	mrl_xfer_atomic_ops.readwritev = mrl_xfer_atomic_readwritev;
+	mrl_xfer_atomic_ops.readwritemsg = mrl_xfer_atomic_readwritemsg;
+	mrl_xfer_atomic_ops.compwrite = mrl_xfer_atomic_compwrite;
+	mrl_xfer_atomic_ops.compwritev = mrl_xfer_atomic_compwritev;
+	mrl_xfer_atomic_ops.compwritemsg = mrl_xfer_atomic_compwritemsg;
 }

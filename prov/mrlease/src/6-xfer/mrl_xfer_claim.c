@@ -46,13 +46,13 @@
 /* A claim op's link in its bucket: its provider scratch space, ours since
  * the provider never sees the op. */
 static inline struct mrl_op **
-mrl_claim_next(struct mrl_op *op)
+mrl_xfer_claim_next(struct mrl_op *op)
 {
 	return (struct mrl_op **) (void *) &op->prov_ctx;
 }
 
 static inline size_t
-mrl_claims_bucket(const struct mrl_claims *c, const void *ctx)
+mrl_xfer_claims_bucket(const struct mrl_claims *c, const void *ctx)
 {
 	uint64_t h = (uint64_t) (uintptr_t) ctx * 0x9e3779b97f4a7c15ull;
 
@@ -60,7 +60,7 @@ mrl_claims_bucket(const struct mrl_claims *c, const void *ctx)
 }
 
 int
-mrl_claims_init(struct mrl_claims *c)
+mrl_xfer_claims_init(struct mrl_claims *c)
 {
 	atomic_init(&c->n, 0);
 	c->buckets = NULL;
@@ -69,7 +69,7 @@ mrl_claims_init(struct mrl_claims *c)
 }
 
 void
-mrl_claims_fini(struct mrl_claims *c)
+mrl_xfer_claims_fini(struct mrl_claims *c)
 {
 	free(c->buckets);
 	pthread_mutex_destroy(&c->lock);
@@ -77,7 +77,7 @@ mrl_claims_fini(struct mrl_claims *c)
 
 /* Room for one more claim (lock held): at most one per bucket. */
 static int
-mrl_claims_grow(struct mrl_claims *c)
+mrl_xfer_claims_grow(struct mrl_claims *c)
 {
 	size_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
 	size_t nbuckets = c->nbuckets ? 2 * c->nbuckets : 16;
@@ -95,10 +95,10 @@ mrl_claims_grow(struct mrl_claims *c)
 		struct mrl_op *op = old[i], *next;
 
 		for (; op; op = next) {
-			size_t b = mrl_claims_bucket(c, op->app_ctx);
+			size_t b = mrl_xfer_claims_bucket(c, op->app_ctx);
 
-			next = *mrl_claim_next(op);
-			*mrl_claim_next(op) = buckets[b];
+			next = *mrl_xfer_claim_next(op);
+			*mrl_xfer_claim_next(op) = buckets[b];
 			buckets[b] = op;
 		}
 	}
@@ -109,33 +109,33 @@ mrl_claims_grow(struct mrl_claims *c)
 /* Where the claim of ctx is linked (lock held), or where its link would
  * go: *result NULL. */
 static struct mrl_op **
-mrl_claims_find(struct mrl_claims *c, const void *ctx)
+mrl_xfer_claims_find(struct mrl_claims *c, const void *ctx)
 {
-	struct mrl_op **pp = &c->buckets[mrl_claims_bucket(c, ctx)];
+	struct mrl_op **pp = &c->buckets[mrl_xfer_claims_bucket(c, ctx)];
 
 	while (*pp && (*pp)->app_ctx != ctx)
-		pp = mrl_claim_next(*pp);
+		pp = mrl_xfer_claim_next(*pp);
 	return pp;
 }
 
 /* Put op (its app_ctx set) in the table: 0, -FI_EALREADY when its context
  * is claimed already, or -FI_ENOMEM. */
 static int
-mrl_claims_add(struct mrl_claims *c, struct mrl_op *op)
+mrl_xfer_claims_add(struct mrl_claims *c, struct mrl_op *op)
 {
 	struct mrl_op **pp;
 	int ret;
 
 	pthread_mutex_lock(&c->lock);
-	ret = mrl_claims_grow(c);
+	ret = mrl_xfer_claims_grow(c);
 	if (ret)
 		goto out;
-	pp = mrl_claims_find(c, op->app_ctx);
+	pp = mrl_xfer_claims_find(c, op->app_ctx);
 	if (*pp) {
 		ret = -FI_EALREADY;
 		goto out;
 	}
-	*mrl_claim_next(op) = NULL;
+	*mrl_xfer_claim_next(op) = NULL;
 	*pp = op;
 	atomic_fetch_add_explicit(&c->n, 1, memory_order_release);
 out:
@@ -145,11 +145,11 @@ out:
 
 /* Unlink the claim *pp (lock held) and return it. */
 static struct mrl_op *
-mrl_claims_unlink(struct mrl_claims *c, struct mrl_op **pp)
+mrl_xfer_claims_unlink(struct mrl_claims *c, struct mrl_op **pp)
 {
 	struct mrl_op *op = *pp;
 
-	*pp = *mrl_claim_next(op);
+	*pp = *mrl_xfer_claim_next(op);
 	atomic_fetch_sub_explicit(&c->n, 1, memory_order_relaxed);
 	return op;
 }
@@ -157,31 +157,32 @@ mrl_claims_unlink(struct mrl_claims *c, struct mrl_op **pp)
 /* Take the claim of ctx out of the table (only if it is op, when op is
  * given) and return it; NULL if it is not there. */
 static struct mrl_op *
-mrl_claims_pull(struct mrl_claims *c, const void *ctx, const struct mrl_op *op)
+mrl_xfer_claims_pull(struct mrl_claims *c, const void *ctx,
+		     const struct mrl_op *op)
 {
 	struct mrl_op *found = NULL, **pp;
 
 	pthread_mutex_lock(&c->lock);
 	if (c->nbuckets) {
-		pp = mrl_claims_find(c, ctx);
+		pp = mrl_xfer_claims_find(c, ctx);
 		if (*pp && (!op || *pp == op))
-			found = mrl_claims_unlink(c, pp);
+			found = mrl_xfer_claims_unlink(c, pp);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return found;
 }
 
 struct mrl_op *
-mrl_claims_take(struct mrl_claims *c, void *ctx, const uint64_t *flagsp)
+mrl_xfer_claims_take(struct mrl_claims *c, void *ctx, const uint64_t *flagsp)
 {
 	/* Flags that name another kind of operation: not a claim's entry. */
 	if (!ctx || (flagsp && *flagsp && !(*flagsp & FI_RECV)))
 		return NULL;
-	return mrl_claims_pull(c, ctx, NULL);
+	return mrl_xfer_claims_pull(c, ctx, NULL);
 }
 
 void
-mrl_xep_claims_close(struct mrl_xep *x)
+mrl_xfer_ep_claims_close(struct mrl_xep *x)
 {
 	struct mrl_cq *cq = x->ep->bound.rx_cq;
 	struct mrl_claims *c;
@@ -189,7 +190,7 @@ mrl_xep_claims_close(struct mrl_xep *x)
 	if (!x->pool || !cq || !cq->ext)
 		return;
 	c = &((struct mrl_xcq *) cq->ext)->claims;
-	if (!mrl_claims_any(c))
+	if (!mrl_xfer_claims_any(c))
 		return;
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->nbuckets; i++) {
@@ -197,9 +198,9 @@ mrl_xep_claims_close(struct mrl_xep *x)
 
 		while (*pp) {
 			if ((*pp)->pool == x->pool)
-				mrl_claims_unlink(c, pp);
+				mrl_xfer_claims_unlink(c, pp);
 			else
-				pp = mrl_claim_next(*pp);
+				pp = mrl_xfer_claim_next(*pp);
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -208,8 +209,8 @@ mrl_xep_claims_close(struct mrl_xep *x)
 /* The claims table a claim on ep goes into, or NULL: forward it as it is
  * (see the top of this file). */
 static struct mrl_claims *
-mrl_claim_table(struct mrl_ep *ep, const struct fi_msg_tagged *msg,
-		uint64_t flags)
+mrl_xfer_claim_table(struct mrl_ep *ep, const struct fi_msg_tagged *msg,
+		     uint64_t flags)
 {
 	struct mrl_xep *x = ep->ext;
 	const struct mrl_xdir *d = &x->dir[MRL_RX];
@@ -219,17 +220,17 @@ mrl_claim_table(struct mrl_ep *ep, const struct fi_msg_tagged *msg,
 	    !x->pool || (ep->domain->mode & MRL_FI_BUFFERED_RECV) ||
 	    (d->route != MRL_ROUTE_ALL && d->route != MRL_ROUTE_SELECTIVE) ||
 	    !cq || !cq->ext ||
-	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 d->min_msg))
+	    !mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+				      d->min_msg))
 		return NULL;
 	return &((struct mrl_xcq *) cq->ext)->claims;
 }
 
 ssize_t
-mrl_tagged_claim(struct mrl_ep *ep, const struct fi_msg_tagged *msg,
-		 uint64_t flags)
+mrl_xfer_tagged_claim(struct mrl_ep *ep, const struct fi_msg_tagged *msg,
+		      uint64_t flags)
 {
-	struct mrl_claims *claims = mrl_claim_table(ep, msg, flags);
+	struct mrl_claims *claims = mrl_xfer_claim_table(ep, msg, flags);
 	struct mrl_xep *x = ep->ext;
 	void *ldesc[MRL_XFER_IOV_MAX];
 	struct fi_msg_tagged m;
@@ -238,26 +239,26 @@ mrl_tagged_claim(struct mrl_ep *ep, const struct fi_msg_tagged *msg,
 	ssize_t ret;
 
 	if (!claims) {
-		mrl_post_trigger_fwd(flags, msg->context);
+		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_trecvmsg(ep->inner, msg, flags);
 	}
-	mrl_post_init(&p, x, MRL_RX);
-	ret = mrl_post_iov(&p, msg->msg_iov, msg->desc, msg->iov_count,
-			   x->dir[MRL_RX].min_msg, ldesc);
+	mrl_xfer_post_init(&p, x, MRL_RX);
+	ret = mrl_xfer_post_iov(&p, msg->msg_iov, msg->desc, msg->iov_count,
+				x->dir[MRL_RX].min_msg, ldesc);
 	if (ret)
-		return mrl_post_end(&p, ret);
+		return mrl_xfer_post_end(&p, ret);
 	if (p.op)
 		p.op->flags |= MRL_OP_CLAIM;
-	mrl_post_context(&p, msg->context, &leased_flags);
+	mrl_xfer_post_context(&p, msg->context, &leased_flags);
 	if (!p.op) /* every lease fell back to desc NULL */
 		return fi_trecvmsg(ep->inner, msg, flags);
-	ret = mrl_claims_add(claims, p.op);
+	ret = mrl_xfer_claims_add(claims, p.op);
 	if (ret) {
-		FI_WARN(mrl_prov, FI_LOG_EP_DATA, "claim of context %p%s: %s\n",
-			msg->context,
+		FI_WARN(mrl_hook_prov, FI_LOG_EP_DATA,
+			"claim of context %p%s: %s\n", msg->context,
 			x->mr_local ? " refused" : " goes unleased",
 			fi_strerror((int) -ret));
-		mrl_op_free_poster(p.op);
+		mrl_xfer_op_free_poster(p.op);
 		if (x->mr_local)
 			return ret == -FI_ENOMEM ? -FI_EAGAIN : ret;
 		return fi_trecvmsg(ep->inner, msg, flags);
@@ -267,7 +268,7 @@ mrl_tagged_claim(struct mrl_ep *ep, const struct fi_msg_tagged *msg,
 	ret = fi_trecvmsg(ep->inner, &m, leased_flags);
 	/* A refused post never happened, unless a read took the op first
 	 * (then it completed it). */
-	if (ret && !mrl_claims_pull(claims, msg->context, p.op))
+	if (ret && !mrl_xfer_claims_pull(claims, msg->context, p.op))
 		return ret;
-	return mrl_post_end(&p, ret);
+	return mrl_xfer_post_end(&p, ret);
 }

@@ -27,7 +27,7 @@ static pthread_once_t mrl_xfer_cntr_once = PTHREAD_ONCE_INIT;
 /* Complete every op the internal CQ reports; nothing reaches the app (the
  * counters, including the error counter, are the provider's to update). */
 void
-mrl_xep_drain(struct mrl_xep *x)
+mrl_xfer_ep_drain(struct mrl_xep *x)
 {
 	struct fi_cq_msg_entry entries[MRL_DRAIN_BATCH];
 	/* Room for a newer libfabric's larger error entry. */
@@ -47,36 +47,37 @@ mrl_xep_drain(struct mrl_xep *x)
 			n = fi_cq_readerr(x->internal_cq, &e.err, 0);
 			if (n <= 0)
 				break;
-			op = mrl_op_of_context(e.err.op_context, x->ep->domain);
+			op = mrl_xfer_op_of_context(e.err.op_context,
+						    x->ep->domain);
 			if (op)
-				mrl_op_complete(op, e.err.flags, true,
-						&app_ctx);
+				mrl_xfer_op_complete(op, e.err.flags, true,
+						     &app_ctx);
 			continue;
 		}
 		if (n <= 0)
 			break;
 		for (ssize_t i = 0; i < n; i++) {
-			op = mrl_op_of_context(entries[i].op_context,
-					       x->ep->domain);
+			op = mrl_xfer_op_of_context(entries[i].op_context,
+						    x->ep->domain);
 			if (op)
-				mrl_op_complete(op, entries[i].flags, false,
-						&app_ctx);
+				mrl_xfer_op_complete(op, entries[i].flags,
+						     false, &app_ctx);
 		}
 	}
 	pthread_mutex_unlock(&x->drain_lock);
 }
 
 static struct mrl_xcntr *
-mrl_xcntr_of(struct fid_cntr *cntr_fid)
+mrl_xfer_cntr_of(struct fid_cntr *cntr_fid)
 {
-	return mrl_cntr_of(cntr_fid)->ext;
+	return mrl_hook_cntr_of(cntr_fid)->ext;
 }
 
 /* A counter read or wait: a call into the domain, so what the monitor
  * dropped there closes (mrl_cache_domain_settle), then the internal CQs of
  * its counters-only endpoints are drained. */
 static void
-mrl_xcntr_progress(struct mrl_xcntr *c)
+mrl_xfer_cntr_progress(struct mrl_xcntr *c)
 {
 	if (!c)
 		return;
@@ -85,44 +86,44 @@ mrl_xcntr_progress(struct mrl_xcntr *c)
 		return;
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->neps; i++)
-		mrl_xep_drain(c->eps[i]);
+		mrl_xfer_ep_drain(c->eps[i]);
 	pthread_mutex_unlock(&c->lock);
 }
 
 static uint64_t
-mrl_xcntr_read(struct fid_cntr *cntr_fid)
+mrl_xfer_cntr_read(struct fid_cntr *cntr_fid)
 {
-	uint64_t value = mrl_cntr_ops.read(cntr_fid);
+	uint64_t value = mrl_hook_cntr_ops.read(cntr_fid);
 
-	mrl_xcntr_progress(mrl_xcntr_of(cntr_fid));
+	mrl_xfer_cntr_progress(mrl_xfer_cntr_of(cntr_fid));
 	return value;
 }
 
 static uint64_t
-mrl_xcntr_readerr(struct fid_cntr *cntr_fid)
+mrl_xfer_cntr_readerr(struct fid_cntr *cntr_fid)
 {
-	uint64_t value = mrl_cntr_ops.readerr(cntr_fid);
+	uint64_t value = mrl_hook_cntr_ops.readerr(cntr_fid);
 
-	mrl_xcntr_progress(mrl_xcntr_of(cntr_fid));
+	mrl_xfer_cntr_progress(mrl_xfer_cntr_of(cntr_fid));
 	return value;
 }
 
 static int
-mrl_xcntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
+mrl_xfer_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int timeout)
 {
-	int ret = mrl_cntr_ops.wait(cntr_fid, threshold, timeout);
+	int ret = mrl_hook_cntr_ops.wait(cntr_fid, threshold, timeout);
 
-	mrl_xcntr_progress(mrl_xcntr_of(cntr_fid));
+	mrl_xfer_cntr_progress(mrl_xfer_cntr_of(cntr_fid));
 	return ret;
 }
 
 static void
 mrl_xfer_cntr_init(void)
 {
-	mrl_xfer_cntr_ops = mrl_cntr_ops;
-	mrl_xfer_cntr_ops.read = mrl_xcntr_read;
-	mrl_xfer_cntr_ops.readerr = mrl_xcntr_readerr;
-	mrl_xfer_cntr_ops.wait = mrl_xcntr_wait;
+	mrl_xfer_cntr_ops = mrl_hook_cntr_ops;
+	mrl_xfer_cntr_ops.read = mrl_xfer_cntr_read;
+	mrl_xfer_cntr_ops.readerr = mrl_xfer_cntr_readerr;
+	mrl_xfer_cntr_ops.wait = mrl_xfer_cntr_wait;
 }
 
 int
@@ -143,7 +144,7 @@ mrl_xfer_cntr_open(struct mrl_cntr *cntr)
 		return -ret;
 	}
 	atomic_init(&c->neps, 0);
-	c->cache = mrl_lease_domain_of(cntr->domain)->cache_domain;
+	c->cache = mrl_bind_domain_of(cntr->domain)->cache_domain;
 	cntr->ext = c;
 	cntr->cntr.ops = &mrl_xfer_cntr_ops;
 	return 0;
@@ -163,7 +164,7 @@ mrl_xfer_cntr_close(struct mrl_cntr *cntr)
 }
 
 int
-mrl_xcntr_add(struct mrl_xcntr *c, struct mrl_xep *x)
+mrl_xfer_cntr_add(struct mrl_xcntr *c, struct mrl_xep *x)
 {
 	int ret = 0;
 
@@ -189,7 +190,7 @@ out:
 }
 
 void
-mrl_xcntr_remove(struct mrl_xcntr *c, struct mrl_xep *x)
+mrl_xfer_cntr_remove(struct mrl_xcntr *c, struct mrl_xep *x)
 {
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->neps; i++) {

@@ -49,7 +49,7 @@ struct mrl_xcq_own {
 };
 
 static inline struct mrl_xcq_own *
-mrl_xcq_own_of(struct mrl_xcq *xcq)
+mrl_xfer_cq_own_of(struct mrl_xcq *xcq)
 {
 	return container_of(xcq, struct mrl_xcq_own, xcq);
 }
@@ -57,18 +57,18 @@ mrl_xcq_own_of(struct mrl_xcq *xcq)
 /* One table per entry format (they differ in read only). */
 static struct fi_ops_cq mrl_xfer_cq_ops[4];
 /* Guarded CQs (any format): every read counted (see below). */
-static struct fi_ops_cq mrl_guard_cq_ops;
+static struct fi_ops_cq mrl_xfer_guard_cq_ops;
 /* CQs holding read-ahead completions (struct mrl_xcq stash): any format. */
-static struct fi_ops_cq mrl_stash_cq_ops;
+static struct fi_ops_cq mrl_xfer_stash_cq_ops;
 /* CQs of domains that never lease: the passthrough's, with the reads an
  * inner instance makes on every progress call forwarded without checks
  * (read and readfrom are in every fi_ops_cq). */
-static struct fi_ops_cq mrl_plain_cq_ops;
+static struct fi_ops_cq mrl_xfer_plain_cq_ops;
 static pthread_once_t mrl_xfer_cq_once = PTHREAD_ONCE_INIT;
 
 /* UNSPEC is taken as CONTEXT, what the providers choose for it. */
 static inline size_t
-mrl_cq_entry_size(enum fi_cq_format format)
+mrl_xfer_cq_format_entry_size(enum fi_cq_format format)
 {
 	switch (format) {
 	case FI_CQ_FORMAT_MSG:
@@ -85,7 +85,7 @@ mrl_cq_entry_size(enum fi_cq_format format)
 /* Where an entry's flags are, NULL for formats without them
  * (FI_CQ_FORMAT_CONTEXT). */
 static inline const uint64_t *
-mrl_cq_entry_flags(const struct fi_cq_entry *e, size_t size)
+mrl_xfer_cq_entry_flags(const struct fi_cq_entry *e, size_t size)
 {
 	return size > sizeof(struct fi_cq_entry) ?
 		       &((const struct fi_cq_msg_entry *) e)->flags :
@@ -96,14 +96,14 @@ mrl_cq_entry_flags(const struct fi_cq_entry *e, size_t size)
  * or, while claims are in flight, a claim's by the application's context
  * (mrl_xfer_claim.c). */
 static inline __attribute__((always_inline)) struct mrl_op *
-mrl_cq_entry_op(struct mrl_cq *cq, struct fi_cq_entry *e, size_t size)
+mrl_xfer_cq_entry_op(struct mrl_cq *cq, struct fi_cq_entry *e, size_t size)
 {
-	struct mrl_op *op = mrl_op_of_context(e->op_context, cq->domain);
+	struct mrl_op *op = mrl_xfer_op_of_context(e->op_context, cq->domain);
 	struct mrl_claims *claims = &((struct mrl_xcq *) cq->ext)->claims;
 
-	if (__builtin_expect(!op && mrl_claims_any(claims), 0))
-		op = mrl_claims_take(claims, e->op_context,
-				     mrl_cq_entry_flags(e, size));
+	if (__builtin_expect(!op && mrl_xfer_claims_any(claims), 0))
+		op = mrl_xfer_claims_take(claims, e->op_context,
+					  mrl_xfer_cq_entry_flags(e, size));
 	return op;
 }
 
@@ -113,17 +113,18 @@ mrl_cq_entry_op(struct mrl_cq *cq, struct fi_cq_entry *e, size_t size)
  * src_addr) that remain.
  */
 static ssize_t __attribute__((noinline))
-mrl_cq_drop(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i, size_t size,
-	    fi_addr_t *src_addr)
+mrl_xfer_cq_drop(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i,
+		 size_t size, fi_addr_t *src_addr)
 {
 	ssize_t kept = i;
 
 	for (i++; i < n; i++) {
 		struct fi_cq_entry *e = (void *) (entries + (size_t) i * size);
-		struct mrl_op *op = mrl_cq_entry_op(cq, e, size);
+		struct mrl_op *op = mrl_xfer_cq_entry_op(cq, e, size);
 
-		if (op && !mrl_op_complete_ok(op, mrl_cq_entry_flags(e, size),
-					      &e->op_context))
+		if (op && !mrl_xfer_op_complete_ok(
+				  op, mrl_xfer_cq_entry_flags(e, size),
+				  &e->op_context))
 			continue;
 		memmove(entries + (size_t) kept * size, e, size);
 		if (src_addr)
@@ -138,21 +139,23 @@ mrl_cq_drop(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i, size_t size,
  * application must see them: each whose context is one of this domain's
  * ops gets the application's context back and completes the op. Other
  * entries cost a range check each; the buffer changes only when an entry
- * is dropped (mrl_cq_drop).
+ * is dropped (mrl_xfer_cq_drop).
  */
 static ssize_t __attribute__((noinline))
-mrl_cq_deliver_from(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i,
-		    fi_addr_t *src_addr, size_t size)
+mrl_xfer_cq_deliver_from(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i,
+			 fi_addr_t *src_addr, size_t size)
 {
 	for (; i < n; i++) {
 		struct fi_cq_entry *e = (void *) (entries + (size_t) i * size);
-		struct mrl_op *op = mrl_cq_entry_op(cq, e, size);
+		struct mrl_op *op = mrl_xfer_cq_entry_op(cq, e, size);
 
 		if (!op)
 			continue;
-		if (!mrl_op_complete_ok(op, mrl_cq_entry_flags(e, size),
-					&e->op_context))
-			return mrl_cq_drop(cq, entries, n, i, size, src_addr);
+		if (!mrl_xfer_op_complete_ok(op,
+					     mrl_xfer_cq_entry_flags(e, size),
+					     &e->op_context))
+			return mrl_xfer_cq_drop(cq, entries, n, i, size,
+						src_addr);
 	}
 	return n;
 }
@@ -160,12 +163,12 @@ mrl_cq_deliver_from(struct mrl_cq *cq, char *entries, ssize_t n, ssize_t i,
 /*
  * What the application gets for a read that returned n: errors and empty
  * reads as they are, a single entry (the usual answer to a poll) inline,
- * more out of line (mrl_cq_deliver_from). A single entry that was hidden
+ * more out of line (mrl_xfer_cq_deliver_from). A single entry that was hidden
  * makes the read -FI_EAGAIN.
  */
 static inline __attribute__((always_inline)) ssize_t
-mrl_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n, fi_addr_t *src_addr,
-	       size_t size)
+mrl_xfer_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n,
+		    fi_addr_t *src_addr, size_t size)
 {
 	struct fi_cq_entry *e = buf;
 	struct mrl_op *op;
@@ -175,31 +178,31 @@ mrl_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n, fi_addr_t *src_addr,
 	if (n < 1)
 		return n;
 	if (n > 1)
-		return mrl_cq_deliver_from(cq, buf, n, 0, src_addr, size);
-	op = mrl_cq_entry_op(cq, e, size);
+		return mrl_xfer_cq_deliver_from(cq, buf, n, 0, src_addr, size);
+	op = mrl_xfer_cq_entry_op(cq, e, size);
 	if (!op)
 		return 1;
-	return mrl_op_complete_ok(op, mrl_cq_entry_flags(e, size),
-				  &e->op_context) ?
+	return mrl_xfer_op_complete_ok(op, mrl_xfer_cq_entry_flags(e, size),
+				       &e->op_context) ?
 		       1 :
 		       -FI_EAGAIN;
 }
 
 static inline size_t
-mrl_xcq_entry_size(struct mrl_cq *cq)
+mrl_xfer_cq_entry_size(struct mrl_cq *cq)
 {
 	return ((struct mrl_xcq *) cq->ext)->entry_size;
 }
 
 /* fi_cq_read, one per format so the entry size is a constant. */
-#define MRL_XCQ_READ(name, entry)                                              \
-	static ssize_t name(struct fid_cq *cq_fid, void *buf, size_t count)    \
-	{                                                                      \
-		struct mrl_cq *cq = mrl_cq_of(cq_fid);                         \
-                                                                               \
-		return mrl_cq_deliver(cq, buf,                                 \
-				      fi_cq_read(cq->inner, buf, count), NULL, \
-				      sizeof(entry));                          \
+#define MRL_XCQ_READ(name, entry)                                             \
+	static ssize_t name(struct fid_cq *cq_fid, void *buf, size_t count)   \
+	{                                                                     \
+		struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);                   \
+                                                                              \
+		return mrl_xfer_cq_deliver(cq, buf,                           \
+					   fi_cq_read(cq->inner, buf, count), \
+					   NULL, sizeof(entry));              \
 	}
 MRL_XCQ_READ(mrl_xcq_read_ctx, struct fi_cq_entry)
 MRL_XCQ_READ(mrl_xcq_read_msg, struct fi_cq_msg_entry)
@@ -207,14 +210,14 @@ MRL_XCQ_READ(mrl_xcq_read_data, struct fi_cq_data_entry)
 MRL_XCQ_READ(mrl_xcq_read_tagged, struct fi_cq_tagged_entry)
 
 static ssize_t
-mrl_xcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-		 fi_addr_t *src_addr)
+mrl_xfer_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		     fi_addr_t *src_addr)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 
-	return mrl_cq_deliver(cq, buf,
-			      mrl_cq_ops.readfrom(cq_fid, buf, count, src_addr),
-			      src_addr, mrl_xcq_entry_size(cq));
+	return mrl_xfer_cq_deliver(
+		cq, buf, mrl_hook_cq_ops.readfrom(cq_fid, buf, count, src_addr),
+		src_addr, mrl_xfer_cq_entry_size(cq));
 }
 
 /*
@@ -236,7 +239,7 @@ mrl_xcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
  * inner read and exits after translating. A multi-recv op's final
  * completion releases its leases at once (as every completion does), but
  * its return to the pool is deferred onto the CQ's list while readers are
- * in flight (mrl_cq_guard_defer). The count and the list's head share one
+ * in flight (mrl_xfer_cq_guard_defer). The count and the list's head share one
  * 64-bit word (struct mrl_cq_guard): the exit that takes the count from 1
  * to 0 also takes the whole list in the same CAS and pushes its ops back
  * to their pools (mrl_cq_guard_free); other exits only decrement. Why that
@@ -257,7 +260,7 @@ mrl_xcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
  * atomic add and one CAS, so only CQs that need it pay: a CQ is guarded
  * when an endpoint bound to it for receives, with a shared pool and an
  * app CQ route, is about to lease its first FI_MULTI_RECV buffer
- * (mrl_xep_guard_rx: at fi_enable or FI_SETOPSFLAG when the default rx
+ * (mrl_xfer_ep_guard_rx: at fi_enable or FI_SETOPSFLAG when the default rx
  * flags make every receive one, else at the first fi_recvmsg or
  * fi_trecvmsg with FI_MULTI_RECV), before that post goes to the provider;
  * its reads switch to this file's guarded table, for good. Not at bind or
@@ -287,21 +290,22 @@ mrl_xcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
  * exited, whatever later readers do) would bound that; not needed yet.
  *
  * Endpoint close: a deferred op is FREE but on no free list, so the pool
- * is not settled; mrl_xep_pool_needed sees pool->deferred and lets the CQs
+ * is not settled; mrl_xfer_ep_pool_needed sees pool->deferred and lets the CQs
  * keep the pool (as for a completer inside its window); the op goes back
  * to it when the last reader exits, and the pool goes when the CQs close.
  */
 static inline void
-mrl_cq_guard_enter(struct mrl_cq_guard *g)
+mrl_xfer_cq_guard_enter(struct mrl_cq_guard *g)
 {
 	atomic_fetch_add_explicit(&g->word, MRL_CQ_GUARD_READER,
 				  memory_order_seq_cst);
 }
 
 static inline struct mrl_op *
-mrl_cq_guard_op(uint32_t code)
+mrl_xfer_cq_guard_op(uint32_t code)
 {
-	return (struct mrl_op *) (mrl_op_region_base + ((uintptr_t) code << 3));
+	return (struct mrl_op *) (mrl_xfer_op_region_base +
+				  ((uintptr_t) code << 3));
 }
 
 /* Push the deferred ops from code on back to their pools. Nothing touches
@@ -309,7 +313,7 @@ mrl_cq_guard_op(uint32_t code)
 static void __attribute__((noinline)) mrl_cq_guard_free(uint32_t code)
 {
 	while (code) {
-		struct mrl_op *op = mrl_cq_guard_op(code), *last = op;
+		struct mrl_op *op = mrl_xfer_cq_guard_op(code), *last = op;
 		struct mrl_op_pool *pool = op->pool;
 
 		code = atomic_load_explicit(&op->free_next,
@@ -318,12 +322,12 @@ static void __attribute__((noinline)) mrl_cq_guard_free(uint32_t code)
 			last = last->next;
 		atomic_fetch_sub_explicit(&pool->deferred, 1,
 					  memory_order_release);
-		mrl_op_put_chain(pool, op, last);
+		mrl_xfer_op_put_chain(pool, op, last);
 	}
 }
 
 static inline void
-mrl_cq_guard_exit(struct mrl_cq_guard *g)
+mrl_xfer_cq_guard_exit(struct mrl_cq_guard *g)
 {
 	uint64_t old = atomic_load_explicit(&g->word, memory_order_relaxed);
 	uint64_t new;
@@ -339,7 +343,7 @@ mrl_cq_guard_exit(struct mrl_cq_guard *g)
 }
 
 bool
-mrl_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op)
+mrl_xfer_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op)
 {
 	struct mrl_op_pool *pool = op->pool;
 	uint64_t old = atomic_load_explicit(&g->word, memory_order_relaxed);
@@ -366,7 +370,7 @@ mrl_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op)
 
 /* TEST-ONLY hook of guarded reads (MRL_XFER_CTL_TEST_READING). */
 static inline void
-mrl_cq_guard_test(struct mrl_cq_guard *g, const void *buf, ssize_t n)
+mrl_xfer_cq_guard_test(struct mrl_cq_guard *g, const void *buf, ssize_t n)
 {
 	void (*fn)(void *, const void *, ssize_t) =
 		atomic_load_explicit(&g->test_reading, memory_order_acquire);
@@ -376,79 +380,81 @@ mrl_cq_guard_test(struct mrl_cq_guard *g, const void *buf, ssize_t n)
 }
 
 static inline struct mrl_cq_guard *
-mrl_cq_guard_of(struct mrl_cq *cq)
+mrl_xfer_cq_guard_of(struct mrl_cq *cq)
 {
 	return &((struct mrl_xcq *) cq->ext)->guard;
 }
 
 static ssize_t
-mrl_gcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-		 fi_addr_t *src_addr)
+mrl_xfer_gcq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		      fi_addr_t *src_addr)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
-	struct mrl_cq_guard *g = mrl_cq_guard_of(cq);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
+	struct mrl_cq_guard *g = mrl_xfer_cq_guard_of(cq);
 	ssize_t n;
 
-	mrl_cq_guard_enter(g);
-	n = src_addr ? mrl_cq_ops.readfrom(cq_fid, buf, count, src_addr) :
+	mrl_xfer_cq_guard_enter(g);
+	n = src_addr ? mrl_hook_cq_ops.readfrom(cq_fid, buf, count, src_addr) :
 		       fi_cq_read(cq->inner, buf, count);
-	mrl_cq_guard_test(g, buf, n);
-	n = mrl_cq_deliver(cq, buf, n, src_addr, mrl_xcq_entry_size(cq));
-	mrl_cq_guard_exit(g);
+	mrl_xfer_cq_guard_test(g, buf, n);
+	n = mrl_xfer_cq_deliver(cq, buf, n, src_addr,
+				mrl_xfer_cq_entry_size(cq));
+	mrl_xfer_cq_guard_exit(g);
 	return n;
 }
 
 static ssize_t
-mrl_gcq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+mrl_xfer_gcq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
-	return mrl_gcq_readfrom(cq_fid, buf, count, NULL);
+	return mrl_xfer_gcq_readfrom(cq_fid, buf, count, NULL);
 }
 
 /* Errors always reach the application, also for ops it asked no
  * completion for (the provider reports those too). Only the fields every
  * api_version has (op_context, flags) are touched. */
 static inline __attribute__((always_inline)) ssize_t
-mrl_xcq_readerr_in(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
-		   uint64_t flags, bool guarded)
+mrl_xfer_cq_readerr_in(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+		       uint64_t flags, bool guarded)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 	struct mrl_claims *claims = &((struct mrl_xcq *) cq->ext)->claims;
 	struct mrl_op *op;
 	ssize_t n;
 
 	if (guarded)
-		mrl_cq_guard_enter(mrl_cq_guard_of(cq));
-	n = mrl_cq_ops.readerr(cq_fid, buf, flags);
+		mrl_xfer_cq_guard_enter(mrl_xfer_cq_guard_of(cq));
+	n = mrl_hook_cq_ops.readerr(cq_fid, buf, flags);
 	mrl_cache_domain_settle(((struct mrl_xcq *) cq->ext)->cache);
 	if (n > 0) {
-		op = mrl_op_of_context(buf->op_context, cq->domain);
-		if (!op && mrl_claims_any(claims))
-			op = mrl_claims_take(claims, buf->op_context,
-					     &buf->flags);
+		op = mrl_xfer_op_of_context(buf->op_context, cq->domain);
+		if (!op && mrl_xfer_claims_any(claims))
+			op = mrl_xfer_claims_take(claims, buf->op_context,
+						  &buf->flags);
 		if (op)
-			mrl_op_complete(op, buf->flags, true, &buf->op_context);
+			mrl_xfer_op_complete(op, buf->flags, true,
+					     &buf->op_context);
 	}
 	if (guarded)
-		mrl_cq_guard_exit(mrl_cq_guard_of(cq));
+		mrl_xfer_cq_guard_exit(mrl_xfer_cq_guard_of(cq));
 	return n;
 }
 
 static ssize_t
-mrl_xcq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
-		uint64_t flags)
+mrl_xfer_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+		    uint64_t flags)
 {
-	return mrl_xcq_readerr_in(cq_fid, buf, flags, false);
+	return mrl_xfer_cq_readerr_in(cq_fid, buf, flags, false);
 }
 
 static ssize_t
-mrl_gcq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
-		uint64_t flags)
+mrl_xfer_gcq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+		     uint64_t flags)
 {
-	return mrl_xcq_readerr_in(cq_fid, buf, flags, true);
+	return mrl_xfer_cq_readerr_in(cq_fid, buf, flags, true);
 }
 
 static int64_t
-mrl_now_ms(void)
+mrl_xfer_now_ms(void)
 {
 	struct timespec ts;
 
@@ -473,9 +479,9 @@ mrl_now_ms(void)
  * enter the provider's sread again.
  */
 static enum mrl_xcq_wait_kind
-mrl_xcq_wait_kind_of(struct mrl_cq *cq)
+mrl_xfer_cq_wait_kind_of(struct mrl_cq *cq)
 {
-	struct mrl_xcq_own *own = mrl_xcq_own_of(cq->ext);
+	struct mrl_xcq_own *own = mrl_xfer_cq_own_of(cq->ext);
 	struct fid_fabric *fabric = cq->domain->fabric->inner;
 	enum fi_wait_obj obj = FI_WAIT_NONE;
 	int kind = atomic_load_explicit(&own->wait_kind, memory_order_acquire);
@@ -495,7 +501,7 @@ mrl_xcq_wait_kind_of(struct mrl_cq *cq)
 		goto out;
 	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (efd < 0) {
-		FI_WARN(mrl_prov, FI_LOG_CQ,
+		FI_WARN(mrl_hook_prov, FI_LOG_CQ,
 			"eventfd: %s; a blocking read "
 			"waits again in the provider's sread\n",
 			strerror(errno));
@@ -513,49 +519,50 @@ out:
 /* One non-blocking read as the application's reads translate it
  * (counted on a guarded CQ). *got: what the provider returned. */
 static ssize_t
-mrl_xcq_read_once(struct mrl_cq *cq, void *buf, size_t count,
-		  fi_addr_t *src_addr, bool guarded, ssize_t *got)
+mrl_xfer_cq_read_once(struct mrl_cq *cq, void *buf, size_t count,
+		      fi_addr_t *src_addr, bool guarded, ssize_t *got)
 {
 	struct fid_cq *cq_fid = &cq->cq;
 	ssize_t n;
 
 	if (guarded)
-		mrl_cq_guard_enter(mrl_cq_guard_of(cq));
-	n = src_addr ? mrl_cq_ops.readfrom(cq_fid, buf, count, src_addr) :
-		       mrl_cq_ops.read(cq_fid, buf, count);
+		mrl_xfer_cq_guard_enter(mrl_xfer_cq_guard_of(cq));
+	n = src_addr ? mrl_hook_cq_ops.readfrom(cq_fid, buf, count, src_addr) :
+		       mrl_hook_cq_ops.read(cq_fid, buf, count);
 	if (guarded)
-		mrl_cq_guard_test(mrl_cq_guard_of(cq), buf, n);
+		mrl_xfer_cq_guard_test(mrl_xfer_cq_guard_of(cq), buf, n);
 	*got = n;
-	n = mrl_cq_deliver(cq, buf, n, src_addr, mrl_xcq_entry_size(cq));
+	n = mrl_xfer_cq_deliver(cq, buf, n, src_addr,
+				mrl_xfer_cq_entry_size(cq));
 	if (guarded)
-		mrl_cq_guard_exit(mrl_cq_guard_of(cq));
+		mrl_xfer_cq_guard_exit(mrl_xfer_cq_guard_of(cq));
 	return n;
 }
 
 /* Milliseconds left before deadline (timeout < 0: none), at least 0. */
 static int
-mrl_xcq_left(int timeout, int64_t deadline)
+mrl_xfer_cq_left(int timeout, int64_t deadline)
 {
 	int64_t left;
 
 	if (timeout < 0)
 		return -1;
-	left = deadline - mrl_now_ms();
+	left = deadline - mrl_xfer_now_ms();
 	return left > 0 ? (int) left : 0;
 }
 
 /*
  * The rest of a blocking read whose batches were all hidden so far, on an
- * fd wait object (mrl_xcq_wait_kind_of): the application's entries, an
+ * fd wait object (mrl_xfer_cq_wait_kind_of): the application's entries, an
  * error, or -FI_EAGAIN at the deadline or on a signal counted since
  * signals was read.
  */
 static ssize_t
-mrl_xcq_wait_fd(struct mrl_cq *cq, void *buf, size_t count, fi_addr_t *src_addr,
-		unsigned int signals, int timeout, int64_t deadline,
-		bool guarded)
+mrl_xfer_cq_wait_fd(struct mrl_cq *cq, void *buf, size_t count,
+		    fi_addr_t *src_addr, unsigned int signals, int timeout,
+		    int64_t deadline, bool guarded)
 {
-	struct mrl_xcq_own *own = mrl_xcq_own_of(cq->ext);
+	struct mrl_xcq_own *own = mrl_xfer_cq_own_of(cq->ext);
 	struct fid_fabric *fabric = cq->domain->fabric->inner;
 	struct fid *inner = &cq->inner->fid;
 	struct pollfd fds[2] = {
@@ -570,8 +577,8 @@ mrl_xcq_wait_fd(struct mrl_cq *cq, void *buf, size_t count, fi_addr_t *src_addr,
 	for (;;) {
 		ret = fi_trywait(fabric, &inner, 1);
 		if (ret == -FI_EAGAIN) {
-			n = mrl_xcq_read_once(cq, buf, count, src_addr, guarded,
-					      &got);
+			n = mrl_xfer_cq_read_once(cq, buf, count, src_addr,
+						  guarded, &got);
 			if (got != -FI_EAGAIN && n != -FI_EAGAIN)
 				return n;
 		} else if (ret) {
@@ -580,7 +587,7 @@ mrl_xcq_wait_fd(struct mrl_cq *cq, void *buf, size_t count, fi_addr_t *src_addr,
 		if (atomic_load_explicit(&own->xcq.signals,
 					 memory_order_seq_cst) != signals)
 			return -FI_EAGAIN;
-		left = mrl_xcq_left(timeout, deadline);
+		left = mrl_xfer_cq_left(timeout, deadline);
 		if (!left)
 			return -FI_EAGAIN;
 		if (ret == -FI_EAGAIN)
@@ -601,39 +608,41 @@ mrl_xcq_wait_fd(struct mrl_cq *cq, void *buf, size_t count, fi_addr_t *src_addr,
 
 /*
  * Blocking reads: a batch that was all hidden is not an answer, so wait
- * again for what is left of the timeout (mrl_xcq_wait_fd where the CQ's
+ * again for what is left of the timeout (mrl_xfer_cq_wait_fd where the CQ's
  * wait object allows). Nothing else is retried: the provider's own
  * -FI_EAGAIN (its timeout, or fi_cq_signal) is the answer, and a signal
- * given during the call (counted by mrl_xcq_signal) turns the retry into a
+ * given during the call (counted by mrl_xfer_cq_signal) turns the retry into a
  * last look that does not wait, for providers whose signal only wakes a
  * waiter without marking the CQ. Guarded: each inner read (with its wait)
  * and its translation counted.
  */
 static inline __attribute__((always_inline)) ssize_t
-mrl_xcq_sreadfrom_in(struct fid_cq *cq_fid, void *buf, size_t count,
-		     fi_addr_t *src_addr, const void *cond, int timeout,
-		     bool guarded)
+mrl_xfer_cq_sreadfrom_in(struct fid_cq *cq_fid, void *buf, size_t count,
+			 fi_addr_t *src_addr, const void *cond, int timeout,
+			 bool guarded)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 	struct mrl_xcq *xcq = cq->ext;
 	unsigned int signals =
 		atomic_load_explicit(&xcq->signals, memory_order_seq_cst);
-	int64_t deadline = timeout >= 0 ? mrl_now_ms() + timeout : 0;
+	int64_t deadline = timeout >= 0 ? mrl_xfer_now_ms() + timeout : 0;
 	ssize_t got, n;
 
 	for (;;) {
 		if (guarded)
-			mrl_cq_guard_enter(mrl_cq_guard_of(cq));
-		got = src_addr ? mrl_cq_ops.sreadfrom(cq_fid, buf, count,
-						      src_addr, cond, timeout) :
-				 mrl_cq_ops.sread(cq_fid, buf, count, cond,
-						  timeout);
+			mrl_xfer_cq_guard_enter(mrl_xfer_cq_guard_of(cq));
+		got = src_addr ? mrl_hook_cq_ops.sreadfrom(cq_fid, buf, count,
+							   src_addr, cond,
+							   timeout) :
+				 mrl_hook_cq_ops.sread(cq_fid, buf, count, cond,
+						       timeout);
 		if (guarded)
-			mrl_cq_guard_test(mrl_cq_guard_of(cq), buf, got);
-		n = mrl_cq_deliver(cq, buf, got, src_addr,
-				   mrl_xcq_entry_size(cq));
+			mrl_xfer_cq_guard_test(mrl_xfer_cq_guard_of(cq), buf,
+					       got);
+		n = mrl_xfer_cq_deliver(cq, buf, got, src_addr,
+					mrl_xfer_cq_entry_size(cq));
 		if (guarded)
-			mrl_cq_guard_exit(mrl_cq_guard_of(cq));
+			mrl_xfer_cq_guard_exit(mrl_xfer_cq_guard_of(cq));
 		if (got <= 0 || n != -FI_EAGAIN || !timeout)
 			return n;
 		if (atomic_load_explicit(&xcq->signals, memory_order_seq_cst) !=
@@ -642,25 +651,25 @@ mrl_xcq_sreadfrom_in(struct fid_cq *cq_fid, void *buf, size_t count,
 			continue;
 		}
 		if (timeout > 0) {
-			timeout = mrl_xcq_left(timeout, deadline);
+			timeout = mrl_xfer_cq_left(timeout, deadline);
 			if (!timeout)
 				return -FI_EAGAIN;
 		}
-		if (mrl_xcq_wait_kind_of(cq) == MRL_XCQ_WAIT_FD)
-			return mrl_xcq_wait_fd(cq, buf, count, src_addr,
-					       signals, timeout, deadline,
-					       guarded);
+		if (mrl_xfer_cq_wait_kind_of(cq) == MRL_XCQ_WAIT_FD)
+			return mrl_xfer_cq_wait_fd(cq, buf, count, src_addr,
+						   signals, timeout, deadline,
+						   guarded);
 	}
 }
 
-/* fi_cq_signal: counted, and the eventfd of mrl_xcq_wait_fd written,
+/* fi_cq_signal: counted, and the eventfd of mrl_xfer_cq_wait_fd written,
  * before the provider wakes its waiters, so a read the hook waits in
- * again after a hidden batch sees it (mrl_xcq_sreadfrom_in). */
+ * again after a hidden batch sees it (mrl_xfer_cq_sreadfrom_in). */
 static int
-mrl_xcq_signal(struct fid_cq *cq_fid)
+mrl_xfer_cq_signal(struct fid_cq *cq_fid)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
-	struct mrl_xcq_own *own = mrl_xcq_own_of(cq->ext);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
+	struct mrl_xcq_own *own = mrl_xfer_cq_own_of(cq->ext);
 	int efd;
 
 	atomic_fetch_add_explicit(&own->xcq.signals, 1, memory_order_seq_cst);
@@ -670,42 +679,42 @@ mrl_xcq_signal(struct fid_cq *cq_fid)
 
 		/* Full (EAGAIN) is readable already: nothing lost. */
 		if (write(efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			FI_WARN(mrl_prov, FI_LOG_CQ, "eventfd write: %s\n",
+			FI_WARN(mrl_hook_prov, FI_LOG_CQ, "eventfd write: %s\n",
 				strerror(errno));
 	}
-	return mrl_cq_ops.signal(cq_fid);
+	return mrl_hook_cq_ops.signal(cq_fid);
 }
 
 static ssize_t
-mrl_xcq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-		  fi_addr_t *src_addr, const void *cond, int timeout)
+mrl_xfer_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		      fi_addr_t *src_addr, const void *cond, int timeout)
 {
-	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, src_addr, cond, timeout,
-				    false);
+	return mrl_xfer_cq_sreadfrom_in(cq_fid, buf, count, src_addr, cond,
+					timeout, false);
 }
 
 static ssize_t
-mrl_xcq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const void *cond,
-	      int timeout)
+mrl_xfer_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
+		  const void *cond, int timeout)
 {
-	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, NULL, cond, timeout,
-				    false);
+	return mrl_xfer_cq_sreadfrom_in(cq_fid, buf, count, NULL, cond, timeout,
+					false);
 }
 
 static ssize_t
-mrl_gcq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-		  fi_addr_t *src_addr, const void *cond, int timeout)
+mrl_xfer_gcq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		       fi_addr_t *src_addr, const void *cond, int timeout)
 {
-	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, src_addr, cond, timeout,
-				    true);
+	return mrl_xfer_cq_sreadfrom_in(cq_fid, buf, count, src_addr, cond,
+					timeout, true);
 }
 
 static ssize_t
-mrl_gcq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const void *cond,
-	      int timeout)
+mrl_xfer_gcq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
+		   const void *cond, int timeout)
 {
-	return mrl_xcq_sreadfrom_in(cq_fid, buf, count, NULL, cond, timeout,
-				    true);
+	return mrl_xfer_cq_sreadfrom_in(cq_fid, buf, count, NULL, cond, timeout,
+					true);
 }
 
 /*
@@ -721,7 +730,7 @@ mrl_gcq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const void *cond,
  * of the stashed ones, as two concurrent readers may anyway.
  */
 static void
-mrl_xcq_set_ops(struct mrl_cq *cq, const struct fi_ops_cq *ops)
+mrl_xfer_cq_set_ops(struct mrl_cq *cq, const struct fi_ops_cq *ops)
 {
 	__atomic_store_n(&cq->cq.ops, (struct fi_ops_cq *) ops,
 			 __ATOMIC_RELEASE);
@@ -730,7 +739,8 @@ mrl_xcq_set_ops(struct mrl_cq *cq, const struct fi_ops_cq *ops)
 /* Up to count stashed entries into buf (and src_addr); 0 when none is
  * left (another reader took them). */
 static size_t
-mrl_xcq_take(struct mrl_cq *cq, void *buf, size_t count, fi_addr_t *src_addr)
+mrl_xfer_cq_take(struct mrl_cq *cq, void *buf, size_t count,
+		 fi_addr_t *src_addr)
 {
 	struct mrl_xcq *xcq = cq->ext;
 	size_t size = xcq->entry_size, n;
@@ -745,19 +755,19 @@ mrl_xcq_take(struct mrl_cq *cq, void *buf, size_t count, fi_addr_t *src_addr)
 	xcq->nstash -= n;
 	if (!xcq->nstash) {
 		xcq->stash_head = 0;
-		mrl_xcq_set_ops(cq, xcq->base);
+		mrl_xfer_cq_set_ops(cq, xcq->base);
 	}
 	pthread_mutex_unlock(&xcq->lock);
 	return n;
 }
 
 static ssize_t
-mrl_scq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-		 fi_addr_t *src_addr)
+mrl_xfer_scq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		      fi_addr_t *src_addr)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 	const struct fi_ops_cq *base = ((struct mrl_xcq *) cq->ext)->base;
-	size_t n = count ? mrl_xcq_take(cq, buf, count, src_addr) : 0;
+	size_t n = count ? mrl_xfer_cq_take(cq, buf, count, src_addr) : 0;
 
 	if (n)
 		return (ssize_t) n;
@@ -766,18 +776,18 @@ mrl_scq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 }
 
 static ssize_t
-mrl_scq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+mrl_xfer_scq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
-	return mrl_scq_readfrom(cq_fid, buf, count, NULL);
+	return mrl_xfer_scq_readfrom(cq_fid, buf, count, NULL);
 }
 
 static ssize_t
-mrl_scq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-		  fi_addr_t *src_addr, const void *cond, int timeout)
+mrl_xfer_scq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+		       fi_addr_t *src_addr, const void *cond, int timeout)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 	const struct fi_ops_cq *base = ((struct mrl_xcq *) cq->ext)->base;
-	size_t n = count ? mrl_xcq_take(cq, buf, count, src_addr) : 0;
+	size_t n = count ? mrl_xfer_cq_take(cq, buf, count, src_addr) : 0;
 
 	if (n)
 		return (ssize_t) n;
@@ -787,17 +797,17 @@ mrl_scq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 }
 
 static ssize_t
-mrl_scq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const void *cond,
-	      int timeout)
+mrl_xfer_scq_sread(struct fid_cq *cq_fid, void *buf, size_t count,
+		   const void *cond, int timeout)
 {
-	return mrl_scq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
+	return mrl_xfer_scq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
 }
 
 static ssize_t
-mrl_scq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
-		uint64_t flags)
+mrl_xfer_scq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+		     uint64_t flags)
 {
-	struct mrl_cq *cq = mrl_cq_of(cq_fid);
+	struct mrl_cq *cq = mrl_hook_cq_of(cq_fid);
 
 	return ((struct mrl_xcq *) cq->ext)->base->readerr(cq_fid, buf, flags);
 }
@@ -806,27 +816,28 @@ mrl_scq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
  * translate (counted on a guarded CQ). *got: what the provider returned;
  * the result: what the application gets (-FI_EAGAIN if all was hidden). */
 static ssize_t
-mrl_xcq_fill(struct mrl_cq *cq, struct mrl_xcq *xcq, ssize_t *got)
+mrl_xfer_cq_fill(struct mrl_cq *cq, struct mrl_xcq *xcq, ssize_t *got)
 {
 	struct mrl_cq_guard *g = &xcq->guard;
-	bool guarded = xcq->base == &mrl_guard_cq_ops;
+	bool guarded = xcq->base == &mrl_xfer_guard_cq_ops;
 	ssize_t n;
 
 	if (guarded)
-		mrl_cq_guard_enter(g);
-	n = mrl_cq_ops.readfrom(&cq->cq, xcq->stash, MRL_XCQ_STASH,
-				xcq->stash_src);
+		mrl_xfer_cq_guard_enter(g);
+	n = mrl_hook_cq_ops.readfrom(&cq->cq, xcq->stash, MRL_XCQ_STASH,
+				     xcq->stash_src);
 	if (n == -FI_ENOSYS) {
 		n = fi_cq_read(cq->inner, xcq->stash, MRL_XCQ_STASH);
 		for (ssize_t i = 0; i < n; i++)
 			xcq->stash_src[i] = FI_ADDR_NOTAVAIL;
 	}
 	if (guarded)
-		mrl_cq_guard_test(g, xcq->stash, n);
+		mrl_xfer_cq_guard_test(g, xcq->stash, n);
 	*got = n;
-	n = mrl_cq_deliver(cq, xcq->stash, n, xcq->stash_src, xcq->entry_size);
+	n = mrl_xfer_cq_deliver(cq, xcq->stash, n, xcq->stash_src,
+				xcq->entry_size);
 	if (guarded)
-		mrl_cq_guard_exit(g);
+		mrl_xfer_cq_guard_exit(g);
 	return n;
 }
 
@@ -843,11 +854,11 @@ mrl_xfer_cq_readable(struct mrl_cq *cq)
 		return 1;
 	pthread_mutex_lock(&xcq->lock);
 	while (!xcq->nstash) {
-		n = mrl_xcq_fill(cq, xcq, &got);
+		n = mrl_xfer_cq_fill(cq, xcq, &got);
 		if (n > 0) {
 			xcq->nstash = (size_t) n;
 			xcq->stash_head = 0;
-			mrl_xcq_set_ops(cq, &mrl_stash_cq_ops);
+			mrl_xfer_cq_set_ops(cq, &mrl_xfer_stash_cq_ops);
 		}
 		if (got <= 0 || n > 0)
 			break;
@@ -864,18 +875,18 @@ mrl_xfer_cq_readable(struct mrl_cq *cq)
 }
 
 static ssize_t
-mrl_plain_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+mrl_xfer_plain_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
 {
-	struct fid_cq *inner = mrl_cq_of(cq_fid)->inner;
+	struct fid_cq *inner = mrl_hook_cq_of(cq_fid)->inner;
 
 	return inner->ops->read(inner, buf, count);
 }
 
 static ssize_t
-mrl_plain_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-		      fi_addr_t *src_addr)
+mrl_xfer_plain_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+			   fi_addr_t *src_addr)
 {
-	struct fid_cq *inner = mrl_cq_of(cq_fid)->inner;
+	struct fid_cq *inner = mrl_hook_cq_of(cq_fid)->inner;
 
 	return inner->ops->readfrom(inner, buf, count, src_addr);
 }
@@ -891,31 +902,31 @@ mrl_xfer_cq_init(void)
 	};
 
 	for (int i = 0; i < 4; i++) {
-		mrl_xfer_cq_ops[i] = mrl_cq_ops;
+		mrl_xfer_cq_ops[i] = mrl_hook_cq_ops;
 		mrl_xfer_cq_ops[i].read = reads[i];
-		mrl_xfer_cq_ops[i].readfrom = mrl_xcq_readfrom;
-		mrl_xfer_cq_ops[i].readerr = mrl_xcq_readerr;
-		mrl_xfer_cq_ops[i].sread = mrl_xcq_sread;
-		mrl_xfer_cq_ops[i].sreadfrom = mrl_xcq_sreadfrom;
-		mrl_xfer_cq_ops[i].signal = mrl_xcq_signal;
+		mrl_xfer_cq_ops[i].readfrom = mrl_xfer_cq_readfrom;
+		mrl_xfer_cq_ops[i].readerr = mrl_xfer_cq_readerr;
+		mrl_xfer_cq_ops[i].sread = mrl_xfer_cq_sread;
+		mrl_xfer_cq_ops[i].sreadfrom = mrl_xfer_cq_sreadfrom;
+		mrl_xfer_cq_ops[i].signal = mrl_xfer_cq_signal;
 	}
-	mrl_guard_cq_ops = mrl_cq_ops;
-	mrl_guard_cq_ops.read = mrl_gcq_read;
-	mrl_guard_cq_ops.readfrom = mrl_gcq_readfrom;
-	mrl_guard_cq_ops.readerr = mrl_gcq_readerr;
-	mrl_guard_cq_ops.sread = mrl_gcq_sread;
-	mrl_guard_cq_ops.sreadfrom = mrl_gcq_sreadfrom;
-	mrl_guard_cq_ops.signal = mrl_xcq_signal;
-	mrl_stash_cq_ops = mrl_cq_ops;
-	mrl_stash_cq_ops.read = mrl_scq_read;
-	mrl_stash_cq_ops.readfrom = mrl_scq_readfrom;
-	mrl_stash_cq_ops.readerr = mrl_scq_readerr;
-	mrl_stash_cq_ops.sread = mrl_scq_sread;
-	mrl_stash_cq_ops.sreadfrom = mrl_scq_sreadfrom;
-	mrl_stash_cq_ops.signal = mrl_xcq_signal;
-	mrl_plain_cq_ops = mrl_cq_ops;
-	mrl_plain_cq_ops.read = mrl_plain_cq_read;
-	mrl_plain_cq_ops.readfrom = mrl_plain_cq_readfrom;
+	mrl_xfer_guard_cq_ops = mrl_hook_cq_ops;
+	mrl_xfer_guard_cq_ops.read = mrl_xfer_gcq_read;
+	mrl_xfer_guard_cq_ops.readfrom = mrl_xfer_gcq_readfrom;
+	mrl_xfer_guard_cq_ops.readerr = mrl_xfer_gcq_readerr;
+	mrl_xfer_guard_cq_ops.sread = mrl_xfer_gcq_sread;
+	mrl_xfer_guard_cq_ops.sreadfrom = mrl_xfer_gcq_sreadfrom;
+	mrl_xfer_guard_cq_ops.signal = mrl_xfer_cq_signal;
+	mrl_xfer_stash_cq_ops = mrl_hook_cq_ops;
+	mrl_xfer_stash_cq_ops.read = mrl_xfer_scq_read;
+	mrl_xfer_stash_cq_ops.readfrom = mrl_xfer_scq_readfrom;
+	mrl_xfer_stash_cq_ops.readerr = mrl_xfer_scq_readerr;
+	mrl_xfer_stash_cq_ops.sread = mrl_xfer_scq_sread;
+	mrl_xfer_stash_cq_ops.sreadfrom = mrl_xfer_scq_sreadfrom;
+	mrl_xfer_stash_cq_ops.signal = mrl_xfer_cq_signal;
+	mrl_xfer_plain_cq_ops = mrl_hook_cq_ops;
+	mrl_xfer_plain_cq_ops.read = mrl_xfer_plain_cq_read;
+	mrl_xfer_plain_cq_ops.readfrom = mrl_xfer_plain_cq_readfrom;
 }
 
 int
@@ -929,13 +940,13 @@ mrl_xfer_cq_open(struct mrl_cq *cq)
 		return 0;
 	pthread_once(&mrl_xfer_cq_once, mrl_xfer_cq_init);
 	if (!mrl_xfer_domain_leases(cq->domain)) {
-		if (cq->cq.ops == &mrl_cq_ops && cq->inner->ops &&
+		if (cq->cq.ops == &mrl_hook_cq_ops && cq->inner->ops &&
 		    cq->inner->ops->read && cq->inner->ops->readfrom)
-			cq->cq.ops = &mrl_plain_cq_ops;
+			cq->cq.ops = &mrl_xfer_plain_cq_ops;
 		return 0;
 	}
-	/* Before the CQ can be read (mrl_op_in_region's plain loads). */
-	mrl_op_region_init();
+	/* Before the CQ can be read (mrl_xfer_op_in_region's plain loads). */
+	mrl_xfer_op_region_init();
 	own = calloc(1, sizeof(*own));
 	if (!own)
 		return -FI_ENOMEM;
@@ -948,13 +959,13 @@ mrl_xfer_cq_open(struct mrl_cq *cq)
 	atomic_init(&own->wait_kind, MRL_XCQ_WAIT_UNKNOWN);
 	own->wait_fd = -1;
 	atomic_init(&own->signal_fd, -1);
-	xcq->entry_size = mrl_cq_entry_size(cq->format);
-	xcq->cache = mrl_lease_domain_of(cq->domain)->cache_domain;
+	xcq->entry_size = mrl_xfer_cq_format_entry_size(cq->format);
+	xcq->cache = mrl_bind_domain_of(cq->domain)->cache_domain;
 	atomic_init(&xcq->guarded, false);
 	atomic_init(&xcq->signals, 0);
 	atomic_init(&xcq->guard.word, 0);
 	atomic_init(&xcq->guard.test_reading, NULL);
-	ret = mrl_claims_init(&xcq->claims);
+	ret = mrl_xfer_claims_init(&xcq->claims);
 	if (ret) {
 		pthread_mutex_destroy(&xcq->lock);
 		free(own);
@@ -994,19 +1005,19 @@ mrl_xfer_cq_close(struct mrl_cq *cq)
 	mrl_cq_guard_free((uint32_t) atomic_exchange_explicit(
 		&xcq->guard.word, 0, memory_order_acq_rel));
 	for (size_t i = 0; i < xcq->npools; i++)
-		mrl_op_pool_unref(xcq->pools[i]);
+		mrl_xfer_op_pool_unref(xcq->pools[i]);
 	free(xcq->pools);
-	efd = atomic_load_explicit(&mrl_xcq_own_of(xcq)->signal_fd,
+	efd = atomic_load_explicit(&mrl_xfer_cq_own_of(xcq)->signal_fd,
 				   memory_order_relaxed);
 	if (efd >= 0)
 		close(efd);
-	mrl_claims_fini(&xcq->claims);
+	mrl_xfer_claims_fini(&xcq->claims);
 	pthread_mutex_destroy(&xcq->lock);
-	free(mrl_xcq_own_of(xcq));
+	free(mrl_xfer_cq_own_of(xcq));
 }
 
 int
-mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool)
+mrl_xfer_cq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool)
 {
 	struct mrl_xcq *xcq = cq->ext;
 	int ret = 0;
@@ -1034,7 +1045,7 @@ out:
 }
 
 struct mrl_cq_guard *
-mrl_xcq_guard(struct mrl_cq *cq)
+mrl_xfer_cq_guard(struct mrl_cq *cq)
 {
 	struct mrl_xcq *xcq = cq->ext;
 
@@ -1046,9 +1057,9 @@ mrl_xcq_guard(struct mrl_cq *cq)
 		 * inside its call already is not (the residual window).
 		 * With entries read ahead, the stash table stays until they
 		 * are taken, then puts this one back. */
-		xcq->base = &mrl_guard_cq_ops;
+		xcq->base = &mrl_xfer_guard_cq_ops;
 		if (!xcq->nstash)
-			mrl_xcq_set_ops(cq, &mrl_guard_cq_ops);
+			mrl_xfer_cq_set_ops(cq, &mrl_xfer_guard_cq_ops);
 		atomic_store_explicit(&xcq->guarded, true,
 				      memory_order_release);
 	}

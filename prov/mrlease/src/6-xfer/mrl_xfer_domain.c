@@ -34,8 +34,8 @@
 #include "mrl_xfer_state.h"
 
 static bool
-mrl_mr_cacheable(const struct mrl_domain *domain, const struct iovec *iov,
-		 size_t count, uint64_t access, uint64_t flags)
+mrl_xfer_mr_cacheable(const struct mrl_domain *domain, const struct iovec *iov,
+		      size_t count, uint64_t access, uint64_t flags)
 {
 	return count == 1 && iov && iov[0].iov_base && iov[0].iov_len &&
 	       access && !(access & ~(uint64_t) MRL_CACHE_ACCESS) && !flags &&
@@ -44,17 +44,17 @@ mrl_mr_cacheable(const struct mrl_domain *domain, const struct iovec *iov,
 
 /* A leased MR handle over [buf, buf + len); -FI_EAGAIN: forward instead. */
 static int
-mrl_mr_lease(struct mrl_domain *domain, const struct iovec *iov, void *context,
-	     struct fid_mr **mr)
+mrl_xfer_mr_lease(struct mrl_domain *domain, const struct iovec *iov,
+		  void *context, struct fid_mr **mr)
 {
-	struct mrl_lease_domain *ld = mrl_lease_domain_of(domain);
+	struct mrl_bind_domain *ld = mrl_bind_domain_of(domain);
 	uintptr_t start = (uintptr_t) iov->iov_base;
 	struct mrl_registration *reg;
 	int ret;
 
 	if (!ld || !ld->cache_domain || start + iov->iov_len < start)
 		return -FI_EAGAIN;
-	if (mrl_domain_mr_at_operand(domain))
+	if (mrl_xfer_domain_mr_at_operand(domain))
 		ret = mrl_cache_acquire_based(ld->cache_domain, start,
 					      start + iov->iov_len, &reg);
 	else
@@ -62,9 +62,9 @@ mrl_mr_lease(struct mrl_domain *domain, const struct iovec *iov, void *context,
 					start + iov->iov_len, &reg);
 	if (ret)
 		return -FI_EAGAIN;
-	ret = mrl_lease_mr_open(domain, reg, MRL_LEASE_PLAIN, context, mr);
+	ret = mrl_bind_mr_open(domain, reg, MRL_BIND_LEASE, context, mr);
 	if (ret)
-		mrl_lease_release(reg);
+		mrl_cache_lease_release(reg);
 	return ret;
 }
 
@@ -77,21 +77,22 @@ mrl_xfer_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	bool host = true, no_auth = true;
 	int ret;
 
-	mrl_lease_domain_settle(domain);
+	mrl_bind_domain_settle(domain);
 	if (!attr)
-		return mrl_domain_mr_ops.regattr(fid, attr, flags, mr);
+		return mrl_hook_domain_mr_ops.regattr(fid, attr, flags, mr);
 	if (FI_VERSION_GE(domain->api_version, FI_VERSION(1, 5)))
 		no_auth = !attr->auth_key_size;
 	if (domain->caps & FI_HMEM)
 		host = attr->iface == FI_HMEM_SYSTEM;
 	if (host && no_auth &&
-	    mrl_mr_cacheable(domain, attr->mr_iov, attr->iov_count,
-			     attr->access, flags)) {
-		ret = mrl_mr_lease(domain, attr->mr_iov, attr->context, mr);
+	    mrl_xfer_mr_cacheable(domain, attr->mr_iov, attr->iov_count,
+				  attr->access, flags)) {
+		ret = mrl_xfer_mr_lease(domain, attr->mr_iov, attr->context,
+					mr);
 		if (ret != -FI_EAGAIN)
 			return ret;
 	}
-	return mrl_domain_mr_ops.regattr(fid, attr, flags, mr);
+	return mrl_hook_domain_mr_ops.regattr(fid, attr, flags, mr);
 }
 
 static int
@@ -103,14 +104,14 @@ mrl_xfer_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 		container_of(fid, struct mrl_domain, domain.fid);
 	int ret;
 
-	mrl_lease_domain_settle(domain);
-	if (mrl_mr_cacheable(domain, iov, count, access, flags)) {
-		ret = mrl_mr_lease(domain, iov, context, mr);
+	mrl_bind_domain_settle(domain);
+	if (mrl_xfer_mr_cacheable(domain, iov, count, access, flags)) {
+		ret = mrl_xfer_mr_lease(domain, iov, context, mr);
 		if (ret != -FI_EAGAIN)
 			return ret;
 	}
-	return mrl_domain_mr_ops.regv(fid, iov, count, access, offset,
-				      requested_key, flags, mr, context);
+	return mrl_hook_domain_mr_ops.regv(fid, iov, count, access, offset,
+					   requested_key, flags, mr, context);
 }
 
 static int
@@ -123,14 +124,14 @@ mrl_xfer_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
 	int ret;
 
-	mrl_lease_domain_settle(domain);
-	if (mrl_mr_cacheable(domain, &iov, 1, access, flags)) {
-		ret = mrl_mr_lease(domain, &iov, context, mr);
+	mrl_bind_domain_settle(domain);
+	if (mrl_xfer_mr_cacheable(domain, &iov, 1, access, flags)) {
+		ret = mrl_xfer_mr_lease(domain, &iov, context, mr);
 		if (ret != -FI_EAGAIN)
 			return ret;
 	}
-	return mrl_domain_mr_ops.reg(fid, buf, len, access, offset,
-				     requested_key, flags, mr, context);
+	return mrl_hook_domain_mr_ops.reg(fid, buf, len, access, offset,
+					  requested_key, flags, mr, context);
 }
 
 static struct fi_ops_mr mrl_xfer_mr_ops = {
@@ -152,7 +153,7 @@ static struct fi_ops_mr mrl_xfer_mr_ops = {
 int
 mrl_xfer_domain_open(struct mrl_domain *domain)
 {
-	int ret = mrl_lease_domain_open(domain);
+	int ret = mrl_bind_domain_open(domain);
 
 	if (ret)
 		return ret;
@@ -163,12 +164,12 @@ mrl_xfer_domain_open(struct mrl_domain *domain)
 void
 mrl_xfer_domain_close(struct mrl_domain *domain)
 {
-	mrl_lease_domain_close(domain);
+	mrl_bind_domain_close(domain);
 }
 
 void
 mrl_xfer_domain_closed(struct mrl_domain *domain)
 {
-	domain->domain.mr = &mrl_domain_mr_ops;
-	mrl_lease_domain_closed(domain);
+	domain->domain.mr = &mrl_hook_domain_mr_ops;
+	mrl_bind_domain_closed(domain);
 }

@@ -6,7 +6,7 @@
  *
  * The default op flags and rx caps come from what the endpoint was opened
  * with (ep->opening, during ep_open); fi_enable and FI_SETOPSFLAG reach
- * the personality's ep_control, which forwards through mrl_ep_control.
+ * the personality's ep_control, which forwards through mrl_hook_ep_control.
  */
 #include "config.h"
 
@@ -29,7 +29,7 @@ static void mrl_xfer_init_once(void);
 /* ---- fi_enable: routes, thresholds, internal CQ ------------------------ */
 
 static bool
-mrl_format_has_flags(enum fi_cq_format format)
+mrl_xfer_format_has_flags(enum fi_cq_format format)
 {
 	return format == FI_CQ_FORMAT_MSG || format == FI_CQ_FORMAT_DATA ||
 	       format == FI_CQ_FORMAT_TAGGED;
@@ -37,7 +37,8 @@ mrl_format_has_flags(enum fi_cq_format format)
 
 /* Counters bound for a direction (any of them drives the internal CQ). */
 static size_t
-mrl_xep_dir_cntrs(struct mrl_ep *ep, enum mrl_dir dir, struct mrl_cntr **out)
+mrl_xfer_ep_dir_cntrs(struct mrl_ep *ep, enum mrl_dir dir,
+		      struct mrl_cntr **out)
 {
 	size_t n = 0;
 
@@ -56,7 +57,7 @@ mrl_xep_dir_cntrs(struct mrl_ep *ep, enum mrl_dir dir, struct mrl_cntr **out)
 }
 
 static void
-mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
+mrl_xfer_dir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
 {
 	struct mrl_ep *ep = x->ep;
 	struct mrl_xdir *d = &x->dir[dir];
@@ -70,8 +71,8 @@ mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
 		d->route = cq_flags & FI_SELECTIVE_COMPLETION ?
 				   MRL_ROUTE_SELECTIVE :
 				   MRL_ROUTE_ALL;
-		d->flags_visible = mrl_format_has_flags(cq->format);
-	} else if (mrl_xep_dir_cntrs(ep, dir, cntrs)) {
+		d->flags_visible = mrl_xfer_format_has_flags(cq->format);
+	} else if (mrl_xfer_ep_dir_cntrs(ep, dir, cntrs)) {
 		d->route = MRL_ROUTE_INTERNAL;
 		d->flags_visible = true;
 	} else {
@@ -99,10 +100,10 @@ mrl_xdir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
  * completions carry flags, a pool, and the rx caps the endpoint was opened
  * with have FI_MULTI_RECV (unknown caps: allowed). When the default rx
  * flags make every receive a multi-recv one, the rx CQ is guarded now
- * (mrl_xep_guard_rx), else receives do not lease.
+ * (mrl_xfer_ep_guard_rx), else receives do not lease.
  */
 static void
-mrl_xdir_multi_recv(struct mrl_xep *x)
+mrl_xfer_dir_multi_recv(struct mrl_xep *x)
 {
 	struct mrl_xdir *d = &x->dir[MRL_RX];
 
@@ -111,7 +112,7 @@ mrl_xdir_multi_recv(struct mrl_xep *x)
 			(!x->rx_caps || (x->rx_caps & FI_MULTI_RECV));
 	if (!(d->op_flags & FI_MULTI_RECV))
 		return;
-	if (!d->multi_recv || mrl_xep_guard_rx(x)) {
+	if (!d->multi_recv || mrl_xfer_ep_guard_rx(x)) {
 		d->multi_recv = false;
 		d->min = SIZE_MAX;
 	}
@@ -120,23 +121,23 @@ mrl_xdir_multi_recv(struct mrl_xep *x)
 /* After a decision: whether the direction's single-buffer calls may take
  * the hit path (mrl_xfer_inline.h). */
 static void
-mrl_xdir_single(struct mrl_xep *x, enum mrl_dir dir)
+mrl_xfer_dir_single(struct mrl_xep *x, enum mrl_dir dir)
 {
 	struct mrl_xdir *d = &x->dir[dir];
 
 	if (dir == MRL_RX)
-		mrl_xdir_multi_recv(x);
+		mrl_xfer_dir_multi_recv(x);
 
 	d->single = x->pool && d->route != MRL_ROUTE_NONE && !d->convert ?
 			    x->pool :
-			    &mrl_op_pool_none;
-	d->owned_shape = mrl_op_shape(d->live_flags | MRL_OP_OWNED, 1);
-	d->owned_state = mrl_post_op_state(d->live_flags | MRL_OP_OWNED);
+			    &mrl_xfer_op_pool_none;
+	d->owned_shape = mrl_xfer_op_shape(d->live_flags | MRL_OP_OWNED, 1);
+	d->owned_state = mrl_xfer_post_op_state(d->live_flags | MRL_OP_OWNED);
 }
 
 /* Open the inner CQ that reports leased ops of counters-only directions. */
 static int
-mrl_xep_internal_cq(struct mrl_xep *x, uint64_t bind_flags)
+mrl_xfer_ep_internal_cq(struct mrl_xep *x, uint64_t bind_flags)
 {
 	struct fi_cq_attr attr = {
 		.format = FI_CQ_FORMAT_MSG,
@@ -147,7 +148,7 @@ mrl_xep_internal_cq(struct mrl_xep *x, uint64_t bind_flags)
 
 	ret = fi_cq_open(ep->domain->inner, &attr, &x->internal_cq, NULL);
 	if (ret) {
-		FI_WARN(mrl_prov, FI_LOG_EP_CTRL,
+		FI_WARN(mrl_hook_prov, FI_LOG_EP_CTRL,
 			"internal CQ for a counters-only endpoint: %s\n",
 			fi_strerror(-ret));
 		return ret;
@@ -155,7 +156,7 @@ mrl_xep_internal_cq(struct mrl_xep *x, uint64_t bind_flags)
 	ret = fi_ep_bind(ep->inner, &x->internal_cq->fid,
 			 bind_flags | FI_SELECTIVE_COMPLETION);
 	if (ret) {
-		FI_WARN(mrl_prov, FI_LOG_EP_CTRL,
+		FI_WARN(mrl_hook_prov, FI_LOG_EP_CTRL,
 			"binding the internal CQ: %s\n", fi_strerror(-ret));
 		fi_close(&x->internal_cq->fid);
 		x->internal_cq = NULL;
@@ -165,7 +166,7 @@ mrl_xep_internal_cq(struct mrl_xep *x, uint64_t bind_flags)
 
 /* Let the counters of internal-route directions drain x's internal CQ. */
 static int
-mrl_xep_link_cntrs(struct mrl_xep *x)
+mrl_xfer_ep_link_cntrs(struct mrl_xep *x)
 {
 	struct mrl_cntr *cntrs[3];
 	size_t nlinked = 0;
@@ -176,7 +177,7 @@ mrl_xep_link_cntrs(struct mrl_xep *x)
 
 		if (x->dir[dir].route != MRL_ROUTE_INTERNAL)
 			continue;
-		n = mrl_xep_dir_cntrs(x->ep, dir, cntrs);
+		n = mrl_xfer_ep_dir_cntrs(x->ep, dir, cntrs);
 		for (size_t i = 0; i < n; i++) {
 			bool seen = false;
 
@@ -184,7 +185,7 @@ mrl_xep_link_cntrs(struct mrl_xep *x)
 				seen |= x->progress[j] == cntrs[i]->ext;
 			if (seen || nlinked == 4)
 				continue;
-			ret = mrl_xcntr_add(cntrs[i]->ext, x);
+			ret = mrl_xfer_cntr_add(cntrs[i]->ext, x);
 			if (ret)
 				return ret;
 			x->progress[nlinked++] = cntrs[i]->ext;
@@ -194,12 +195,12 @@ mrl_xep_link_cntrs(struct mrl_xep *x)
 }
 
 static void
-mrl_xep_disable(struct mrl_xep *x)
+mrl_xfer_ep_disable(struct mrl_xep *x)
 {
 	for (int dir = 0; dir < MRL_NDIR; dir++) {
 		x->dir[dir].min = x->dir[dir].min_msg = SIZE_MAX;
 		x->dir[dir].route = MRL_ROUTE_NONE;
-		x->dir[dir].single = &mrl_op_pool_none;
+		x->dir[dir].single = &mrl_xfer_op_pool_none;
 		x->dir[dir].multi_recv = false;
 	}
 }
@@ -213,7 +214,7 @@ mrl_xep_disable(struct mrl_xep *x)
  * drain_lock) have one reader at a time and need nothing.
  */
 int
-mrl_xep_guard_rx(struct mrl_xep *x)
+mrl_xfer_ep_guard_rx(struct mrl_xep *x)
 {
 	struct mrl_op_pool *pool = x->pool;
 	struct mrl_cq_guard *guard;
@@ -225,9 +226,10 @@ mrl_xep_guard_rx(struct mrl_xep *x)
 				      memory_order_release);
 		return 0;
 	}
-	guard = x->ep->bound.rx_cq ? mrl_xcq_guard(x->ep->bound.rx_cq) : NULL;
+	guard = x->ep->bound.rx_cq ? mrl_xfer_cq_guard(x->ep->bound.rx_cq) :
+				     NULL;
 	if (!guard) {
-		FI_WARN(mrl_prov, FI_LOG_EP_DATA,
+		FI_WARN(mrl_hook_prov, FI_LOG_EP_DATA,
 			"FI_MULTI_RECV buffers of this endpoint go unleased: "
 			"its receive CQ cannot be guarded\n");
 		return -FI_EINVAL;
@@ -240,7 +242,7 @@ mrl_xep_guard_rx(struct mrl_xep *x)
 bool
 mrl_xfer_domain_leases(struct mrl_domain *dom)
 {
-	struct mrl_lease_domain *ld = mrl_lease_domain_of(dom);
+	struct mrl_bind_domain *ld = mrl_bind_domain_of(dom);
 
 	return ld && ld->cache_domain &&
 	       ((dom->mr_mode & FI_MR_LOCAL) || (dom->mode & MRL_FI_LOCAL_MR) ||
@@ -250,7 +252,7 @@ mrl_xfer_domain_leases(struct mrl_domain *dom)
 /* A direction whose CQ reads do not complete ops (a CQ that was opened on
  * a domain that cannot lease) must not lease. */
 static void
-mrl_xdir_check_cq(struct mrl_xep *x, enum mrl_dir dir)
+mrl_xfer_dir_check_cq(struct mrl_xep *x, enum mrl_dir dir)
 {
 	struct mrl_cq *cq =
 		dir == MRL_TX ? x->ep->bound.tx_cq : x->ep->bound.rx_cq;
@@ -264,11 +266,11 @@ mrl_xdir_check_cq(struct mrl_xep *x, enum mrl_dir dir)
 
 /* Before the inner fi_enable: decide, and bind the internal CQ if needed. */
 static int
-mrl_xep_enable(struct mrl_xep *x)
+mrl_xfer_ep_enable(struct mrl_xep *x)
 {
 	struct mrl_ep *ep = x->ep;
 	struct mrl_domain *dom = ep->domain;
-	struct mrl_lease_domain *ld = mrl_lease_domain_of(dom);
+	struct mrl_bind_domain *ld = mrl_bind_domain_of(dom);
 	enum fi_threading threading = dom->threading;
 	uint64_t internal = 0;
 	size_t min;
@@ -277,20 +279,21 @@ mrl_xep_enable(struct mrl_xep *x)
 	if (x->pool || !ld || !ld->cache_domain || ep->alias_of)
 		return 0;
 	x->cache = ld->cache_domain;
-	x->mr_local = mrl_domain_mr_local(dom);
-	x->based_after =
-		mrl_domain_mr_at_operand(dom) ? mrl_xfer_rndv_after : SIZE_MAX;
+	x->mr_local = mrl_xfer_domain_mr_local(dom);
+	x->based_after = mrl_xfer_domain_mr_at_operand(dom) ?
+				 mrl_xfer_rndv_after :
+				 SIZE_MAX;
 	min = x->mr_local ? 1 : dom->outermost ? mrl_params.min_size : SIZE_MAX;
 	if (min == SIZE_MAX)
 		return 0;
 	if (!min)
 		min = 1;
 
-	mrl_xdir_set(x, MRL_TX, min);
-	mrl_xdir_set(x, MRL_RX, min);
-	mrl_xdir_check_cq(x, MRL_TX);
-	mrl_xdir_check_cq(x, MRL_RX);
-	FI_INFO(mrl_prov, FI_LOG_EP_CTRL,
+	mrl_xfer_dir_set(x, MRL_TX, min);
+	mrl_xfer_dir_set(x, MRL_RX, min);
+	mrl_xfer_dir_check_cq(x, MRL_TX);
+	mrl_xfer_dir_check_cq(x, MRL_RX);
+	FI_INFO(mrl_hook_prov, FI_LOG_EP_CTRL,
 		"endpoint on %s (threading %d): tx route %d min %zu/%zu, "
 		"rx route %d min %zu/%zu\n",
 		dom->prov_name, (int) threading, x->dir[MRL_TX].route,
@@ -301,7 +304,7 @@ mrl_xep_enable(struct mrl_xep *x)
 	    x->dir[MRL_RX].route == MRL_ROUTE_NONE)
 		return 0;
 
-	ret = mrl_op_pool_create(dom, threading, &x->pool);
+	ret = mrl_xfer_op_pool_create(dom, threading, &x->pool);
 	if (ret)
 		goto err_disable;
 	x->pool->cache = x->cache;
@@ -311,9 +314,9 @@ mrl_xep_enable(struct mrl_xep *x)
 	if (x->dir[MRL_RX].route == MRL_ROUTE_INTERNAL)
 		internal |= FI_RECV;
 	if (internal) {
-		ret = mrl_xep_internal_cq(x, internal);
+		ret = mrl_xfer_ep_internal_cq(x, internal);
 		if (!ret)
-			ret = mrl_xep_link_cntrs(x);
+			ret = mrl_xfer_ep_link_cntrs(x);
 		if (ret) {
 			/* Those directions go without leases. */
 			for (int dir = 0; dir < MRL_NDIR; dir++)
@@ -324,14 +327,14 @@ mrl_xep_enable(struct mrl_xep *x)
 				}
 		}
 	}
-	mrl_xdir_single(x, MRL_TX);
-	mrl_xdir_single(x, MRL_RX);
+	mrl_xfer_dir_single(x, MRL_TX);
+	mrl_xfer_dir_single(x, MRL_RX);
 	return 0;
 
 err_disable:
-	FI_WARN(mrl_prov, FI_LOG_EP_CTRL,
+	FI_WARN(mrl_hook_prov, FI_LOG_EP_CTRL,
 		"endpoint posts will take no leases: %s\n", fi_strerror(-ret));
-	mrl_xep_disable(x);
+	mrl_xfer_ep_disable(x);
 	return x->mr_local ? ret : 0;
 }
 
@@ -344,14 +347,14 @@ err_disable:
 int
 mrl_xfer_ep_control(struct mrl_ep *ep, int command, void *arg)
 {
-	enum mrl_class cls = mrl_class_of(&ep->ep.fid);
+	enum mrl_class cls = mrl_hook_class_of(&ep->ep.fid);
 	struct mrl_xep *x = ep->ext;
 	int ret;
 
 	if ((cls != MRL_CLASS_EP && cls != MRL_CLASS_TX_CTX &&
 	     cls != MRL_CLASS_RX_CTX) ||
 	    ep->alias_of)
-		return mrl_ep_control(ep, command, arg);
+		return mrl_hook_ep_control(ep, command, arg);
 	if (command == MRL_XFER_CTL_TEST_COMPLETING) {
 		const struct mrl_xfer_test_completing *hook = arg;
 
@@ -375,11 +378,11 @@ mrl_xfer_ep_control(struct mrl_ep *ep, int command, void *arg)
 		return 0;
 	}
 	if (command == FI_ENABLE && x) {
-		ret = mrl_xep_enable(x);
+		ret = mrl_xfer_ep_enable(x);
 		if (ret)
 			return ret;
 	}
-	ret = mrl_ep_control(ep, command, arg);
+	ret = mrl_hook_ep_control(ep, command, arg);
 	if (!ret && command == FI_SETOPSFLAG && x && arg) {
 		if (!x->pool) {
 			x->op_flags[*(uint64_t *) arg & FI_TRANSMIT ? MRL_TX :
@@ -394,8 +397,8 @@ mrl_xfer_ep_control(struct mrl_ep *ep, int command, void *arg)
 
 		x->op_flags[dir] = *(uint64_t *) arg;
 		if (x->dir[dir].route != MRL_ROUTE_NONE) {
-			mrl_xdir_set(x, dir, min);
-			mrl_xdir_single(x, dir);
+			mrl_xfer_dir_set(x, dir, min);
+			mrl_xfer_dir_single(x, dir);
 		}
 	}
 	return ret;
@@ -409,7 +412,7 @@ struct mrl_cancel_find {
 };
 
 static bool
-mrl_cancel_match(struct mrl_op *op, void *arg)
+mrl_xfer_cancel_match(struct mrl_op *op, void *arg)
 {
 	struct mrl_cancel_find *f = arg;
 
@@ -432,13 +435,14 @@ mrl_xfer_cancel(fid_t fid, void *context)
 	if (x && x->pool && context) {
 		if (!x->pool->serial)
 			pthread_mutex_lock(&x->pool->lock);
-		mrl_op_pool_foreach_live(x->pool, mrl_cancel_match, &f);
+		mrl_xfer_op_pool_foreach_live(x->pool, mrl_xfer_cancel_match,
+					      &f);
 		if (!x->pool->serial)
 			pthread_mutex_unlock(&x->pool->lock);
 		if (f.op)
 			context = f.op;
 	}
-	return mrl_ep_ops.cancel(fid, context);
+	return mrl_hook_ep_ops.cancel(fid, context);
 }
 
 /* ---- open, close ----------------------------------------------------- */
@@ -450,7 +454,7 @@ mrl_xfer_init_once(void)
 	mrl_xfer_tagged_init();
 	mrl_xfer_rma_init();
 	mrl_xfer_atomic_init();
-	mrl_xfer_ep_ops = mrl_ep_ops;
+	mrl_xfer_ep_ops = mrl_hook_ep_ops;
 	mrl_xfer_ep_ops.cancel = mrl_xfer_cancel;
 }
 
@@ -461,7 +465,7 @@ mrl_xfer_init_once(void)
  * tx/rx context's attr.
  */
 static void
-mrl_xep_opened_with(struct mrl_xep *x, const struct mrl_ep_open *opening)
+mrl_xfer_ep_opened_with(struct mrl_xep *x, const struct mrl_ep_open *opening)
 {
 	const struct fi_info *info = opening->info;
 	const struct fi_rx_attr *rx = opening->rx_attr;
@@ -474,7 +478,7 @@ mrl_xep_opened_with(struct mrl_xep *x, const struct mrl_ep_open *opening)
 /* The data path's tables, where the inner endpoint has the family (the
  * passthrough's stay where it answers -FI_ENOSYS). */
 static void
-mrl_xep_install(struct mrl_ep *ep)
+mrl_xfer_ep_install(struct mrl_ep *ep)
 {
 	ep->ep.ops = &mrl_xfer_ep_ops;
 	if (ep->inner->msg)
@@ -490,7 +494,7 @@ mrl_xep_install(struct mrl_ep *ep)
 int
 mrl_xfer_ep_open(struct mrl_ep *ep)
 {
-	enum mrl_class cls = mrl_class_of(&ep->ep.fid);
+	enum mrl_class cls = mrl_hook_class_of(&ep->ep.fid);
 	struct mrl_xep *x;
 	int ret;
 
@@ -512,7 +516,7 @@ mrl_xfer_ep_open(struct mrl_ep *ep)
 		 * as msg calls (hook_opflags.c). */
 		ep->ext = ep->alias_of->ext;
 		if (ep->ext)
-			mrl_xep_install(ep);
+			mrl_xfer_ep_install(ep);
 		return 0;
 	}
 	x = calloc(1, sizeof(*x));
@@ -525,11 +529,11 @@ mrl_xfer_ep_open(struct mrl_ep *ep)
 	}
 	x->ep = ep;
 	x->based_after = SIZE_MAX;
-	mrl_xep_opened_with(x, ep->opening);
+	mrl_xfer_ep_opened_with(x, ep->opening);
 	atomic_init(&x->rx_guarded, false);
-	mrl_xep_disable(x);
+	mrl_xfer_ep_disable(x);
 	ep->ext = x;
-	mrl_xep_install(ep);
+	mrl_xfer_ep_install(ep);
 	return 0;
 }
 
@@ -539,20 +543,20 @@ struct mrl_orphan_count {
 };
 
 static bool
-mrl_xep_orphan(struct mrl_op *op, void *arg)
+mrl_xfer_ep_orphan(struct mrl_op *op, void *arg)
 {
 	struct mrl_orphan_count *c = arg;
 	unsigned int state =
 		atomic_load_explicit(&op->state, memory_order_acquire);
 
 	/* Any live state (a completer may take it first). */
-	while (mrl_op_live(state) &&
+	while (mrl_xfer_op_live(state) &&
 	       !atomic_compare_exchange_weak_explicit(
 		       &op->state, &state, MRL_OP_ORPHAN, memory_order_acq_rel,
 		       memory_order_acquire))
 		;
-	if (mrl_op_live(state)) {
-		mrl_op_release_leases(op);
+	if (mrl_xfer_op_live(state)) {
+		mrl_xfer_op_release_leases(op);
 		c->n++;
 		for (; op; op = op->next)
 			c->ops++;
@@ -571,8 +575,8 @@ mrl_xep_orphan(struct mrl_op *op, void *arg)
  * pushed back), which would otherwise push onto a freed pool.
  */
 static bool
-mrl_xep_pool_needed(struct mrl_op_pool *pool,
-		    const struct mrl_orphan_count *orphans)
+mrl_xfer_ep_pool_needed(struct mrl_op_pool *pool,
+			const struct mrl_orphan_count *orphans)
 {
 	if (orphans->n)
 		return true;
@@ -581,7 +585,7 @@ mrl_xep_pool_needed(struct mrl_op_pool *pool,
 		 * exit goes back to the pool later (mrl_cq_guard_free). */
 		if (atomic_load_explicit(&pool->deferred, memory_order_seq_cst))
 			return true;
-		if (mrl_op_pool_settled(pool, orphans->ops))
+		if (mrl_xfer_op_pool_settled(pool, orphans->ops))
 			return false;
 		sched_yield();
 	}
@@ -599,17 +603,18 @@ mrl_xfer_ep_close(struct mrl_ep *ep)
 	if (!x || ep->alias_of)
 		return; /* an alias's state is its endpoint's */
 	for (size_t i = 0; i < 4 && x->progress[i]; i++)
-		mrl_xcntr_remove(x->progress[i], x);
+		mrl_xfer_cntr_remove(x->progress[i], x);
 
 	if (x->pool) {
-		mrl_xep_claims_close(x);
-		mrl_op_pool_foreach_live(x->pool, mrl_xep_orphan, &orphans);
+		mrl_xfer_ep_claims_close(x);
+		mrl_xfer_op_pool_foreach_live(x->pool, mrl_xfer_ep_orphan,
+					      &orphans);
 		if (x->internal_cq) {
 			/* Entries written before the close name orphans. */
-			mrl_xep_drain(x);
+			mrl_xfer_ep_drain(x);
 			fi_close(&x->internal_cq->fid);
 		}
-		if (mrl_xep_pool_needed(x->pool, &orphans)) {
+		if (mrl_xfer_ep_pool_needed(x->pool, &orphans)) {
 			/* Keep the pool until the application's CQs
 			 * close. */
 			struct mrl_cq *cqs[2] = {ep->bound.tx_cq,
@@ -618,14 +623,14 @@ mrl_xfer_ep_close(struct mrl_ep *ep)
 			for (int i = 0; i < 2; i++) {
 				if (!cqs[i] || (i == 1 && cqs[1] == cqs[0]))
 					continue;
-				if (!mrl_xcq_hold_pool(cqs[i], x->pool))
+				if (!mrl_xfer_cq_hold_pool(cqs[i], x->pool))
 					continue;
-				FI_WARN(mrl_prov, FI_LOG_EP_CTRL,
+				FI_WARN(mrl_hook_prov, FI_LOG_EP_CTRL,
 					"cannot keep orphaned operations "
 					"alive past endpoint close\n");
 			}
 		}
-		mrl_op_pool_unref(x->pool);
+		mrl_xfer_op_pool_unref(x->pool);
 	} else if (x->internal_cq) {
 		fi_close(&x->internal_cq->fid);
 	}

@@ -33,7 +33,7 @@
 /* ---- completion (mrl_completion_*.c) ----------------------------------- */
 
 /*
- * mrl_op_complete for a successful completion (the entry's flags at flagsp,
+ * mrl_xfer_op_complete for a successful completion (the entry's flags at flagsp,
  * NULL: none), with the common cases inline: an op with one lease and no
  * flag but MRL_OP_OWNED (no extras, visible, not multi-recv), which its
  * poster marked MRL_OP_LIVE_OWNED or MRL_OP_LIVE_ONE: the state change (a
@@ -46,7 +46,8 @@
  * read keeps the domain open.
  */
 static inline __attribute__((always_inline)) bool
-mrl_op_complete_ok(struct mrl_op *op, const uint64_t *flagsp, void **app_ctx)
+mrl_xfer_op_complete_ok(struct mrl_op *op, const uint64_t *flagsp,
+			void **app_ctx)
 {
 	struct mrl_op_pool *pool = op->pool;
 	struct mrl_registration *reg;
@@ -61,11 +62,11 @@ mrl_op_complete_ok(struct mrl_op *op, const uint64_t *flagsp, void **app_ctx)
 		/* Posted by its pool's owner. */
 		*app_ctx = op->app_ctx;
 		reg = op->leases[0];
-		if (__builtin_expect(pool->owner == mrl_thread_self(), 1))
-			mrl_op_put_owned(pool, op);
+		if (__builtin_expect(pool->owner == mrl_xfer_thread_self(), 1))
+			mrl_xfer_op_put_owned(pool, op);
 		else
-			mrl_op_put(pool, op);
-		mrl_lease_release(reg);
+			mrl_xfer_op_put(pool, op);
+		mrl_cache_lease_release(reg);
 		return true;
 	}
 	if (state == MRL_OP_LIVE_ONE)
@@ -73,12 +74,12 @@ mrl_op_complete_ok(struct mrl_op *op, const uint64_t *flagsp, void **app_ctx)
 			&op->state, &state, MRL_OP_FREE, memory_order_acq_rel,
 			memory_order_acquire);
 	if (state != MRL_OP_LIVE_ONE)
-		return mrl_op_complete(op, flagsp ? *flagsp : 0, false,
-				       app_ctx);
+		return mrl_xfer_op_complete(op, flagsp ? *flagsp : 0, false,
+					    app_ctx);
 	*app_ctx = op->app_ctx;
 	reg = op->leases[0];
-	mrl_op_put(pool, op);
-	mrl_lease_release(reg);
+	mrl_xfer_op_put(pool, op);
+	mrl_cache_lease_release(reg);
 	return true;
 }
 
@@ -94,7 +95,7 @@ struct mrl_post {
 };
 
 static inline void
-mrl_post_init(struct mrl_post *p, struct mrl_xep *x, enum mrl_dir dir)
+mrl_xfer_post_init(struct mrl_post *p, struct mrl_xep *x, enum mrl_dir dir)
 {
 	p->x = x;
 	p->op = NULL;
@@ -103,19 +104,19 @@ mrl_post_init(struct mrl_post *p, struct mrl_xep *x, enum mrl_dir dir)
 }
 
 /* Warn that a mandatory lease (FI_MR_LOCAL) failed; out of line. */
-void mrl_post_lease_failed(const void *buf, size_t len, int ret);
+void mrl_xfer_post_lease_failed(const void *buf, size_t len, int ret);
 
 /* Lease [buf, buf + len) (a registration starting at buf if p->based)
  * and return its descriptor in *out. */
 static inline int
-mrl_post_lease(struct mrl_post *p, const void *buf, size_t len, void **out)
+mrl_xfer_post_lease(struct mrl_post *p, const void *buf, size_t len, void **out)
 {
 	struct mrl_registration *reg;
 	uintptr_t start = (uintptr_t) buf;
 	int ret;
 
 	if (!p->op) {
-		p->op = mrl_op_alloc(p->x->pool);
+		p->op = mrl_xfer_op_alloc(p->x->pool);
 		if (!p->op)
 			return p->x->mr_local ? -FI_EAGAIN : 0;
 	}
@@ -126,15 +127,15 @@ mrl_post_lease(struct mrl_post *p, const void *buf, size_t len, void **out)
 	if (ret) {
 		if (!p->x->mr_local)
 			return 0; /* the provider copes with desc NULL */
-		mrl_post_lease_failed(buf, len, ret);
+		mrl_xfer_post_lease_failed(buf, len, ret);
 		return ret;
 	}
 	if (p->op->nleases < MRL_OP_LEASES) /* no extras chained yet */
 		p->op->leases[p->op->nleases++] = reg;
 	else
-		ret = mrl_op_add_lease(p->op, reg);
+		ret = mrl_xfer_op_add_lease(p->op, reg);
 	if (ret) {
-		mrl_lease_release(reg);
+		mrl_cache_lease_release(reg);
 		return p->x->mr_local ? -FI_EAGAIN : 0;
 	}
 	*out = mrl_registration_desc(reg);
@@ -148,34 +149,34 @@ mrl_post_lease(struct mrl_post *p, const void *buf, size_t len, void **out)
  * FI_MR_LOCAL it fails the post.
  */
 static inline int
-mrl_post_buf(struct mrl_post *p, const void *buf, size_t len, void *desc,
-	     size_t min, void **out)
+mrl_xfer_post_buf(struct mrl_post *p, const void *buf, size_t len, void *desc,
+		  size_t min, void **out)
 {
 	*out = desc;
 	if (desc || !buf || len < min)
 		return 0;
-	return mrl_post_lease(p, buf, len, out);
+	return mrl_xfer_post_lease(p, buf, len, out);
 }
 
 /* The same for count operands (desc may be NULL: all NULL). */
-int mrl_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
-		 size_t count, size_t min, void **out);
-int mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
-		 size_t count, enum fi_datatype datatype, size_t min,
-		 void **out);
+int mrl_xfer_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
+		      size_t count, size_t min, void **out);
+int mrl_xfer_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
+		      size_t count, enum fi_datatype datatype, size_t min,
+		      void **out);
 
 /* A call forwarded with the application's context: a triggered one
- * names the inner counter (mrl_trigger_to_inner). */
+ * names the inner counter (mrl_hook_trigger_to_inner). */
 static inline void
-mrl_post_trigger_fwd(uint64_t flags, void *app_ctx)
+mrl_xfer_post_trigger_fwd(uint64_t flags, void *app_ctx)
 {
 	if (__builtin_expect(!!(flags & FI_TRIGGER), 0))
-		mrl_trigger_to_inner(flags, app_ctx);
+		mrl_hook_trigger_to_inner(flags, app_ctx);
 }
 
 /* A leased FI_TRIGGER call: op, the context the provider gets, holds a
  * copy of the application's triggered context naming the inner counter. */
-void mrl_post_trigger_op(struct mrl_post *p, const void *app_ctx);
+void mrl_xfer_post_trigger_op(struct mrl_post *p, const void *app_ctx);
 
 /*
  * After resolving: the context to give the provider, and the flags (the
@@ -184,7 +185,7 @@ void mrl_post_trigger_op(struct mrl_post *p, const void *app_ctx);
  * application asked no completion for.
  */
 static inline void *
-mrl_post_context(struct mrl_post *p, void *app_ctx, uint64_t *flags)
+mrl_xfer_post_context(struct mrl_post *p, void *app_ctx, uint64_t *flags)
 {
 	struct mrl_op *op = p->op;
 	const struct mrl_xdir *d = &p->x->dir[p->dir];
@@ -193,14 +194,14 @@ mrl_post_context(struct mrl_post *p, void *app_ctx, uint64_t *flags)
 		goto unleased;
 	if (!op->nleases) {
 		/* Every lease attempt fell back to desc NULL. */
-		mrl_op_free_poster(op);
+		mrl_xfer_op_free_poster(op);
 		p->op = NULL;
 		goto unleased;
 	}
 	op->app_ctx = app_ctx;
 	if (flags) {
 		if (*flags & FI_TRIGGER)
-			mrl_post_trigger_op(p, app_ctx);
+			mrl_xfer_post_trigger_op(p, app_ctx);
 		if (*flags & FI_MULTI_RECV)
 			op->flags |= MRL_OP_MULTI_RECV;
 		if (d->route == MRL_ROUTE_INTERNAL ||
@@ -210,23 +211,23 @@ mrl_post_context(struct mrl_post *p, void *app_ctx, uint64_t *flags)
 			*flags |= FI_COMPLETION;
 		}
 	}
-	if (op->shape == mrl_op_shape(0, 1))
+	if (op->shape == mrl_xfer_op_shape(0, 1))
 		atomic_store_explicit(&op->state, MRL_OP_LIVE_ONE,
 				      memory_order_relaxed);
 	return op;
 
 unleased:
 	if (flags)
-		mrl_post_trigger_fwd(*flags, app_ctx);
+		mrl_xfer_post_trigger_fwd(*flags, app_ctx);
 	return app_ctx;
 }
 
 /* After the inner post: on failure release what the post took. */
 static inline ssize_t
-mrl_post_end(struct mrl_post *p, ssize_t ret)
+mrl_xfer_post_end(struct mrl_post *p, ssize_t ret)
 {
 	if (ret && p->op)
-		mrl_op_free_poster(p->op);
+		mrl_xfer_op_free_poster(p->op);
 	return ret;
 }
 
@@ -236,13 +237,13 @@ mrl_post_end(struct mrl_post *p, ssize_t ret)
  * operand needs a lease runs in two halves, so that no register is saved
  * around the lease cache's out-of-line paths:
  * 1. the application's call, with no stack frame: its checks, an op (the
- *    pool's owner thread takes it off its own list inline: mrl_post_owned,
- *    mrl_post_owned_take; other threads in the call's out-of-line pop:
- *    mrl_post_pop), the call's operands and context stored in the op;
+ *    pool's owner thread takes it off its own list inline: mrl_xfer_post_owned,
+ *    mrl_xfer_post_owned_take; other threads in the call's out-of-line pop:
+ *    mrl_xfer_post_pop), the call's operands and context stored in the op;
  * 2. the call's leased half (noinline, four arguments: cache, buffer,
  *    length, op): the lease into op->leases[0], the op LIVE, the inner call
  *    with the operands read back from the op and the op as its context (the
- *    first half made the op LIVE: mrl_post_op_live). A failed lease
+ *    first half made the op LIVE: mrl_xfer_post_op_live). A failed lease
  *    returns the op and takes the slow path.
  * The route of a call that is not converted reports it with no other op
  * flag.
@@ -262,7 +263,7 @@ _Static_assert(sizeof(struct mrl_op_args) <= sizeof(struct fi_context2),
 	       "single-buffer operands do not fit in the provider context");
 
 static inline struct mrl_op_args *
-mrl_op_args(struct mrl_op *op)
+mrl_xfer_op_args(struct mrl_op *op)
 {
 	return (struct mrl_op_args *) (void *) &op->prov_ctx;
 }
@@ -270,10 +271,10 @@ mrl_op_args(struct mrl_op *op)
 /* Store the operands every single-buffer call has (the family stores a, b,
  * c as its call has them). */
 static inline void
-mrl_op_args_set(struct mrl_op *op, struct fid_ep *fep, const void *buf,
-		size_t len, fi_addr_t peer, void *context)
+mrl_xfer_op_args_set(struct mrl_op *op, struct fid_ep *fep, const void *buf,
+		     size_t len, fi_addr_t peer, void *context)
 {
-	struct mrl_op_args *a = mrl_op_args(op);
+	struct mrl_op_args *a = mrl_xfer_op_args(op);
 
 	a->peer = peer;
 	op->app_ctx = context;
@@ -285,21 +286,21 @@ mrl_op_args_set(struct mrl_op *op, struct fid_ep *fep, const void *buf,
 /*
  * The first half's op when the calling thread owns the pool (`single` of
  * the call's direction): the top of its own list, not yet taken; NULL (no
- * buffer, mrl_op_pool_none, another thread, an empty list) sends the call
+ * buffer, mrl_xfer_op_pool_none, another thread, an empty list) sends the call
  * to its out-of-line pop. The caller stores the operands, then takes the op
- * with mrl_post_owned_take: fewer values live at once, no register to save.
+ * with mrl_xfer_post_owned_take: fewer values live at once, no register to save.
  */
 static inline struct mrl_op *
-mrl_post_owned(struct mrl_op_pool *pool, const void *buf)
+mrl_xfer_post_owned(struct mrl_op_pool *pool, const void *buf)
 {
-	if (!buf || pool->owner != mrl_thread_self())
+	if (!buf || pool->owner != mrl_xfer_thread_self())
 		return NULL;
 	return atomic_load_explicit(&pool->owned, memory_order_relaxed);
 }
 
 /* The state of a live single-buffer op with these flags. */
 static inline unsigned int
-mrl_post_op_state(uint16_t flags)
+mrl_xfer_post_op_state(uint16_t flags)
 {
 	return flags == MRL_OP_OWNED ? MRL_OP_LIVE_OWNED :
 	       !flags		     ? MRL_OP_LIVE_ONE :
@@ -311,19 +312,19 @@ mrl_post_op_state(uint16_t flags)
  * which finds a context the provider does not know yet); a failed lease
  * sets it FREE again. */
 static inline void
-mrl_post_op_live(struct mrl_op *op, uint16_t flags)
+mrl_xfer_post_op_live(struct mrl_op *op, uint16_t flags)
 {
-	op->shape = mrl_op_shape(flags, 1);
-	atomic_store_explicit(&op->state, mrl_post_op_state(flags),
+	op->shape = mrl_xfer_op_shape(flags, 1);
+	atomic_store_explicit(&op->state, mrl_xfer_post_op_state(flags),
 			      memory_order_relaxed);
 }
 
-/* Take the op mrl_post_owned returned, with the direction's owned shape
+/* Take the op mrl_xfer_post_owned returned, with the direction's owned shape
  * and state (mrl_xdir.owned_shape, owned_state) or the constant ones of
  * flags 0 (tx). */
 static inline void
-mrl_post_owned_take(struct mrl_op_pool *pool, struct mrl_op *op, uint32_t shape,
-		    unsigned int state)
+mrl_xfer_post_owned_take(struct mrl_op_pool *pool, struct mrl_op *op,
+			 uint32_t shape, unsigned int state)
 {
 	atomic_store_explicit(&pool->owned, op->owned_next,
 			      memory_order_relaxed);
@@ -332,31 +333,31 @@ mrl_post_owned_take(struct mrl_op_pool *pool, struct mrl_op *op, uint32_t shape,
 }
 
 /* The out-of-line pop: an op for a single-buffer call with `flags` (and
- * MRL_OP_OWNED for the owner), or NULL (no buffer, mrl_op_pool_none, the
+ * MRL_OP_OWNED for the owner), or NULL (no buffer, mrl_xfer_op_pool_none, the
  * region is exhausted: the slow path). */
 static inline struct mrl_op *
-mrl_post_pop(struct mrl_op_pool *pool, const void *buf, uint16_t flags)
+mrl_xfer_post_pop(struct mrl_op_pool *pool, const void *buf, uint16_t flags)
 {
 	struct mrl_op *op;
 
-	if (!buf || !pool->owner) /* mrl_op_pool_none */
+	if (!buf || !pool->owner) /* mrl_xfer_op_pool_none */
 		return NULL;
-	if (pool->owner == mrl_thread_self()) {
-		op = mrl_op_get_owned(pool);
+	if (pool->owner == mrl_xfer_thread_self()) {
+		op = mrl_xfer_op_get_owned(pool);
 		flags |= MRL_OP_OWNED;
 	} else {
-		op = mrl_op_get(pool);
+		op = mrl_xfer_op_get(pool);
 	}
 	if (op)
-		mrl_post_op_live(op, flags);
+		mrl_xfer_post_op_live(op, flags);
 	return op;
 }
 
 /* A single-buffer call whose lease failed (err): with FI_MR_LOCAL the post
  * fails (err, warned), else 0: it goes out as the application made it
  * (desc NULL). */
-int mrl_post_single_failed(const struct mrl_xep *x, const void *buf, size_t len,
-			   int err);
+int mrl_xfer_post_single_failed(const struct mrl_xep *x, const void *buf,
+				size_t len, int err);
 
 /*
  * Whether a post must take the slow path: some local operand has no
@@ -364,8 +365,8 @@ int mrl_post_single_failed(const struct mrl_xep *x, const void *buf, size_t len,
  * can rewrite go out unchanged.
  */
 static inline bool
-mrl_iov_needs_lease(const struct iovec *iov, void **desc, size_t count,
-		    size_t min)
+mrl_xfer_iov_needs_lease(const struct iovec *iov, void **desc, size_t count,
+			 size_t min)
 {
 	if (min == SIZE_MAX || count > MRL_XFER_IOV_MAX)
 		return false;
@@ -376,10 +377,10 @@ mrl_iov_needs_lease(const struct iovec *iov, void **desc, size_t count,
 }
 
 static inline bool
-mrl_ioc_needs_lease(const struct fi_ioc *ioc, void **desc, size_t count,
-		    enum fi_datatype datatype, size_t min)
+mrl_xfer_ioc_needs_lease(const struct fi_ioc *ioc, void **desc, size_t count,
+			 enum fi_datatype datatype, size_t min)
 {
-	size_t size = mrl_datatype_size(datatype);
+	size_t size = mrl_hook_datatype_size(datatype);
 
 	if (min == SIZE_MAX || count > MRL_XFER_IOV_MAX || !size)
 		return false;
@@ -402,13 +403,13 @@ enum mrl_msg_kind {
 };
 
 static inline enum mrl_dir
-mrl_msg_dir(enum mrl_msg_kind kind)
+mrl_xfer_msg_dir(enum mrl_msg_kind kind)
 {
 	return kind == MRL_RECV || kind == MRL_TRECV ? MRL_RX : MRL_TX;
 }
 
 static inline bool
-mrl_msg_tagged(enum mrl_msg_kind kind)
+mrl_xfer_msg_tagged(enum mrl_msg_kind kind)
 {
 	return kind >= MRL_TSEND;
 }
@@ -430,39 +431,41 @@ extern size_t mrl_xfer_rndv_after;
 /* Post c with its local operands resolved: as the msg call with flags when
  * as_msg (the application's msg calls, converted calls), else in c's own
  * shape. */
-ssize_t mrl_msg_post(struct mrl_ep *ep, const struct mrl_msg_call *c,
-		     uint64_t flags, bool as_msg);
+ssize_t mrl_xfer_msg_post(struct mrl_ep *ep, const struct mrl_msg_call *c,
+			  uint64_t flags, bool as_msg);
 /* A claiming receive (FI_CLAIM without FI_PEEK or FI_DISCARD), its buffer
  * leased and its context the application's (mrl_xfer_claim.c). */
-ssize_t mrl_tagged_claim(struct mrl_ep *ep, const struct fi_msg_tagged *msg,
-			 uint64_t flags);
+ssize_t mrl_xfer_tagged_claim(struct mrl_ep *ep,
+			      const struct fi_msg_tagged *msg, uint64_t flags);
 /* The slow path of a non-msg call: the endpoint's default flags, as the
  * msg call when the route needs FI_COMPLETION. */
-ssize_t mrl_msg_slow(struct mrl_ep *ep, const struct mrl_msg_call *c);
-/* A single-buffer call off the hit path: mrl_msg_slow (err 0), or its
+ssize_t mrl_xfer_msg_slow(struct mrl_ep *ep, const struct mrl_msg_call *c);
+/* A single-buffer call off the hit path: mrl_xfer_msg_slow (err 0), or its
  * lease failed (err: the post fails with FI_MR_LOCAL, else goes out with
  * desc NULL). */
 ssize_t __attribute__((cold))
-mrl_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind, void *buf,
-		    size_t len, fi_addr_t addr, uint64_t tag, uint64_t ignore,
-		    uint64_t data, void *context, int err);
+mrl_xfer_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind, void *buf,
+			 size_t len, fi_addr_t addr, uint64_t tag,
+			 uint64_t ignore, uint64_t data, void *context,
+			 int err);
 
-/* The operands of a msg or tagged call into its op (mrl_op_args: a = tag,
+/* The operands of a msg or tagged call into its op (mrl_xfer_op_args: a = tag,
  * b = ignore, c = data). */
 static inline __attribute__((always_inline)) void
-mrl_msg_args_set(enum mrl_msg_kind kind, struct mrl_op *op, struct fid_ep *fep,
-		 const void *buf, size_t len, fi_addr_t addr, uint64_t tag,
-		 uint64_t ignore, uint64_t data, void *context)
+mrl_xfer_msg_args_set(enum mrl_msg_kind kind, struct mrl_op *op,
+		      struct fid_ep *fep, const void *buf, size_t len,
+		      fi_addr_t addr, uint64_t tag, uint64_t ignore,
+		      uint64_t data, void *context)
 {
-	struct mrl_op_args *a = mrl_op_args(op);
+	struct mrl_op_args *a = mrl_xfer_op_args(op);
 
-	if (mrl_msg_tagged(kind))
+	if (mrl_xfer_msg_tagged(kind))
 		a->a = tag;
 	if (kind == MRL_TRECV)
 		a->b = ignore;
 	if (kind == MRL_SENDDATA || kind == MRL_TSENDDATA)
 		a->c = data;
-	mrl_op_args_set(op, fep, buf, len, addr, context);
+	mrl_xfer_op_args_set(op, fep, buf, len, addr, context);
 }
 
 /*
@@ -472,8 +475,8 @@ mrl_msg_args_set(enum mrl_msg_kind kind, struct mrl_op *op, struct fid_ep *fep,
  * Returns 0, or the cache's error with the op untouched.
  */
 static inline __attribute__((always_inline)) int
-mrl_op_lease_one(struct mrl_cache_domain *cache, uintptr_t buf, size_t len,
-		 struct mrl_op *op, void **desc)
+mrl_xfer_op_lease_one(struct mrl_cache_domain *cache, uintptr_t buf, size_t len,
+		      struct mrl_op *op, void **desc)
 {
 	struct mrl_registration *reg;
 	int err = mrl_cache_acquire(cache, buf, buf + len, &reg);
@@ -489,20 +492,20 @@ mrl_op_lease_one(struct mrl_cache_domain *cache, uintptr_t buf, size_t len,
  * the provider) and keeps the operands the first half stored in it, for
  * the slow path; returns the application's context. */
 static inline void *
-mrl_op_give_back(struct mrl_op *op, struct mrl_op_args *a)
+mrl_xfer_op_give_back(struct mrl_op *op, struct mrl_op_args *a)
 {
 	void *context = op->app_ctx;
 
-	*a = *mrl_op_args(op);
+	*a = *mrl_xfer_op_args(op);
 	atomic_store_explicit(&op->state, MRL_OP_FREE, memory_order_relaxed);
-	mrl_op_put(op->pool, op);
+	mrl_xfer_op_put(op->pool, op);
 	return context;
 }
 
 /* The lease failed in the leased half: the op goes back, the call takes
- * mrl_msg_single_slow with the operands it left in the op. */
+ * mrl_xfer_msg_single_slow with the operands it left in the op. */
 ssize_t __attribute__((cold))
-mrl_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err);
+mrl_xfer_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err);
 
 /*
  * The leased half of a send, senddata or recv (tagged too; the second half
@@ -511,19 +514,19 @@ mrl_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err);
  * stored in the op.
  */
 static inline __attribute__((always_inline)) ssize_t
-mrl_msg_op(enum mrl_msg_kind kind, struct mrl_cache_domain *cache,
-	   uintptr_t buf, size_t len, struct mrl_op *op)
+mrl_xfer_msg_op(enum mrl_msg_kind kind, struct mrl_cache_domain *cache,
+		uintptr_t buf, size_t len, struct mrl_op *op)
 {
-	struct mrl_op_args *a = mrl_op_args(op);
+	struct mrl_op_args *a = mrl_xfer_op_args(op);
 	struct fid_ep *in;
 	void *desc;
 	ssize_t ret;
 	int err;
 
-	err = mrl_op_lease_one(cache, buf, len, op, &desc);
+	err = mrl_xfer_op_lease_one(cache, buf, len, op, &desc);
 	if (__builtin_expect(err != 0, 0))
-		return mrl_msg_op_failed(kind, op, err);
-	in = mrl_ep_of(a->fep)->inner;
+		return mrl_xfer_msg_op_failed(kind, op, err);
+	in = mrl_hook_ep_of(a->fep)->inner;
 	switch (kind) {
 	case MRL_SEND:
 		ret = fi_send(in, a->buf, a->len, desc, a->peer, op);
@@ -547,51 +550,53 @@ mrl_msg_op(enum mrl_msg_kind kind, struct mrl_cache_domain *cache,
 		break;
 	}
 	if (__builtin_expect(ret != 0, 0))
-		mrl_op_free_poster(op);
+		mrl_xfer_op_free_poster(op);
 	return ret;
 }
 
 /* Sends whose operand needs a registration starting at it (mrl_xfer_msg.c)
  * take the slow path. */
 static inline bool
-mrl_msg_single_ok(enum mrl_msg_kind kind, const struct mrl_xep *x, size_t len)
+mrl_xfer_msg_single_ok(enum mrl_msg_kind kind, const struct mrl_xep *x,
+		       size_t len)
 {
-	return mrl_msg_dir(kind) == MRL_RX || len <= x->based_after;
+	return mrl_xfer_msg_dir(kind) == MRL_RX || len <= x->based_after;
 }
 
 /*
  * The first half of a msg or tagged call for a thread that is not its
  * pool's owner, or an owner whose list is empty (out of line): an op off
  * the pool, the operands into it, the leased half; anything else goes to
- * mrl_msg_single_slow.
+ * mrl_xfer_msg_single_slow.
  */
 static inline __attribute__((always_inline)) ssize_t
-mrl_msg_pop(enum mrl_msg_kind kind, struct fid_ep *fep, const void *buf,
-	    size_t len, fi_addr_t addr, uint64_t tag, uint64_t ignore,
-	    uint64_t data, void *context,
-	    ssize_t (*leased)(struct mrl_cache_domain *, uintptr_t, size_t,
-			      struct mrl_op *))
+mrl_xfer_msg_pop(enum mrl_msg_kind kind, struct fid_ep *fep, const void *buf,
+		 size_t len, fi_addr_t addr, uint64_t tag, uint64_t ignore,
+		 uint64_t data, void *context,
+		 ssize_t (*leased)(struct mrl_cache_domain *, uintptr_t, size_t,
+				   struct mrl_op *))
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
-	const struct mrl_xdir *d = &x->dir[mrl_msg_dir(kind)];
+	const struct mrl_xdir *d = &x->dir[mrl_xfer_msg_dir(kind)];
 	struct mrl_op *op = NULL;
 
-	if (mrl_msg_single_ok(kind, x, len))
-		op = mrl_post_pop(d->single, buf,
-				  mrl_msg_dir(kind) == MRL_RX ? d->live_flags :
-								0);
+	if (mrl_xfer_msg_single_ok(kind, x, len))
+		op = mrl_xfer_post_pop(
+			d->single, buf,
+			mrl_xfer_msg_dir(kind) == MRL_RX ? d->live_flags : 0);
 	if (!op)
-		return mrl_msg_single_slow(ep, kind, (void *) buf, len, addr,
-					   tag, ignore, data, context, 0);
-	mrl_msg_args_set(kind, op, fep, buf, len, addr, tag, ignore, data,
-			 context);
+		return mrl_xfer_msg_single_slow(ep, kind, (void *) buf, len,
+						addr, tag, ignore, data,
+						context, 0);
+	mrl_xfer_msg_args_set(kind, op, fep, buf, len, addr, tag, ignore, data,
+			      context);
 	return leased(x->cache, (uintptr_t) buf, len, op);
 }
 
 /*
  * The first half of a msg or tagged call that needs a lease, for its
- * pool's owner (no stack frame; pool is x->dir[mrl_msg_dir(kind)].single):
+ * pool's owner (no stack frame; pool is x->dir[mrl_xfer_msg_dir(kind)].single):
  * the op off the owner's own list, taken with the call's operands stored in
  * it. The caller passes it to the call's leased half with pool->cache.
  * NULL (a send that needs a registration starting at its operand, no
@@ -599,26 +604,28 @@ mrl_msg_pop(enum mrl_msg_kind kind, struct fid_ep *fep, const void *buf,
  * out-of-line pop instead.
  */
 static inline __attribute__((always_inline)) struct mrl_op *
-mrl_msg_owned(enum mrl_msg_kind kind, const struct mrl_xep *x,
-	      struct mrl_op_pool *pool, struct fid_ep *fep, const void *buf,
-	      size_t len, fi_addr_t addr, uint64_t tag, uint64_t ignore,
-	      uint64_t data, void *context)
+mrl_xfer_msg_owned(enum mrl_msg_kind kind, const struct mrl_xep *x,
+		   struct mrl_op_pool *pool, struct fid_ep *fep,
+		   const void *buf, size_t len, fi_addr_t addr, uint64_t tag,
+		   uint64_t ignore, uint64_t data, void *context)
 {
-	const struct mrl_xdir *d = &x->dir[mrl_msg_dir(kind)];
+	const struct mrl_xdir *d = &x->dir[mrl_xfer_msg_dir(kind)];
 	struct mrl_op *op;
 
-	if (!mrl_msg_single_ok(kind, x, len))
+	if (!mrl_xfer_msg_single_ok(kind, x, len))
 		return NULL;
-	op = mrl_post_owned(pool, buf);
+	op = mrl_xfer_post_owned(pool, buf);
 	if (!op)
 		return NULL;
-	mrl_msg_args_set(kind, op, fep, buf, len, addr, tag, ignore, data,
-			 context);
-	if (mrl_msg_dir(kind) == MRL_RX)
-		mrl_post_owned_take(pool, op, d->owned_shape, d->owned_state);
+	mrl_xfer_msg_args_set(kind, op, fep, buf, len, addr, tag, ignore, data,
+			      context);
+	if (mrl_xfer_msg_dir(kind) == MRL_RX)
+		mrl_xfer_post_owned_take(pool, op, d->owned_shape,
+					 d->owned_state);
 	else
-		mrl_post_owned_take(pool, op, mrl_op_shape(MRL_OP_OWNED, 1),
-				    MRL_OP_LIVE_OWNED);
+		mrl_xfer_post_owned_take(pool, op,
+					 mrl_xfer_op_shape(MRL_OP_OWNED, 1),
+					 MRL_OP_LIVE_OWNED);
 	return op;
 }
 
@@ -629,6 +636,6 @@ mrl_msg_owned(enum mrl_msg_kind kind, const struct mrl_xep *x,
 	name(struct mrl_cache_domain *cache, uintptr_t buf, size_t len, \
 	     struct mrl_op *op)                                         \
 	{                                                               \
-		return mrl_msg_op(kind, cache, buf, len, op);           \
+		return mrl_xfer_msg_op(kind, cache, buf, len, op);      \
 	}
 #endif /* MRL_XFER_INLINE_H */

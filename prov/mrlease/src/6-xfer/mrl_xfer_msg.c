@@ -4,9 +4,9 @@
  * (mrl_xfer_tagged.c) share. Each call checks first whether an operand
  * needs a lease; if none does it is forwarded as is (the fast path). A
  * single-buffer call that needs one takes the hit path the RMA calls take
- * (the two halves of mrl_xfer_inline.h: mrl_msg_owned, mrl_msg_pop, mrl_msg_op:
+ * (the two halves of mrl_xfer_inline.h: mrl_xfer_msg_owned, mrl_xfer_msg_pop, mrl_xfer_msg_op:
  * an op off the owner's list or the pool, one lease, the inner call in the same
- * shape). Everything else goes through mrl_msg_post, one body for msg and
+ * shape). Everything else goes through mrl_xfer_msg_post, one body for msg and
  * tagged calls of any shape: leased non-msg calls keep their shape unless the
  * route needs FI_COMPLETION added, in which case they go out as the equivalent
  * msg call with the endpoint's default flags.
@@ -64,7 +64,7 @@ struct fi_ops_msg mrl_xfer_msg_ops;
 size_t mrl_xfer_rndv_after = 16384;
 
 static void
-mrl_rndv_limit_init(void)
+mrl_xfer_rndv_limit_init(void)
 {
 	const char *s = getenv("FI_OFI_RXM_BUFFER_SIZE");
 	unsigned long long v;
@@ -81,7 +81,8 @@ mrl_rndv_limit_init(void)
 /* Whether the leased operands of this send must start their registration
  * at their iov (see the top of this file). */
 static bool
-mrl_send_based(const struct mrl_xep *x, const struct iovec *iov, size_t count)
+mrl_xfer_send_based(const struct mrl_xep *x, const struct iovec *iov,
+		    size_t count)
 {
 	size_t total = 0;
 
@@ -99,11 +100,11 @@ mrl_send_based(const struct mrl_xep *x, const struct iovec *iov, size_t count)
  * msg call with flags when as_msg, else c's own shape (single buffers as
  * the v call). */
 static ssize_t
-mrl_msg_issue(struct fid_ep *in, const struct mrl_msg_call *c, void **ldesc,
-	      void *ctx, uint64_t flags, bool as_msg)
+mrl_xfer_msg_issue(struct fid_ep *in, const struct mrl_msg_call *c,
+		   void **ldesc, void *ctx, uint64_t flags, bool as_msg)
 {
-	bool tagged = mrl_msg_tagged(c->kind);
-	bool tx = mrl_msg_dir(c->kind) == MRL_TX;
+	bool tagged = mrl_xfer_msg_tagged(c->kind);
+	bool tx = mrl_xfer_msg_dir(c->kind) == MRL_TX;
 
 	if (as_msg && tagged) {
 		struct fi_msg_tagged m = {
@@ -154,44 +155,44 @@ mrl_msg_issue(struct fid_ep *in, const struct mrl_msg_call *c, void **ldesc,
 }
 
 ssize_t
-mrl_msg_post(struct mrl_ep *ep, const struct mrl_msg_call *c, uint64_t flags,
-	     bool as_msg)
+mrl_xfer_msg_post(struct mrl_ep *ep, const struct mrl_msg_call *c,
+		  uint64_t flags, bool as_msg)
 {
 	struct mrl_xep *x = ep->ext;
-	enum mrl_dir dir = mrl_msg_dir(c->kind);
+	enum mrl_dir dir = mrl_xfer_msg_dir(c->kind);
 	const struct mrl_xdir *d = &x->dir[dir];
 	void *ldesc[MRL_XFER_IOV_MAX];
 	struct mrl_post p;
 	void *ctx;
 	ssize_t ret;
 
-	mrl_post_init(&p, x, dir);
-	p.based = dir == MRL_TX && mrl_send_based(x, c->iov, c->count);
-	ret = mrl_post_iov(&p, c->iov, c->desc, c->count,
-			   as_msg ? d->min_msg : d->min, ldesc);
+	mrl_xfer_post_init(&p, x, dir);
+	p.based = dir == MRL_TX && mrl_xfer_send_based(x, c->iov, c->count);
+	ret = mrl_xfer_post_iov(&p, c->iov, c->desc, c->count,
+				as_msg ? d->min_msg : d->min, ldesc);
 	if (ret)
-		return mrl_post_end(&p, ret);
-	ctx = mrl_post_context(&p, c->context, &flags);
-	return mrl_post_end(
-		&p, mrl_msg_issue(ep->inner, c, ldesc, ctx, flags, as_msg));
+		return mrl_xfer_post_end(&p, ret);
+	ctx = mrl_xfer_post_context(&p, c->context, &flags);
+	return mrl_xfer_post_end(&p, mrl_xfer_msg_issue(ep->inner, c, ldesc,
+							ctx, flags, as_msg));
 }
 
 ssize_t
-mrl_msg_slow(struct mrl_ep *ep, const struct mrl_msg_call *c)
+mrl_xfer_msg_slow(struct mrl_ep *ep, const struct mrl_msg_call *c)
 {
 	const struct mrl_xdir *d =
-		&((struct mrl_xep *) ep->ext)->dir[mrl_msg_dir(c->kind)];
+		&((struct mrl_xep *) ep->ext)->dir[mrl_xfer_msg_dir(c->kind)];
 	uint64_t flags = d->op_flags;
 
 	if (c->kind == MRL_SENDDATA || c->kind == MRL_TSENDDATA)
 		flags |= FI_REMOTE_CQ_DATA;
-	return mrl_msg_post(ep, c, flags, d->convert);
+	return mrl_xfer_msg_post(ep, c, flags, d->convert);
 }
 
 ssize_t
-mrl_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind, void *buf,
-		    size_t len, fi_addr_t addr, uint64_t tag, uint64_t ignore,
-		    uint64_t data, void *context, int err)
+mrl_xfer_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind, void *buf,
+			 size_t len, fi_addr_t addr, uint64_t tag,
+			 uint64_t ignore, uint64_t data, void *context, int err)
 {
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	void *desc = NULL;
@@ -210,21 +211,22 @@ mrl_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind, void *buf,
 	int ret;
 
 	if (!err)
-		return mrl_msg_slow(ep, &c);
-	ret = mrl_post_single_failed(ep->ext, buf, len, err);
+		return mrl_xfer_msg_slow(ep, &c);
+	ret = mrl_xfer_post_single_failed(ep->ext, buf, len, err);
 	if (ret)
 		return ret;
-	return mrl_msg_issue(ep->inner, &c, &desc, context, 0, false);
+	return mrl_xfer_msg_issue(ep->inner, &c, &desc, context, 0, false);
 }
 
 ssize_t
-mrl_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err)
+mrl_xfer_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err)
 {
 	struct mrl_op_args a;
-	void *context = mrl_op_give_back(op, &a);
+	void *context = mrl_xfer_op_give_back(op, &a);
 
-	return mrl_msg_single_slow(mrl_ep_of(a.fep), kind, a.buf, a.len, a.peer,
-				   a.a, a.b, a.c, context, err);
+	return mrl_xfer_msg_single_slow(mrl_hook_ep_of(a.fep), kind, a.buf,
+					a.len, a.peer, a.a, a.b, a.c, context,
+					err);
 }
 
 /* The single-buffer hit path's out-of-line halves (mrl_xfer_inline.h). */
@@ -237,34 +239,34 @@ static MRL_MSG_OP(mrl_msg_recv_op, MRL_RECV) static MRL_MSG_OP(
 			 fi_addr_t src_addr, void *context)
 {
 	(void) desc;
-	return mrl_msg_pop(MRL_RECV, fep, buf, len, src_addr, 0, 0, 0, context,
-			   mrl_msg_recv_op);
+	return mrl_xfer_msg_pop(MRL_RECV, fep, buf, len, src_addr, 0, 0, 0,
+				context, mrl_msg_recv_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_msg_send_pop(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-		 fi_addr_t dest_addr, void *context)
+mrl_xfer_msg_send_pop(struct fid_ep *fep, const void *buf, size_t len,
+		      void *desc, fi_addr_t dest_addr, void *context)
 {
 	(void) desc;
-	return mrl_msg_pop(MRL_SEND, fep, buf, len, dest_addr, 0, 0, 0, context,
-			   mrl_msg_send_op);
+	return mrl_xfer_msg_pop(MRL_SEND, fep, buf, len, dest_addr, 0, 0, 0,
+				context, mrl_msg_send_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_msg_senddata_pop(struct fid_ep *fep, const void *buf, size_t len,
-		     void *desc, uint64_t data, fi_addr_t dest_addr,
-		     void *context)
+mrl_xfer_msg_senddata_pop(struct fid_ep *fep, const void *buf, size_t len,
+			  void *desc, uint64_t data, fi_addr_t dest_addr,
+			  void *context)
 {
 	(void) desc;
-	return mrl_msg_pop(MRL_SENDDATA, fep, buf, len, dest_addr, 0, 0, data,
-			   context, mrl_msg_senddata_op);
+	return mrl_xfer_msg_pop(MRL_SENDDATA, fep, buf, len, dest_addr, 0, 0,
+				data, context, mrl_msg_senddata_op);
 }
 
 /* The slow path of the iov calls. */
 static ssize_t
-mrl_msg_slowv(struct mrl_ep *ep, enum mrl_msg_kind kind,
-	      const struct iovec *iov, void **desc, size_t count,
-	      fi_addr_t addr, void *context)
+mrl_xfer_msg_slowv(struct mrl_ep *ep, enum mrl_msg_kind kind,
+		   const struct iovec *iov, void **desc, size_t count,
+		   fi_addr_t addr, void *context)
 {
 	struct mrl_msg_call c = {
 		.kind = kind,
@@ -275,13 +277,13 @@ mrl_msg_slowv(struct mrl_ep *ep, enum mrl_msg_kind kind,
 		.context = context,
 	};
 
-	return mrl_msg_slow(ep, &c);
+	return mrl_xfer_msg_slow(ep, &c);
 }
 
 /* The app's msg calls. */
 static ssize_t
-mrl_msg_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
-		const struct fi_msg *msg, uint64_t flags)
+mrl_xfer_msg_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
+		     const struct fi_msg *msg, uint64_t flags)
 {
 	struct mrl_msg_call c = {
 		.kind = kind,
@@ -293,14 +295,14 @@ mrl_msg_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
 		.data = msg->data,
 	};
 
-	return mrl_msg_post(ep, &c, flags, true);
+	return mrl_xfer_msg_post(ep, &c, flags, true);
 }
 
 static ssize_t
-mrl_msg_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
-	     fi_addr_t src_addr, void *context)
+mrl_xfer_msg_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
+		  fi_addr_t src_addr, void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
@@ -308,48 +310,50 @@ mrl_msg_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 	if (desc || len < x->dir[MRL_RX].min)
 		return fi_recv(ep->inner, buf, len, desc, src_addr, context);
 	pool = x->dir[MRL_RX].single;
-	op = mrl_msg_owned(MRL_RECV, x, pool, fep, buf, len, src_addr, 0, 0, 0,
-			   context);
+	op = mrl_xfer_msg_owned(MRL_RECV, x, pool, fep, buf, len, src_addr, 0,
+				0, 0, context);
 	if (!op)
 		return mrl_msg_recv_pop(fep, buf, len, desc, src_addr, context);
 	return mrl_msg_recv_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t
-mrl_msg_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
-	      size_t count, fi_addr_t src_addr, void *context)
+mrl_xfer_msg_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+		   size_t count, fi_addr_t src_addr, void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_RX].min))
+	if (!mrl_xfer_iov_needs_lease(iov, desc, count, x->dir[MRL_RX].min))
 		return fi_recvv(ep->inner, iov, desc, count, src_addr, context);
-	return mrl_msg_slowv(ep, MRL_RECV, iov, desc, count, src_addr, context);
+	return mrl_xfer_msg_slowv(ep, MRL_RECV, iov, desc, count, src_addr,
+				  context);
 }
 
 static ssize_t
-mrl_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
+mrl_xfer_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
+		     uint64_t flags)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
 	/* A multi-recv buffer ends at a completion flag: leased only where
 	 * completions carry flags, the rx caps have FI_MULTI_RECV, and on a
 	 * shared pool once the rx CQ is guarded (mrl_completion_cq.c). */
-	if (!mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 x->dir[MRL_RX].min_msg) ||
-	    ((flags & FI_MULTI_RECV) && !mrl_xep_multi_recv_ok(x))) {
-		mrl_post_trigger_fwd(flags, msg->context);
+	if (!mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+				      x->dir[MRL_RX].min_msg) ||
+	    ((flags & FI_MULTI_RECV) && !mrl_xfer_ep_multi_recv_ok(x))) {
+		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_recvmsg(ep->inner, msg, flags);
 	}
-	return mrl_msg_slowmsg(ep, MRL_RECV, msg, flags);
+	return mrl_xfer_msg_slowmsg(ep, MRL_RECV, msg, flags);
 }
 
 static ssize_t
-mrl_msg_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-	     fi_addr_t dest_addr, void *context)
+mrl_xfer_msg_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+		  fi_addr_t dest_addr, void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
@@ -357,48 +361,50 @@ mrl_msg_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 	if (desc || len < x->dir[MRL_TX].min)
 		return fi_send(ep->inner, buf, len, desc, dest_addr, context);
 	pool = x->dir[MRL_TX].single;
-	op = mrl_msg_owned(MRL_SEND, x, pool, fep, buf, len, dest_addr, 0, 0, 0,
-			   context);
+	op = mrl_xfer_msg_owned(MRL_SEND, x, pool, fep, buf, len, dest_addr, 0,
+				0, 0, context);
 	if (!op)
-		return mrl_msg_send_pop(fep, buf, len, desc, dest_addr,
-					context);
+		return mrl_xfer_msg_send_pop(fep, buf, len, desc, dest_addr,
+					     context);
 	return mrl_msg_send_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t
-mrl_msg_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
-	      size_t count, fi_addr_t dest_addr, void *context)
+mrl_xfer_msg_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+		   size_t count, fi_addr_t dest_addr, void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
+	if (!mrl_xfer_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
 		return fi_sendv(ep->inner, iov, desc, count, dest_addr,
 				context);
-	return mrl_msg_slowv(ep, MRL_SEND, iov, desc, count, dest_addr,
-			     context);
+	return mrl_xfer_msg_slowv(ep, MRL_SEND, iov, desc, count, dest_addr,
+				  context);
 }
 
 static ssize_t
-mrl_msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
+mrl_xfer_msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
+		     uint64_t flags)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
 	if ((flags & FI_INJECT) ||
-	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 x->dir[MRL_TX].min_msg)) {
-		mrl_post_trigger_fwd(flags, msg->context);
+	    !mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+				      x->dir[MRL_TX].min_msg)) {
+		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_sendmsg(ep->inner, msg, flags);
 	}
-	return mrl_msg_slowmsg(ep, MRL_SEND, msg, flags);
+	return mrl_xfer_msg_slowmsg(ep, MRL_SEND, msg, flags);
 }
 
 static ssize_t
-mrl_msg_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-		 uint64_t data, fi_addr_t dest_addr, void *context)
+mrl_xfer_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
+		      void *desc, uint64_t data, fi_addr_t dest_addr,
+		      void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
@@ -407,24 +413,24 @@ mrl_msg_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 		return fi_senddata(ep->inner, buf, len, desc, data, dest_addr,
 				   context);
 	pool = x->dir[MRL_TX].single;
-	op = mrl_msg_owned(MRL_SENDDATA, x, pool, fep, buf, len, dest_addr, 0,
-			   0, data, context);
+	op = mrl_xfer_msg_owned(MRL_SENDDATA, x, pool, fep, buf, len, dest_addr,
+				0, 0, data, context);
 	if (!op)
-		return mrl_msg_senddata_pop(fep, buf, len, desc, data,
-					    dest_addr, context);
+		return mrl_xfer_msg_senddata_pop(fep, buf, len, desc, data,
+						 dest_addr, context);
 	return mrl_msg_senddata_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 void
 mrl_xfer_msg_init(void)
 {
-	mrl_rndv_limit_init();
-	mrl_xfer_msg_ops = mrl_ep_msg_ops;
-	mrl_xfer_msg_ops.recv = mrl_msg_recv;
-	mrl_xfer_msg_ops.recvv = mrl_msg_recvv;
-	mrl_xfer_msg_ops.recvmsg = mrl_msg_recvmsg;
-	mrl_xfer_msg_ops.send = mrl_msg_send;
-	mrl_xfer_msg_ops.sendv = mrl_msg_sendv;
-	mrl_xfer_msg_ops.sendmsg = mrl_msg_sendmsg;
-	mrl_xfer_msg_ops.senddata = mrl_msg_senddata;
+	mrl_xfer_rndv_limit_init();
+	mrl_xfer_msg_ops = mrl_hook_ep_msg_ops;
+	mrl_xfer_msg_ops.recv = mrl_xfer_msg_recv;
+	mrl_xfer_msg_ops.recvv = mrl_xfer_msg_recvv;
+	mrl_xfer_msg_ops.recvmsg = mrl_xfer_msg_recvmsg;
+	mrl_xfer_msg_ops.send = mrl_xfer_msg_send;
+	mrl_xfer_msg_ops.sendv = mrl_xfer_msg_sendv;
+	mrl_xfer_msg_ops.sendmsg = mrl_xfer_msg_sendmsg;
+	mrl_xfer_msg_ops.senddata = mrl_xfer_msg_senddata;
 }

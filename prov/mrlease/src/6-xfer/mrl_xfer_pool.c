@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Operation contexts: the reserved region they live in, per-endpoint pools,
- * and the one place an op's leases are given back (mrl_op_complete).
+ * and the one place an op's leases are given back (mrl_xfer_op_complete).
  */
 #include "config.h"
 
@@ -34,13 +34,13 @@ struct mrl_op_chunk {
 #define MRL_CHUNK_HDR 64u
 #define MRL_CHUNK_OPS ((MRL_CHUNK_SIZE - MRL_CHUNK_HDR) / sizeof(struct mrl_op))
 
-struct mrl_op_pool mrl_op_pool_none;
-uintptr_t mrl_op_region_base;
-size_t mrl_op_region_size;
+struct mrl_op_pool mrl_xfer_op_pool_none;
+uintptr_t mrl_xfer_op_region_base;
+size_t mrl_xfer_op_region_size;
 
 /* Ops of returned chunks point here, so a stale context naming them is
  * seen as nobody's. */
-static struct mrl_op_pool mrl_dead_pool;
+static struct mrl_op_pool mrl_xfer_dead_pool;
 
 /*
  * Region bookkeeping. region_lock guards next_chunk and free_chunks; it is
@@ -52,7 +52,7 @@ static uintptr_t region_next;
 static struct mrl_op_chunk *free_chunks;
 
 static void
-mrl_region_reserve(void)
+mrl_xfer_region_reserve(void)
 {
 	void *base = MAP_FAILED;
 	size_t size;
@@ -64,52 +64,52 @@ mrl_region_reserve(void)
 			break;
 	}
 	if (base == MAP_FAILED) {
-		FI_WARN(mrl_prov, FI_LOG_CORE,
+		FI_WARN(mrl_hook_prov, FI_LOG_CORE,
 			"cannot reserve address space for operation contexts: "
 			"posts will not take leases\n");
 		return;
 	}
 	region_next = (uintptr_t) base;
-	mrl_op_region_base = (uintptr_t) base;
-	mrl_op_region_size = size;
+	mrl_xfer_op_region_base = (uintptr_t) base;
+	mrl_xfer_op_region_size = size;
 }
 
 /* A child must not inherit region_lock held by a thread that does not
  * exist in it (its first endpoint would wait forever): held across fork. */
 static void
-mrl_region_fork_lock(void)
+mrl_xfer_region_fork_lock(void)
 {
 	pthread_mutex_lock(&region_lock);
 }
 
 static void
-mrl_region_fork_unlock(void)
+mrl_xfer_region_fork_unlock(void)
 {
 	pthread_mutex_unlock(&region_lock);
 }
 
 static void
-mrl_region_once(void)
+mrl_xfer_region_once(void)
 {
-	mrl_region_reserve();
-	pthread_atfork(mrl_region_fork_lock, mrl_region_fork_unlock,
-		       mrl_region_fork_unlock);
+	mrl_xfer_region_reserve();
+	pthread_atfork(mrl_xfer_region_fork_lock, mrl_xfer_region_fork_unlock,
+		       mrl_xfer_region_fork_unlock);
 }
 
 void
-mrl_op_region_init(void)
+mrl_xfer_op_region_init(void)
 {
-	pthread_once(&region_once, mrl_region_once);
+	pthread_once(&region_once, mrl_xfer_region_once);
 }
 
 static struct mrl_op_chunk *
-mrl_chunk_get(void)
+mrl_xfer_chunk_get(void)
 {
 	struct mrl_op_chunk *chunk = NULL;
 	uintptr_t end;
 
-	mrl_op_region_init();
-	end = mrl_op_region_base + mrl_op_region_size;
+	mrl_xfer_op_region_init();
+	end = mrl_xfer_op_region_base + mrl_xfer_op_region_size;
 
 	pthread_mutex_lock(&region_lock);
 	if (free_chunks) {
@@ -121,7 +121,7 @@ mrl_chunk_get(void)
 			chunk = (struct mrl_op_chunk *) region_next;
 			region_next += MRL_CHUNK_SIZE;
 		} else {
-			FI_WARN(mrl_prov, FI_LOG_CORE,
+			FI_WARN(mrl_hook_prov, FI_LOG_CORE,
 				"mprotect of an operation chunk: %s\n",
 				strerror(errno));
 		}
@@ -131,12 +131,12 @@ mrl_chunk_get(void)
 }
 
 static void
-mrl_chunk_put(struct mrl_op_chunk *chunk)
+mrl_xfer_chunk_put(struct mrl_op_chunk *chunk)
 {
 	struct mrl_op *ops = (struct mrl_op *) ((char *) chunk + MRL_CHUNK_HDR);
 
 	for (size_t i = 0; i < chunk->nops; i++) {
-		ops[i].pool = &mrl_dead_pool;
+		ops[i].pool = &mrl_xfer_dead_pool;
 		ops[i].domain = NULL;
 	}
 	pthread_mutex_lock(&region_lock);
@@ -146,12 +146,12 @@ mrl_chunk_put(struct mrl_op_chunk *chunk)
 }
 
 static inline struct mrl_op *
-mrl_chunk_ops(struct mrl_op_chunk *chunk)
+mrl_xfer_chunk_ops(struct mrl_op_chunk *chunk)
 {
 	return (struct mrl_op *) ((char *) chunk + MRL_CHUNK_HDR);
 }
 
-/* Ops are coded in 32 bits of 8-byte units (mrl_op_code). */
+/* Ops are coded in 32 bits of 8-byte units (mrl_xfer_op_code). */
 _Static_assert(MRL_REGION_MAX / 8 <= (size_t) UINT32_MAX + 1,
 	       "op codes do not fit in 32 bits");
 _Static_assert(_Alignof(struct mrl_op) >= 8 && sizeof(struct mrl_op) % 8 == 0 &&
@@ -159,8 +159,8 @@ _Static_assert(_Alignof(struct mrl_op) >= 8 && sizeof(struct mrl_op) % 8 == 0 &&
 	       "ops are not 8-byte aligned");
 
 void
-mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
-		 struct mrl_op *last)
+mrl_xfer_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
+		      struct mrl_op *last)
 {
 	uint64_t head, top;
 
@@ -171,7 +171,8 @@ mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 		pool->free = first;
 		return;
 	}
-	if ((first->flags & MRL_OP_OWNED) && pool->owner == mrl_thread_self()) {
+	if ((first->flags & MRL_OP_OWNED) &&
+	    pool->owner == mrl_xfer_thread_self()) {
 		/* The owner's list links by owned_next; next stays NULL. */
 		struct mrl_op *owned = atomic_load_explicit(
 			&pool->owned, memory_order_relaxed);
@@ -188,7 +189,7 @@ mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 		return;
 	}
 	/* Shared free lists link by free_next; next stays NULL in free ops
-	 * (mrl_op_get). */
+	 * (mrl_xfer_op_get). */
 	for (struct mrl_op *op = first, *next; op != last; op = next) {
 		next = op->next;
 		atomic_store_explicit(&op->free_next, next->code,
@@ -209,46 +210,46 @@ mrl_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 /* Carve a new chunk into the pool's free list; poster side (under the
  * pool's lock if shared). */
 static int
-mrl_pool_grow(struct mrl_op_pool *pool)
+mrl_xfer_pool_grow(struct mrl_op_pool *pool)
 {
-	struct mrl_op_chunk *chunk = mrl_chunk_get();
+	struct mrl_op_chunk *chunk = mrl_xfer_chunk_get();
 	struct mrl_op *ops;
 
 	if (!chunk)
 		return -FI_ENOMEM;
 	chunk->nops = MRL_CHUNK_OPS;
-	ops = mrl_chunk_ops(chunk);
+	ops = mrl_xfer_chunk_ops(chunk);
 	for (size_t i = 0; i < chunk->nops; i++) {
 		memset(&ops[i], 0, sizeof(ops[i]));
 		ops[i].pool = pool;
 		ops[i].domain = pool->domain;
 		atomic_init(&ops[i].state, MRL_OP_FREE);
 		atomic_init(&ops[i].free_next, 0);
-		ops[i].code = mrl_op_code(pool, &ops[i]);
+		ops[i].code = mrl_xfer_op_code(pool, &ops[i]);
 		ops[i].next = i + 1 < chunk->nops ? &ops[i + 1] : NULL;
 	}
 	chunk->next = pool->chunks;
 	pool->chunks = chunk;
-	mrl_op_put_chain(pool, ops, &ops[chunk->nops - 1]);
+	mrl_xfer_op_put_chain(pool, ops, &ops[chunk->nops - 1]);
 	return 0;
 }
 
 int
-mrl_op_pool_create(const struct mrl_domain *domain, enum fi_threading threading,
-		   struct mrl_op_pool **pool)
+mrl_xfer_op_pool_create(const struct mrl_domain *domain,
+			enum fi_threading threading, struct mrl_op_pool **pool)
 {
 	struct mrl_op_pool *p;
 	int ret;
 
-	mrl_op_region_init();
+	mrl_xfer_op_region_init();
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -FI_ENOMEM;
 	p->domain = domain;
 	p->serial = threading == FI_THREAD_DOMAIN ||
 		    threading == FI_THREAD_COMPLETION;
-	p->base = mrl_op_region_base;
-	p->owner = mrl_thread_self();
+	p->base = mrl_xfer_op_region_base;
+	p->owner = mrl_xfer_thread_self();
 	atomic_init(&p->owned, NULL);
 	atomic_init(&p->shared, 0);
 	atomic_init(&p->refs, 1);
@@ -261,7 +262,7 @@ mrl_op_pool_create(const struct mrl_domain *domain, enum fi_threading threading,
 		return -ret;
 	}
 	/* One chunk up front so the first posts do not grow the pool. */
-	ret = mrl_pool_grow(p);
+	ret = mrl_xfer_pool_grow(p);
 	if (ret)
 		goto err_lock;
 	*pool = p;
@@ -274,7 +275,7 @@ err_lock:
 }
 
 void
-mrl_op_pool_unref(struct mrl_op_pool *pool)
+mrl_xfer_op_pool_unref(struct mrl_op_pool *pool)
 {
 	struct mrl_op_chunk *chunk, *next;
 
@@ -283,14 +284,14 @@ mrl_op_pool_unref(struct mrl_op_pool *pool)
 		return;
 	for (chunk = pool->chunks; chunk; chunk = next) {
 		next = chunk->next;
-		mrl_chunk_put(chunk);
+		mrl_xfer_chunk_put(chunk);
 	}
 	pthread_mutex_destroy(&pool->lock);
 	free(pool);
 }
 
 bool
-mrl_op_pool_settled(struct mrl_op_pool *pool, size_t out)
+mrl_xfer_op_pool_settled(struct mrl_op_pool *pool, size_t out)
 {
 	size_t total = 0, n = 0;
 	struct mrl_op *op;
@@ -308,8 +309,9 @@ mrl_op_pool_settled(struct mrl_op_pool *pool, size_t out)
 					       memory_order_acquire);
 	while (code && n <= total) {
 		n++;
-		code = atomic_load_explicit(&mrl_op_at(pool, code)->free_next,
-					    memory_order_relaxed);
+		code = atomic_load_explicit(
+			&mrl_xfer_op_at(pool, code)->free_next,
+			memory_order_relaxed);
 	}
 	/* The owner's list: only its pushes change it now (the same
 	 * argument, by its release stores). */
@@ -320,18 +322,18 @@ mrl_op_pool_settled(struct mrl_op_pool *pool, size_t out)
 }
 
 struct mrl_op *
-mrl_op_alloc(struct mrl_op_pool *pool)
+mrl_xfer_op_alloc(struct mrl_op_pool *pool)
 {
-	struct mrl_op *op = mrl_op_get(pool);
+	struct mrl_op *op = mrl_xfer_op_get(pool);
 
 	if (!op) {
 		/* Another poster may have grown it meanwhile: try again
 		 * under the lock before growing. */
 		if (!pool->serial)
 			pthread_mutex_lock(&pool->lock);
-		op = mrl_op_get(pool);
-		if (!op && !mrl_pool_grow(pool))
-			op = mrl_op_get(pool);
+		op = mrl_xfer_op_get(pool);
+		if (!op && !mrl_xfer_pool_grow(pool))
+			op = mrl_xfer_op_get(pool);
 		if (!pool->serial)
 			pthread_mutex_unlock(&pool->lock);
 		if (!op)
@@ -346,13 +348,13 @@ mrl_op_alloc(struct mrl_op_pool *pool)
 }
 
 int
-mrl_op_add_lease(struct mrl_op *op, struct mrl_registration *reg)
+mrl_xfer_op_add_lease(struct mrl_op *op, struct mrl_registration *reg)
 {
 	struct mrl_op *extra;
 
 	while (op->nleases == MRL_OP_LEASES) {
 		if (!op->next) {
-			extra = mrl_op_alloc(op->pool);
+			extra = mrl_xfer_op_alloc(op->pool);
 			if (!extra)
 				return -FI_ENOMEM;
 			extra->flags = MRL_OP_EXTRA;
@@ -366,18 +368,18 @@ mrl_op_add_lease(struct mrl_op *op, struct mrl_registration *reg)
 }
 
 void
-mrl_op_release_leases(struct mrl_op *op)
+mrl_xfer_op_release_leases(struct mrl_op *op)
 {
 	for (; op; op = op->next) {
 		for (uint16_t i = 0; i < op->nleases; i++)
-			mrl_lease_release(op->leases[i]);
+			mrl_cache_lease_release(op->leases[i]);
 		op->nleases = 0;
 	}
 }
 
 /* The op and its extras, states set FREE; returns the last of the chain. */
 static struct mrl_op *
-mrl_op_chain_free(struct mrl_op *op)
+mrl_xfer_op_chain_free(struct mrl_op *op)
 {
 	struct mrl_op *last = op;
 
@@ -391,26 +393,27 @@ mrl_op_chain_free(struct mrl_op *op)
 }
 
 void
-mrl_op_free_poster(struct mrl_op *op)
+mrl_xfer_op_free_poster(struct mrl_op *op)
 {
 	struct mrl_op_pool *pool = op->pool;
 	struct mrl_op *last;
 
-	mrl_op_release_leases(op);
-	last = mrl_op_chain_free(op);
-	mrl_op_put_chain(pool, op, last);
+	mrl_xfer_op_release_leases(op);
+	last = mrl_xfer_op_chain_free(op);
+	mrl_xfer_op_put_chain(pool, op, last);
 }
 
 void
-mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
-			 bool (*fn)(struct mrl_op *op, void *arg), void *arg)
+mrl_xfer_op_pool_foreach_live(struct mrl_op_pool *pool,
+			      bool (*fn)(struct mrl_op *op, void *arg),
+			      void *arg)
 {
 	for (struct mrl_op_chunk *c = pool->chunks; c; c = c->next) {
-		struct mrl_op *ops = mrl_chunk_ops(c);
+		struct mrl_op *ops = mrl_xfer_chunk_ops(c);
 
 		for (size_t i = 0; i < c->nops; i++) {
 			if (ops[i].flags & MRL_OP_EXTRA ||
-			    !mrl_op_live(atomic_load_explicit(
+			    !mrl_xfer_op_live(atomic_load_explicit(
 				    &ops[i].state, memory_order_acquire)))
 				continue;
 			if (!fn(&ops[i], arg))
@@ -420,7 +423,8 @@ mrl_op_pool_foreach_live(struct mrl_op_pool *pool,
 }
 
 bool
-mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error, void **app_ctx)
+mrl_xfer_op_complete(struct mrl_op *op, uint64_t flags, bool error,
+		     void **app_ctx)
 {
 	struct mrl_op_pool *pool = op->pool;
 	unsigned int state;
@@ -435,19 +439,19 @@ mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error, void **app_ctx)
 	if (pool->serial) {
 		/* Nothing runs concurrently: plain state changes. */
 		state = atomic_load_explicit(&op->state, memory_order_relaxed);
-		ours = mrl_op_live(state);
+		ours = mrl_xfer_op_live(state);
 		if (ours)
 			atomic_store_explicit(&op->state, MRL_OP_FREE,
 					      memory_order_relaxed);
 	} else {
 		/* Any live state to FREE (close makes it ORPHAN instead). */
 		state = atomic_load_explicit(&op->state, memory_order_acquire);
-		while (mrl_op_live(state) &&
+		while (mrl_xfer_op_live(state) &&
 		       !atomic_compare_exchange_weak_explicit(
 			       &op->state, &state, MRL_OP_FREE,
 			       memory_order_acq_rel, memory_order_acquire))
 			;
-		ours = mrl_op_live(state);
+		ours = mrl_xfer_op_live(state);
 	}
 	if (ours) {
 		/* One pass over the op and its extras: release, free, push
@@ -462,7 +466,7 @@ mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error, void **app_ctx)
 
 		for (;;) {
 			for (uint16_t i = 0; i < last->nleases; i++)
-				mrl_lease_release(last->leases[i]);
+				mrl_cache_lease_release(last->leases[i]);
 			last->nleases = 0;
 			if (!last->next)
 				break;
@@ -477,8 +481,8 @@ mrl_op_complete(struct mrl_op *op, uint64_t flags, bool error, void **app_ctx)
 				atomic_load_explicit(&pool->defer,
 						     memory_order_acquire) :
 				NULL;
-		if (!guard || !mrl_cq_guard_defer(guard, op))
-			mrl_op_put_chain(pool, op, last);
+		if (!guard || !mrl_xfer_cq_guard_defer(guard, op))
+			mrl_xfer_op_put_chain(pool, op, last);
 	} else if (state == MRL_OP_ORPHAN) {
 		/* Its endpoint closed and released the leases; the pool is
 		 * held by this CQ and never hands the op out again. */

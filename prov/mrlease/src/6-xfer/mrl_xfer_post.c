@@ -23,43 +23,43 @@ _Static_assert(sizeof(struct fi_triggered_context2) <=
 	       "a triggered context fits in an op");
 
 void
-mrl_post_trigger_op(struct mrl_post *p, const void *app_ctx)
+mrl_xfer_post_trigger_op(struct mrl_post *p, const void *app_ctx)
 {
 	size_t size = p->x->ep->domain->mode & FI_CONTEXT2 ?
 			      sizeof(struct fi_triggered_context2) :
 			      sizeof(struct fi_triggered_context);
 
 	memcpy(&p->op->prov_ctx, app_ctx, size);
-	mrl_trigger_to_inner(FI_TRIGGER, &p->op->prov_ctx);
+	mrl_hook_trigger_to_inner(FI_TRIGGER, &p->op->prov_ctx);
 }
 
 void
-mrl_post_lease_failed(const void *buf, size_t len, int ret)
+mrl_xfer_post_lease_failed(const void *buf, size_t len, int ret)
 {
-	FI_WARN(mrl_prov, FI_LOG_EP_DATA,
+	FI_WARN(mrl_hook_prov, FI_LOG_EP_DATA,
 		"no registration for operand %p+%zu: %s\n", buf, len,
 		fi_strerror(-ret));
 }
 
 int
-mrl_post_single_failed(const struct mrl_xep *x, const void *buf, size_t len,
-		       int err)
+mrl_xfer_post_single_failed(const struct mrl_xep *x, const void *buf,
+			    size_t len, int err)
 {
 	if (!x->mr_local)
 		return 0;
-	mrl_post_lease_failed(buf, len, err);
+	mrl_xfer_post_lease_failed(buf, len, err);
 	return err;
 }
 
 int
-mrl_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
-	     size_t count, size_t min, void **out)
+mrl_xfer_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
+		  size_t count, size_t min, void **out)
 {
 	int ret;
 
 	for (size_t i = 0; i < count; i++) {
-		ret = mrl_post_buf(p, iov[i].iov_base, iov[i].iov_len,
-				   desc ? desc[i] : NULL, min, &out[i]);
+		ret = mrl_xfer_post_buf(p, iov[i].iov_base, iov[i].iov_len,
+					desc ? desc[i] : NULL, min, &out[i]);
 		if (ret)
 			return ret;
 	}
@@ -67,10 +67,11 @@ mrl_post_iov(struct mrl_post *p, const struct iovec *iov, void **desc,
 }
 
 int
-mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
-	     size_t count, enum fi_datatype datatype, size_t min, void **out)
+mrl_xfer_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
+		  size_t count, enum fi_datatype datatype, size_t min,
+		  void **out)
 {
-	size_t size = mrl_datatype_size(datatype);
+	size_t size = mrl_hook_datatype_size(datatype);
 	int ret;
 
 	for (size_t i = 0; i < count; i++) {
@@ -80,8 +81,9 @@ mrl_post_ioc(struct mrl_post *p, const struct fi_ioc *ioc, void **desc,
 				     ioc[i].count * size :
 				     0;
 
-		ret = mrl_post_buf(p, ioc[i].addr, len, desc ? desc[i] : NULL,
-				   len ? min : SIZE_MAX, &out[i]);
+		ret = mrl_xfer_post_buf(p, ioc[i].addr, len,
+					desc ? desc[i] : NULL,
+					len ? min : SIZE_MAX, &out[i]);
 		if (ret)
 			return ret;
 	}

@@ -32,8 +32,8 @@ struct mrl_rma_call {
  * msg call with flags when as_msg, else c's own shape (single buffers as
  * the v call). */
 static ssize_t
-mrl_rma_issue(struct fid_ep *in, const struct mrl_rma_call *c, void **ldesc,
-	      void *ctx, uint64_t flags, bool as_msg)
+mrl_xfer_rma_issue(struct fid_ep *in, const struct mrl_rma_call *c,
+		   void **ldesc, void *ctx, uint64_t flags, bool as_msg)
 {
 	const struct fi_rma_iov *r = c->rma_iov;
 
@@ -70,8 +70,8 @@ mrl_rma_issue(struct fid_ep *in, const struct mrl_rma_call *c, void **ldesc,
  * as_msg (the application's msg calls, converted calls), else in c's own
  * shape. */
 static ssize_t
-mrl_rma_post(struct mrl_ep *ep, const struct mrl_rma_call *c, uint64_t flags,
-	     bool as_msg)
+mrl_xfer_rma_post(struct mrl_ep *ep, const struct mrl_rma_call *c,
+		  uint64_t flags, bool as_msg)
 {
 	struct mrl_xep *x = ep->ext;
 	const struct mrl_xdir *d = &x->dir[MRL_TX];
@@ -80,23 +80,24 @@ mrl_rma_post(struct mrl_ep *ep, const struct mrl_rma_call *c, uint64_t flags,
 	void *ctx;
 	ssize_t ret;
 
-	mrl_post_init(&p, x, MRL_TX);
-	ret = mrl_post_iov(&p, c->iov, c->desc, c->count,
-			   as_msg ? d->min_msg : d->min, ldesc);
+	mrl_xfer_post_init(&p, x, MRL_TX);
+	ret = mrl_xfer_post_iov(&p, c->iov, c->desc, c->count,
+				as_msg ? d->min_msg : d->min, ldesc);
 	if (ret)
-		return mrl_post_end(&p, ret);
-	ctx = mrl_post_context(&p, c->context, &flags);
-	return mrl_post_end(
-		&p, mrl_rma_issue(ep->inner, c, ldesc, ctx, flags, as_msg));
+		return mrl_xfer_post_end(&p, ret);
+	ctx = mrl_xfer_post_context(&p, c->context, &flags);
+	return mrl_xfer_post_end(&p, mrl_xfer_rma_issue(ep->inner, c, ldesc,
+							ctx, flags, as_msg));
 }
 
 /* The slow path of a non-msg call (one remote iov covering the local
  * ones): the endpoint's default flags, as the msg call when the route
  * needs FI_COMPLETION. */
 static ssize_t
-mrl_rma_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, const struct iovec *iov,
-	     void **desc, size_t count, fi_addr_t peer, uint64_t addr,
-	     uint64_t key, uint64_t data, void *context)
+mrl_xfer_rma_slow(struct mrl_ep *ep, enum mrl_rma_kind kind,
+		  const struct iovec *iov, void **desc, size_t count,
+		  fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data,
+		  void *context)
 {
 	const struct mrl_xdir *d = &((struct mrl_xep *) ep->ext)->dir[MRL_TX];
 	struct fi_rma_iov rma_iov = {.addr = addr, .key = key};
@@ -117,13 +118,13 @@ mrl_rma_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, const struct iovec *iov,
 		rma_iov.len += iov[i].iov_len;
 	if (kind == MRL_RMA_WRITEDATA)
 		flags |= FI_REMOTE_CQ_DATA;
-	return mrl_rma_post(ep, &c, flags, d->convert);
+	return mrl_xfer_rma_post(ep, &c, flags, d->convert);
 }
 
 /* The application's readmsg/writemsg. */
 static ssize_t
-mrl_rma_slowmsg(struct mrl_ep *ep, enum mrl_rma_kind kind,
-		const struct fi_msg_rma *msg, uint64_t flags)
+mrl_xfer_rma_slowmsg(struct mrl_ep *ep, enum mrl_rma_kind kind,
+		     const struct fi_msg_rma *msg, uint64_t flags)
 {
 	struct mrl_rma_call c = {
 		.kind = kind,
@@ -137,24 +138,24 @@ mrl_rma_slowmsg(struct mrl_ep *ep, enum mrl_rma_kind kind,
 		.context = msg->context,
 	};
 
-	return mrl_rma_post(ep, &c, flags, true);
+	return mrl_xfer_rma_post(ep, &c, flags, true);
 }
 
 /* A single-buffer call off the hit path: the slow path (err 0), or its
- * lease failed (err: mrl_post_single_failed). */
+ * lease failed (err: mrl_xfer_post_single_failed). */
 static ssize_t __attribute__((noinline, cold))
-mrl_rma_single_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf,
-		    size_t len, fi_addr_t peer, uint64_t addr, uint64_t key,
-		    uint64_t data, void *context, int err)
+mrl_xfer_rma_single_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf,
+			 size_t len, fi_addr_t peer, uint64_t addr,
+			 uint64_t key, uint64_t data, void *context, int err)
 {
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	void *desc = NULL;
 	int ret;
 
 	if (!err)
-		return mrl_rma_slow(ep, kind, &iov, &desc, 1, peer, addr, key,
-				    data, context);
-	ret = mrl_post_single_failed(ep->ext, buf, len, err);
+		return mrl_xfer_rma_slow(ep, kind, &iov, &desc, 1, peer, addr,
+					 key, data, context);
+	ret = mrl_xfer_post_single_failed(ep->ext, buf, len, err);
 	if (ret)
 		return ret;
 	switch (kind) {
@@ -170,32 +171,34 @@ mrl_rma_single_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf,
 	}
 }
 
-/* The operands of an RMA call into its op (mrl_op_args: a = addr,
+/* The operands of an RMA call into its op (mrl_xfer_op_args: a = addr,
  * b = key, c = data). */
 static inline __attribute__((always_inline)) void
-mrl_rma_args_set(enum mrl_rma_kind kind, struct mrl_op *op, struct fid_ep *fep,
-		 const void *buf, size_t len, fi_addr_t peer, uint64_t addr,
-		 uint64_t key, uint64_t data, void *context)
+mrl_xfer_rma_args_set(enum mrl_rma_kind kind, struct mrl_op *op,
+		      struct fid_ep *fep, const void *buf, size_t len,
+		      fi_addr_t peer, uint64_t addr, uint64_t key,
+		      uint64_t data, void *context)
 {
-	struct mrl_op_args *a = mrl_op_args(op);
+	struct mrl_op_args *a = mrl_xfer_op_args(op);
 
 	a->a = addr;
 	a->b = key;
 	if (kind == MRL_RMA_WRITEDATA)
 		a->c = data;
-	mrl_op_args_set(op, fep, buf, len, peer, context);
+	mrl_xfer_op_args_set(op, fep, buf, len, peer, context);
 }
 
 /* The lease failed in the leased half: the op goes back, the call takes
- * mrl_rma_single_slow with the operands it left in the op. */
+ * mrl_xfer_rma_single_slow with the operands it left in the op. */
 static ssize_t __attribute__((noinline, cold))
-mrl_rma_op_failed(enum mrl_rma_kind kind, struct mrl_op *op, int err)
+mrl_xfer_rma_op_failed(enum mrl_rma_kind kind, struct mrl_op *op, int err)
 {
 	struct mrl_op_args a;
-	void *context = mrl_op_give_back(op, &a);
+	void *context = mrl_xfer_op_give_back(op, &a);
 
-	return mrl_rma_single_slow(mrl_ep_of(a.fep), kind, a.buf, a.len, a.peer,
-				   a.a, a.b, a.c, context, err);
+	return mrl_xfer_rma_single_slow(mrl_hook_ep_of(a.fep), kind, a.buf,
+					a.len, a.peer, a.a, a.b, a.c, context,
+					err);
 }
 
 /*
@@ -204,19 +207,19 @@ mrl_rma_op_failed(enum mrl_rma_kind kind, struct mrl_op *op, int err)
  * LIVE, the inner call with the operands the first half stored in the op.
  */
 static inline __attribute__((always_inline)) ssize_t
-mrl_rma_op(enum mrl_rma_kind kind, struct mrl_cache_domain *cache,
-	   uintptr_t buf, size_t len, struct mrl_op *op)
+mrl_xfer_rma_op(enum mrl_rma_kind kind, struct mrl_cache_domain *cache,
+		uintptr_t buf, size_t len, struct mrl_op *op)
 {
-	struct mrl_op_args *a = mrl_op_args(op);
+	struct mrl_op_args *a = mrl_xfer_op_args(op);
 	struct fid_ep *in;
 	void *desc;
 	ssize_t ret;
 	int err;
 
-	err = mrl_op_lease_one(cache, buf, len, op, &desc);
+	err = mrl_xfer_op_lease_one(cache, buf, len, op, &desc);
 	if (__builtin_expect(err != 0, 0))
-		return mrl_rma_op_failed(kind, op, err);
-	in = mrl_ep_of(a->fep)->inner;
+		return mrl_xfer_rma_op_failed(kind, op, err);
+	in = mrl_hook_ep_of(a->fep)->inner;
 	switch (kind) {
 	case MRL_RMA_READ:
 		ret = fi_read(in, a->buf, a->len, desc, a->peer, a->a, a->b,
@@ -232,7 +235,7 @@ mrl_rma_op(enum mrl_rma_kind kind, struct mrl_cache_domain *cache,
 		break;
 	}
 	if (__builtin_expect(ret != 0, 0))
-		mrl_op_free_poster(op);
+		mrl_xfer_op_free_poster(op);
 	return ret;
 }
 
@@ -241,7 +244,7 @@ mrl_rma_op(enum mrl_rma_kind kind, struct mrl_cache_domain *cache,
 	name(struct mrl_cache_domain *cache, uintptr_t buf, size_t len, \
 	     struct mrl_op *op)                                         \
 	{                                                               \
-		return mrl_rma_op(kind, cache, buf, len, op);           \
+		return mrl_xfer_rma_op(kind, cache, buf, len, op);      \
 	}
 MRL_RMA_OP(mrl_rma_read_op, MRL_RMA_READ)
 MRL_RMA_OP(mrl_rma_write_op, MRL_RMA_WRITE)
@@ -251,55 +254,57 @@ MRL_RMA_OP(mrl_rma_writedata_op, MRL_RMA_WRITEDATA)
  * The first half for a thread that is not its pool's owner, or an owner
  * whose list is empty (out of line: the shared stack's CAS loop needs more
  * registers than a frameless call has): an op off the pool, the operands
- * into it, the leased half. Anything else goes to mrl_rma_single_slow.
+ * into it, the leased half. Anything else goes to mrl_xfer_rma_single_slow.
  */
 static inline __attribute__((always_inline)) ssize_t
-mrl_rma_pop(enum mrl_rma_kind kind, struct fid_ep *fep, const void *buf,
-	    size_t len, fi_addr_t peer, uint64_t addr, uint64_t key,
-	    uint64_t data, void *context,
-	    ssize_t (*leased)(struct mrl_cache_domain *, uintptr_t, size_t,
-			      struct mrl_op *))
+mrl_xfer_rma_pop(enum mrl_rma_kind kind, struct fid_ep *fep, const void *buf,
+		 size_t len, fi_addr_t peer, uint64_t addr, uint64_t key,
+		 uint64_t data, void *context,
+		 ssize_t (*leased)(struct mrl_cache_domain *, uintptr_t, size_t,
+				   struct mrl_op *))
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_op *op;
 
-	op = mrl_post_pop(x->dir[MRL_TX].single, buf, 0);
+	op = mrl_xfer_post_pop(x->dir[MRL_TX].single, buf, 0);
 	if (!op)
-		return mrl_rma_single_slow(ep, kind, (void *) buf, len, peer,
-					   addr, key, data, context, 0);
-	mrl_rma_args_set(kind, op, fep, buf, len, peer, addr, key, data,
-			 context);
+		return mrl_xfer_rma_single_slow(ep, kind, (void *) buf, len,
+						peer, addr, key, data, context,
+						0);
+	mrl_xfer_rma_args_set(kind, op, fep, buf, len, peer, addr, key, data,
+			      context);
 	return leased(x->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_rma_read_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
-		 fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
+mrl_xfer_rma_read_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
+		      fi_addr_t src_addr, uint64_t addr, uint64_t key,
+		      void *context)
 {
 	(void) desc;
-	return mrl_rma_pop(MRL_RMA_READ, fep, buf, len, src_addr, addr, key, 0,
-			   context, mrl_rma_read_op);
+	return mrl_xfer_rma_pop(MRL_RMA_READ, fep, buf, len, src_addr, addr,
+				key, 0, context, mrl_rma_read_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_rma_write_pop(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-		  fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-		  void *context)
+mrl_xfer_rma_write_pop(struct fid_ep *fep, const void *buf, size_t len,
+		       void *desc, fi_addr_t dest_addr, uint64_t addr,
+		       uint64_t key, void *context)
 {
 	(void) desc;
-	return mrl_rma_pop(MRL_RMA_WRITE, fep, buf, len, dest_addr, addr, key,
-			   0, context, mrl_rma_write_op);
+	return mrl_xfer_rma_pop(MRL_RMA_WRITE, fep, buf, len, dest_addr, addr,
+				key, 0, context, mrl_rma_write_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_rma_writedata_pop(struct fid_ep *fep, const void *buf, size_t len,
-		      void *desc, uint64_t data, fi_addr_t dest_addr,
-		      uint64_t addr, uint64_t key, void *context)
+mrl_xfer_rma_writedata_pop(struct fid_ep *fep, const void *buf, size_t len,
+			   void *desc, uint64_t data, fi_addr_t dest_addr,
+			   uint64_t addr, uint64_t key, void *context)
 {
 	(void) desc;
-	return mrl_rma_pop(MRL_RMA_WRITEDATA, fep, buf, len, dest_addr, addr,
-			   key, data, context, mrl_rma_writedata_op);
+	return mrl_xfer_rma_pop(MRL_RMA_WRITEDATA, fep, buf, len, dest_addr,
+				addr, key, data, context, mrl_rma_writedata_op);
 }
 
 /*
@@ -311,26 +316,28 @@ mrl_rma_writedata_pop(struct fid_ep *fep, const void *buf, size_t len,
  * caller takes its out-of-line pop instead.
  */
 static inline __attribute__((always_inline)) struct mrl_op *
-mrl_rma_owned(enum mrl_rma_kind kind, struct mrl_op_pool *pool,
-	      struct fid_ep *fep, const void *buf, size_t len, fi_addr_t peer,
-	      uint64_t addr, uint64_t key, uint64_t data, void *context)
+mrl_xfer_rma_owned(enum mrl_rma_kind kind, struct mrl_op_pool *pool,
+		   struct fid_ep *fep, const void *buf, size_t len,
+		   fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data,
+		   void *context)
 {
-	struct mrl_op *op = mrl_post_owned(pool, buf);
+	struct mrl_op *op = mrl_xfer_post_owned(pool, buf);
 
 	if (!op)
 		return NULL;
-	mrl_rma_args_set(kind, op, fep, buf, len, peer, addr, key, data,
-			 context);
-	mrl_post_owned_take(pool, op, mrl_op_shape(MRL_OP_OWNED, 1),
-			    MRL_OP_LIVE_OWNED);
+	mrl_xfer_rma_args_set(kind, op, fep, buf, len, peer, addr, key, data,
+			      context);
+	mrl_xfer_post_owned_take(pool, op, mrl_xfer_op_shape(MRL_OP_OWNED, 1),
+				 MRL_OP_LIVE_OWNED);
 	return op;
 }
 
 static ssize_t
-mrl_rma_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
-	     fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
+mrl_xfer_rma_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
+		  fi_addr_t src_addr, uint64_t addr, uint64_t key,
+		  void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
@@ -339,49 +346,50 @@ mrl_rma_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
 		return fi_read(ep->inner, buf, len, desc, src_addr, addr, key,
 			       context);
 	pool = x->dir[MRL_TX].single;
-	op = mrl_rma_owned(MRL_RMA_READ, pool, fep, buf, len, src_addr, addr,
-			   key, 0, context);
+	op = mrl_xfer_rma_owned(MRL_RMA_READ, pool, fep, buf, len, src_addr,
+				addr, key, 0, context);
 	if (!op)
-		return mrl_rma_read_pop(fep, buf, len, desc, src_addr, addr,
-					key, context);
+		return mrl_xfer_rma_read_pop(fep, buf, len, desc, src_addr,
+					     addr, key, context);
 	return mrl_rma_read_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t
-mrl_rma_readv(struct fid_ep *fep, const struct iovec *iov, void **desc,
-	      size_t count, fi_addr_t src_addr, uint64_t addr, uint64_t key,
-	      void *context)
+mrl_xfer_rma_readv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+		   size_t count, fi_addr_t src_addr, uint64_t addr,
+		   uint64_t key, void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
+	if (!mrl_xfer_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
 		return fi_readv(ep->inner, iov, desc, count, src_addr, addr,
 				key, context);
-	return mrl_rma_slow(ep, MRL_RMA_READ, iov, desc, count, src_addr, addr,
-			    key, 0, context);
+	return mrl_xfer_rma_slow(ep, MRL_RMA_READ, iov, desc, count, src_addr,
+				 addr, key, 0, context);
 }
 
 static ssize_t
-mrl_rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
-		uint64_t flags)
+mrl_xfer_rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
+		     uint64_t flags)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 x->dir[MRL_TX].min_msg)) {
-		mrl_post_trigger_fwd(flags, msg->context);
+	if (!mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+				      x->dir[MRL_TX].min_msg)) {
+		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_readmsg(ep->inner, msg, flags);
 	}
-	return mrl_rma_slowmsg(ep, MRL_RMA_READ, msg, flags);
+	return mrl_xfer_rma_slowmsg(ep, MRL_RMA_READ, msg, flags);
 }
 
 static ssize_t
-mrl_rma_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-	      fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context)
+mrl_xfer_rma_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+		   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+		   void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
@@ -390,51 +398,51 @@ mrl_rma_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 		return fi_write(ep->inner, buf, len, desc, dest_addr, addr, key,
 				context);
 	pool = x->dir[MRL_TX].single;
-	op = mrl_rma_owned(MRL_RMA_WRITE, pool, fep, buf, len, dest_addr, addr,
-			   key, 0, context);
+	op = mrl_xfer_rma_owned(MRL_RMA_WRITE, pool, fep, buf, len, dest_addr,
+				addr, key, 0, context);
 	if (!op)
-		return mrl_rma_write_pop(fep, buf, len, desc, dest_addr, addr,
-					 key, context);
+		return mrl_xfer_rma_write_pop(fep, buf, len, desc, dest_addr,
+					      addr, key, context);
 	return mrl_rma_write_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t
-mrl_rma_writev(struct fid_ep *fep, const struct iovec *iov, void **desc,
-	       size_t count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-	       void *context)
+mrl_xfer_rma_writev(struct fid_ep *fep, const struct iovec *iov, void **desc,
+		    size_t count, fi_addr_t dest_addr, uint64_t addr,
+		    uint64_t key, void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
+	if (!mrl_xfer_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
 		return fi_writev(ep->inner, iov, desc, count, dest_addr, addr,
 				 key, context);
-	return mrl_rma_slow(ep, MRL_RMA_WRITE, iov, desc, count, dest_addr,
-			    addr, key, 0, context);
+	return mrl_xfer_rma_slow(ep, MRL_RMA_WRITE, iov, desc, count, dest_addr,
+				 addr, key, 0, context);
 }
 
 static ssize_t
-mrl_rma_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
-		 uint64_t flags)
+mrl_xfer_rma_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
+		      uint64_t flags)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
 	if ((flags & FI_INJECT) ||
-	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 x->dir[MRL_TX].min_msg)) {
-		mrl_post_trigger_fwd(flags, msg->context);
+	    !mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+				      x->dir[MRL_TX].min_msg)) {
+		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_writemsg(ep->inner, msg, flags);
 	}
-	return mrl_rma_slowmsg(ep, MRL_RMA_WRITE, msg, flags);
+	return mrl_xfer_rma_slowmsg(ep, MRL_RMA_WRITE, msg, flags);
 }
 
 static ssize_t
-mrl_rma_writedata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-		  uint64_t data, fi_addr_t dest_addr, uint64_t addr,
-		  uint64_t key, void *context)
+mrl_xfer_rma_writedata(struct fid_ep *fep, const void *buf, size_t len,
+		       void *desc, uint64_t data, fi_addr_t dest_addr,
+		       uint64_t addr, uint64_t key, void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
@@ -443,11 +451,12 @@ mrl_rma_writedata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 		return fi_writedata(ep->inner, buf, len, desc, data, dest_addr,
 				    addr, key, context);
 	pool = x->dir[MRL_TX].single;
-	op = mrl_rma_owned(MRL_RMA_WRITEDATA, pool, fep, buf, len, dest_addr,
-			   addr, key, data, context);
+	op = mrl_xfer_rma_owned(MRL_RMA_WRITEDATA, pool, fep, buf, len,
+				dest_addr, addr, key, data, context);
 	if (!op)
-		return mrl_rma_writedata_pop(fep, buf, len, desc, data,
-					     dest_addr, addr, key, context);
+		return mrl_xfer_rma_writedata_pop(fep, buf, len, desc, data,
+						  dest_addr, addr, key,
+						  context);
 	return mrl_rma_writedata_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
@@ -459,52 +468,54 @@ mrl_rma_writedata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
  * checked the inner table once). Triggered msg calls keep the passthrough's
  * counter translation.
  */
-static struct fi_ops_rma mrl_plain_rma_ops;
+static struct fi_ops_rma mrl_xfer_plain_rma_ops;
 
 static ssize_t
-mrl_plain_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
-	       fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
+mrl_xfer_plain_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
+		    fi_addr_t src_addr, uint64_t addr, uint64_t key,
+		    void *context)
 {
-	struct fid_ep *in = mrl_ep_of(fep)->inner;
+	struct fid_ep *in = mrl_hook_ep_of(fep)->inner;
 
 	return in->rma->read(in, buf, len, desc, src_addr, addr, key, context);
 }
 
 static ssize_t
-mrl_plain_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-		fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context)
+mrl_xfer_plain_write(struct fid_ep *fep, const void *buf, size_t len,
+		     void *desc, fi_addr_t dest_addr, uint64_t addr,
+		     uint64_t key, void *context)
 {
-	struct fid_ep *in = mrl_ep_of(fep)->inner;
+	struct fid_ep *in = mrl_hook_ep_of(fep)->inner;
 
 	return in->rma->write(in, buf, len, desc, dest_addr, addr, key,
 			      context);
 }
 
 static ssize_t
-mrl_plain_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
-		  uint64_t flags)
+mrl_xfer_plain_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
+		       uint64_t flags)
 {
 	struct fid_ep *in;
 
 	/* The flag first: the inner endpoint's load can then replace fep
 	 * in its register (no copy). */
 	if (flags & FI_TRIGGER)
-		return mrl_ep_rma_ops.readmsg(fep, msg, flags);
-	in = mrl_ep_of(fep)->inner;
+		return mrl_hook_ep_rma_ops.readmsg(fep, msg, flags);
+	in = mrl_hook_ep_of(fep)->inner;
 	return in->rma->readmsg(in, msg, flags);
 }
 
 static ssize_t
-mrl_plain_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
-		   uint64_t flags)
+mrl_xfer_plain_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
+			uint64_t flags)
 {
 	struct fid_ep *in;
 
 	/* The flag first: the inner endpoint's load can then replace fep
 	 * in its register (no copy). */
 	if (flags & FI_TRIGGER)
-		return mrl_ep_rma_ops.writemsg(fep, msg, flags);
-	in = mrl_ep_of(fep)->inner;
+		return mrl_hook_ep_rma_ops.writemsg(fep, msg, flags);
+	in = mrl_hook_ep_of(fep)->inner;
 	return in->rma->writemsg(in, msg, flags);
 }
 
@@ -513,29 +524,29 @@ mrl_xfer_rma_plain_install(struct mrl_ep *ep)
 {
 	const struct fi_ops_rma *in = ep->inner->rma;
 
-	if (ep->ep.rma != &mrl_ep_rma_ops ||
+	if (ep->ep.rma != &mrl_hook_ep_rma_ops ||
 	    !FI_CHECK_OP(in, struct fi_ops_rma, read) ||
 	    !FI_CHECK_OP(in, struct fi_ops_rma, write) ||
 	    !FI_CHECK_OP(in, struct fi_ops_rma, readmsg) ||
 	    !FI_CHECK_OP(in, struct fi_ops_rma, writemsg))
 		return;
-	ep->ep.rma = &mrl_plain_rma_ops;
+	ep->ep.rma = &mrl_xfer_plain_rma_ops;
 }
 
 void
 mrl_xfer_rma_init(void)
 {
-	mrl_plain_rma_ops = mrl_ep_rma_ops;
-	mrl_plain_rma_ops.read = mrl_plain_read;
-	mrl_plain_rma_ops.write = mrl_plain_write;
-	mrl_plain_rma_ops.readmsg = mrl_plain_readmsg;
-	mrl_plain_rma_ops.writemsg = mrl_plain_writemsg;
-	mrl_xfer_rma_ops = mrl_ep_rma_ops;
-	mrl_xfer_rma_ops.read = mrl_rma_read;
-	mrl_xfer_rma_ops.readv = mrl_rma_readv;
-	mrl_xfer_rma_ops.readmsg = mrl_rma_readmsg;
-	mrl_xfer_rma_ops.write = mrl_rma_write;
-	mrl_xfer_rma_ops.writev = mrl_rma_writev;
-	mrl_xfer_rma_ops.writemsg = mrl_rma_writemsg;
-	mrl_xfer_rma_ops.writedata = mrl_rma_writedata;
+	mrl_xfer_plain_rma_ops = mrl_hook_ep_rma_ops;
+	mrl_xfer_plain_rma_ops.read = mrl_xfer_plain_read;
+	mrl_xfer_plain_rma_ops.write = mrl_xfer_plain_write;
+	mrl_xfer_plain_rma_ops.readmsg = mrl_xfer_plain_readmsg;
+	mrl_xfer_plain_rma_ops.writemsg = mrl_xfer_plain_writemsg;
+	mrl_xfer_rma_ops = mrl_hook_ep_rma_ops;
+	mrl_xfer_rma_ops.read = mrl_xfer_rma_read;
+	mrl_xfer_rma_ops.readv = mrl_xfer_rma_readv;
+	mrl_xfer_rma_ops.readmsg = mrl_xfer_rma_readmsg;
+	mrl_xfer_rma_ops.write = mrl_xfer_rma_write;
+	mrl_xfer_rma_ops.writev = mrl_xfer_rma_writev;
+	mrl_xfer_rma_ops.writemsg = mrl_xfer_rma_writemsg;
+	mrl_xfer_rma_ops.writedata = mrl_xfer_rma_writedata;
 }

@@ -45,17 +45,17 @@ struct mrl_xdir {
 	bool flags_visible; /* completions carry flags (multi-recv) */
 	/* rx: FI_MULTI_RECV buffers may lease (flags visible, the endpoint's
 	 * rx caps have FI_MULTI_RECV, a pool); on a shared pool reading an
-	 * app CQ that CQ is guarded first (mrl_xep_multi_recv_ok). */
+	 * app CQ that CQ is guarded first (mrl_xfer_ep_multi_recv_ok). */
 	bool multi_recv;
 	uint8_t route; /* enum mrl_route */
 	uint16_t live_flags; /* op flags of a leased non-converted non-msg
 			      * post (MRL_OP_MULTI_RECV from op_flags) */
 	uint64_t op_flags; /* default op flags, for converted calls */
 	/* The endpoint's pool when single-buffer non-msg calls may take the
-	 * hit path (leasing, not converted), else &mrl_op_pool_none. */
+	 * hit path (leasing, not converted), else &mrl_xfer_op_pool_none. */
 	struct mrl_op_pool *single;
 	/* The owner's op shape and state for single-buffer calls (live_flags
-	 * | MRL_OP_OWNED, one lease: mrl_post_op_live), so a receive's first
+	 * | MRL_OP_OWNED, one lease: mrl_xfer_post_op_live), so a receive's first
 	 * half stores them without computing them. */
 	uint32_t owned_shape, owned_state;
 };
@@ -65,7 +65,7 @@ struct mrl_xcntr;
 /* The domain requires local descriptors (FI_MR_LOCAL, or the older
  * FI_LOCAL_MR mode bit): leasing is mandatory. */
 static inline bool
-mrl_domain_mr_local(const struct mrl_domain *dom)
+mrl_xfer_domain_mr_local(const struct mrl_domain *dom)
 {
 	return (dom->mr_mode & FI_MR_LOCAL) || (dom->mode & MRL_FI_LOCAL_MR);
 }
@@ -74,9 +74,9 @@ mrl_domain_mr_local(const struct mrl_domain *dom)
  * start at the operand (FI_MR_LOCAL without FI_MR_VIRT_ADDR: rxm 1.17's
  * rendezvous reads from the MR's start; see mrl_xfer_msg.c). */
 static inline bool
-mrl_domain_mr_at_operand(const struct mrl_domain *dom)
+mrl_xfer_domain_mr_at_operand(const struct mrl_domain *dom)
 {
-	return mrl_domain_mr_local(dom) &&
+	return mrl_xfer_domain_mr_local(dom) &&
 	       !(dom->mr_mode & (FI_MR_VIRT_ADDR | MRL_FI_MR_BASIC));
 }
 
@@ -96,22 +96,22 @@ struct mrl_xep {
 	pthread_mutex_t drain_lock; /* serialises internal_cq reads */
 	uint64_t rx_caps; /* rx caps from the open (0: unknown) */
 	/* Leased FI_MULTI_RECV buffers may be posted: the rx CQ is guarded
-	 * and pool->defer set, or nothing needs it (mrl_xep_guard_rx). */
+	 * and pool->defer set, or nothing needs it (mrl_xfer_ep_guard_rx). */
 	atomic_bool rx_guarded;
 };
 
 /* Make leased FI_MULTI_RECV posts safe on x (guard its rx CQ when its pool
  * is shared: mrl_completion_cq.c); 0, or the post goes out unleased. */
-int mrl_xep_guard_rx(struct mrl_xep *x);
+int mrl_xfer_ep_guard_rx(struct mrl_xep *x);
 
 /* Whether an FI_MULTI_RECV post on x may lease (guarding its rx CQ on the
  * first one); false: forward it unleased. */
 static inline bool
-mrl_xep_multi_recv_ok(struct mrl_xep *x)
+mrl_xfer_ep_multi_recv_ok(struct mrl_xep *x)
 {
 	return x->dir[MRL_RX].multi_recv &&
 	       (atomic_load_explicit(&x->rx_guarded, memory_order_acquire) ||
-		!mrl_xep_guard_rx(x));
+		!mrl_xfer_ep_guard_rx(x));
 }
 
 /* Op tables (mrl_xfer_*.c): the passthrough's, with every post that can
@@ -131,7 +131,7 @@ void mrl_xfer_rma_plain_install(struct mrl_ep *ep);
 
 /*
  * A guarded CQ's readers in flight and deferred ops (mrl_completion_cq.c):
- * word = (readers << 32) | mrl_op_code of the first deferred op (0: none;
+ * word = (readers << 32) | mrl_xfer_op_code of the first deferred op (0: none;
  * the ops linked by free_next). The list is emptied, by the reader whose
  * exit takes the count to 0, in the same atomic step.
  */
@@ -147,7 +147,7 @@ struct mrl_cq_guard {
  * released, state FREE): keep it off its pool while other readers may hold
  * entries naming it. False when no reader is counted (then the caller
  * pushes it back now). */
-bool mrl_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op);
+bool mrl_xfer_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op);
 
 /*
  * Claiming receives in flight whose completions a CQ reports
@@ -172,15 +172,15 @@ struct mrl_claims {
  * ordering: a claim is in the table before its post reaches the provider,
  * so a read that returns its completion sees it). */
 static inline bool
-mrl_claims_any(struct mrl_claims *c)
+mrl_xfer_claims_any(struct mrl_claims *c)
 {
 	return atomic_load_explicit(&c->n, memory_order_acquire) != 0;
 }
 
 /* The op of the claim a completion with context ctx (and the entry's flags
  * at flagsp, NULL: none) ends, taken out of the table; NULL if none. */
-struct mrl_op *mrl_claims_take(struct mrl_claims *c, void *ctx,
-			       const uint64_t *flagsp);
+struct mrl_op *mrl_xfer_claims_take(struct mrl_claims *c, void *ctx,
+				    const uint64_t *flagsp);
 
 /* The data path's state of a CQ (mrl_cq.ext). */
 /* Completions a CQ reads ahead at most (struct mrl_xcq). */
@@ -189,7 +189,7 @@ struct mrl_op *mrl_claims_take(struct mrl_claims *c, void *ctx,
 struct mrl_xcq {
 	size_t entry_size;
 	struct mrl_cache_domain *cache; /* its domain's: reads settle it */
-	/* Reads go through the guarded table (mrl_xcq_guard): set once. */
+	/* Reads go through the guarded table (mrl_xfer_cq_guard): set once. */
 	atomic_bool guarded;
 	struct mrl_cq_guard guard;
 	/* fi_cq_signal calls: a blocking read the hook would retry after a
@@ -218,18 +218,18 @@ struct mrl_xcq {
 
 /* A CQ's claims table: set up at open, torn down at close
  * (mrl_xfer_claim.c). */
-int mrl_claims_init(struct mrl_claims *c);
-void mrl_claims_fini(struct mrl_claims *c);
+int mrl_xfer_claims_init(struct mrl_claims *c);
+void mrl_xfer_claims_fini(struct mrl_claims *c);
 /* Endpoint close, before its ops are orphaned: x's claims leave its rx CQ's
  * table (the provider let go of them; entries still queued reach the
  * application as the provider wrote them). */
-void mrl_xep_claims_close(struct mrl_xep *x);
+void mrl_xfer_ep_claims_close(struct mrl_xep *x);
 
 /* Keep pool alive until cq closes (an endpoint closed with orphans). */
-int mrl_xcq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool);
+int mrl_xfer_cq_hold_pool(struct mrl_cq *cq, struct mrl_op_pool *pool);
 /* Switch cq's reads to the guarded ones (idempotent); its guard, or NULL
  * when cq does not translate (no ext). */
-struct mrl_cq_guard *mrl_xcq_guard(struct mrl_cq *cq);
+struct mrl_cq_guard *mrl_xfer_cq_guard(struct mrl_cq *cq);
 
 /* Counters drive internal CQs of counters-only endpoints (mrl_cntr.ext). */
 struct mrl_xcntr {
@@ -241,9 +241,9 @@ struct mrl_xcntr {
 	size_t cap;
 };
 
-int mrl_xcntr_add(struct mrl_xcntr *c, struct mrl_xep *x);
-void mrl_xcntr_remove(struct mrl_xcntr *c, struct mrl_xep *x);
+int mrl_xfer_cntr_add(struct mrl_xcntr *c, struct mrl_xep *x);
+void mrl_xfer_cntr_remove(struct mrl_xcntr *c, struct mrl_xep *x);
 /* Read x's internal CQ until empty, releasing what completed. */
-void mrl_xep_drain(struct mrl_xep *x);
+void mrl_xfer_ep_drain(struct mrl_xep *x);
 
 #endif /* MRL_XFER_STATE_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_tsend/fi_trecv and friends: the entry points, with the posting code of
- * mrl_xfer_msg.c and mrl_xfer_inline.h (mrl_msg_owned, mrl_msg_op,
- * mrl_msg_post). Peeks and FI_DISCARD go to the provider as they are; a
+ * mrl_xfer_msg.c and mrl_xfer_inline.h (mrl_xfer_msg_owned, mrl_xfer_msg_op,
+ * mrl_xfer_msg_post). Peeks and FI_DISCARD go to the provider as they are; a
  * claiming receive keeps the application's context, its leases held by the
  * receive CQ's claims table (mrl_xfer_claim.c).
  */
@@ -25,34 +25,36 @@ static MRL_MSG_OP(mrl_tagged_recv_op, MRL_TRECV) static MRL_MSG_OP(
 			    uint64_t ignore, void *context)
 {
 	(void) desc;
-	return mrl_msg_pop(MRL_TRECV, fep, buf, len, src_addr, tag, ignore, 0,
-			   context, mrl_tagged_recv_op);
+	return mrl_xfer_msg_pop(MRL_TRECV, fep, buf, len, src_addr, tag, ignore,
+				0, context, mrl_tagged_recv_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_tagged_send_pop(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-		    fi_addr_t dest_addr, uint64_t tag, void *context)
+mrl_xfer_tagged_send_pop(struct fid_ep *fep, const void *buf, size_t len,
+			 void *desc, fi_addr_t dest_addr, uint64_t tag,
+			 void *context)
 {
 	(void) desc;
-	return mrl_msg_pop(MRL_TSEND, fep, buf, len, dest_addr, tag, 0, 0,
-			   context, mrl_tagged_send_op);
+	return mrl_xfer_msg_pop(MRL_TSEND, fep, buf, len, dest_addr, tag, 0, 0,
+				context, mrl_tagged_send_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
-mrl_tagged_senddata_pop(struct fid_ep *fep, const void *buf, size_t len,
-			void *desc, uint64_t data, fi_addr_t dest_addr,
-			uint64_t tag, void *context)
+mrl_xfer_tagged_senddata_pop(struct fid_ep *fep, const void *buf, size_t len,
+			     void *desc, uint64_t data, fi_addr_t dest_addr,
+			     uint64_t tag, void *context)
 {
 	(void) desc;
-	return mrl_msg_pop(MRL_TSENDDATA, fep, buf, len, dest_addr, tag, 0,
-			   data, context, mrl_tagged_senddata_op);
+	return mrl_xfer_msg_pop(MRL_TSENDDATA, fep, buf, len, dest_addr, tag, 0,
+				data, context, mrl_tagged_senddata_op);
 }
 
 /* The slow path of the iov calls. */
 static ssize_t
-mrl_tagged_slowv(struct mrl_ep *ep, enum mrl_msg_kind kind,
-		 const struct iovec *iov, void **desc, size_t count,
-		 fi_addr_t addr, uint64_t tag, uint64_t ignore, void *context)
+mrl_xfer_tagged_slowv(struct mrl_ep *ep, enum mrl_msg_kind kind,
+		      const struct iovec *iov, void **desc, size_t count,
+		      fi_addr_t addr, uint64_t tag, uint64_t ignore,
+		      void *context)
 {
 	struct mrl_msg_call c = {
 		.kind = kind,
@@ -65,13 +67,13 @@ mrl_tagged_slowv(struct mrl_ep *ep, enum mrl_msg_kind kind,
 		.context = context,
 	};
 
-	return mrl_msg_slow(ep, &c);
+	return mrl_xfer_msg_slow(ep, &c);
 }
 
 /* The app's msg calls. */
 static ssize_t
-mrl_tagged_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
-		   const struct fi_msg_tagged *msg, uint64_t flags)
+mrl_xfer_tagged_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
+			const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	struct mrl_msg_call c = {
 		.kind = kind,
@@ -85,15 +87,15 @@ mrl_tagged_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
 		.data = msg->data,
 	};
 
-	return mrl_msg_post(ep, &c, flags, true);
+	return mrl_xfer_msg_post(ep, &c, flags, true);
 }
 
 static ssize_t
-mrl_tagged_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
-		fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
-		void *context)
+mrl_xfer_tagged_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
+		     fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+		     void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
@@ -102,8 +104,8 @@ mrl_tagged_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 		return fi_trecv(ep->inner, buf, len, desc, src_addr, tag,
 				ignore, context);
 	pool = x->dir[MRL_RX].single;
-	op = mrl_msg_owned(MRL_TRECV, x, pool, fep, buf, len, src_addr, tag,
-			   ignore, 0, context);
+	op = mrl_xfer_msg_owned(MRL_TRECV, x, pool, fep, buf, len, src_addr,
+				tag, ignore, 0, context);
 	if (!op)
 		return mrl_tagged_recv_pop(fep, buf, len, desc, src_addr, tag,
 					   ignore, context);
@@ -111,45 +113,46 @@ mrl_tagged_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 }
 
 static ssize_t
-mrl_tagged_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
-		 size_t count, fi_addr_t src_addr, uint64_t tag,
-		 uint64_t ignore, void *context)
+mrl_xfer_tagged_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+		      size_t count, fi_addr_t src_addr, uint64_t tag,
+		      uint64_t ignore, void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_RX].min))
+	if (!mrl_xfer_iov_needs_lease(iov, desc, count, x->dir[MRL_RX].min))
 		return fi_trecvv(ep->inner, iov, desc, count, src_addr, tag,
 				 ignore, context);
-	return mrl_tagged_slowv(ep, MRL_TRECV, iov, desc, count, src_addr, tag,
-				ignore, context);
+	return mrl_xfer_tagged_slowv(ep, MRL_TRECV, iov, desc, count, src_addr,
+				     tag, ignore, context);
 }
 
 static ssize_t
-mrl_tagged_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
-		   uint64_t flags)
+mrl_xfer_tagged_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
+			uint64_t flags)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
 	if ((flags & FI_CLAIM) && !(flags & (FI_PEEK | FI_DISCARD)))
-		return mrl_tagged_claim(ep, msg, flags);
-	/* Multi-recv buffers as in mrl_msg_recvmsg. */
+		return mrl_xfer_tagged_claim(ep, msg, flags);
+	/* Multi-recv buffers as in mrl_xfer_msg_recvmsg. */
 	if ((flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) ||
-	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 x->dir[MRL_RX].min_msg) ||
-	    ((flags & FI_MULTI_RECV) && !mrl_xep_multi_recv_ok(x))) {
-		mrl_post_trigger_fwd(flags, msg->context);
+	    !mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+				      x->dir[MRL_RX].min_msg) ||
+	    ((flags & FI_MULTI_RECV) && !mrl_xfer_ep_multi_recv_ok(x))) {
+		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_trecvmsg(ep->inner, msg, flags);
 	}
-	return mrl_tagged_slowmsg(ep, MRL_TRECV, msg, flags);
+	return mrl_xfer_tagged_slowmsg(ep, MRL_TRECV, msg, flags);
 }
 
 static ssize_t
-mrl_tagged_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-		fi_addr_t dest_addr, uint64_t tag, void *context)
+mrl_xfer_tagged_send(struct fid_ep *fep, const void *buf, size_t len,
+		     void *desc, fi_addr_t dest_addr, uint64_t tag,
+		     void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
@@ -158,50 +161,51 @@ mrl_tagged_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 		return fi_tsend(ep->inner, buf, len, desc, dest_addr, tag,
 				context);
 	pool = x->dir[MRL_TX].single;
-	op = mrl_msg_owned(MRL_TSEND, x, pool, fep, buf, len, dest_addr, tag, 0,
-			   0, context);
+	op = mrl_xfer_msg_owned(MRL_TSEND, x, pool, fep, buf, len, dest_addr,
+				tag, 0, 0, context);
 	if (!op)
-		return mrl_tagged_send_pop(fep, buf, len, desc, dest_addr, tag,
-					   context);
+		return mrl_xfer_tagged_send_pop(fep, buf, len, desc, dest_addr,
+						tag, context);
 	return mrl_tagged_send_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t
-mrl_tagged_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
-		 size_t count, fi_addr_t dest_addr, uint64_t tag, void *context)
+mrl_xfer_tagged_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
+		      size_t count, fi_addr_t dest_addr, uint64_t tag,
+		      void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
+	if (!mrl_xfer_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
 		return fi_tsendv(ep->inner, iov, desc, count, dest_addr, tag,
 				 context);
-	return mrl_tagged_slowv(ep, MRL_TSEND, iov, desc, count, dest_addr, tag,
-				0, context);
+	return mrl_xfer_tagged_slowv(ep, MRL_TSEND, iov, desc, count, dest_addr,
+				     tag, 0, context);
 }
 
 static ssize_t
-mrl_tagged_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
-		   uint64_t flags)
+mrl_xfer_tagged_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
+			uint64_t flags)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
 	if ((flags & FI_INJECT) ||
-	    !mrl_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
-				 x->dir[MRL_TX].min_msg)) {
-		mrl_post_trigger_fwd(flags, msg->context);
+	    !mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+				      x->dir[MRL_TX].min_msg)) {
+		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_tsendmsg(ep->inner, msg, flags);
 	}
-	return mrl_tagged_slowmsg(ep, MRL_TSEND, msg, flags);
+	return mrl_xfer_tagged_slowmsg(ep, MRL_TSEND, msg, flags);
 }
 
 static ssize_t
-mrl_tagged_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-		    uint64_t data, fi_addr_t dest_addr, uint64_t tag,
-		    void *context)
+mrl_xfer_tagged_senddata(struct fid_ep *fep, const void *buf, size_t len,
+			 void *desc, uint64_t data, fi_addr_t dest_addr,
+			 uint64_t tag, void *context)
 {
-	struct mrl_ep *ep = mrl_ep_of(fep);
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
@@ -210,23 +214,23 @@ mrl_tagged_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 		return fi_tsenddata(ep->inner, buf, len, desc, data, dest_addr,
 				    tag, context);
 	pool = x->dir[MRL_TX].single;
-	op = mrl_msg_owned(MRL_TSENDDATA, x, pool, fep, buf, len, dest_addr,
-			   tag, 0, data, context);
+	op = mrl_xfer_msg_owned(MRL_TSENDDATA, x, pool, fep, buf, len,
+				dest_addr, tag, 0, data, context);
 	if (!op)
-		return mrl_tagged_senddata_pop(fep, buf, len, desc, data,
-					       dest_addr, tag, context);
+		return mrl_xfer_tagged_senddata_pop(fep, buf, len, desc, data,
+						    dest_addr, tag, context);
 	return mrl_tagged_senddata_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 void
 mrl_xfer_tagged_init(void)
 {
-	mrl_xfer_tagged_ops = mrl_ep_tagged_ops;
-	mrl_xfer_tagged_ops.recv = mrl_tagged_recv;
-	mrl_xfer_tagged_ops.recvv = mrl_tagged_recvv;
-	mrl_xfer_tagged_ops.recvmsg = mrl_tagged_recvmsg;
-	mrl_xfer_tagged_ops.send = mrl_tagged_send;
-	mrl_xfer_tagged_ops.sendv = mrl_tagged_sendv;
-	mrl_xfer_tagged_ops.sendmsg = mrl_tagged_sendmsg;
-	mrl_xfer_tagged_ops.senddata = mrl_tagged_senddata;
+	mrl_xfer_tagged_ops = mrl_hook_ep_tagged_ops;
+	mrl_xfer_tagged_ops.recv = mrl_xfer_tagged_recv;
+	mrl_xfer_tagged_ops.recvv = mrl_xfer_tagged_recvv;
+	mrl_xfer_tagged_ops.recvmsg = mrl_xfer_tagged_recvmsg;
+	mrl_xfer_tagged_ops.send = mrl_xfer_tagged_send;
+	mrl_xfer_tagged_ops.sendv = mrl_xfer_tagged_sendv;
+	mrl_xfer_tagged_ops.sendmsg = mrl_xfer_tagged_sendmsg;
+	mrl_xfer_tagged_ops.senddata = mrl_xfer_tagged_senddata;
 }

@@ -44,7 +44,7 @@ mrl_ext_invalidate(const void *addr, size_t len)
 		return 0;
 
 	/* No domain opened yet: nothing is cached, nothing to retire. */
-	cache = mrl_lease_cache();
+	cache = mrl_bind_cache();
 	if (!cache)
 		return 0;
 	return mrl_cache_invalidate(cache, start, end);
@@ -54,12 +54,12 @@ static int
 mrl_ext_pin(struct fid_domain *domain, const void *addr, size_t len,
 	    struct fid_mr **mr)
 {
-	struct mrl_lease_domain *lease_domain;
+	struct mrl_bind_domain *lease_domain;
 	struct mrl_registration *reg;
 	uintptr_t start, end;
 	int ret;
 
-	lease_domain = mrl_lease_domain_from_fid(domain);
+	lease_domain = mrl_bind_domain_from_fid(domain);
 	if (!lease_domain || !addr || !len || !mr ||
 	    !mrl_ext_range(addr, len, &start, &end))
 		return -FI_EINVAL;
@@ -68,8 +68,8 @@ mrl_ext_pin(struct fid_domain *domain, const void *addr, size_t len,
 	if (ret)
 		return ret;
 
-	ret = mrl_lease_mr_open(lease_domain->domain, reg, MRL_LEASE_PIN, NULL,
-				mr);
+	ret = mrl_bind_mr_open(lease_domain->domain, reg, MRL_BIND_PIN, NULL,
+			       mr);
 	if (ret)
 		goto err_unpin;
 	return 0;
@@ -82,9 +82,9 @@ err_unpin:
 static int
 mrl_ext_set_span(struct fid_domain *domain, fi_mrlease_span_fn fn, void *arg)
 {
-	struct mrl_lease_domain *lease_domain;
+	struct mrl_bind_domain *lease_domain;
 
-	lease_domain = mrl_lease_domain_from_fid(domain);
+	lease_domain = mrl_bind_domain_from_fid(domain);
 	if (!lease_domain)
 		return -FI_EINVAL;
 	mrl_cache_set_span(lease_domain->cache_domain, fn, fn ? arg : NULL);
@@ -100,14 +100,14 @@ static int
 mrl_ext_query_stats(struct fid_domain *domain, struct fi_mrlease_stats *stats,
 		    size_t size)
 {
-	struct mrl_lease_domain *lease_domain = NULL;
+	struct mrl_bind_domain *lease_domain = NULL;
 	struct fi_mrlease_stats counts;
 	struct mrl_cache *cache;
 
 	if (!stats || !size)
 		return -FI_EINVAL;
 	if (domain) {
-		lease_domain = mrl_lease_domain_from_fid(domain);
+		lease_domain = mrl_bind_domain_from_fid(domain);
 		if (!lease_domain)
 			return -FI_EINVAL;
 	}
@@ -116,7 +116,7 @@ mrl_ext_query_stats(struct fid_domain *domain, struct fi_mrlease_stats *stats,
 	if (lease_domain) {
 		mrl_cache_domain_stats(lease_domain->cache_domain, &counts);
 	} else {
-		cache = mrl_lease_cache();
+		cache = mrl_bind_cache();
 		if (cache)
 			mrl_cache_stats(cache, &counts);
 	}
@@ -156,7 +156,7 @@ mrl_ext_ops_open(struct fid *hook_fid, const char *name, uint64_t flags,
 		return -FI_EBADFLAGS;
 	if (!ops)
 		return -FI_EINVAL;
-	mrl_lease_keep_loaded();
+	mrl_bind_keep_loaded();
 	*ops = &mrl_ext_ops;
 	return 0;
 }

@@ -14,16 +14,16 @@
  * (mrl_xfer_domain_leases): the utility provider gets its core domain
  * unwrapped, unless FI_MRLEASE_HOOK_INNER keeps the hook there. */
 static bool
-mrl_lease_bypass_inner(const struct fi_info *info)
+mrl_plugin_bypass_inner(const struct fi_info *info)
 {
 	return !mrl_params.hook_inner && !(info->mode & MRL_FI_LOCAL_MR) &&
 	       !(info->domain_attr &&
 		 (info->domain_attr->mr_mode & FI_MR_LOCAL));
 }
 
-const struct mrl_personality mrl_lease_personality = {
+const struct mrl_personality mrl_plugin_personality = {
 	.name = "mrlease",
-	.bypass_inner = mrl_lease_bypass_inner,
+	.bypass_inner = mrl_plugin_bypass_inner,
 	/* Lease cache domain per hook domain (mrl_lease_domain.c), then the
 	 * MR interception on it; closed in reverse (all in mrl_mr.c). */
 	.domain_open = mrl_xfer_domain_open,
@@ -33,7 +33,7 @@ const struct mrl_personality mrl_lease_personality = {
 	.ops_open = mrl_ext_ops_open,
 	/* The process-wide cache is given up at fi_fini (mrl_lease_domain.c).
 	 */
-	.cleanup = mrl_lease_fini,
+	.cleanup = mrl_bind_fini,
 	/* The data path: operand leases on posts, completions that release
 	 * them (mrl_xfer_*.c, mrl_completion_*.c). */
 	.ep_open = mrl_xfer_ep_open,

@@ -106,10 +106,10 @@ __attribute__((visibility("default"))) struct fi_provider *
 fi_prov_ini(void)
 {
 	mrl_mrlease_prov.version = mrl_package_version();
-	mrl_prov = &mrl_mrlease_prov;
+	mrl_hook_prov = &mrl_mrlease_prov;
 	/* The mrlease policy on top of the passthrough layer: lease cache,
 	 * data path, FI_MRLEASE_OPS_1 (mrl_personality.c). */
-	mrl_personality = &mrl_lease_personality;
+	mrl_hook_personality = &mrl_plugin_personality;
 	/* fi_info -e lists only parameters defined here. */
 	if (mrl_params_define(&mrl_mrlease_prov))
 		FI_WARN(&mrl_mrlease_prov, FI_LOG_CORE,
