@@ -29,13 +29,15 @@
 
 #include "mrl_hook.h"
 
+/* The inner endpoint's op with the same arguments, or -FI_ENOSYS when its
+ * table lacks it: an expression, which the wrapper returns. */
 #define MRL_FWD(tbl, type, op, ...)                             \
-	do {                                                    \
+	({                                                      \
 		struct fid_ep *in_ = mrl_hook_ep_of(ep)->inner; \
-		if (!FI_CHECK_OP(in_->tbl, type, op))           \
-			return -FI_ENOSYS;                      \
-		return in_->tbl->op(in_, __VA_ARGS__);          \
-	} while (0)
+		FI_CHECK_OP(in_->tbl, type, op) ?               \
+			in_->tbl->op(in_, __VA_ARGS__) :        \
+			-FI_ENOSYS;                             \
+	})
 
 void
 mrl_hook_trigger_to_inner(uint64_t flags, void *context)
@@ -89,16 +91,16 @@ static ssize_t
 mrl_hook_msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 		  fi_addr_t src_addr, void *context)
 {
-	MRL_FWD(msg, struct fi_ops_msg, recv, buf, len, desc, src_addr,
-		context);
+	return MRL_FWD(msg, struct fi_ops_msg, recv, buf, len, desc, src_addr,
+		       context);
 }
 
 static ssize_t
 mrl_hook_msg_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
 		   size_t count, fi_addr_t src_addr, void *context)
 {
-	MRL_FWD(msg, struct fi_ops_msg, recvv, iov, desc, count, src_addr,
-		context);
+	return MRL_FWD(msg, struct fi_ops_msg, recvv, iov, desc, count,
+		       src_addr, context);
 }
 
 static ssize_t
@@ -106,23 +108,23 @@ mrl_hook_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 		     uint64_t flags)
 {
 	mrl_hook_trigger_to_inner(flags, msg->context);
-	MRL_FWD(msg, struct fi_ops_msg, recvmsg, msg, flags);
+	return MRL_FWD(msg, struct fi_ops_msg, recvmsg, msg, flags);
 }
 
 static ssize_t
 mrl_hook_msg_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 		  fi_addr_t dest_addr, void *context)
 {
-	MRL_FWD(msg, struct fi_ops_msg, send, buf, len, desc, dest_addr,
-		context);
+	return MRL_FWD(msg, struct fi_ops_msg, send, buf, len, desc, dest_addr,
+		       context);
 }
 
 static ssize_t
 mrl_hook_msg_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
 		   size_t count, fi_addr_t dest_addr, void *context)
 {
-	MRL_FWD(msg, struct fi_ops_msg, sendv, iov, desc, count, dest_addr,
-		context);
+	return MRL_FWD(msg, struct fi_ops_msg, sendv, iov, desc, count,
+		       dest_addr, context);
 }
 
 static ssize_t
@@ -130,14 +132,14 @@ mrl_hook_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 		     uint64_t flags)
 {
 	mrl_hook_trigger_to_inner(flags, msg->context);
-	MRL_FWD(msg, struct fi_ops_msg, sendmsg, msg, flags);
+	return MRL_FWD(msg, struct fi_ops_msg, sendmsg, msg, flags);
 }
 
 static ssize_t
 mrl_hook_msg_inject(struct fid_ep *ep, const void *buf, size_t len,
 		    fi_addr_t dest_addr)
 {
-	MRL_FWD(msg, struct fi_ops_msg, inject, buf, len, dest_addr);
+	return MRL_FWD(msg, struct fi_ops_msg, inject, buf, len, dest_addr);
 }
 
 static ssize_t
@@ -145,15 +147,16 @@ mrl_hook_msg_senddata(struct fid_ep *ep, const void *buf, size_t len,
 		      void *desc, uint64_t data, fi_addr_t dest_addr,
 		      void *context)
 {
-	MRL_FWD(msg, struct fi_ops_msg, senddata, buf, len, desc, data,
-		dest_addr, context);
+	return MRL_FWD(msg, struct fi_ops_msg, senddata, buf, len, desc, data,
+		       dest_addr, context);
 }
 
 static ssize_t
 mrl_hook_msg_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 			uint64_t data, fi_addr_t dest_addr)
 {
-	MRL_FWD(msg, struct fi_ops_msg, injectdata, buf, len, data, dest_addr);
+	return MRL_FWD(msg, struct fi_ops_msg, injectdata, buf, len, data,
+		       dest_addr);
 }
 
 struct fi_ops_msg mrl_hook_ep_msg_ops = {
@@ -176,8 +179,8 @@ mrl_hook_tagged_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 		     fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
 		     void *context)
 {
-	MRL_FWD(tagged, struct fi_ops_tagged, recv, buf, len, desc, src_addr,
-		tag, ignore, context);
+	return MRL_FWD(tagged, struct fi_ops_tagged, recv, buf, len, desc,
+		       src_addr, tag, ignore, context);
 }
 
 static ssize_t
@@ -185,8 +188,8 @@ mrl_hook_tagged_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
 		      size_t count, fi_addr_t src_addr, uint64_t tag,
 		      uint64_t ignore, void *context)
 {
-	MRL_FWD(tagged, struct fi_ops_tagged, recvv, iov, desc, count, src_addr,
-		tag, ignore, context);
+	return MRL_FWD(tagged, struct fi_ops_tagged, recvv, iov, desc, count,
+		       src_addr, tag, ignore, context);
 }
 
 static ssize_t
@@ -194,15 +197,15 @@ mrl_hook_tagged_recvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 			uint64_t flags)
 {
 	mrl_hook_trigger_to_inner(flags, msg->context);
-	MRL_FWD(tagged, struct fi_ops_tagged, recvmsg, msg, flags);
+	return MRL_FWD(tagged, struct fi_ops_tagged, recvmsg, msg, flags);
 }
 
 static ssize_t
 mrl_hook_tagged_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 		     fi_addr_t dest_addr, uint64_t tag, void *context)
 {
-	MRL_FWD(tagged, struct fi_ops_tagged, send, buf, len, desc, dest_addr,
-		tag, context);
+	return MRL_FWD(tagged, struct fi_ops_tagged, send, buf, len, desc,
+		       dest_addr, tag, context);
 }
 
 static ssize_t
@@ -210,8 +213,8 @@ mrl_hook_tagged_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
 		      size_t count, fi_addr_t dest_addr, uint64_t tag,
 		      void *context)
 {
-	MRL_FWD(tagged, struct fi_ops_tagged, sendv, iov, desc, count,
-		dest_addr, tag, context);
+	return MRL_FWD(tagged, struct fi_ops_tagged, sendv, iov, desc, count,
+		       dest_addr, tag, context);
 }
 
 static ssize_t
@@ -219,14 +222,15 @@ mrl_hook_tagged_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 			uint64_t flags)
 {
 	mrl_hook_trigger_to_inner(flags, msg->context);
-	MRL_FWD(tagged, struct fi_ops_tagged, sendmsg, msg, flags);
+	return MRL_FWD(tagged, struct fi_ops_tagged, sendmsg, msg, flags);
 }
 
 static ssize_t
 mrl_hook_tagged_inject(struct fid_ep *ep, const void *buf, size_t len,
 		       fi_addr_t dest_addr, uint64_t tag)
 {
-	MRL_FWD(tagged, struct fi_ops_tagged, inject, buf, len, dest_addr, tag);
+	return MRL_FWD(tagged, struct fi_ops_tagged, inject, buf, len,
+		       dest_addr, tag);
 }
 
 static ssize_t
@@ -234,16 +238,16 @@ mrl_hook_tagged_senddata(struct fid_ep *ep, const void *buf, size_t len,
 			 void *desc, uint64_t data, fi_addr_t dest_addr,
 			 uint64_t tag, void *context)
 {
-	MRL_FWD(tagged, struct fi_ops_tagged, senddata, buf, len, desc, data,
-		dest_addr, tag, context);
+	return MRL_FWD(tagged, struct fi_ops_tagged, senddata, buf, len, desc,
+		       data, dest_addr, tag, context);
 }
 
 static ssize_t
 mrl_hook_tagged_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 			   uint64_t data, fi_addr_t dest_addr, uint64_t tag)
 {
-	MRL_FWD(tagged, struct fi_ops_tagged, injectdata, buf, len, data,
-		dest_addr, tag);
+	return MRL_FWD(tagged, struct fi_ops_tagged, injectdata, buf, len, data,
+		       dest_addr, tag);
 }
 
 struct fi_ops_tagged mrl_hook_ep_tagged_ops = {
@@ -266,8 +270,8 @@ mrl_hook_rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 		  fi_addr_t src_addr, uint64_t addr, uint64_t key,
 		  void *context)
 {
-	MRL_FWD(rma, struct fi_ops_rma, read, buf, len, desc, src_addr, addr,
-		key, context);
+	return MRL_FWD(rma, struct fi_ops_rma, read, buf, len, desc, src_addr,
+		       addr, key, context);
 }
 
 static ssize_t
@@ -275,8 +279,8 @@ mrl_hook_rma_readv(struct fid_ep *ep, const struct iovec *iov, void **desc,
 		   size_t count, fi_addr_t src_addr, uint64_t addr,
 		   uint64_t key, void *context)
 {
-	MRL_FWD(rma, struct fi_ops_rma, readv, iov, desc, count, src_addr, addr,
-		key, context);
+	return MRL_FWD(rma, struct fi_ops_rma, readv, iov, desc, count,
+		       src_addr, addr, key, context);
 }
 
 static ssize_t
@@ -284,7 +288,7 @@ mrl_hook_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 		     uint64_t flags)
 {
 	mrl_hook_trigger_to_inner(flags, msg->context);
-	MRL_FWD(rma, struct fi_ops_rma, readmsg, msg, flags);
+	return MRL_FWD(rma, struct fi_ops_rma, readmsg, msg, flags);
 }
 
 static ssize_t
@@ -292,8 +296,8 @@ mrl_hook_rma_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 		   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 		   void *context)
 {
-	MRL_FWD(rma, struct fi_ops_rma, write, buf, len, desc, dest_addr, addr,
-		key, context);
+	return MRL_FWD(rma, struct fi_ops_rma, write, buf, len, desc, dest_addr,
+		       addr, key, context);
 }
 
 static ssize_t
@@ -301,8 +305,8 @@ mrl_hook_rma_writev(struct fid_ep *ep, const struct iovec *iov, void **desc,
 		    size_t count, fi_addr_t dest_addr, uint64_t addr,
 		    uint64_t key, void *context)
 {
-	MRL_FWD(rma, struct fi_ops_rma, writev, iov, desc, count, dest_addr,
-		addr, key, context);
+	return MRL_FWD(rma, struct fi_ops_rma, writev, iov, desc, count,
+		       dest_addr, addr, key, context);
 }
 
 static ssize_t
@@ -310,14 +314,15 @@ mrl_hook_rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 		      uint64_t flags)
 {
 	mrl_hook_trigger_to_inner(flags, msg->context);
-	MRL_FWD(rma, struct fi_ops_rma, writemsg, msg, flags);
+	return MRL_FWD(rma, struct fi_ops_rma, writemsg, msg, flags);
 }
 
 static ssize_t
 mrl_hook_rma_inject(struct fid_ep *ep, const void *buf, size_t len,
 		    fi_addr_t dest_addr, uint64_t addr, uint64_t key)
 {
-	MRL_FWD(rma, struct fi_ops_rma, inject, buf, len, dest_addr, addr, key);
+	return MRL_FWD(rma, struct fi_ops_rma, inject, buf, len, dest_addr,
+		       addr, key);
 }
 
 static ssize_t
@@ -325,8 +330,8 @@ mrl_hook_rma_writedata(struct fid_ep *ep, const void *buf, size_t len,
 		       void *desc, uint64_t data, fi_addr_t dest_addr,
 		       uint64_t addr, uint64_t key, void *context)
 {
-	MRL_FWD(rma, struct fi_ops_rma, writedata, buf, len, desc, data,
-		dest_addr, addr, key, context);
+	return MRL_FWD(rma, struct fi_ops_rma, writedata, buf, len, desc, data,
+		       dest_addr, addr, key, context);
 }
 
 static ssize_t
@@ -334,8 +339,8 @@ mrl_hook_rma_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 			uint64_t data, fi_addr_t dest_addr, uint64_t addr,
 			uint64_t key)
 {
-	MRL_FWD(rma, struct fi_ops_rma, injectdata, buf, len, data, dest_addr,
-		addr, key);
+	return MRL_FWD(rma, struct fi_ops_rma, injectdata, buf, len, data,
+		       dest_addr, addr, key);
 }
 
 struct fi_ops_rma mrl_hook_ep_rma_ops = {
@@ -359,8 +364,8 @@ mrl_hook_atomic_write(struct fid_ep *ep, const void *buf, size_t count,
 		      uint64_t key, enum fi_datatype datatype, enum fi_op op,
 		      void *context)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, write, buf, count, desc,
-		dest_addr, addr, key, datatype, op, context);
+	return MRL_FWD(atomic, struct fi_ops_atomic, write, buf, count, desc,
+		       dest_addr, addr, key, datatype, op, context);
 }
 
 static ssize_t
@@ -369,8 +374,8 @@ mrl_hook_atomic_writev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
 		       uint64_t key, enum fi_datatype datatype, enum fi_op op,
 		       void *context)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, writev, iov, desc, count,
-		dest_addr, addr, key, datatype, op, context);
+	return MRL_FWD(atomic, struct fi_ops_atomic, writev, iov, desc, count,
+		       dest_addr, addr, key, datatype, op, context);
 }
 
 static ssize_t
@@ -378,7 +383,7 @@ mrl_hook_atomic_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 			 uint64_t flags)
 {
 	mrl_hook_trigger_to_inner(flags, msg->context);
-	MRL_FWD(atomic, struct fi_ops_atomic, writemsg, msg, flags);
+	return MRL_FWD(atomic, struct fi_ops_atomic, writemsg, msg, flags);
 }
 
 static ssize_t
@@ -386,8 +391,8 @@ mrl_hook_atomic_inject(struct fid_ep *ep, const void *buf, size_t count,
 		       fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 		       enum fi_datatype datatype, enum fi_op op)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, inject, buf, count, dest_addr,
-		addr, key, datatype, op);
+	return MRL_FWD(atomic, struct fi_ops_atomic, inject, buf, count,
+		       dest_addr, addr, key, datatype, op);
 }
 
 static ssize_t
@@ -397,9 +402,9 @@ mrl_hook_atomic_readwrite(struct fid_ep *ep, const void *buf, size_t count,
 			  enum fi_datatype datatype, enum fi_op op,
 			  void *context)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, readwrite, buf, count, desc,
-		result, result_desc, dest_addr, addr, key, datatype, op,
-		context);
+	return MRL_FWD(atomic, struct fi_ops_atomic, readwrite, buf, count,
+		       desc, result, result_desc, dest_addr, addr, key,
+		       datatype, op, context);
 }
 
 static ssize_t
@@ -410,9 +415,9 @@ mrl_hook_atomic_readwritev(struct fid_ep *ep, const struct fi_ioc *iov,
 			   enum fi_datatype datatype, enum fi_op op,
 			   void *context)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, readwritev, iov, desc, count,
-		resultv, result_desc, result_count, dest_addr, addr, key,
-		datatype, op, context);
+	return MRL_FWD(atomic, struct fi_ops_atomic, readwritev, iov, desc,
+		       count, resultv, result_desc, result_count, dest_addr,
+		       addr, key, datatype, op, context);
 }
 
 static ssize_t
@@ -421,8 +426,8 @@ mrl_hook_atomic_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 			     size_t result_count, uint64_t flags)
 {
 	mrl_hook_trigger_to_inner(flags, msg->context);
-	MRL_FWD(atomic, struct fi_ops_atomic, readwritemsg, msg, resultv,
-		result_desc, result_count, flags);
+	return MRL_FWD(atomic, struct fi_ops_atomic, readwritemsg, msg, resultv,
+		       result_desc, result_count, flags);
 }
 
 static ssize_t
@@ -433,9 +438,9 @@ mrl_hook_atomic_compwrite(struct fid_ep *ep, const void *buf, size_t count,
 			  enum fi_datatype datatype, enum fi_op op,
 			  void *context)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, compwrite, buf, count, desc,
-		compare, compare_desc, result, result_desc, dest_addr, addr,
-		key, datatype, op, context);
+	return MRL_FWD(atomic, struct fi_ops_atomic, compwrite, buf, count,
+		       desc, compare, compare_desc, result, result_desc,
+		       dest_addr, addr, key, datatype, op, context);
 }
 
 static ssize_t
@@ -448,9 +453,10 @@ mrl_hook_atomic_compwritev(struct fid_ep *ep, const struct fi_ioc *iov,
 			   enum fi_datatype datatype, enum fi_op op,
 			   void *context)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, compwritev, iov, desc, count,
-		comparev, compare_desc, compare_count, resultv, result_desc,
-		result_count, dest_addr, addr, key, datatype, op, context);
+	return MRL_FWD(atomic, struct fi_ops_atomic, compwritev, iov, desc,
+		       count, comparev, compare_desc, compare_count, resultv,
+		       result_desc, result_count, dest_addr, addr, key,
+		       datatype, op, context);
 }
 
 static ssize_t
@@ -461,32 +467,33 @@ mrl_hook_atomic_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 			     uint64_t flags)
 {
 	mrl_hook_trigger_to_inner(flags, msg->context);
-	MRL_FWD(atomic, struct fi_ops_atomic, compwritemsg, msg, comparev,
-		compare_desc, compare_count, resultv, result_desc, result_count,
-		flags);
+	return MRL_FWD(atomic, struct fi_ops_atomic, compwritemsg, msg,
+		       comparev, compare_desc, compare_count, resultv,
+		       result_desc, result_count, flags);
 }
 
 static int
 mrl_hook_atomic_writevalid(struct fid_ep *ep, enum fi_datatype datatype,
 			   enum fi_op op, size_t *count)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, writevalid, datatype, op, count);
+	return MRL_FWD(atomic, struct fi_ops_atomic, writevalid, datatype, op,
+		       count);
 }
 
 static int
 mrl_hook_atomic_readwritevalid(struct fid_ep *ep, enum fi_datatype datatype,
 			       enum fi_op op, size_t *count)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, readwritevalid, datatype, op,
-		count);
+	return MRL_FWD(atomic, struct fi_ops_atomic, readwritevalid, datatype,
+		       op, count);
 }
 
 static int
 mrl_hook_atomic_compwritevalid(struct fid_ep *ep, enum fi_datatype datatype,
 			       enum fi_op op, size_t *count)
 {
-	MRL_FWD(atomic, struct fi_ops_atomic, compwritevalid, datatype, op,
-		count);
+	return MRL_FWD(atomic, struct fi_ops_atomic, compwritevalid, datatype,
+		       op, count);
 }
 
 struct fi_ops_atomic mrl_hook_ep_atomic_ops = {
@@ -511,8 +518,8 @@ struct fi_ops_atomic mrl_hook_ep_atomic_ops = {
 static ssize_t
 mrl_hook_coll_barrier(struct fid_ep *ep, fi_addr_t coll_addr, void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, barrier, coll_addr,
-		context);
+	return MRL_FWD(collective, struct fi_ops_collective, barrier, coll_addr,
+		       context);
 }
 
 static ssize_t
@@ -521,8 +528,9 @@ mrl_hook_coll_broadcast(struct fid_ep *ep, void *buf, size_t count, void *desc,
 			enum fi_datatype datatype, uint64_t flags,
 			void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, broadcast, buf, count,
-		desc, coll_addr, root_addr, datatype, flags, context);
+	return MRL_FWD(collective, struct fi_ops_collective, broadcast, buf,
+		       count, desc, coll_addr, root_addr, datatype, flags,
+		       context);
 }
 
 static ssize_t
@@ -531,8 +539,9 @@ mrl_hook_coll_alltoall(struct fid_ep *ep, const void *buf, size_t count,
 		       fi_addr_t coll_addr, enum fi_datatype datatype,
 		       uint64_t flags, void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, alltoall, buf, count,
-		desc, result, result_desc, coll_addr, datatype, flags, context);
+	return MRL_FWD(collective, struct fi_ops_collective, alltoall, buf,
+		       count, desc, result, result_desc, coll_addr, datatype,
+		       flags, context);
 }
 
 static ssize_t
@@ -541,9 +550,9 @@ mrl_hook_coll_allreduce(struct fid_ep *ep, const void *buf, size_t count,
 			fi_addr_t coll_addr, enum fi_datatype datatype,
 			enum fi_op op, uint64_t flags, void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, allreduce, buf, count,
-		desc, result, result_desc, coll_addr, datatype, op, flags,
-		context);
+	return MRL_FWD(collective, struct fi_ops_collective, allreduce, buf,
+		       count, desc, result, result_desc, coll_addr, datatype,
+		       op, flags, context);
 }
 
 static ssize_t
@@ -552,8 +561,9 @@ mrl_hook_coll_allgather(struct fid_ep *ep, const void *buf, size_t count,
 			fi_addr_t coll_addr, enum fi_datatype datatype,
 			uint64_t flags, void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, allgather, buf, count,
-		desc, result, result_desc, coll_addr, datatype, flags, context);
+	return MRL_FWD(collective, struct fi_ops_collective, allgather, buf,
+		       count, desc, result, result_desc, coll_addr, datatype,
+		       flags, context);
 }
 
 static ssize_t
@@ -562,9 +572,9 @@ mrl_hook_coll_reduce_scatter(struct fid_ep *ep, const void *buf, size_t count,
 			     fi_addr_t coll_addr, enum fi_datatype datatype,
 			     enum fi_op op, uint64_t flags, void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, reduce_scatter, buf,
-		count, desc, result, result_desc, coll_addr, datatype, op,
-		flags, context);
+	return MRL_FWD(collective, struct fi_ops_collective, reduce_scatter,
+		       buf, count, desc, result, result_desc, coll_addr,
+		       datatype, op, flags, context);
 }
 
 static ssize_t
@@ -574,9 +584,9 @@ mrl_hook_coll_reduce(struct fid_ep *ep, const void *buf, size_t count,
 		     enum fi_datatype datatype, enum fi_op op, uint64_t flags,
 		     void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, reduce, buf, count, desc,
-		result, result_desc, coll_addr, root_addr, datatype, op, flags,
-		context);
+	return MRL_FWD(collective, struct fi_ops_collective, reduce, buf, count,
+		       desc, result, result_desc, coll_addr, root_addr,
+		       datatype, op, flags, context);
 }
 
 static ssize_t
@@ -585,9 +595,9 @@ mrl_hook_coll_scatter(struct fid_ep *ep, const void *buf, size_t count,
 		      fi_addr_t coll_addr, fi_addr_t root_addr,
 		      enum fi_datatype datatype, uint64_t flags, void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, scatter, buf, count, desc,
-		result, result_desc, coll_addr, root_addr, datatype, flags,
-		context);
+	return MRL_FWD(collective, struct fi_ops_collective, scatter, buf,
+		       count, desc, result, result_desc, coll_addr, root_addr,
+		       datatype, flags, context);
 }
 
 static ssize_t
@@ -596,9 +606,9 @@ mrl_hook_coll_gather(struct fid_ep *ep, const void *buf, size_t count,
 		     fi_addr_t coll_addr, fi_addr_t root_addr,
 		     enum fi_datatype datatype, uint64_t flags, void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, gather, buf, count, desc,
-		result, result_desc, coll_addr, root_addr, datatype, flags,
-		context);
+	return MRL_FWD(collective, struct fi_ops_collective, gather, buf, count,
+		       desc, result, result_desc, coll_addr, root_addr,
+		       datatype, flags, context);
 }
 
 static ssize_t
@@ -606,16 +616,16 @@ mrl_hook_coll_msg(struct fid_ep *ep, const struct fi_msg_collective *msg,
 		  struct fi_ioc *resultv, void **result_desc,
 		  size_t result_count, uint64_t flags)
 {
-	MRL_FWD(collective, struct fi_ops_collective, msg, msg, resultv,
-		result_desc, result_count, flags);
+	return MRL_FWD(collective, struct fi_ops_collective, msg, msg, resultv,
+		       result_desc, result_count, flags);
 }
 
 static ssize_t
 mrl_hook_coll_barrier2(struct fid_ep *ep, fi_addr_t coll_addr, uint64_t flags,
 		       void *context)
 {
-	MRL_FWD(collective, struct fi_ops_collective, barrier2, coll_addr,
-		flags, context);
+	return MRL_FWD(collective, struct fi_ops_collective, barrier2,
+		       coll_addr, flags, context);
 }
 
 struct fi_ops_collective mrl_hook_ep_collective_ops = {
