@@ -10,6 +10,7 @@ prov_mrlease_libmrlease_core_la_SOURCES += \
 	prov/mrlease/src/1-cache/mrl_btree.c \
 	prov/mrlease/src/1-cache/mrl_btree.h \
 	prov/mrlease/src/1-cache/mrl_cache.c \
+	prov/mrlease/src/1-cache/mrl_cache_barrier.c \
 	prov/mrlease/src/1-cache/mrl_cache.inl \
 	prov/mrlease/src/1-cache/mrl_cache_fork.c \
 	prov/mrlease/src/1-cache/mrl_cache_int.h \

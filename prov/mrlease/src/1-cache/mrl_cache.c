@@ -888,16 +888,12 @@ mrl_caches_close_deferred_shared(void)
 	defer_close(r.chain);
 }
 
+/* retire_locked for mrl_cache_unpin, which lives beside mrl_cache_pin in
+ * mrl_cache_lease.c: the policy keeps how an entry retires. */
 void
-mrl_cache_unpin(struct mrl_registration *reg)
+mrl_cache_retire_locked(struct mrl_cache_domain *dom,
+			struct mrl_registration *e,
+			struct mrl_registration **chain)
 {
-	struct mrl_cache_domain *dom = mrl_reg_domain(reg);
-	struct mrl_registration *chain = NULL;
-
-	mrl_readers_write_enter(dom->cache);
-	if (mrl_reg_state(reg) == MRL_REG_LIVE)
-		retire_locked(dom, reg, &chain);
-	mrl_readers_write_exit(dom->cache);
-	mrl_cache_drop_chain(chain);
-	mrl_cache_lease_release(reg);
+	retire_locked(dom, e, chain);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The process-wide parts of the lease cache that a memory monitor and fork
- * need (mrl_cache.h "Barrier" and "Fork"): the barrier that holds lookups
- * back until a monitor's events are applied, and the fork handlers.
+ * The process-wide parts of the lease cache that fork needs (mrl_cache.h
+ * "Fork"): the list of every cache and the fork handlers. The barrier a
+ * monitor raises is mrl_cache_barrier.c's.
  *
  * Rules it keeps. A child never inherits a cache lock another thread held
  * (every cache's flt_lock and lock, then the slab pool, slot and arena
@@ -14,55 +14,10 @@
 #include "config.h"
 
 #include <pthread.h>
-#include <sched.h>
 
 #include "mrl_arena.h"
 #include "mrl_readers.h"
 #include "mrl_slab.h"
-
-/* ---- barrier ------------------------------------------------------------ */
-
-atomic_uint mrl_cache_barrier;
-static void (*_Atomic mrl_barrier_helper)(void);
-
-void
-mrl_cache_barrier_set_helper(void (*help)(void))
-{
-	atomic_store_explicit(&mrl_barrier_helper, help, memory_order_release);
-}
-
-static atomic_uint_least64_t mrl_barrier_waits;
-
-uint64_t
-mrl_cache_barrier_waits(void)
-{
-	return atomic_load_explicit(&mrl_barrier_waits, memory_order_relaxed);
-}
-
-/* With no lock held and outside any read section, so the helper may take
- * the cache's writer side. */
-void
-mrl_cache_barrier_wait_slow(void)
-{
-	void (*help)(void);
-
-	atomic_fetch_add_explicit(&mrl_barrier_waits, 1, memory_order_relaxed);
-	for (unsigned spins = 0;
-	     atomic_load_explicit(&mrl_cache_barrier, memory_order_acquire);
-	     spins++) {
-		help = atomic_load_explicit(&mrl_barrier_helper,
-					    memory_order_acquire);
-		if (help)
-			help();
-		if (!atomic_load_explicit(&mrl_cache_barrier,
-					  memory_order_acquire))
-			break;
-		if (spins < 128)
-			MRL_CPU_RELAX();
-		else
-			sched_yield();
-	}
-}
 
 /* ---- fork --------------------------------------------------------------- */
 

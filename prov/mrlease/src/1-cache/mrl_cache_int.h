@@ -2,13 +2,14 @@
 /*
  * The lease cache's internals shared by its units (the rules are
  * mrl_cache.h's): the cache and cache domain structures, an entry's state,
- * the shared statistics, and the process-wide parts that fork and a memory
- * monitor need (mrl_cache_fork.c).
+ * the shared statistics, and the process-wide parts that a memory monitor
+ * and fork need (mrl_cache_barrier.c, mrl_cache_fork.c).
  *
  * Units: mrl_readers.c (per-thread reader records, statistic slots, read and
  * write sections), mrl_slab.c (entry slabs, the cache's allocations),
  * mrl_btree.c (the interval index), mrl_filter.c (the overlap filter),
- * mrl_cache_fork.c (barrier, fork), mrl_cache_stats.c (statistics queries),
+ * mrl_cache_barrier.c (the barrier), mrl_cache_fork.c (fork),
+ * mrl_cache_stats.c (statistics queries),
  * mrl_cache_lease.c (lookups, misses, pins) and mrl_cache.c (the policy:
  * references, retirement, capacity, caches and domains, invalidate).
  */
@@ -213,6 +214,12 @@ void mrl_cache_insert_locked(struct mrl_cache_domain *dom,
 			     struct mrl_registration *e,
 			     struct mrl_registration **chain);
 
+/* In a write section: take a live entry out of the index onto *chain
+ * (unless its index reference was lent). */
+void mrl_cache_retire_locked(struct mrl_cache_domain *dom,
+			     struct mrl_registration *e,
+			     struct mrl_registration **chain);
+
 /* In a write section: CLOCK-evict unleased, unpinned entries until `bytes`
  * and `count` are freed (or two rounds found nothing), onto *chain. */
 void mrl_cache_evict_locked(struct mrl_cache_domain *dom, size_t bytes,
@@ -230,7 +237,7 @@ void mrl_cache_stat_add(struct mrl_cache_domain *dom, size_t off, int64_t n);
 #define MRL_STAT_ADD(dom, field, n) \
 	mrl_cache_stat_add(dom, offsetof(struct mrl_slow_stats, field), n)
 
-/* ---- barrier and fork (mrl_cache_fork.c) -------------------------------- */
+/* ---- barrier (mrl_cache_barrier.c) and fork (mrl_cache_fork.c) ---------- */
 
 /* Bumped in every child after fork: a domain opened under an older value is
  * the parent's, and its registrations are never closed by this process. */

@@ -632,3 +632,17 @@ mrl_cache_pin(struct mrl_cache_domain *dom, uintptr_t base, size_t len,
 			 MRL_TCNT_LEASES_OTHER, 1);
 	return 0;
 }
+
+void
+mrl_cache_unpin(struct mrl_registration *reg)
+{
+	struct mrl_cache_domain *dom = mrl_reg_domain(reg);
+	struct mrl_registration *chain = NULL;
+
+	mrl_readers_write_enter(dom->cache);
+	if (mrl_reg_state(reg) == MRL_REG_LIVE)
+		mrl_cache_retire_locked(dom, reg, &chain);
+	mrl_readers_write_exit(dom->cache);
+	mrl_cache_drop_chain(chain);
+	mrl_cache_lease_release(reg);
+}
