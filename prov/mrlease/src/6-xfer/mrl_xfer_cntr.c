@@ -27,7 +27,7 @@ static pthread_once_t mrl_xfer_cntr_once = PTHREAD_ONCE_INIT;
 /* Complete every op the internal CQ reports; nothing reaches the app (the
  * counters, including the error counter, are the provider's to update). */
 void
-mrl_xfer_ep_drain(struct mrl_xep *x)
+mrl_xfer_cntr_drain(struct mrl_xep *x)
 {
 	struct fi_cq_msg_entry entries[MRL_DRAIN_BATCH];
 	/* Room for a newer libfabric's larger error entry. */
@@ -86,7 +86,7 @@ mrl_xfer_cntr_progress(struct mrl_xcntr *c)
 		return;
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->neps; i++)
-		mrl_xfer_ep_drain(c->eps[i]);
+		mrl_xfer_cntr_drain(c->eps[i]);
 	pthread_mutex_unlock(&c->lock);
 }
 

@@ -239,7 +239,7 @@ mrl_xfer_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
  * inner read and exits after translating. A multi-recv op's final
  * completion releases its leases at once (as every completion does), but
  * its return to the pool is deferred onto the CQ's list while readers are
- * in flight (mrl_xfer_cq_guard_defer). The count and the list's head share one
+ * in flight (mrl_xfer_op_guard_defer). The count and the list's head share one
  * 64-bit word (struct mrl_cq_guard): the exit that takes the count from 1
  * to 0 also takes the whole list in the same CAS and pushes its ops back
  * to their pools (mrl_cq_guard_free); other exits only decrement. Why that
@@ -260,7 +260,7 @@ mrl_xfer_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
  * atomic add and one CAS, so only CQs that need it pay: a CQ is guarded
  * when an endpoint bound to it for receives, with a shared pool and an
  * app CQ route, is about to lease its first FI_MULTI_RECV buffer
- * (mrl_xfer_ep_guard_rx: at fi_enable or FI_SETOPSFLAG when the default rx
+ * (mrl_xfer_cq_guard_rx: at fi_enable or FI_SETOPSFLAG when the default rx
  * flags make every receive one, else at the first fi_recvmsg or
  * fi_trecvmsg with FI_MULTI_RECV), before that post goes to the provider;
  * its reads switch to this file's guarded table, for good. Not at bind or
@@ -340,32 +340,6 @@ mrl_xfer_cq_guard_exit(struct mrl_cq_guard *g)
 							memory_order_relaxed));
 	if (__builtin_expect(!new && (uint32_t) old, 0))
 		mrl_cq_guard_free((uint32_t) old);
-}
-
-bool
-mrl_xfer_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op)
-{
-	struct mrl_op_pool *pool = op->pool;
-	uint64_t old = atomic_load_explicit(&g->word, memory_order_relaxed);
-
-	/* Before the op leaves every list: endpoint close must not see the
-	 * pool settled without seeing this. */
-	atomic_fetch_add_explicit(&pool->deferred, 1, memory_order_seq_cst);
-	do {
-		if (!(old >> 32)) {
-			/* No reader counted (the finaliser read through
-			 * the table of before the guard): nobody to wait
-			 * for; the caller pushes it back. */
-			atomic_fetch_sub_explicit(&pool->deferred, 1,
-						  memory_order_relaxed);
-			return false;
-		}
-		atomic_store_explicit(&op->free_next, (uint32_t) old,
-				      memory_order_relaxed);
-	} while (!atomic_compare_exchange_weak_explicit(
-		&g->word, &old, (old & ~(uint64_t) UINT32_MAX) | op->code,
-		memory_order_acq_rel, memory_order_relaxed));
-	return true;
 }
 
 /* TEST-ONLY hook of guarded reads (MRL_XFER_CTL_TEST_READING). */
@@ -1065,4 +1039,38 @@ mrl_xfer_cq_guard(struct mrl_cq *cq)
 	}
 	pthread_mutex_unlock(&xcq->lock);
 	return &xcq->guard;
+}
+
+/*
+ * Before x's first leased FI_MULTI_RECV buffer goes to the provider: on a
+ * shared pool whose receives complete on an application CQ, guard that CQ
+ * (its reads counted, multi-recv ops' returns to the pool deferred while
+ * other readers may hold their entries: mrl_completion_cq.c) and point the
+ * pool at its guard. Serial pools and the internal CQ (read under
+ * drain_lock) have one reader at a time and need nothing.
+ */
+int
+mrl_xfer_cq_guard_rx(struct mrl_xep *x)
+{
+	struct mrl_op_pool *pool = x->pool;
+	struct mrl_cq_guard *guard;
+
+	if (!pool)
+		return -FI_EINVAL;
+	if (pool->serial || x->dir[MRL_RX].route == MRL_ROUTE_INTERNAL) {
+		atomic_store_explicit(&x->rx_guarded, true,
+				      memory_order_release);
+		return 0;
+	}
+	guard = x->ep->bound.rx_cq ? mrl_xfer_cq_guard(x->ep->bound.rx_cq) :
+				     NULL;
+	if (!guard) {
+		FI_WARN(mrl_hook_prov, FI_LOG_EP_DATA,
+			"FI_MULTI_RECV buffers of this endpoint go unleased: "
+			"its receive CQ cannot be guarded\n");
+		return -FI_EINVAL;
+	}
+	atomic_store_explicit(&pool->defer, guard, memory_order_release);
+	atomic_store_explicit(&x->rx_guarded, true, memory_order_release);
+	return 0;
 }

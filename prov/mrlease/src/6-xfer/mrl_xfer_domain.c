@@ -173,3 +173,13 @@ mrl_xfer_domain_closed(struct mrl_domain *domain)
 	domain->domain.mr = &mrl_hook_domain_mr_ops;
 	mrl_bind_domain_closed(domain);
 }
+
+bool
+mrl_xfer_domain_leases(struct mrl_domain *dom)
+{
+	struct mrl_bind_domain *ld = mrl_bind_domain_of(dom);
+
+	return ld && ld->cache_domain &&
+	       ((dom->mr_mode & FI_MR_LOCAL) || (dom->mode & MRL_FI_LOCAL_MR) ||
+		dom->outermost);
+}

@@ -100,7 +100,7 @@ mrl_xfer_dir_set(struct mrl_xep *x, enum mrl_dir dir, size_t min)
  * completions carry flags, a pool, and the rx caps the endpoint was opened
  * with have FI_MULTI_RECV (unknown caps: allowed). When the default rx
  * flags make every receive a multi-recv one, the rx CQ is guarded now
- * (mrl_xfer_ep_guard_rx), else receives do not lease.
+ * (mrl_xfer_cq_guard_rx), else receives do not lease.
  */
 static void
 mrl_xfer_dir_multi_recv(struct mrl_xep *x)
@@ -112,7 +112,7 @@ mrl_xfer_dir_multi_recv(struct mrl_xep *x)
 			(!x->rx_caps || (x->rx_caps & FI_MULTI_RECV));
 	if (!(d->op_flags & FI_MULTI_RECV))
 		return;
-	if (!d->multi_recv || mrl_xfer_ep_guard_rx(x)) {
+	if (!d->multi_recv || mrl_xfer_cq_guard_rx(x)) {
 		d->multi_recv = false;
 		d->min = SIZE_MAX;
 	}
@@ -203,50 +203,6 @@ mrl_xfer_ep_disable(struct mrl_xep *x)
 		x->dir[dir].single = &mrl_xfer_op_pool_none;
 		x->dir[dir].multi_recv = false;
 	}
-}
-
-/*
- * Before x's first leased FI_MULTI_RECV buffer goes to the provider: on a
- * shared pool whose receives complete on an application CQ, guard that CQ
- * (its reads counted, multi-recv ops' returns to the pool deferred while
- * other readers may hold their entries: mrl_completion_cq.c) and point the
- * pool at its guard. Serial pools and the internal CQ (read under
- * drain_lock) have one reader at a time and need nothing.
- */
-int
-mrl_xfer_ep_guard_rx(struct mrl_xep *x)
-{
-	struct mrl_op_pool *pool = x->pool;
-	struct mrl_cq_guard *guard;
-
-	if (!pool)
-		return -FI_EINVAL;
-	if (pool->serial || x->dir[MRL_RX].route == MRL_ROUTE_INTERNAL) {
-		atomic_store_explicit(&x->rx_guarded, true,
-				      memory_order_release);
-		return 0;
-	}
-	guard = x->ep->bound.rx_cq ? mrl_xfer_cq_guard(x->ep->bound.rx_cq) :
-				     NULL;
-	if (!guard) {
-		FI_WARN(mrl_hook_prov, FI_LOG_EP_DATA,
-			"FI_MULTI_RECV buffers of this endpoint go unleased: "
-			"its receive CQ cannot be guarded\n");
-		return -FI_EINVAL;
-	}
-	atomic_store_explicit(&pool->defer, guard, memory_order_release);
-	atomic_store_explicit(&x->rx_guarded, true, memory_order_release);
-	return 0;
-}
-
-bool
-mrl_xfer_domain_leases(struct mrl_domain *dom)
-{
-	struct mrl_bind_domain *ld = mrl_bind_domain_of(dom);
-
-	return ld && ld->cache_domain &&
-	       ((dom->mr_mode & FI_MR_LOCAL) || (dom->mode & MRL_FI_LOCAL_MR) ||
-		dom->outermost);
 }
 
 /* A direction whose CQ reads do not complete ops (a CQ that was opened on
@@ -611,7 +567,7 @@ mrl_xfer_ep_close(struct mrl_ep *ep)
 					      &orphans);
 		if (x->internal_cq) {
 			/* Entries written before the close name orphans. */
-			mrl_xfer_ep_drain(x);
+			mrl_xfer_cntr_drain(x);
 			fi_close(&x->internal_cq->fid);
 		}
 		if (mrl_xfer_ep_pool_needed(x->pool, &orphans)) {

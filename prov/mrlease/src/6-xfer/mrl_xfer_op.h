@@ -136,9 +136,9 @@ struct mrl_op_pool {
 	struct mrl_op_chunk *chunks;
 	atomic_uint refs; /* endpoint + CQs holding orphans */
 	/* The guard of the CQ its FI_MULTI_RECV ops complete on, set before
-	 * the first leased one is posted (mrl_xfer_ep_guard_rx), NULL when
+	 * the first leased one is posted (mrl_xfer_cq_guard_rx), NULL when
 	 * nothing needs it (serial pool, internal route); `deferred`: how
-	 * many of its ops wait on a guard's list (mrl_xfer_cq_guard_defer). */
+	 * many of its ops wait on a guard's list (mrl_xfer_op_guard_defer). */
 	struct mrl_cq_guard *_Atomic defer;
 	atomic_uint deferred;
 	/* TEST-ONLY (MRL_XFER_CTL_TEST_COMPLETING): called by the out-of-line

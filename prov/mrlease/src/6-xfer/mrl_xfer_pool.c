@@ -481,7 +481,7 @@ mrl_xfer_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 				atomic_load_explicit(&pool->defer,
 						     memory_order_acquire) :
 				NULL;
-		if (!guard || !mrl_xfer_cq_guard_defer(guard, op))
+		if (!guard || !mrl_xfer_op_guard_defer(guard, op))
 			mrl_xfer_op_put_chain(pool, op, last);
 	} else if (state == MRL_OP_ORPHAN) {
 		/* Its endpoint closed and released the leases; the pool is
@@ -490,4 +490,30 @@ mrl_xfer_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 				      memory_order_release);
 	}
 	return visible;
+}
+
+bool
+mrl_xfer_op_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op)
+{
+	struct mrl_op_pool *pool = op->pool;
+	uint64_t old = atomic_load_explicit(&g->word, memory_order_relaxed);
+
+	/* Before the op leaves every list: endpoint close must not see the
+	 * pool settled without seeing this. */
+	atomic_fetch_add_explicit(&pool->deferred, 1, memory_order_seq_cst);
+	do {
+		if (!(old >> 32)) {
+			/* No reader counted (the finaliser read through
+			 * the table of before the guard): nobody to wait
+			 * for; the caller pushes it back. */
+			atomic_fetch_sub_explicit(&pool->deferred, 1,
+						  memory_order_relaxed);
+			return false;
+		}
+		atomic_store_explicit(&op->free_next, (uint32_t) old,
+				      memory_order_relaxed);
+	} while (!atomic_compare_exchange_weak_explicit(
+		&g->word, &old, (old & ~(uint64_t) UINT32_MAX) | op->code,
+		memory_order_acq_rel, memory_order_relaxed));
+	return true;
 }

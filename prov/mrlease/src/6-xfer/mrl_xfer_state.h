@@ -96,13 +96,13 @@ struct mrl_xep {
 	pthread_mutex_t drain_lock; /* serialises internal_cq reads */
 	uint64_t rx_caps; /* rx caps from the open (0: unknown) */
 	/* Leased FI_MULTI_RECV buffers may be posted: the rx CQ is guarded
-	 * and pool->defer set, or nothing needs it (mrl_xfer_ep_guard_rx). */
+	 * and pool->defer set, or nothing needs it (mrl_xfer_cq_guard_rx). */
 	atomic_bool rx_guarded;
 };
 
 /* Make leased FI_MULTI_RECV posts safe on x (guard its rx CQ when its pool
  * is shared: mrl_completion_cq.c); 0, or the post goes out unleased. */
-int mrl_xfer_ep_guard_rx(struct mrl_xep *x);
+int mrl_xfer_cq_guard_rx(struct mrl_xep *x);
 
 /* Whether an FI_MULTI_RECV post on x may lease (guarding its rx CQ on the
  * first one); false: forward it unleased. */
@@ -111,7 +111,7 @@ mrl_xfer_ep_multi_recv_ok(struct mrl_xep *x)
 {
 	return x->dir[MRL_RX].multi_recv &&
 	       (atomic_load_explicit(&x->rx_guarded, memory_order_acquire) ||
-		!mrl_xfer_ep_guard_rx(x));
+		!mrl_xfer_cq_guard_rx(x));
 }
 
 /* Op tables (mrl_xfer_*.c): the passthrough's, with every post that can
@@ -147,7 +147,7 @@ struct mrl_cq_guard {
  * released, state FREE): keep it off its pool while other readers may hold
  * entries naming it. False when no reader is counted (then the caller
  * pushes it back now). */
-bool mrl_xfer_cq_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op);
+bool mrl_xfer_op_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op);
 
 /*
  * Claiming receives in flight whose completions a CQ reports
@@ -244,6 +244,6 @@ struct mrl_xcntr {
 int mrl_xfer_cntr_add(struct mrl_xcntr *c, struct mrl_xep *x);
 void mrl_xfer_cntr_remove(struct mrl_xcntr *c, struct mrl_xep *x);
 /* Read x's internal CQ until empty, releasing what completed. */
-void mrl_xfer_ep_drain(struct mrl_xep *x);
+void mrl_xfer_cntr_drain(struct mrl_xep *x);
 
 #endif /* MRL_XFER_STATE_H */
