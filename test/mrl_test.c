@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -22,6 +23,9 @@ static int test_failures;
 static bool current_failed;
 static char *current_skip;
 static char name_prefix[256];
+/* The case-name patterns of the command line (mrlt_select). */
+static char *const *select_patterns;
+static int select_count;
 
 void
 mrlt_fail(const char *file, int line, const char *fmt, ...)
@@ -64,8 +68,35 @@ mrlt_skip_current(const char *fmt, ...)
 }
 
 void
+mrlt_select(int count, char *const *patterns)
+{
+	select_count = count > 0 ? count : 0;
+	select_patterns = patterns;
+}
+
+bool
+mrlt_selected(const char *name)
+{
+	char full[512];
+
+	if (!select_count)
+		return true;
+	snprintf(full, sizeof(full), "%s%s", name_prefix, name);
+	for (int i = 0; i < select_count; i++) {
+		const char *p = select_patterns[i];
+
+		if (strstr(full, p) || !fnmatch(p, full, 0) ||
+		    !fnmatch(p, name, 0))
+			return true;
+	}
+	return false;
+}
+
+void
 mrlt_run(const char *name, void (*fn)(void))
 {
+	if (!mrlt_selected(name))
+		return;
 	current_failed = false;
 	free(current_skip);
 	current_skip = NULL;
@@ -89,6 +120,8 @@ mrlt_run(const char *name, void (*fn)(void))
 void
 mrlt_skip(const char *name, const char *why)
 {
+	if (!mrlt_selected(name))
+		return;
 	printf("ok %d - %s%s # SKIP %s\n", ++test_number, name_prefix, name,
 	       why);
 	fflush(stdout);
@@ -97,7 +130,10 @@ mrlt_skip(const char *name, const char *why)
 int
 mrlt_done(void)
 {
-	printf("1..%d\n", test_number);
+	if (!test_number && select_count)
+		printf("1..0 # SKIP no case matches the patterns given\n");
+	else
+		printf("1..%d\n", test_number);
 	return test_failures ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 

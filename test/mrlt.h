@@ -6,7 +6,16 @@
  *
  * A test is a void function; MRLT_RUN(fn) runs it and prints "ok N - fn" or
  * "not ok N - fn". CHECK* macros record the first failure with its location
- * and return from the test. mrlt_done() returns the exit status.
+ * and return from the test. mrlt_done() prints the plan (the cases run) and
+ * returns the exit status.
+ *
+ * Selecting cases: every program hands the arguments that follow its own
+ * (usually all of them) to mrlt_select(); MRLT_RUN, mrlt_run and mrlt_skip
+ * then run (and count) only the cases whose name, with the prefix, contains
+ * one of the patterns or matches it as a shell glob. No pattern: every
+ * case. So `test/cache/test_cache eviction` runs the eviction cases alone,
+ * with a plan counting just those. A program that re-executes itself
+ * (xfer_reexec, mrlt_spawn_bare) passes its arguments on.
  *
  * Resources: every fid, fi_info and buffer a test obtains through the
  * helpers below (or hands to mrlt_track_fid) is tracked. When the test
@@ -48,6 +57,11 @@
 void mrlt_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 bool mrlt_failed(void);
+/* The case-name patterns (see "Selecting cases"); count 0: every case. The
+ * strings must outlive the run (argv's do). */
+void mrlt_select(int count, char *const *patterns);
+/* Whether a case of this name (the prefix in front) is selected. */
+bool mrlt_selected(const char *name);
 void mrlt_run(const char *name, void (*fn)(void));
 void mrlt_skip(const char *name, const char *why);
 int mrlt_done(void);

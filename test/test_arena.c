@@ -206,8 +206,9 @@ test_freed_arena_blocks_are_poisoned_under_asan(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	mrlt_select(argc - 1, argv + 1);
 	MRLT_RUN(test_blocks_below_the_threshold_map_no_chunk);
 	MRLT_RUN(test_blocks_beyond_the_threshold_come_from_aligned_chunks);
 	MRLT_RUN(test_freed_blocks_are_reused_by_size_and_zeroed);

@@ -539,8 +539,9 @@ test_reserve_estimate_is_exactly_what_inserts_take(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	mrlt_select(argc - 1, argv + 1);
 	MRLT_RUN(test_empty_index_finds_nothing);
 	MRLT_RUN(test_lookups_respect_range_edges_and_wide_entries);
 	MRLT_RUN(test_splits_at_node_boundaries_take_what_was_reserved);

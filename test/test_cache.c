@@ -1279,8 +1279,9 @@ test_allocation_failures_leave_nothing_behind(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	mrlt_select(argc - 1, argv + 1);
 	page_size = (uintptr_t) sysconf(_SC_PAGESIZE);
 	MRLT_RUN(test_lookup_finds_wide_entry_behind_narrow_one);
 	MRLT_RUN(test_covering_lookup_agrees_with_brute_force);

@@ -615,10 +615,11 @@ test_pin_release_racing_invalidate_and_domain_close_closes_once(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	int ret;
 
+	mrlt_select(argc - 1, argv + 1);
 	page_size = (size_t) sysconf(_SC_PAGESIZE);
 	have_tcp = creg_tcp_open(&tcp) == 0;
 	if (have_tcp)

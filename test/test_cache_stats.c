@@ -490,8 +490,9 @@ test_caps_restored_under_threads_and_each_registration_closes_once(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	mrlt_select(argc - 1, argv + 1);
 	page_size = (uintptr_t) sysconf(_SC_PAGESIZE);
 	MRLT_RUN(
 		test_stats_snapshots_stay_possible_while_threads_lease_and_invalidate);

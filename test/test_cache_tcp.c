@@ -322,10 +322,11 @@ test_acquire_based_registers_at_the_iov_on_tcp(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	int ret;
 
+	mrlt_select(argc - 1, argv + 1);
 	page_size = (size_t) sysconf(_SC_PAGESIZE);
 	ret = creg_tcp_open(&tcp);
 	if (ret) {

@@ -156,8 +156,9 @@ test_concurrent_misses_share_one_count(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	mrlt_select(argc - 1, argv + 1);
 	MRLT_RUN(test_a_noted_range_passes_exactly_its_count);
 	MRLT_RUN(test_zero_passes_never_pass);
 	MRLT_RUN(test_only_overlapping_misses_pass);

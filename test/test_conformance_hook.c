@@ -1553,10 +1553,7 @@ main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "--case"))
 		return run_one_case(argv[2], argv[3]);
-	if (argc != 1) {
-		fprintf(stderr, "usage: %s [--case NAME PROVIDER]\n", argv[0]);
-		return EXIT_FAILURE;
-	}
+	mrlt_select(argc - 1, argv + 1);
 	/* FI_PROVIDER_PATH with the plugin; the children set FI_HOOK. */
 	xfer_reexec(argv, NULL, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -260,7 +260,7 @@ main(int argc, char **argv)
 	struct mrlt_pair_opts opts = {.prov = prov};
 	int ret;
 
-	(void) argc;
+	mrlt_select(argc - 1, argv + 1);
 	xfer_reexec(argv, "mrcheck", NULL);
 	ret = mrlt_pair_open(&opts, &pair);
 	if (ret) {

@@ -136,7 +136,7 @@ main(int argc, char **argv)
 {
 	static const char *const env[] = {"FI_MRLEASE_MIN_SIZE=0", NULL};
 
-	(void) argc;
+	mrlt_select(argc - 1, argv + 1);
 	xfer_reexec(argv, "mrcheck;mrlease", env);
 	MRLT_RUN(test_invalidate_keeps_inflight_neighbours_registration_open);
 	return mrlt_done();

@@ -210,7 +210,7 @@ main(int argc, char **argv)
 {
 	static const char *const env[] = {"FI_MRLEASE_MIN_SIZE=0", NULL};
 
-	(void) argc;
+	mrlt_select(argc - 1, argv + 1);
 	xfer_reexec(argv, "mrcheck;mrlease", env);
 	MRLT_RUN(test_threads_post_over_churn_while_another_invalidates);
 	return mrlt_done();

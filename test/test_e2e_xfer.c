@@ -1160,13 +1160,10 @@ main(int argc, char **argv)
 
 	mr_local = argc > 1 && !strcmp(argv[1], "--mr-local");
 	first += mr_local;
+	mrlt_select(argc - first, argv + first);
 	xfer_reexec(argv, hook ? hook : "mrcheck;mrlease",
 		    mr_local ? env_local : env);
-	if (argc > first) {
-		run_provider(argv[first]);
-	} else {
-		for (const char *const *p = xfer_providers; *p; p++)
-			run_provider(*p);
-	}
+	for (const char *const *p = xfer_providers; *p; p++)
+		run_provider(*p);
 	return mrlt_done();
 }

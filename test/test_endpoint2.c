@@ -254,7 +254,7 @@ main(int argc, char **argv)
 	static const char *const env[] = {"FI_MRLEASE_MIN_SIZE=64", NULL};
 	char prefix[128];
 
-	(void) argc;
+	mrlt_select(argc - 1, argv + 1);
 	xfer_reexec(argv, "mrlease", env);
 	for (const char *const *pv = xfer_providers; *pv; pv++) {
 		prov = *pv;

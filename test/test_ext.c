@@ -691,6 +691,7 @@ main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--without-hook"))
 		return child_without_hook();
 
+	mrlt_select(argc - 1, argv + 1);
 	/* libfabric reads FI_HOOK at its first call. */
 	setenv("FI_HOOK", "mrlease", 1);
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)

@@ -196,7 +196,7 @@ main(int argc, char **argv)
 {
 	static const char *const env[] = {"FI_MRLEASE_MIN_SIZE=0", NULL};
 
-	(void) argc;
+	mrlt_select(argc - 1, argv + 1);
 	page = (size_t) sysconf(_SC_PAGESIZE);
 	xfer_reexec(argv, "mrcheck;mrlease", env);
 	RUN(test_pin_descriptor_is_accepted_by_a_strict_provider);

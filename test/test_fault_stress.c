@@ -1001,6 +1001,7 @@ main(int argc, char **argv)
 	static const char *const close_cache_env[] = {
 		"FI_MRLEASE_MIN_SIZE=0", "MRCHECK_FAULT_CLOSE_ONCE=mr", NULL};
 
+	mrlt_select(argc - 2, argv + 2);
 	snprintf(seed_env, sizeof(seed_env), "MRCHECK_FAULT_SEED=%s",
 		 seed && *seed ? seed : "16");
 	if (!strcmp(which, "stress")) {
@@ -1021,7 +1022,8 @@ main(int argc, char **argv)
 		MRLT_RUN(test_cache_registration_refused_close_is_not_leaked);
 	} else {
 		fprintf(stderr,
-			"usage: %s [stress|close|refused_domain|close_cache]\n",
+			"usage: %s [stress|close|refused_domain|close_cache "
+			"[case-name pattern...]]\n",
 			argv[0]);
 		return 2;
 	}

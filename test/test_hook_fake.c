@@ -739,10 +739,11 @@ test_a_fabric_that_wrapped_an_object_keeps_wrapping(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct fid_fabric *core;
 
+	mrlt_select(argc - 1, argv + 1);
 	mrl_hook_prov = &hook_prov;
 	mrl_hook_personality = NULL;
 	info = fi_allocinfo();

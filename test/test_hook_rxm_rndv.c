@@ -184,6 +184,7 @@ main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return child_sendv();
 	self = argv[0];
+	mrlt_select(argc - 1, argv + 1);
 	MRLT_RUN(
 		test_passthrough_two_iov_rendezvous_sendv_matches_bare_provider);
 	MRLT_RUN(test_passthrough_two_iov_sar_sendv_delivers_every_iov);

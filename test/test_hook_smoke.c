@@ -257,8 +257,9 @@ test_unknown_open_ops_names_are_refused(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	mrlt_select(argc - 1, argv + 1);
 	/* libfabric reads FI_HOOK at its first call. The inner instance,
 	 * which resolves nothing over tcp and udp, steps aside unless
 	 * FI_MRLEASE_HOOK_INNER keeps it: this test is of both instances

@@ -792,6 +792,7 @@ main(int argc, char **argv)
 		prov = argv[3];
 		return bare_refusal(argv[2]);
 	}
+	mrlt_select(argc - 1, argv + 1);
 	xfer_reexec(argv, "mrlease", NULL);
 	for (const char *const *pv = xfer_providers; *pv; pv++) {
 		prov = *pv;

@@ -1638,11 +1638,12 @@ test_pinning_is_decided_by_the_core_provider(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct mrl_cache_config config = {.max_count = 400000};
 	struct mrl_domain_config dc;
 
+	mrlt_select(argc - 1, argv + 1);
 	page = (size_t) sysconf(_SC_PAGESIZE);
 	creg_init(&creg, NULL, 0);
 	if (mrl_cache_create(&config, &cache))

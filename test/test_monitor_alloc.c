@@ -497,6 +497,7 @@ main(int argc, char **argv)
 	xfer_reexec(argv, "mrcheck;mrlease", env);
 	if (argc > 1)
 		alloc_name = argv[1];
+	mrlt_select(argc - 2, argv + 2);
 	snprintf(prefix, sizeof(prefix), "%s: ", alloc_name);
 	mrlt_set_prefix(prefix);
 	MRLT_RUN(test_malloc_is_the_allocator_named);

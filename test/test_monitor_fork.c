@@ -417,7 +417,7 @@ main(int argc, char **argv)
 		"FI_MRLEASE_MONITOR=userfaultfd", NULL};
 	int status;
 
-	(void) argc;
+	mrlt_select(argc - 1, argv + 1);
 	xfer_reexec(argv, "mrlease", env);
 	MRLT_RUN(test_fork_children_transfer_while_parent_leases);
 	status = mrlt_done();

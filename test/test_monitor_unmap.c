@@ -434,11 +434,13 @@ main(int argc, char **argv)
 
 	if (strcmp(expect, "stale") && strcmp(expect, "clean")) {
 		fprintf(stderr,
-			"usage: %s stale|clean (with FI_MRLEASE_PINNING "
+			"usage: %s stale|clean [case-name pattern...] (with "
+			"FI_MRLEASE_PINNING "
 			"and FI_MRLEASE_MONITOR set)\n",
 			argv[0]);
 		return 2;
 	}
+	mrlt_select(argc - 2, argv + 2);
 	xfer_reexec(argv, "mrcheck;mrlease", env);
 	snprintf(prefix, sizeof(prefix),
 		 "PINNING=%s MONITOR=%s CHURN=%s: ",

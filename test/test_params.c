@@ -219,11 +219,12 @@ test_every_parameter_is_defined_with_default_and_meaning(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct fi_param *params;
 	int count;
 
+	mrlt_select(argc - 1, argv + 1);
 	/* libfabric reads FI_LOG_LEVEL once, at its first call. */
 	setenv("FI_LOG_LEVEL", "warn", 1);
 	if (fi_getparams(&params, &count) == 0 && params)

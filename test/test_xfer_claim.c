@@ -471,7 +471,7 @@ main(int argc, char **argv)
 	static const char *const env[] = {"FI_MRLEASE_MIN_SIZE=0", NULL};
 	char prefix[128];
 
-	(void) argc;
+	mrlt_select(argc - 1, argv + 1);
 	xfer_reexec(argv, "mrcheck;mrlease", env);
 	for (const char *const *pv = providers; *pv; pv++) {
 		prov = *pv;

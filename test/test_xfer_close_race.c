@@ -202,7 +202,7 @@ main(int argc, char **argv)
 	};
 	char prefix[128];
 
-	(void) argc;
+	mrlt_select(argc - 1, argv + 1);
 	xfer_reexec(argv, "mrlease", env);
 	for (size_t i = 0; i < sizeof(provs) / sizeof(provs[0]); i++) {
 		prov = provs[i].prov;

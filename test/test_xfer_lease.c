@@ -1133,6 +1133,7 @@ main(int argc, char **argv)
 			return bare_atomics();
 		return 127;
 	}
+	mrlt_select(argc - 1, argv + 1);
 	xfer_reexec(argv, "mrlease", env);
 	for (const char *const *pv = xfer_providers; *pv; pv++) {
 		prov = *pv;

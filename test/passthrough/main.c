@@ -23,7 +23,8 @@ const char *pt_baseline;
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: test_passthrough PROVIDER rdm|msg|traffic\n");
+	fprintf(stderr, "usage: test_passthrough PROVIDER rdm|msg|traffic "
+			"[case-name pattern...]\n");
 	exit(2);
 }
 
@@ -49,7 +50,7 @@ main(int argc, char **argv)
 	const char *group, *env;
 	char prefix[256];
 
-	if (argc != 3)
+	if (argc < 3)
 		usage();
 	pt_prov = argv[1];
 	group = argv[2];
@@ -66,6 +67,7 @@ main(int argc, char **argv)
 			 getenv("FI_MRLEASE_HOOK_INNER") :
 			 "");
 	mrlt_set_prefix(prefix);
+	mrlt_select(argc - 3, argv + 3);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	if (!strncmp(group, "control-", 8))
