@@ -57,7 +57,7 @@
 
 #include <rdma/fi_errno.h>
 
-#include "cache_registrar.h"
+#include "common/cache_registrar.h"
 #include "1-cache/mrl_arena.h"
 #include "1-cache/mrl_cache.inl"
 #include "mrl_cache.h"

@@ -20,7 +20,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
-#include "../test/xfer_util.h"
+#include "../test/common/xfer_util.h"
 #include "monitor_bench.h"
 #include "1-cache/mrl_cache.inl"
 #include "mrl_cache.h"
