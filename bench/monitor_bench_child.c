@@ -563,7 +563,7 @@ child_unmap(struct child *c, size_t size, double secs)
 /* The reuse loop's buffers of one size: mapped on its first slice and kept
  * for the child's life, so every slice of it reuses memory that was never
  * unmapped (a slice that mapped its own would start at addresses the
- * previous slice just unmapped: churn, mrl_churn.h). */
+ * previous slice just unmapped: churn, mrl_bind_churn.h). */
 struct reuse_set {
 	size_t size;
 	char *buf[REUSE_BUFS];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The churn ring (mrl_churn.h) as a data structure: how many misses a noted
+ * The churn ring (mrl_bind_churn.h) as a data structure: how many misses a noted
  * range passes, what overlaps, how a new note of the same range doubles it,
  * that old ranges leave the ring, and that concurrent misses never pass
  * more than their share of one note.

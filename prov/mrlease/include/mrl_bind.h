@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The mrlease personality's glue between hook domains and the lease cache.
+ * The binding (prov/mrlease/src/5-bind/): the mrlease personality's glue
+ * between hook domains and the lease cache, the one layer that uses the
+ * passthrough, the cache, the memory monitor and the parameters together.
+ * The data path and the plugin glue build on it; nothing below includes it.
  *
  * What it holds. One process-wide lease cache (mrl_bind_cache(), created by
  * the first domain open and sized by FI_MRLEASE_MAX_COUNT/MAX_SIZE), and per
@@ -20,7 +23,7 @@
  *
  * Exit and fork. At fi_fini the process-wide cache is given up, never freed
  * nor closed (mrl_bind_fini); a forked child forgets the parent's cache and
- * builds its own (mrl_lease_domain.c, mrl_bind_fork_child).
+ * builds its own (mrl_bind.c, mrl_bind_fork_child).
  *
  * Leased MR handles. A hook `struct fid_mr` (an mrl_mr from the passthrough
  * layer) that owns one reference on a cached registration: fi_mr_desc and
@@ -90,7 +93,7 @@ struct mrl_bind_domain *mrl_bind_domain_from_fid(struct fid_domain *domain);
 bool mrl_bind_provider_pins(const char *prov_name);
 
 /* The lease domain's part of a hook domain's open and close (called by
- * the data path's, mrl_xfer_domain_open/close/closed in mrl_mr.c). */
+ * the data path's, mrl_xfer_domain_open/close/closed in mrl_xfer_domain.c). */
 int mrl_bind_domain_open(struct mrl_domain *domain);
 void mrl_bind_domain_close(struct mrl_domain *domain);
 void mrl_bind_domain_closed(struct mrl_domain *domain);

@@ -19,7 +19,8 @@
  *
  * The other units: mrl_readers.c (reader records, sections), mrl_slab.c
  * (entries, allocations), mrl_btree.c (the index), mrl_filter.c (the overlap
- * filter), mrl_cache_fork.c (barrier, fork), mrl_cache_stats.c (queries).
+ * filter), mrl_cache_barrier.c (the barrier), mrl_cache_fork.c (fork),
+ * mrl_cache_stats.c (queries), mrl_cache_lease.c (lookups, misses, pins).
  */
 #include "config.h"
 

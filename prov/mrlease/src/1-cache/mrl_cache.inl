@@ -81,7 +81,7 @@ mrl_registration_cold(const struct mrl_registration *reg)
 #define MRL_REF_USED  (1u << 31)
 #define MRL_REF_COUNT (MRL_REF_USED - 1)
 
-/* ---- inline hit path: internal layout, fields are the cache's ----------- */
+/* ---- per-thread records: what a hit reads and writes ------------------- */
 
 /*
  * The send loop's lease (the thread's last entry per domain, re-leased with

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Churn: the ring of ranges the monitor saw unmapped (rules in mrl_churn.h).
+ * Churn: the ring of ranges the monitor saw unmapped (rules in mrl_bind_churn.h).
  *
  * Each slot is a seqlock with one writer at a time, the thread draining the
  * monitor's events (under the monitor's drain lock): the sequence
@@ -21,11 +21,11 @@
 
 #include "mrl_bind_churn.h"
 
-#define MRL_CHURN_SLOTS 32
+#define MRL_BIND_CHURN_SLOTS 32
 /* A range that keeps churning passes at most passes << this per note. */
 #define MRL_CHURN_MAX_LEVEL 4
 
-struct mrl_churn_slot {
+struct mrl_bind_churn_slot {
 	atomic_uint_fast64_t seq;
 	atomic_uintptr_t start;
 	atomic_uintptr_t end;
@@ -33,21 +33,21 @@ struct mrl_churn_slot {
 	atomic_uint level; /* times noted again: the allowance's doublings */
 };
 
-static struct mrl_churn_slot mrl_churn_ring[MRL_CHURN_SLOTS];
-static unsigned mrl_churn_next; /* the draining thread only */
+static struct mrl_bind_churn_slot mrl_bind_churn_ring[MRL_BIND_CHURN_SLOTS];
+static unsigned mrl_bind_churn_next; /* the draining thread only */
 
 void
 mrl_bind_churn_note(uintptr_t start, uintptr_t end)
 {
-	struct mrl_churn_slot *slot;
+	struct mrl_bind_churn_slot *slot;
 
 	/* The same range noted again (each round of a loop) keeps its slot,
 	 * so one churning buffer does not push others out, and it churned
 	 * again after its last allowance: the next one is twice as long. */
-	for (unsigned i = 0; i < MRL_CHURN_SLOTS; i++) {
+	for (unsigned i = 0; i < MRL_BIND_CHURN_SLOTS; i++) {
 		unsigned level;
 
-		slot = &mrl_churn_ring[i];
+		slot = &mrl_bind_churn_ring[i];
 		if (atomic_load_explicit(&slot->start, memory_order_relaxed) !=
 			    start ||
 		    atomic_load_explicit(&slot->end, memory_order_relaxed) !=
@@ -61,7 +61,7 @@ mrl_bind_churn_note(uintptr_t start, uintptr_t end)
 		atomic_store_explicit(&slot->used, 0, memory_order_release);
 		return;
 	}
-	slot = &mrl_churn_ring[mrl_churn_next++ % MRL_CHURN_SLOTS];
+	slot = &mrl_bind_churn_ring[mrl_bind_churn_next++ % MRL_BIND_CHURN_SLOTS];
 	atomic_fetch_add_explicit(&slot->seq, 1, memory_order_acq_rel);
 	atomic_store_explicit(&slot->start, start, memory_order_release);
 	atomic_store_explicit(&slot->end, end, memory_order_release);
@@ -72,7 +72,7 @@ mrl_bind_churn_note(uintptr_t start, uintptr_t end)
 
 /* Whether slot holds a range overlapping [lo, hi), read consistently. */
 static bool
-mrl_bind_churn_slot_overlaps(struct mrl_churn_slot *slot, uintptr_t lo,
+mrl_bind_churn_slot_overlaps(struct mrl_bind_churn_slot *slot, uintptr_t lo,
 			     uintptr_t hi)
 {
 	uint_fast64_t seq =
@@ -93,8 +93,8 @@ mrl_bind_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes)
 {
 	if (!passes)
 		return false;
-	for (unsigned i = 0; i < MRL_CHURN_SLOTS; i++) {
-		struct mrl_churn_slot *slot = &mrl_churn_ring[i];
+	for (unsigned i = 0; i < MRL_BIND_CHURN_SLOTS; i++) {
+		struct mrl_bind_churn_slot *slot = &mrl_bind_churn_ring[i];
 		uint_fast64_t used, allowed;
 		unsigned level;
 
@@ -117,8 +117,8 @@ mrl_bind_churn_pass(uintptr_t lo, uintptr_t hi, uint64_t passes)
 void
 mrl_bind_churn_reset(void)
 {
-	for (unsigned i = 0; i < MRL_CHURN_SLOTS; i++) {
-		struct mrl_churn_slot *slot = &mrl_churn_ring[i];
+	for (unsigned i = 0; i < MRL_BIND_CHURN_SLOTS; i++) {
+		struct mrl_bind_churn_slot *slot = &mrl_bind_churn_ring[i];
 
 		atomic_fetch_add_explicit(&slot->seq, 1, memory_order_acq_rel);
 		atomic_store_explicit(&slot->start, 0, memory_order_release);
@@ -127,5 +127,5 @@ mrl_bind_churn_reset(void)
 		atomic_store_explicit(&slot->used, 0, memory_order_release);
 		atomic_fetch_add_explicit(&slot->seq, 1, memory_order_release);
 	}
-	mrl_churn_next = 0;
+	mrl_bind_churn_next = 0;
 }

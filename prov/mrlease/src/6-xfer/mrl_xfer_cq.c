@@ -1045,7 +1045,7 @@ mrl_xfer_cq_guard(struct mrl_cq *cq)
  * Before x's first leased FI_MULTI_RECV buffer goes to the provider: on a
  * shared pool whose receives complete on an application CQ, guard that CQ
  * (its reads counted, multi-recv ops' returns to the pool deferred while
- * other readers may hold their entries: mrl_completion_cq.c) and point the
+ * other readers may hold their entries: mrl_xfer_cq.c) and point the
  * pool at its guard. Serial pools and the internal CQ (read under
  * drain_lock) have one reader at a time and need nothing.
  */

@@ -3,7 +3,7 @@
  * The data path's posting and completing code shared by its source files:
  * operand resolution (struct mrl_post), the single-buffer hit path's two
  * halves, the msg and tagged post helpers, and the inline completion of an
- * op. Included only by the data path's .c files (prov/mrlease/src/xfer/);
+ * op. Included only by the data path's .c files (prov/mrlease/src/6-xfer/);
  * mrl_xfer.h states the rules this code keeps.
  */
 #ifndef MRL_XFER_INLINE_H
@@ -30,7 +30,7 @@
 /* Posts with more local iovs than this are forwarded unchanged. */
 #define MRL_XFER_IOV_MAX 16
 
-/* ---- completion (mrl_completion_*.c) ----------------------------------- */
+/* ---- completion (mrl_xfer_cq.c, mrl_xfer_cntr.c) ----------------------------------- */
 
 /*
  * mrl_xfer_op_complete for a successful completion (the entry's flags at flagsp,

@@ -339,7 +339,7 @@ mrl_xfer_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
 
 	/* A multi-recv buffer ends at a completion flag: leased only where
 	 * completions carry flags, the rx caps have FI_MULTI_RECV, and on a
-	 * shared pool once the rx CQ is guarded (mrl_completion_cq.c). */
+	 * shared pool once the rx CQ is guarded (mrl_xfer_cq.c). */
 	if (!mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
 				      x->dir[MRL_RX].min_msg) ||
 	    ((flags & FI_MULTI_RECV) && !mrl_xfer_ep_multi_recv_ok(x))) {

@@ -101,7 +101,7 @@ struct mrl_xep {
 };
 
 /* Make leased FI_MULTI_RECV posts safe on x (guard its rx CQ when its pool
- * is shared: mrl_completion_cq.c); 0, or the post goes out unleased. */
+ * is shared: mrl_xfer_cq.c); 0, or the post goes out unleased. */
 int mrl_xfer_cq_guard_rx(struct mrl_xep *x);
 
 /* Whether an FI_MULTI_RECV post on x may lease (guarding its rx CQ on the
@@ -127,10 +127,10 @@ void mrl_xfer_atomic_init(void);
 /* An endpoint of a domain that never leases: its RMA calls forwarded
  * without the passthrough's per-call checks when the inner table has them. */
 void mrl_xfer_rma_plain_install(struct mrl_ep *ep);
-/* ---- completion side (mrl_completion_*.c) ------------------------------ */
+/* ---- completion side (mrl_xfer_cq.c, mrl_xfer_cntr.c) ------------------------------ */
 
 /*
- * A guarded CQ's readers in flight and deferred ops (mrl_completion_cq.c):
+ * A guarded CQ's readers in flight and deferred ops (mrl_xfer_cq.c):
  * word = (readers << 32) | mrl_xfer_op_code of the first deferred op (0: none;
  * the ops linked by free_next). The list is emptied, by the reader whose
  * exit takes the count to 0, in the same atomic step.
@@ -193,7 +193,7 @@ struct mrl_xcq {
 	atomic_bool guarded;
 	struct mrl_cq_guard guard;
 	/* fi_cq_signal calls: a blocking read the hook would retry after a
-	 * hidden batch returns instead when one came (mrl_completion_cq.c). */
+	 * hidden batch returns instead when one came (mrl_xfer_cq.c). */
 	atomic_uint signals;
 	struct mrl_claims claims;
 	/* Pools of endpoints closed with orphans, kept until the CQ closes. */

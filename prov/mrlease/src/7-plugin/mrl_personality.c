@@ -24,18 +24,18 @@ mrl_plugin_bypass_inner(const struct fi_info *info)
 const struct mrl_personality mrl_plugin_personality = {
 	.name = "mrlease",
 	.bypass_inner = mrl_plugin_bypass_inner,
-	/* Lease cache domain per hook domain (mrl_lease_domain.c), then the
-	 * MR interception on it; closed in reverse (all in mrl_mr.c). */
+	/* Lease cache domain per hook domain (mrl_bind.c), then the
+	 * MR interception on it; closed in reverse (all in mrl_xfer_domain.c). */
 	.domain_open = mrl_xfer_domain_open,
 	.domain_close = mrl_xfer_domain_close,
 	.domain_closed = mrl_xfer_domain_closed,
 	/* FI_MRLEASE_OPS_1 on fabrics and domains (mrl_ext.c). */
 	.ops_open = mrl_ext_ops_open,
-	/* The process-wide cache is given up at fi_fini (mrl_lease_domain.c).
+	/* The process-wide cache is given up at fi_fini (mrl_bind.c).
 	 */
 	.cleanup = mrl_bind_fini,
 	/* The data path: operand leases on posts, completions that release
-	 * them (mrl_xfer_*.c, mrl_completion_*.c). */
+	 * them (mrl_xfer_*.c, mrl_xfer_cq.c, mrl_xfer_cntr.c). */
 	.ep_open = mrl_xfer_ep_open,
 	.ep_control = mrl_xfer_ep_control,
 	.ep_close = mrl_xfer_ep_close,
