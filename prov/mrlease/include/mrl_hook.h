@@ -375,6 +375,11 @@ extern struct fi_ops_collective mrl_hook_ep_collective_ops;
  * the operands of atomic calls (hook_xfer.c). */
 size_t mrl_hook_datatype_size(enum fi_datatype datatype);
 
+/* Size in bytes of one completion entry of a CQ format, for whoever reads
+ * entries it did not lay out (hook_cq.c); UNSPEC is taken as CONTEXT, what
+ * the providers choose for it. */
+size_t mrl_hook_cq_entry_size(enum fi_cq_format format);
+
 /* fi_control on an endpoint-family object as the passthrough does it
  * (FI_ALIAS wrapped, the rest forwarded), for ep_control. */
 int mrl_hook_ep_control(struct mrl_ep *ep, int command, void *arg);

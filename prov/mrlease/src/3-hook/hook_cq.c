@@ -168,3 +168,18 @@ err_free:
 	free(cq);
 	return ret;
 }
+
+size_t
+mrl_hook_cq_entry_size(enum fi_cq_format format)
+{
+	switch (format) {
+	case FI_CQ_FORMAT_MSG:
+		return sizeof(struct fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA:
+		return sizeof(struct fi_cq_data_entry);
+	case FI_CQ_FORMAT_TAGGED:
+		return sizeof(struct fi_cq_tagged_entry);
+	default:
+		return sizeof(struct fi_cq_entry);
+	}
+}

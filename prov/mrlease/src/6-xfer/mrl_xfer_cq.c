@@ -28,7 +28,7 @@
 #include "mrl_xfer_inline.h"
 
 /* How a blocking read waits again after a hidden batch (see
- * mrl_xcq_wait_again). */
+ * mrl_xfer_cq_wait_again). */
 enum mrl_xcq_wait_kind {
 	MRL_XCQ_WAIT_UNKNOWN, /* not looked up yet */
 	MRL_XCQ_WAIT_FD, /* poll on the provider's fd and signal_fd */
@@ -65,22 +65,6 @@ static struct fi_ops_cq mrl_xfer_stash_cq_ops;
  * (read and readfrom are in every fi_ops_cq). */
 static struct fi_ops_cq mrl_xfer_plain_cq_ops;
 static pthread_once_t mrl_xfer_cq_once = PTHREAD_ONCE_INIT;
-
-/* UNSPEC is taken as CONTEXT, what the providers choose for it. */
-static inline size_t
-mrl_xfer_cq_format_entry_size(enum fi_cq_format format)
-{
-	switch (format) {
-	case FI_CQ_FORMAT_MSG:
-		return sizeof(struct fi_cq_msg_entry);
-	case FI_CQ_FORMAT_DATA:
-		return sizeof(struct fi_cq_data_entry);
-	case FI_CQ_FORMAT_TAGGED:
-		return sizeof(struct fi_cq_tagged_entry);
-	default:
-		return sizeof(struct fi_cq_entry);
-	}
-}
 
 /* Where an entry's flags are, NULL for formats without them
  * (FI_CQ_FORMAT_CONTEXT). */
@@ -204,10 +188,10 @@ mrl_xfer_cq_entry_size(struct mrl_cq *cq)
 					   fi_cq_read(cq->inner, buf, count), \
 					   NULL, sizeof(entry));              \
 	}
-MRL_XCQ_READ(mrl_xcq_read_ctx, struct fi_cq_entry)
-MRL_XCQ_READ(mrl_xcq_read_msg, struct fi_cq_msg_entry)
-MRL_XCQ_READ(mrl_xcq_read_data, struct fi_cq_data_entry)
-MRL_XCQ_READ(mrl_xcq_read_tagged, struct fi_cq_tagged_entry)
+MRL_XCQ_READ(mrl_xfer_cq_read_ctx, struct fi_cq_entry)
+MRL_XCQ_READ(mrl_xfer_cq_read_msg, struct fi_cq_msg_entry)
+MRL_XCQ_READ(mrl_xfer_cq_read_data, struct fi_cq_data_entry)
+MRL_XCQ_READ(mrl_xfer_cq_read_tagged, struct fi_cq_tagged_entry)
 
 static ssize_t
 mrl_xfer_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
@@ -242,7 +226,7 @@ mrl_xfer_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
  * in flight (mrl_xfer_op_guard_defer). The count and the list's head share one
  * 64-bit word (struct mrl_cq_guard): the exit that takes the count from 1
  * to 0 also takes the whole list in the same CAS and pushes its ops back
- * to their pools (mrl_cq_guard_free); other exits only decrement. Why that
+ * to their pools (mrl_xfer_cq_guard_free); other exits only decrement. Why that
  * is safe: reader A dequeued X's non-final entry before B dequeued X's
  * final one (the provider writes a buffer's completions in order, the
  * final one last, and a CQ is FIFO), and A entered before its dequeue, so
@@ -310,7 +294,7 @@ mrl_xfer_cq_guard_op(uint32_t code)
 
 /* Push the deferred ops from code on back to their pools. Nothing touches
  * an op or its pool after its push (close may free the pool then). */
-static void __attribute__((noinline)) mrl_cq_guard_free(uint32_t code)
+static void __attribute__((noinline)) mrl_xfer_cq_guard_free(uint32_t code)
 {
 	while (code) {
 		struct mrl_op *op = mrl_xfer_cq_guard_op(code), *last = op;
@@ -339,7 +323,7 @@ mrl_xfer_cq_guard_exit(struct mrl_cq_guard *g)
 							memory_order_acq_rel,
 							memory_order_relaxed));
 	if (__builtin_expect(!new && (uint32_t) old, 0))
-		mrl_cq_guard_free((uint32_t) old);
+		mrl_xfer_cq_guard_free((uint32_t) old);
 }
 
 /* TEST-ONLY hook of guarded reads (MRL_XFER_CTL_TEST_READING). */
@@ -869,10 +853,10 @@ static void
 mrl_xfer_cq_init(void)
 {
 	static ssize_t (*const reads[4])(struct fid_cq *, void *, size_t) = {
-		mrl_xcq_read_ctx,
-		mrl_xcq_read_msg,
-		mrl_xcq_read_data,
-		mrl_xcq_read_tagged,
+		mrl_xfer_cq_read_ctx,
+		mrl_xfer_cq_read_msg,
+		mrl_xfer_cq_read_data,
+		mrl_xfer_cq_read_tagged,
 	};
 
 	for (int i = 0; i < 4; i++) {
@@ -933,7 +917,7 @@ mrl_xfer_cq_open(struct mrl_cq *cq)
 	atomic_init(&own->wait_kind, MRL_XCQ_WAIT_UNKNOWN);
 	own->wait_fd = -1;
 	atomic_init(&own->signal_fd, -1);
-	xcq->entry_size = mrl_xfer_cq_format_entry_size(cq->format);
+	xcq->entry_size = mrl_hook_cq_entry_size(cq->format);
 	xcq->cache = mrl_bind_domain_of(cq->domain)->cache_domain;
 	atomic_init(&xcq->guarded, false);
 	atomic_init(&xcq->signals, 0);
@@ -976,7 +960,7 @@ mrl_xfer_cq_close(struct mrl_cq *cq)
 	/* No reader is inside at close, so the list is empty (it is emptied
 	 * whenever the count reaches 0); give back anything left before the
 	 * pools go. */
-	mrl_cq_guard_free((uint32_t) atomic_exchange_explicit(
+	mrl_xfer_cq_guard_free((uint32_t) atomic_exchange_explicit(
 		&xcq->guard.word, 0, memory_order_acq_rel));
 	for (size_t i = 0; i < xcq->npools; i++)
 		mrl_xfer_op_pool_unref(xcq->pools[i]);

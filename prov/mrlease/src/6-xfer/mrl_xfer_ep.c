@@ -538,7 +538,7 @@ mrl_xfer_ep_pool_needed(struct mrl_op_pool *pool,
 		return true;
 	for (int i = 0; i < MRL_SETTLE_TRIES; i++) {
 		/* A multi-recv op waiting for a guarded CQ's readers to
-		 * exit goes back to the pool later (mrl_cq_guard_free). */
+		 * exit goes back to the pool later (mrl_xfer_cq_guard_free). */
 		if (atomic_load_explicit(&pool->deferred, memory_order_seq_cst))
 			return true;
 		if (mrl_xfer_op_pool_settled(pool, orphans->ops))

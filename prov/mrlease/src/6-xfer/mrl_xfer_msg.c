@@ -230,17 +230,19 @@ mrl_xfer_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err)
 }
 
 /* The single-buffer hit path's out-of-line halves (mrl_xfer_inline.h). */
-static MRL_MSG_OP(mrl_msg_recv_op, MRL_RECV) static MRL_MSG_OP(
-	mrl_msg_send_op, MRL_SEND) static MRL_MSG_OP(mrl_msg_senddata_op,
-						     MRL_SENDDATA)
+/* clang-format off */
+static MRL_MSG_OP(mrl_xfer_msg_recv_op, MRL_RECV)
+static MRL_MSG_OP(mrl_xfer_msg_send_op, MRL_SEND)
+static MRL_MSG_OP(mrl_xfer_msg_senddata_op, MRL_SENDDATA)
 
-	static ssize_t __attribute__((noinline, noclone))
-	mrl_msg_recv_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
-			 fi_addr_t src_addr, void *context)
+static ssize_t __attribute__((noinline, noclone))
+mrl_xfer_msg_recv_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
+		      fi_addr_t src_addr, void *context)
+/* clang-format on */
 {
 	(void) desc;
 	return mrl_xfer_msg_pop(MRL_RECV, fep, buf, len, src_addr, 0, 0, 0,
-				context, mrl_msg_recv_op);
+				context, mrl_xfer_msg_recv_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
@@ -249,7 +251,7 @@ mrl_xfer_msg_send_pop(struct fid_ep *fep, const void *buf, size_t len,
 {
 	(void) desc;
 	return mrl_xfer_msg_pop(MRL_SEND, fep, buf, len, dest_addr, 0, 0, 0,
-				context, mrl_msg_send_op);
+				context, mrl_xfer_msg_send_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
@@ -259,7 +261,7 @@ mrl_xfer_msg_senddata_pop(struct fid_ep *fep, const void *buf, size_t len,
 {
 	(void) desc;
 	return mrl_xfer_msg_pop(MRL_SENDDATA, fep, buf, len, dest_addr, 0, 0,
-				data, context, mrl_msg_senddata_op);
+				data, context, mrl_xfer_msg_senddata_op);
 }
 
 /* The slow path of the iov calls. */
@@ -313,8 +315,9 @@ mrl_xfer_msg_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 	op = mrl_xfer_msg_owned(MRL_RECV, x, pool, fep, buf, len, src_addr, 0,
 				0, 0, context);
 	if (!op)
-		return mrl_msg_recv_pop(fep, buf, len, desc, src_addr, context);
-	return mrl_msg_recv_op(pool->cache, (uintptr_t) buf, len, op);
+		return mrl_xfer_msg_recv_pop(fep, buf, len, desc, src_addr,
+					     context);
+	return mrl_xfer_msg_recv_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t
@@ -366,7 +369,7 @@ mrl_xfer_msg_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 	if (!op)
 		return mrl_xfer_msg_send_pop(fep, buf, len, desc, dest_addr,
 					     context);
-	return mrl_msg_send_op(pool->cache, (uintptr_t) buf, len, op);
+	return mrl_xfer_msg_send_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t
@@ -418,7 +421,7 @@ mrl_xfer_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
 	if (!op)
 		return mrl_xfer_msg_senddata_pop(fep, buf, len, desc, data,
 						 dest_addr, context);
-	return mrl_msg_senddata_op(pool->cache, (uintptr_t) buf, len, op);
+	return mrl_xfer_msg_senddata_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 void

@@ -246,9 +246,9 @@ mrl_xfer_rma_op(enum mrl_rma_kind kind, struct mrl_cache_domain *cache,
 	{                                                               \
 		return mrl_xfer_rma_op(kind, cache, buf, len, op);      \
 	}
-MRL_RMA_OP(mrl_rma_read_op, MRL_RMA_READ)
-MRL_RMA_OP(mrl_rma_write_op, MRL_RMA_WRITE)
-MRL_RMA_OP(mrl_rma_writedata_op, MRL_RMA_WRITEDATA)
+MRL_RMA_OP(mrl_xfer_rma_read_op, MRL_RMA_READ)
+MRL_RMA_OP(mrl_xfer_rma_write_op, MRL_RMA_WRITE)
+MRL_RMA_OP(mrl_xfer_rma_writedata_op, MRL_RMA_WRITEDATA)
 
 /*
  * The first half for a thread that is not its pool's owner, or an owner
@@ -284,7 +284,7 @@ mrl_xfer_rma_read_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
 {
 	(void) desc;
 	return mrl_xfer_rma_pop(MRL_RMA_READ, fep, buf, len, src_addr, addr,
-				key, 0, context, mrl_rma_read_op);
+				key, 0, context, mrl_xfer_rma_read_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
@@ -294,7 +294,7 @@ mrl_xfer_rma_write_pop(struct fid_ep *fep, const void *buf, size_t len,
 {
 	(void) desc;
 	return mrl_xfer_rma_pop(MRL_RMA_WRITE, fep, buf, len, dest_addr, addr,
-				key, 0, context, mrl_rma_write_op);
+				key, 0, context, mrl_xfer_rma_write_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
@@ -304,7 +304,8 @@ mrl_xfer_rma_writedata_pop(struct fid_ep *fep, const void *buf, size_t len,
 {
 	(void) desc;
 	return mrl_xfer_rma_pop(MRL_RMA_WRITEDATA, fep, buf, len, dest_addr,
-				addr, key, data, context, mrl_rma_writedata_op);
+				addr, key, data, context,
+				mrl_xfer_rma_writedata_op);
 }
 
 /*
@@ -351,7 +352,7 @@ mrl_xfer_rma_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
 	if (!op)
 		return mrl_xfer_rma_read_pop(fep, buf, len, desc, src_addr,
 					     addr, key, context);
-	return mrl_rma_read_op(pool->cache, (uintptr_t) buf, len, op);
+	return mrl_xfer_rma_read_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t
@@ -403,7 +404,7 @@ mrl_xfer_rma_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 	if (!op)
 		return mrl_xfer_rma_write_pop(fep, buf, len, desc, dest_addr,
 					      addr, key, context);
-	return mrl_rma_write_op(pool->cache, (uintptr_t) buf, len, op);
+	return mrl_xfer_rma_write_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t
@@ -457,7 +458,7 @@ mrl_xfer_rma_writedata(struct fid_ep *fep, const void *buf, size_t len,
 		return mrl_xfer_rma_writedata_pop(fep, buf, len, desc, data,
 						  dest_addr, addr, key,
 						  context);
-	return mrl_rma_writedata_op(pool->cache, (uintptr_t) buf, len, op);
+	return mrl_xfer_rma_writedata_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 /* ---- endpoints of domains that never lease ------------------------- */

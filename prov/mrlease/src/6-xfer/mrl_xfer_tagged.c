@@ -15,18 +15,20 @@
 struct fi_ops_tagged mrl_xfer_tagged_ops;
 
 /* The single-buffer hit path's out-of-line halves (mrl_xfer_inline.h). */
-static MRL_MSG_OP(mrl_tagged_recv_op, MRL_TRECV) static MRL_MSG_OP(
-	mrl_tagged_send_op, MRL_TSEND) static MRL_MSG_OP(mrl_tagged_senddata_op,
-							 MRL_TSENDDATA)
+/* clang-format off */
+static MRL_MSG_OP(mrl_xfer_tagged_recv_op, MRL_TRECV)
+static MRL_MSG_OP(mrl_xfer_tagged_send_op, MRL_TSEND)
+static MRL_MSG_OP(mrl_xfer_tagged_senddata_op, MRL_TSENDDATA)
 
-	static ssize_t __attribute__((noinline, noclone))
-	mrl_tagged_recv_pop(struct fid_ep *fep, void *buf, size_t len,
-			    void *desc, fi_addr_t src_addr, uint64_t tag,
-			    uint64_t ignore, void *context)
+static ssize_t __attribute__((noinline, noclone))
+mrl_xfer_tagged_recv_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
+			 fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+			 void *context)
+/* clang-format on */
 {
 	(void) desc;
 	return mrl_xfer_msg_pop(MRL_TRECV, fep, buf, len, src_addr, tag, ignore,
-				0, context, mrl_tagged_recv_op);
+				0, context, mrl_xfer_tagged_recv_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
@@ -36,7 +38,7 @@ mrl_xfer_tagged_send_pop(struct fid_ep *fep, const void *buf, size_t len,
 {
 	(void) desc;
 	return mrl_xfer_msg_pop(MRL_TSEND, fep, buf, len, dest_addr, tag, 0, 0,
-				context, mrl_tagged_send_op);
+				context, mrl_xfer_tagged_send_op);
 }
 
 static ssize_t __attribute__((noinline, noclone))
@@ -46,7 +48,7 @@ mrl_xfer_tagged_senddata_pop(struct fid_ep *fep, const void *buf, size_t len,
 {
 	(void) desc;
 	return mrl_xfer_msg_pop(MRL_TSENDDATA, fep, buf, len, dest_addr, tag, 0,
-				data, context, mrl_tagged_senddata_op);
+				data, context, mrl_xfer_tagged_senddata_op);
 }
 
 /* The slow path of the iov calls. */
@@ -107,9 +109,9 @@ mrl_xfer_tagged_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 	op = mrl_xfer_msg_owned(MRL_TRECV, x, pool, fep, buf, len, src_addr,
 				tag, ignore, 0, context);
 	if (!op)
-		return mrl_tagged_recv_pop(fep, buf, len, desc, src_addr, tag,
-					   ignore, context);
-	return mrl_tagged_recv_op(pool->cache, (uintptr_t) buf, len, op);
+		return mrl_xfer_tagged_recv_pop(fep, buf, len, desc, src_addr,
+						tag, ignore, context);
+	return mrl_xfer_tagged_recv_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t
@@ -166,7 +168,7 @@ mrl_xfer_tagged_send(struct fid_ep *fep, const void *buf, size_t len,
 	if (!op)
 		return mrl_xfer_tagged_send_pop(fep, buf, len, desc, dest_addr,
 						tag, context);
-	return mrl_tagged_send_op(pool->cache, (uintptr_t) buf, len, op);
+	return mrl_xfer_tagged_send_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t
@@ -219,7 +221,8 @@ mrl_xfer_tagged_senddata(struct fid_ep *fep, const void *buf, size_t len,
 	if (!op)
 		return mrl_xfer_tagged_senddata_pop(fep, buf, len, desc, data,
 						    dest_addr, tag, context);
-	return mrl_tagged_senddata_op(pool->cache, (uintptr_t) buf, len, op);
+	return mrl_xfer_tagged_senddata_op(pool->cache, (uintptr_t) buf, len,
+					   op);
 }
 
 void
