@@ -8,9 +8,9 @@
  * Counts only grow; they are updated with relaxed atomics on the control
  * path (open, close, event mapping) and in the dynamic-rbuf trampoline,
  * which runs once per message a utility provider receives that way. Not
- * installed, not a public API: the passthrough's units and the tests include
- * it by path and compare counts
- * before and after an action.
+ * installed, not a public API: the passthrough's units include it, and the
+ * tests by path ("3-hook/mrl_hook_debug.h") to compare counts before and
+ * after an action.
  */
 #ifndef MRL_HOOK_DEBUG_H
 #define MRL_HOOK_DEBUG_H
