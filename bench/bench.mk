@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Included from Makefile.am.
 BENCHES =
-# The shared pair of the data-path tests (test/fixture_rdm.h), compiled in
+# The shared pair of the data-path tests (test/common/fixture_rdm.h), compiled in
 # (each bench with flags of its own: its objects apart from the test
 # library's libtool objects of the same sources).
-BENCH_FIXTURE_SOURCES = test/xfer_util.c test/xfer_util.h test/fixture_rdm.c \
-	test/fixture_rdm.h test/mrl_test.c test/mrlt.h
+BENCH_FIXTURE_SOURCES = test/common/xfer_util.c test/common/xfer_util.h test/common/fixture_rdm.c \
+	test/common/fixture_rdm.h test/common/mrl_test.c test/common/mrlt.h
 
 # ---- bench/xfer_bench: data-path message rate, four modes ----
 noinst_PROGRAMS += bench/xfer_bench
@@ -19,8 +19,8 @@ BENCHES += bench/xfer_bench
 # The lease cache against the seed's design, UCX's rcache and libfabric's
 # util MR cache. Run: make bench, or bench/cache_bench [--quick].
 noinst_PROGRAMS += bench/cache_bench
-bench_cache_bench_SOURCES = bench/cache_bench.c test/cache_registrar.c test/cache_registrar.h \
-	test/mrl_test.c bench/utilmr/utilmr.h
+bench_cache_bench_SOURCES = bench/cache_bench.c test/common/cache_registrar.c test/common/cache_registrar.h \
+	test/common/mrl_test.c bench/utilmr/utilmr.h
 bench_cache_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test
 bench_cache_bench_LDADD = $(UTILMR_LIB) prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
 if HAVE_UCS

@@ -57,8 +57,9 @@
 
 #include <rdma/fi_errno.h>
 
-#include "cache_registrar.h"
-#include "mrl_arena.h"
+#include "common/cache_registrar.h"
+#include "1-cache/mrl_arena.h"
+#include "1-cache/mrl_cache.inl"
 #include "mrl_cache.h"
 
 #ifdef HAVE_UCS
@@ -150,7 +151,7 @@ mrl_hit(void *c, uintptr_t s, uintptr_t e)
 
 	if (mrl_cache_acquire(b->dom, s, e, &r))
 		return -1;
-	mrl_lease_release(r);
+	mrl_cache_lease_release(r);
 	return 0;
 }
 

@@ -36,7 +36,7 @@
 
 #include <rdma/fi_tagged.h>
 
-#include "../test/xfer_util.h"
+#include "../test/common/xfer_util.h"
 #include "bench_util.h"
 
 enum { S_BARE, S_HOOK, NSERVERS };

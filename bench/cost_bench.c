@@ -87,7 +87,7 @@
 
 #include <rdma/fi_rma.h>
 
-#include "../test/xfer_util.h"
+#include "../test/common/xfer_util.h"
 #include "bench_util.h"
 
 enum { M_APP, M_PEROP, M_LEASE, M_EVICT, NMODES };

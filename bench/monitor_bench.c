@@ -74,7 +74,7 @@
  *            of fabtests' fi_unmap_mem). Figure: the rate (target mon/perop
  *            >= 0.9), and unmap_added_us, what mon adds per iteration. In
  *            mon most rounds register per operation (the address churns:
- *            mrl_churn.h) and one in FI_MRLEASE_MONITOR_CHURN + 1, up to
+ *            mrl_bind_churn.h) and one in FI_MRLEASE_MONITOR_CHURN + 1, up to
  *            16 times fewer as the address keeps churning, is watched and
  *            pays the monitor. Over
  *            tcp a registration costs little, so the ratio is a floor: on a

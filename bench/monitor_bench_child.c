@@ -20,8 +20,9 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
-#include "../test/xfer_util.h"
+#include "../test/common/xfer_util.h"
 #include "monitor_bench.h"
+#include "1-cache/mrl_cache.inl"
 #include "mrl_cache.h"
 #include "mrl_monitor.h"
 
@@ -562,7 +563,7 @@ child_unmap(struct child *c, size_t size, double secs)
 /* The reuse loop's buffers of one size: mapped on its first slice and kept
  * for the child's life, so every slice of it reuses memory that was never
  * unmapped (a slice that mapped its own would start at addresses the
- * previous slice just unmapped: churn, mrl_churn.h). */
+ * previous slice just unmapped: churn, mrl_bind_churn.h). */
 struct reuse_set {
 	size_t size;
 	char *buf[REUSE_BUFS];
@@ -797,7 +798,7 @@ hit_loop(struct mrl_cache_domain *dom, uintptr_t lo, uintptr_t hi, long n)
 	for (long i = 0; i < n; i++) {
 		if (mrl_cache_acquire(dom, lo, hi, &reg))
 			return -1;
-		mrl_lease_release(reg);
+		mrl_cache_lease_release(reg);
 	}
 	return 0;
 }
@@ -840,7 +841,7 @@ mb_hit_main(const char *mode, long n)
 	/* The miss (and the watch), outside the loop. */
 	if (mrl_cache_acquire(dom, buf, buf + 4 * mb_page, &reg))
 		goto out_buf;
-	mrl_lease_release(reg);
+	mrl_cache_lease_release(reg);
 	if (hit_loop(dom, buf, buf + 4 * mb_page, n))
 		goto out_buf;
 	mrl_cache_domain_stats(dom, &st);

@@ -62,7 +62,7 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_rma.h>
 
-#include "../test/xfer_util.h"
+#include "../test/common/xfer_util.h"
 #include "bench_util.h"
 
 enum { M_NOHOOK, M_LEASE, M_SHARED, NMODES };

@@ -19,7 +19,7 @@
 
 #include <rdma/fi_rma.h>
 
-#include "../test/xfer_util.h"
+#include "../test/common/xfer_util.h"
 #include "xfer_bench.h"
 
 const char *const mode_names[NMODES + 1] = {"",	     "app",  "lease",

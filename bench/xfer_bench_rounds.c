@@ -20,7 +20,7 @@
 
 #include <rdma/fi_rma.h>
 
-#include "../test/xfer_util.h"
+#include "../test/common/xfer_util.h"
 #include "xfer_bench.h"
 
 static void

@@ -25,8 +25,8 @@
 #   Program totals are not used for it: tcp progress polling spins a
 #   variable number of times and drowns a hundred instructions.
 # cache_ir_per_op: the part of it in the lease cache: code of its units
-#   (src/cache/mrl_cache*.[ch], mrl_btree, mrl_filter, mrl_readers,
-#   mrl_slab) and mrl_cache.h (its inline hit path, counted where it is
+#   (src/1-cache/mrl_cache*.[ch], mrl_btree, mrl_filter, mrl_readers,
+#   mrl_slab) and mrl_cache.inl (its inline hit path, counted where it is
 #   inlined).
 # datapath_ir_per_op: the rest (posts, op contexts, completions, both
 #   instances' wrappers).
@@ -115,7 +115,7 @@ function nm(s, tbl,    id, rest) {
 # "<Ir> TAB <function> TAB <object> TAB <file>". Cost lines right after
 # calls= are a call's inclusive cost and are skipped; fi=/fe= (code inlined
 # from another file) keep the function but change the file, which is how
-# the lease cache's inline hit path (mrl_cache.h) is told apart.
+# the lease cache's inline hit path (mrl_cache.inl) is told apart.
 self_cost() {
 	awk "$cg_names"'
 	/^ob=/ { ob = nm(substr($0, 4), obn); next }
@@ -186,7 +186,7 @@ fi
 # cache part" per run, joined on the function.
 for n in "$n1" "$n2"; do
 	self_cost "$tmp/cg.2.$n" | awk -F'\t' '$3 ~ /libmrlease-fi/ {
-		all[$2] += $1; if ($4 ~ /(mrl_cache[a-z_]*|mrl_btree|mrl_filter|mrl_readers|mrl_slab)\.[ch]$/)
+		all[$2] += $1; if ($4 ~ /(mrl_cache[a-z_]*|mrl_btree|mrl_filter|mrl_readers|mrl_slab)\.([ch]|inl)$/)
 			cache[$2] += $1 }
 		END { for (f in all) printf "%s\t%d\t%d\n", f, all[f], cache[f] }' |
 		sort -t '	' -k1,1 >"$tmp/fn.$n"

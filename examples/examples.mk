@@ -7,7 +7,7 @@ examples_mrl_demo_SOURCES = examples/mrl_demo.c
 examples_mrl_demo_LDADD = $(FABRIC_LIBS)
 
 # A real allocator wired to the lease contract (run by the suite through
-# test/test_jemalloc_kv.sh).
+# test/plugin/test_jemalloc_kv.sh).
 if HAVE_JEMALLOC
 noinst_PROGRAMS += examples/jemalloc_kv
 examples_jemalloc_kv_SOURCES = examples/jemalloc_kv.c

@@ -18,8 +18,8 @@ export MRL_TEST_HOOK_PATH="$builddir/prov/mrcheck/.libs"
 export FI_TCP_IFACE="${FI_TCP_IFACE:-lo}"
 export FI_SOCKETS_IFACE="${FI_SOCKETS_IFACE:-lo}"
 export FI_UDP_IFACE="${FI_UDP_IFACE:-lo}"
-export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$MRL_TOP_SRCDIR/test/lsan.supp:print_suppressions=0}"
-export TSAN_OPTIONS="${TSAN_OPTIONS:-suppressions=$MRL_TOP_SRCDIR/test/tsan.supp:halt_on_error=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$MRL_TOP_SRCDIR/test/common/lsan.supp:print_suppressions=0}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-suppressions=$MRL_TOP_SRCDIR/test/common/tsan.supp:halt_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 timeout_s=${MRL_TEST_TIMEOUT:-600}
 

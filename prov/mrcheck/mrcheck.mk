@@ -24,8 +24,8 @@ prov_mrcheck_libmrcheck_fi_la_LDFLAGS = -module -avoid-version -shared \
 # mrcheck as a user meets it (FI_HOOK=mrcheck alone): fi_info -l and -e,
 # and a client making one descriptor mistake per run gets exactly that
 # violation reported; the correct client none.
-check_PROGRAMS += test/mrcheck_client
-test_mrcheck_client_SOURCES = test/mrcheck_client.c
-test_mrcheck_client_LDADD = test/libmrltest.la -ldl $(FABRIC_LIBS)
-SUITE += $(top_srcdir)/test/mrcheck_client.sh
-EXTRA_DIST += test/mrcheck_client.sh
+check_PROGRAMS += test/e2e/mrcheck_client
+test_e2e_mrcheck_client_SOURCES = test/e2e/mrcheck_client.c
+test_e2e_mrcheck_client_LDADD = test/common/libmrltest.la -ldl $(FABRIC_LIBS)
+SUITE += $(top_srcdir)/test/e2e/mrcheck_client.sh
+EXTRA_DIST += test/e2e/mrcheck_client.sh

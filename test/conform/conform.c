@@ -518,7 +518,8 @@ run_provider_semantic(size_t sem, const char *prov, const char *only_setting)
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: conform [--prov P] [--sem S] [--setting N]\n"
+	fprintf(stderr, "usage: conform [--prov P] [--sem S] [--setting N] "
+			"[case-name pattern...]\n"
 			"       conform --run SEMANTIC PROVIDER\n");
 	return 2;
 }
@@ -546,6 +547,11 @@ main(int argc, char **argv)
 		return run_semantic((size_t) sem, argv[3]);
 	}
 	for (int i = 1; i < argc; i += 2) {
+		if (argv[i][0] != '-') {
+			/* A case-name pattern: the rest are too. */
+			mrlt_select(argc - i, argv + i);
+			break;
+		}
 		if (i + 1 >= argc)
 			return usage();
 		if (!strcmp(argv[i], "--prov"))

@@ -34,7 +34,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#include "../fixture_rdm.h"
+#include "common/fixture_rdm.h"
 
 /* Exit status of a semantic's child: the transcript is complete (whatever
  * the provider supports), or a step the semantic needs failed in a way

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "live_util.h"
-#include "mrlt.h"
-#include "xfer_util.h"
+#include "common/mrlt.h"
+#include "common/xfer_util.h"
 
 /* This program's argv[0], the children's too (the tool shows it). */
 static char *live_argv0;

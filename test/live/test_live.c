@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "live_util.h"
-#include "xfer_util.h"
+#include "common/xfer_util.h"
 
 #define PROV "tcp;ofi_rxm"
 #define LEN  (64 * 1024) /* above FI_MRLEASE_MIN_SIZE: leased */
@@ -291,6 +291,7 @@ main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--client"))
 		return client();
+	mrlt_select(argc - 1, argv + 1);
 	live_setup(argv, "5");
 	atexit(remove_dir);
 	MRLT_RUN(

@@ -22,7 +22,7 @@
 #include <rdma/fi_rma.h>
 
 #include "live_util.h"
-#include "xfer_util.h"
+#include "common/xfer_util.h"
 
 #define WORKERS 4
 #define ITERS	400
@@ -207,7 +207,7 @@ remove_dir(void)
 int
 main(int argc, char **argv)
 {
-	(void) argc;
+	mrlt_select(argc - 1, argv + 1);
 	/* Every millisecond: many rounds during the writes. */
 	live_setup(argv, "1");
 	atexit(remove_dir);

@@ -7,8 +7,8 @@
 # stale once it is killed. Each check reads the captured screen. Skipped
 # without tmux.
 set -u
-# shellcheck source=test/ext_tap.sh
-. "$(dirname "$0")/../ext_tap.sh"
+# shellcheck source=test/common/ext_tap.sh
+. "$(dirname "$0")/../common/ext_tap.sh"
 tool=$builddir/tools/mrlease-stat
 client=$builddir/test/live/test_live
 cases="list_view_redraws_one_screen_with_the_clients_row

@@ -452,7 +452,7 @@ static int
 chk_mr_track(struct chk_domain *dom, struct fid_mr *mr, const struct iovec *iov,
 	     size_t count, uint64_t access, bool host)
 {
-	struct mrl_mr *hook = mrl_mr_of(mr);
+	struct mrl_mr *hook = mrl_hook_mr_of(mr);
 	struct chk_mr *rec;
 
 	rec = calloc(1, sizeof(*rec) + count * sizeof(rec->iov[0]));
@@ -519,7 +519,7 @@ chk_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	if (ret)
 		return ret;
 	chk_cost_charge(chk_dom_of_fid(fid), len);
-	ret = mrl_domain_mr_ops.reg(fid, buf, len, access, offset,
+	ret = mrl_hook_domain_mr_ops.reg(fid, buf, len, access, offset,
 				    requested_key, flags, mr, context);
 	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, &iov, 1, access, true);
 }
@@ -535,7 +535,7 @@ chk_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 	if (ret)
 		return ret;
 	chk_cost_charge(chk_dom_of_fid(fid), chk_cost_bytes(iov, count));
-	ret = mrl_domain_mr_ops.regv(fid, iov, count, access, offset,
+	ret = mrl_hook_domain_mr_ops.regv(fid, iov, count, access, offset,
 				     requested_key, flags, mr, context);
 	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, iov, count, access,
 			   true);
@@ -552,7 +552,7 @@ chk_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
 		return ret;
 	chk_cost_charge(chk_dom_of_fid(fid),
 			chk_cost_bytes(attr->mr_iov, attr->iov_count));
-	ret = mrl_domain_mr_ops.regattr(fid, attr, flags, mr);
+	ret = mrl_hook_domain_mr_ops.regattr(fid, attr, flags, mr);
 	return chk_mr_done(chk_dom_of_fid(fid), ret, mr, attr->mr_iov,
 			   attr->iov_count, attr->access,
 			   attr->iface == FI_HMEM_SYSTEM);
@@ -584,7 +584,7 @@ chk_domain_open(struct mrl_domain *hook)
 	hook->ext = dom;
 	dom->mr_local = chk_mr_local_all || (hook->mr_mode & FI_MR_LOCAL);
 	if (strict) {
-		dom->mr_ops = mrl_domain_mr_ops;
+		dom->mr_ops = mrl_hook_domain_mr_ops;
 		dom->mr_ops.reg = chk_mr_reg;
 		dom->mr_ops.regv = chk_mr_regv;
 		dom->mr_ops.regattr = chk_mr_regattr;
@@ -736,8 +736,8 @@ fi_prov_ini(void)
 {
 	static bool once;
 
-	mrl_prov = &mrcheck_prov;
-	mrl_personality = &chk_personality;
+	mrl_hook_prov = &mrcheck_prov;
+	mrl_hook_personality = &chk_personality;
 	if (!once) {
 		once = true;
 		/* fi_info -e lists only parameters defined here, and

@@ -72,7 +72,7 @@ chk_cost_init(void)
 	if (!chk_cost_parse("REG_COST_NS", &chk_cost.ns) ||
 	    !chk_cost_parse("REG_COST_NS_PER_BYTE", &chk_cost.ns_per_byte))
 		chk_cost.on = false;
-	chk_cost_ops = mrl_domain_mr_ops;
+	chk_cost_ops = mrl_hook_domain_mr_ops;
 	chk_cost_ops.reg = chk_cost_reg;
 	chk_cost_ops.regv = chk_cost_regv;
 	chk_cost_ops.regattr = chk_cost_regattr;
@@ -135,7 +135,7 @@ chk_cost_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	chk_cost_charge(
 		chk_domain_of(container_of(fid, struct mrl_domain, domain.fid)),
 		len);
-	return mrl_domain_mr_ops.reg(fid, buf, len, access, offset,
+	return mrl_hook_domain_mr_ops.reg(fid, buf, len, access, offset,
 				     requested_key, flags, mr, context);
 }
 
@@ -147,7 +147,7 @@ chk_cost_regv(struct fid *fid, const struct iovec *iov, size_t count,
 	chk_cost_charge(
 		chk_domain_of(container_of(fid, struct mrl_domain, domain.fid)),
 		chk_cost_bytes(iov, count));
-	return mrl_domain_mr_ops.regv(fid, iov, count, access, offset,
+	return mrl_hook_domain_mr_ops.regv(fid, iov, count, access, offset,
 				      requested_key, flags, mr, context);
 }
 
@@ -158,7 +158,7 @@ chk_cost_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
 	chk_cost_charge(
 		chk_domain_of(container_of(fid, struct mrl_domain, domain.fid)),
 		chk_cost_bytes(attr->mr_iov, attr->iov_count));
-	return mrl_domain_mr_ops.regattr(fid, attr, flags, mr);
+	return mrl_hook_domain_mr_ops.regattr(fid, attr, flags, mr);
 }
 
 struct fi_ops_mr *

@@ -39,21 +39,6 @@ struct chk_cq {
 	_Atomic size_t queued;
 };
 
-static size_t
-chk_entry_size(enum fi_cq_format format)
-{
-	switch (format) {
-	case FI_CQ_FORMAT_MSG:
-		return sizeof(struct fi_cq_msg_entry);
-	case FI_CQ_FORMAT_DATA:
-		return sizeof(struct fi_cq_data_entry);
-	case FI_CQ_FORMAT_TAGGED:
-		return sizeof(struct fi_cq_tagged_entry);
-	default:
-		return sizeof(struct fi_cq_entry); /* CONTEXT, UNSPEC */
-	}
-}
-
 /* One entry: give the context back; retire the op unless it is a
  * multi-receive buffer the provider has not released yet. */
 static void
@@ -76,7 +61,7 @@ static void
 chk_translate_entries(struct mrl_cq *cq, void *buf, ssize_t count)
 {
 	struct chk_domain *dom = chk_domain_of(cq->domain);
-	size_t size = chk_entry_size(cq->format);
+	size_t size = mrl_hook_cq_entry_size(cq->format);
 	bool has_flags = size > sizeof(struct fi_cq_entry);
 
 	if (count <= 0)
@@ -211,23 +196,23 @@ chk_after_read(struct mrl_cq *cq, void *buf, ssize_t ret)
 static ssize_t
 chk_cq_read(struct fid_cq *cq, void *buf, size_t count)
 {
-	struct mrl_cq *c = mrl_cq_of(cq);
+	struct mrl_cq *c = mrl_hook_cq_of(cq);
 
 	if (chk_errors_queued(c))
 		return -FI_EAVAIL;
 	return chk_after_read(
-		c, buf, mrl_cq_ops.read(cq, buf, chk_read_count(c, count)));
+		c, buf, mrl_hook_cq_ops.read(cq, buf, chk_read_count(c, count)));
 }
 
 static ssize_t
 chk_cq_readfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src_addr)
 {
-	struct mrl_cq *c = mrl_cq_of(cq);
+	struct mrl_cq *c = mrl_hook_cq_of(cq);
 
 	if (chk_errors_queued(c))
 		return -FI_EAVAIL;
 	return chk_after_read(c, buf,
-			      mrl_cq_ops.readfrom(cq, buf,
+			      mrl_hook_cq_ops.readfrom(cq, buf,
 						  chk_read_count(c, count),
 						  src_addr));
 }
@@ -236,12 +221,12 @@ static ssize_t
 chk_cq_sread(struct fid_cq *cq, void *buf, size_t count, const void *cond,
 	     int timeout)
 {
-	struct mrl_cq *c = mrl_cq_of(cq);
+	struct mrl_cq *c = mrl_hook_cq_of(cq);
 
 	if (chk_errors_queued(c))
 		return -FI_EAVAIL;
 	return chk_after_read(c, buf,
-			      mrl_cq_ops.sread(cq, buf,
+			      mrl_hook_cq_ops.sread(cq, buf,
 					       chk_read_count(c, count), cond,
 					       timeout));
 }
@@ -250,12 +235,12 @@ static ssize_t
 chk_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
 		 fi_addr_t *src_addr, const void *cond, int timeout)
 {
-	struct mrl_cq *c = mrl_cq_of(cq);
+	struct mrl_cq *c = mrl_hook_cq_of(cq);
 
 	if (chk_errors_queued(c))
 		return -FI_EAVAIL;
 	return chk_after_read(c, buf,
-			      mrl_cq_ops.sreadfrom(cq, buf,
+			      mrl_hook_cq_ops.sreadfrom(cq, buf,
 						   chk_read_count(c, count),
 						   src_addr, cond, timeout));
 }
@@ -263,7 +248,7 @@ chk_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
 static ssize_t
 chk_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf, uint64_t flags)
 {
-	struct mrl_cq *c = mrl_cq_of(cq);
+	struct mrl_cq *c = mrl_hook_cq_of(cq);
 	struct chk_domain *dom = chk_domain_of(c->domain);
 	struct chk_cq_err *e = chk_error_pop(c);
 	ssize_t ret;
@@ -274,7 +259,7 @@ chk_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf, uint64_t flags)
 		chk_count(dom, faults_cq_err_read, 1);
 		ret = 1;
 	} else {
-		ret = mrl_cq_ops.readerr(cq, buf, flags);
+		ret = mrl_hook_cq_ops.readerr(cq, buf, flags);
 		if (ret <= 0)
 			return ret;
 	}
@@ -289,7 +274,7 @@ static struct fi_ops_cq chk_cq_ops;
 static void
 chk_cq_fill(void)
 {
-	chk_cq_ops = mrl_cq_ops;
+	chk_cq_ops = mrl_hook_cq_ops;
 	chk_cq_ops.read = chk_cq_read;
 	chk_cq_ops.readfrom = chk_cq_readfrom;
 	chk_cq_ops.readerr = chk_cq_readerr;
@@ -307,7 +292,7 @@ chk_cq_open(struct mrl_cq *cq)
 	if (!dom || cq->domain->domain.mr != &dom->mr_ops)
 		return 0;
 	pthread_once(&once, chk_cq_fill);
-	if (cq->cq.ops != &mrl_cq_ops)
+	if (cq->cq.ops != &mrl_hook_cq_ops)
 		return 0;
 	c = calloc(1, sizeof(*c));
 	if (!c)

@@ -51,7 +51,7 @@ enum chk_track {
 static struct chk_ep *
 chk_ep_of(struct fid_ep *ep)
 {
-	return mrl_ep_of(ep)->ext;
+	return mrl_hook_ep_of(ep)->ext;
 }
 
 static int
@@ -125,7 +125,7 @@ chk_add_ioc(struct chk_post *p, const struct fi_ioc *ioc, void **desc,
 
 	for (size_t i = 0; i < count; i++)
 		chk_add_buf(p, ioc[i].addr,
-			    ioc[i].count * mrl_datatype_size(dt),
+			    ioc[i].count * mrl_hook_datatype_size(dt),
 			    desc ? desc[i] : NULL);
 	return at;
 }
@@ -443,7 +443,7 @@ chk_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_msg_ops.recv(ep, buf, len, p_.inner[0],
+	return chk_end(&p_, mrl_hook_ep_msg_ops.recv(ep, buf, len, p_.inner[0],
 						src_addr, p_.ctx));
 }
 
@@ -461,7 +461,7 @@ chk_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
 	if (ret)
 		return ret;
 	return chk_end(&p_,
-		       mrl_ep_msg_ops.recvv(ep, iov, chk_descs(&p_, 0, desc),
+		       mrl_hook_ep_msg_ops.recvv(ep, iov, chk_descs(&p_, 0, desc),
 					    count, src_addr, p_.ctx));
 }
 
@@ -479,7 +479,7 @@ chk_recvmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
 		return ret;
 	m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
-	return chk_end(&p_, mrl_ep_msg_ops.recvmsg(ep, &m, flags));
+	return chk_end(&p_, mrl_hook_ep_msg_ops.recvmsg(ep, &m, flags));
 }
 
 static ssize_t
@@ -495,7 +495,7 @@ chk_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_msg_ops.send(ep, buf, len, p_.inner[0],
+	return chk_end(&p_, mrl_hook_ep_msg_ops.send(ep, buf, len, p_.inner[0],
 						dest_addr, p_.ctx));
 }
 
@@ -513,7 +513,7 @@ chk_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
 	if (ret)
 		return ret;
 	return chk_end(&p_,
-		       mrl_ep_msg_ops.sendv(ep, iov, chk_descs(&p_, 0, desc),
+		       mrl_hook_ep_msg_ops.sendv(ep, iov, chk_descs(&p_, 0, desc),
 					    count, dest_addr, p_.ctx));
 }
 
@@ -531,7 +531,7 @@ chk_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
 		return ret;
 	m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
-	return chk_end(&p_, mrl_ep_msg_ops.sendmsg(ep, &m, flags));
+	return chk_end(&p_, mrl_hook_ep_msg_ops.sendmsg(ep, &m, flags));
 }
 
 static ssize_t
@@ -547,7 +547,7 @@ chk_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_msg_ops.senddata(ep, buf, len, p_.inner[0],
+	return chk_end(&p_, mrl_hook_ep_msg_ops.senddata(ep, buf, len, p_.inner[0],
 						    data, dest_addr, p_.ctx));
 }
 
@@ -566,7 +566,7 @@ chk_trecv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 	if (ret)
 		return ret;
 	return chk_end(&p_,
-		       mrl_ep_tagged_ops.recv(ep, buf, len, p_.inner[0],
+		       mrl_hook_ep_tagged_ops.recv(ep, buf, len, p_.inner[0],
 					      src_addr, tag, ignore, p_.ctx));
 }
 
@@ -583,7 +583,7 @@ chk_trecvv(struct fid_ep *ep, const struct iovec *iov, void **desc,
 	ret = chk_begin(&p_, true, chk_rx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_tagged_ops.recvv(
+	return chk_end(&p_, mrl_hook_ep_tagged_ops.recvv(
 				    ep, iov, chk_descs(&p_, 0, desc), count,
 				    src_addr, tag, ignore, p_.ctx));
 }
@@ -612,7 +612,7 @@ chk_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags)
 	if (data)
 		m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
-	return chk_end(&p_, mrl_ep_tagged_ops.recvmsg(ep, &m, flags));
+	return chk_end(&p_, mrl_hook_ep_tagged_ops.recvmsg(ep, &m, flags));
 }
 
 static ssize_t
@@ -628,7 +628,7 @@ chk_tsend(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_tagged_ops.send(ep, buf, len, p_.inner[0],
+	return chk_end(&p_, mrl_hook_ep_tagged_ops.send(ep, buf, len, p_.inner[0],
 						   dest_addr, tag, p_.ctx));
 }
 
@@ -646,7 +646,7 @@ chk_tsendv(struct fid_ep *ep, const struct iovec *iov, void **desc,
 	if (ret)
 		return ret;
 	return chk_end(&p_,
-		       mrl_ep_tagged_ops.sendv(ep, iov, chk_descs(&p_, 0, desc),
+		       mrl_hook_ep_tagged_ops.sendv(ep, iov, chk_descs(&p_, 0, desc),
 					       count, dest_addr, tag, p_.ctx));
 }
 
@@ -664,7 +664,7 @@ chk_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags)
 		return ret;
 	m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
-	return chk_end(&p_, mrl_ep_tagged_ops.sendmsg(ep, &m, flags));
+	return chk_end(&p_, mrl_hook_ep_tagged_ops.sendmsg(ep, &m, flags));
 }
 
 static ssize_t
@@ -680,7 +680,7 @@ chk_tsenddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_tagged_ops.senddata(ep, buf, len,
+	return chk_end(&p_, mrl_hook_ep_tagged_ops.senddata(ep, buf, len,
 						       p_.inner[0], data,
 						       dest_addr, tag, p_.ctx));
 }
@@ -699,7 +699,7 @@ chk_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_rma_ops.read(ep, buf, len, p_.inner[0],
+	return chk_end(&p_, mrl_hook_ep_rma_ops.read(ep, buf, len, p_.inner[0],
 						src_addr, addr, key, p_.ctx));
 }
 
@@ -715,7 +715,7 @@ chk_readv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_rma_ops.readv(ep, iov,
+	return chk_end(&p_, mrl_hook_ep_rma_ops.readv(ep, iov,
 						 chk_descs(&p_, 0, desc), count,
 						 src_addr, addr, key, p_.ctx));
 }
@@ -734,7 +734,7 @@ chk_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
 		return ret;
 	m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
-	return chk_end(&p_, mrl_ep_rma_ops.readmsg(ep, &m, flags));
+	return chk_end(&p_, mrl_hook_ep_rma_ops.readmsg(ep, &m, flags));
 }
 
 static ssize_t
@@ -750,7 +750,7 @@ chk_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_rma_ops.write(ep, buf, len, p_.inner[0],
+	return chk_end(&p_, mrl_hook_ep_rma_ops.write(ep, buf, len, p_.inner[0],
 						 dest_addr, addr, key, p_.ctx));
 }
 
@@ -768,7 +768,7 @@ chk_writev(struct fid_ep *ep, const struct iovec *iov, void **desc,
 			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_rma_ops.writev(
+	return chk_end(&p_, mrl_hook_ep_rma_ops.writev(
 				    ep, iov, chk_descs(&p_, 0, desc), count,
 				    dest_addr, addr, key, p_.ctx));
 }
@@ -787,7 +787,7 @@ chk_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
 		return ret;
 	m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
-	return chk_end(&p_, mrl_ep_rma_ops.writemsg(ep, &m, flags));
+	return chk_end(&p_, mrl_hook_ep_rma_ops.writemsg(ep, &m, flags));
 }
 
 static ssize_t
@@ -805,7 +805,7 @@ chk_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 	if (ret)
 		return ret;
 	return chk_end(&p_,
-		       mrl_ep_rma_ops.writedata(ep, buf, len, p_.inner[0], data,
+		       mrl_hook_ep_rma_ops.writedata(ep, buf, len, p_.inner[0], data,
 						dest_addr, addr, key, p_.ctx));
 }
 
@@ -827,12 +827,12 @@ chk_atomic(struct fid_ep *ep, const void *buf, size_t count, void *desc,
 	uint64_t f = p_.ep->tx_op_flags;
 	int ret;
 
-	chk_add_buf(&p_, buf, count * mrl_datatype_size(dt), desc);
+	chk_add_buf(&p_, buf, count * mrl_hook_datatype_size(dt), desc);
 	ret = chk_begin(&p_, !(f & FI_INJECT), chk_tx_tracked(p_.ep, f), false,
 			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_atomic_ops.write(ep, buf, count, p_.inner[0],
+	return chk_end(&p_, mrl_hook_ep_atomic_ops.write(ep, buf, count, p_.inner[0],
 						    dest_addr, addr, key, dt,
 						    op, p_.ctx));
 }
@@ -851,7 +851,7 @@ chk_atomicv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
 			context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_atomic_ops.writev(
+	return chk_end(&p_, mrl_hook_ep_atomic_ops.writev(
 				    ep, iov, chk_descs(&p_, 0, desc), count,
 				    dest_addr, addr, key, dt, op, p_.ctx));
 }
@@ -872,7 +872,7 @@ chk_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 		return ret;
 	m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
-	return chk_end(&p_, mrl_ep_atomic_ops.writemsg(ep, &m, flags));
+	return chk_end(&p_, mrl_hook_ep_atomic_ops.writemsg(ep, &m, flags));
 }
 
 static ssize_t
@@ -882,7 +882,7 @@ chk_fetch(struct fid_ep *ep, const void *buf, size_t count, void *desc,
 {
 	CHK_POST(ep, "fi_fetch_atomic");
 	uint64_t f = p_.ep->tx_op_flags;
-	size_t sz = mrl_datatype_size(dt);
+	size_t sz = mrl_hook_datatype_size(dt);
 	int ret;
 
 	chk_add_buf(&p_, buf, chk_count_of(op, count) * sz, desc);
@@ -891,7 +891,7 @@ chk_fetch(struct fid_ep *ep, const void *buf, size_t count, void *desc,
 	if (ret)
 		return ret;
 	return chk_end(
-		&p_, mrl_ep_atomic_ops.readwrite(ep, buf, count, p_.inner[0],
+		&p_, mrl_hook_ep_atomic_ops.readwrite(ep, buf, count, p_.inner[0],
 						 result, p_.inner[1], dest_addr,
 						 addr, key, dt, op, p_.ctx));
 }
@@ -914,7 +914,7 @@ chk_fetchv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
 		return ret;
 	return chk_end(
 		&p_,
-		mrl_ep_atomic_ops.readwritev(
+		mrl_hook_ep_atomic_ops.readwritev(
 			ep, iov,
 			op == FI_ATOMIC_READ ? desc : chk_descs(&p_, 0, desc),
 			count, resultv, chk_descs(&p_, r, result_desc),
@@ -942,7 +942,7 @@ chk_fetchmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 		m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
 	return chk_end(&p_,
-		       mrl_ep_atomic_ops.readwritemsg(
+		       mrl_hook_ep_atomic_ops.readwritemsg(
 			       ep, &m, resultv, chk_descs(&p_, r, result_desc),
 			       result_count, flags));
 }
@@ -955,7 +955,7 @@ chk_compare(struct fid_ep *ep, const void *buf, size_t count, void *desc,
 {
 	CHK_POST(ep, "fi_compare_atomic");
 	uint64_t f = p_.ep->tx_op_flags;
-	size_t sz = mrl_datatype_size(dt);
+	size_t sz = mrl_hook_datatype_size(dt);
 	int ret;
 
 	chk_add_buf(&p_, buf, count * sz, desc);
@@ -964,7 +964,7 @@ chk_compare(struct fid_ep *ep, const void *buf, size_t count, void *desc,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
-	return chk_end(&p_, mrl_ep_atomic_ops.compwrite(
+	return chk_end(&p_, mrl_hook_ep_atomic_ops.compwrite(
 				    ep, buf, count, p_.inner[0], compare,
 				    p_.inner[1], result, p_.inner[2], dest_addr,
 				    addr, key, dt, op, p_.ctx));
@@ -989,7 +989,7 @@ chk_comparev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
 	if (ret)
 		return ret;
 	return chk_end(&p_,
-		       mrl_ep_atomic_ops.compwritev(
+		       mrl_hook_ep_atomic_ops.compwritev(
 			       ep, iov, chk_descs(&p_, 0, desc), count,
 			       comparev, chk_descs(&p_, c, compare_desc),
 			       compare_count, resultv,
@@ -1020,7 +1020,7 @@ chk_comparemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 	m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
 	return chk_end(&p_,
-		       mrl_ep_atomic_ops.compwritemsg(
+		       mrl_hook_ep_atomic_ops.compwritemsg(
 			       ep, &m, comparev,
 			       chk_descs(&p_, c, compare_desc), compare_count,
 			       resultv, chk_descs(&p_, r, result_desc),
@@ -1044,7 +1044,7 @@ chk_cancel(fid_t fid, void *context)
 		}
 	}
 	pthread_mutex_unlock(&ep->dom->lock);
-	return mrl_ep_ops.cancel(fid, ctx);
+	return mrl_hook_ep_ops.cancel(fid, ctx);
 }
 
 static struct fi_ops_msg chk_msg_ops = {
@@ -1109,11 +1109,11 @@ chk_fill_table(void *dst, const void *defaults, size_t size)
 static void
 chk_fill_tables(void)
 {
-	chk_fill_table(&chk_msg_ops, &mrl_ep_msg_ops, sizeof(chk_msg_ops));
-	chk_fill_table(&chk_tagged_ops, &mrl_ep_tagged_ops,
+	chk_fill_table(&chk_msg_ops, &mrl_hook_ep_msg_ops, sizeof(chk_msg_ops));
+	chk_fill_table(&chk_tagged_ops, &mrl_hook_ep_tagged_ops,
 		       sizeof(chk_tagged_ops));
-	chk_fill_table(&chk_rma_ops, &mrl_ep_rma_ops, sizeof(chk_rma_ops));
-	chk_fill_table(&chk_atomic_ops, &mrl_ep_atomic_ops,
+	chk_fill_table(&chk_rma_ops, &mrl_hook_ep_rma_ops, sizeof(chk_rma_ops));
+	chk_fill_table(&chk_atomic_ops, &mrl_hook_ep_atomic_ops,
 		       sizeof(chk_atomic_ops));
 }
 
@@ -1154,13 +1154,13 @@ chk_ep_open(struct mrl_ep *hook)
 	ep->ep_ops = *hook->ep.ops;
 	ep->ep_ops.cancel = chk_cancel;
 	hook->ep.ops = &ep->ep_ops;
-	if (hook->ep.msg == &mrl_ep_msg_ops)
+	if (hook->ep.msg == &mrl_hook_ep_msg_ops)
 		hook->ep.msg = &chk_msg_ops;
-	if (hook->ep.tagged == &mrl_ep_tagged_ops)
+	if (hook->ep.tagged == &mrl_hook_ep_tagged_ops)
 		hook->ep.tagged = &chk_tagged_ops;
-	if (hook->ep.rma == &mrl_ep_rma_ops)
+	if (hook->ep.rma == &mrl_hook_ep_rma_ops)
 		hook->ep.rma = &chk_rma_ops;
-	if (hook->ep.atomic == &mrl_ep_atomic_ops)
+	if (hook->ep.atomic == &mrl_hook_ep_atomic_ops)
 		hook->ep.atomic = &chk_atomic_ops;
 	hook->ext = ep;
 	chk_add(&dom->users, NULL, 1);

@@ -114,7 +114,7 @@ struct chk_ep {
 	struct chk_domain *dom;
 	uint64_t tx_op_flags, rx_op_flags;
 	struct chk_op *ops; /* in flight, under dom->lock */
-	struct fi_ops_ep ep_ops; /* mrl_ep_ops with cancel checked */
+	struct fi_ops_ep ep_ops; /* mrl_hook_ep_ops with cancel checked */
 };
 
 /* mrcheck.c */

@@ -51,7 +51,7 @@
  * fault. The hit path therefore writes the leased
  * entry's reference count and the thread's own counters, nothing shared; two
  * threads on distinct entries do not slow each other. It and
- * mrl_lease_release are inline (below); bench/README.md (xfer_ir) counts
+ * mrl_cache_lease_release are inline (below); bench/README.md (xfer_ir) counts
  * their instructions.
  * Other lookups walk the index inside a read section: the nearest base first
  * (one descent, a quaternary search per node), the subtree max ends only when
@@ -91,8 +91,8 @@
  * hook (a lookup of the domain, its domain close, a completion read). A
  * domain opened free_threaded (FI_THREAD_SAFE: any thread may call it at
  * any time) puts them on the cache's list instead, which any domain's
- * settle, mrl_caches_drain_shared (a monitor's closer thread) and
- * mrl_cache_drain (explicit invalidate, cache destroy) close.
+ * settle, mrl_caches_close_deferred_shared (a monitor's closer thread) and
+ * mrl_cache_close_deferred (explicit invalidate, cache destroy) close.
  *
  * Barrier. Between the monitor reading a kernel event (which lets the
  * unmapping thread return from munmap) and its invalidation taking effect, no
@@ -172,9 +172,9 @@
  * retired entry, an entry is retired once and its registration closed once,
  * and the index keeps its order after every change.
  *
- * Implementation: prov/mrlease/src/cache/, one unit per subject (the list
- * opens mrl_cache_int.h); their internal headers hold no rule of this
- * interface.
+ * Implementation: prov/mrlease/src/1-cache/, one unit per subject (the list
+ * opens mrl_cache_int.h); the inline hit path and the layout it reads are
+ * mrl_cache.inl's. Their headers hold no rule of this interface.
  */
 #ifndef MRL_CACHE_H
 #define MRL_CACHE_H
@@ -273,131 +273,20 @@ struct mrl_domain_config {
 
 struct mrl_cache; /* opaque: index, lock, domains */
 struct mrl_cache_domain; /* opaque: one core domain's entries */
+/* One registration and, while live, its index entry: opaque here; its
+ * layout, what the inline hit path reads, is mrl_cache.inl's. mr and desc
+ * never change after insertion, so any lease holder may read them
+ * (mrl_registration_desc/_mr) without a lock. */
+struct mrl_registration;
 
 /*
- * One registration and, while live, its index entry. Public only so the
- * accessors below inline; fields are the cache's. mr and desc never change
- * after insertion, so any lease holder may read them without a lock.
- *
- * An entry is split in two parts kept in parallel arrays of a slab (struct
- * mrl_slab, one domain's): this 32-byte hot part, 32-byte aligned so it
- * never straddles a cache line (what a hit reads and writes: refs, base,
- * end, desc, slot), and a 16-byte cold part (mr, the retire/free chain)
- * found by index arithmetic. A registration pointer is its hot part. The
- * domain is the slab's, not stored per entry.
+ * The hit path is inline (src/1-cache/mrl_cache.inl), and only its callers
+ * include it: the data path's posts and completions, the binding's MR
+ * handles, and the tests and benchmarks that lease directly. It holds
+ * mrl_cache_acquire, mrl_cache_lease_release and mrl_cache_domain_settle (their
+ * rules are below, with the rest of the API) and the accessors
+ * mrl_registration_desc, _mr and _refs. Everything else is out of line.
  */
-struct mrl_registration {
-	atomic_uint refs; /* index (while live) + leases, and
-			   * MRL_REF_USED (CLOCK bit, set on hits) */
-	uint8_t slot; /* internal (domain's counter slot) */
-	uint8_t state; /* internal (live, retired; pinned) */
-	uint16_t idx; /* internal (index in its slab) */
-	uintptr_t base, end; /* registered [base, end) */
-	void *desc; /* registrar's descriptor */
-};
-
-/* The cold part of an entry. */
-struct mrl_reg_cold {
-	void *mr; /* registrar's handle */
-	struct mrl_registration *next; /* internal: retire chain, free list */
-};
-
-/*
- * A slab: a 64-byte header, then `n` hot parts, then `n` cold parts. Slabs
- * are kept for the process's life (the lock-free hit path may increment a
- * stale entry's count, so entry memory is never unmapped); a closed domain's
- * slabs go to a process-wide list that the next domain adopts.
- */
-struct mrl_slab {
-	struct mrl_cache_domain *domain; /* owner (set under the pool lock) */
-	struct mrl_slab *next; /* the owner's slabs, or the idle list */
-	uint32_t n; /* entries */
-	/* n hot parts, then n cold */
-	_Alignas(64) struct mrl_registration reg[];
-};
-
-static inline struct mrl_slab *
-mrl_registration_slab(const struct mrl_registration *reg)
-{
-	return (struct mrl_slab *) (void *) ((char *) (uintptr_t) (reg -
-								   reg->idx) -
-					     offsetof(struct mrl_slab, reg));
-}
-
-static inline struct mrl_reg_cold *
-mrl_registration_cold(const struct mrl_registration *reg)
-{
-	struct mrl_slab *slab = mrl_registration_slab(reg);
-
-	return (struct mrl_reg_cold *) (void *) &slab->reg[slab->n] + reg->idx;
-}
-
-/* refs: the count in the low bits, the CLOCK "used" bit on top. */
-#define MRL_REF_USED  (1u << 31)
-#define MRL_REF_COUNT (MRL_REF_USED - 1)
-
-/* ---- inline hit path: internal layout, fields are the cache's ----------- */
-
-/*
- * The send loop's lease (the thread's last entry per domain, re-leased with
- * no lock and no index walk) and its release are inlined at the call sites;
- * everything else is out of line. Per thread: one hot slot and a row of
- * counters per statistic slot, written by the owner only (relaxed load +
- * store) and summed by queries. mrl_fast is NULL until the thread's first
- * out-of-line cache call, and stays NULL on threads past
- * MRL_CACHE_MAX_THREADS (they share one record and always go out of line).
- */
-enum mrl_tcnt {
-	MRL_TCNT_LOOKUPS,
-	MRL_TCNT_MISSES, /* lookups that found nothing */
-	MRL_TCNT_LEASES_OTHER, /* leases not taken by a hit */
-	MRL_TCNT_LEASES_RELEASED,
-	MRL_TCNT_INVALIDATIONS, /* used on a cache's slot */
-	MRL_TCNT_COUNT
-};
-
-/* One way of a hot slot: valid while the domain's generation (changed by
- * every retire in it) is still `gen`; base/end are copies so the entry is not
- * read before it is leased. An empty way has end 0 and matches nothing. */
-struct mrl_hot {
-	struct mrl_registration *reg;
-	uint64_t gen;
-	uintptr_t base, end;
-};
-
-/* Ways per hot slot (both in one 64-byte line): way 0 the last entry found
- * in the index, way 1 the one before. */
-#define MRL_HOT_WAYS 2
-
-struct mrl_thread {
-	struct mrl_hot hot[MRL_CACHE_STAT_SLOTS][MRL_HOT_WAYS];
-	atomic_uint_least64_t cnt[MRL_TCNT_COUNT][MRL_CACHE_STAT_SLOTS];
-};
-
-extern __thread struct mrl_thread *mrl_fast
-	__attribute__((tls_model("initial-exec")));
-/* The same record for the acquire path, but never NULL: an empty record
- * (no hot slot matches) until the thread has its own. */
-extern __thread struct mrl_thread *mrl_fast_hot
-	__attribute__((tls_model("initial-exec")));
-
-/* A per-thread counter: written by its thread only, read by stats with
- * acquire loads. On x86-64 one unlocked add to memory (a single aligned
- * store, so readers see the old or the new value; stores are ordered, as a
- * release); elsewhere, and under ThreadSanitizer, a relaxed load and a
- * release store, so a query that sees a count sees what the thread counted
- * before it (see "Statistics"). */
-static inline void
-mrl_count_own(atomic_uint_least64_t *c)
-{
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-	__asm__ __volatile__("addq $1, %0" : "+m"(*(volatile uint64_t *) c));
-#else
-	atomic_store_explicit(c,
-			      atomic_load_explicit(c, memory_order_relaxed) + 1,
-			      memory_order_release);
-#endif
-}
 
 /* Non-zero while a memory monitor has read unmap events whose ranges are not
  * invalidated yet (see "Barrier" above): a count the monitor raises and
@@ -410,15 +299,6 @@ void mrl_cache_barrier_set_helper(void (*help)(void));
 
 /* Lookups that found the barrier up and waited (process-wide, for tests). */
 uint64_t mrl_cache_barrier_waits(void);
-
-/* The first line of every cache domain: what the inline hit path reads. */
-struct mrl_cache_domain_hot {
-	atomic_uint_least64_t gen; /* changes on every retire */
-	unsigned slot; /* statistic and hot slot */
-	/* Registrations the monitor dropped, closed by the next settle: see
-	 * "Deferred closes" (a lock-free stack through their cold `next`). */
-	_Atomic(struct mrl_registration *) deferred;
-};
 
 /* ---- cache -------------------------------------------------------------- */
 
@@ -471,9 +351,10 @@ void mrl_cache_set_span(struct mrl_cache_domain *domain, fi_mrlease_span_fn fn,
  * path takes no shared lock and writes no shared line. Returns 0 and *reg, or
  * -FI_EINVAL (empty/wrapping range) or the registrar's error.
  */
-static inline int mrl_cache_acquire(struct mrl_cache_domain *domain,
-				    uintptr_t start, uintptr_t end,
-				    struct mrl_registration **reg);
+/* static inline int mrl_cache_acquire(struct mrl_cache_domain *domain,
+ *				      uintptr_t start, uintptr_t end,
+ *				      struct mrl_registration **reg);
+ * in mrl_cache.inl. */
 
 /*
  * A lease on a registration whose base is exactly `start` and whose end is >=
@@ -506,126 +387,14 @@ struct mrl_registration *mrl_cache_lookup(struct mrl_cache_domain *domain,
 
 /* Another reference on a registration the caller already holds, e.g. to hand
  * one lease to an operation and keep another in a user MR handle. */
-void mrl_lease_get(struct mrl_registration *reg);
+void mrl_cache_lease_get(struct mrl_registration *reg);
 
 /* Drop one reference; the last one closes the registration (through the
  * registrar, on this thread, with no cache lock held). The last lease of an
  * entry in a domain over its caps evicts down to them, closing what it
  * evicts on this thread too (see "Capacity"). */
-static inline void mrl_lease_release(struct mrl_registration *reg);
-
-/* Out-of-line parts of the inline functions below (not for direct use). */
-int mrl_cache_acquire_slow(struct mrl_cache_domain *domain, uintptr_t start,
-			   uintptr_t end, struct mrl_registration **reg);
-int mrl_cache_acquire_stale(struct mrl_cache_domain *domain, uintptr_t start,
-			    uintptr_t end, struct mrl_registration *stale,
-			    struct mrl_registration **reg);
-void mrl_lease_count_release(struct mrl_registration *reg);
-void mrl_registration_last(struct mrl_registration *reg);
-void mrl_cache_domain_settle_slow(struct mrl_cache_domain *domain);
-
-/*
- * The hit path: the entry of the first hot way covering the operand (way 0,
- * else way 1), leased by increment-if-not-zero (slab memory is never
- * unmapped, so a stale way costs a wasted increment), kept only if the
- * domain's generation is unchanged after the increment (no retire since that
- * way was filled: the reference is on that live entry). Anything else goes
- * out of line.
- */
-static inline int
-mrl_cache_acquire(struct mrl_cache_domain *domain, uintptr_t start,
-		  uintptr_t end, struct mrl_registration **out)
-{
-	struct mrl_cache_domain_hot *dh =
-		(struct mrl_cache_domain_hot *) (void *) domain;
-	struct mrl_thread *t = mrl_fast_hot;
-	struct mrl_registration *reg;
-	struct mrl_hot *hot;
-	unsigned refs, slot;
-
-	if (__builtin_expect(end <= start, 0) ||
-	    __builtin_expect(atomic_load_explicit(&mrl_cache_barrier,
-						  memory_order_acquire) != 0,
-			     0))
-		goto slow;
-	slot = dh->slot;
-	hot = &t->hot[slot][0];
-	if (!(hot->base <= start && end <= hot->end)) {
-		hot = &t->hot[slot][1];
-		if (!(hot->base <= start && end <= hot->end))
-			goto slow;
-	}
-	reg = hot->reg;
-	refs = atomic_load_explicit(&reg->refs, memory_order_relaxed);
-	if (__builtin_expect(!(refs & MRL_REF_COUNT), 0) ||
-	    !atomic_compare_exchange_weak_explicit(
-		    &reg->refs, &refs, (refs + 1) | MRL_REF_USED,
-		    memory_order_acquire, memory_order_relaxed))
-		goto slow;
-	if (__builtin_expect(
-		    atomic_load_explicit(&dh->gen, memory_order_acquire) !=
-			    hot->gen,
-		    0))
-		return mrl_cache_acquire_stale(domain, start, end, reg, out);
-	mrl_count_own(&t->cnt[MRL_TCNT_LOOKUPS][slot]);
-	*out = reg;
-	return 0;
-slow:
-	return mrl_cache_acquire_slow(domain, start, end, out);
-}
-
-static inline void
-mrl_lease_release(struct mrl_registration *reg)
-{
-	struct mrl_thread *t = mrl_fast;
-	unsigned was;
-
-	if (__builtin_expect(t != NULL, 1))
-		mrl_count_own(&t->cnt[MRL_TCNT_LEASES_RELEASED][reg->slot]);
-	else
-		mrl_lease_count_release(reg);
-	was = atomic_fetch_sub_explicit(&reg->refs, 1, memory_order_acq_rel);
-	mrl_assert(was & MRL_REF_COUNT); /* never below zero */
-	if ((was & MRL_REF_COUNT) == 1)
-		mrl_registration_last(reg);
-}
-
-static inline void
-mrl_cache_domain_settle(struct mrl_cache_domain *domain)
-{
-	struct mrl_cache_domain_hot *dh =
-		(struct mrl_cache_domain_hot *) (void *) domain;
-
-	if (__builtin_expect(
-		    atomic_load_explicit(&mrl_cache_barrier,
-					 memory_order_relaxed) != 0 ||
-			    atomic_load_explicit(&dh->deferred,
-						 memory_order_relaxed) != NULL,
-		    0))
-		mrl_cache_domain_settle_slow(domain);
-}
-
-/* References held on a registration (index unless lent + leases), for tests
- * and stats. */
-static inline unsigned
-mrl_registration_refs(const struct mrl_registration *reg)
-{
-	return atomic_load_explicit((atomic_uint *) &reg->refs,
-				    memory_order_relaxed) &
-	       MRL_REF_COUNT;
-}
-
-static inline void *
-mrl_registration_desc(const struct mrl_registration *reg)
-{
-	return reg->desc;
-}
-
-static inline void *
-mrl_registration_mr(const struct mrl_registration *reg)
-{
-	return mrl_registration_cold(reg)->mr;
-}
+/* static inline void mrl_cache_lease_release(struct mrl_registration *reg);
+ * in mrl_cache.inl. */
 
 /*
  * Insert an entry for [start, end) with a registration the caller already
@@ -668,10 +437,10 @@ int mrl_cache_invalidate_deferred(struct mrl_cache *cache, uintptr_t start,
 /* Close every deferred registration of the cache, every domain's list and
  * the cache's (on the calling thread, no cache lock held): for explicit
  * invalidate, cache destroy and tests. Cheap when the lists are empty. */
-void mrl_cache_drain(struct mrl_cache *cache);
+void mrl_cache_close_deferred(struct mrl_cache *cache);
 
 /* Close the cache's list only (free_threaded domains' registrations). */
-void mrl_cache_drain_shared(struct mrl_cache *cache);
+void mrl_cache_close_deferred_shared(struct mrl_cache *cache);
 
 /*
  * A call into the domain's objects: apply the monitor's events read so far
@@ -680,7 +449,8 @@ void mrl_cache_drain_shared(struct mrl_cache *cache);
  * section). One load each of the barrier and the domain's list when there
  * is nothing to do: for completion reads and MR calls.
  */
-static inline void mrl_cache_domain_settle(struct mrl_cache_domain *domain);
+/* static inline void mrl_cache_domain_settle(struct mrl_cache_domain *domain);
+ * in mrl_cache.inl. */
 
 /*
  * Whether any live entry of any cache of the process, or a miss in flight,
@@ -695,9 +465,9 @@ bool mrl_caches_in_use(uintptr_t lo, uintptr_t hi);
 void mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end);
 
 /* Apply the monitor's events read so far (the barrier), then
- * mrl_cache_drain_shared on every cache of the process: a monitor's closer
+ * mrl_cache_close_deferred_shared on every cache of the process: a monitor's closer
  * (only free_threaded domains use the shared lists). */
-void mrl_caches_drain_shared(void);
+void mrl_caches_close_deferred_shared(void);
 
 /*
  * Register [base, base + len) now as a pinned entry (never evicted) and

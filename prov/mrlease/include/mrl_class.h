@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The fid classes the passthrough layer wraps. A wrapper's class is the
- * index of its fid ops table in mrl_fid_ops (mrl_class_of, mrl_hook.h), so
+ * index of its fid ops table in mrl_fid_ops (mrl_hook_class_of, mrl_hook.h), so
  * fid close and control dispatch on it without a field of their own. The
  * endpoint family is split (endpoint, scalable endpoint, tx/rx/shared
  * contexts, passive endpoint) because each closes differently. The
- * test-only counters of mrl_debug.h are indexed by it.
+ * test-only counters of mrl_hook_debug.h are indexed by it.
  */
 #ifndef MRL_CLASS_H
 #define MRL_CLASS_H

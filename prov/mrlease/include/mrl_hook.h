@@ -10,14 +10,14 @@
  * Way up:   every inner object is opened with context = &wrapper->public.fid,
  *           so a poll result (an inner object's context) is the wrapper.
  *           An inner fid found in an event is looked up by value among the
- *           objects wrappers adopted (mrl_adopt_inner, mrl_hook_of_inner()),
+ *           objects wrappers adopted (mrl_hook_adopt_inner, mrl_hook_of_inner()),
  *           never dereferenced: the application writes events too.
  *           The wrapper's own fid.context is the application's context
  *           (utility providers such as rxm read cm_entry.fid->context).
  *
  * The layer is linked into two DL plugins (mrlease and the test-only
  * mrcheck), so it never names its provider: each plugin's fi_prov_ini sets
- * mrl_prov (logging, parameters) and mrl_personality (the policy plugged
+ * mrl_hook_prov (logging, parameters) and mrl_hook_personality (the policy plugged
  * on top). With no personality callbacks every call is forwarded unchanged.
  *
  * Threading: the layer keeps no locks. Wrapper fields are written while the
@@ -63,13 +63,12 @@
 
 #include "mrl_class.h"
 #include "mrl_compat.h"
-#include "mrl_debug.h"
 
 /* ------------------------------------------------------------------ */
 /* Wrappers                                                            */
 /* ------------------------------------------------------------------ */
 
-/* Whether a fabric's objects are wrapped (see mrl_fabric_bypass_domain). */
+/* Whether a fabric's objects are wrapped (see mrl_hook_fabric_bypass_domain). */
 enum mrl_fabric_state {
 	MRL_FABRIC_UNDECIDED, /* nothing opened on it yet */
 	MRL_FABRIC_HOOKED, /* its objects are wrapped */
@@ -99,11 +98,11 @@ struct mrl_fabric {
 /* For a domain about to open on fab: whether to open it unwrapped (the
  * fabric is bypassed, or undecided and this domain may bypass it: then it
  * is bypassed from now on). */
-bool mrl_fabric_bypass_domain(struct mrl_fabric *fab,
-			      const struct fi_info *info);
+bool mrl_hook_fabric_bypass_domain(struct mrl_fabric *fab,
+				   const struct fi_info *info);
 /* For any other object about to open on fab: whether the fabric is
  * bypassed (an undecided one is hooked from now on). */
-bool mrl_fabric_bypassed(struct mrl_fabric *fab);
+bool mrl_hook_fabric_bypassed(struct mrl_fabric *fab);
 
 /* Provider-private ops translated for utility providers (hook_domain.c). */
 struct mrl_util_ops;
@@ -277,7 +276,7 @@ struct mrl_mc {
  *
  * domain_open  after the inner domain opened and the wrapper is filled;
  *              may set ->ext and replace domain.mr / domain.ops (forward
- *              to mrl_domain_mr_ops / mrl_domain_ops). On error the inner
+ *              to mrl_hook_domain_mr_ops / mrl_hook_domain_ops). On error the inner
  *              domain is closed and fi_domain fails.
  * domain_close before the inner domain closes, which the provider may
  *              refuse (-FI_EBUSY: endpoints, MRs... still open): close
@@ -294,7 +293,7 @@ struct mrl_mc {
  *              closed.
  * ep_control   fi_control on any of those objects (FI_ENABLE,
  *              FI_SETOPSFLAG, FI_ALIAS...), instead of the passthrough's;
- *              forward with mrl_ep_control where the command must reach
+ *              forward with mrl_hook_ep_control where the command must reach
  *              the provider (FI_ALIAS through it opens the alias).
  * ep_bind      before a bind on an endpoint is forwarded; hook_bfid is the
  *              application's (hook) fid. ep->bound is updated after the
@@ -323,7 +322,7 @@ struct mrl_mc {
 struct mrl_personality {
 	const char *name;
 	/* An inner domain of this info needs no wrapper (NULL: always wrap):
-	 * see mrl_fabric_bypass_domain. */
+	 * see mrl_hook_fabric_bypass_domain. */
 	bool (*bypass_inner)(const struct fi_info *info);
 	int (*domain_open)(struct mrl_domain *domain);
 	void (*domain_close)(struct mrl_domain *domain);
@@ -347,38 +346,43 @@ struct mrl_personality {
 void mrl_hook_cleanup(void);
 
 /* Set by the plugin's fi_prov_ini before anything else runs. */
-extern struct fi_provider *mrl_prov;
-extern const struct mrl_personality *mrl_personality;
+extern struct fi_provider *mrl_hook_prov;
+extern const struct mrl_personality *mrl_hook_personality;
 
 /* ------------------------------------------------------------------ */
 /* Default tables (the plain forwarders), for personalities to call.    */
 /* ------------------------------------------------------------------ */
 
-extern struct fi_ops_fabric mrl_fabric_ops;
-extern struct fi_ops_domain mrl_domain_ops;
-extern struct fi_ops_mr mrl_domain_mr_ops;
-extern struct fi_ops_eq mrl_eq_ops;
-extern struct fi_ops_wait mrl_wait_ops;
-extern struct fi_ops_poll mrl_poll_ops;
-extern struct fi_ops_av mrl_av_ops;
-extern struct fi_ops_av_set mrl_av_set_ops;
-extern struct fi_ops_cq mrl_cq_ops;
-extern struct fi_ops_cntr mrl_cntr_ops;
-extern struct fi_ops_ep mrl_ep_ops;
-extern struct fi_ops_cm mrl_ep_cm_ops;
-extern struct fi_ops_msg mrl_ep_msg_ops;
-extern struct fi_ops_tagged mrl_ep_tagged_ops;
-extern struct fi_ops_rma mrl_ep_rma_ops;
-extern struct fi_ops_atomic mrl_ep_atomic_ops;
-extern struct fi_ops_collective mrl_ep_collective_ops;
+extern struct fi_ops_fabric mrl_hook_fabric_ops;
+extern struct fi_ops_domain mrl_hook_domain_ops;
+extern struct fi_ops_mr mrl_hook_domain_mr_ops;
+extern struct fi_ops_eq mrl_hook_eq_ops;
+extern struct fi_ops_wait mrl_hook_wait_ops;
+extern struct fi_ops_poll mrl_hook_poll_ops;
+extern struct fi_ops_av mrl_hook_av_ops;
+extern struct fi_ops_av_set mrl_hook_av_set_ops;
+extern struct fi_ops_cq mrl_hook_cq_ops;
+extern struct fi_ops_cntr mrl_hook_cntr_ops;
+extern struct fi_ops_ep mrl_hook_ep_ops;
+extern struct fi_ops_cm mrl_hook_ep_cm_ops;
+extern struct fi_ops_msg mrl_hook_ep_msg_ops;
+extern struct fi_ops_tagged mrl_hook_ep_tagged_ops;
+extern struct fi_ops_rma mrl_hook_ep_rma_ops;
+extern struct fi_ops_atomic mrl_hook_ep_atomic_ops;
+extern struct fi_ops_collective mrl_hook_ep_collective_ops;
 
 /* Size in bytes of one element of an atomic datatype (0: unknown), for
  * the operands of atomic calls (hook_xfer.c). */
-size_t mrl_datatype_size(enum fi_datatype datatype);
+size_t mrl_hook_datatype_size(enum fi_datatype datatype);
+
+/* Size in bytes of one completion entry of a CQ format, for whoever reads
+ * entries it did not lay out (hook_cq.c); UNSPEC is taken as CONTEXT, what
+ * the providers choose for it. */
+size_t mrl_hook_cq_entry_size(enum fi_cq_format format);
 
 /* fi_control on an endpoint-family object as the passthrough does it
  * (FI_ALIAS wrapped, the rest forwarded), for ep_control. */
-int mrl_ep_control(struct mrl_ep *ep, int command, void *arg);
+int mrl_hook_ep_control(struct mrl_ep *ep, int command, void *arg);
 
 /*
  * Generic fid ops, one table per class (the table identifies the class),
@@ -386,8 +390,8 @@ int mrl_ep_control(struct mrl_ep *ep, int command, void *arg);
  * point at them through a non-const view, since libfabric's struct fid
  * holds a non-const ops pointer.
  */
-extern const struct fi_ops mrl_fid_ops_table[MRL_NCLASS];
-#define mrl_fid_ops ((struct fi_ops *) mrl_fid_ops_table)
+extern const struct fi_ops mrl_hook_fid_ops_table[MRL_NCLASS];
+#define mrl_fid_ops ((struct fi_ops *) mrl_hook_fid_ops_table)
 
 /* ------------------------------------------------------------------ */
 /* Navigation                                                          */
@@ -395,7 +399,7 @@ extern const struct fi_ops mrl_fid_ops_table[MRL_NCLASS];
 
 /* Whether fid is a wrapper of this layer (in this plugin). */
 static inline bool
-mrl_is_hook_fid(const struct fid *fid)
+mrl_hook_is_hook_fid(const struct fid *fid)
 {
 	uintptr_t p = (uintptr_t) (fid ? fid->ops : NULL);
 
@@ -403,54 +407,54 @@ mrl_is_hook_fid(const struct fid *fid)
 	       p < (uintptr_t) &mrl_fid_ops[MRL_NCLASS];
 }
 
-/* The class of a wrapper (mrl_is_hook_fid(fid) must hold). */
+/* The class of a wrapper (mrl_hook_is_hook_fid(fid) must hold). */
 static inline enum mrl_class
-mrl_class_of(const struct fid *fid)
+mrl_hook_class_of(const struct fid *fid)
 {
 	return (enum mrl_class)(fid->ops - mrl_fid_ops);
 }
 
 /* Hook fid -> inner fid; a fid that is not ours is returned unchanged. */
-struct fid *mrl_inner_fid(struct fid *fid);
+struct fid *mrl_hook_inner_fid(struct fid *fid);
 /*
  * After an inner object opened with context = hook: make sure the inner
  * fid's context leads back to hook. Some providers keep the context
  * elsewhere and leave fid.context NULL (libfabric's util AV does, which is
  * why 1.17's own hooks report AV events with a NULL fid); a NULL one is
  * set, any other value is left to its provider. Also records inner -> hook
- * for mrl_hook_of_inner (mrl_fid_close forgets it).
+ * for mrl_hook_of_inner (mrl_hook_fid_close forgets it).
  */
-void mrl_adopt_inner(struct fid *inner, struct fid *hook);
+void mrl_hook_adopt_inner(struct fid *inner, struct fid *hook);
 /* Inner fid (from an event) -> hook fid, looked up by value among the
  * adopted inner objects; any other pointer is returned unchanged. */
 struct fid *mrl_hook_of_inner(struct fid *inner);
 
 static inline struct mrl_domain *
-mrl_domain_of(struct fid_domain *d)
+mrl_hook_domain_of(struct fid_domain *d)
 {
 	return container_of(d, struct mrl_domain, domain);
 }
 
 static inline struct mrl_ep *
-mrl_ep_of(struct fid_ep *ep)
+mrl_hook_ep_of(struct fid_ep *ep)
 {
 	return container_of(ep, struct mrl_ep, ep);
 }
 
 static inline struct mrl_cq *
-mrl_cq_of(struct fid_cq *cq)
+mrl_hook_cq_of(struct fid_cq *cq)
 {
 	return container_of(cq, struct mrl_cq, cq);
 }
 
 static inline struct mrl_cntr *
-mrl_cntr_of(struct fid_cntr *cntr)
+mrl_hook_cntr_of(struct fid_cntr *cntr)
 {
 	return container_of(cntr, struct mrl_cntr, cntr);
 }
 
 static inline struct mrl_mr *
-mrl_mr_of(struct fid_mr *mr)
+mrl_hook_mr_of(struct fid_mr *mr)
 {
 	return container_of(mr, struct mrl_mr, mr);
 }
@@ -461,8 +465,9 @@ mrl_mr_of(struct fid_mr *mr)
  * close the inner MR). Counts as a wrapped MR. 0 or -FI_ENOMEM (the inner
  * MR is left to the caller on error).
  */
-int mrl_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner, void *context,
-		int (*release)(struct mrl_mr *mr), struct mrl_mr **mr);
+int mrl_hook_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner,
+		     void *context, int (*release)(struct mrl_mr *mr),
+		     struct mrl_mr **mr);
 
 /*
  * FI_TRIGGER in flags: the threshold counter of the struct
@@ -470,7 +475,7 @@ int mrl_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner, void *context,
  * inner one, in place (the provider reads the context after the call
  * returns, so it cannot be restored). hook_xfer.c.
  */
-void mrl_trigger_to_inner(uint64_t flags, void *context);
+void mrl_hook_trigger_to_inner(uint64_t flags, void *context);
 
 /* ------------------------------------------------------------------ */
 /* Internal to the layer                                               */
@@ -485,81 +490,76 @@ int mrl_hook_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 int mrl_hook_domain2_open(struct fid_fabric *fabric, struct fi_info *info,
 			  struct fid_domain **domain, uint64_t flags,
 			  void *context);
-int mrl_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
-		   struct fid_pep **pep, void *context);
-int mrl_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
-		struct fid_eq **eq, void *context);
-int mrl_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
-		  struct fid_wait **waitset);
+int mrl_hook_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+			struct fid_pep **pep, void *context);
+int mrl_hook_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		     struct fid_eq **eq, void *context);
+int mrl_hook_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		       struct fid_wait **waitset);
 /* Record that hook (inner below it; NULL: one the hook cannot check) was
  * opened on app_wait, for fi_wait (hook_wait.c). */
-void mrl_wait_watch(struct fid_wait *app_wait, struct fid *hook,
-		    struct fid *inner);
-int mrl_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
-int mrl_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
-		  struct fid_poll **pollset);
-int mrl_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
-		struct fid_av **av, void *context);
-int mrl_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
-		struct fid_cq **cq, void *context);
-int mrl_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
-		  struct fid_cntr **cntr, void *context);
-int mrl_endpoint(struct fid_domain *domain, struct fi_info *info,
-		 struct fid_ep **ep, void *context);
-int mrl_endpoint2(struct fid_domain *domain, struct fi_info *info,
-		  struct fid_ep **ep, uint64_t flags, void *context);
-int mrl_scalable_ep(struct fid_domain *domain, struct fi_info *info,
-		    struct fid_ep **sep, void *context);
-int mrl_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
-		struct fid_stx **stx, void *context);
-int mrl_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
-		struct fid_ep **rx_ep, void *context);
+void mrl_hook_wait_watch(struct fid_wait *app_wait, struct fid *hook,
+			 struct fid *inner);
+int mrl_hook_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
+int mrl_hook_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		       struct fid_poll **pollset);
+int mrl_hook_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+		     struct fid_av **av, void *context);
+int mrl_hook_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+		     struct fid_cq **cq, void *context);
+int mrl_hook_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		       struct fid_cntr **cntr, void *context);
+int mrl_hook_endpoint(struct fid_domain *domain, struct fi_info *info,
+		      struct fid_ep **ep, void *context);
+int mrl_hook_endpoint2(struct fid_domain *domain, struct fi_info *info,
+		       struct fid_ep **ep, uint64_t flags, void *context);
+int mrl_hook_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			 struct fid_ep **sep, void *context);
+int mrl_hook_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
+		     struct fid_stx **stx, void *context);
+int mrl_hook_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
+		     struct fid_ep **rx_ep, void *context);
 /* Wrap the inner alias (FI_ALIAS with flags) of the endpoint aliased. */
-int mrl_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner,
-		      uint64_t flags, struct mrl_ep **ep);
+int mrl_hook_ep_wrap_alias(struct mrl_ep *aliased, struct fid_ep *inner,
+			   uint64_t flags, struct mrl_ep **ep);
 /* Flags that name one direction (FI_SETOPSFLAG's, an alias's) become
  * ep's defaults for it; with apply, the shim follows (hook_opflags.c). */
-int mrl_ep_opflags_set(struct mrl_ep *ep, uint64_t flags, bool apply);
+int mrl_hook_ep_opflags_set(struct mrl_ep *ep, uint64_t flags, bool apply);
 /* Install or remove ep's shim after its default op flags changed
  * (hook_opflags.c); -FI_ENOMEM. */
-int mrl_ep_shim_apply(struct mrl_ep *ep);
-void mrl_ep_shim_free(struct mrl_ep *ep);
-void mrl_ep_set_tables(struct mrl_ep *ep);
+int mrl_hook_ep_shim_apply(struct mrl_ep *ep);
+void mrl_hook_ep_shim_free(struct mrl_ep *ep);
+void mrl_hook_ep_set_tables(struct mrl_ep *ep);
 /* After the inner object of ep opened: tables, personality ep_open with
  * what it was opened with, count. */
-int mrl_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening);
-int mrl_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid,
-		       uint64_t flags);
+int mrl_hook_ep_finish(struct mrl_ep *ep, const struct mrl_ep_open *opening);
+int mrl_hook_ep_record_bind(struct mrl_ep *ep, struct fid *hook_bfid,
+			    uint64_t flags);
 
 /* Generic fid ops shared by every class. */
-int mrl_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
-int mrl_fid_control(struct fid *fid, int command, void *arg);
-int mrl_fid_ops_open(struct fid *fid, const char *name, uint64_t flags,
-		     void **ops, void *context);
-int mrl_fid_tostr(const struct fid *fid, char *buf, size_t len);
-int mrl_fid_ops_set(struct fid *fid, const char *name, uint64_t flags,
-		    void *ops, void *context);
+int mrl_hook_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int mrl_hook_fid_control(struct fid *fid, int command, void *arg);
+int mrl_hook_fid_ops_open(struct fid *fid, const char *name, uint64_t flags,
+			  void **ops, void *context);
+int mrl_hook_fid_tostr(const struct fid *fid, char *buf, size_t len);
+int mrl_hook_fid_ops_set(struct fid *fid, const char *name, uint64_t flags,
+			 void *ops, void *context);
 
 /* fi_close of every class: the personality's hooks, the inner close (or an
  * MR's release), then the wrapper is freed. */
-int mrl_fid_close(struct fid *fid);
+int mrl_hook_fid_close(struct fid *fid);
 
 /* Provider-private ops names on domains (hook_domain.c): *handled says
  * whether the name is one the layer translates (then the return value is
  * final, -FI_ENOSYS included). */
-int mrl_domain_ops_open(struct mrl_domain *domain, const char *name,
-			uint64_t flags, void **ops, void *context,
-			bool *handled);
-int mrl_domain_ops_set(struct mrl_domain *domain, const char *name,
-		       uint64_t flags, void *ops, void *context, bool *handled);
+int mrl_hook_domain_ops_open(struct mrl_domain *domain, const char *name,
+			     uint64_t flags, void **ops, void *context,
+			     bool *handled);
+int mrl_hook_domain_ops_set(struct mrl_domain *domain, const char *name,
+			    uint64_t flags, void *ops, void *context,
+			    bool *handled);
 
 /* Whether the calling thread is inside the outer instance's domain open. */
-extern _Thread_local int mrl_nesting;
-
-/* Counters (mrl_debug.h). */
-void mrl_count_open(enum mrl_class cls);
-void mrl_count_close(enum mrl_class cls);
-void mrl_count(enum mrl_debug_counter which);
-void mrl_debug_snapshot(struct mrl_debug_counts *counts);
+extern _Thread_local int mrl_hook_nesting;
 
 #endif /* MRL_HOOK_H */

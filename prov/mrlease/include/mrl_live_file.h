@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The live statistics file (FI_MRLEASE_STATS_LIVE=1): its layout, shared by
- * the publisher in the provider (prov/mrlease/src/live/), mrlease-stat(1)
+ * the publisher in the provider (prov/mrlease/src/5-live/), mrlease-stat(1)
  * and the tests.
  *
  * One file per process, FI_MRLEASE_STATS_DIR/mrlease-<pid>.stats (default

@@ -59,8 +59,9 @@
  *    invalidates).
  *
  * Applying the events. mrl_monitor_drain, called by an application thread
- * that finds the barrier up (a lookup, a completion read: no lock held,
- * outside any read section), hands every recorded range to the client's
+ * that finds the barrier up (a lookup, which every NULL-descriptor post
+ * makes, a CQ or counter read, an MR call: no lock held, outside any read
+ * section), hands every recorded range to the client's
  * invalidate in that thread, then lowers the barrier for each batch
  * applied. Drains are serialised; one that finds another draining returns
  * at once (the caller waits for the barrier).

@@ -50,7 +50,7 @@
  * crosses one hook layer, not two (bench/README.md, xfer_bench, has what
  * a layer costs). */
 #define MRL_PARAMS_DEFAULT_HOOK_INNER false
-/* Misses passed per range the monitor saw unmapped (mrl_churn.h). */
+/* Misses passed per range the monitor saw unmapped (mrl_bind_churn.h). */
 #define MRL_PARAMS_DEFAULT_MONITOR_CHURN ((size_t) 8)
 
 /* Live statistics (mrl_live.h): off; files in /dev/shm, rewritten once a

@@ -24,7 +24,7 @@
  *   reach it. A read whose entries were all consumed returns -FI_EAGAIN.
  *
  * How an operation context is recognised. Every struct mrl_op lives in one
- * process-wide reserved address range (mrl_op_region_base), so a completion's
+ * process-wide reserved address range (mrl_xfer_op_region_base), so a completion's
  * op_context is ours exactly when it falls inside that range (one subtraction
  * and compare per entry), and the op's pool names the hook domain that
  * posted it (the other instance of a stacked pair never mistakes it for its
@@ -52,10 +52,10 @@
  * completion frees it, so the CQ they complete on is "guarded" before the
  * first is posted (reads counted, the op's return to the pool deferred
  * until the readers in flight at its final completion exited:
- * mrl_completion_cq.c, which also argues why it is safe and what is left).
+ * mrl_xfer_cq.c, which also argues why it is safe and what is left).
  *
  * Stacked pairs. Such an inner domain is by default not wrapped at all
- * (mrl_fabric_bypass_domain, FI_MRLEASE_HOOK_INNER). When it is, its
+ * (mrl_hook_fabric_bypass_domain, FI_MRLEASE_HOOK_INNER). When it is, its
  * endpoints, CQs and counters (a domain that can never lease:
  * mrl_xfer_domain_leases, the inner instance of tcp;ofi_rxm without
  * FI_MR_LOCAL) keep the passthrough's tables, with the CQ reads and RMA
@@ -138,7 +138,7 @@ int mrl_xfer_cq_open(struct mrl_cq *cq);
 void mrl_xfer_cq_close(struct mrl_cq *cq);
 int mrl_xfer_cntr_open(struct mrl_cntr *cntr);
 void mrl_xfer_cntr_close(struct mrl_cntr *cntr);
-/* A domain's open and close (mrl_mr.c): the lease domain, then the MR
+/* A domain's open and close (mrl_xfer_domain.c): the lease domain, then the MR
  * interception on it; closed in reverse order. */
 int mrl_xfer_domain_open(struct mrl_domain *domain);
 void mrl_xfer_domain_close(struct mrl_domain *domain);

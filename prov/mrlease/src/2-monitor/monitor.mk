@@ -1,0 +1,7 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Included from Makefile.am: the memory monitor (kernel unmap events ->
+# its client's invalidations; prov/mrlease/include/mrl_monitor.h). It
+# includes no header of another layer.
+prov_mrlease_libmrlease_core_la_SOURCES += \
+	prov/mrlease/include/mrl_monitor.h \
+	prov/mrlease/src/2-monitor/mrl_monitor.c
