@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * An application that makes one descriptor mistake, for
- * test/mrcheck_client.sh to run under FI_HOOK=mrcheck as a user would: the
+ * test/e2e/mrcheck_client.sh to run under FI_HOOK=mrcheck as a user would: the
  * script reads only what mrcheck prints and the exit status, never
  * mrcheck's test interface.
  *

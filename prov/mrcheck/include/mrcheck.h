@@ -22,7 +22,7 @@
  *    (or a stale one) can never pass by accident. A NULL desc is a
  *    violation only where the domain needs one: its fi_info has
  *    FI_MR_LOCAL in mr_mode, or FI_MRCHECK_MR_LOCAL=1 (what the suite
- *    sets, test/xfer_util.c, so mrcheck plays a provider requiring
+ *    sets, test/common/xfer_util.c, so mrcheck plays a provider requiring
  *    FI_MR_LOCAL under mrlease).
  *  - an MR must not be closed while an operation that used it has not
  *    completed. An operation is in flight from its post until its completion
