@@ -24,7 +24,7 @@ _Static_assert(MRL_MISS_REASONS <= 8, "a reason fits in 3 bits");
 
 void
 mrl_cache_miss_note_gone(struct mrl_cache_domain *dom, uintptr_t base,
-	       enum mrl_miss_reason why)
+			 enum mrl_miss_reason why)
 {
 	uintptr_t page = base >> MRL_GHOST_PAGE_SHIFT;
 
@@ -53,12 +53,13 @@ mrl_cache_miss_count(struct mrl_cache_domain *dom, uintptr_t lo)
 void
 mrl_cache_miss_reg_count(struct mrl_cache_domain *dom, size_t len, uint64_t ns)
 {
-	MRL_STAT_ADD(
-		dom,
-		size_hist[mrl_cache_miss_hist_bucket(len, FI_MRLEASE_SIZE_HIST_SHIFT)], 1);
+	MRL_STAT_ADD(dom,
+		     size_hist[mrl_cache_miss_hist_bucket(
+			     len, FI_MRLEASE_SIZE_HIST_SHIFT)],
+		     1);
 	if (ns != UINT64_MAX)
-		MRL_STAT_ADD(
-			dom,
-			ns_hist[mrl_cache_miss_hist_bucket(ns, FI_MRLEASE_NS_HIST_SHIFT)],
-			1);
+		MRL_STAT_ADD(dom,
+			     ns_hist[mrl_cache_miss_hist_bucket(
+				     ns, FI_MRLEASE_NS_HIST_SHIFT)],
+			     1);
 }

@@ -44,14 +44,15 @@ struct mrl_cache_domain;
 
 /* Remember why the entry starting at `base` is gone. */
 void mrl_cache_miss_note_gone(struct mrl_cache_domain *dom, uintptr_t base,
-		    enum mrl_miss_reason why);
+			      enum mrl_miss_reason why);
 
 /* A miss of an extent starting at `lo`: count it under its reason. */
 void mrl_cache_miss_count(struct mrl_cache_domain *dom, uintptr_t lo);
 
 /* A registration of len bytes the cache made, whose fi_mr_reg took ns
  * (UINT64_MAX: not timed, size only). */
-void mrl_cache_miss_reg_count(struct mrl_cache_domain *dom, size_t len, uint64_t ns);
+void mrl_cache_miss_reg_count(struct mrl_cache_domain *dom, size_t len,
+			      uint64_t ns);
 
 /* The bucket of value in a histogram starting at 2^shift. */
 static inline unsigned

@@ -876,7 +876,8 @@ mon_watch_recheck(void)
 	fd = atomic_load_explicit(&mon_fd, memory_order_acquire);
 	while (i < mon_nwatch) {
 		w = &mon_watches[i];
-		if (fd >= 0 && !msync((void *) w->lo, w->hi - w->lo, MS_ASYNC) &&
+		if (fd >= 0 &&
+		    !msync((void *) w->lo, w->hi - w->lo, MS_ASYNC) &&
 		    mon_register(fd, w->lo, w->hi))
 			i++;
 		else
