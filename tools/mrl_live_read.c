@@ -55,23 +55,13 @@ _Static_assert(offsetof(struct fi_mrlease_stats, miss_not_retained) ==
 bool
 mrl_live_pid_alive(int pid, uint64_t start_time)
 {
-	char path[64], buf[1024], state;
+	char path[64], state;
 	uint64_t start;
-	ssize_t n;
-	int fd;
 
 	if (pid <= 0)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	start = mrl_live_stat_start(buf, &state);
+	start = mrl_live_proc_start(path, &state);
 	/* A zombie has exited: its file will not change again. */
 	return start && start == start_time && state != 'Z' && state != 'X';
 }

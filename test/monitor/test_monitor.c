@@ -632,6 +632,22 @@ test_no_lookup_sees_a_range_once_munmap_returned(void)
 	mrl_cache_close_deferred(cache);
 }
 
+/* Map and cache `count` pages (p may be NULL: none), each an entry of its
+ * own: unmapped with no lookup in between, they are more events than the
+ * monitor's ring holds. How many were mapped. */
+static int
+map_cached_pages(char **p, int count)
+{
+	int n = 0;
+
+	for (; p && n < count; n++) {
+		p[n] = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
+		if (!p[n] || !touch(p[n], page))
+			break;
+	}
+	return n;
+}
+
 /* The task records ranges in a fixed ring and waits for nobody: when no
  * lookup drains it for long, a batch without room is recorded as an
  * overflow, and the next lookup drops every cached entry (more than the
@@ -643,17 +659,13 @@ test_a_full_ring_drops_everything_at_the_next_lookup(void)
 	char **p = calloc(PAGES, sizeof(*p));
 	uint64_t events;
 	char *kept;
-	int n = 0;
+	int n;
 
 	NEED_MONITOR();
 	CHECK(p != NULL);
 	kept = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
 	CHECK(kept != NULL && touch(kept, page) && cached(kept, page));
-	for (; p && n < PAGES; n++) {
-		p[n] = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
-		if (!p[n] || !touch(p[n], page))
-			break;
-	}
+	n = map_cached_pages(p, PAGES);
 	CHECK_EQ(PAGES, n);
 	events = mrl_monitor_events();
 	saw_all = false;
@@ -1389,15 +1401,11 @@ test_a_new_mapping_where_an_overflow_hid_an_unmap_is_watched(void)
 	uint64_t events;
 	struct mrl_registration *held = NULL;
 	char *guard, *gone, *q;
-	int n = 0;
+	int n;
 
 	NEED_MONITOR();
 	CHECK(p != NULL);
-	for (; p && n < PAGES; n++) {
-		p[n] = map(page, MAP_PRIVATE | MAP_ANONYMOUS);
-		if (!p[n] || !touch(p[n], page))
-			break;
-	}
+	n = map_cached_pages(p, PAGES);
 	CHECK_EQ(PAGES, n);
 	/* A mapping of its own, between guard pages: its watch is one range
 	 * of the table, whatever the cuts above do to the others. */

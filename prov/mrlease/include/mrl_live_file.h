@@ -32,12 +32,14 @@
 #ifndef MRL_LIVE_FILE_H
 #define MRL_LIVE_FILE_H
 
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/fi_ext_mrlease.h>
 
@@ -112,6 +114,25 @@ mrl_live_stat_start(const char *stat, char *state)
 			 state, &start) != 2)
 		return 0;
 	return start;
+}
+
+/* The same read from the file at path (/proc/self/stat, /proc/<pid>/stat):
+ * 0 if it cannot be read. */
+static inline uint64_t
+mrl_live_proc_start(const char *path, char *state)
+{
+	char buf[1024];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return mrl_live_stat_start(buf, state);
 }
 
 /* The magic as the word it is stored as (release) and loaded as

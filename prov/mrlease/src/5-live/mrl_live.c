@@ -66,18 +66,9 @@ live_now_ns(clockid_t clock)
 static uint64_t
 live_start_time(void)
 {
-	char buf[1024], state;
-	ssize_t n;
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	char state;
 
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	return mrl_live_stat_start(buf, &state);
+	return mrl_live_proc_start("/proc/self/stat", &state);
 }
 
 /* The command: the base name of argv[0] (/proc/self/comm is cut at 15
