@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <rdma/fi_cm.h>
@@ -103,16 +104,16 @@ struct ep_binds {
 	size_t min_multi_recv; /* FI_OPT_MIN_MULTI_RECV when non-zero */
 };
 
-/* shm derives its shared-memory region from the endpoint name, and every
- * endpoint opened from one info would ask for the same one. */
-static int
-set_unique_name(struct fid_ep *ep)
+int
+mrlt_set_shm_name(struct fid_ep *ep, const char *tag)
 {
 	static atomic_uint serial;
-	char name[64];
+	const char *scheme = "fi_shm://";
+	char name[96];
 
-	snprintf(name, sizeof(name), "fi_shm://mrltest-%d-%u", (int) getpid(),
+	snprintf(name, sizeof(name), "%s%s-%d-%u", scheme, tag, (int) getpid(),
 		 atomic_fetch_add(&serial, 1));
+	shm_unlink(name + strlen(scheme));
 	return fi_setname(&ep->fid, name, strlen(name) + 1);
 }
 
@@ -135,7 +136,7 @@ ep_open(struct fid_domain *domain, struct fi_info *info,
 					b->cntr[i].flags),
 			     err_ep);
 	if (info->addr_format == FI_ADDR_STR)
-		STEP(set_unique_name(*ep), err_ep);
+		STEP(mrlt_set_shm_name(*ep, "mrltest"), err_ep);
 	/* FI_OPT_MIN_MULTI_RECV: before fi_enable where the provider takes
 	 * it there (fi_endpoint(3) recommends it; libfabric 2.x's rxm sizes
 	 * its receive queue then and ignores a later value), after it

@@ -161,6 +161,16 @@ int mrlt_cntr_wait(struct fid_cntr *cntr, uint64_t value,
 		   const char *what);
 
 /*
+ * Name endpoint ep for shm (called before fi_enable where the info's
+ * addr_format is FI_ADDR_STR): "fi_shm://<tag>-<pid>-<serial>", one name per
+ * endpoint in the process. A region of that name in /dev/shm can only be a
+ * dead process's whose pid this one reuses (one that crashed or was killed
+ * leaves it there), and shm refuses a name whose region names a live pid
+ * with -FI_EBUSY: it is unlinked first.
+ */
+int mrlt_set_shm_name(struct fid_ep *ep, const char *tag);
+
+/*
  * Register buf for `access` on d (tracked), binding and enabling it on ep
  * when the domain has FI_MR_ENDPOINT (ep may be NULL otherwise). Without
  * FI_MR_PROV_KEY keys are the application's and must be unique per

@@ -506,7 +506,6 @@ ep_opt(bool before)
 	struct fid_av *av;
 	struct fid_eq *eq;
 	struct cf_rig r;
-	char shm_name[64];
 	uint64_t flags;
 	size_t v, len;
 	int ret;
@@ -579,11 +578,8 @@ enable:
 	if (!r.msg) {
 		cf_out("bind av: %s", cf_rc(fi_ep_bind(ep, &av->fid, 0)));
 		if (r.d.info->addr_format == FI_ADDR_STR) {
-			snprintf(shm_name, sizeof(shm_name),
-				 "fi_shm://conform-opt-%d", (int) getpid());
 			cf_out("fi_setname: %s",
-			       cf_rc(fi_setname(&ep->fid, shm_name,
-						strlen(shm_name) + 1)));
+			       cf_rc(mrlt_set_shm_name(ep, "conform-opt")));
 		}
 		cf_out("enable: %s", cf_rc(fi_enable(ep)));
 		if (before)

@@ -401,7 +401,6 @@ static int
 rdm_side_open(struct cf_rig *r, const struct cf_opts *o, int i)
 {
 	struct fi_av_attr av = {.type = r->d.info->domain_attr->av_type};
-	char shm_name[64];
 	int ret;
 
 	ret = open_companions(r, o, i);
@@ -421,18 +420,8 @@ rdm_side_open(struct cf_rig *r, const struct cf_opts *o, int i)
 	if (ret)
 		return ret;
 	TRY("fi_ep_bind(av)", fi_ep_bind(r->ep[i], &r->av[i]->fid, 0));
-	if (r->d.info->addr_format == FI_ADDR_STR) {
-		/* shm names its region after the endpoint: one per
-		 * endpoint and process. A region of that name is a dead
-		 * process's (one that crashed or was killed leaves it in
-		 * /dev/shm), whose pid this one reuses: shm would refuse the
-		 * name with -FI_EBUSY. */
-		snprintf(shm_name, sizeof(shm_name), "fi_shm://conform-%d-%d",
-			 (int) getpid(), i);
-		shm_unlink(shm_name + strlen("fi_shm://"));
-		TRY("fi_setname",
-		    fi_setname(&r->ep[i]->fid, shm_name, strlen(shm_name) + 1));
-	}
+	if (r->d.info->addr_format == FI_ADDR_STR)
+		TRY("fi_setname", mrlt_set_shm_name(r->ep[i], "conform"));
 	TRY("fi_enable", fi_enable(r->ep[i]));
 	r->namelen[i] = sizeof(r->name[i]);
 	TRY("fi_getname",

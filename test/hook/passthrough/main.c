@@ -80,6 +80,7 @@ main(int argc, char **argv)
 			test_domain_knows_whether_it_is_the_outermost_instance);
 		MRLT_RUN(test_hook_answers_ops_the_provider_lacks_with_enosys);
 		MRLT_RUN(test_core_objects_open_bind_enable_and_close);
+		MRLT_RUN(test_an_endpoint_takes_the_name_a_dead_process_left);
 		MRLT_RUN(test_counter_opens_reads_and_closes);
 		MRLT_RUN(test_av_insert_lookup_straddr_and_remove);
 		MRLT_RUN(test_eq_write_reads_back_application_events_unchanged);

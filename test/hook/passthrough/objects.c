@@ -6,7 +6,9 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <rdma/fi_atomic.h>
@@ -46,13 +48,8 @@ test_core_objects_open_bind_enable_and_close(void)
 	mrlt_track_fid(&ep->fid);
 	CHECK_FI(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
 	CHECK_FI(fi_ep_bind(ep, &av->fid, 0));
-	if (d.info->addr_format == FI_ADDR_STR) {
-		char shm_name[64];
-
-		snprintf(shm_name, sizeof(shm_name), "fi_shm://mrltest-core-%d",
-			 (int) getpid());
-		CHECK_FI(fi_setname(&ep->fid, shm_name, strlen(shm_name) + 1));
-	}
+	if (d.info->addr_format == FI_ADDR_STR)
+		CHECK_FI(mrlt_set_shm_name(ep, "mrltest-core"));
 	CHECK_FI(fi_enable(ep));
 	CHECK_FI(fi_getname(&ep->fid, name, &len));
 	CHECK(len > 0);
@@ -60,6 +57,68 @@ test_core_objects_open_bind_enable_and_close(void)
 	CHECK_EQ(0, mrlt_close(&av->fid, "av"));
 	CHECK_EQ(0, mrlt_close(&cq->fid, "cq"));
 	CHECK_EQ(0, mrlt_close(&eq->fid, "eq"));
+	CHECK_EQ(0, mrlt_close(&d.domain->fid, "domain"));
+	CHECK_EQ(0, mrlt_close(&d.fabric->fid, "fabric"));
+}
+
+/* shm refuses, with -FI_EBUSY, a name whose region is already in /dev/shm
+ * unless the pid written in it is dead: one left by a dead process whose
+ * pid this one reuses stops an endpoint enabling, unless the suite's name
+ * for it (mrlt_set_shm_name) clears it first. */
+void
+test_an_endpoint_takes_the_name_a_dead_process_left(void)
+{
+	struct mrlt_domain d;
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_av_attr av_attr = {0};
+	struct fid_ep *ep[2];
+	struct fid_cq *cq;
+	struct fid_av *av;
+	char name[256], stale[128];
+	const char *serial;
+	size_t len = sizeof(name);
+	int fd;
+
+	if (!pt_open_domain(FI_EP_RDM, 0, &d))
+		return;
+	if (d.info->addr_format != FI_ADDR_STR) {
+		mrlt_skip_current("%s names no endpoint in /dev/shm",
+				  d.info->fabric_attr->prov_name);
+		return;
+	}
+	CHECK_FI(fi_cq_open(d.domain, &cq_attr, &cq, NULL));
+	mrlt_track_fid(&cq->fid);
+	av_attr.type = d.info->domain_attr->av_type;
+	CHECK_FI(fi_av_open(d.domain, &av_attr, &av, NULL));
+	mrlt_track_fid(&av->fid);
+	for (int i = 0; i < 2; i++) {
+		CHECK_FI(fi_endpoint(d.domain, d.info, &ep[i], NULL));
+		mrlt_track_fid(&ep[i]->fid);
+		CHECK_FI(fi_ep_bind(ep[i], &cq->fid, FI_TRANSMIT | FI_RECV));
+		CHECK_FI(fi_ep_bind(ep[i], &av->fid, 0));
+		if (i) {
+			/* The region of the next name, as a process of an
+			 * older shm (whose version this one refuses) left it. */
+			fd = shm_open(stale, O_RDWR | O_CREAT, 0600);
+			CHECK(fd >= 0);
+			CHECK_EQ(0, ftruncate(fd, 4096));
+			close(fd);
+		}
+		CHECK_FI(mrlt_set_shm_name(ep[i], "mrltest-stale"));
+		CHECK_FI(fi_enable(ep[i]));
+		if (i)
+			break;
+		CHECK_FI(fi_getname(&ep[i]->fid, name, &len));
+		serial = strrchr(name, '-');
+		CHECK(serial && strstr(name, "fi_shm://") == name);
+		snprintf(stale, sizeof(stale), "%.*s-%lu",
+			 (int) (serial - name - strlen("fi_shm://")),
+			 name + strlen("fi_shm://"), strtoul(serial + 1, NULL, 10) + 1);
+	}
+	CHECK_EQ(0, mrlt_close(&ep[1]->fid, "ep"));
+	CHECK_EQ(0, mrlt_close(&ep[0]->fid, "ep"));
+	CHECK_EQ(0, mrlt_close(&av->fid, "av"));
+	CHECK_EQ(0, mrlt_close(&cq->fid, "cq"));
 	CHECK_EQ(0, mrlt_close(&d.domain->fid, "domain"));
 	CHECK_EQ(0, mrlt_close(&d.fabric->fid, "fabric"));
 }

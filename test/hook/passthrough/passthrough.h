@@ -101,6 +101,7 @@ void test_hook_answers_ops_the_provider_lacks_with_enosys(void);
 
 /* objects.c */
 void test_core_objects_open_bind_enable_and_close(void);
+void test_an_endpoint_takes_the_name_a_dead_process_left(void);
 void test_counter_opens_reads_and_closes(void);
 void test_av_insert_lookup_straddr_and_remove(void);
 void test_eq_write_reads_back_application_events_unchanged(void);
