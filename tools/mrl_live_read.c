@@ -40,17 +40,28 @@ const struct mrl_live_field mrl_live_fields[MRL_LIVE_FIELDS] = {
 	FIELD(miss_monitor),
 	FIELD(miss_churn),
 	FIELD(miss_not_retained),
+	FIELD(miss_below_min),
 };
 #undef FIELD
 
-/* Every scalar field is named: the last is the one before the histograms. */
+/* Every scalar field is named: those before the histograms, then the one
+ * after them. */
 _Static_assert(offsetof(struct fi_mrlease_stats, miss_not_retained) +
 			       sizeof(uint64_t) ==
 		       offsetof(struct fi_mrlease_stats, reg_size_hist),
-	       "mrl_live_fields ends at the histograms");
+	       "mrl_live_fields reaches the histograms");
 _Static_assert(offsetof(struct fi_mrlease_stats, miss_not_retained) ==
-		       (MRL_LIVE_FIELDS - 1) * sizeof(uint64_t),
-	       "mrl_live_fields names every scalar field");
+		       (MRL_LIVE_FIELDS - 2) * sizeof(uint64_t),
+	       "mrl_live_fields names every scalar field before them");
+_Static_assert(offsetof(struct fi_mrlease_stats, miss_below_min) ==
+			       offsetof(struct fi_mrlease_stats, reg_ns_hist) +
+				       sizeof(((struct fi_mrlease_stats *) 0)
+						      ->reg_ns_hist) &&
+		       sizeof(struct fi_mrlease_stats) ==
+			       offsetof(struct fi_mrlease_stats,
+					miss_below_min) +
+				       sizeof(uint64_t),
+	       "mrl_live_fields names the field after them");
 
 bool
 mrl_live_pid_alive(int pid, uint64_t start_time)

@@ -203,6 +203,9 @@ print_proc(const struct mrl_live_proc *p)
 		       "  churn %" PRIu64 "  not retained %" PRIu64 "\n",
 		       s->miss_cold, s->miss_evicted, s->miss_invalidated,
 		       s->miss_monitor, s->miss_churn, s->miss_not_retained);
+		printf("  not looked up: below FI_MRLEASE_MIN_SIZE %" PRIu64
+		       "\n",
+		       s->miss_below_min);
 		printf("  pinned %s in %" PRIu64 " entries  leases %" PRIu64
 		       "  registrations %" PRIu64 "  deregistrations %" PRIu64
 		       "  evictions %" PRIu64 "\n",

@@ -74,6 +74,10 @@ struct fi_mrlease_stats {
 	/* The provider's fi_mr_reg of the registrations the cache made, by
 	 * duration in ns, likewise from 2^FI_MRLEASE_NS_HIST_SHIFT ns. */
 	uint64_t reg_ns_hist[FI_MRLEASE_HIST_BUCKETS];
+	/* Operands posted without a descriptor and shorter than
+	 * FI_MRLEASE_MIN_SIZE (empty ones aside), forwarded without a lookup
+	 * (appended; counted apart: in neither lookups nor misses). */
+	uint64_t miss_below_min;
 };
 
 /*

@@ -559,6 +559,20 @@ out:
 	free(cmp);
 }
 
+/* MRLT_PAIR_POST, adding to *calls the times it called expr: the cache
+ * counts an operand below the threshold on every call, one the provider
+ * refused with -FI_EAGAIN as well (as it counts lookups). */
+#define POST_COUNTED(pair, calls, expr)                                     \
+	({                                                                  \
+		ssize_t post_r_;                                            \
+		long post_n_ = 0;                                           \
+		while (++post_n_, (post_r_ = (expr)) == -FI_EAGAIN &&       \
+				  post_n_ < MRLT_MAX_POLLS)                 \
+			mrlt_pair_progress(pair);                           \
+		*(calls) += (uint64_t) post_n_;                             \
+		post_r_;                                                    \
+	})
+
 /* Posts that need no lease (a descriptor given, an operand below the
  * threshold, an inject) never touch the cache and keep the application's
  * context: the fast path must cost what the passthrough costs. */
@@ -570,18 +584,20 @@ test_posts_needing_no_lease_skip_the_cache(void)
 	char small[MIN_SIZE / 2] = "below the threshold";
 	char in[MIN_SIZE / 2];
 	struct fi_mrlease_stats s0;
+	uint64_t below = 0;
 
 	if (!pair_open(&p, (struct mrlt_pair_opts){0}))
 		goto out;
 	s0 = mrlt_pair_stats(&p);
-	CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], in, sizeof(in), NULL,
-					    FI_ADDR_UNSPEC, &rctx)));
-	CHECK_FI(MRLT_PAIR_POST(&p, fi_send(p.ep[0], small, sizeof(small), NULL,
-					    p.addr[1], &sctx)));
+	CHECK_FI(POST_COUNTED(&p, &below, fi_recv(p.ep[1], in, sizeof(in), NULL,
+						  FI_ADDR_UNSPEC, &rctx)));
+	CHECK_FI(POST_COUNTED(&p, &below,
+			      fi_send(p.ep[0], small, sizeof(small), NULL,
+				      p.addr[1], &sctx)));
 	CHECK_FI(reap_two(&p, &sctx, &rctx));
 	CHECK(!memcmp(in, small, sizeof(small)));
-	CHECK_FI(MRLT_PAIR_POST(&p, fi_recv(p.ep[1], in, sizeof(in), NULL,
-					    FI_ADDR_UNSPEC, &rctx)));
+	CHECK_FI(POST_COUNTED(&p, &below, fi_recv(p.ep[1], in, sizeof(in), NULL,
+						  FI_ADDR_UNSPEC, &rctx)));
 	CHECK_FI(MRLT_PAIR_POST(
 		&p, fi_inject(p.ep[0], small, sizeof(small), p.addr[1])));
 	{
@@ -591,8 +607,77 @@ test_posts_needing_no_lease_skip_the_cache(void)
 		CHECK_PTR(&rctx, c.ctx);
 	}
 	CHECK_EQ(s0.lookups, mrlt_pair_stats(&p).lookups);
+	/* The receives and the send, not the inject (it never leases). */
+	CHECK_EQ(s0.miss_below_min + below, mrlt_pair_stats(&p).miss_below_min);
 	CHECK_EQ(0, mrlt_pair_close(&p));
 out:;
+}
+
+/* Every operand without a descriptor below FI_MRLEASE_MIN_SIZE is counted
+ * in miss_below_min, whether its post went out as it was or leased another
+ * operand, and never as a lookup; empty ones are not counted. */
+static void
+test_operands_below_the_threshold_are_counted_apart_from_lookups(void)
+{
+	struct mrlt_pair p;
+	struct fi_context2 sctx, rctx;
+	char *src = buffer(LEN, 15), *dst = buffer(LEN, 0);
+	char small[MIN_SIZE / 2] = "below", tiny[MIN_SIZE / 4] = "the threshold";
+	char in_small[sizeof(small)], in_tiny[sizeof(tiny)];
+	struct iovec mixed_s[2] = {{small, sizeof(small)}, {src, LEN}};
+	struct iovec mixed_r[2] = {{in_small, sizeof(in_small)}, {dst, LEN}};
+	struct iovec smalls[2] = {{small, sizeof(small)}, {tiny, sizeof(tiny)}};
+	struct iovec in_smalls[2] = {{in_small, sizeof(in_small)},
+				     {in_tiny, sizeof(in_tiny)}};
+	struct fi_mrlease_stats s0, s1;
+	uint64_t one = 0, two = 0, none = 0;
+
+	if (!pair_open(&p, (struct mrlt_pair_opts){0}))
+		goto out;
+	if (p.info->rx_attr->iov_limit < 2 || p.info->tx_attr->iov_limit < 2) {
+		mrlt_skip_current("%s: iov_limit < 2", prov);
+		mrlt_pair_close(&p);
+		goto out;
+	}
+	s0 = mrlt_pair_stats(&p);
+	/* One small operand each beside a leased one: the slow path. */
+	CHECK_FI(POST_COUNTED(&p, &one,
+			      fi_recvv(p.ep[1], mixed_r, NULL, 2,
+				       FI_ADDR_UNSPEC, &rctx)));
+	CHECK_FI(POST_COUNTED(&p, &one,
+			      fi_sendv(p.ep[0], mixed_s, NULL, 2, p.addr[1],
+				       &sctx)));
+	CHECK_FI(reap_two(&p, &sctx, &rctx));
+	CHECK_EQ(-1, mrlt_verify(dst, LEN, 15));
+	CHECK(!memcmp(in_small, small, sizeof(small)));
+	s1 = mrlt_pair_stats(&p);
+	CHECK_EQ(s0.miss_below_min + one, s1.miss_below_min);
+	CHECK(s1.lookups >= s0.lookups + 2);
+	/* Only small operands: forwarded as they are, each one counted. */
+	CHECK_FI(POST_COUNTED(&p, &two,
+			      fi_recvv(p.ep[1], in_smalls, NULL, 2,
+				       FI_ADDR_UNSPEC, &rctx)));
+	CHECK_FI(POST_COUNTED(&p, &two,
+			      fi_sendv(p.ep[0], smalls, NULL, 2, p.addr[1],
+				       &sctx)));
+	CHECK_FI(reap_two(&p, &sctx, &rctx));
+	CHECK(!memcmp(in_tiny, tiny, sizeof(tiny)));
+	CHECK_EQ(s1.miss_below_min + 2 * two,
+		 mrlt_pair_stats(&p).miss_below_min);
+	CHECK_EQ(s1.lookups, mrlt_pair_stats(&p).lookups);
+	/* An empty message is not an operand below the threshold. */
+	s1 = mrlt_pair_stats(&p);
+	CHECK_FI(POST_COUNTED(&p, &none, fi_recv(p.ep[1], NULL, 0, NULL,
+						 FI_ADDR_UNSPEC, &rctx)));
+	CHECK_FI(POST_COUNTED(&p, &none, fi_send(p.ep[0], NULL, 0, NULL,
+						 p.addr[1], &sctx)));
+	CHECK_FI(reap_two(&p, &sctx, &rctx));
+	CHECK_EQ(s1.miss_below_min, mrlt_pair_stats(&p).miss_below_min);
+	CHECK_EQ(s1.lookups, mrlt_pair_stats(&p).lookups);
+	CHECK_EQ(0, mrlt_pair_close(&p));
+out:
+	free(src);
+	free(dst);
 }
 
 /* An application MR asking local access only is served from the cache, its
@@ -1146,6 +1231,8 @@ main(int argc, char **argv)
 		MRLT_RUN(
 			test_null_desc_atomics_lease_source_compare_and_result);
 		MRLT_RUN(test_posts_needing_no_lease_skip_the_cache);
+		MRLT_RUN(
+			test_operands_below_the_threshold_are_counted_apart_from_lookups);
 		MRLT_RUN(test_local_mr_served_from_cache_and_its_desc_works);
 		MRLT_RUN(
 			test_selective_completion_hides_what_the_app_did_not_ask);

@@ -162,7 +162,7 @@
  * Limits: MRL_CACHE_MAX_THREADS threads get a lock-free read path at once
  * (more threads fall back to the mutex, still correct); MRL_CACHE_STAT_SLOTS
  * caches and domains open at once keep separate hit counters (beyond that,
- * their lookup/hit/lease counters are merged in one shared slot: each such
+ * their lookup/hit/lease/below-min counters share one slot: each such
  * domain reports the merged figures; the cache counts the slot once, from
  * when the first of its domains on it opens, and keeps what it counted
  * when the last is gone, as for any closed domain).

@@ -98,6 +98,7 @@ enum mrl_tcnt {
 	MRL_TCNT_LEASES_OTHER, /* leases not taken by a hit */
 	MRL_TCNT_LEASES_RELEASED,
 	MRL_TCNT_INVALIDATIONS, /* used on a cache's slot */
+	MRL_TCNT_BELOW_MIN, /* operands forwarded without a lookup */
 	MRL_TCNT_COUNT
 };
 
@@ -133,15 +134,23 @@ extern __thread struct mrl_thread *mrl_fast_hot
  * release store, so a query that sees a count sees what the thread counted
  * before it (see "Statistics"). */
 static inline void
-mrl_count_own(atomic_uint_least64_t *c)
+mrl_count_own_add(atomic_uint_least64_t *c, uint64_t n)
 {
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-	__asm__ __volatile__("addq $1, %0" : "+m"(*(volatile uint64_t *) c));
+	__asm__ __volatile__("addq %1, %0"
+			     : "+m"(*(volatile uint64_t *) c)
+			     : "er"(n));
 #else
 	atomic_store_explicit(c,
-			      atomic_load_explicit(c, memory_order_relaxed) + 1,
+			      atomic_load_explicit(c, memory_order_relaxed) + n,
 			      memory_order_release);
 #endif
+}
+
+static inline void
+mrl_count_own(atomic_uint_least64_t *c)
+{
+	mrl_count_own_add(c, 1);
 }
 
 /* The first line of every cache domain: what the inline hit path reads. */
@@ -162,6 +171,8 @@ int mrl_cache_acquire_stale(struct mrl_cache_domain *domain, uintptr_t start,
 			    uintptr_t end, struct mrl_registration *stale,
 			    struct mrl_registration **reg);
 void mrl_cache_lease_count_release(struct mrl_registration *reg);
+void mrl_cache_count_below_min_slow(struct mrl_cache_domain *domain,
+				    uint64_t n);
 void mrl_registration_last(struct mrl_registration *reg);
 void mrl_cache_domain_settle_slow(struct mrl_cache_domain *domain);
 
@@ -229,6 +240,21 @@ mrl_cache_lease_release(struct mrl_registration *reg)
 	mrl_assert(was & MRL_REF_COUNT); /* never below zero */
 	if ((was & MRL_REF_COUNT) == 1)
 		mrl_registration_last(reg);
+}
+
+/* n operands the data path forwarded without a lookup, each without a
+ * descriptor and below FI_MRLEASE_MIN_SIZE (miss_below_min). */
+static inline void
+mrl_cache_count_below_min(struct mrl_cache_domain *domain, uint64_t n)
+{
+	struct mrl_cache_domain_hot *dh =
+		(struct mrl_cache_domain_hot *) (void *) domain;
+	struct mrl_thread *t = mrl_fast;
+
+	if (__builtin_expect(t != NULL, 1))
+		mrl_count_own_add(&t->cnt[MRL_TCNT_BELOW_MIN][dh->slot], n);
+	else
+		mrl_cache_count_below_min_slow(domain, n);
 }
 
 static inline void

@@ -88,6 +88,7 @@ _Static_assert(offsetof(struct fi_mrlease_stats, miss_not_retained) ==
 
 /* The order the per-thread counts are read in (see above). */
 static const enum mrl_tcnt tcnt_read_order[] = {
+	MRL_TCNT_BELOW_MIN,
 	MRL_TCNT_LEASES_RELEASED,
 	MRL_TCNT_LEASES_OTHER,
 	MRL_TCNT_MISSES,
@@ -117,6 +118,7 @@ stats_copy_hot(const uint64_t hot[MRL_TCNT_COUNT],
 	leases = (int64_t) (hits + hot[MRL_TCNT_LEASES_OTHER] -
 			    hot[MRL_TCNT_LEASES_RELEASED]);
 	out->leases = leases > 0 ? (uint64_t) leases : 0;
+	out->miss_below_min = hot[MRL_TCNT_BELOW_MIN];
 }
 
 void

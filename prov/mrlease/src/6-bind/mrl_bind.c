@@ -445,6 +445,7 @@ static const struct {
 	MRL_STATS_ROW("misses: monitor", miss_monitor),
 	MRL_STATS_ROW("misses: churn", miss_churn),
 	MRL_STATS_ROW("misses: not retained", miss_not_retained),
+	MRL_STATS_ROW("below min (no lookup)", miss_below_min),
 #undef MRL_STATS_ROW
 };
 

@@ -30,15 +30,22 @@ struct mrl_atomic_ops {
 };
 
 static bool
-mrl_xfer_atomic_needs_lease(const struct mrl_atomic_ops *a,
+mrl_xfer_atomic_needs_lease(struct mrl_xep *x, const struct mrl_atomic_ops *a,
 			    enum fi_datatype datatype, size_t min)
 {
-	return mrl_xfer_ioc_needs_lease(a->src, a->src_desc, a->src_count,
-					datatype, min) ||
-	       mrl_xfer_ioc_needs_lease(a->cmp, a->cmp_desc, a->cmp_count,
-					datatype, min) ||
-	       mrl_xfer_ioc_needs_lease(a->res, a->res_desc, a->res_count,
-					datatype, min);
+	int src, cmp = 0, res = 0;
+
+	src = mrl_xfer_ioc_below_min(a->src, a->src_desc, a->src_count,
+				     datatype, min);
+	if (src < 0 ||
+	    (cmp = mrl_xfer_ioc_below_min(a->cmp, a->cmp_desc, a->cmp_count,
+					  datatype, min)) < 0 ||
+	    (res = mrl_xfer_ioc_below_min(a->res, a->res_desc, a->res_count,
+					  datatype, min)) < 0)
+		return true;
+	if (src + cmp + res)
+		mrl_cache_count_below_min(x->cache, (uint64_t) (src + cmp + res));
+	return false;
 }
 
 /* Resolve all three sets into src/cmp/res descriptor arrays. */
@@ -172,7 +179,7 @@ mrl_xfer_atomic_write(struct fid_ep *fep, const void *buf, size_t count,
 				   .src_desc = &desc,
 				   .src_count = 1};
 
-	if (!mrl_xfer_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
+	if (!mrl_xfer_atomic_needs_lease(x, &a, datatype, x->dir[MRL_TX].min))
 		return fi_atomic(ep->inner, buf, count, desc, dest_addr, addr,
 				 key, datatype, op, context);
 	return mrl_xfer_atomic_slow(ep, MRL_ATOMIC_WRITE, &a, dest_addr, addr,
@@ -191,7 +198,7 @@ mrl_xfer_atomic_writev(struct fid_ep *fep, const struct fi_ioc *iov,
 				   .src_desc = desc,
 				   .src_count = count};
 
-	if (!mrl_xfer_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
+	if (!mrl_xfer_atomic_needs_lease(x, &a, datatype, x->dir[MRL_TX].min))
 		return fi_atomicv(ep->inner, iov, desc, count, dest_addr, addr,
 				  key, datatype, op, context);
 	return mrl_xfer_atomic_slow(ep, MRL_ATOMIC_WRITE, &a, dest_addr, addr,
@@ -209,7 +216,7 @@ mrl_xfer_atomic_writemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg,
 				   .src_count = msg->iov_count};
 
 	if ((flags & FI_INJECT) ||
-	    !mrl_xfer_atomic_needs_lease(&a, msg->datatype,
+	    !mrl_xfer_atomic_needs_lease(x, &a, msg->datatype,
 					 x->dir[MRL_TX].min_msg)) {
 		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_atomicmsg(ep->inner, msg, flags);
@@ -237,7 +244,7 @@ mrl_xfer_atomic_readwrite(struct fid_ep *fep, const void *buf, size_t count,
 		.res_count = 1,
 	};
 
-	if (!mrl_xfer_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
+	if (!mrl_xfer_atomic_needs_lease(x, &a, datatype, x->dir[MRL_TX].min))
 		return fi_fetch_atomic(ep->inner, buf, count, desc, result,
 				       result_desc, dest_addr, addr, key,
 				       datatype, op, context);
@@ -264,7 +271,7 @@ mrl_xfer_atomic_readwritev(struct fid_ep *fep, const struct fi_ioc *iov,
 		.res_count = result_count,
 	};
 
-	if (!mrl_xfer_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
+	if (!mrl_xfer_atomic_needs_lease(x, &a, datatype, x->dir[MRL_TX].min))
 		return fi_fetch_atomicv(ep->inner, iov, desc, count, resultv,
 					result_desc, result_count, dest_addr,
 					addr, key, datatype, op, context);
@@ -289,7 +296,7 @@ mrl_xfer_atomic_readwritemsg(struct fid_ep *fep,
 		.res_count = result_count,
 	};
 
-	if (!mrl_xfer_atomic_needs_lease(&a, msg->datatype,
+	if (!mrl_xfer_atomic_needs_lease(x, &a, msg->datatype,
 					 x->dir[MRL_TX].min_msg)) {
 		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_fetch_atomicmsg(ep->inner, msg, resultv, result_desc,
@@ -323,7 +330,7 @@ mrl_xfer_atomic_compwrite(struct fid_ep *fep, const void *buf, size_t count,
 		.res_count = 1,
 	};
 
-	if (!mrl_xfer_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
+	if (!mrl_xfer_atomic_needs_lease(x, &a, datatype, x->dir[MRL_TX].min))
 		return fi_compare_atomic(ep->inner, buf, count, desc, compare,
 					 compare_desc, result, result_desc,
 					 dest_addr, addr, key, datatype, op,
@@ -356,7 +363,7 @@ mrl_xfer_atomic_compwritev(struct fid_ep *fep, const struct fi_ioc *iov,
 		.res_count = result_count,
 	};
 
-	if (!mrl_xfer_atomic_needs_lease(&a, datatype, x->dir[MRL_TX].min))
+	if (!mrl_xfer_atomic_needs_lease(x, &a, datatype, x->dir[MRL_TX].min))
 		return fi_compare_atomicv(ep->inner, iov, desc, count, comparev,
 					  compare_desc, compare_count, resultv,
 					  result_desc, result_count, dest_addr,
@@ -387,7 +394,7 @@ mrl_xfer_atomic_compwritemsg(struct fid_ep *fep,
 		.res_count = result_count,
 	};
 
-	if (!mrl_xfer_atomic_needs_lease(&a, msg->datatype,
+	if (!mrl_xfer_atomic_needs_lease(x, &a, msg->datatype,
 					 x->dir[MRL_TX].min_msg)) {
 		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_compare_atomicmsg(

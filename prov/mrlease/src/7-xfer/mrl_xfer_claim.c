@@ -220,7 +220,7 @@ mrl_xfer_claim_table(struct mrl_ep *ep, const struct fi_msg_tagged *msg,
 	    !x->pool || (ep->domain->mode & MRL_FI_BUFFERED_RECV) ||
 	    (d->route != MRL_ROUTE_ALL && d->route != MRL_ROUTE_SELECTIVE) ||
 	    !cq || !cq->ext ||
-	    !mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+	    !mrl_xfer_iov_needs_lease(x, msg->msg_iov, msg->desc, msg->iov_count,
 				      d->min_msg))
 		return NULL;
 	return &((struct mrl_xcq *) cq->ext)->claims;

@@ -153,7 +153,14 @@ mrl_xfer_post_buf(struct mrl_post *p, const void *buf, size_t len, void *desc,
 		  size_t min, void **out)
 {
 	*out = desc;
-	if (desc || !buf || len < min)
+	if (desc)
+		return 0;
+	if (len < min) {
+		if (len && min != SIZE_MAX)
+			mrl_cache_count_below_min(p->x->cache, 1);
+		return 0;
+	}
+	if (!buf)
 		return 0;
 	return mrl_xfer_post_lease(p, buf, len, out);
 }
@@ -360,35 +367,80 @@ int mrl_xfer_post_single_failed(const struct mrl_xep *x, const void *buf,
 				size_t len, int err);
 
 /*
- * Whether a post must take the slow path: some local operand has no
- * descriptor and at least min bytes. Posts with more iovs than the slow path
- * can rewrite go out unchanged.
+ * Whether a single-buffer post goes out as the application made it: its
+ * operand has a descriptor or is shorter than the direction's smallest
+ * leased operand. One without a descriptor, not empty, below a threshold
+ * that leases (FI_MRLEASE_MIN_SIZE) is counted in miss_below_min.
  */
 static inline bool
-mrl_xfer_iov_needs_lease(const struct iovec *iov, void **desc, size_t count,
-			 size_t min)
+mrl_xfer_single_fwd(struct mrl_xep *x, enum mrl_dir dir, const void *desc,
+		    size_t len)
 {
-	if (min == SIZE_MAX || count > MRL_XFER_IOV_MAX)
+	size_t min = x->dir[dir].min;
+
+	if (desc)
+		return true;
+	if (len >= min)
 		return false;
-	for (size_t i = 0; i < count; i++)
-		if ((!desc || !desc[i]) && iov[i].iov_len >= min)
-			return true;
-	return false;
+	if (len && min != SIZE_MAX)
+		mrl_cache_count_below_min(x->cache, 1);
+	return true;
 }
 
-static inline bool
-mrl_xfer_ioc_needs_lease(const struct fi_ioc *ioc, void **desc, size_t count,
-			 enum fi_datatype datatype, size_t min)
+/*
+ * Of count operands, how many without a descriptor are below min (empty ones
+ * aside), or -1 when one of them needs a lease (at least min bytes). Posts
+ * with more iovs than the slow path can rewrite go out unchanged: 0.
+ */
+static inline int
+mrl_xfer_iov_below_min(const struct iovec *iov, void **desc, size_t count,
+		       size_t min)
+{
+	int below = 0;
+
+	if (min == SIZE_MAX || count > MRL_XFER_IOV_MAX)
+		return 0;
+	for (size_t i = 0; i < count; i++) {
+		if (desc && desc[i])
+			continue;
+		if (iov[i].iov_len >= min)
+			return -1;
+		below += iov[i].iov_len != 0;
+	}
+	return below;
+}
+
+/* The same for atomic operands of datatype (an unknown one: 0). */
+static inline int
+mrl_xfer_ioc_below_min(const struct fi_ioc *ioc, void **desc, size_t count,
+		       enum fi_datatype datatype, size_t min)
 {
 	size_t size = mrl_hook_datatype_size(datatype);
+	int below = 0;
 
 	if (min == SIZE_MAX || count > MRL_XFER_IOV_MAX || !size)
-		return false;
-	for (size_t i = 0; i < count; i++)
-		if ((!desc || !desc[i]) && ioc[i].count &&
-		    ioc[i].count >= (min + size - 1) / size)
-			return true;
-	return false;
+		return 0;
+	for (size_t i = 0; i < count; i++) {
+		if ((desc && desc[i]) || !ioc[i].count)
+			continue;
+		if (ioc[i].count >= (min + size - 1) / size)
+			return -1;
+		below++;
+	}
+	return below;
+}
+
+/* Whether a post must take the slow path (some operand needs a lease);
+ * if not, the operands below min are counted (mrl_xfer_single_fwd). */
+static inline bool
+mrl_xfer_iov_needs_lease(struct mrl_xep *x, const struct iovec *iov,
+			 void **desc, size_t count, size_t min)
+{
+	int below = mrl_xfer_iov_below_min(iov, desc, count, min);
+
+	if (below > 0)
+		mrl_cache_count_below_min(x->cache, (uint64_t) below);
+	return below < 0;
 }
 
 /* ---- msg and tagged posts (mrl_xfer_msg.c, mrl_xfer_tagged.c) --------- */

@@ -309,7 +309,7 @@ mrl_xfer_msg_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (desc || len < x->dir[MRL_RX].min)
+	if (mrl_xfer_single_fwd(x, MRL_RX, desc, len))
 		return fi_recv(ep->inner, buf, len, desc, src_addr, context);
 	pool = x->dir[MRL_RX].single;
 	op = mrl_xfer_msg_owned(MRL_RECV, x, pool, fep, buf, len, src_addr, 0,
@@ -327,7 +327,7 @@ mrl_xfer_msg_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
 	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_xfer_iov_needs_lease(iov, desc, count, x->dir[MRL_RX].min))
+	if (!mrl_xfer_iov_needs_lease(x, iov, desc, count, x->dir[MRL_RX].min))
 		return fi_recvv(ep->inner, iov, desc, count, src_addr, context);
 	return mrl_xfer_msg_slowv(ep, MRL_RECV, iov, desc, count, src_addr,
 				  context);
@@ -343,7 +343,7 @@ mrl_xfer_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
 	/* A multi-recv buffer ends at a completion flag: leased only where
 	 * completions carry flags, the rx caps have FI_MULTI_RECV, and on a
 	 * shared pool once the rx CQ is guarded (mrl_xfer_cq.c). */
-	if (!mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+	if (!mrl_xfer_iov_needs_lease(x, msg->msg_iov, msg->desc, msg->iov_count,
 				      x->dir[MRL_RX].min_msg) ||
 	    ((flags & FI_MULTI_RECV) && !mrl_xfer_ep_multi_recv_ok(x))) {
 		mrl_xfer_post_trigger_fwd(flags, msg->context);
@@ -361,7 +361,7 @@ mrl_xfer_msg_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (desc || len < x->dir[MRL_TX].min)
+	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
 		return fi_send(ep->inner, buf, len, desc, dest_addr, context);
 	pool = x->dir[MRL_TX].single;
 	op = mrl_xfer_msg_owned(MRL_SEND, x, pool, fep, buf, len, dest_addr, 0,
@@ -379,7 +379,7 @@ mrl_xfer_msg_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
 	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_xfer_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
+	if (!mrl_xfer_iov_needs_lease(x, iov, desc, count, x->dir[MRL_TX].min))
 		return fi_sendv(ep->inner, iov, desc, count, dest_addr,
 				context);
 	return mrl_xfer_msg_slowv(ep, MRL_SEND, iov, desc, count, dest_addr,
@@ -394,7 +394,7 @@ mrl_xfer_msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
 	struct mrl_xep *x = ep->ext;
 
 	if ((flags & FI_INJECT) ||
-	    !mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+	    !mrl_xfer_iov_needs_lease(x, msg->msg_iov, msg->desc, msg->iov_count,
 				      x->dir[MRL_TX].min_msg)) {
 		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_sendmsg(ep->inner, msg, flags);
@@ -412,7 +412,7 @@ mrl_xfer_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (desc || len < x->dir[MRL_TX].min)
+	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
 		return fi_senddata(ep->inner, buf, len, desc, data, dest_addr,
 				   context);
 	pool = x->dir[MRL_TX].single;

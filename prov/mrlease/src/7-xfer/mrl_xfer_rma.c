@@ -343,7 +343,7 @@ mrl_xfer_rma_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (desc || len < x->dir[MRL_TX].min)
+	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
 		return fi_read(ep->inner, buf, len, desc, src_addr, addr, key,
 			       context);
 	pool = x->dir[MRL_TX].single;
@@ -363,7 +363,7 @@ mrl_xfer_rma_readv(struct fid_ep *fep, const struct iovec *iov, void **desc,
 	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_xfer_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
+	if (!mrl_xfer_iov_needs_lease(x, iov, desc, count, x->dir[MRL_TX].min))
 		return fi_readv(ep->inner, iov, desc, count, src_addr, addr,
 				key, context);
 	return mrl_xfer_rma_slow(ep, MRL_RMA_READ, iov, desc, count, src_addr,
@@ -377,7 +377,7 @@ mrl_xfer_rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
 	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+	if (!mrl_xfer_iov_needs_lease(x, msg->msg_iov, msg->desc, msg->iov_count,
 				      x->dir[MRL_TX].min_msg)) {
 		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_readmsg(ep->inner, msg, flags);
@@ -395,7 +395,7 @@ mrl_xfer_rma_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (desc || len < x->dir[MRL_TX].min)
+	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
 		return fi_write(ep->inner, buf, len, desc, dest_addr, addr, key,
 				context);
 	pool = x->dir[MRL_TX].single;
@@ -415,7 +415,7 @@ mrl_xfer_rma_writev(struct fid_ep *fep, const struct iovec *iov, void **desc,
 	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_xfer_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
+	if (!mrl_xfer_iov_needs_lease(x, iov, desc, count, x->dir[MRL_TX].min))
 		return fi_writev(ep->inner, iov, desc, count, dest_addr, addr,
 				 key, context);
 	return mrl_xfer_rma_slow(ep, MRL_RMA_WRITE, iov, desc, count, dest_addr,
@@ -430,7 +430,7 @@ mrl_xfer_rma_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
 	struct mrl_xep *x = ep->ext;
 
 	if ((flags & FI_INJECT) ||
-	    !mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+	    !mrl_xfer_iov_needs_lease(x, msg->msg_iov, msg->desc, msg->iov_count,
 				      x->dir[MRL_TX].min_msg)) {
 		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_writemsg(ep->inner, msg, flags);
@@ -448,7 +448,7 @@ mrl_xfer_rma_writedata(struct fid_ep *fep, const void *buf, size_t len,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (desc || len < x->dir[MRL_TX].min)
+	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
 		return fi_writedata(ep->inner, buf, len, desc, data, dest_addr,
 				    addr, key, context);
 	pool = x->dir[MRL_TX].single;

@@ -102,7 +102,7 @@ mrl_xfer_tagged_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (desc || len < x->dir[MRL_RX].min)
+	if (mrl_xfer_single_fwd(x, MRL_RX, desc, len))
 		return fi_trecv(ep->inner, buf, len, desc, src_addr, tag,
 				ignore, context);
 	pool = x->dir[MRL_RX].single;
@@ -122,7 +122,7 @@ mrl_xfer_tagged_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
 	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_xfer_iov_needs_lease(iov, desc, count, x->dir[MRL_RX].min))
+	if (!mrl_xfer_iov_needs_lease(x, iov, desc, count, x->dir[MRL_RX].min))
 		return fi_trecvv(ep->inner, iov, desc, count, src_addr, tag,
 				 ignore, context);
 	return mrl_xfer_tagged_slowv(ep, MRL_TRECV, iov, desc, count, src_addr,
@@ -140,7 +140,7 @@ mrl_xfer_tagged_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
 		return mrl_xfer_tagged_claim(ep, msg, flags);
 	/* Multi-recv buffers as in mrl_xfer_msg_recvmsg. */
 	if ((flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) ||
-	    !mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+	    !mrl_xfer_iov_needs_lease(x, msg->msg_iov, msg->desc, msg->iov_count,
 				      x->dir[MRL_RX].min_msg) ||
 	    ((flags & FI_MULTI_RECV) && !mrl_xfer_ep_multi_recv_ok(x))) {
 		mrl_xfer_post_trigger_fwd(flags, msg->context);
@@ -159,7 +159,7 @@ mrl_xfer_tagged_send(struct fid_ep *fep, const void *buf, size_t len,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (desc || len < x->dir[MRL_TX].min)
+	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
 		return fi_tsend(ep->inner, buf, len, desc, dest_addr, tag,
 				context);
 	pool = x->dir[MRL_TX].single;
@@ -179,7 +179,7 @@ mrl_xfer_tagged_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
 	struct mrl_ep *ep = mrl_hook_ep_of(fep);
 	struct mrl_xep *x = ep->ext;
 
-	if (!mrl_xfer_iov_needs_lease(iov, desc, count, x->dir[MRL_TX].min))
+	if (!mrl_xfer_iov_needs_lease(x, iov, desc, count, x->dir[MRL_TX].min))
 		return fi_tsendv(ep->inner, iov, desc, count, dest_addr, tag,
 				 context);
 	return mrl_xfer_tagged_slowv(ep, MRL_TSEND, iov, desc, count, dest_addr,
@@ -194,7 +194,7 @@ mrl_xfer_tagged_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
 	struct mrl_xep *x = ep->ext;
 
 	if ((flags & FI_INJECT) ||
-	    !mrl_xfer_iov_needs_lease(msg->msg_iov, msg->desc, msg->iov_count,
+	    !mrl_xfer_iov_needs_lease(x, msg->msg_iov, msg->desc, msg->iov_count,
 				      x->dir[MRL_TX].min_msg)) {
 		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_tsendmsg(ep->inner, msg, flags);
@@ -212,7 +212,7 @@ mrl_xfer_tagged_senddata(struct fid_ep *fep, const void *buf, size_t len,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (desc || len < x->dir[MRL_TX].min)
+	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
 		return fi_tsenddata(ep->inner, buf, len, desc, data, dest_addr,
 				    tag, context);
 	pool = x->dir[MRL_TX].single;
