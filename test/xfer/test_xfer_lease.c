@@ -680,6 +680,68 @@ out:
 	free(dst);
 }
 
+/* Each single-buffer post of a small operand without a descriptor (a
+ * tagged send and receive, an RMA write and read) is counted once per call,
+ * and one with a descriptor is not. */
+static void
+test_small_tagged_and_rma_posts_are_counted_below_the_threshold(void)
+{
+	struct mrlt_pair p;
+	struct fi_context2 sctx, rctx;
+	char small[MIN_SIZE / 2] = "small tagged", in[sizeof(small)];
+	char *tgt = buffer(LEN, 0);
+	struct fid_mr *mr = NULL, *lmr = NULL;
+	struct fi_mrlease_stats s0;
+	struct mrlt_comp c;
+	uint64_t calls = 0, raddr;
+
+	if (!pair_open(&p, (struct mrlt_pair_opts){0}))
+		goto out;
+	CHECK_FI(mrlt_pair_mr_reg(&p, tgt, LEN,
+				  FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
+	raddr = mrlt_pair_rma_addr(&p, tgt, tgt);
+	s0 = mrlt_pair_stats(&p);
+	CHECK_FI(POST_COUNTED(&p, &calls,
+			      fi_trecv(p.ep[1], in, sizeof(in), NULL,
+				       FI_ADDR_UNSPEC, 0x5a, 0, &rctx)));
+	CHECK_FI(POST_COUNTED(&p, &calls,
+			      fi_tsend(p.ep[0], small, sizeof(small), NULL,
+				       p.addr[1], 0x5a, &sctx)));
+	CHECK_FI(reap_two(&p, &sctx, &rctx));
+	CHECK(!memcmp(in, small, sizeof(small)));
+	CHECK_FI(POST_COUNTED(&p, &calls,
+			      fi_write(p.ep[0], small, sizeof(small), NULL,
+				       p.addr[1], raddr, fi_mr_key(mr),
+				       &sctx)));
+	CHECK_EQ(1, mrlt_reap(&p, &c, 1));
+	CHECK_EQ(0, c.err);
+	CHECK_FI(POST_COUNTED(&p, &calls,
+			      fi_read(p.ep[0], in, sizeof(in), NULL, p.addr[1],
+				      raddr, fi_mr_key(mr), &rctx)));
+	CHECK_EQ(1, mrlt_reap(&p, &c, 1));
+	CHECK_EQ(0, c.err);
+	CHECK(!memcmp(in, small, sizeof(small)));
+	CHECK_EQ(s0.miss_below_min + calls, mrlt_pair_stats(&p).miss_below_min);
+	CHECK_EQ(s0.lookups, mrlt_pair_stats(&p).lookups);
+	/* With a descriptor: not counted. */
+	CHECK_FI(fi_mr_reg(p.domain, small, sizeof(small), FI_WRITE, 0, 0, 0,
+			   &lmr, NULL));
+	s0 = mrlt_pair_stats(&p);
+	CHECK_FI(MRLT_PAIR_POST(&p, fi_write(p.ep[0], small, sizeof(small),
+					     fi_mr_desc(lmr), p.addr[1], raddr,
+					     fi_mr_key(mr), &sctx)));
+	CHECK_EQ(1, mrlt_reap(&p, &c, 1));
+	CHECK_EQ(0, c.err);
+	CHECK_EQ(s0.miss_below_min, mrlt_pair_stats(&p).miss_below_min);
+	CHECK_EQ(0, fi_close(&lmr->fid));
+	lmr = NULL;
+	CHECK_EQ(0, fi_close(&mr->fid));
+	mr = NULL;
+	CHECK_EQ(0, mrlt_pair_close(&p));
+out:
+	free(tgt);
+}
+
 /* An application MR asking local access only is served from the cache, its
  * descriptor works on posts, and closing it gives the lease back; an
  * application that registers per operation stops paying a registration. */
@@ -1233,6 +1295,8 @@ main(int argc, char **argv)
 		MRLT_RUN(test_posts_needing_no_lease_skip_the_cache);
 		MRLT_RUN(
 			test_operands_below_the_threshold_are_counted_apart_from_lookups);
+		MRLT_RUN(
+			test_small_tagged_and_rma_posts_are_counted_below_the_threshold);
 		MRLT_RUN(test_local_mr_served_from_cache_and_its_desc_works);
 		MRLT_RUN(
 			test_selective_completion_hides_what_the_app_did_not_ask);

@@ -126,6 +126,9 @@ extern __thread struct mrl_thread *mrl_fast
  * (no hot slot matches) until the thread has its own. */
 extern __thread struct mrl_thread *mrl_fast_hot
 	__attribute__((tls_model("initial-exec")));
+/* The record threads past MRL_CACHE_MAX_THREADS share (counted with
+ * atomic adds, never read by a hit). */
+extern struct mrl_thread *const mrl_thread_shared;
 
 /* A per-thread counter: written by its thread only, read by stats with
  * acquire loads. On x86-64 one unlocked add to memory (a single aligned
@@ -171,8 +174,6 @@ int mrl_cache_acquire_stale(struct mrl_cache_domain *domain, uintptr_t start,
 			    uintptr_t end, struct mrl_registration *stale,
 			    struct mrl_registration **reg);
 void mrl_cache_lease_count_release(struct mrl_registration *reg);
-void mrl_cache_count_below_min_slow(struct mrl_cache_domain *domain,
-				    uint64_t n);
 void mrl_registration_last(struct mrl_registration *reg);
 void mrl_cache_domain_settle_slow(struct mrl_cache_domain *domain);
 
@@ -242,8 +243,18 @@ mrl_cache_lease_release(struct mrl_registration *reg)
 		mrl_registration_last(reg);
 }
 
-/* n operands the data path forwarded without a lookup, each without a
- * descriptor and below FI_MRLEASE_MIN_SIZE (miss_below_min). */
+/* The calling thread's record, claimed now if it has none (NULL past
+ * MRL_CACHE_MAX_THREADS): out of line. */
+struct mrl_thread *mrl_cache_thread_attach(void);
+
+/*
+ * n operands the data path forwarded without a lookup, each without a
+ * descriptor and below FI_MRLEASE_MIN_SIZE (miss_below_min), counted in
+ * the thread's record, claimed first if it has none; past
+ * MRL_CACHE_MAX_THREADS in the shared one, atomically. Its caller gets a
+ * frame (the call): posts that only tail-call the provider count from a
+ * twin of their own.
+ */
 static inline void
 mrl_cache_count_below_min(struct mrl_cache_domain *domain, uint64_t n)
 {
@@ -251,10 +262,14 @@ mrl_cache_count_below_min(struct mrl_cache_domain *domain, uint64_t n)
 		(struct mrl_cache_domain_hot *) (void *) domain;
 	struct mrl_thread *t = mrl_fast;
 
+	if (__builtin_expect(t == NULL, 0))
+		t = mrl_cache_thread_attach();
 	if (__builtin_expect(t != NULL, 1))
 		mrl_count_own_add(&t->cnt[MRL_TCNT_BELOW_MIN][dh->slot], n);
 	else
-		mrl_cache_count_below_min_slow(domain, n);
+		atomic_fetch_add_explicit(
+			&mrl_thread_shared->cnt[MRL_TCNT_BELOW_MIN][dh->slot],
+			n, memory_order_release);
 }
 
 static inline void

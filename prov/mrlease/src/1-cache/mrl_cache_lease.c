@@ -626,12 +626,11 @@ mrl_cache_lease_count_release(struct mrl_registration *reg)
 			 1);
 }
 
-/* mrl_cache_count_below_min on a thread without its own record (yet). */
-void
-mrl_cache_count_below_min_slow(struct mrl_cache_domain *domain, uint64_t n)
+struct mrl_thread *
+mrl_cache_thread_attach(void)
 {
-	mrl_reader_count(mrl_reader_self(), domain->hot.slot,
-			 MRL_TCNT_BELOW_MIN, n);
+	mrl_reader_self();
+	return mrl_fast;
 }
 
 int

@@ -25,6 +25,8 @@ static struct mrl_thread mrl_thread_empty;
 __thread struct mrl_thread *mrl_fast __attribute__((tls_model("initial-exec")));
 __thread struct mrl_thread *mrl_fast_hot
 	__attribute__((tls_model("initial-exec"))) = &mrl_thread_empty;
+struct mrl_thread *const mrl_thread_shared =
+	&mrl_readers[MRL_CACHE_MAX_THREADS].t;
 
 /* Thread exit: give the record back (counters stay, they are history). */
 static void

@@ -367,24 +367,17 @@ int mrl_xfer_post_single_failed(const struct mrl_xep *x, const void *buf,
 				size_t len, int err);
 
 /*
- * Whether a single-buffer post goes out as the application made it: its
- * operand has a descriptor or is shorter than the direction's smallest
- * leased operand. One without a descriptor, not empty, below a threshold
- * that leases (FI_MRLEASE_MIN_SIZE) is counted in miss_below_min.
+ * A single-buffer post whose operand has no descriptor and is shorter than
+ * the direction's smallest leased operand, forwarded as it is: counted in
+ * miss_below_min when the threshold is one that leases (not SIZE_MAX) and
+ * the operand is not empty. The posts call it from a twin of their own
+ * (mrl_xfer_msg_send_small...), so the hit path stays free of calls.
  */
-static inline bool
-mrl_xfer_single_fwd(struct mrl_xep *x, enum mrl_dir dir, const void *desc,
-		    size_t len)
+static inline void
+mrl_xfer_count_small(struct mrl_xep *x, enum mrl_dir dir, size_t len)
 {
-	size_t min = x->dir[dir].min;
-
-	if (desc)
-		return true;
-	if (len >= min)
-		return false;
-	if (len && min != SIZE_MAX)
+	if (len && x->dir[dir].min != SIZE_MAX)
 		mrl_cache_count_below_min(x->cache, 1);
-	return true;
 }
 
 /*
@@ -431,7 +424,7 @@ mrl_xfer_ioc_below_min(const struct fi_ioc *ioc, void **desc, size_t count,
 }
 
 /* Whether a post must take the slow path (some operand needs a lease);
- * if not, the operands below min are counted (mrl_xfer_single_fwd). */
+ * if not, the operands below min are counted (mrl_xfer_count_small). */
 static inline bool
 mrl_xfer_iov_needs_lease(struct mrl_xep *x, const struct iovec *iov,
 			 void **desc, size_t count, size_t min)

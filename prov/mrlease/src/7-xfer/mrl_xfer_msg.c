@@ -300,6 +300,18 @@ mrl_xfer_msg_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
 	return mrl_xfer_msg_post(ep, &c, flags, true);
 }
 
+/* mrl_xfer_msg_recv, the operand below the threshold with no descriptor:
+ * counted and forwarded, out of line so that the caller keeps no frame. */
+static ssize_t __attribute__((noinline, noclone))
+mrl_xfer_msg_recv_small(struct fid_ep *fep, void *buf, size_t len, void *desc,
+			fi_addr_t src_addr, void *context)
+{
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
+
+	mrl_xfer_count_small(ep->ext, MRL_RX, len);
+	return fi_recv(ep->inner, buf, len, desc, src_addr, context);
+}
+
 static ssize_t
 mrl_xfer_msg_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 		  fi_addr_t src_addr, void *context)
@@ -309,8 +321,11 @@ mrl_xfer_msg_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (mrl_xfer_single_fwd(x, MRL_RX, desc, len))
+	if (desc)
 		return fi_recv(ep->inner, buf, len, desc, src_addr, context);
+	if (len < x->dir[MRL_RX].min)
+		return mrl_xfer_msg_recv_small(fep, buf, len, desc, src_addr,
+					       context);
 	pool = x->dir[MRL_RX].single;
 	op = mrl_xfer_msg_owned(MRL_RECV, x, pool, fep, buf, len, src_addr, 0,
 				0, 0, context);
@@ -352,6 +367,18 @@ mrl_xfer_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
 	return mrl_xfer_msg_slowmsg(ep, MRL_RECV, msg, flags);
 }
 
+/* mrl_xfer_msg_send, the operand below the threshold with no descriptor:
+ * counted and forwarded, out of line so that the caller keeps no frame. */
+static ssize_t __attribute__((noinline, noclone))
+mrl_xfer_msg_send_small(struct fid_ep *fep, const void *buf, size_t len,
+			void *desc, fi_addr_t dest_addr, void *context)
+{
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
+
+	mrl_xfer_count_small(ep->ext, MRL_TX, len);
+	return fi_send(ep->inner, buf, len, desc, dest_addr, context);
+}
+
 static ssize_t
 mrl_xfer_msg_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 		  fi_addr_t dest_addr, void *context)
@@ -361,8 +388,11 @@ mrl_xfer_msg_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
+	if (desc)
 		return fi_send(ep->inner, buf, len, desc, dest_addr, context);
+	if (len < x->dir[MRL_TX].min)
+		return mrl_xfer_msg_send_small(fep, buf, len, desc, dest_addr,
+					       context);
 	pool = x->dir[MRL_TX].single;
 	op = mrl_xfer_msg_owned(MRL_SEND, x, pool, fep, buf, len, dest_addr, 0,
 				0, 0, context);
@@ -402,6 +432,19 @@ mrl_xfer_msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
 	return mrl_xfer_msg_slowmsg(ep, MRL_SEND, msg, flags);
 }
 
+/* mrl_xfer_msg_senddata, the operand below the threshold with no descriptor:
+ * counted and forwarded, out of line so that the caller keeps no frame. */
+static ssize_t __attribute__((noinline, noclone))
+mrl_xfer_msg_senddata_small(struct fid_ep *fep, const void *buf, size_t len,
+			    void *desc, uint64_t data, fi_addr_t dest_addr,
+			    void *context)
+{
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
+
+	mrl_xfer_count_small(ep->ext, MRL_TX, len);
+	return fi_senddata(ep->inner, buf, len, desc, data, dest_addr, context);
+}
+
 static ssize_t
 mrl_xfer_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
 		      void *desc, uint64_t data, fi_addr_t dest_addr,
@@ -412,9 +455,12 @@ mrl_xfer_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
+	if (desc)
 		return fi_senddata(ep->inner, buf, len, desc, data, dest_addr,
 				   context);
+	if (len < x->dir[MRL_TX].min)
+		return mrl_xfer_msg_senddata_small(fep, buf, len, desc, data,
+						   dest_addr, context);
 	pool = x->dir[MRL_TX].single;
 	op = mrl_xfer_msg_owned(MRL_SENDDATA, x, pool, fep, buf, len, dest_addr,
 				0, 0, data, context);

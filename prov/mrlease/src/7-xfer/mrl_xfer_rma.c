@@ -333,6 +333,19 @@ mrl_xfer_rma_owned(enum mrl_rma_kind kind, struct mrl_op_pool *pool,
 	return op;
 }
 
+/* mrl_xfer_rma_read, the operand below the threshold with no descriptor:
+ * counted and forwarded, out of line so that the caller keeps no frame. */
+static ssize_t __attribute__((noinline, noclone))
+mrl_xfer_rma_read_small(struct fid_ep *fep, void *buf, size_t len, void *desc,
+			fi_addr_t src_addr, uint64_t addr, uint64_t key,
+			void *context)
+{
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
+
+	mrl_xfer_count_small(ep->ext, MRL_TX, len);
+	return fi_read(ep->inner, buf, len, desc, src_addr, addr, key, context);
+}
+
 static ssize_t
 mrl_xfer_rma_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
 		  fi_addr_t src_addr, uint64_t addr, uint64_t key,
@@ -343,9 +356,12 @@ mrl_xfer_rma_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
+	if (desc)
 		return fi_read(ep->inner, buf, len, desc, src_addr, addr, key,
 			       context);
+	if (len < x->dir[MRL_TX].min)
+		return mrl_xfer_rma_read_small(fep, buf, len, desc, src_addr,
+					       addr, key, context);
 	pool = x->dir[MRL_TX].single;
 	op = mrl_xfer_rma_owned(MRL_RMA_READ, pool, fep, buf, len, src_addr,
 				addr, key, 0, context);
@@ -385,6 +401,20 @@ mrl_xfer_rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
 	return mrl_xfer_rma_slowmsg(ep, MRL_RMA_READ, msg, flags);
 }
 
+/* mrl_xfer_rma_write, the operand below the threshold with no descriptor:
+ * counted and forwarded, out of line so that the caller keeps no frame. */
+static ssize_t __attribute__((noinline, noclone))
+mrl_xfer_rma_write_small(struct fid_ep *fep, const void *buf, size_t len,
+			 void *desc, fi_addr_t dest_addr, uint64_t addr,
+			 uint64_t key, void *context)
+{
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
+
+	mrl_xfer_count_small(ep->ext, MRL_TX, len);
+	return fi_write(ep->inner, buf, len, desc, dest_addr, addr, key,
+			context);
+}
+
 static ssize_t
 mrl_xfer_rma_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 		   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
@@ -395,9 +425,12 @@ mrl_xfer_rma_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
+	if (desc)
 		return fi_write(ep->inner, buf, len, desc, dest_addr, addr, key,
 				context);
+	if (len < x->dir[MRL_TX].min)
+		return mrl_xfer_rma_write_small(fep, buf, len, desc, dest_addr,
+						addr, key, context);
 	pool = x->dir[MRL_TX].single;
 	op = mrl_xfer_rma_owned(MRL_RMA_WRITE, pool, fep, buf, len, dest_addr,
 				addr, key, 0, context);
@@ -438,6 +471,20 @@ mrl_xfer_rma_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
 	return mrl_xfer_rma_slowmsg(ep, MRL_RMA_WRITE, msg, flags);
 }
 
+/* mrl_xfer_rma_writedata, the operand below the threshold with no descriptor:
+ * counted and forwarded, out of line so that the caller keeps no frame. */
+static ssize_t __attribute__((noinline, noclone))
+mrl_xfer_rma_writedata_small(struct fid_ep *fep, const void *buf, size_t len,
+			     void *desc, uint64_t data, fi_addr_t dest_addr,
+			     uint64_t addr, uint64_t key, void *context)
+{
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
+
+	mrl_xfer_count_small(ep->ext, MRL_TX, len);
+	return fi_writedata(ep->inner, buf, len, desc, data, dest_addr, addr,
+			    key, context);
+}
+
 static ssize_t
 mrl_xfer_rma_writedata(struct fid_ep *fep, const void *buf, size_t len,
 		       void *desc, uint64_t data, fi_addr_t dest_addr,
@@ -448,9 +495,13 @@ mrl_xfer_rma_writedata(struct fid_ep *fep, const void *buf, size_t len,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
+	if (desc)
 		return fi_writedata(ep->inner, buf, len, desc, data, dest_addr,
 				    addr, key, context);
+	if (len < x->dir[MRL_TX].min)
+		return mrl_xfer_rma_writedata_small(fep, buf, len, desc, data,
+						    dest_addr, addr, key,
+						    context);
 	pool = x->dir[MRL_TX].single;
 	op = mrl_xfer_rma_owned(MRL_RMA_WRITEDATA, pool, fep, buf, len,
 				dest_addr, addr, key, data, context);

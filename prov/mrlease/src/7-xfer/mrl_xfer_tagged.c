@@ -92,6 +92,20 @@ mrl_xfer_tagged_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
 	return mrl_xfer_msg_post(ep, &c, flags, true);
 }
 
+/* mrl_xfer_tagged_recv, the operand below the threshold with no descriptor:
+ * counted and forwarded, out of line so that the caller keeps no frame. */
+static ssize_t __attribute__((noinline, noclone))
+mrl_xfer_tagged_recv_small(struct fid_ep *fep, void *buf, size_t len,
+			   void *desc, fi_addr_t src_addr, uint64_t tag,
+			   uint64_t ignore, void *context)
+{
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
+
+	mrl_xfer_count_small(ep->ext, MRL_RX, len);
+	return fi_trecv(ep->inner, buf, len, desc, src_addr, tag, ignore,
+			context);
+}
+
 static ssize_t
 mrl_xfer_tagged_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 		     fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
@@ -102,9 +116,12 @@ mrl_xfer_tagged_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (mrl_xfer_single_fwd(x, MRL_RX, desc, len))
+	if (desc)
 		return fi_trecv(ep->inner, buf, len, desc, src_addr, tag,
 				ignore, context);
+	if (len < x->dir[MRL_RX].min)
+		return mrl_xfer_tagged_recv_small(fep, buf, len, desc, src_addr,
+						  tag, ignore, context);
 	pool = x->dir[MRL_RX].single;
 	op = mrl_xfer_msg_owned(MRL_TRECV, x, pool, fep, buf, len, src_addr,
 				tag, ignore, 0, context);
@@ -149,6 +166,19 @@ mrl_xfer_tagged_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
 	return mrl_xfer_tagged_slowmsg(ep, MRL_TRECV, msg, flags);
 }
 
+/* mrl_xfer_tagged_send, the operand below the threshold with no descriptor:
+ * counted and forwarded, out of line so that the caller keeps no frame. */
+static ssize_t __attribute__((noinline, noclone))
+mrl_xfer_tagged_send_small(struct fid_ep *fep, const void *buf, size_t len,
+			   void *desc, fi_addr_t dest_addr, uint64_t tag,
+			   void *context)
+{
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
+
+	mrl_xfer_count_small(ep->ext, MRL_TX, len);
+	return fi_tsend(ep->inner, buf, len, desc, dest_addr, tag, context);
+}
+
 static ssize_t
 mrl_xfer_tagged_send(struct fid_ep *fep, const void *buf, size_t len,
 		     void *desc, fi_addr_t dest_addr, uint64_t tag,
@@ -159,9 +189,12 @@ mrl_xfer_tagged_send(struct fid_ep *fep, const void *buf, size_t len,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
+	if (desc)
 		return fi_tsend(ep->inner, buf, len, desc, dest_addr, tag,
 				context);
+	if (len < x->dir[MRL_TX].min)
+		return mrl_xfer_tagged_send_small(fep, buf, len, desc,
+						  dest_addr, tag, context);
 	pool = x->dir[MRL_TX].single;
 	op = mrl_xfer_msg_owned(MRL_TSEND, x, pool, fep, buf, len, dest_addr,
 				tag, 0, 0, context);
@@ -202,6 +235,20 @@ mrl_xfer_tagged_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
 	return mrl_xfer_tagged_slowmsg(ep, MRL_TSEND, msg, flags);
 }
 
+/* mrl_xfer_tagged_senddata, the operand below the threshold with no descriptor:
+ * counted and forwarded, out of line so that the caller keeps no frame. */
+static ssize_t __attribute__((noinline, noclone))
+mrl_xfer_tagged_senddata_small(struct fid_ep *fep, const void *buf, size_t len,
+			       void *desc, uint64_t data, fi_addr_t dest_addr,
+			       uint64_t tag, void *context)
+{
+	struct mrl_ep *ep = mrl_hook_ep_of(fep);
+
+	mrl_xfer_count_small(ep->ext, MRL_TX, len);
+	return fi_tsenddata(ep->inner, buf, len, desc, data, dest_addr, tag,
+			    context);
+}
+
 static ssize_t
 mrl_xfer_tagged_senddata(struct fid_ep *fep, const void *buf, size_t len,
 			 void *desc, uint64_t data, fi_addr_t dest_addr,
@@ -212,9 +259,12 @@ mrl_xfer_tagged_senddata(struct fid_ep *fep, const void *buf, size_t len,
 	struct mrl_op_pool *pool;
 	struct mrl_op *op;
 
-	if (mrl_xfer_single_fwd(x, MRL_TX, desc, len))
+	if (desc)
 		return fi_tsenddata(ep->inner, buf, len, desc, data, dest_addr,
 				    tag, context);
+	if (len < x->dir[MRL_TX].min)
+		return mrl_xfer_tagged_senddata_small(fep, buf, len, desc, data,
+						      dest_addr, tag, context);
 	pool = x->dir[MRL_TX].single;
 	op = mrl_xfer_msg_owned(MRL_TSENDDATA, x, pool, fep, buf, len,
 				dest_addr, tag, 0, data, context);
