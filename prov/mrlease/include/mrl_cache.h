@@ -465,8 +465,8 @@ bool mrl_caches_in_use(uintptr_t lo, uintptr_t hi);
 void mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end);
 
 /* Apply the monitor's events read so far (the barrier), then
- * mrl_cache_close_deferred_shared on every cache of the process: a monitor's closer
- * (only free_threaded domains use the shared lists). */
+ * mrl_cache_close_deferred_shared on every cache of the process: a
+ * monitor's closer (only free_threaded domains use the shared lists). */
 void mrl_caches_close_deferred_shared(void);
 
 /*

@@ -10,15 +10,16 @@
  * Way up:   every inner object is opened with context = &wrapper->public.fid,
  *           so a poll result (an inner object's context) is the wrapper.
  *           An inner fid found in an event is looked up by value among the
- *           objects wrappers adopted (mrl_hook_adopt_inner, mrl_hook_of_inner()),
- *           never dereferenced: the application writes events too.
+ *           objects wrappers adopted (mrl_hook_adopt_inner,
+ *           mrl_hook_of_inner()), never dereferenced: the application
+ *           writes events too.
  *           The wrapper's own fid.context is the application's context
  *           (utility providers such as rxm read cm_entry.fid->context).
  *
- * The layer is linked into two DL plugins (mrlease and the test-only
- * mrcheck), so it never names its provider: each plugin's fi_prov_ini sets
- * mrl_hook_prov (logging, parameters) and mrl_hook_personality (the policy plugged
- * on top). With no personality callbacks every call is forwarded unchanged.
+ * The layer is linked into two DL plugins (mrlease and mrcheck), so it
+ * never names its provider: each plugin's fi_prov_ini sets mrl_hook_prov
+ * (logging, parameters) and mrl_hook_personality (the policy plugged on
+ * top). With no personality callbacks every call is forwarded unchanged.
  *
  * Threading: the layer keeps no locks. Wrapper fields are written while the
  * object is opened or bound (control path, which libfabric requires the
@@ -68,7 +69,8 @@
 /* Wrappers                                                            */
 /* ------------------------------------------------------------------ */
 
-/* Whether a fabric's objects are wrapped (see mrl_hook_fabric_bypass_domain). */
+/* Whether a fabric's objects are wrapped
+ * (see mrl_hook_fabric_bypass_domain). */
 enum mrl_fabric_state {
 	MRL_FABRIC_UNDECIDED, /* nothing opened on it yet */
 	MRL_FABRIC_HOOKED, /* its objects are wrapped */
@@ -276,8 +278,8 @@ struct mrl_mc {
  *
  * domain_open  after the inner domain opened and the wrapper is filled;
  *              may set ->ext and replace domain.mr / domain.ops (forward
- *              to mrl_hook_domain_mr_ops / mrl_hook_domain_ops). On error the inner
- *              domain is closed and fi_domain fails.
+ *              to mrl_hook_domain_mr_ops / mrl_hook_domain_ops). On error
+ *              the inner domain is closed and fi_domain fails.
  * domain_close before the inner domain closes, which the provider may
  *              refuse (-FI_EBUSY: endpoints, MRs... still open): close
  *              what you opened on it that nothing uses (idle

@@ -24,13 +24,13 @@
  *   reach it. A read whose entries were all consumed returns -FI_EAGAIN.
  *
  * How an operation context is recognised. Every struct mrl_op lives in one
- * process-wide reserved address range (mrl_xfer_op_region_base), so a completion's
- * op_context is ours exactly when it falls inside that range (one subtraction
- * and compare per entry), and the op's pool names the hook domain that
- * posted it (the other instance of a stacked pair never mistakes it for its
- * own). Application contexts are never dereferenced. The range is reserved
- * PROT_NONE and committed chunk by chunk, so an application object can never
- * sit inside it.
+ * process-wide reserved address range (mrl_xfer_op_region_base), so a
+ * completion's op_context is ours exactly when it falls inside that range
+ * (one subtraction and compare per entry), and the op's pool names the hook
+ * domain that posted it (the other instance of a stacked pair never
+ * mistakes it for its own). Application contexts are never dereferenced.
+ * The range is reserved PROT_NONE and committed chunk by chunk, so an
+ * application object can never sit inside it.
  *
  * Threading. Pools are per endpoint; completion runs on whichever thread
  * reads the CQ or counter. Under FI_THREAD_DOMAIN and FI_THREAD_COMPLETION

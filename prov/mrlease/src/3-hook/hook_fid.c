@@ -166,12 +166,12 @@ static struct mrl_adopted *mrl_hook_adopted;
 static size_t mrl_hook_adopted_cap, mrl_hook_adopted_count;
 
 /*
- * Fork: the forking thread holds mrl_hook_adopted_lock across fork(), so a child
- * finds the table consistent and the lock free (a thread translating an
- * event at that moment would otherwise leave it held, and the child's first
- * open would wait forever). The parent's entries stay in the child's table:
- * its inner objects are never freed there, so no new object of the child
- * takes their addresses.
+ * Fork: the forking thread holds mrl_hook_adopted_lock across fork(), so a
+ * child finds the table consistent and the lock free (a thread translating
+ * an event at that moment would otherwise leave it held, and the child's
+ * first open would wait forever). The parent's entries stay in the child's
+ * table: its inner objects are never freed there, so no new object of the
+ * child takes their addresses.
  */
 static void
 mrl_hook_adopted_fork_lock(void)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Churn: the ring of ranges the monitor saw unmapped (rules in mrl_bind_churn.h).
+ * Churn: the ring of ranges the monitor saw unmapped (rules in
+ * mrl_bind_churn.h).
  *
  * Each slot is a seqlock with one writer at a time, the thread draining the
  * monitor's events (under the monitor's drain lock): the sequence

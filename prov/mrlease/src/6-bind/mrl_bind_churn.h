@@ -27,8 +27,9 @@
  * Rules. mrl_bind_churn_note() is called by one thread at a time, the one
  * applying the monitor's events (mrl_monitor_drain, under its drain lock,
  * with the barrier up): it allocates nothing and takes no lock (a fixed
- * ring of slots, each published through a sequence number). mrl_bind_churn_pass()
- * may run in any thread, on misses only; it never blocks. A slot torn by a
+ * ring of slots, each published through a sequence number).
+ * mrl_bind_churn_pass() may run in any thread, on misses only; it never
+ * blocks. A slot torn by a
  * concurrent note reads as no match, which only means the range is watched:
  * the safe answer. Nothing here decides correctness: a range passed is
  * registered per operation, which is always safe.

@@ -30,13 +30,13 @@
 /* Posts with more local iovs than this are forwarded unchanged. */
 #define MRL_XFER_IOV_MAX 16
 
-/* ---- completion (mrl_xfer_cq.c, mrl_xfer_cntr.c) ----------------------------------- */
+/* ---- completion (mrl_xfer_cq.c, mrl_xfer_cntr.c) ---------------------- */
 
 /*
- * mrl_xfer_op_complete for a successful completion (the entry's flags at flagsp,
- * NULL: none), with the common cases inline: an op with one lease and no
- * flag but MRL_OP_OWNED (no extras, visible, not multi-recv), which its
- * poster marked MRL_OP_LIVE_OWNED or MRL_OP_LIVE_ONE: the state change (a
+ * mrl_xfer_op_complete for a successful completion (the entry's flags at
+ * flagsp, NULL: none), with the common cases inline: an op with one lease
+ * and no flag but MRL_OP_OWNED (no extras, visible, not multi-recv), which
+ * its poster marked MRL_OP_LIVE_OWNED or MRL_OP_LIVE_ONE: the state change (a
  * CAS, serial pools included: completion and endpoint close release the
  * leases once; the first CAS also tells the owner's case), the
  * application's context, the op back on its free list, then the lease
@@ -293,9 +293,10 @@ mrl_xfer_op_args_set(struct mrl_op *op, struct fid_ep *fep, const void *buf,
 /*
  * The first half's op when the calling thread owns the pool (`single` of
  * the call's direction): the top of its own list, not yet taken; NULL (no
- * buffer, mrl_xfer_op_pool_none, another thread, an empty list) sends the call
- * to its out-of-line pop. The caller stores the operands, then takes the op
- * with mrl_xfer_post_owned_take: fewer values live at once, no register to save.
+ * buffer, mrl_xfer_op_pool_none, another thread, an empty list) sends the
+ * call to its out-of-line pop. The caller stores the operands, then takes
+ * the op with mrl_xfer_post_owned_take: fewer values live at once, no
+ * register to save.
  */
 static inline struct mrl_op *
 mrl_xfer_post_owned(struct mrl_op_pool *pool, const void *buf)

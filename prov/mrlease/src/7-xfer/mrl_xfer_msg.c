@@ -4,12 +4,13 @@
  * (mrl_xfer_tagged.c) share. Each call checks first whether an operand
  * needs a lease; if none does it is forwarded as is (the fast path). A
  * single-buffer call that needs one takes the hit path the RMA calls take
- * (the two halves of mrl_xfer_inline.h: mrl_xfer_msg_owned, mrl_xfer_msg_pop, mrl_xfer_msg_op:
- * an op off the owner's list or the pool, one lease, the inner call in the same
- * shape). Everything else goes through mrl_xfer_msg_post, one body for msg and
- * tagged calls of any shape: leased non-msg calls keep their shape unless the
- * route needs FI_COMPLETION added, in which case they go out as the equivalent
- * msg call with the endpoint's default flags.
+ * (the two halves of mrl_xfer_inline.h: mrl_xfer_msg_owned,
+ * mrl_xfer_msg_pop, mrl_xfer_msg_op: an op off the owner's list or the
+ * pool, one lease, the inner call in the same shape). Everything else goes
+ * through mrl_xfer_msg_post, one body for msg and tagged calls of any
+ * shape: leased non-msg calls keep their shape unless the route needs
+ * FI_COMPLETION added, in which case they go out as the equivalent msg call
+ * with the endpoint's default flags.
  *
  * Rendezvous sends on FI_MR_LOCAL domains without FI_MR_VIRT_ADDR.
  * libfabric 1.17's rxm sends a message longer than its eager limit by

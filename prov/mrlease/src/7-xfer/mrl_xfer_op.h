@@ -155,13 +155,13 @@ extern struct mrl_op_pool mrl_xfer_op_pool_none
 	__attribute__((visibility("hidden")));
 
 /*
- * The reserved range every op lives in: [mrl_xfer_op_region_base, + size), size
- * 0 if it could not be reserved. Written once, by mrl_xfer_op_region_init, which
- * every pool and every CQ that translates contexts calls when it is
- * created; a completion reaches an op or a CQ only after that (through
- * pthread_once, then the application's own hand-over of the CQ or the
- * endpoint's lock-protected counter links), so the reads are plain loads,
- * which a CQ read folds into its compare.
+ * The reserved range every op lives in: [mrl_xfer_op_region_base, + size),
+ * size 0 if it could not be reserved. Written once, by
+ * mrl_xfer_op_region_init, which every pool and every CQ that translates
+ * contexts calls when it is created; a completion reaches an op or a CQ
+ * only after that (through pthread_once, then the application's own
+ * hand-over of the CQ or the endpoint's lock-protected counter links), so
+ * the reads are plain loads, which a CQ read folds into its compare.
  */
 extern uintptr_t mrl_xfer_op_region_base __attribute__((visibility("hidden")));
 extern size_t mrl_xfer_op_region_size __attribute__((visibility("hidden")));

@@ -127,7 +127,7 @@ void mrl_xfer_atomic_init(void);
 /* An endpoint of a domain that never leases: its RMA calls forwarded
  * without the passthrough's per-call checks when the inner table has them. */
 void mrl_xfer_rma_plain_install(struct mrl_ep *ep);
-/* ---- completion side (mrl_xfer_cq.c, mrl_xfer_cntr.c) ------------------------------ */
+/* ---- completion side (mrl_xfer_cq.c, mrl_xfer_cntr.c) ----------------- */
 
 /*
  * A guarded CQ's readers in flight and deferred ops (mrl_xfer_cq.c):
