@@ -335,13 +335,23 @@ void mrlt_pair_progress(struct mrlt_pair *pair);
 
 /* Post with expr, retrying while it returns -FI_EAGAIN (connection set-up,
  * full queues) and driving progress in between; bounded. */
-#define MRLT_PAIR_POST(pair, expr)                         \
+#define MRLT_PAIR_POST(pair, expr)                              \
+	({                                                      \
+		uint64_t post_calls_ = 0;                       \
+		MRLT_PAIR_POST_CALLS(pair, &post_calls_, expr); \
+	})
+/* The same, adding to *calls how many times it called expr (a call refused
+ * with -FI_EAGAIN included). */
+#define MRLT_PAIR_POST_CALLS(pair, calls, expr)            \
 	({                                                 \
 		ssize_t post_r_;                           \
-		long post_n_ = 0;                          \
+		long post_n_ = 1;                          \
 		while ((post_r_ = (expr)) == -FI_EAGAIN && \
-		       ++post_n_ < MRLT_MAX_POLLS)         \
+		       post_n_ < MRLT_MAX_POLLS) {         \
+			post_n_++;                         \
 			mrlt_pair_progress(pair);          \
+		}                                          \
+		*(calls) += (uint64_t) post_n_;            \
 		post_r_;                                   \
 	})
 

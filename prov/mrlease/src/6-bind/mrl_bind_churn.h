@@ -29,9 +29,8 @@
  * with the barrier up): it allocates nothing and takes no lock (a fixed
  * ring of slots, each published through a sequence number).
  * mrl_bind_churn_pass() may run in any thread, on misses only; it never
- * blocks. A slot torn by a
- * concurrent note reads as no match, which only means the range is watched:
- * the safe answer. Nothing here decides correctness: a range passed is
+ * blocks. A slot torn by a concurrent note reads as no match, which only
+ * means the range is watched: the safe answer. Nothing here decides correctness: a range passed is
  * registered per operation, which is always safe.
  */
 #ifndef MRL_BIND_CHURN_H

@@ -142,6 +142,16 @@ mrl_xfer_post_lease(struct mrl_post *p, const void *buf, size_t len, void **out)
 	return 0;
 }
 
+/* An operand without a descriptor shorter than min, forwarded as it is:
+ * counted in miss_below_min unless it is empty or min is one that never
+ * leases (SIZE_MAX). */
+static inline void
+mrl_xfer_count_below(struct mrl_xep *x, size_t len, size_t min)
+{
+	if (len && min != SIZE_MAX)
+		mrl_cache_count_below_min(x->cache, 1);
+}
+
 /*
  * Resolve one operand: *out = desc, or for a NULL descriptor on an operand
  * of at least min bytes, a lease's descriptor. A failed lease on a domain
@@ -156,8 +166,7 @@ mrl_xfer_post_buf(struct mrl_post *p, const void *buf, size_t len, void *desc,
 	if (desc)
 		return 0;
 	if (len < min) {
-		if (len && min != SIZE_MAX)
-			mrl_cache_count_below_min(p->x->cache, 1);
+		mrl_xfer_count_below(p->x, len, min);
 		return 0;
 	}
 	if (!buf)
@@ -368,17 +377,14 @@ int mrl_xfer_post_single_failed(const struct mrl_xep *x, const void *buf,
 				size_t len, int err);
 
 /*
- * A single-buffer post whose operand has no descriptor and is shorter than
- * the direction's smallest leased operand, forwarded as it is: counted in
- * miss_below_min when the threshold is one that leases (not SIZE_MAX) and
- * the operand is not empty. The posts call it from a twin of their own
+ * mrl_xfer_count_below for a single-buffer post, against its direction's
+ * smallest leased operand. The posts call it from a twin of their own
  * (mrl_xfer_msg_send_small...), so the hit path stays free of calls.
  */
 static inline void
 mrl_xfer_count_small(struct mrl_xep *x, enum mrl_dir dir, size_t len)
 {
-	if (len && x->dir[dir].min != SIZE_MAX)
-		mrl_cache_count_below_min(x->cache, 1);
+	mrl_xfer_count_below(x, len, x->dir[dir].min);
 }
 
 /*
