@@ -1040,6 +1040,8 @@ wait_sender_open(struct mrlt_domain *d, struct fid_cq *cq, struct mrlt_peer *s)
 			 FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION);
 	if (!ret)
 		ret = fi_ep_bind(s->ep, &s->av->fid, 0);
+	if (!ret && d->info->addr_format == FI_ADDR_STR)
+		ret = mrlt_set_shm_name(s->ep, "conform-hook");
 	if (!ret)
 		ret = fi_enable(s->ep);
 	s->namelen = sizeof(s->name);

@@ -75,6 +75,8 @@ reopen_with_endpoint2(const struct mrlt_pair_opts *o, struct mrlt_pair *p)
 		if (ret)
 			return ret;
 		ret = bind_like_pair(o, p, p->ep[i]);
+		if (!ret && p->info->addr_format == FI_ADDR_STR)
+			ret = mrlt_set_shm_name(p->ep[i], "mrltest-ep2");
 		if (ret)
 			return ret;
 		ret = fi_enable(p->ep[i]);
