@@ -54,8 +54,17 @@ bind_like_pair(const struct mrlt_pair_opts *o, struct mrlt_pair *p,
 				  (o->selective ? FI_SELECTIVE_COMPLETION : 0));
 }
 
-/* Replace the pair's endpoints by endpoints opened through the domain's
- * endpoint2 entry from the same fi_info, bound and enabled alike. */
+/*
+ * Replace the pair's endpoints by endpoints opened through the domain's
+ * endpoint2 entry from the same fi_info, bound and enabled alike.
+ *
+ * The old addresses leave the AV before their endpoints close: shm's AV
+ * keeps a pointer to the region of an endpoint of the same process, and
+ * the next fi_enable on that AV reads every peer's region, so a closed
+ * endpoint still in the AV is read after its region is unmapped (it
+ * crashes whenever the new region is not mapped at the old one's
+ * address, as under ASan).
+ */
 static int
 reopen_with_endpoint2(const struct mrlt_pair_opts *o, struct mrlt_pair *p)
 {
@@ -65,6 +74,9 @@ reopen_with_endpoint2(const struct mrlt_pair_opts *o, struct mrlt_pair *p)
 
 	if (!FI_CHECK_OP(p->domain->ops, struct fi_ops_domain, endpoint2))
 		return -FI_ENOSYS;
+	ret = fi_av_remove(p->av, p->addr, 2, 0);
+	if (ret)
+		return ret;
 	for (int i = 0; i < 2; i++) {
 		ret = fi_close(&p->ep[i]->fid);
 		p->ep[i] = NULL;
