@@ -83,11 +83,16 @@ client_in_use(void *arg, uintptr_t lo, uintptr_t hi)
 
 /* On the closer: the events applied, what free_threaded domains'
  * registrations they dropped closed. */
-static void
+static atomic_int client_close_again = -1; /* what client_close returns */
+static atomic_long client_close_calls;
+
+static int
 client_close(void *arg)
 {
 	(void) arg;
 	mrl_caches_close_deferred_shared();
+	atomic_fetch_add(&client_close_calls, 1);
+	return atomic_load(&client_close_again);
 }
 
 static const struct mrl_monitor_client client = {
@@ -1662,6 +1667,39 @@ test_the_closer_releases_a_thread_safe_domains_registration_unasked(void)
 	mrl_cache_domain_close(ft);
 }
 
+static bool
+closer_called(void *arg)
+{
+	long *want = arg;
+
+	return atomic_load(&client_close_calls) >= *want;
+}
+
+/* An idle remote key must close after its delay with no application call:
+ * the closer calls again when the delay its client asked for has passed,
+ * and at once when the client wakes it. */
+static void
+test_the_closer_calls_again_after_the_delay_its_client_asks_for(void)
+{
+	long want;
+
+	NEED_MONITOR();
+	CHECK_EQ(0, mrl_monitor_closer_start());
+	want = atomic_load(&client_close_calls) + 1;
+	mrl_monitor_closer_wake();
+	CHECK(within(1.0, closer_called, &want));
+	/* No event, no wake: only the delay brings it back, again and
+	 * again. */
+	atomic_store(&client_close_again, 1);
+	mrl_monitor_closer_wake();
+	want = atomic_load(&client_close_calls) + 5;
+	CHECK(within(2.0, closer_called, &want));
+	atomic_store(&client_close_again, -1);
+	want = atomic_load(&client_close_calls) + 1;
+	mrl_monitor_closer_wake();
+	CHECK(within(1.0, closer_called, &want));
+}
+
 /* ---- policy -------------------------------------------------------------- */
 
 /* An application calling invalidate before it unmaps (an allocator hook)
@@ -1750,6 +1788,7 @@ main(int argc, char **argv)
 	MRLT_RUN(test_what_is_left_of_a_partly_unmapped_mapping_is_released);
 	MRLT_RUN(test_a_release_never_drops_a_watch_a_new_entry_needs);
 	MRLT_RUN(test_a_domain_closes_only_its_own_dropped_registrations);
+	MRLT_RUN(test_the_closer_calls_again_after_the_delay_its_client_asks_for);
 	MRLT_RUN(test_explicit_invalidate_composes_with_the_monitor);
 	MRLT_RUN(test_pinning_is_decided_by_the_core_provider);
 	/* Last: the closer applies events as they come, which the tests

@@ -68,9 +68,11 @@
  *
  * The closer. Started on request (mrl_monitor_closer_start), a second
  * pthread, "mrl-closer", which is an application thread as far as the rules
- * go: woken by the task after each batch it recorded, it calls the
- * client's close, which applies the events and closes what they dropped,
- * without waiting for the application's next call.
+ * go: woken by the task after each batch it recorded, by the client
+ * (mrl_monitor_closer_wake), or when the delay the client's close returned
+ * last has passed, it calls the client's close, which applies the events and
+ * closes what they dropped (or what has waited long enough), without waiting
+ * for the application's next call.
  *
  * Life cycle. Started once per process on demand (mrl_monitor_start, thread
  * safe). Stopped at provider cleanup (mrl_monitor_stop): the task records an
@@ -109,10 +111,13 @@ struct mrl_monitor_client {
 	/* Whether [lo, hi) still holds a live entry or a miss in flight
 	 * (mrl_monitor_release). Called under the watch table's lock. */
 	bool (*in_use)(void *arg, uintptr_t lo, uintptr_t hi);
-	/* On the closer, woken after each batch: apply the events (wait out
-	 * the barrier, whose helper is mrl_monitor_drain) and close what the
-	 * invalidations dropped that any thread may close. NULL: no closer. */
-	void (*close)(void *arg);
+	/* On the closer, woken after each batch and by mrl_monitor_closer_wake:
+	 * apply the events (wait out the barrier, whose helper is
+	 * mrl_monitor_drain) and close what the invalidations dropped that any
+	 * thread may close. Returns the milliseconds after which it wants to
+	 * be called again with nothing woken it (-1: only when woken). NULL: no
+	 * closer. */
+	int (*close)(void *arg);
 	void *arg;
 };
 
@@ -139,6 +144,11 @@ void mrl_monitor_release(uintptr_t lo, uintptr_t hi);
 /* Apply every range the task has read: see "Applying the events". No lock
  * may be held by the caller that the client's invalidate takes. */
 void mrl_monitor_drain(void);
+
+/* Have the closer call the client's close soon (no lock, no wait; nothing
+ * when no closer runs): something only it would close without an
+ * application call may be due earlier than it last asked. */
+void mrl_monitor_closer_wake(void);
 
 /* Kernel thread ids of the task and the closer (0: none), for tests. */
 int mrl_monitor_tid(void);

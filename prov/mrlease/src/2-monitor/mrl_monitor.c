@@ -281,10 +281,11 @@ mon_task_main(void *arg)
 /* ---- the closer ------------------------------------------------------------
  */
 
-/* Woken by the task after each batch it recorded (and when it leaves):
- * the client's close applies the events and closes what they dropped. Ends at
- * the stop request, or when it can no longer wait (the application's calls
- * then do its work). */
+/* Woken by the task after each batch it recorded (and when it leaves), by
+ * mrl_monitor_closer_wake, or when the delay the client's close last asked
+ * for has passed: the client's close applies the events and closes what they
+ * dropped or what has waited long enough. Ends at the stop request, or when
+ * it can no longer wait (the application's calls then do its work). */
 static void *
 mon_closer_main(void *arg)
 {
@@ -292,24 +293,28 @@ mon_closer_main(void *arg)
 		{.fd = mon_notify_fd, .events = POLLIN},
 		{.fd = mon_stop_fd, .events = POLLIN},
 	};
+	int timeout = -1;
 	uint64_t count;
+	int n;
 
 	(void) arg;
 	pthread_setname_np(pthread_self(), "mrl-closer");
 	atomic_store(&mon_closer_tid, (int) syscall(SYS_gettid));
 	for (;;) {
 		pfd[0].revents = pfd[1].revents = 0;
-		if (poll(pfd, 2, -1) < 0) {
+		n = poll(pfd, 2, timeout);
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (pfd[1].revents || !(pfd[0].revents & POLLIN))
+		if (pfd[1].revents ||
+		    (n > 0 && !(pfd[0].revents & POLLIN)))
 			break;
-		if (read(mon_notify_fd, &count, sizeof(count)) < 0 &&
+		if (n > 0 && read(mon_notify_fd, &count, sizeof(count)) < 0 &&
 		    errno != EAGAIN)
 			break;
-		mon_client.close(mon_client.arg);
+		timeout = mon_client.close(mon_client.arg);
 	}
 	return NULL;
 }
@@ -429,6 +434,12 @@ int
 mrl_monitor_tid(void)
 {
 	return atomic_load(&mon_tid);
+}
+
+void
+mrl_monitor_closer_wake(void)
+{
+	mon_wake_closer();
 }
 
 int

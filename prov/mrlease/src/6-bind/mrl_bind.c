@@ -338,11 +338,12 @@ mrl_bind_monitor_in_use(void *arg, uintptr_t lo, uintptr_t hi)
 
 /* On the monitor's closer: FI_THREAD_SAFE domains' dropped registrations
  * (the only ones on the caches' shared lists). */
-static void
+static int
 mrl_bind_monitor_close(void *arg)
 {
 	(void) arg;
 	mrl_caches_close_deferred_shared();
+	return -1;
 }
 
 /* Lookups that find the barrier up apply the monitor's events: set before
