@@ -377,20 +377,8 @@ static void
 child_env(void *arg)
 {
 	int config = *(int *) arg, mode = config % NMODES;
-	char builddir[PATH_MAX], path[2 * PATH_MAX + 64];
-	const char *hooks = getenv("MRL_TEST_HOOK_PATH");
 
-	bu_builddir(builddir, sizeof(builddir));
-	if (hooks)
-		snprintf(path, sizeof(path), "%s/prov/mrlease/.libs:%s",
-			 builddir, hooks);
-	else
-		snprintf(path, sizeof(path),
-			 "%s/prov/mrlease/.libs:%s/prov/mrcheck/.libs",
-			 builddir, builddir);
-	setenv("FI_PROVIDER_PATH", path, 1);
-	setenv("FI_TCP_IFACE",
-	       getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
+	bu_child_env_mrcheck();
 	setenv("FI_HOOK", "mrcheck;mrlease", 1);
 	setenv("FI_MRCHECK_OFF", "1", 1);
 	setenv("FI_MRLEASE_REMOTE", mode == M_CACHE ? "cache" : "forward", 1);
@@ -546,19 +534,6 @@ sane(size_t i, int cost, const struct figures *f)
 }
 
 static void
-model_of(double *a, double *b)
-{
-	const char *env;
-
-	*a = 16000;
-	*b = 0.06;
-	if ((env = getenv("FI_MRCHECK_REG_COST_NS")) && *env)
-		*a = strtod(env, NULL);
-	if ((env = getenv("FI_MRCHECK_REG_COST_NS_PER_BYTE")) && *env)
-		*b = strtod(env, NULL);
-}
-
-static void
 print_figures(const struct figures fig[2][NSIZES], int rounds)
 {
 	for (int cost = 0; cost < 2; cost++) {
@@ -602,7 +577,7 @@ parent_main(void)
 	int ret = 0, cpu;
 
 	signal(SIGPIPE, SIG_IGN);
-	model_of(&a, &b);
+	bu_reg_cost_model(&a, &b);
 	cpu = bu_pin_one_cpu("REMOTE_BENCH_CPU");
 	printf("# remote_bench: per-request remote registrations (register "
 	       "for remote write, the peer writes, close) over %s through "
