@@ -120,6 +120,17 @@ bench_cost_bench_LDADD = -ldl $(FABRIC_LIBS)
 bench: prov/mrcheck/libmrcheck-fi.la
 BENCHES += bench/cost_bench
 
+# The per-request remote pattern (Mercury's: register for remote write,
+# the peer writes with the key, close) with FI_MRLEASE_REMOTE=forward,
+# =cache and keys the application keeps, with mrcheck's registration cost
+# model and without. Run: make bench, or bench/remote_bench.
+noinst_PROGRAMS += bench/remote_bench
+bench_remote_bench_SOURCES = bench/remote_bench.c bench/bench_util.c bench/bench_util.h \
+	$(BENCH_FIXTURE_SOURCES)
+bench_remote_bench_CPPFLAGS = $(AM_CPPFLAGS)
+bench_remote_bench_LDADD = -ldl $(FABRIC_LIBS)
+BENCHES += bench/remote_bench
+
 # Posting threads on one FI_THREAD_SAFE domain: mrlease's scaling from 1
 # to 2 threads against the provider's own. Run: make bench, or
 # bench/thread_bench.

@@ -394,6 +394,37 @@ bu_child_env(void)
 	setenv("FI_TCP_IFACE", iface ? iface : "lo", 1);
 }
 
+void
+bu_child_env_mrcheck(void)
+{
+	char builddir[PATH_MAX], path[2 * PATH_MAX + 64];
+	const char *hooks = getenv("MRL_TEST_HOOK_PATH");
+
+	bu_child_env();
+	bu_builddir(builddir, sizeof(builddir));
+	if (hooks)
+		snprintf(path, sizeof(path), "%s/prov/mrlease/.libs:%s",
+			 builddir, hooks);
+	else
+		snprintf(path, sizeof(path),
+			 "%s/prov/mrlease/.libs:%s/prov/mrcheck/.libs",
+			 builddir, builddir);
+	setenv("FI_PROVIDER_PATH", path, 1);
+}
+
+void
+bu_reg_cost_model(double *a, double *b)
+{
+	const char *env;
+
+	*a = 16000;
+	*b = 0.06;
+	if ((env = getenv("FI_MRCHECK_REG_COST_NS")) && *env)
+		*a = strtod(env, NULL);
+	if ((env = getenv("FI_MRCHECK_REG_COST_NS_PER_BYTE")) && *env)
+		*b = strtod(env, NULL);
+}
+
 int
 bu_main(int argc, char **argv, const char *const *names, int n,
 	int (*serve)(int mode), int (*parent)(void))

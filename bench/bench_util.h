@@ -85,6 +85,13 @@ void bu_builddir(char *buf, size_t len);
 /* In a child before libfabric reads its environment: the build tree's
  * providers (FI_PROVIDER_PATH), loopback unless FI_TCP_IFACE says. */
 void bu_child_env(void);
+/* The same with the mrcheck provider beside mrlease (MRL_TEST_HOOK_PATH,
+ * the suite's, when set), for benchmarks that stack it below. */
+void bu_child_env_mrcheck(void);
+/* The registration cost model the children run with, in ns and ns per
+ * byte: mrcheck's defaults (FI_MRCHECK_REG_COST=1) unless
+ * FI_MRCHECK_REG_COST_NS / _NS_PER_BYTE say. */
+void bu_reg_cost_model(double *a, double *b);
 
 /* main() of a bench program: "--serve NAME" runs serve(m) for names[m],
  * no argument runs parent(), anything else is a usage error (2). */

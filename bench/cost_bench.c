@@ -382,21 +382,9 @@ static void
 child_env(void *arg)
 {
 	int mode = *(int *) arg;
-	char builddir[PATH_MAX], path[2 * PATH_MAX + 64];
-	const char *hooks = getenv("MRL_TEST_HOOK_PATH");
 	char evict_cap[16];
 
-	bu_builddir(builddir, sizeof(builddir));
-	if (hooks)
-		snprintf(path, sizeof(path), "%s/prov/mrlease/.libs:%s",
-			 builddir, hooks);
-	else
-		snprintf(path, sizeof(path),
-			 "%s/prov/mrlease/.libs:%s/prov/mrcheck/.libs", builddir,
-			 builddir);
-	setenv("FI_PROVIDER_PATH", path, 1);
-	setenv("FI_TCP_IFACE",
-	       getenv("FI_TCP_IFACE") ? getenv("FI_TCP_IFACE") : "lo", 1);
+	bu_child_env_mrcheck();
 	setenv("FI_HOOK", mode_leases(mode) ? "mrcheck;mrlease" : "mrcheck", 1);
 	setenv("FI_MRCHECK_REG_COST", "1", 1);
 	/* Its checks, when on, play a provider requiring FI_MR_LOCAL. */
@@ -611,20 +599,6 @@ sane(size_t i, const struct figures *f, double model_ns)
 	return ok;
 }
 
-/* The model the children run with (mrcheck's defaults unless set). */
-static void
-model_of(double *a, double *b)
-{
-	const char *env;
-
-	*a = 16000;
-	*b = 0.06;
-	if ((env = getenv("FI_MRCHECK_REG_COST_NS")) && *env)
-		*a = strtod(env, NULL);
-	if ((env = getenv("FI_MRCHECK_REG_COST_NS_PER_BYTE")) && *env)
-		*b = strtod(env, NULL);
-}
-
 static void
 print_figures(const struct figures fig[NSIZES], int rounds)
 {
@@ -717,7 +691,7 @@ parent_main(void)
 	/* A child that died leaves a broken pipe: a write error, not a signal.
 	 */
 	signal(SIGPIPE, SIG_IGN);
-	model_of(&a, &b);
+	bu_reg_cost_model(&a, &b);
 	cpu = bu_pin_one_cpu("COST_BENCH_CPU");
 	printf("# cost_bench: fi_write rate over %s under mrcheck's "
 	       "registration cost "

@@ -12,7 +12,7 @@ provider_LTLIBRARIES += prov/mrcheck/libmrcheck-fi.la
 prov_mrcheck_libmrcheck_fi_la_SOURCES = prov/mrcheck/include/mrcheck.h \
 	prov/mrcheck/src/mrcheck_int.h prov/mrcheck/src/mrcheck.c \
 	prov/mrcheck/src/mrcheck_ep.c prov/mrcheck/src/mrcheck_cq.c \
-	prov/mrcheck/src/mrcheck_params.c
+	prov/mrcheck/src/mrcheck_params.c prov/mrcheck/src/mrcheck_keys.c
 # The fault injection (FI_MRCHECK_FAULT_*) and the registration cost model
 # (FI_MRCHECK_REG_COST*): testing aids for the suite and the benchmarks.
 prov_mrcheck_libmrcheck_fi_la_SOURCES += prov/mrcheck/src/mrcheck_fault.c \

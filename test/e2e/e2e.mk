@@ -9,6 +9,14 @@ test_e2e_test_e2e_mrcheck_SOURCES = test/e2e/test_e2e_mrcheck.c $(XFER_TEST_SOUR
 test_e2e_test_e2e_mrcheck_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/e2e/test_e2e_mrcheck
 
+# The checker sees stale remote keys (FI_MRCHECK_FRAMES=1): an RMA or
+# atomic with the key of pages unmapped and mapped again is reported, one
+# with the new pages' key is not, on every loopback provider.
+check_PROGRAMS += test/e2e/test_e2e_stale_key
+test_e2e_test_e2e_stale_key_SOURCES = test/e2e/test_e2e_stale_key.c $(XFER_TEST_SOURCES)
+test_e2e_test_e2e_stale_key_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/e2e/test_e2e_stale_key
+
 # Every op family, errors, cancel, ep close, selective completion,
 # FI_MULTI_RECV, counters-only, remote-access MRs, on every loopback provider.
 check_PROGRAMS += test/e2e/test_e2e_xfer

@@ -79,6 +79,21 @@
  * be populated at registration (not mapped) is not compared; only the
  * first stale-frame violations are printed (all are counted).
  *
+ * Stale remote keys (FI_MRCHECK_FRAMES=1): a pinning provider serves a
+ * remote key with the frames it pinned, so a peer writing with a key that
+ * outlived its memory writes into pages the process no longer has. mrcheck
+ * keeps the open registrations of strict domains that grant remote access
+ * (FI_REMOTE_READ/WRITE) by key; every RMA and atomic post (inject calls
+ * included) whose target key is one of them, in the posting endpoint's
+ * domain or else in exactly one other domain of the process (two endpoints
+ * in one process), has the frames now under its target pages compared with
+ * those recorded: a mismatch is MRCHECK_STALE_REMOTE_KEY (one per target).
+ * The target address is a virtual address where the registration's domain
+ * has FI_MR_VIRT_ADDR, else an offset from the registration's start; only
+ * the part of a target inside the registration's iov holding its start is
+ * compared. The post goes ahead. Keys of another process, and keys of an
+ * FI_MR_ENDPOINT registration that change at fi_mr_enable, are not seen.
+ *
  * Fault injection (FI_MRCHECK_FAULT_*): mrcheck can also play a provider that
  * fails, on strict domains, so tests can prove that every failure reaches
  * the application as the provider's own error and leaks nothing:
@@ -157,6 +172,10 @@ enum mrcheck_violation {
 				    flight */
 	MRCHECK_STALE_FRAME, /* an operand's page is not the frame its desc's
 			      * registration recorded (FI_MRCHECK_FRAMES=1) */
+	MRCHECK_STALE_REMOTE_KEY, /* an RMA or atomic target's page is not
+				   * the frame its key's registration (of
+				   * this process) recorded
+				   * (FI_MRCHECK_FRAMES=1) */
 	MRCHECK_VIOLATION_KINDS
 };
 
@@ -186,6 +205,7 @@ struct mrcheck_stats {
 	uint64_t frames_supported; /* and frame numbers are readable */
 	uint64_t frames_recorded; /* pages recorded at registration */
 	uint64_t frames_checked; /* operand pages compared at posts */
+	uint64_t frames_remote_checked; /* RMA/atomic target pages compared */
 	/* FI_MRCHECK_FAULT_* (counts as above) */
 	uint64_t faults_reg; /* registrations refused */
 	uint64_t faults_reg_by_code[MRCHECK_FAULT_CODES];

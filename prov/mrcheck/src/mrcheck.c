@@ -81,6 +81,8 @@ chk_violation(struct chk_domain *dom, enum mrcheck_violation kind,
 			"MR closed under an operation in flight",
 		[MRCHECK_STALE_FRAME] =
 			"registration of pages no longer under the operand",
+		[MRCHECK_STALE_REMOTE_KEY] =
+			"remote key of pages no longer under the target",
 	};
 	char msg[sizeof(chk_last)];
 	uint64_t seen = 0;
@@ -96,7 +98,7 @@ chk_violation(struct chk_domain *dom, enum mrcheck_violation kind,
 	pthread_mutex_lock(&chk_global_lock);
 	memcpy(chk_last, msg, sizeof(chk_last));
 	pthread_mutex_unlock(&chk_global_lock);
-	if (kind == MRCHECK_STALE_FRAME)
+	if (kind == MRCHECK_STALE_FRAME || kind == MRCHECK_STALE_REMOTE_KEY)
 		seen = __atomic_fetch_add(&chk_stale_seen, 1, __ATOMIC_RELAXED);
 	if (seen < CHK_STALE_PRINTED) {
 		fprintf(stderr, "%s\n", msg);
@@ -129,6 +131,7 @@ chk_fill_stats(const struct chk_counts *c, struct mrcheck_stats *st)
 	st->frames_supported = chk_frames_on();
 	st->frames_recorded = chk_load(&c->frames_recorded);
 	st->frames_checked = chk_load(&c->frames_checked);
+	st->frames_remote_checked = chk_load(&c->frames_remote_checked);
 	st->faults_reg = chk_load(&c->faults_reg);
 	for (int k = 0; k < MRCHECK_FAULT_CODES; k++)
 		st->faults_reg_by_code[k] = chk_load(&c->faults_reg_by_code[k]);
@@ -310,14 +313,14 @@ chk_frames_record(struct chk_domain *dom, const struct iovec *iov, size_t count)
 	return frames;
 }
 
-/* The recorded frame of the page holding addr, in the first of mr's iovs
- * covering [addr, +len) (NULL if none does). */
-static const uint64_t *
+const uint64_t *
 chk_frames_at(const struct chk_mr *mr, const void *addr, size_t len)
 {
 	const uint64_t *frames = mr->frames;
 	uintptr_t a = (uintptr_t) addr;
 
+	if (!frames)
+		return NULL;
 	for (size_t i = 0; i < mr->iov_count; i++) {
 		uintptr_t b = (uintptr_t) mr->iov[i].iov_base;
 		size_t l = mr->iov[i].iov_len;
@@ -431,6 +434,9 @@ chk_mr_release(struct mrl_mr *hook)
 			      (unsigned long long) in_flight);
 
 	ret = fi_close(&hook->inner->fid);
+	/* Out of the key map before its frames go (mrcheck_keys.c). */
+	if (!ret)
+		chk_keys_remove(rec);
 	pthread_mutex_lock(&dom->lock);
 	if (ret) {
 		rec->closed = false;
@@ -468,10 +474,17 @@ chk_mr_track(struct chk_domain *dom, struct fid_mr *mr, const struct iovec *iov,
 	/* Read before the record is published: no lock across pagemap. */
 	if (host)
 		rec->frames = chk_frames_record(dom, iov, count);
+	/* Remote keys are compared at RMA targets (no key: FI_MR_RAW). */
+	if (rec->frames && (access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) &&
+	    hook->mr.key != FI_KEY_NOTAVAIL)
+		chk_keys_add(rec, hook->mr.key,
+			     (dom->hook->mr_mode & FI_MR_VIRT_ADDR) ||
+				     dom->hook->mr_mode == FI_MR_BASIC);
 
 	pthread_mutex_lock(&dom->lock);
 	if (!tsearch(rec, &dom->mrs, chk_ptr_cmp)) {
 		pthread_mutex_unlock(&dom->lock);
+		chk_keys_remove(rec);
 		free(rec->frames);
 		free(rec);
 		return -FI_ENOMEM;
@@ -654,6 +667,7 @@ chk_domain_close(struct mrl_domain *hook)
 	tdestroy(dom->mrs, chk_no_free);
 	for (rec = dom->all_mrs; rec; rec = next) {
 		next = rec->next;
+		chk_keys_remove(rec);
 		free(rec->frames);
 		free(rec);
 	}

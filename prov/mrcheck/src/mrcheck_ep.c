@@ -36,6 +36,14 @@ struct chk_post {
 	struct chk_op *op;
 	void *ctx; /* the context to post with */
 	bool claim; /* FI_CLAIM: posted with the application's context */
+	/* An RMA or atomic's targets, compared once the provider took the
+	 * post (a post refused with -FI_EAGAIN and retried is one post):
+	 * one [taddr, +tlen) under tkey, or rma[rcount] / rioc[rcount]. */
+	uint64_t taddr, tkey;
+	size_t tlen, rcount;
+	const struct fi_rma_iov *rma;
+	const struct fi_rma_ioc *rioc;
+	enum fi_datatype dt;
 };
 
 /* How a post's operation is tracked until its completion is read. */
@@ -374,12 +382,68 @@ chk_claim_find(struct chk_domain *dom, void *ctx, uint64_t flags,
 	return op;
 }
 
+/* ---- remote targets (FI_MRCHECK_FRAMES=1, mrcheck_keys.c) ------------ */
+
+/* An RMA's target [addr, +len) under key. */
+static void
+chk_target(struct chk_post *p, uint64_t addr, size_t len, uint64_t key)
+{
+	p->taddr = addr;
+	p->tlen = len;
+	p->tkey = key;
+}
+
+static void
+chk_targets_rma(struct chk_post *p, const struct fi_rma_iov *rma, size_t count)
+{
+	p->rma = rma;
+	p->rcount = count;
+}
+
+static void
+chk_targets_ioc(struct chk_post *p, const struct fi_rma_ioc *rma, size_t count,
+		enum fi_datatype dt)
+{
+	p->rioc = rma;
+	p->rcount = count;
+	p->dt = dt;
+}
+
+/* Compare p's targets with their keys' registrations, if of this process. */
+static void
+chk_targets_check(struct chk_post *p)
+{
+	struct chk_domain *dom = p->ep->dom;
+
+	if (p->tlen)
+		chk_keys_check(dom, p->what, 0, p->taddr, p->tlen, p->tkey);
+	for (size_t i = 0; p->rma && i < p->rcount; i++)
+		chk_keys_check(dom, p->what, i, p->rma[i].addr, p->rma[i].len,
+			       p->rma[i].key);
+	for (size_t i = 0; p->rioc && i < p->rcount; i++)
+		chk_keys_check(dom, p->what, i, p->rioc[i].addr,
+			       p->rioc[i].count * mrl_hook_datatype_size(p->dt),
+			       p->rioc[i].key);
+}
+
+static size_t
+chk_ioc_bytes(const struct fi_ioc *ioc, size_t count, enum fi_datatype dt)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < count; i++)
+		n += ioc[i].count;
+	return n * mrl_hook_datatype_size(dt);
+}
+
 /* After the provider call: a refused post never happened. */
 static ssize_t
 chk_end(struct chk_post *p, ssize_t ret)
 {
 	struct chk_domain *dom = p->ep->dom;
 
+	if (!ret)
+		chk_targets_check(p);
 	if (!ret || !p->op)
 		return ret;
 	pthread_mutex_lock(&dom->lock);
@@ -426,7 +490,11 @@ chk_rx_tracked(struct chk_ep *ep, uint64_t flags)
 	p_.what = name;         \
 	p_.n = 0;               \
 	p_.overflow = false;    \
-	p_.claim = false
+	p_.claim = false;       \
+	p_.tlen = 0;            \
+	p_.rma = NULL;          \
+	p_.rioc = NULL;         \
+	p_.op = NULL
 
 /* ---- msg ----------------------------------------------------------- */
 
@@ -699,6 +767,7 @@ chk_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
+	chk_target(&p_, addr, len, key);
 	return chk_end(&p_, mrl_hook_ep_rma_ops.read(ep, buf, len, p_.inner[0],
 						src_addr, addr, key, p_.ctx));
 }
@@ -715,6 +784,7 @@ chk_readv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
+	chk_target(&p_, addr, chk_cost_bytes(iov, count), key);
 	return chk_end(&p_, mrl_hook_ep_rma_ops.readv(ep, iov,
 						 chk_descs(&p_, 0, desc), count,
 						 src_addr, addr, key, p_.ctx));
@@ -732,6 +802,7 @@ chk_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
 			msg->context);
 	if (ret)
 		return ret;
+	chk_targets_rma(&p_, msg->rma_iov, msg->rma_iov_count);
 	m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
 	return chk_end(&p_, mrl_hook_ep_rma_ops.readmsg(ep, &m, flags));
@@ -750,6 +821,7 @@ chk_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			context);
 	if (ret)
 		return ret;
+	chk_target(&p_, addr, len, key);
 	return chk_end(&p_, mrl_hook_ep_rma_ops.write(ep, buf, len, p_.inner[0],
 						 dest_addr, addr, key, p_.ctx));
 }
@@ -768,6 +840,7 @@ chk_writev(struct fid_ep *ep, const struct iovec *iov, void **desc,
 			context);
 	if (ret)
 		return ret;
+	chk_target(&p_, addr, chk_cost_bytes(iov, count), key);
 	return chk_end(&p_, mrl_hook_ep_rma_ops.writev(
 				    ep, iov, chk_descs(&p_, 0, desc), count,
 				    dest_addr, addr, key, p_.ctx));
@@ -785,6 +858,7 @@ chk_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
 			false, msg->context);
 	if (ret)
 		return ret;
+	chk_targets_rma(&p_, msg->rma_iov, msg->rma_iov_count);
 	m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
 	return chk_end(&p_, mrl_hook_ep_rma_ops.writemsg(ep, &m, flags));
@@ -804,9 +878,35 @@ chk_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 			context);
 	if (ret)
 		return ret;
+	chk_target(&p_, addr, len, key);
 	return chk_end(&p_,
 		       mrl_hook_ep_rma_ops.writedata(ep, buf, len, p_.inner[0], data,
 						dest_addr, addr, key, p_.ctx));
+}
+
+/* Inject calls need no local desc (the provider copies the payload), but
+ * their target is a remote key like any other. */
+static ssize_t
+chk_inject_write(struct fid_ep *ep, const void *buf, size_t len,
+		 fi_addr_t dest_addr, uint64_t addr, uint64_t key)
+{
+	CHK_POST(ep, "fi_inject_write");
+
+	chk_target(&p_, addr, len, key);
+	return chk_end(&p_, mrl_hook_ep_rma_ops.inject(ep, buf, len, dest_addr,
+						       addr, key));
+}
+
+static ssize_t
+chk_inject_writedata(struct fid_ep *ep, const void *buf, size_t len,
+		     uint64_t data, fi_addr_t dest_addr, uint64_t addr,
+		     uint64_t key)
+{
+	CHK_POST(ep, "fi_inject_writedata");
+
+	chk_target(&p_, addr, len, key);
+	return chk_end(&p_, mrl_hook_ep_rma_ops.injectdata(
+				    ep, buf, len, data, dest_addr, addr, key));
 }
 
 /* ---- atomic -------------------------------------------------------- */
@@ -832,6 +932,7 @@ chk_atomic(struct fid_ep *ep, const void *buf, size_t count, void *desc,
 			context);
 	if (ret)
 		return ret;
+	chk_target(&p_, addr, count * mrl_hook_datatype_size(dt), key);
 	return chk_end(&p_, mrl_hook_ep_atomic_ops.write(ep, buf, count, p_.inner[0],
 						    dest_addr, addr, key, dt,
 						    op, p_.ctx));
@@ -851,6 +952,7 @@ chk_atomicv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
 			context);
 	if (ret)
 		return ret;
+	chk_target(&p_, addr, chk_ioc_bytes(iov, count, dt), key);
 	return chk_end(&p_, mrl_hook_ep_atomic_ops.writev(
 				    ep, iov, chk_descs(&p_, 0, desc), count,
 				    dest_addr, addr, key, dt, op, p_.ctx));
@@ -870,6 +972,7 @@ chk_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 			false, msg->context);
 	if (ret)
 		return ret;
+	chk_targets_ioc(&p_, msg->rma_iov, msg->rma_iov_count, msg->datatype);
 	m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
 	return chk_end(&p_, mrl_hook_ep_atomic_ops.writemsg(ep, &m, flags));
@@ -890,6 +993,7 @@ chk_fetch(struct fid_ep *ep, const void *buf, size_t count, void *desc,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
+	chk_target(&p_, addr, count * sz, key);
 	return chk_end(
 		&p_, mrl_hook_ep_atomic_ops.readwrite(ep, buf, count, p_.inner[0],
 						 result, p_.inner[1], dest_addr,
@@ -912,6 +1016,7 @@ chk_fetchv(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
+	chk_target(&p_, addr, chk_ioc_bytes(iov, count, dt), key);
 	return chk_end(
 		&p_,
 		mrl_hook_ep_atomic_ops.readwritev(
@@ -938,6 +1043,7 @@ chk_fetchmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 			msg->context);
 	if (ret)
 		return ret;
+	chk_targets_ioc(&p_, msg->rma_iov, msg->rma_iov_count, msg->datatype);
 	if (msg->op != FI_ATOMIC_READ)
 		m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
@@ -964,6 +1070,7 @@ chk_compare(struct fid_ep *ep, const void *buf, size_t count, void *desc,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
+	chk_target(&p_, addr, count * sz, key);
 	return chk_end(&p_, mrl_hook_ep_atomic_ops.compwrite(
 				    ep, buf, count, p_.inner[0], compare,
 				    p_.inner[1], result, p_.inner[2], dest_addr,
@@ -988,6 +1095,7 @@ chk_comparev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
 	ret = chk_begin(&p_, true, chk_tx_tracked(p_.ep, f), false, context);
 	if (ret)
 		return ret;
+	chk_target(&p_, addr, chk_ioc_bytes(iov, count, dt), key);
 	return chk_end(&p_,
 		       mrl_hook_ep_atomic_ops.compwritev(
 			       ep, iov, chk_descs(&p_, 0, desc), count,
@@ -1017,6 +1125,7 @@ chk_comparemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 			msg->context);
 	if (ret)
 		return ret;
+	chk_targets_ioc(&p_, msg->rma_iov, msg->rma_iov_count, msg->datatype);
 	m.desc = chk_descs(&p_, 0, msg->desc);
 	m.context = p_.ctx;
 	return chk_end(&p_,
@@ -1025,6 +1134,19 @@ chk_comparemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
 			       chk_descs(&p_, c, compare_desc), compare_count,
 			       resultv, chk_descs(&p_, r, result_desc),
 			       result_count, flags));
+}
+
+static ssize_t
+chk_inject_atomic(struct fid_ep *ep, const void *buf, size_t count,
+		  fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+		  enum fi_datatype dt, enum fi_op op)
+{
+	CHK_POST(ep, "fi_inject_atomic");
+
+	chk_target(&p_, addr, count * mrl_hook_datatype_size(dt), key);
+	return chk_end(&p_,
+		       mrl_hook_ep_atomic_ops.inject(ep, buf, count, dest_addr,
+						     addr, key, dt, op));
 }
 
 /* ---- cancel and the endpoint's life -------------------------------- */
@@ -1079,6 +1201,8 @@ static struct fi_ops_rma chk_rma_ops = {
 	.writev = chk_writev,
 	.writemsg = chk_writemsg,
 	.writedata = chk_writedata,
+	.inject = chk_inject_write,
+	.injectdata = chk_inject_writedata,
 };
 
 static struct fi_ops_atomic chk_atomic_ops = {
@@ -1092,6 +1216,7 @@ static struct fi_ops_atomic chk_atomic_ops = {
 	.compwrite = chk_compare,
 	.compwritev = chk_comparev,
 	.compwritemsg = chk_comparemsg,
+	.inject = chk_inject_atomic,
 };
 
 static void

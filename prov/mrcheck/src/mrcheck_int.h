@@ -60,6 +60,12 @@ struct chk_mr {
 	uint64_t in_flight; /* tracked ops whose operands use it */
 	uint64_t *frames; /* FI_MRCHECK_FRAMES: each iov's pages in turn,
 			   * 0 where unknown; NULL when not recorded */
+	/* FI_MRCHECK_FRAMES with remote access: in the key map while open
+	 * (mrcheck_keys.c; key_next under its lock). */
+	bool keyed;
+	bool virt_addr; /* a target address is virtual, else an offset */
+	uint64_t key;
+	struct chk_mr *key_next;
 	struct chk_mr *next; /* all records of the domain */
 	size_t iov_count;
 	struct iovec iov[];
@@ -82,7 +88,7 @@ struct chk_counts {
 	uint64_t by_kind[MRCHECK_VIOLATION_KINDS];
 	uint64_t mr_opened, mr_closed, posts_checked, ops_tracked,
 		ops_completed;
-	uint64_t frames_recorded, frames_checked;
+	uint64_t frames_recorded, frames_checked, frames_remote_checked;
 	uint64_t faults_reg, faults_reg_by_code[MRCHECK_FAULT_CODES];
 	uint64_t faults_post, faults_cq_err, faults_cq_err_read, faults_close;
 	uint64_t cost_regs, cost_ns;
@@ -146,6 +152,24 @@ void chk_frames_read(const void *addr, size_t len, uint64_t *frames);
 bool chk_frames_compare(struct chk_domain *dom, const struct chk_mr *mr,
 			const char *what, size_t i, const void *addr,
 			size_t len, const uint64_t *now);
+
+/* The recorded frame of the page holding addr, in the first of mr's iovs
+ * covering [addr, +len) (NULL if none does or none were recorded). */
+const uint64_t *chk_frames_at(const struct chk_mr *mr, const void *addr,
+			      size_t len);
+
+/* mrcheck_keys.c (remote keys of FI_MRCHECK_FRAMES=1; see mrcheck.h) */
+/* Put rec, an open registration with remote access and recorded frames,
+ * in the key map under key. */
+void chk_keys_add(struct chk_mr *rec, uint64_t key, bool virt_addr);
+/* Take rec out of the key map (if in it), before its frames are freed. */
+void chk_keys_remove(struct chk_mr *rec);
+/* Target i ([addr, +len) under key) of a post on dom: when key names a
+ * registration of this process, compare the frames now under the target
+ * with those recorded and record a MRCHECK_STALE_REMOTE_KEY violation at
+ * the first mismatch. No lock held. */
+void chk_keys_check(struct chk_domain *dom, const char *what, size_t i,
+		    uint64_t addr, size_t len, uint64_t key);
 
 /* mrcheck_params.c (FI_MRCHECK_*, fi_info -e) */
 /* Define every parameter (from fi_prov_ini, before any is read). */
