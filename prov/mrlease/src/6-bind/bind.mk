@@ -8,4 +8,6 @@ prov_mrlease_libmrlease_core_la_SOURCES += \
 	prov/mrlease/include/mrl_bind.h \
 	prov/mrlease/src/6-bind/mrl_bind.c \
 	prov/mrlease/src/6-bind/mrl_bind_churn.c \
-	prov/mrlease/src/6-bind/mrl_bind_churn.h
+	prov/mrlease/src/6-bind/mrl_bind_churn.h \
+	prov/mrlease/src/6-bind/mrl_bind_remote.c \
+	prov/mrlease/src/6-bind/mrl_bind_remote.h
