@@ -63,7 +63,12 @@ struct mrl_bind_remote {
 	/* Protects everything below up to the counters; see mrl_bind.h. */
 	pthread_mutex_t lock;
 	struct mrl_domain *domain;
-	bool prov_key; /* the requested key is not part of a request */
+	/* The requested key is not part of a request: the provider picks
+	 * keys, or the caller is a utility provider (an inner instance), which
+	 * reads each MR's key back with fi_mr_key (rxm asks a new key for
+	 * every rendezvous registration, so matching it would never hit). */
+	bool any_key;
+	bool prov_key; /* else an idle entry's key stays taken */
 	bool cached; /* FI_MRLEASE_REMOTE=cache with the monitor running */
 	bool thread_safe; /* FI_THREAD_SAFE: the closer closes its entries */
 	bool closed; /* the inner domain closed */
@@ -134,7 +139,7 @@ mrl_remote_hash(const struct mrl_bind_remote *remote,
 {
 	uint64_t h = mrl_remote_mix(req->access, req->offset);
 
-	if (!remote->prov_key)
+	if (!remote->any_key)
 		h = mrl_remote_mix(h, req->key);
 	for (size_t i = 0; i < req->count; i++) {
 		h = mrl_remote_mix(h, (uintptr_t) req->iov[i].iov_base);
@@ -150,7 +155,7 @@ mrl_remote_matches(const struct mrl_remote_entry *entry,
 {
 	if (entry->hash != hash || entry->count != req->count ||
 	    entry->access != req->access || entry->offset != req->offset ||
-	    (!entry->remote->prov_key && entry->key != req->key))
+	    (!entry->remote->any_key && entry->key != req->key))
 		return false;
 	for (size_t i = 0; i < req->count; i++)
 		if (entry->iov[i].iov_base != req->iov[i].iov_base ||
@@ -784,6 +789,7 @@ mrl_bind_remote_open(struct mrl_domain *domain, bool prov_key, bool cached,
 	pthread_mutex_init(&remote->lock, NULL);
 	remote->domain = domain;
 	remote->prov_key = prov_key;
+	remote->any_key = prov_key || !domain->outermost;
 	remote->cached = cached;
 	remote->thread_safe = domain->threading == FI_THREAD_SAFE;
 	atomic_init(&remote->due, UINT64_MAX);

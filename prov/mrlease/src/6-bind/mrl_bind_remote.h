@@ -17,7 +17,8 @@
 struct mrl_bind_remote;
 
 /* A registry for `domain` (registering on domain->inner); prov_key: the
- * provider picks keys, so the requested key is not part of a request.
+ * provider picks keys, so the requested key is not part of a request (nor
+ * on an inner instance, whose utility provider reads keys back).
  * cached: FI_MRLEASE_REMOTE=cache and the monitor runs. 0 or -FI_ENOMEM. */
 int mrl_bind_remote_open(struct mrl_domain *domain, bool prov_key, bool cached,
 			 struct mrl_bind_remote **remote);
