@@ -488,10 +488,6 @@ test_rxm_rendezvous_registrations_are_served_by_the_inner_registry(void)
 	struct fi_context2 sctx, rctx;
 	struct mrlt_comp c[2];
 
-	if (strcmp(prov, "tcp;ofi_rxm")) {
-		mrlt_skip_current("rxm's rendezvous only");
-		goto out;
-	}
 	if (!pair_open(&p, false))
 		goto out;
 	CHECK_FI(p.mrl->query_stats(NULL, &s0, sizeof(s0)));
@@ -702,10 +698,6 @@ test_a_client_process_writes_through_keys_a_server_process_caches(void)
 	char fd_out[16], fd_in[16];
 	pid_t pid;
 
-	if (strcmp(prov, "tcp;ofi_rxm")) {
-		mrlt_skip_current("tcp;ofi_rxm only");
-		return;
-	}
 	if (!pair_open(&p, false))
 		return;
 	CHECK_EQ(0, pipe(to_client));
@@ -788,6 +780,18 @@ main(int argc, char **argv)
 					  cache_env;
 	mrlt_select(argc - 2, argv + 2);
 	xfer_reexec(argv, "mrlease", env);
+	/* rxm's own registrations, and a client over a real network
+	 * provider. */
+	prov = "tcp;ofi_rxm";
+	mrlt_set_prefix("tcp;ofi_rxm: ");
+	if (!strcmp(group, "inner")) {
+		MRLT_RUN(
+			test_rxm_rendezvous_registrations_are_served_by_the_inner_registry);
+		return mrlt_done();
+	}
+	if (!strcmp(group, "cache"))
+		MRLT_RUN(
+			test_a_client_process_writes_through_keys_a_server_process_caches);
 	for (const char *const *pv = xfer_providers; *pv; pv++) {
 		prov = *pv;
 		snprintf(prefix, sizeof(prefix), "%s: ", prov);
@@ -797,11 +801,6 @@ main(int argc, char **argv)
 				test_idle_remote_entry_closes_with_no_application_call);
 			MRLT_RUN(
 				test_idle_remote_entry_closes_at_the_next_call_after_the_delay);
-			continue;
-		}
-		if (!strcmp(group, "inner")) {
-			MRLT_RUN(
-				test_rxm_rendezvous_registrations_are_served_by_the_inner_registry);
 			continue;
 		}
 		MRLT_RUN(
@@ -819,8 +818,6 @@ main(int argc, char **argv)
 		MRLT_RUN(
 			test_forwarded_registrations_are_counted_with_their_reason);
 		MRLT_RUN(test_threads_register_remote_mrs_while_another_unmaps);
-		MRLT_RUN(
-			test_a_client_process_writes_through_keys_a_server_process_caches);
 	}
 	return mrlt_done();
 }
