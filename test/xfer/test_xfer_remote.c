@@ -432,16 +432,27 @@ out:
 	free(buf);
 }
 
+/* Let the idle delay pass with no call into the domain. */
+static void
+idle_delay_passes(void)
+{
+	double t0 = mrlt_now();
+
+	while (mrlt_now() - t0 < 2.0 * IDLE_MS / 1000.0)
+		sched_yield();
+}
+
 /* Elsewhere the idle entry closes at the domain's next call once the delay
- * has passed (and not before it). */
+ * has passed (and not before it): a CQ read, an MR call. An application
+ * that keeps polling its CQ must not keep a closed MR's key alive. */
 static void
 test_idle_remote_entry_closes_at_the_next_call_after_the_delay(void)
 {
 	struct mrlt_pair p;
 	struct fi_mrlease_stats s0, s1;
 	char *buf = buffer(2 * LEN);
+	struct fi_cq_tagged_entry e;
 	struct fid_mr *mr = NULL;
-	double t0;
 
 	if (!pair_open(&p, false))
 		goto out;
@@ -456,19 +467,25 @@ test_idle_remote_entry_closes_at_the_next_call_after_the_delay(void)
 	CHECK_FI(fi_close(&mr->fid));
 	/* Before the delay, the next call finds it cached. */
 	CHECK_FI(reg(&p, buf, LEN, FI_REMOTE_WRITE, 71, &mr));
-	t0 = mrlt_now();
 	CHECK_FI(fi_close(&mr->fid));
 	s1 = mrlt_pair_stats(&p);
 	CHECK_EQ(1, s1.remote_hits - s0.remote_hits);
-	while (mrlt_now() - t0 < 2.0 * IDLE_MS / 1000.0)
-		sched_yield();
+	idle_delay_passes();
 	CHECK_EQ(s0.remote_idle_closes, mrlt_pair_stats(&p).remote_idle_closes);
-	/* Any MR call of the domain. */
-	CHECK_FI(reg(&p, buf + LEN, LEN, FI_READ | FI_WRITE, 72, &mr));
-	CHECK_FI(fi_close(&mr->fid));
+	CHECK_EQ(-FI_EAGAIN, fi_cq_read(p.cq, &e, 1));
 	s1 = mrlt_pair_stats(&p);
 	CHECK_EQ(1, s1.remote_idle_closes - s0.remote_idle_closes);
 	CHECK_EQ(0, s1.remote_idle);
+
+	CHECK_FI(reg(&p, buf, LEN, FI_REMOTE_WRITE, 72, &mr));
+	CHECK_FI(fi_close(&mr->fid));
+	idle_delay_passes();
+	CHECK_EQ(s1.remote_idle_closes, mrlt_pair_stats(&p).remote_idle_closes);
+	CHECK_FI(reg(&p, buf + LEN, LEN, FI_READ | FI_WRITE, 73, &mr));
+	CHECK_FI(fi_close(&mr->fid));
+	s0 = mrlt_pair_stats(&p);
+	CHECK_EQ(1, s0.remote_idle_closes - s1.remote_idle_closes);
+	CHECK_EQ(0, s0.remote_idle);
 	CHECK_EQ(0, mrlt_pair_close(&p));
 out:
 	free(buf);

@@ -61,11 +61,11 @@
  *    them.
  *  - Closing: never under a lock. A monitor invalidation (on the draining
  *    thread) only retires: idle entries it retires close at the domain's
- *    next call (an MR call, its close), or on the monitor's closer for
- *    FI_THREAD_SAFE domains, which also closes their expired idle entries
- *    with no application call; other domains' idle entries expire at their
- *    next MR call. Explicit invalidate closes on its own thread, as the
- *    cache does.
+ *    next call (an MR call, a CQ or counter read, its close), or on the
+ *    monitor's closer for FI_THREAD_SAFE domains, which also closes their
+ *    expired idle entries with no application call; other domains' idle
+ *    entries expire at their next call. Explicit invalidate closes on its
+ *    own thread, as the cache does.
  *
  * Threading: mrl_bind_cache() may be read from any thread without a lock
  * (it is published once, with release ordering); everything else follows
@@ -185,6 +185,16 @@ void mrl_bind_forwarded(struct mrl_domain *domain, enum mrl_bind_fwd why);
 int mrl_bind_remote_reg(struct mrl_domain *domain,
 			const struct mrl_bind_remote_req *req,
 			struct fid_mr **mr, enum mrl_bind_fwd *why);
+
+/* The domain's remote registry when it keeps entries (FI_MRLEASE_REMOTE=cache
+ * with the monitor running), NULL otherwise: what a CQ or counter of the
+ * domain settles on each read. */
+struct mrl_bind_remote *mrl_bind_remote_of(struct mrl_domain *domain);
+
+/* A call into the registry's domain: close what the monitor retired and the
+ * entries idle for longer than FI_MRLEASE_REMOTE_IDLE, on this thread, no
+ * lock held. Two loads when nothing is due; NULL does nothing. */
+void mrl_bind_remote_settle(struct mrl_bind_remote *remote);
 
 /* Retire every live remote entry overlapping [start, end) in every domain
  * and close the idle ones on this thread (the extension's invalidate).

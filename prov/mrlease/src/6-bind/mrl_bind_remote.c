@@ -52,7 +52,7 @@ struct mrl_remote_entry {
 	struct mrl_bind_remote *remote;
 	struct fid_mr *mr; /* inner, registered exactly as asked */
 	uint64_t hash, access, offset, key;
-	uint64_t idle_since; /* ms, CLOCK_MONOTONIC */
+	uint64_t idle_since; /* ms, CLOCK_MONOTONIC_COARSE */
 	unsigned leases; /* application MR handles on it */
 	bool live; /* in the index: lookups find it */
 	size_t count;
@@ -109,7 +109,9 @@ mrl_remote_now_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* Coarse: read on CQ reads while entries are idle; a tick's
+	 * precision is plenty for a delay in milliseconds. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
 }
 
@@ -380,6 +382,14 @@ mrl_remote_close_list(struct mrl_remote_entry *closing)
 		free(entry);
 		mrl_remote_put(remote);
 	}
+}
+
+struct mrl_bind_remote *
+mrl_bind_remote_of(struct mrl_domain *domain)
+{
+	struct mrl_bind_domain *ld = mrl_bind_domain_of(domain);
+
+	return ld && ld->remote && ld->remote->cached ? ld->remote : NULL;
 }
 
 void

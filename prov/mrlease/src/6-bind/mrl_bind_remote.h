@@ -31,11 +31,6 @@ void mrl_bind_remote_close_unleased(struct mrl_bind_remote *remote);
  * their handle's fi_close) and let the registry go with its last entry. */
 void mrl_bind_remote_closed(struct mrl_bind_remote *remote);
 
-/* A call into the domain: close what the monitor retired and the entries
- * idle for longer than FI_MRLEASE_REMOTE_IDLE. Two loads when nothing is
- * due. */
-void mrl_bind_remote_settle(struct mrl_bind_remote *remote);
-
 /* For mrl_live_domain_add: the registry's counters into stats. */
 void mrl_bind_remote_more(void *remote, struct fi_mrlease_stats *stats);
 
