@@ -385,6 +385,79 @@ out:
 	free(buf);
 }
 
+/* Where the provider does not pick keys, an idle entry still holds its
+ * requested key: a request with that key for other memory closes it first
+ * instead of failing with -FI_ENOKEY, so keeping entries never costs the
+ * application a registration it would have had without the cache. */
+static void
+test_a_key_held_by_an_idle_entry_is_given_up_for_a_new_request(void)
+{
+	struct mrlt_pair p;
+	struct fi_mrlease_stats s0, s1;
+	char *buf = buffer(2 * LEN);
+	struct fid_mr *mr = NULL;
+
+	if (!pair_open(&p, false))
+		goto out;
+	if (p.info->domain_attr->mr_mode & FI_MR_PROV_KEY) {
+		mrlt_skip_current("%s: FI_MR_PROV_KEY", prov);
+		mrlt_pair_close(&p);
+		goto out;
+	}
+	CHECK_FI(reg(&p, buf, LEN, FI_REMOTE_WRITE, 81, &mr));
+	CHECK_FI(fi_close(&mr->fid));
+	s0 = mrlt_pair_stats(&p);
+	CHECK_FI(reg(&p, buf + LEN, LEN, FI_REMOTE_WRITE, 81, &mr));
+	CHECK_FI(write_through(&p, mr, buf + LEN, buf + LEN, LEN, 12));
+	CHECK_FI(fi_close(&mr->fid));
+	s1 = mrlt_pair_stats(&p);
+	CHECK_EQ(1, s1.remote_evicted - s0.remote_evicted);
+	CHECK_EQ(1, s1.remote_registrations - s0.remote_registrations);
+	CHECK_EQ(1, s1.remote_idle);
+	CHECK_EQ(0, mrlt_pair_close(&p));
+out:
+	free(buf);
+}
+
+/* Memory the monitor cannot watch (a private file mapping, which
+ * userfaultfd refuses) is registered for the application as asked and
+ * never kept: nothing would tell the cache when its pages go. */
+static void
+test_remote_registrations_the_monitor_cannot_watch_are_forwarded(void)
+{
+	char path[] = "/tmp/mrlt_remote_XXXXXX";
+	struct mrlt_pair p;
+	struct fi_mrlease_stats s0, s1;
+	struct fid_mr *mr = NULL;
+	char *buf = MAP_FAILED;
+	int fd;
+
+	if (!pair_open(&p, false))
+		return;
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		goto out;
+	unlink(path);
+	CHECK_EQ(0, ftruncate(fd, LEN));
+	buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	close(fd);
+	CHECK(buf != MAP_FAILED);
+	if (buf == MAP_FAILED)
+		goto out;
+	s0 = mrlt_pair_stats(&p);
+	CHECK_FI(reg(&p, buf, LEN, FI_REMOTE_WRITE, 91, &mr));
+	CHECK_FI(write_through(&p, mr, buf, buf, LEN, 13));
+	CHECK_FI(fi_close(&mr->fid));
+	s1 = mrlt_pair_stats(&p);
+	CHECK_EQ(1, s1.fwd_no_monitor - s0.fwd_no_monitor);
+	CHECK_EQ(0, s1.remote_registrations - s0.remote_registrations);
+	CHECK_EQ(s0.remote_entries, s1.remote_entries);
+	munmap(buf, LEN);
+out:
+	CHECK_EQ(0, mrlt_pair_close(&p));
+}
+
 /* ---- idle group --------------------------------------------------------- */
 
 /* Wait (bounded, polling the statistics, which close nothing) until the
@@ -834,6 +907,10 @@ main(int argc, char **argv)
 			test_domain_close_with_remote_entries_cached_returns_0);
 		MRLT_RUN(
 			test_forwarded_registrations_are_counted_with_their_reason);
+		MRLT_RUN(
+			test_a_key_held_by_an_idle_entry_is_given_up_for_a_new_request);
+		MRLT_RUN(
+			test_remote_registrations_the_monitor_cannot_watch_are_forwarded);
 		MRLT_RUN(test_threads_register_remote_mrs_while_another_unmaps);
 	}
 	return mrlt_done();
