@@ -77,6 +77,10 @@ struct mrl_bind_remote {
 	size_t nidle;
 	struct mrl_remote_entry *deferred; /* retired by the monitor, idle */
 	uint64_t gen; /* invalidations that reached this registry */
+	/* Bounds of the live entries' ranges (lo > hi: none), so that the
+	 * monitor's events elsewhere in the address space skip the index. */
+	uintptr_t lo, hi;
+	size_t live;
 	unsigned misses; /* requests registering now */
 	size_t refs; /* the domain's, and one per entry not closed yet */
 	struct mrl_bind_remote *next, *prev; /* mrl_remotes */
@@ -242,6 +246,10 @@ mrl_remote_retire(struct mrl_bind_remote *remote,
 	*link = entry->hnext;
 	entry->hnext = NULL;
 	entry->live = false;
+	if (!--remote->live) {
+		remote->lo = UINTPTR_MAX;
+		remote->hi = 0;
+	}
 	mrl_remote_count(remote, MRL_RC_ENTRIES, -1);
 	if (entry->leases)
 		return false;
@@ -621,6 +629,15 @@ mrl_remote_miss(struct mrl_bind_remote *remote,
 		entry->live = true;
 		entry->hnext = remote->index[b];
 		remote->index[b] = entry;
+		remote->live++;
+		for (size_t i = 0; i < entry->count; i++) {
+			uintptr_t lo = (uintptr_t) entry->iov[i].iov_base;
+
+			if (lo < remote->lo)
+				remote->lo = lo;
+			if (lo + entry->iov[i].iov_len > remote->hi)
+				remote->hi = lo + entry->iov[i].iov_len;
+		}
 		mrl_remote_count(remote, MRL_RC_ENTRIES, 1);
 	}
 	pthread_mutex_unlock(&remote->lock);
@@ -712,9 +729,11 @@ mrl_remote_invalidate_all(uintptr_t start, uintptr_t end, bool defer,
 	     remote = remote->next) {
 		pthread_mutex_lock(&remote->lock);
 		remote->gen++;
-		mrl_remote_retire_if(remote, mrl_remote_pick_range, &range,
-				     MRL_RC_INVALIDATED,
-				     defer ? &remote->deferred : closing);
+		if (start < remote->hi && remote->lo < end)
+			mrl_remote_retire_if(remote, mrl_remote_pick_range,
+					     &range, MRL_RC_INVALIDATED,
+					     defer ? &remote->deferred :
+						     closing);
 		mrl_remote_due_update(remote);
 		pthread_mutex_unlock(&remote->lock);
 	}
@@ -748,6 +767,10 @@ mrl_bind_remote_in_use(uintptr_t lo, uintptr_t hi)
 	     remote = remote->next) {
 		pthread_mutex_lock(&remote->lock);
 		used = remote->misses > 0;
+		if (!(lo < remote->hi && remote->lo < hi)) {
+			pthread_mutex_unlock(&remote->lock);
+			continue;
+		}
 		for (size_t b = 0; b < MRL_REMOTE_BUCKETS && !used; b++)
 			for (struct mrl_remote_entry *entry = remote->index[b];
 			     entry && !used; entry = entry->hnext)
@@ -802,6 +825,7 @@ mrl_bind_remote_open(struct mrl_domain *domain, bool prov_key, bool cached,
 	remote->any_key = prov_key || !domain->outermost;
 	remote->cached = cached;
 	remote->thread_safe = domain->threading == FI_THREAD_SAFE;
+	remote->lo = UINTPTR_MAX;
 	atomic_init(&remote->due, UINT64_MAX);
 	/* The domain's own reference. */
 	remote->refs = 1;

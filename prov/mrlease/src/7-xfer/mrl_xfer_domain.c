@@ -21,10 +21,10 @@
  * access: the two never share a registration.
  *
  * Everything else (device memory, dmabuf, FI_RMA_EVENT and any other flag,
- * FI_MR_ENDPOINT or FI_MR_RMA_EVENT domains for remote access, iov_count > 1
- * for local access, auth keys) is forwarded unchanged, wrapped, and counted
- * with its reason (mrl_bind_forwarded). So is a request the caches cannot
- * serve (a registration failed): the provider then answers for itself.
+ * FI_MR_ENDPOINT domains, remote access on FI_MR_RMA_EVENT domains,
+ * iov_count > 1 for local access, auth keys) is forwarded unchanged, wrapped,
+ * and counted with its reason (mrl_bind_forwarded). So is a request the caches
+ * cannot serve (a registration failed): the provider then answers for itself.
  *
  * fi_mr_attr grows with the API version: only the fields the application's
  * api_version has are read, as libfabric's own providers do (auth key from
