@@ -41,6 +41,24 @@ const struct mrl_live_field mrl_live_fields[MRL_LIVE_FIELDS] = {
 	FIELD(miss_churn),
 	FIELD(miss_not_retained),
 	FIELD(miss_below_min),
+	FIELD(fwd_remote),
+	FIELD(fwd_device),
+	FIELD(fwd_dmabuf),
+	FIELD(fwd_endpoint),
+	FIELD(fwd_rma_event),
+	FIELD(fwd_no_monitor),
+	FIELD(fwd_key),
+	FIELD(fwd_auth_key),
+	FIELD(fwd_other),
+	FIELD(remote_lookups),
+	FIELD(remote_hits),
+	FIELD(remote_registrations),
+	FIELD(remote_deregistrations),
+	FIELD(remote_entries),
+	FIELD(remote_idle),
+	FIELD(remote_idle_closes),
+	FIELD(remote_invalidated),
+	FIELD(remote_evicted),
 };
 #undef FIELD
 
@@ -51,7 +69,7 @@ _Static_assert(offsetof(struct fi_mrlease_stats, miss_not_retained) +
 		       offsetof(struct fi_mrlease_stats, reg_size_hist),
 	       "mrl_live_fields reaches the histograms");
 _Static_assert(offsetof(struct fi_mrlease_stats, miss_not_retained) ==
-		       (MRL_LIVE_FIELDS - 2) * sizeof(uint64_t),
+		       (MRL_LIVE_FIELDS - 20) * sizeof(uint64_t),
 	       "mrl_live_fields names every scalar field before them");
 _Static_assert(offsetof(struct fi_mrlease_stats, miss_below_min) ==
 			       offsetof(struct fi_mrlease_stats, reg_ns_hist) +
@@ -60,8 +78,8 @@ _Static_assert(offsetof(struct fi_mrlease_stats, miss_below_min) ==
 		       sizeof(struct fi_mrlease_stats) ==
 			       offsetof(struct fi_mrlease_stats,
 					miss_below_min) +
-				       sizeof(uint64_t),
-	       "mrl_live_fields names the field after them");
+				       19 * sizeof(uint64_t),
+	       "mrl_live_fields names the fields after them");
 
 bool
 mrl_live_pid_alive(int pid, uint64_t start_time)

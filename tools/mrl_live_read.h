@@ -40,7 +40,7 @@ struct mrl_live_field {
 	const char *name;
 	size_t off;
 };
-#define MRL_LIVE_FIELDS 22
+#define MRL_LIVE_FIELDS 40
 extern const struct mrl_live_field mrl_live_fields[MRL_LIVE_FIELDS];
 
 /* A field's value in a statistics record. */

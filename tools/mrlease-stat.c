@@ -93,6 +93,11 @@ proc_totals(const struct mrl_live_proc *p, struct fi_mrlease_stats *t)
 
 		t->lookups += s->lookups;
 		t->hits += s->hits;
+		/* What the hit rate counts (fi_mrlease_requests). */
+		t->remote_lookups += s->remote_lookups;
+		t->remote_hits += s->remote_hits;
+		t->fwd_other +=
+			fi_mrlease_requests(s) - s->lookups - s->remote_lookups;
 		t->misses += s->misses;
 		t->registered_bytes += s->registered_bytes;
 		t->leases += s->leases;
@@ -103,9 +108,8 @@ proc_totals(const struct mrl_live_proc *p, struct fi_mrlease_stats *t)
 static void
 hit_rate(char *buf, size_t len, const struct fi_mrlease_stats *s)
 {
-	if (s->lookups)
-		snprintf(buf, len, "%.1f%%",
-			 100.0 * (double) s->hits / (double) s->lookups);
+	if (fi_mrlease_requests(s))
+		snprintf(buf, len, "%.1f%%", 100.0 * fi_mrlease_hit_rate(s));
 	else
 		snprintf(buf, len, "-");
 }
@@ -206,6 +210,22 @@ print_proc(const struct mrl_live_proc *p)
 		printf("  not looked up: below FI_MRLEASE_MIN_SIZE %" PRIu64
 		       "\n",
 		       s->miss_below_min);
+		printf("  forwarded: remote %" PRIu64 "  device %" PRIu64
+		       "  dmabuf %" PRIu64 "  endpoint %" PRIu64
+		       "  rma event %" PRIu64 "  no monitor %" PRIu64
+		       "  key %" PRIu64 "  auth key %" PRIu64 "  other %" PRIu64
+		       "\n",
+		       s->fwd_remote, s->fwd_device, s->fwd_dmabuf,
+		       s->fwd_endpoint, s->fwd_rma_event, s->fwd_no_monitor,
+		       s->fwd_key, s->fwd_auth_key, s->fwd_other);
+		printf("  remote: lookups %" PRIu64 "  hits %" PRIu64
+		       "  registrations %" PRIu64 "  entries %" PRIu64
+		       " (%" PRIu64 " idle)  idle closes %" PRIu64
+		       "  invalidated %" PRIu64 "  evicted %" PRIu64 "\n",
+		       s->remote_lookups, s->remote_hits,
+		       s->remote_registrations, s->remote_entries,
+		       s->remote_idle, s->remote_idle_closes,
+		       s->remote_invalidated, s->remote_evicted);
 		printf("  pinned %s in %" PRIu64 " entries  leases %" PRIu64
 		       "  registrations %" PRIu64 "  deregistrations %" PRIu64
 		       "  evictions %" PRIu64 "\n",

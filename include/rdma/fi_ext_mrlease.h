@@ -78,7 +78,52 @@ struct fi_mrlease_stats {
 	 * FI_MRLEASE_MIN_SIZE (empty ones aside), forwarded without a lookup
 	 * (appended; counted apart: in neither lookups nor misses). */
 	uint64_t miss_below_min;
+	/* Registrations (fi_mr_reg/regv/regattr) the hook handed to the
+	 * provider unchanged and uncached, by why (appended): remote access
+	 * with FI_MRLEASE_REMOTE=forward; device memory (iface other than
+	 * FI_HMEM_SYSTEM); FI_MR_DMABUF; a FI_MR_ENDPOINT domain (MRs bound to
+	 * one endpoint); FI_RMA_EVENT (on a FI_MR_RMA_EVENT domain, or asked);
+	 * remote access whose ranges the memory monitor cannot watch; a
+	 * requested key the registry could not register with; an
+	 * authorization key; anything else (other flags, empty or NULL
+	 * ranges, several ranges for local access, a failed cache
+	 * registration). Each is one provider registration. */
+	uint64_t fwd_remote, fwd_device, fwd_dmabuf, fwd_endpoint;
+	uint64_t fwd_rma_event, fwd_no_monitor, fwd_key, fwd_auth_key;
+	uint64_t fwd_other;
+	/* The remote registry (FI_MRLEASE_REMOTE=cache): remote-access
+	 * requests looked up, served by a cached registration, registered
+	 * with the provider; registrations closed; live entries (a gauge),
+	 * of them with no MR of the application (a gauge); closed after
+	 * FI_MRLEASE_REMOTE_IDLE, by invalidate or the memory monitor, and
+	 * by FI_MRLEASE_REMOTE_MAX or a provider's refusal. */
+	uint64_t remote_lookups, remote_hits, remote_registrations;
+	uint64_t remote_deregistrations, remote_entries, remote_idle;
+	uint64_t remote_idle_closes, remote_invalidated, remote_evicted;
 };
+
+/* What mrlease counts as requests (FI_MRLEASE_STATS, mrlease-stat): every
+ * NULL-descriptor lookup and every registration request, the ones the
+ * provider registered unchanged included, so the hit rate (hits of both
+ * caches over requests) counts what the caches did not serve. */
+static inline uint64_t
+fi_mrlease_requests(const struct fi_mrlease_stats *s)
+{
+	return s->lookups + s->remote_lookups + s->fwd_remote + s->fwd_device +
+	       s->fwd_dmabuf + s->fwd_endpoint + s->fwd_rma_event +
+	       s->fwd_no_monitor + s->fwd_key + s->fwd_auth_key + s->fwd_other;
+}
+
+/* Hits over requests, 0 with no request. */
+static inline double
+fi_mrlease_hit_rate(const struct fi_mrlease_stats *s)
+{
+	uint64_t requests = fi_mrlease_requests(s);
+
+	return requests ?
+		       (double) (s->hits + s->remote_hits) / (double) requests :
+		       0.0;
+}
 
 /*
  * Span resolver: given an operand [addr, addr + len), return in *span_base

@@ -34,6 +34,33 @@ report_case() {
 	*) not_ok "$name" "exited with status $rc" "$(tail -n 40 <<<"$out")" ;;
 	esac
 }
+# run_group PROGRAM GROUP [ARGS...]: run a TAP program whose first argument
+# names a group of cases (a process per group: mrlease reads its parameters
+# once per process) and print its cases as ours, renumbered and prefixed
+# "GROUP: ". A group that exits non-zero without a failing case (a crash, a
+# hang killed by the harness) is a failure of its own.
+run_group() {
+	local prog=$1 group=$2 out rc line name failed=0
+	shift 2
+	out=$("$prog" "$group" "$@" 2>&1)
+	rc=$?
+	while IFS= read -r line; do
+		name=$(sed -E 's/^(not )?ok [0-9]+ - //; s/ # SKIP .*//' <<<"$line")
+		case "$line" in
+		"ok "*"# SKIP "*) skip "$group: $name" "${line##*# SKIP }" ;;
+		"ok "*) ok "$group: $name" ;;
+		"not ok "*)
+			not_ok "$group: $name" "(the lines above)"
+			failed=1
+			;;
+		"1.."*) ;;
+		"#"*) printf '%s\n' "$line" ;;
+		*) printf '# %s\n' "$line" ;;
+		esac
+	done <<<"$out"
+	[ "$rc" -eq 0 ] || [ "$failed" -ne 0 ] ||
+		not_ok "$group: $(basename "$prog") $group" "exited with status $rc"
+}
 finish() {
 	echo "1..$tap_n"
 	[ "$tap_failed" -eq 0 ]

@@ -51,3 +51,17 @@ check_PROGRAMS += test/xfer/test_lifecycle
 test_xfer_test_lifecycle_SOURCES = test/xfer/test_lifecycle.c $(XFER_TEST_SOURCES)
 test_xfer_test_lifecycle_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/xfer/test_lifecycle
+
+# Remote-access registrations (FI_MRLEASE_REMOTE=cache|forward) on every
+# loopback provider with RMA: the per-request pattern, exact matches only,
+# unmap, invalidate, eviction, the idle delay (with and without the closer),
+# domain close, forwarded reasons, rxm's inner registrations, threads
+# registering while another unmaps (also under ThreadSanitizer), and a
+# client process writing through a server process's keys.
+# test/xfer/xfer_remote.sh runs one process per group of settings.
+check_PROGRAMS += test/xfer/test_xfer_remote
+test_xfer_test_xfer_remote_SOURCES = test/xfer/test_xfer_remote.c $(XFER_TEST_SOURCES)
+test_xfer_test_xfer_remote_LDADD = $(XFER_TEST_LDADD)
+SUITE += $(top_srcdir)/test/xfer/xfer_remote.sh
+SUITE_CONCURRENCY += $(top_srcdir)/test/xfer/xfer_remote.sh
+EXTRA_DIST += test/xfer/xfer_remote.sh

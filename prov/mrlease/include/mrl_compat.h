@@ -28,6 +28,14 @@
  * application may still run with it. */
 #define MRL_FI_BUFFERED_RECV (1ULL << 51)
 
+/* FI_MR_DMABUF (fi_mr_regattr flag: the attr holds a dmabuf, 1.20 on)
+ * is not in 1.17's headers, yet a newer application may pass it. */
+#define MRL_FI_MR_DMABUF (1ULL << 40)
+
+#ifdef FI_MR_DMABUF
+_Static_assert(MRL_FI_MR_DMABUF == FI_MR_DMABUF, "FI_MR_DMABUF's value");
+#endif
+
 #if FI_MAJOR_VERSION < 2
 _Static_assert(MRL_FI_LOCAL_MR == FI_LOCAL_MR, "FI_LOCAL_MR's value");
 _Static_assert(MRL_FI_MR_BASIC == FI_MR_BASIC, "FI_MR_BASIC's value");

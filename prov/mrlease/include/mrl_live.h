@@ -29,11 +29,19 @@
 
 #include <stdbool.h>
 
+#include <rdma/fi_ext_mrlease.h>
+
 struct mrl_cache_domain;
 
-/* Publish the domain from now on (nothing when live statistics are off). */
+/* What a layer above adds to a domain's statistics (its own counters),
+ * called under live.lock: it must take no lock a statistics query waits
+ * for. */
+typedef void (*mrl_live_more_fn)(void *arg, struct fi_mrlease_stats *stats);
+
+/* Publish the domain from now on (nothing when live statistics are off);
+ * more (may be NULL) adds to each of its snapshots until it is removed. */
 void mrl_live_domain_add(struct mrl_cache_domain *dom, const char *provider,
-			 bool outermost);
+			 bool outermost, mrl_live_more_fn more, void *more_arg);
 
 /* Stop publishing it; call before the domain's statistics go. */
 void mrl_live_domain_remove(struct mrl_cache_domain *dom);

@@ -53,6 +53,20 @@
 /* Misses passed per range the monitor saw unmapped (mrl_bind_churn.h). */
 #define MRL_PARAMS_DEFAULT_MONITOR_CHURN ((size_t) 8)
 
+/*
+ * Remote-access registrations (mrl_bind.h, "Remote registry"): forwarded by
+ * default, so a key dies when the application closes its MR.
+ * Idle: an RPC server re-registers a request's buffer within microseconds to
+ * milliseconds of closing it, so one second keeps every such repeat a hit,
+ * while a key the application closed answers a peer for at most a second
+ * more, well inside the timeouts after which RPC clients give up on a reply.
+ * Max: idle entries kept per domain, far above the buffers an RPC server
+ * cycles through, far below provider MR limits.
+ */
+#define MRL_PARAMS_DEFAULT_REMOTE_IDLE ((size_t) 1000)
+#define MRL_PARAMS_MAX_REMOTE_IDLE     ((size_t) 3600000)
+#define MRL_PARAMS_DEFAULT_REMOTE_MAX  ((size_t) 1024)
+
 /* Live statistics (mrl_live.h): off; files in /dev/shm, rewritten once a
  * second (what a person watching mrlease-stat -w reads). */
 #define MRL_PARAMS_DEFAULT_STATS_LIVE	  false
@@ -64,6 +78,12 @@ enum mrl_monitor_mode {
 	MRL_MONITOR_AUTO, /* for domains whose provider pins pages */
 	MRL_MONITOR_UFFD, /* for every domain (tests, benchmarks) */
 	MRL_MONITOR_NONE,
+};
+
+/* FI_MRLEASE_REMOTE: what becomes of remote-access registrations. */
+enum mrl_remote_mode {
+	MRL_REMOTE_FORWARD, /* to the provider, unchanged, uncached */
+	MRL_REMOTE_CACHE, /* the binding's remote registry: exact matches */
 };
 
 /* FI_MRLEASE_PINNING: which providers' registrations pin pages. */
@@ -95,6 +115,11 @@ struct mrl_params {
 	const char *stats_dir; /* FI_MRLEASE_STATS_DIR: where it goes */
 	size_t stats_interval; /* FI_MRLEASE_STATS_INTERVAL: ms between
 				* publishes */
+	int remote; /* FI_MRLEASE_REMOTE: enum mrl_remote_mode */
+	size_t remote_idle; /* FI_MRLEASE_REMOTE_IDLE: ms an unleased remote
+			     * entry stays cached */
+	size_t remote_max; /* FI_MRLEASE_REMOTE_MAX: unleased remote entries
+			    * per domain */
 };
 
 /* The values in force; the defaults until mrl_params_load() runs. */

@@ -32,6 +32,9 @@
 		.stats_live = MRL_PARAMS_DEFAULT_STATS_LIVE,              \
 		.stats_dir = MRL_PARAMS_DEFAULT_STATS_DIR,                \
 		.stats_interval = MRL_PARAMS_DEFAULT_STATS_INTERVAL,      \
+		.remote = MRL_REMOTE_FORWARD,                             \
+		.remote_idle = MRL_PARAMS_DEFAULT_REMOTE_IDLE,            \
+		.remote_max = MRL_PARAMS_DEFAULT_REMOTE_MAX,              \
 	}
 
 struct mrl_params mrl_params = MRL_PARAMS_DEFAULTS;
@@ -41,6 +44,7 @@ static const struct mrl_params mrl_params_defaults = MRL_PARAMS_DEFAULTS;
 static const char *const mrl_monitor_names[] = {"auto", "userfaultfd", "none",
 						NULL};
 static const char *const mrl_pinning_names[] = {"auto", "yes", "no", NULL};
+static const char *const mrl_remote_names[] = {"forward", "cache", NULL};
 
 /* One knob: its name after FI_MRLEASE_, its type, where it lives, its meaning.
  */
@@ -125,6 +129,25 @@ static const struct mrl_param_desc mrl_param_descs[] = {
 	 offsetof(struct mrl_params, stats_interval),
 	 "Milliseconds between two publishes of the live statistics "
 	 "(FI_MRLEASE_STATS_LIVE); 0 is taken as 1",
+	 NULL},
+	{"REMOTE", FI_PARAM_STRING, offsetof(struct mrl_params, remote),
+	 "Registrations asking for remote access (FI_REMOTE_READ/WRITE): "
+	 "forward (registered by the provider at every call, the key dies at "
+	 "fi_close) or cache (kept after fi_close and served again only to a "
+	 "request with exactly the same ranges, access, offset and key, while "
+	 "the memory monitor watches the ranges, for FI_MRLEASE_REMOTE_IDLE "
+	 "ms at most; a peer may use the key that long after fi_close)",
+	 mrl_remote_names},
+	{"REMOTE_IDLE", FI_PARAM_SIZE_T,
+	 offsetof(struct mrl_params, remote_idle),
+	 "With FI_MRLEASE_REMOTE=cache: milliseconds a remote-access "
+	 "registration stays cached (its key valid) after the application "
+	 "closed its last MR on it; range 1..3600000",
+	 NULL},
+	{"REMOTE_MAX", FI_PARAM_SIZE_T, offsetof(struct mrl_params, remote_max),
+	 "With FI_MRLEASE_REMOTE=cache: most remote-access registrations "
+	 "kept per domain with no MR of the application on them; beyond it "
+	 "the one idle longest closes; range 1..1048576",
 	 NULL},
 };
 

@@ -45,6 +45,8 @@ static struct {
 	char path[PATH_MAX];
 	uint64_t next_id;
 	struct mrl_cache_domain *dom[MRL_LIVE_SLOTS];
+	mrl_live_more_fn more[MRL_LIVE_SLOTS]; /* the binding's counters */
+	void *more_arg[MRL_LIVE_SLOTS];
 	struct mrl_live_domain slot[MRL_LIVE_SLOTS]; /* what is published */
 	bool full_warned;
 } live = {
@@ -185,6 +187,8 @@ live_publish_locked(void)
 		if (!live.dom[i])
 			continue;
 		mrl_cache_domain_stats(live.dom[i], &stats);
+		if (live.more[i])
+			live.more[i](live.more_arg[i], &stats);
 		/* As query_stats: the monitor is the process's. */
 		stats.monitor_events = mrl_monitor_events();
 		memcpy(live.slot[i].stats, &stats, sizeof(stats));
@@ -280,7 +284,7 @@ live_start_locked(void)
 
 void
 mrl_live_domain_add(struct mrl_cache_domain *dom, const char *provider,
-		    bool outermost)
+		    bool outermost, mrl_live_more_fn more, void *more_arg)
 {
 	struct mrl_live_domain *d;
 	unsigned i;
@@ -311,6 +315,8 @@ mrl_live_domain_add(struct mrl_cache_domain *dom, const char *provider,
 	d->outermost = outermost;
 	snprintf(d->provider, sizeof(d->provider), "%s", provider);
 	live.dom[i] = dom;
+	live.more[i] = more;
+	live.more_arg[i] = more_arg;
 	mrl_live_slot_write(&live.file->slot[i], d);
 out:
 	pthread_mutex_unlock(&live.lock);
@@ -326,6 +332,7 @@ mrl_live_domain_remove(struct mrl_cache_domain *dom)
 		if (live.dom[i] != dom)
 			continue;
 		live.dom[i] = NULL;
+		live.more[i] = NULL;
 		memset(&live.slot[i], 0, sizeof(live.slot[i]));
 		if (live.file)
 			mrl_live_slot_write(&live.file->slot[i], &live.slot[i]);

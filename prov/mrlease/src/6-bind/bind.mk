@@ -2,10 +2,14 @@
 # Included from Makefile.am: the binding of the lease cache to libfabric
 # domains (prov/mrlease/include/mrl_bind.h): the process's cache, each hook
 # domain's registrar and cache domain, the monitor's client, leased MR
-# handles, and the churn policy (mrl_bind_churn.h). The only layer that
-# reaches the passthrough, the cache, the monitor and the parameters at once.
+# handles, the churn policy (mrl_bind_churn.h) and the remote registry
+# (mrl_bind_remote.h: remote-access registrations, FI_MRLEASE_REMOTE). The
+# only layer that reaches the passthrough, the cache, the monitor and the
+# parameters at once.
 prov_mrlease_libmrlease_core_la_SOURCES += \
 	prov/mrlease/include/mrl_bind.h \
 	prov/mrlease/src/6-bind/mrl_bind.c \
 	prov/mrlease/src/6-bind/mrl_bind_churn.c \
-	prov/mrlease/src/6-bind/mrl_bind_churn.h
+	prov/mrlease/src/6-bind/mrl_bind_churn.h \
+	prov/mrlease/src/6-bind/mrl_bind_remote.c \
+	prov/mrlease/src/6-bind/mrl_bind_remote.h

@@ -19,8 +19,9 @@
 #include <rdma/providers/fi_log.h>
 
 #include "1-cache/mrl_cache.inl"
-#include "mrl_bind_churn.h"
 #include "mrl_bind.h"
+#include "mrl_bind_churn.h"
+#include "mrl_bind_remote.h"
 #include "mrl_live.h"
 #include "mrl_monitor.h"
 
@@ -108,6 +109,7 @@ mrl_bind_fork_child(void)
 	mrl_bind_cache_give_up();
 	/* The parent's unmaps say nothing about the child's memory. */
 	mrl_bind_churn_reset();
+	mrl_bind_remote_fork_child();
 }
 
 static void
@@ -327,23 +329,26 @@ mrl_bind_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end, bool all)
 	if (!all)
 		mrl_bind_churn_note(start, end);
 	mrl_caches_invalidate_deferred(start, end);
+	mrl_bind_remote_monitor_invalidate(start, end);
 }
 
 static bool
 mrl_bind_monitor_in_use(void *arg, uintptr_t lo, uintptr_t hi)
 {
 	(void) arg;
-	return mrl_caches_in_use(lo, hi);
+	return mrl_caches_in_use(lo, hi) || mrl_bind_remote_in_use(lo, hi);
 }
 
 /* On the monitor's closer: FI_THREAD_SAFE domains' dropped registrations
- * (the only ones on the caches' shared lists). */
+ * (the only ones on the caches' shared lists), then their remote entries
+ * retired by the events just applied or idle long enough; called again
+ * when the next idle one is due. */
 static int
 mrl_bind_monitor_close(void *arg)
 {
 	(void) arg;
 	mrl_caches_close_deferred_shared();
-	return -1;
+	return mrl_bind_remote_close_shared();
 }
 
 /* Lookups that find the barrier up apply the monitor's events: set before
@@ -447,6 +452,24 @@ static const struct {
 	MRL_STATS_ROW("misses: churn", miss_churn),
 	MRL_STATS_ROW("misses: not retained", miss_not_retained),
 	MRL_STATS_ROW("below min (no lookup)", miss_below_min),
+	MRL_STATS_ROW("forwarded: remote", fwd_remote),
+	MRL_STATS_ROW("forwarded: device", fwd_device),
+	MRL_STATS_ROW("forwarded: dmabuf", fwd_dmabuf),
+	MRL_STATS_ROW("forwarded: endpoint", fwd_endpoint),
+	MRL_STATS_ROW("forwarded: rma event", fwd_rma_event),
+	MRL_STATS_ROW("forwarded: no monitor", fwd_no_monitor),
+	MRL_STATS_ROW("forwarded: key", fwd_key),
+	MRL_STATS_ROW("forwarded: auth key", fwd_auth_key),
+	MRL_STATS_ROW("forwarded: other", fwd_other),
+	MRL_STATS_ROW("remote lookups", remote_lookups),
+	MRL_STATS_ROW("remote hits", remote_hits),
+	MRL_STATS_ROW("remote registrations", remote_registrations),
+	MRL_STATS_ROW("remote deregistrations", remote_deregistrations),
+	MRL_STATS_ROW("remote live entries", remote_entries),
+	MRL_STATS_ROW("remote idle entries", remote_idle),
+	MRL_STATS_ROW("remote idle closes", remote_idle_closes),
+	MRL_STATS_ROW("remote invalidated", remote_invalidated),
+	MRL_STATS_ROW("remote evicted", remote_evicted),
 #undef MRL_STATS_ROW
 };
 
@@ -519,11 +542,11 @@ mrl_bind_print_stats(FILE *out, const char *title,
 					  "  %-22s %20" PRIu64 "\n",
 					  mrl_stats_rows[i].label, value);
 	}
-	if (stats->lookups && used < sizeof(table))
+	/* Over every request, forwarded ones included (fi_mrlease_requests). */
+	if (fi_mrlease_requests(stats) && used < sizeof(table))
 		used += (size_t) snprintf(table + used, sizeof(table) - used,
 					  "  %-22s %19.1f%%\n", "hit rate",
-					  100.0 * (double) stats->hits /
-						  (double) stats->lookups);
+					  100.0 * fi_mrlease_hit_rate(stats));
 	used = mrl_lease_print_hist(
 		table, sizeof(table), used, "registrations by size",
 		stats->reg_size_hist, FI_MRLEASE_SIZE_HIST_SHIFT, "B");
@@ -539,6 +562,40 @@ static bool
 mrl_bind_prov_key(int mr_mode)
 {
 	return mr_mode == MRL_FI_MR_BASIC || (mr_mode & FI_MR_PROV_KEY);
+}
+
+/*
+ * FI_MRLEASE_REMOTE=cache: remote entries outlive the application's close
+ * only while the monitor watches them, pinning provider or not (a key that
+ * outlives its memory lets a peer write into whatever reuses it), so the
+ * monitor runs for every such domain, and the closer where idle entries
+ * must close with no application call. Without it they are forwarded.
+ */
+static bool
+mrl_bind_remote_cached(struct mrl_domain *domain)
+{
+	bool running;
+
+	if (mrl_params.remote != MRL_REMOTE_CACHE)
+		return false;
+	running = mrl_params.monitor != MRL_MONITOR_NONE &&
+		  mrl_bind_monitor_start();
+	if (!running) {
+		FI_WARN_ONCE(mrl_hook_prov, FI_LOG_DOMAIN,
+			     "FI_MRLEASE_REMOTE=cache needs the memory "
+			     "monitor (FI_MRLEASE_MONITOR=%s): remote-access "
+			     "registrations are forwarded\n",
+			     mrl_params.monitor == MRL_MONITOR_NONE ?
+				     "none" :
+				     "unavailable");
+		return false;
+	}
+	if (domain->threading == FI_THREAD_SAFE && mrl_monitor_closer_start()) {
+		FI_WARN(mrl_hook_prov, FI_LOG_DOMAIN,
+			"no closer thread: idle remote registrations close "
+			"at the domain's next call\n");
+	}
+	return true;
 }
 
 int
@@ -565,19 +622,27 @@ mrl_bind_domain_open(struct mrl_domain *domain)
 	if (!lease_domain)
 		return -FI_ENOMEM;
 
+	ret = mrl_bind_remote_open(domain, config.prov_key,
+				   mrl_bind_remote_cached(domain),
+				   &lease_domain->remote);
+	if (ret)
+		goto err_free;
 	ret = mrl_cache_domain_open(cache, &config,
 				    &lease_domain->cache_domain);
 	if (ret) {
 		FI_WARN(mrl_hook_prov, FI_LOG_DOMAIN,
 			"cannot open a cache domain: %s\n", fi_strerror(-ret));
-		goto err_free;
+		goto err_remote;
 	}
 	lease_domain->domain = domain;
 	domain->ext = lease_domain;
 	mrl_live_domain_add(lease_domain->cache_domain, domain->prov_name,
-			    domain->outermost);
+			    domain->outermost, mrl_bind_remote_more,
+			    lease_domain->remote);
 	return 0;
 
+err_remote:
+	mrl_bind_remote_closed(lease_domain->remote);
 err_free:
 	free(lease_domain);
 	return ret;
@@ -594,8 +659,10 @@ mrl_bind_domain_close(struct mrl_domain *domain)
 {
 	struct mrl_bind_domain *lease_domain = mrl_bind_domain_of(domain);
 
-	if (lease_domain)
-		mrl_cache_domain_retire_unleased(lease_domain->cache_domain);
+	if (!lease_domain)
+		return;
+	mrl_bind_remote_close_unleased(lease_domain->remote);
+	mrl_cache_domain_retire_unleased(lease_domain->cache_domain);
 }
 
 /* The inner domain closed: the cache domain goes (clear_domain). */
@@ -612,12 +679,14 @@ mrl_bind_domain_closed(struct mrl_domain *domain)
 	mrl_live_domain_remove(lease_domain->cache_domain);
 	if (mrl_params.stats) {
 		mrl_cache_domain_stats(lease_domain->cache_domain, &stats);
+		mrl_bind_remote_stats(lease_domain, &stats);
 		stats.monitor_events = mrl_monitor_events();
 		snprintf(title, sizeof(title), "domain %p over %s (%s)",
 			 (void *) &domain->domain, domain->prov_name,
 			 domain->outermost ? "outermost" : "inner");
 		mrl_bind_print_stats(stderr, title, &stats);
 	}
+	mrl_bind_remote_closed(lease_domain->remote);
 	mrl_cache_domain_close(lease_domain->cache_domain);
 	domain->ext = NULL;
 	free(lease_domain);
@@ -630,6 +699,8 @@ mrl_bind_domain_settle(struct mrl_domain *domain)
 
 	if (lease_domain && lease_domain->cache_domain)
 		mrl_cache_domain_settle(lease_domain->cache_domain);
+	if (lease_domain)
+		mrl_bind_remote_settle(lease_domain->remote);
 }
 
 struct mrl_bind_domain *

@@ -82,6 +82,7 @@ mrl_xfer_cntr_progress(struct mrl_xcntr *c)
 	if (!c)
 		return;
 	mrl_cache_domain_settle(c->cache);
+	mrl_bind_remote_settle(c->remote);
 	if (!atomic_load_explicit(&c->neps, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&c->lock);
@@ -145,6 +146,7 @@ mrl_xfer_cntr_open(struct mrl_cntr *cntr)
 	}
 	atomic_init(&c->neps, 0);
 	c->cache = mrl_bind_domain_of(cntr->domain)->cache_domain;
+	c->remote = mrl_bind_remote_of(cntr->domain);
 	cntr->ext = c;
 	cntr->cntr.ops = &mrl_xfer_cntr_ops;
 	return 0;

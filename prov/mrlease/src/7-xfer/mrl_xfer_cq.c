@@ -157,8 +157,11 @@ mrl_xfer_cq_deliver(struct mrl_cq *cq, void *buf, ssize_t n,
 	struct fi_cq_entry *e = buf;
 	struct mrl_op *op;
 
-	/* A call into the domain: what the monitor dropped there closes. */
+	/* A call into the domain: what the monitor dropped there closes, and
+	 * remote entries idle too long. */
 	mrl_cache_domain_settle(((struct mrl_xcq *) cq->ext)->cache);
+	if (((struct mrl_xcq *) cq->ext)->remote)
+		mrl_bind_remote_settle(((struct mrl_xcq *) cq->ext)->remote);
 	if (n < 1)
 		return n;
 	if (n > 1)
@@ -383,6 +386,7 @@ mrl_xfer_cq_readerr_in(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 		mrl_xfer_cq_guard_enter(mrl_xfer_cq_guard_of(cq));
 	n = mrl_hook_cq_ops.readerr(cq_fid, buf, flags);
 	mrl_cache_domain_settle(((struct mrl_xcq *) cq->ext)->cache);
+	mrl_bind_remote_settle(((struct mrl_xcq *) cq->ext)->remote);
 	if (n > 0) {
 		op = mrl_xfer_op_of_context(buf->op_context, cq->domain);
 		if (!op && mrl_xfer_claims_any(claims))
@@ -919,6 +923,7 @@ mrl_xfer_cq_open(struct mrl_cq *cq)
 	atomic_init(&own->signal_fd, -1);
 	xcq->entry_size = mrl_hook_cq_entry_size(cq->format);
 	xcq->cache = mrl_bind_domain_of(cq->domain)->cache_domain;
+	xcq->remote = mrl_bind_remote_of(cq->domain);
 	atomic_init(&xcq->guarded, false);
 	atomic_init(&xcq->signals, 0);
 	atomic_init(&xcq->guard.word, 0);

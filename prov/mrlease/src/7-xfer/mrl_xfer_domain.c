@@ -14,16 +14,25 @@
  * does not allow; fi_mr_key on such a handle returns the cached
  * registration's key, which the application has no use for.
  *
- * Everything else (FI_REMOTE_READ/WRITE, device memory, dmabuf and any other
- * flag, iov_count > 1, auth keys) is forwarded unchanged, wrapped, so
- * remote-access registrations are never widened, shared or cached. So is a
- * cacheable request the cache cannot serve (its registration failed): the
- * provider then answers for itself.
+ * A registration granting remote access (FI_REMOTE_READ/WRITE) on host
+ * memory, with no flags and no authorization key, goes to the binding's
+ * remote registry (exact matches only, FI_MRLEASE_REMOTE=cache; mrl_bind.h)
+ * or, by default, to the provider. A local registration never gains remote
+ * access: the two never share a registration.
+ *
+ * Everything else (device memory, dmabuf, FI_RMA_EVENT and any other flag,
+ * FI_MR_ENDPOINT domains, remote access on FI_MR_RMA_EVENT domains,
+ * iov_count > 1 for local access, auth keys) is forwarded unchanged, wrapped,
+ * and counted with its reason (mrl_bind_forwarded). So is a request the caches
+ * cannot serve (a registration failed): the provider then answers for itself.
  *
  * fi_mr_attr grows with the API version: only the fields the application's
  * api_version has are read, as libfabric's own providers do (auth key from
  * 1.5, iface/device only with FI_HMEM), and the application's struct is
- * handed down as is, never copied by our compiled size.
+ * handed down as is, never copied by our compiled size. A remote request
+ * through fi_mr_regattr from an application newer than these headers is
+ * forwarded: fields it may set that we cannot read could change what the
+ * registration grants.
  */
 #include "config.h"
 
@@ -33,13 +42,49 @@
 #include "mrl_xfer.h"
 #include "mrl_xfer_state.h"
 
-static bool
-mrl_xfer_mr_cacheable(const struct mrl_domain *domain, const struct iovec *iov,
-		      size_t count, uint64_t access, uint64_t flags)
+#define MRL_XFER_REMOTE_ACCESS (FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+/* A registration request, whichever call made it. */
+struct mrl_xfer_mr_req {
+	struct mrl_bind_remote_req req;
+	uint64_t flags;
+	bool device; /* iface other than FI_HMEM_SYSTEM */
+	bool auth_key;
+	bool newer_attr; /* fi_mr_attr of a newer API than ours */
+};
+
+/*
+ * Which cache may serve the request: -1 the lease cache (local access),
+ * MRL_FWD_COUNT the remote registry, else why it goes to the provider.
+ */
+static int
+mrl_xfer_mr_route(const struct mrl_domain *domain,
+		  const struct mrl_xfer_mr_req *r)
 {
-	return count == 1 && iov && iov[0].iov_base && iov[0].iov_len &&
-	       access && !(access & ~(uint64_t) MRL_CACHE_ACCESS) && !flags &&
-	       !(domain->mr_mode & FI_MR_ENDPOINT);
+	const struct mrl_bind_remote_req *req = &r->req;
+	bool remote = req->access & MRL_XFER_REMOTE_ACCESS;
+
+	if (r->device)
+		return MRL_FWD_DEVICE;
+	if (r->flags & MRL_FI_MR_DMABUF)
+		return MRL_FWD_DMABUF;
+	if (r->auth_key)
+		return MRL_FWD_AUTH_KEY;
+	if (domain->mr_mode & FI_MR_ENDPOINT)
+		return MRL_FWD_ENDPOINT;
+	/* Counters bound to the MR (FI_MR_RMA_EVENT domains need it bound
+	 * and enabled): one per application MR, never shared. */
+	if ((r->flags & FI_RMA_EVENT) ||
+	    (remote && (domain->mr_mode & FI_MR_RMA_EVENT)))
+		return MRL_FWD_RMA_EVENT;
+	if (r->flags || !req->access)
+		return MRL_FWD_OTHER;
+	if (remote)
+		return r->newer_attr ? MRL_FWD_OTHER : MRL_FWD_COUNT;
+	if (req->count == 1 && req->iov && req->iov[0].iov_base &&
+	    req->iov[0].iov_len)
+		return -1;
+	return MRL_FWD_OTHER;
 }
 
 /* A leased MR handle over [buf, buf + len); -FI_EAGAIN: forward instead. */
@@ -68,30 +113,56 @@ mrl_xfer_mr_lease(struct mrl_domain *domain, const struct iovec *iov,
 	return ret;
 }
 
+/* 0 with *mr served by a cache, or -FI_EAGAIN (counted): forward. */
+static int
+mrl_xfer_mr_serve(struct mrl_domain *domain, const struct mrl_xfer_mr_req *r,
+		  struct fid_mr **mr)
+{
+	int route = mrl_xfer_mr_route(domain, r), ret;
+	enum mrl_bind_fwd why = MRL_FWD_OTHER;
+
+	if (route < 0) {
+		ret = mrl_xfer_mr_lease(domain, r->req.iov, r->req.context, mr);
+	} else if (route == MRL_FWD_COUNT) {
+		ret = mrl_bind_remote_reg(domain, &r->req, mr, &why);
+	} else {
+		why = (enum mrl_bind_fwd) route;
+		ret = -FI_EAGAIN;
+	}
+	if (ret == -FI_EAGAIN)
+		mrl_bind_forwarded(domain, why);
+	return ret;
+}
+
 static int
 mrl_xfer_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		    uint64_t flags, struct fid_mr **mr)
 {
 	struct mrl_domain *domain =
 		container_of(fid, struct mrl_domain, domain.fid);
-	bool host = true, no_auth = true;
+	struct mrl_xfer_mr_req r = {.flags = flags};
 	int ret;
 
 	mrl_bind_domain_settle(domain);
 	if (!attr)
 		return mrl_hook_domain_mr_ops.regattr(fid, attr, flags, mr);
+	r.req = (struct mrl_bind_remote_req){
+		.iov = attr->mr_iov,
+		.count = attr->iov_count,
+		.access = attr->access,
+		.offset = attr->offset,
+		.key = attr->requested_key,
+		.context = attr->context,
+	};
 	if (FI_VERSION_GE(domain->api_version, FI_VERSION(1, 5)))
-		no_auth = !attr->auth_key_size;
+		r.auth_key = attr->auth_key_size != 0;
 	if (domain->caps & FI_HMEM)
-		host = attr->iface == FI_HMEM_SYSTEM;
-	if (host && no_auth &&
-	    mrl_xfer_mr_cacheable(domain, attr->mr_iov, attr->iov_count,
-				  attr->access, flags)) {
-		ret = mrl_xfer_mr_lease(domain, attr->mr_iov, attr->context,
-					mr);
-		if (ret != -FI_EAGAIN)
-			return ret;
-	}
+		r.device = attr->iface != FI_HMEM_SYSTEM;
+	r.newer_attr = domain->api_version >
+		       FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+	ret = mrl_xfer_mr_serve(domain, &r, mr);
+	if (ret != -FI_EAGAIN)
+		return ret;
 	return mrl_hook_domain_mr_ops.regattr(fid, attr, flags, mr);
 }
 
@@ -102,14 +173,16 @@ mrl_xfer_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 {
 	struct mrl_domain *domain =
 		container_of(fid, struct mrl_domain, domain.fid);
+	struct mrl_xfer_mr_req r = {
+		.req = {iov, count, access, offset, requested_key, context},
+		.flags = flags,
+	};
 	int ret;
 
 	mrl_bind_domain_settle(domain);
-	if (mrl_xfer_mr_cacheable(domain, iov, count, access, flags)) {
-		ret = mrl_xfer_mr_lease(domain, iov, context, mr);
-		if (ret != -FI_EAGAIN)
-			return ret;
-	}
+	ret = mrl_xfer_mr_serve(domain, &r, mr);
+	if (ret != -FI_EAGAIN)
+		return ret;
 	return mrl_hook_domain_mr_ops.regv(fid, iov, count, access, offset,
 					   requested_key, flags, mr, context);
 }
@@ -122,14 +195,16 @@ mrl_xfer_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	struct mrl_domain *domain =
 		container_of(fid, struct mrl_domain, domain.fid);
 	struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
+	struct mrl_xfer_mr_req r = {
+		.req = {&iov, 1, access, offset, requested_key, context},
+		.flags = flags,
+	};
 	int ret;
 
 	mrl_bind_domain_settle(domain);
-	if (mrl_xfer_mr_cacheable(domain, &iov, 1, access, flags)) {
-		ret = mrl_xfer_mr_lease(domain, &iov, context, mr);
-		if (ret != -FI_EAGAIN)
-			return ret;
-	}
+	ret = mrl_xfer_mr_serve(domain, &r, mr);
+	if (ret != -FI_EAGAIN)
+		return ret;
 	return mrl_hook_domain_mr_ops.reg(fid, buf, len, access, offset,
 					  requested_key, flags, mr, context);
 }

@@ -189,6 +189,7 @@ struct mrl_op *mrl_xfer_claims_take(struct mrl_claims *c, void *ctx,
 struct mrl_xcq {
 	size_t entry_size;
 	struct mrl_cache_domain *cache; /* its domain's: reads settle it */
+	struct mrl_bind_remote *remote; /* likewise, when it keeps entries */
 	/* Reads go through the guarded table (mrl_xfer_cq_guard): set once. */
 	atomic_bool guarded;
 	struct mrl_cq_guard guard;
@@ -234,6 +235,7 @@ struct mrl_cq_guard *mrl_xfer_cq_guard(struct mrl_cq *cq);
 /* Counters drive internal CQs of counters-only endpoints (mrl_cntr.ext). */
 struct mrl_xcntr {
 	struct mrl_cache_domain *cache; /* its domain's: reads settle it */
+	struct mrl_bind_remote *remote; /* likewise, when it keeps entries */
 	pthread_mutex_t lock; /* guards eps; held while draining them, so an
 			       * endpoint cannot close under a drain */
 	atomic_size_t neps;

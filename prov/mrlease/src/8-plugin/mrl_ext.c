@@ -47,6 +47,8 @@ mrl_ext_invalidate(const void *addr, size_t len)
 	cache = mrl_bind_cache();
 	if (!cache)
 		return 0;
+	/* Remote entries too: a peer's key must not outlive the pages. */
+	mrl_bind_remote_invalidate(start, end);
 	return mrl_cache_invalidate(cache, start, end);
 }
 
@@ -120,6 +122,7 @@ mrl_ext_query_stats(struct fid_domain *domain, struct fi_mrlease_stats *stats,
 		if (cache)
 			mrl_cache_stats(cache, &counts);
 	}
+	mrl_bind_remote_stats(lease_domain, &counts);
 	/* The monitor is the process's: the same figure for every domain. */
 	counts.monitor_events = mrl_monitor_events();
 
