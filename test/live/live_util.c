@@ -20,18 +20,33 @@
 /* This program's argv[0], the children's too (the tool shows it). */
 static char *live_argv0;
 
+/* The directory and this user's in it, once the provider's exit handler
+ * (registered later, so run first) removed our file. */
+static void
+live_remove_dir(void)
+{
+	char user[PATH_MAX];
+
+	mrl_live_user_dir(user, sizeof(user), live_dir(), geteuid());
+	rmdir(user);
+	rmdir(live_dir());
+}
+
 const char *
 live_setup(char **argv, const char *interval_ms)
 {
 	static char dir[] = "/tmp/mrlt-live.XXXXXX";
 
 	live_argv0 = argv[0];
+	if (getenv("MRLT_LIVE_OWN_DIR"))
+		atexit(live_remove_dir);
 	if (!getenv("FI_MRLEASE_STATS_DIR")) {
 		if (!mkdtemp(dir)) {
 			perror("mkdtemp");
 			exit(EXIT_FAILURE);
 		}
 		setenv("FI_MRLEASE_STATS_DIR", dir, 1);
+		setenv("MRLT_LIVE_OWN_DIR", "1", 1);
 		setenv("FI_MRLEASE_STATS_LIVE", "1", 1);
 		setenv("FI_MRLEASE_STATS_INTERVAL", interval_ms, 1);
 	}

@@ -151,8 +151,8 @@ test_a_killed_process_file_is_reported_stale(void)
 	CHECK_EQ(c.pid, waitpid(c.pid, &status, 0));
 	close(c.to);
 	close(c.from);
-	snprintf(path, sizeof(path), "%s/mrlease-%d.stats", live_dir(),
-		 (int) c.pid);
+	mrl_live_file_path(path, sizeof(path), live_dir(), geteuid(),
+			   (int) c.pid);
 	CHECK_MSG(!access(path, F_OK), "a killed process removed %s", path);
 	CHECK_EQ(0, live_tool("--json", json, sizeof(json)));
 	p = live_json_proc(json, c.pid);
@@ -189,10 +189,9 @@ test_a_file_whose_pid_names_another_process_is_stale(void)
 		return;
 	CHECK(live_wait_rounds(getpid(), 1, &proc));
 	CHECK(!proc.stale);
-	snprintf(from, sizeof(from), "%s/mrlease-%d.stats", live_dir(),
-		 (int) getpid());
-	snprintf(to, sizeof(to), "%s/mrlease-%d.stats", live_dir(),
-		 (int) other);
+	mrl_live_file_path(from, sizeof(from), live_dir(), geteuid(),
+			   (int) getpid());
+	mrl_live_file_path(to, sizeof(to), live_dir(), geteuid(), (int) other);
 	in = open(from, O_RDONLY);
 	CHECK(in >= 0);
 	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -233,8 +232,8 @@ test_a_process_that_exits_removes_its_file(void)
 	CHECK(live_child_start(&c, NULL));
 	CHECK(live_child_ready(&c));
 	CHECK(live_wait_rounds(c.pid, 1, &proc));
-	snprintf(path, sizeof(path), "%s/mrlease-%d.stats", live_dir(),
-		 (int) c.pid);
+	mrl_live_file_path(path, sizeof(path), live_dir(), geteuid(),
+			   (int) c.pid);
 	CHECK(!access(path, F_OK));
 	CHECK_EQ(0, live_child_end(&c));
 	CHECK_MSG(access(path, F_OK), "%s left behind", path);
@@ -279,13 +278,6 @@ test_a_directory_that_cannot_hold_the_file_is_named_in_a_warning(void)
 		  log);
 }
 
-/* After the provider's own exit handler, which removes our file. */
-static void
-remove_dir(void)
-{
-	rmdir(live_dir());
-}
-
 int
 main(int argc, char **argv)
 {
@@ -293,7 +285,6 @@ main(int argc, char **argv)
 		return client();
 	mrlt_select(argc - 1, argv + 1);
 	live_setup(argv, "5");
-	atexit(remove_dir);
 	MRLT_RUN(
 		test_tool_json_of_a_running_process_agrees_with_its_query_stats);
 	MRLT_RUN(test_a_killed_process_file_is_reported_stale);
