@@ -120,6 +120,17 @@ live_refuse(const char *fmt, ...)
 		fprintf(stderr, "mrlease: %s; live statistics are off\n", msg);
 }
 
+/* What is there, for a message. */
+static const char *
+live_kind(mode_t mode)
+{
+	return S_ISREG(mode)  ? "a file" :
+	       S_ISLNK(mode)  ? "a symlink" :
+	       S_ISDIR(mode)  ? "a directory" :
+	       S_ISFIFO(mode) ? "a FIFO" :
+				"a special file";
+}
+
 /*
  * The user's directory DIR/mrlease-<uid>, made 0700 when absent and opened
  * without following a symlink: its descriptor, or -1 (said why). As for
@@ -153,13 +164,17 @@ live_dir_open(const char *base)
 	}
 	fd = openat(base_fd, name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && !fstatat(base_fd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	    !S_ISDIR(st.st_mode))
+		live_refuse("FI_MRLEASE_STATS_DIR=%s: %s is %s, not a "
+			    "directory: refused",
+			    base, live.path, live_kind(st.st_mode));
+	else if (fd < 0)
+		live_refuse("FI_MRLEASE_STATS_DIR=%s: cannot open %s: %s", base,
+			    live.path, strerror(errno));
 	close(base_fd);
-	if (fd < 0) {
-		live_refuse("FI_MRLEASE_STATS_DIR=%s: %s is not a directory "
-			    "(%s): refused",
-			    base, live.path, strerror(errno));
+	if (fd < 0)
 		return -1;
-	}
 	if (made) /* 0700 whatever the umask */
 		fchmod(fd, S_IRWXU);
 	if (fstat(fd, &st) || st.st_uid != uid ||
@@ -183,17 +198,6 @@ live_file_excl(void)
 	return openat(live.dir_fd, live.name,
 		      O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		      S_IRUSR | S_IWUSR);
-}
-
-/* What is there, for a message. */
-static const char *
-live_kind(mode_t mode)
-{
-	return S_ISREG(mode)  ? "a file" :
-	       S_ISLNK(mode)  ? "a symlink" :
-	       S_ISDIR(mode)  ? "a directory" :
-	       S_ISFIFO(mode) ? "a FIFO" :
-				"a special file";
 }
 
 /* Whether what has our name is a file an earlier process of this user with
@@ -338,11 +342,38 @@ live_publish_locked(void)
 	atomic_fetch_add_explicit(&h->publishes, 1, memory_order_release);
 }
 
+/* The largest time_t: a deadline past it is "never". */
+#define LIVE_TIME_MAX \
+	((time_t) (((uint64_t) 1 << (sizeof(time_t) * 8 - 1)) - 1))
+
+/* interval_ms after now, saturated at the largest time the clock holds:
+ * any FI_MRLEASE_STATS_INTERVAL is a deadline to come, never one that a
+ * product wrapped into the past (the publisher would spin). */
+static struct timespec
+live_deadline(struct timespec now, uint64_t interval_ms)
+{
+	uint64_t sec = interval_ms / 1000;
+	long nsec = now.tv_nsec + (long) (interval_ms % 1000) * 1000000;
+
+	if (nsec >= 1000000000) {
+		nsec -= 1000000000;
+		sec++;
+	}
+	if (now.tv_sec < 0 || sec > (uint64_t) (LIVE_TIME_MAX - now.tv_sec)) {
+		now.tv_sec = LIVE_TIME_MAX;
+		now.tv_nsec = 999999999;
+		return now;
+	}
+	now.tv_sec += (time_t) sec;
+	now.tv_nsec = nsec;
+	return now;
+}
+
 static void *
 live_thread(void *arg)
 {
-	struct timespec until;
-	uint64_t ns, interval = mrl_params.stats_interval;
+	struct timespec now, until;
+	uint64_t interval = mrl_params.stats_interval;
 
 	(void) arg;
 	if (!interval)
@@ -350,10 +381,8 @@ live_thread(void *arg)
 	pthread_mutex_lock(&live.lock);
 	while (!live.stop) {
 		live_publish_locked();
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		ns = (uint64_t) until.tv_nsec + interval * 1000000u;
-		until.tv_sec += (time_t) (ns / 1000000000u);
-		until.tv_nsec = (long) (ns % 1000000000u);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		until = live_deadline(now, interval);
 		while (!live.stop &&
 		       pthread_cond_timedwait(&live.wake, &live.lock, &until) !=
 			       ETIMEDOUT)
