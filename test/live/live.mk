@@ -13,6 +13,16 @@ test_live_test_live_CPPFLAGS = $(LIVE_TEST_CPPFLAGS)
 test_live_test_live_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/live/test_live
 
+# The files belong to their process and its user alone: another user's
+# directory or file, symlinks, a directory others may write are refused;
+# exit after a chdir removes the file made; a huge interval never spins.
+check_PROGRAMS += test/live/test_live_owner
+test_live_test_live_owner_SOURCES = test/live/test_live_owner.c \
+	$(LIVE_TEST_SOURCES)
+test_live_test_live_owner_CPPFLAGS = $(LIVE_TEST_CPPFLAGS)
+test_live_test_live_owner_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/live/test_live_owner
+
 # Snapshots read while four threads post are never impossible; threads, so
 # also under TSan.
 check_PROGRAMS += test/live/test_live_threads
