@@ -23,6 +23,16 @@ test_live_test_live_owner_CPPFLAGS = $(LIVE_TEST_CPPFLAGS)
 test_live_test_live_owner_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/live/test_live_owner
 
+# mrlease-stat and its reader on hostile files: random and mutated ones, a
+# truncation while -w reads, a FIFO, a symlink, a directory, escape
+# sequences in names; whose files root and a user see. Files only.
+check_PROGRAMS += test/live/test_live_fuzz
+test_live_test_live_fuzz_SOURCES = test/live/test_live_fuzz.c \
+	$(MRL_LIVE_READ_SOURCES)
+test_live_test_live_fuzz_CPPFLAGS = $(LIVE_TEST_CPPFLAGS)
+test_live_test_live_fuzz_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/live/test_live_fuzz
+
 # Snapshots read while four threads post are never impossible; threads, so
 # also under TSan.
 check_PROGRAMS += test/live/test_live_threads
