@@ -28,6 +28,7 @@ SUITE += test/live/test_live_owner
 # sequences in names; whose files root and a user see. Files only.
 check_PROGRAMS += test/live/test_live_fuzz
 test_live_test_live_fuzz_SOURCES = test/live/test_live_fuzz.c \
+	test/live/live_output.c test/live/live_output.h \
 	$(MRL_LIVE_READ_SOURCES)
 test_live_test_live_fuzz_CPPFLAGS = $(LIVE_TEST_CPPFLAGS)
 test_live_test_live_fuzz_LDADD = $(XFER_TEST_LDADD)
