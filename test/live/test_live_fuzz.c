@@ -253,22 +253,32 @@ file_path(char *path, size_t len, int pid)
 	mrl_live_file_path(path, len, base, geteuid(), pid);
 }
 
+/* The image's first size bytes as the file at path, owned by uid (-1:
+ * this process's). */
+static bool
+write_image(const char *path, size_t size, int uid)
+{
+	int fd;
+	bool ok;
+
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		return false;
+	ok = write(fd, img.b, size) == (ssize_t) size &&
+	     (uid < 0 || !fchown(fd, (uid_t) uid, (gid_t) uid));
+	close(fd);
+	return ok;
+}
+
 /* The image's first size bytes as the file of pid. */
 static bool
 write_file(int pid, size_t size)
 {
 	char path[PATH_MAX];
-	int fd;
-	bool ok;
 
 	file_path(path, sizeof(path), pid);
-	unlink(path);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-	if (fd < 0)
-		return false;
-	ok = write(fd, img.b, size) == (ssize_t) size;
-	close(fd);
-	return ok;
+	return write_image(path, size, -1);
 }
 
 /* A pid of no running process, mostly (the files are then stale). */
@@ -618,15 +628,11 @@ test_a_symlink_named_like_a_file_is_not_followed(void)
 	int pid = some_pid();
 	const char *json[] = {"--json", NULL};
 	char pidkey[32];
-	int fd;
 
 	clear_dir();
 	snprintf(target, sizeof(target), "%s/target", base);
 	valid_image(pid, 1);
-	fd = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	CHECK(fd >= 0);
-	CHECK(write(fd, img.b, sizeof(img.f)) == (ssize_t) sizeof(img.f));
-	close(fd);
+	CHECK(write_image(target, sizeof(img.f), -1));
 	file_path(path, sizeof(path), pid);
 	CHECK(!symlink(target, path));
 	CHECK(mrl_live_read_file(path, &proc) < 0);
@@ -732,7 +738,6 @@ test_root_reads_every_users_directory_and_a_user_only_their_own(void)
 	char other[PATH_MAX], squat[PATH_MAX], path[PATH_MAX], key[48];
 	int mine = some_pid(), theirs = some_pid(), squatted = some_pid();
 	const char *json[] = {"--json", NULL};
-	int fd;
 
 	if (geteuid()) {
 		mrlt_skip_current("another user's files need root to make");
@@ -749,17 +754,11 @@ test_root_reads_every_users_directory_and_a_user_only_their_own(void)
 	/* Theirs: in their directory, of their own. */
 	valid_image(theirs, 1);
 	mrl_live_file_path(path, sizeof(path), base, OTHER_UID, theirs);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	CHECK(fd >= 0 && fchown(fd, OTHER_UID, OTHER_UID) == 0);
-	CHECK(write(fd, img.b, sizeof(img.f)) == (ssize_t) sizeof(img.f));
-	close(fd);
+	CHECK(write_image(path, sizeof(img.f), OTHER_UID));
 	/* A directory named for uid 1000 that uid 65534 made. */
 	valid_image(squatted, 1);
 	mrl_live_file_path(path, sizeof(path), base, 1000, squatted);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	CHECK(fd >= 0 && fchown(fd, OTHER_UID, OTHER_UID) == 0);
-	CHECK(write(fd, img.b, sizeof(img.f)) == (ssize_t) sizeof(img.f));
-	close(fd);
+	CHECK(write_image(path, sizeof(img.f), OTHER_UID));
 
 	CHECK(exited(run_tool(json), 0));
 	printf("# root: %.300s\n", out);
