@@ -159,9 +159,9 @@ mrl_live_magic_word(void)
 /*
  * The writer: the slot's new contents, under its sequence lock. No fences
  * (ThreadSanitizer does not model them): the odd sequence is stored before
- * every word, each word with release, so a reader that loads any new word
- * (acquire) then loads an odd or newer sequence; the even sequence is
- * stored with release after them.
+ * every word, each word with release, so whoever sees a new word sees the
+ * odd sequence or a newer one; the even sequence is stored with release
+ * after them, so whoever sees it sees every word.
  */
 static inline void
 mrl_live_slot_write(struct mrl_live_slot *slot, const struct mrl_live_domain *d)
