@@ -177,8 +177,13 @@ live_dir_open(const char *base)
 		return -1;
 	if (made) /* 0700 whatever the umask */
 		fchmod(fd, S_IRWXU);
-	if (fstat(fd, &st) || st.st_uid != uid ||
-	    (st.st_mode & (S_IWGRP | S_IWOTH))) {
+	if (fstat(fd, &st)) {
+		live_refuse("FI_MRLEASE_STATS_DIR=%s: cannot open %s: %s", base,
+			    live.path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (st.st_uid != uid || (st.st_mode & (S_IWGRP | S_IWOTH))) {
 		live_refuse("FI_MRLEASE_STATS_DIR=%s: %s has owner uid %u and "
 			    "mode %04o: refused, it must be uid %u's and "
 			    "writable by no one else (0700)",
