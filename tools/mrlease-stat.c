@@ -8,7 +8,10 @@
  *   -w SECONDS                redraw in place every SECONDS, like top
  *   --json                    the same as JSON
  *
- * It reads the files and /proc/<pid>/stat only (mrl_live_read.h).
+ * It reads the files and /proc/<pid>/stat only (mrl_live_read.h), takes
+ * every file as hostile (the reader checks its sizes and figures) and
+ * prints the names a file holds (command, provider) escaped: a file must
+ * not send a terminal an escape sequence nor make the JSON invalid.
  */
 #include "config.h"
 
@@ -83,6 +86,123 @@ pow2(char *buf, size_t len, unsigned log2, bool ns)
 	return buf;
 }
 
+/* ---- names from a file ------------------------------------------- */
+
+/*
+ * The length (1 to 4) of the well-formed UTF-8 sequence at s, of at most n
+ * bytes, its code point in *cp; 0 when there is none (a stray or cut
+ * byte, an overlong form, a surrogate, a code point past U+10FFFF).
+ */
+static size_t
+utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	uint32_t c, min;
+	size_t len;
+
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if ((s[0] & 0xe0) == 0xc0) {
+		len = 2, c = s[0] & 0x1f, min = 0x80;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		len = 3, c = s[0] & 0x0f, min = 0x800;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		len = 4, c = s[0] & 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/* A character a terminal shows as itself: no C0 or C1 control, no DEL. */
+static bool
+printable(uint32_t cp)
+{
+	return cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0);
+}
+
+/*
+ * A name from a file for the terminal, in buf: printable UTF-8 as is, a
+ * backslash as \\, any other byte as \xHH; cut at `cols` characters
+ * (an escape counts its four), padded with spaces to `width`.
+ */
+static const char *
+term_name(char *buf, size_t len, const char *name, size_t cols, size_t width)
+{
+	const unsigned char *s = (const unsigned char *) name;
+	size_t n = strlen(name), o = 0, used = 0;
+
+	while (n) {
+		uint32_t cp = 0;
+		size_t l = utf8_seq(s, n, &cp);
+		bool plain = l && printable(cp) && cp != '\\';
+		bool backslash = l && cp == '\\';
+		/* Columns, bytes: a byte that is not plain is escaped alone (a
+		 * control's continuation bytes are escaped next). */
+		size_t w = plain ? 1 : backslash ? 2 : 4, out = plain ? l : w;
+
+		if (!plain)
+			l = 1;
+		if (used + w > cols || o + out + 1 > len)
+			break;
+		if (plain)
+			memcpy(buf + o, s, l);
+		else if (backslash)
+			memcpy(buf + o, "\\\\", 2);
+		else
+			snprintf(buf + o, len - o, "\\x%02x", s[0]);
+		o += out;
+		used += w;
+		s += l;
+		n -= l;
+	}
+	while (used < width && o + 1 < len) {
+		buf[o++] = ' ';
+		used++;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* A name from a file as a JSON string: well-formed UTF-8, controls as
+ * \uXXXX, a byte that is no UTF-8 as U+FFFD. */
+static void
+json_string(const char *name)
+{
+	const unsigned char *s = (const unsigned char *) name;
+	size_t n = strlen(name);
+
+	putchar('"');
+	while (n) {
+		uint32_t cp = 0;
+		size_t l = utf8_seq(s, n, &cp);
+
+		if (!l)
+			fputs("\\ufffd", stdout);
+		else if (cp == '"' || cp == '\\')
+			printf("\\%c", (int) cp);
+		else if (!printable(cp))
+			printf("\\u%04x", (unsigned) cp);
+		else
+			fwrite(s, 1, l, stdout);
+		l = l ? l : 1;
+		s += l;
+		n -= l;
+	}
+	putchar('"');
+}
+
 /* Totals of a process's domains. */
 static void
 proc_totals(const struct mrl_live_proc *p, struct fi_mrlease_stats *t)
@@ -108,7 +228,11 @@ proc_totals(const struct mrl_live_proc *p, struct fi_mrlease_stats *t)
 static void
 hit_rate(char *buf, size_t len, const struct fi_mrlease_stats *s)
 {
-	if (fi_mrlease_requests(s))
+	uint64_t requests = fi_mrlease_requests(s);
+
+	/* Totals of forged figures may wrap: never a rate above 100%. */
+	if (requests && s->hits <= s->lookups &&
+	    s->hits + s->remote_hits <= requests)
 		snprintf(buf, len, "%.1f%%", 100.0 * fi_mrlease_hit_rate(s));
 	else
 		snprintf(buf, len, "-");
@@ -119,7 +243,7 @@ hit_rate(char *buf, size_t len, const struct fi_mrlease_stats *s)
 static void
 print_list(const struct mrl_live_proc *procs, size_t n)
 {
-	char rate[16], pinned[24], lookups[24];
+	char rate[16], pinned[24], lookups[24], comm[4 * 16 + 1];
 	struct fi_mrlease_stats t;
 
 	printf("%-8s %-16s %7s %10s %7s %10s %7s %7s  %s\n", "PID", "COMMAND",
@@ -130,9 +254,10 @@ print_list(const struct mrl_live_proc *procs, size_t n)
 
 		proc_totals(p, &t);
 		hit_rate(rate, sizeof(rate), &t);
-		printf("%-8d %-16.16s %7u %10s %7s %10s %7" PRIu64 " %7" PRIu64
+		printf("%-8d %s %7u %10s %7s %10s %7" PRIu64 " %7" PRIu64
 		       "  %s\n",
-		       p->pid, p->comm, p->ndomains,
+		       p->pid, term_name(comm, sizeof(comm), p->comm, 16, 16),
+		       p->ndomains,
 		       human(lookups, sizeof(lookups), t.lookups, false), rate,
 		       human(pinned, sizeof(pinned), t.registered_bytes, true),
 		       t.leases, t.misses, p->stale ? "stale" : "live");
@@ -161,7 +286,7 @@ print_hist(const char *title, const uint64_t *hist, unsigned shift, bool ns)
 
 		if (!hist[i])
 			continue;
-		bar = (int) ((hist[i] * 40 + max - 1) / max);
+		bar = (int) ceil(40.0 * (double) hist[i] / (double) max);
 		if (i == 0)
 			snprintf(lo, sizeof(lo), "0");
 		else
@@ -178,13 +303,14 @@ print_hist(const char *title, const uint64_t *hist, unsigned shift, bool ns)
 static void
 print_proc(const struct mrl_live_proc *p)
 {
-	char a[24], b[24], rate[16];
+	char a[24], b[24], rate[16], name[4 * sizeof(p->dom[0].provider) + 1];
 	uint64_t now = now_ns();
 
 	printf("pid %d (%s): %s, %u domain%s, published %.1f s ago, every "
 	       "%" PRIu64 " ms\n",
-	       p->pid, p->comm, p->stale ? "stale (process gone)" : "live",
-	       p->ndomains, p->ndomains == 1 ? "" : "s",
+	       p->pid, term_name(name, sizeof(name), p->comm, SIZE_MAX, 0),
+	       p->stale ? "stale (process gone)" : "live", p->ndomains,
+	       p->ndomains == 1 ? "" : "s",
 	       p->updated_ns && now > p->updated_ns ?
 		       (double) (now - p->updated_ns) / 1e9 :
 		       0.0,
@@ -195,7 +321,9 @@ print_proc(const struct mrl_live_proc *p)
 
 		hit_rate(rate, sizeof(rate), s);
 		printf("\ndomain %" PRIu64 " over %s (%s), open %.1f s\n",
-		       d->id, d->provider, d->outermost ? "outermost" : "inner",
+		       d->id,
+		       term_name(name, sizeof(name), d->provider, SIZE_MAX, 0),
+		       d->outermost ? "outermost" : "inner",
 		       now > d->opened_ns ?
 			       (double) (now - d->opened_ns) / 1e9 :
 			       0.0);
@@ -251,23 +379,6 @@ print_proc(const struct mrl_live_proc *p)
 /* ---- JSON ---------------------------------------------------------- */
 
 static void
-json_string(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char) *s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
-static void
 json_hist(const char *name, const uint64_t *hist)
 {
 	printf(",\"%s\":[", name);
@@ -284,6 +395,7 @@ json_proc(const struct mrl_live_proc *p)
 	proc_totals(p, &t);
 	printf("{\"pid\":%d,\"command\":", p->pid);
 	json_string(p->comm);
+	printf(",\"uid\":%u", p->uid);
 	printf(",\"state\":\"%s\",\"start_time\":%" PRIu64
 	       ",\"updated_ns\":%" PRIu64 ",\"publishes\":%" PRIu64
 	       ",\"interval_ms\":%" PRIu64 ",\"lookups\":%" PRIu64
@@ -342,6 +454,14 @@ show(const struct opts *o)
 		return 0;
 	}
 	ret = mrl_live_read_dir(o->dir, &procs, &n);
+	if (ret == -EPERM) {
+		fprintf(stderr,
+			"mrlease-stat: %s/%s%u is not a directory of uid %u "
+			"that no one else may write: not read\n",
+			o->dir, MRL_LIVE_PREFIX, (unsigned) geteuid(),
+			(unsigned) geteuid());
+		return 1;
+	}
 	if (ret) {
 		fprintf(stderr, "mrlease-stat: cannot read %s: %s\n", o->dir,
 			strerror(-ret));
@@ -371,8 +491,9 @@ usage(FILE *out)
 		"  Show the lease cache statistics that processes run with "
 		"FI_MRLEASE_STATS_LIVE=1 publish.\n"
 		"  PID             one process's domains and histograms\n"
-		"  -d, --dir DIR   where the files are (default: "
-		"$FI_MRLEASE_STATS_DIR or /dev/shm)\n"
+		"  -d, --dir DIR   read DIR/mrlease-<uid>, every user's as "
+		"root (default DIR:\n"
+		"                  $FI_MRLEASE_STATS_DIR or /dev/shm)\n"
 		"  -w, --watch S   redraw every S seconds, like top\n"
 		"  -n, --count N   with -w: stop after N redraws\n"
 		"  -j, --json      print JSON\n"

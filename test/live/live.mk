@@ -13,6 +13,27 @@ test_live_test_live_CPPFLAGS = $(LIVE_TEST_CPPFLAGS)
 test_live_test_live_LDADD = $(XFER_TEST_LDADD)
 SUITE += test/live/test_live
 
+# The files belong to their process and its user alone: another user's
+# directory or file, symlinks, a directory others may write are refused;
+# exit after a chdir removes the file made; a huge interval never spins.
+check_PROGRAMS += test/live/test_live_owner
+test_live_test_live_owner_SOURCES = test/live/test_live_owner.c \
+	$(LIVE_TEST_SOURCES)
+test_live_test_live_owner_CPPFLAGS = $(LIVE_TEST_CPPFLAGS)
+test_live_test_live_owner_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/live/test_live_owner
+
+# mrlease-stat and its reader on hostile files: random and mutated ones, a
+# truncation while -w reads, a FIFO, a symlink, a directory, escape
+# sequences in names; whose files root and a user see. Files only.
+check_PROGRAMS += test/live/test_live_fuzz
+test_live_test_live_fuzz_SOURCES = test/live/test_live_fuzz.c \
+	test/live/live_output.c test/live/live_output.h \
+	$(MRL_LIVE_READ_SOURCES)
+test_live_test_live_fuzz_CPPFLAGS = $(LIVE_TEST_CPPFLAGS)
+test_live_test_live_fuzz_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/live/test_live_fuzz
+
 # Snapshots read while four threads post are never impossible; threads, so
 # also under TSan.
 check_PROGRAMS += test/live/test_live_threads

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,18 +21,29 @@
 /* This program's argv[0], the children's too (the tool shows it). */
 static char *live_argv0;
 
+/* The directory made for the tests, once the provider's exit handler
+ * (registered later, so run first) removed our file. */
+static void
+live_remove_dir(void)
+{
+	live_remove_tree(live_dir());
+}
+
 const char *
 live_setup(char **argv, const char *interval_ms)
 {
 	static char dir[] = "/tmp/mrlt-live.XXXXXX";
 
 	live_argv0 = argv[0];
+	if (getenv("MRLT_LIVE_OWN_DIR"))
+		atexit(live_remove_dir);
 	if (!getenv("FI_MRLEASE_STATS_DIR")) {
 		if (!mkdtemp(dir)) {
 			perror("mkdtemp");
 			exit(EXIT_FAILURE);
 		}
 		setenv("FI_MRLEASE_STATS_DIR", dir, 1);
+		setenv("MRLT_LIVE_OWN_DIR", "1", 1);
 		setenv("FI_MRLEASE_STATS_LIVE", "1", 1);
 		setenv("FI_MRLEASE_STATS_INTERVAL", interval_ms, 1);
 	}
@@ -69,13 +81,20 @@ live_tool(const char *args, char *out, size_t len)
 bool
 live_wait_rounds(pid_t pid, unsigned rounds, struct mrl_live_proc *proc)
 {
+	return live_wait_rounds_in(live_dir(), pid, rounds, proc);
+}
+
+bool
+live_wait_rounds_in(const char *base, pid_t pid, unsigned rounds,
+		    struct mrl_live_proc *proc)
+{
 	struct mrlt_wait w;
 	uint64_t start = 0;
 	bool first = true;
 
 	mrlt_wait_init(&w);
 	do {
-		if (!mrl_live_read_pid(live_dir(), (int) pid, proc)) {
+		if (!mrl_live_read_pid(base, (int) pid, proc)) {
 			if (first)
 				start = proc->publishes;
 			first = false;
@@ -84,6 +103,70 @@ live_wait_rounds(pid_t pid, unsigned rounds, struct mrl_live_proc *proc)
 		}
 	} while (!mrlt_wait_over(&w));
 	return false;
+}
+
+int
+live_move_data(struct mrlt_pair *pair, char *src, char *dst)
+{
+	int ret = 0;
+
+	for (int i = 0; i < 8 && !ret; i++) {
+		ret = xfer_round_trip(pair, src, dst, LIVE_LEN, (uint64_t) i,
+				      0);
+		if (!ret && i == 3)
+			ret = pair->mrl->invalidate(src, LIVE_LEN);
+	}
+	return ret;
+}
+
+static int
+remove_one(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void) st;
+	(void) f;
+	return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+void
+live_remove_tree(const char *dir)
+{
+	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int
+live_client(void)
+{
+	struct mrlt_pair_opts opts = {.prov = LIVE_PROV};
+	const char *cwd = getenv("MRLT_LIVE_CWD");
+	const char *later = getenv("MRLT_LIVE_CHDIR");
+	struct mrlt_pair pair;
+	char *src = malloc(LIVE_LEN), *dst = malloc(LIVE_LEN), c;
+	int ret;
+
+	if (!src || !dst || (cwd && chdir(cwd)))
+		return 1;
+	if (getenv("MRLT_LIVE_GO") && read(0, &c, 1) != 1)
+		return 1;
+	ret = mrlt_pair_open(&opts, &pair);
+	if (ret) {
+		fprintf(stderr, "client: %s\n", fi_strerror(-ret));
+		return 1;
+	}
+	ret = live_move_data(&pair, src, dst);
+	if (ret) {
+		fprintf(stderr, "client: %s\n", xfer_round_error(ret));
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (read(0, &c, 1) > 0)
+		;
+	if (later && chdir(later))
+		return 1;
+	mrlt_pair_close(&pair);
+	free(src);
+	free(dst);
+	return 0;
 }
 
 bool

@@ -6,8 +6,7 @@
  * stale (and so is a file whose pid now names another process), a process
  * that exits removes its file, and a directory that cannot hold the file
  * gets a warning naming it. `--client` is the child these tests start and
- * test/live/test_live_tool.sh watches: it moves data, says "ready" and
- * exits when its stdin closes.
+ * test/live/test_live_tool.sh watches (live_client).
  */
 #include "config.h"
 
@@ -23,55 +22,10 @@
 #include "live_util.h"
 #include "common/xfer_util.h"
 
-#define PROV "tcp;ofi_rxm"
-#define LEN  (64 * 1024) /* above FI_MRLEASE_MIN_SIZE: leased */
+#define PROV LIVE_PROV
+#define LEN  LIVE_LEN
 
 static char json[1 << 20];
-
-/* Round trips with desc NULL, one buffer invalidated in between: hits,
- * cold and invalidated misses. */
-static int
-move_data(struct mrlt_pair *pair, char *src, char *dst)
-{
-	int ret = 0;
-
-	for (int i = 0; i < 8 && !ret; i++) {
-		ret = xfer_round_trip(pair, src, dst, LEN, (uint64_t) i, 0);
-		if (!ret && i == 3)
-			ret = pair->mrl->invalidate(src, LEN);
-	}
-	return ret;
-}
-
-static int
-client(void)
-{
-	struct mrlt_pair_opts opts = {.prov = PROV};
-	struct mrlt_pair pair;
-	char *src = malloc(LEN), *dst = malloc(LEN), c;
-	int ret;
-
-	if (!src || !dst)
-		return 1;
-	ret = mrlt_pair_open(&opts, &pair);
-	if (ret) {
-		fprintf(stderr, "client: %s\n", fi_strerror(-ret));
-		return 1;
-	}
-	ret = move_data(&pair, src, dst);
-	if (ret) {
-		fprintf(stderr, "client: %s\n", xfer_round_error(ret));
-		return 1;
-	}
-	printf("ready\n");
-	fflush(stdout);
-	while (read(0, &c, 1) > 0)
-		;
-	mrlt_pair_close(&pair);
-	free(src);
-	free(dst);
-	return 0;
-}
 
 /* Scripts and people read the tool: it must say what the process's own
  * query says, field by field, histograms included. */
@@ -88,7 +42,7 @@ test_tool_json_of_a_running_process_agrees_with_its_query_stats(void)
 
 	if (!mrlt_pair_open_hooked(&opts, &pair))
 		return;
-	CHECK_FI(move_data(&pair, src, dst));
+	CHECK_FI(live_move_data(&pair, src, dst));
 	/* Quiet now: the next full round publishes these figures. */
 	s = mrlt_pair_stats(&pair);
 	CHECK(live_wait_rounds(getpid(), 2, &proc));
@@ -151,8 +105,8 @@ test_a_killed_process_file_is_reported_stale(void)
 	CHECK_EQ(c.pid, waitpid(c.pid, &status, 0));
 	close(c.to);
 	close(c.from);
-	snprintf(path, sizeof(path), "%s/mrlease-%d.stats", live_dir(),
-		 (int) c.pid);
+	mrl_live_file_path(path, sizeof(path), live_dir(), geteuid(),
+			   (int) c.pid);
 	CHECK_MSG(!access(path, F_OK), "a killed process removed %s", path);
 	CHECK_EQ(0, live_tool("--json", json, sizeof(json)));
 	p = live_json_proc(json, c.pid);
@@ -189,10 +143,9 @@ test_a_file_whose_pid_names_another_process_is_stale(void)
 		return;
 	CHECK(live_wait_rounds(getpid(), 1, &proc));
 	CHECK(!proc.stale);
-	snprintf(from, sizeof(from), "%s/mrlease-%d.stats", live_dir(),
-		 (int) getpid());
-	snprintf(to, sizeof(to), "%s/mrlease-%d.stats", live_dir(),
-		 (int) other);
+	mrl_live_file_path(from, sizeof(from), live_dir(), geteuid(),
+			   (int) getpid());
+	mrl_live_file_path(to, sizeof(to), live_dir(), geteuid(), (int) other);
 	in = open(from, O_RDONLY);
 	CHECK(in >= 0);
 	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -233,8 +186,8 @@ test_a_process_that_exits_removes_its_file(void)
 	CHECK(live_child_start(&c, NULL));
 	CHECK(live_child_ready(&c));
 	CHECK(live_wait_rounds(c.pid, 1, &proc));
-	snprintf(path, sizeof(path), "%s/mrlease-%d.stats", live_dir(),
-		 (int) c.pid);
+	mrl_live_file_path(path, sizeof(path), live_dir(), geteuid(),
+			   (int) c.pid);
 	CHECK(!access(path, F_OK));
 	CHECK_EQ(0, live_child_end(&c));
 	CHECK_MSG(access(path, F_OK), "%s left behind", path);
@@ -279,21 +232,13 @@ test_a_directory_that_cannot_hold_the_file_is_named_in_a_warning(void)
 		  log);
 }
 
-/* After the provider's own exit handler, which removes our file. */
-static void
-remove_dir(void)
-{
-	rmdir(live_dir());
-}
-
 int
 main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--client"))
-		return client();
+		return live_client();
 	mrlt_select(argc - 1, argv + 1);
 	live_setup(argv, "5");
-	atexit(remove_dir);
 	MRLT_RUN(
 		test_tool_json_of_a_running_process_agrees_with_its_query_stats);
 	MRLT_RUN(test_a_killed_process_file_is_reported_stale);

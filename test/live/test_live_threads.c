@@ -198,19 +198,12 @@ test_snapshots_under_four_posting_threads_are_never_impossible(void)
 	CHECK_FI(mrlt_pair_close(&pair));
 }
 
-static void
-remove_dir(void)
-{
-	rmdir(live_dir());
-}
-
 int
 main(int argc, char **argv)
 {
 	mrlt_select(argc - 1, argv + 1);
 	/* Every millisecond: many rounds during the writes. */
 	live_setup(argv, "1");
-	atexit(remove_dir);
 	MRLT_RUN(
 		test_snapshots_under_four_posting_threads_are_never_impossible);
 	return mrlt_done();

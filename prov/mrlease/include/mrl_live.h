@@ -10,11 +10,14 @@
  * (mrl_cache_domain_stats, the same as the extension's query_stats) into
  * the domain's slot. The hit path is not touched: the query reads the
  * counters it already keeps. The file and the thread are made at the first
- * domain open with the parameter set; a directory that cannot hold the file
- * gets one FI_WARN naming it and leaves live statistics off for the
- * process. The file goes at the provider's cleanup (fi_fini) or at exit,
- * whichever runs first; a forked child publishes nothing (the file is its
- * parent's).
+ * domain open with the parameter set, in the user's own directory
+ * (mrl_live_file.h says which and why); a directory that cannot hold the
+ * file, or that is not the user's alone, gets one warning naming it (on
+ * stderr when the log level hides warnings) and leaves live statistics off
+ * for the process. The file goes at the provider's cleanup (fi_fini) or at
+ * exit, whichever runs first, removed through the directory opened at start
+ * whatever the working directory is then; a forked child publishes nothing
+ * (the file is its parent's).
  *
  * Locks. One mutex (live.lock in mrl_live.c) protects the slots, the domain
  * table and the thread's life. Under it the publisher runs statistics

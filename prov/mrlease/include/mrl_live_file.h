@@ -4,19 +4,29 @@
  * the publisher in the provider (prov/mrlease/src/5-live/), mrlease-stat(1)
  * and the tests.
  *
- * One file per process, FI_MRLEASE_STATS_DIR/mrlease-<pid>.stats (default
- * directory /dev/shm), of a fixed size: a header, then MRL_LIVE_SLOTS
- * domain slots. Every field is a little-endian machine word of the writer;
- * readers map it read-only.
+ * One file per process, DIR/mrlease-<uid>/mrlease-<pid>.stats, where DIR is
+ * FI_MRLEASE_STATS_DIR (default /dev/shm) and <uid> the process's effective
+ * user, of a fixed size: a header, then MRL_LIVE_SLOTS domain slots. Every
+ * field is a little-endian machine word of the writer.
+ *
+ * Who may see it. DIR is shared (/dev/shm is writable by everyone), so the
+ * publisher keeps its files in a directory of its user's, as the
+ * XDG_RUNTIME_DIR rules say: made 0700, and used only when it is a real
+ * directory (not a symlink) owned by the user that no one else may write.
+ * The file is made there with O_EXCL|O_NOFOLLOW, mode 0600. Other users
+ * can neither read the statistics nor place, replace or truncate a file
+ * there; root's mrlease-stat reads every user's directory. A reader still
+ * takes every file as hostile: it copies what it reads (pread, never a
+ * shared mapping a truncation turns into SIGBUS) and checks every size.
  *
  * Who writes. Only the publisher, under its lock: one writer at a time.
  * The header's identity fields are written once before the magic (a release
  * store); `publishes` and `updated_ns` after each round. A slot is written
  * under its own sequence lock: seq odd while it changes, even when
- * consistent; readers copy the slot and retry when seq changed, so a
- * reader never blocks the writer and a writer never waits for a reader.
- * Every word is stored and loaded as a relaxed atomic (the fences of the
- * sequence lock order them), so the copy is race-free C11.
+ * consistent. A reader copies seq, then the slot, then seq again (three
+ * preads, an acquire fence after each) and retries when seq was odd or
+ * changed: a reader never blocks the writer and a writer never waits for a
+ * reader.
  *
  * Staleness. A file outlives its process when the process dies without
  * running its cleanup (SIGKILL, a crash). A reader tells it by the pid:
@@ -49,7 +59,7 @@
 /* Statistics words a slot has room for: struct fi_mrlease_stats can grow
  * to this many uint64_t fields without changing the layout. */
 #define MRL_LIVE_STAT_WORDS 128
-#define MRL_LIVE_PREFIX	    "mrlease-"
+#define MRL_LIVE_PREFIX	    "mrlease-" /* of a file and a user's directory */
 #define MRL_LIVE_SUFFIX	    ".stats"
 
 _Static_assert(sizeof(struct fi_mrlease_stats) <= MRL_LIVE_STAT_WORDS * 8,
@@ -149,9 +159,9 @@ mrl_live_magic_word(void)
 /*
  * The writer: the slot's new contents, under its sequence lock. No fences
  * (ThreadSanitizer does not model them): the odd sequence is stored before
- * every word, each word with release, so a reader that loads any new word
- * (acquire) then loads an odd or newer sequence; the even sequence is
- * stored with release after them.
+ * every word, each word with release, so whoever sees a new word sees the
+ * odd sequence or a newer one; the even sequence is stored with release
+ * after them, so whoever sees it sees every word.
  */
 static inline void
 mrl_live_slot_write(struct mrl_live_slot *slot, const struct mrl_live_domain *d)
@@ -164,41 +174,6 @@ mrl_live_slot_write(struct mrl_live_slot *slot, const struct mrl_live_domain *d)
 	for (size_t i = 0; i < MRL_LIVE_WORDS; i++)
 		atomic_store_explicit(&w[i], src[i], memory_order_release);
 	atomic_store_explicit(&slot->seq, seq + 2, memory_order_release);
-}
-
-/*
- * A reader: a consistent copy of the slot in *d (words past `words`, the
- * writer's slot size, zeroed), or false when `tries` copies all saw the
- * writer at work (the slot is then left out of this snapshot). The words
- * are loaded with acquire, so the second load of the sequence comes after
- * them.
- */
-static inline bool
-mrl_live_slot_read(const struct mrl_live_slot *slot, size_t words,
-		   struct mrl_live_domain *d, unsigned tries)
-{
-	atomic_uint_least64_t *seq =
-		(atomic_uint_least64_t *) (uintptr_t) &slot->seq;
-	atomic_uint_least64_t *w =
-		(atomic_uint_least64_t *) (uintptr_t) &slot->d;
-	uint64_t *dst = (uint64_t *) (void *) d;
-	uint64_t s1, s2;
-
-	if (words > MRL_LIVE_WORDS)
-		words = MRL_LIVE_WORDS;
-	memset(d, 0, sizeof(*d));
-	while (tries--) {
-		s1 = atomic_load_explicit(seq, memory_order_acquire);
-		if (s1 & 1)
-			continue;
-		for (size_t i = 0; i < words; i++)
-			dst[i] = atomic_load_explicit(&w[i],
-						      memory_order_acquire);
-		s2 = atomic_load_explicit(seq, memory_order_relaxed);
-		if (s1 == s2)
-			return true;
-	}
-	return false;
 }
 
 #endif /* MRL_LIVE_FILE_H */

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,13 @@ static struct {
 	pthread_t thread;
 	pid_t pid; /* whose file it is: a forked child's is not */
 	struct mrl_live_file *file;
-	char path[PATH_MAX];
+	/* The user's directory, opened once: the file is made and removed
+	 * through it, whatever the working directory is by then. */
+	int dir_fd;
+	char name[32]; /* the file's, in dir_fd */
+	dev_t file_dev; /* the file made: what exit may remove */
+	ino_t file_ino;
+	char path[PATH_MAX]; /* for messages */
 	uint64_t next_id;
 	struct mrl_cache_domain *dom[MRL_LIVE_SLOTS];
 	mrl_live_more_fn more[MRL_LIVE_SLOTS]; /* the binding's counters */
@@ -52,6 +59,7 @@ static struct {
 } live = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
+	.dir_fd = -1,
 };
 
 static uint64_t
@@ -95,6 +103,120 @@ live_comm(char *comm, size_t len)
 	memcpy(comm, base, strnlen(base, len - 1));
 }
 
+/* Why live statistics are off, said once: FI_WARN, or stderr when the log
+ * level hides warnings (they were asked for: silence would hide a directory
+ * another user took). */
+static void __attribute__((format(printf, 1, 2)))
+live_refuse(const char *fmt, ...)
+{
+	char msg[2 * PATH_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (fi_log_enabled(mrl_hook_prov, FI_LOG_WARN, FI_LOG_CORE))
+		FI_WARN(mrl_hook_prov, FI_LOG_CORE,
+			"%s; live statistics are off\n", msg);
+	else
+		fprintf(stderr, "mrlease: %s; live statistics are off\n", msg);
+}
+
+/* What is there, for a message. */
+static const char *
+live_kind(mode_t mode)
+{
+	return S_ISREG(mode)  ? "a file" :
+	       S_ISLNK(mode)  ? "a symlink" :
+	       S_ISDIR(mode)  ? "a directory" :
+	       S_ISFIFO(mode) ? "a FIFO" :
+				"a special file";
+}
+
+/*
+ * The user's directory DIR/mrlease-<uid>, made 0700 when absent and opened
+ * without following a symlink: its descriptor, or -1 (said why). As for
+ * XDG_RUNTIME_DIR, it is refused unless it is a directory of this user that
+ * no one else may write: another user who made it or may write it could
+ * place, replace or remove the files.
+ */
+static int
+live_dir_open(const char *base)
+{
+	char name[32];
+	struct stat st;
+	uid_t uid = geteuid();
+	int base_fd, fd;
+	bool made;
+
+	snprintf(name, sizeof(name), "%s%u", MRL_LIVE_PREFIX, (unsigned) uid);
+	snprintf(live.path, sizeof(live.path), "%s/%s", base, name);
+	base_fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (base_fd < 0) {
+		live_refuse("FI_MRLEASE_STATS_DIR=%s: cannot create %s: %s",
+			    base, live.path, strerror(errno));
+		return -1;
+	}
+	made = !mkdirat(base_fd, name, 0700);
+	if (!made && errno != EEXIST) {
+		live_refuse("FI_MRLEASE_STATS_DIR=%s: cannot create %s: %s",
+			    base, live.path, strerror(errno));
+		close(base_fd);
+		return -1;
+	}
+	fd = openat(base_fd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && !fstatat(base_fd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	    !S_ISDIR(st.st_mode))
+		live_refuse("FI_MRLEASE_STATS_DIR=%s: %s is %s, not a "
+			    "directory: refused",
+			    base, live.path, live_kind(st.st_mode));
+	else if (fd < 0)
+		live_refuse("FI_MRLEASE_STATS_DIR=%s: cannot open %s: %s", base,
+			    live.path, strerror(errno));
+	close(base_fd);
+	if (fd < 0)
+		return -1;
+	if (made) /* 0700 whatever the umask */
+		fchmod(fd, S_IRWXU);
+	if (fstat(fd, &st)) {
+		live_refuse("FI_MRLEASE_STATS_DIR=%s: cannot open %s: %s", base,
+			    live.path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (st.st_uid != uid || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		live_refuse("FI_MRLEASE_STATS_DIR=%s: %s has owner uid %u and "
+			    "mode %04o: refused, it must be uid %u's and "
+			    "writable by no one else (0700)",
+			    base, live.path, (unsigned) st.st_uid,
+			    (unsigned) (st.st_mode & 07777), (unsigned) uid);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A new file: O_EXCL so that no one else holds it open, O_NOFOLLOW so that
+ * no symlink leads elsewhere. */
+static int
+live_file_excl(void)
+{
+	return openat(live.dir_fd, live.name,
+		      O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		      S_IRUSR | S_IWUSR);
+}
+
+/* Whether what has our name is a file an earlier process of this user with
+ * our pid left (killed, or replaced by exec): a regular file of ours. A
+ * symlink, a FIFO or another user's file is not ours to remove. */
+static bool
+live_file_stale(struct stat *st)
+{
+	return !fstatat(live.dir_fd, live.name, st, AT_SYMLINK_NOFOLLOW) &&
+	       S_ISREG(st->st_mode) && st->st_uid == geteuid();
+}
+
 /* The file, mapped and with its header; under the lock. */
 static int
 live_file_create(void)
@@ -102,32 +224,52 @@ live_file_create(void)
 	struct mrl_live_header *h;
 	struct mrl_live_file *file;
 	const char *dir = mrl_params.stats_dir;
+	struct stat st;
 	int fd, ret;
 
-	if ((size_t) snprintf(live.path, sizeof(live.path), "%s/%s%d%s", dir,
-			      MRL_LIVE_PREFIX, (int) getpid(),
-			      MRL_LIVE_SUFFIX) >= sizeof(live.path)) {
-		FI_WARN(mrl_hook_prov, FI_LOG_CORE,
-			"FI_MRLEASE_STATS_DIR=%s: name too long; live "
-			"statistics are off\n",
-			dir);
-		return -FI_EINVAL;
+	live.dir_fd = live_dir_open(dir);
+	if (live.dir_fd < 0)
+		return -FI_EPERM;
+	snprintf(live.name, sizeof(live.name), "%s%d%s", MRL_LIVE_PREFIX,
+		 (int) getpid(), MRL_LIVE_SUFFIX);
+	if (strlen(live.path) + 1 + strlen(live.name) < sizeof(live.path))
+		strcat(strcat(live.path, "/"), live.name);
+	fd = live_file_excl();
+	if (fd < 0 && errno == EEXIST && live_file_stale(&st)) {
+		unlinkat(live.dir_fd, live.name, 0);
+		fd = live_file_excl();
 	}
-	/* A file left by a dead process with our pid is replaced. */
-	fd = open(live.path,
-		  O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
-		ret = -errno;
-		FI_WARN(mrl_hook_prov, FI_LOG_CORE,
-			"FI_MRLEASE_STATS_DIR=%s: cannot create %s: %s; live "
-			"statistics are off\n",
-			dir, live.path, strerror(-ret));
-		return -FI_EIO;
+		if (errno == EEXIST &&
+		    !fstatat(live.dir_fd, live.name, &st, AT_SYMLINK_NOFOLLOW))
+			live_refuse("FI_MRLEASE_STATS_DIR=%s: %s exists, %s of "
+				    "uid %u, not a file this user left: "
+				    "refused",
+				    dir, live.path, live_kind(st.st_mode),
+				    (unsigned) st.st_uid);
+		else
+			live_refuse("FI_MRLEASE_STATS_DIR=%s: cannot create "
+				    "%s: %s",
+				    dir, live.path, strerror(errno));
+		ret = -FI_EIO;
+		goto err_dir;
 	}
-	if (ftruncate(fd, sizeof(*file))) {
+	if (fstat(fd, &st) || ftruncate(fd, sizeof(*file))) {
 		ret = -errno;
 		goto err_file;
 	}
+	live.file_dev = st.st_dev;
+	live.file_ino = st.st_ino;
+	/*
+	 * A shared mapping: a store past the end of a truncated file raises
+	 * SIGBUS, so it is safe only while no one else can truncate the file.
+	 * No one else can: O_EXCL made a new file no one else has open, of
+	 * mode 0600 in a directory that only this user may enter or write, so
+	 * no other user can open it by name, link it elsewhere or put another
+	 * in its place; our descriptor is closed below and the mapping is not
+	 * inherited across exec. This user and root could, but they can kill
+	 * the process anyway.
+	 */
 	file = mmap(NULL, sizeof(*file), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 		    0);
 	if (file == MAP_FAILED) {
@@ -155,25 +297,35 @@ live_file_create(void)
 	return 0;
 
 err_file:
-	FI_WARN(mrl_hook_prov, FI_LOG_CORE,
-		"FI_MRLEASE_STATS_DIR=%s: cannot size or map %s: %s; live "
-		"statistics are off\n",
-		dir, live.path, strerror(-ret));
+	live_refuse("FI_MRLEASE_STATS_DIR=%s: cannot size or map %s: %s", dir,
+		    live.path, strerror(-ret));
 	close(fd);
-	unlink(live.path);
-	return -FI_EIO;
+	unlinkat(live.dir_fd, live.name, 0);
+	ret = -FI_EIO;
+err_dir:
+	close(live.dir_fd);
+	live.dir_fd = -1;
+	return ret;
 }
 
+/* The file made at start and nothing else: through the directory opened
+ * then, and only while the name still leads to that file. */
 static void
 live_file_remove(void)
 {
+	struct stat st;
+
 	if (!live.file)
 		return;
 	munmap(live.file, sizeof(*live.file));
 	live.file = NULL;
-	if (unlink(live.path) && errno != ENOENT)
+	if (!fstatat(live.dir_fd, live.name, &st, AT_SYMLINK_NOFOLLOW) &&
+	    st.st_dev == live.file_dev && st.st_ino == live.file_ino &&
+	    unlinkat(live.dir_fd, live.name, 0))
 		FI_WARN(mrl_hook_prov, FI_LOG_CORE, "cannot remove %s: %s\n",
 			live.path, strerror(errno));
+	close(live.dir_fd);
+	live.dir_fd = -1;
 }
 
 /* One round: every open domain's statistics into its slot; under the lock. */
@@ -199,11 +351,38 @@ live_publish_locked(void)
 	atomic_fetch_add_explicit(&h->publishes, 1, memory_order_release);
 }
 
+/* The largest time_t: a deadline past it is "never". */
+#define LIVE_TIME_MAX \
+	((time_t) (((uint64_t) 1 << (sizeof(time_t) * 8 - 1)) - 1))
+
+/* interval_ms after now, saturated at the largest time the clock holds:
+ * any FI_MRLEASE_STATS_INTERVAL is a deadline to come, never one that a
+ * product wrapped into the past (the publisher would spin). */
+static struct timespec
+live_deadline(struct timespec now, uint64_t interval_ms)
+{
+	uint64_t sec = interval_ms / 1000;
+	long nsec = now.tv_nsec + (long) (interval_ms % 1000) * 1000000;
+
+	if (nsec >= 1000000000) {
+		nsec -= 1000000000;
+		sec++;
+	}
+	if (now.tv_sec < 0 || sec > (uint64_t) (LIVE_TIME_MAX - now.tv_sec)) {
+		now.tv_sec = LIVE_TIME_MAX;
+		now.tv_nsec = 999999999;
+		return now;
+	}
+	now.tv_sec += (time_t) sec;
+	now.tv_nsec = nsec;
+	return now;
+}
+
 static void *
 live_thread(void *arg)
 {
-	struct timespec until;
-	uint64_t ns, interval = mrl_params.stats_interval;
+	struct timespec now, until;
+	uint64_t interval = mrl_params.stats_interval;
 
 	(void) arg;
 	if (!interval)
@@ -211,10 +390,8 @@ live_thread(void *arg)
 	pthread_mutex_lock(&live.lock);
 	while (!live.stop) {
 		live_publish_locked();
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		ns = (uint64_t) until.tv_nsec + interval * 1000000u;
-		until.tv_sec += (time_t) (ns / 1000000000u);
-		until.tv_nsec = (long) (ns % 1000000000u);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		until = live_deadline(now, interval);
 		while (!live.stop &&
 		       pthread_cond_timedwait(&live.wake, &live.lock, &until) !=
 			       ETIMEDOUT)
@@ -239,6 +416,9 @@ live_fork_child(void)
 	if (live.file)
 		munmap(live.file, sizeof(*live.file));
 	live.file = NULL;
+	if (live.dir_fd >= 0)
+		close(live.dir_fd);
+	live.dir_fd = -1;
 	live.thread_running = false;
 	live.failed = true;
 	memset(live.dom, 0, sizeof(live.dom));
