@@ -7,7 +7,8 @@
 
 check_LTLIBRARIES += test/common/libmrltest.la
 test_common_libmrltest_la_SOURCES = test/common/mrl_test.c test/common/mrlt.h \
-	test/common/fixture_rdm.c test/common/fixture_rdm.h
+	test/common/fixture_rdm.c test/common/fixture_rdm.h \
+	test/common/mrlt_shm.c
 test_common_libmrltest_la_LIBADD = $(FABRIC_LIBS) -ldl
 
 # The counting registrar (fake or over a real domain) the cache tests share.
