@@ -15,6 +15,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
+#include "mrl_assert.h"
 #include "mrl_params.h"
 
 /* The defaults, written once: mrl_params starts as them and a reset
@@ -45,8 +46,9 @@ static const char *const mrl_pinning_names[] = {"auto", "yes", "no", NULL};
 /*
  * One knob: its name after FI_MRLEASE_, its type, where it lives, its
  * meaning and, for a number, its range. A row names the fields it needs:
- * a size sets .min and .max (the help text and the refusal message show
- * them, and a value outside is refused), a choice sets .choices.
+ * a number sets .min and .max (the help text and the refusal message show
+ * them, and a value outside is refused; mrl_params_define asserts they
+ * are set), a choice sets .choices.
  */
 struct mrl_param_desc {
 	const char *name;
@@ -350,6 +352,12 @@ mrl_params_define(const struct fi_provider *prov)
 		const struct mrl_param_desc *desc = &mrl_param_descs[i];
 
 		mrl_param_format(def, sizeof(def), &defaults, desc);
+		/* A number's row must name its range (a row without one would
+		 * refuse every value but 0) and its default must lie in it. */
+		mrl_assert(desc->type != FI_PARAM_SIZE_T ||
+			   (desc->min < desc->max &&
+			    *mrl_param_size(&defaults, desc) >= desc->min &&
+			    *mrl_param_size(&defaults, desc) <= desc->max));
 		if (desc->type == FI_PARAM_SIZE_T) {
 			mrl_format_size(lo, sizeof(lo), desc->min);
 			mrl_format_size(hi, sizeof(hi), desc->max);
