@@ -5,10 +5,10 @@
 # (mrlt_set_shm_name: <tag>-<pid>-<serial>, tags conform* and mrltest*) and
 # live statistics files (mrlease-<pid>.stats, directly or in a per-user
 # mrlease-<uid>/, in /dev/shm, the default FI_MRLEASE_STATS_DIR, and in the
-# directories the live statistics tests make, test/live/live_util.c). Sourced by test/run-entry.sh,
-# which removes an entry's own after it is gone, and by
-# test/check-leaks.sh, which fails make check on any left by a process that
-# no longer runs.
+# directories the live statistics tests make, test/live/live_util.c).
+# Sourced by test/run-entry.sh, which removes an entry's own after it is
+# gone, and by test/check-leaks.sh, which fails make check on any left by a
+# process that no longer runs.
 #
 # The one place to edit when a name or a directory changes: one sed -E
 # command per kind of file, turning a path into "PID PATH" (nothing for a
