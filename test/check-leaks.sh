@@ -9,7 +9,9 @@
 # Test processes of this or another suite that still run are left alone.
 # The files named are removed, so that a machine running the suite every
 # day does not pile them up and the next run is judged on its own.
+# shellcheck source=test/common/leaks.sh
 . "$(dirname "$0")/common/leaks.sh"
+# shellcheck disable=SC2119 # no pid: every dead process's
 leaks=$(mrl_leaks)
 [ -z "$leaks" ] && exit 0
 echo "check-leaks: test processes that no longer run left these behind" \

@@ -28,8 +28,10 @@ timeout_s=${MRL_TEST_TIMEOUT:-600}
 # process killed by the timeout, or one that crashed, stays until reboot
 # otherwise. Its children remove their own (test/common/mrlt_shm.c), and
 # the end of make check fails on any left (test/check-leaks.sh).
+# shellcheck source=test/common/leaks.sh
 . "$(dirname "$0")/common/leaks.sh"
 pidfile=$(mktemp "${TMPDIR:-/tmp}/mrlt-entry.XXXXXX") || exit 1
+# shellcheck disable=SC2016 # $$ and "$@" are the inner shell's
 timeout --kill-after=10 "$timeout_s" sh -c 'echo $$ >"$0" && exec "$@"' \
 	"$pidfile" "$@"
 rc=$?
