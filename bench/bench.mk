@@ -170,3 +170,8 @@ bench_claim_bench_SOURCES = bench/claim_bench.c bench/bench_util.c bench/bench_u
 bench_claim_bench_CPPFLAGS = $(AM_CPPFLAGS)
 bench_claim_bench_LDADD = -ldl $(FABRIC_LIBS)
 BENCHES += bench/claim_bench
+
+# The shm regions' cleanup that the fixture and mrl_test.c call
+# (test/common/mrlt_shm.c), wherever those two are compiled in.
+BENCH_FIXTURE_SOURCES += test/common/mrlt_shm.c
+bench_cache_bench_SOURCES += test/common/mrlt_shm.c

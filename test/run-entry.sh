@@ -23,7 +23,25 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-suppressions=$MRL_TOP_SRCDIR/test/common/ts
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 timeout_s=${MRL_TEST_TIMEOUT:-600}
 
-timeout --kill-after=10 "$timeout_s" "$@"
+# The entry's pid (sh execs it), so that what it leaves in /dev/shm under
+# its pid can be removed once it is gone: a region or statistics file of a
+# process killed by the timeout, or one that crashed, stays until reboot
+# otherwise. Its children remove their own (test/common/mrlt_shm.c), and
+# the end of make check fails on any left (test/check-leaks.sh).
+# shellcheck source=test/common/leaks.sh
+. "$(dirname "$0")/common/leaks.sh"
+pidfile=$(mktemp "${TMPDIR:-/tmp}/mrlt-entry.XXXXXX") || exit 1
+# shellcheck disable=SC2016 # $$ and "$@" are the inner shell's
+timeout --kill-after=10 "$timeout_s" sh -c 'echo $$ >"$0" && exec "$@"' \
+	"$pidfile" "$@"
 rc=$?
 [ "$rc" -ne 124 ] || echo "# $1: killed after ${timeout_s} s (MRL_TEST_TIMEOUT)" >&2
+pid=$(cat "$pidfile")
+rm -f "$pidfile"
+if [ -n "$pid" ]; then
+	mrl_leaks "$pid" | while read -r path; do
+		echo "# $1: removed $path, left behind by its process $pid" >&2
+		rm -f "$path"
+	done
+fi
 exit $rc

@@ -7,7 +7,8 @@
 
 check_LTLIBRARIES += test/common/libmrltest.la
 test_common_libmrltest_la_SOURCES = test/common/mrl_test.c test/common/mrlt.h \
-	test/common/fixture_rdm.c test/common/fixture_rdm.h
+	test/common/fixture_rdm.c test/common/fixture_rdm.h \
+	test/common/mrlt_shm.c
 test_common_libmrltest_la_LIBADD = $(FABRIC_LIBS) -ldl
 
 # The counting registrar (fake or over a real domain) the cache tests share.
@@ -21,3 +22,9 @@ XFER_TEST_LDADD = test/common/libmrltest.la -ldl $(FABRIC_LIBS)
 # Read by test/run-entry.sh (LSAN_OPTIONS, TSAN_OPTIONS) and the scripts.
 EXTRA_DIST += test/common/lsan.supp test/common/tsan.supp \
 	test/common/passthrough-lsan.supp test/common/ext_tap.sh
+
+# The shm regions the tests name do not outlive their process (mrlt_shm.c).
+check_PROGRAMS += test/common/test_shm_cleanup
+test_common_test_shm_cleanup_SOURCES = test/common/test_shm_cleanup.c
+test_common_test_shm_cleanup_LDADD = test/common/libmrltest.la $(FABRIC_LIBS)
+SUITE += test/common/test_shm_cleanup

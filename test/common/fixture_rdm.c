@@ -114,6 +114,7 @@ mrlt_set_shm_name(struct fid_ep *ep, const char *tag)
 	snprintf(name, sizeof(name), "%s%s-%d-%u", scheme, tag, (int) getpid(),
 		 atomic_fetch_add(&serial, 1));
 	shm_unlink(name + strlen(scheme));
+	mrlt_shm_remember(name + strlen(scheme));
 	return fi_setname(&ep->fid, name, strlen(name) + 1);
 }
 

@@ -169,6 +169,14 @@ int mrlt_cntr_wait(struct fid_cntr *cntr, uint64_t value,
  * with -FI_EBUSY: it is unlinked first.
  */
 int mrlt_set_shm_name(struct fid_ep *ep, const char *tag);
+/*
+ * The regions of those names are removed when the process that named them
+ * ends, however it ends (mrlt_shm.c): mrlt_set_shm_name remembers each name
+ * here, and the process unlinks its own at exit and on a terminating
+ * signal. A child that crashed or was killed is swept by its parent
+ * (mrlt_shm_sweep, mrlt.h).
+ */
+void mrlt_shm_remember(const char *name);
 
 /*
  * Register buf for `access` on d (tracked), binding and enabling it on ep

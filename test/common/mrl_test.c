@@ -424,9 +424,12 @@ mrlt_wait_child(pid_t pid, double seconds)
 		describe_hung(pid);
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
+		mrlt_shm_sweep(pid);
 		return -1;
 	}
-	return waitpid(pid, &status, 0) == pid ? status : -1;
+	ret = waitpid(pid, &status, 0) == pid ? status : -1;
+	mrlt_shm_sweep(pid);
+	return ret;
 }
 
 pid_t

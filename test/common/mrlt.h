@@ -197,8 +197,14 @@ void mrlt_leak_check_off(void);
 /* Wait for child pid within `seconds` (a pidfd: a poll with a timeout, no
  * sleeping loop). On expiry, describe where its threads are (each one's
  * kernel wait, and its stack when gdb is installed, as TAP comments) and
- * kill it. Returns the wait status, or -1 when it had to be killed. */
+ * kill it. Returns the wait status, or -1 when it had to be killed. Either
+ * way the child's shm regions are swept (mrlt_shm_sweep). */
 int mrlt_wait_child(pid_t pid, double seconds);
+/* Unlink every shm region in /dev/shm named for pid by mrlt_set_shm_name
+ * (fixture_rdm.h); returns how many. For a child the caller has reaped,
+ * which may have crashed or been killed before removing its own
+ * (mrlt_wait_child calls it). */
+int mrlt_shm_sweep(pid_t pid);
 /* Fork and re-execute this program with argv, FI_HOOK unset: a no-hook
  * control of the case the caller is running. Its output goes where this
  * process's does (flushed first). The child's pid, or -1 with errno set. */

@@ -238,6 +238,9 @@ child_collect(struct child c, struct run *r)
 	fclose(in);
 	while (waitpid(c.pid, &r->status, 0) < 0 && errno == EINTR)
 		;
+	/* A child that crashed (or hung and was ended by its alarm) left
+	 * its endpoints' shm regions behind. */
+	mrlt_shm_sweep(c.pid);
 }
 
 static bool

@@ -1389,6 +1389,8 @@ child_run(const struct conf_case *c, const char *p, bool hook,
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return -1;
+	/* One killed by its alarm, or crashed, left its shm regions. */
+	mrlt_shm_sweep(pid);
 	child_parse(run, status);
 	return 0;
 }

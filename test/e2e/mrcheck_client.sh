@@ -36,17 +36,20 @@ if command -v fi_info >/dev/null 2>&1; then
 	check fi_info_l_lists_mrcheck_from_the_build $? "$listing"
 	listing=$(fi_info_at_build -e)
 	missing=""
+	# Each with its values and default: "(a rate from 0 to 1; default: 0)".
 	for p in $params; do
-		grep -q "^# FI_MRCHECK_$p: " <<<"$listing" || missing="$missing FI_MRCHECK_$p"
+		grep -A1 "^# FI_MRCHECK_$p: " <<<"$listing" |
+			grep -Eq '^# mrcheck: .{20,} \(.+; default: [^;]+\)$' ||
+			missing="$missing FI_MRCHECK_$p"
 	done
 	extra=$(grep -oE '^# FI_MRCHECK_[A-Z_]+' <<<"$listing" | sed 's/^# //' |
 		grep -vxF -f <(for p in $params; do echo "FI_MRCHECK_$p"; done))
 	[ -z "$missing" ] && [ -z "$extra" ]
-	check fi_info_e_lists_every_FI_MRCHECK_parameter $? \
-		"missing:${missing:- none}" "not expected: ${extra:-none}"
+	check fi_info_e_lists_every_FI_MRCHECK_parameter_with_its_range_and_default $? \
+		"missing or undocumented:${missing:- none}" "not expected: ${extra:-none}"
 else
 	skip fi_info_l_lists_mrcheck_from_the_build "fi_info (libfabric-bin) is not installed"
-	skip fi_info_e_lists_every_FI_MRCHECK_parameter "fi_info (libfabric-bin) is not installed"
+	skip fi_info_e_lists_every_FI_MRCHECK_parameter_with_its_range_and_default "fi_info (libfabric-bin) is not installed"
 fi
 
 # ---- one mistake per run ---------------------------------------------------
@@ -106,7 +109,7 @@ check FI_MRCHECK_EXIT_STATUS_0_keeps_the_exit_status_and_still_reports $? \
 	"exit status $rc" "$(cat "$tmp/out")"
 # An exit status that hid every violation would make the run pass.
 run "$prov" closed_desc FI_MRCHECK_EXIT_STATUS=abc FI_LOG_LEVEL=warn
-[ "$rc" -eq 3 ] && grep -q 'FI_MRCHECK_EXIT_STATUS="abc" is not a number from 0 to 255; using 3' "$tmp/out"
+[ "$rc" -eq 3 ] && grep -q 'FI_MRCHECK_EXIT_STATUS="abc" is not a whole number from 0 to 255; using the default 3' "$tmp/out"
 check an_unparsable_FI_MRCHECK_EXIT_STATUS_keeps_status_3_with_a_warning $? \
 	"exit status $rc" "$(cat "$tmp/out")"
 # A setting under its former name would be ignored without a word.

@@ -26,7 +26,8 @@ static struct fi_provider test_prov = {
 static const char *const variables[] = {
 	"FI_MRLPTEST_MAX_COUNT",      "FI_MRLPTEST_MAX_SIZE",
 	"FI_MRLPTEST_MIN_SIZE",	      "FI_MRLPTEST_STATS",
-	"FI_MRLPTEST_HUGEPAGE_AFTER",
+	"FI_MRLPTEST_HUGEPAGE_AFTER", "FI_MRLPTEST_MONITOR",
+	"FI_MRLPTEST_MONITOR_CHURN",  "FI_MRLPTEST_STATS_INTERVAL",
 };
 
 static void
@@ -35,6 +36,9 @@ clear_environment(void)
 	for (size_t i = 0; i < sizeof(variables) / sizeof(variables[0]); i++)
 		unsetenv(variables[i]);
 }
+
+/* The last warning load_counting_warnings() counted. */
+static char last_warning[1024];
 
 /*
  * Runs mrl_params_load() with stderr captured and returns how many lines of
@@ -47,6 +51,7 @@ load_counting_warnings(const char *name)
 	int saved, count = 0;
 	FILE *capture;
 
+	last_warning[0] = '\0';
 	capture = tmpfile();
 	if (!capture)
 		return -1;
@@ -63,8 +68,11 @@ load_counting_warnings(const char *name)
 
 	rewind(capture);
 	while (fgets(line, sizeof(line), capture))
-		if (strstr(line, name) && strstr(line, "<warn>"))
+		if (strstr(line, name) && strstr(line, "<warn>")) {
+			snprintf(last_warning, sizeof(last_warning), "%s",
+				 line);
 			count++;
+		}
 	fclose(capture);
 	return count;
 }
@@ -112,20 +120,25 @@ test_valid_values_are_accepted(void)
 
 	clear_environment();
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		setenv("FI_MRLPTEST_MAX_COUNT", sizes[i].value, 1);
+		/* A count stops at 1G (its range), the byte sizes do not. */
+		bool count_ok = sizes[i].expected <= (size_t) 1 << 30;
+
+		setenv("FI_MRLPTEST_MAX_COUNT",
+		       count_ok ? sizes[i].value : "1G", 1);
 		setenv("FI_MRLPTEST_MAX_SIZE", sizes[i].value, 1);
 		setenv("FI_MRLPTEST_MIN_SIZE", sizes[i].value, 1);
 		setenv("FI_MRLPTEST_HUGEPAGE_AFTER", sizes[i].value, 1);
 		CHECK_MSG(load_counting_warnings("FI_MRLPTEST") == 0,
 			  "%s warned", sizes[i].value);
-		CHECK_MSG(mrl_params.max_count == sizes[i].expected &&
-				  mrl_params.max_size == sizes[i].expected &&
-				  mrl_params.min_size == sizes[i].expected &&
-				  mrl_params.hugepage_after ==
-					  sizes[i].expected,
-			  "%s parsed as %zu/%zu/%zu/%zu", sizes[i].value,
-			  mrl_params.max_count, mrl_params.max_size,
-			  mrl_params.min_size, mrl_params.hugepage_after);
+		CHECK_MSG(
+			mrl_params.max_count == (count_ok ? sizes[i].expected :
+							    (size_t) 1 << 30) &&
+				mrl_params.max_size == sizes[i].expected &&
+				mrl_params.min_size == sizes[i].expected &&
+				mrl_params.hugepage_after == sizes[i].expected,
+			"%s parsed as %zu/%zu/%zu/%zu", sizes[i].value,
+			mrl_params.max_count, mrl_params.max_size,
+			mrl_params.min_size, mrl_params.hugepage_after);
 	}
 	for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++) {
 		setenv("FI_MRLPTEST_STATS", bools[i].value, 1);
@@ -182,6 +195,100 @@ test_bad_value_leaves_other_parameters_set(void)
 	clear_environment();
 }
 
+/* A value past its parameter's documented range is refused like a typo: a
+ * cap or threshold far beyond any real one is a mistake (a missing unit),
+ * and an interval of 2^58 ms or more wrapped the live publisher's deadline
+ * into a spin. The ends of each range are accepted. */
+static void
+test_value_outside_its_range_warns_once_and_keeps_default(void)
+{
+	/* want: the value in force afterwards, the default when refused. */
+	static const struct {
+		const char *var, *value;
+		size_t *field, want;
+		bool refused;
+	} cases[] = {
+		{"FI_MRLPTEST_MAX_COUNT", "1G", &mrl_params.max_count,
+		 (size_t) 1 << 30, false},
+		{"FI_MRLPTEST_MAX_COUNT", "1073741825", &mrl_params.max_count,
+		 MRL_PARAMS_DEFAULT_MAX_COUNT, true},
+		{"FI_MRLPTEST_MAX_SIZE", "64T", &mrl_params.max_size,
+		 (size_t) 64 << 40, false},
+		{"FI_MRLPTEST_MAX_SIZE", "65T", &mrl_params.max_size,
+		 MRL_PARAMS_DEFAULT_MAX_SIZE, true},
+		{"FI_MRLPTEST_MIN_SIZE", "1T", &mrl_params.min_size,
+		 (size_t) 1 << 40, false},
+		{"FI_MRLPTEST_MIN_SIZE", "1025G", &mrl_params.min_size,
+		 MRL_PARAMS_DEFAULT_MIN_SIZE, true},
+		{"FI_MRLPTEST_HUGEPAGE_AFTER", "65T",
+		 &mrl_params.hugepage_after, MRL_PARAMS_DEFAULT_HUGEPAGE_AFTER,
+		 true},
+		{"FI_MRLPTEST_MONITOR_CHURN", "65536",
+		 &mrl_params.monitor_churn, 65536, false},
+		{"FI_MRLPTEST_MONITOR_CHURN", "65537",
+		 &mrl_params.monitor_churn, MRL_PARAMS_DEFAULT_MONITOR_CHURN,
+		 true},
+		{"FI_MRLPTEST_STATS_INTERVAL", "1", &mrl_params.stats_interval,
+		 1, false},
+		{"FI_MRLPTEST_STATS_INTERVAL", "3600000",
+		 &mrl_params.stats_interval, 3600000, false},
+		{"FI_MRLPTEST_STATS_INTERVAL", "0", &mrl_params.stats_interval,
+		 MRL_PARAMS_DEFAULT_STATS_INTERVAL, true},
+		{"FI_MRLPTEST_STATS_INTERVAL", "3600001",
+		 &mrl_params.stats_interval, MRL_PARAMS_DEFAULT_STATS_INTERVAL,
+		 true},
+		{"FI_MRLPTEST_STATS_INTERVAL", "288230376151711744",
+		 &mrl_params.stats_interval, MRL_PARAMS_DEFAULT_STATS_INTERVAL,
+		 true},
+	};
+
+	clear_environment();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		setenv(cases[i].var, cases[i].value, 1);
+		CHECK_MSG(load_counting_warnings(cases[i].var) ==
+				  (cases[i].refused ? 1 : 0),
+			  "%s=%s: %s", cases[i].var, cases[i].value,
+			  cases[i].refused ? "not refused once" : "refused");
+		CHECK_MSG(*cases[i].field == cases[i].want,
+			  "%s=%s gave %zu, want %zu", cases[i].var,
+			  cases[i].value, *cases[i].field, cases[i].want);
+		unsetenv(cases[i].var);
+	}
+}
+
+/* The refusal says which variable, which value and what is used instead,
+ * with the range the value missed: enough to fix the typo. */
+static void
+test_refusal_names_variable_value_range_and_default(void)
+{
+	clear_environment();
+	setenv("FI_MRLPTEST_MIN_SIZE", "lots", 1);
+	CHECK_EQ(1, load_counting_warnings("FI_MRLPTEST_MIN_SIZE"));
+	CHECK_MSG(strstr(last_warning,
+			 "FI_MRLPTEST_MIN_SIZE=\"lots\" is not a whole "
+			 "number from 0 to 1T; using the default 16384\n"),
+		  "%s", last_warning);
+	clear_environment();
+}
+
+/* A choice that names none of its words (FI_MRLEASE_MONITOR=uffd) would
+ * otherwise leave the user believing the monitor is forced on. */
+static void
+test_unknown_choice_warns_once_and_keeps_default(void)
+{
+	clear_environment();
+	setenv("FI_MRLPTEST_MONITOR", "uffd", 1);
+	CHECK_EQ(1, load_counting_warnings("FI_MRLPTEST_MONITOR"));
+	CHECK_EQ(MRL_MONITOR_AUTO, mrl_params.monitor);
+	CHECK_MSG(strstr(last_warning, "is not one of auto, userfaultfd, none; "
+				       "using the default auto"),
+		  "%s", last_warning);
+	setenv("FI_MRLPTEST_MONITOR", "USERFAULTFD", 1);
+	CHECK_EQ(0, load_counting_warnings("FI_MRLPTEST_MONITOR"));
+	CHECK_EQ(MRL_MONITOR_UFFD, mrl_params.monitor);
+	clear_environment();
+}
+
 /* fi_getparams (what fi_info -e prints) lists each knob with its type, its
  * default and its meaning. */
 static void
@@ -196,6 +303,9 @@ test_every_parameter_is_defined_with_default_and_meaning(void)
 		{"FI_MRLPTEST_MIN_SIZE", FI_PARAM_SIZE_T},
 		{"FI_MRLPTEST_STATS", FI_PARAM_BOOL},
 		{"FI_MRLPTEST_HUGEPAGE_AFTER", FI_PARAM_SIZE_T},
+		{"FI_MRLPTEST_MONITOR_CHURN", FI_PARAM_SIZE_T},
+		{"FI_MRLPTEST_STATS_INTERVAL", FI_PARAM_SIZE_T},
+		{"FI_MRLPTEST_MONITOR", FI_PARAM_STRING},
 	};
 	struct fi_param *params;
 	int count;
@@ -208,7 +318,11 @@ test_every_parameter_is_defined_with_default_and_meaning(void)
 			if (!strcmp(params[j].name, expected[i].name))
 				found = j;
 		if (found < 0 || params[found].type != expected[i].type ||
-		    !strstr(params[found].help_string, "(default: ") ||
+		    !strstr(params[found].help_string,
+			    expected[i].type == FI_PARAM_SIZE_T ?
+				    "(range: " :
+				    "(default: ") ||
+		    !strstr(params[found].help_string, "default: ") ||
 		    strlen(params[found].help_string) < 40) {
 			fi_freeparams(params);
 			CHECK_MSG(0, "%s missing or undocumented",
@@ -238,6 +352,9 @@ main(int argc, char **argv)
 	MRLT_RUN(test_valid_values_are_accepted);
 	MRLT_RUN(test_unparsable_value_warns_once_and_keeps_default);
 	MRLT_RUN(test_bad_value_leaves_other_parameters_set);
+	MRLT_RUN(test_value_outside_its_range_warns_once_and_keeps_default);
+	MRLT_RUN(test_refusal_names_variable_value_range_and_default);
+	MRLT_RUN(test_unknown_choice_warns_once_and_keeps_default);
 	MRLT_RUN(test_every_parameter_is_defined_with_default_and_meaning);
 	return mrlt_done();
 }

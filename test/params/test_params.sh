@@ -13,7 +13,7 @@ set -u
 export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$builddir/prov/mrlease/.libs}
 export FI_TCP_IFACE=${FI_TCP_IFACE:-lo}
 
-tests="fi_info_e_lists_every_parameter_with_type_meaning_and_default
+tests="fi_info_e_lists_every_parameter_with_type_meaning_range_and_default
 a_bad_value_warns_once_and_leaves_the_default
 stats_prints_a_table_for_each_domain_at_close
 stats_table_of_the_inner_domain_only_with_hook_inner
@@ -22,23 +22,29 @@ if ! command -v fi_info >/dev/null 2>&1; then
 	for t in $tests; do skip "$t" "fi_info (libfabric-bin) is not installed"; done
 	finish
 fi
-# Every knob with its type line and a help line naming its default; a knob
-# missing here is one users cannot discover.
+# Every knob with its type line and a help line naming its default, and a
+# number its range; a knob missing here is one users cannot discover.
 # (fi_info is not instrumented: a sanitizer build's plugin needs its
 # runtime preloaded, and fi_info's own exit-time leaks are not ours.)
 listing=$(LD_PRELOAD=$(sanitizer_preload) ASAN_OPTIONS=detect_leaks=0 \
 	fi_info -e 2>&1 | tr -d '\0')
 status=0 detail=""
+size='[0-9]+[KMGT]?'
 for spec in MAX_COUNT:size_t MAX_SIZE:size_t MIN_SIZE:size_t STATS:Boolean \
-	HUGEPAGE_AFTER:size_t HOOK_INNER:Boolean; do
+	HUGEPAGE_AFTER:size_t HOOK_INNER:Boolean MONITOR_CHURN:size_t \
+	STATS_INTERVAL:size_t; do
 	var=FI_MRLEASE_${spec%%:*} type=${spec#*:}
+	case $type in
+	size_t) tail="\\(range: $size to $size; default: $size\\)" ;;
+	*) tail="\\(default: $size\\)" ;;
+	esac
 	block=$(printf '%s\n' "$listing" | grep -A1 "^# $var: ")
 	if ! printf '%s\n' "$block" | head -n1 | grep -q "^# $var: $type" ||
-		! printf '%s\n' "$block" | tail -n1 | grep -Eq '^# mrlease: .{40,}\(default: [0-9]+[KMGT]?\)$'; then
+		! printf '%s\n' "$block" | tail -n1 | grep -Eq "^# mrlease: .{40,}$tail\$"; then
 		status=1 detail="$detail $var"
 	fi
 done
-check fi_info_e_lists_every_parameter_with_type_meaning_and_default $status \
+check fi_info_e_lists_every_parameter_with_type_meaning_range_and_default $status \
 	"missing or undocumented:$detail"
 
 # One warning per bad value, and the default in force: FI_MRLEASE_STATS

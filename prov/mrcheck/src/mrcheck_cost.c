@@ -28,29 +28,10 @@ static struct {
  * apart from dom->mr_ops, by which mrcheck tells its strict domains. */
 static struct fi_ops_mr chk_cost_ops;
 
-/* A non-negative number of nanoseconds, or false (reported). */
-static bool
-chk_cost_parse(const char *name, double *out)
-{
-	const char *env = chk_param_str(name);
-	char *end;
-	double v;
-
-	if (!env || !*env)
-		return true;
-	v = strtod(env, &end);
-	if (*end || !(v >= 0 && v < 1e12)) {
-		fprintf(stderr,
-			"mrcheck: FI_MRCHECK_%s=%s is not a number of "
-			"nanoseconds; "
-			"registration cost off\n",
-			name, env);
-		return false;
-	}
-	*out = v;
-	chk_cost.on = true;
-	return true;
-}
+/* Bounds of the model: a registration of a whole address space still costs
+ * a number of nanoseconds a uint64_t holds (chk_cost_charge). */
+#define CHK_COST_MAX_NS		 1e9
+#define CHK_COST_MAX_NS_PER_BYTE 1e3
 
 static int chk_cost_reg(struct fid *fid, const void *buf, size_t len,
 			uint64_t access, uint64_t offset,
@@ -69,9 +50,14 @@ chk_cost_init(void)
 	chk_cost.ns = CHK_COST_DEFAULT_NS;
 	chk_cost.ns_per_byte = CHK_COST_DEFAULT_NS_PER_BYTE;
 	chk_cost.on = chk_param_bool("REG_COST");
-	if (!chk_cost_parse("REG_COST_NS", &chk_cost.ns) ||
-	    !chk_cost_parse("REG_COST_NS_PER_BYTE", &chk_cost.ns_per_byte))
-		chk_cost.on = false;
+	/* Setting either turns the model on; a refused one is as if unset. */
+	if (chk_param_double("REG_COST_NS", 0, CHK_COST_MAX_NS, &chk_cost.ns) >
+	    0)
+		chk_cost.on = true;
+	if (chk_param_double("REG_COST_NS_PER_BYTE", 0,
+			     CHK_COST_MAX_NS_PER_BYTE,
+			     &chk_cost.ns_per_byte) > 0)
+		chk_cost.on = true;
 	chk_cost_ops = mrl_hook_domain_mr_ops;
 	chk_cost_ops.reg = chk_cost_reg;
 	chk_cost_ops.regv = chk_cost_regv;
@@ -103,10 +89,13 @@ void
 chk_cost_charge(struct chk_domain *dom, size_t bytes)
 {
 	uint64_t want, start, spent;
+	double cost;
 
 	if (!dom->reg_cost)
 		return;
-	want = (uint64_t) (chk_cost.ns + chk_cost.ns_per_byte * (double) bytes);
+	cost = chk_cost.ns + chk_cost.ns_per_byte * (double) bytes;
+	/* Capped below 2^64: converting a larger double is undefined. */
+	want = cost < 1e19 ? (uint64_t) cost : (uint64_t) 1e19;
 	start = chk_thread_cpu_ns();
 	do
 		spent = chk_thread_cpu_ns() - start;

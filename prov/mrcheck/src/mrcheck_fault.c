@@ -94,23 +94,15 @@ chk_roll(enum chk_fault_kind kind)
 static void
 chk_parse_rate(const char *name, enum chk_fault_kind kind)
 {
-	const char *env = chk_param_str(name);
-	char *end;
 	double r;
 
-	if (!env || !*env)
-		return;
-	r = strtod(env, &end);
-	if (*end || !(r >= 0 && r <= 1)) {
-		fprintf(stderr,
-			"mrcheck: FI_MRCHECK_%s=%s is not a rate in [0, 1]; "
-			"fault off\n",
-			name, env);
-		return;
-	}
-	chk_fault.rate[kind] = (uint64_t) (r * CHK_DRAW_RANGE);
+	if (chk_param_double(name, 0, 1, &r) > 0)
+		chk_fault.rate[kind] = (uint64_t) (r * CHK_DRAW_RANGE);
 }
 
+/* The codes FI_MRCHECK_FAULT_REG_CODES names; all four when it is unset,
+ * and when it names an unknown code or none (refused as a whole, so a
+ * typo never narrows a test to the codes that happened to parse). */
 static void
 chk_parse_codes(void)
 {
@@ -118,7 +110,7 @@ chk_parse_codes(void)
 	char copy[256], *tok, *save = NULL;
 
 	chk_fault.ncodes = 0;
-	if (env && *env) {
+	if (env && strlen(env) < sizeof(copy)) {
 		snprintf(copy, sizeof(copy), "%s", env);
 		for (tok = strtok_r(copy, ", ", &save); tok;
 		     tok = strtok_r(NULL, ", ", &save)) {
@@ -130,31 +122,25 @@ chk_parse_codes(void)
 			     i < sizeof(chk_codes) / sizeof(chk_codes[0]); i++)
 				if (!strcasecmp(bare, chk_codes[i].name))
 					break;
-			if (i == sizeof(chk_codes) / sizeof(chk_codes[0])) {
-				fprintf(stderr,
-					"mrcheck: FI_MRCHECK_FAULT_REG_CODES: "
-					"unknown code %s (ENOMEM, EAGAIN, "
-					"ENOKEY, "
-					"ENOSPC); ignored\n",
-					tok);
-				continue;
+			if (i == sizeof(chk_codes) / sizeof(chk_codes[0]) ||
+			    chk_fault.ncodes == CHK_MAX_CODES) {
+				chk_fault.ncodes = 0;
+				break;
 			}
-			if (chk_fault.ncodes < CHK_MAX_CODES)
-				chk_fault.codes[chk_fault.ncodes++] =
-					chk_codes[i].code;
+			chk_fault.codes[chk_fault.ncodes++] = chk_codes[i].code;
 		}
 	}
 	if (chk_fault.ncodes)
 		return;
-	if (env && *env)
-		fprintf(stderr,
-			"mrcheck: FI_MRCHECK_FAULT_REG_CODES names no code; "
-			"using all four\n");
+	if (env)
+		chk_param_refuse("FAULT_REG_CODES", env);
 	for (size_t i = 0; i < MRCHECK_FAULT_CODES; i++)
 		chk_fault.codes[chk_fault.ncodes++] =
 			(enum mrcheck_fault_code) i;
 }
 
+/* The classes FI_MRCHECK_FAULT_CLOSE_ONCE names; none when it is unset or
+ * 0, and when it names an unknown class (refused as a whole). */
 static void
 chk_parse_close(void)
 {
@@ -170,26 +156,29 @@ chk_parse_close(void)
 	};
 	const char *env = chk_param_str("FAULT_CLOSE_ONCE");
 	char copy[256], *tok, *save = NULL;
+	unsigned classes = 0;
 
-	if (!env || !*env || !strcmp(env, "0"))
+	if (!env || !strcmp(env, "0"))
 		return;
-	snprintf(copy, sizeof(copy), "%s", env);
-	for (tok = strtok_r(copy, ", ", &save); tok;
-	     tok = strtok_r(NULL, ", ", &save)) {
-		size_t i;
+	if (strlen(env) < sizeof(copy)) {
+		snprintf(copy, sizeof(copy), "%s", env);
+		for (tok = strtok_r(copy, ", ", &save); tok;
+		     tok = strtok_r(NULL, ", ", &save)) {
+			size_t i;
 
-		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			if (!strcasecmp(tok, names[i].name))
+			for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+				if (!strcasecmp(tok, names[i].name))
+					break;
+			if (i == sizeof(names) / sizeof(names[0])) {
+				classes = 0;
 				break;
-		if (i == sizeof(names) / sizeof(names[0]))
-			fprintf(stderr,
-				"mrcheck: FI_MRCHECK_FAULT_CLOSE_ONCE: unknown "
-				"class %s (1, mr, mr_remote, ep, domain); "
-				"ignored\n",
-				tok);
-		else
-			chk_fault.close_classes |= names[i].classes;
+			}
+			classes |= names[i].classes;
+		}
 	}
+	if (!classes)
+		chk_param_refuse("FAULT_CLOSE_ONCE", env);
+	chk_fault.close_classes = classes;
 }
 
 static double
@@ -201,10 +190,9 @@ chk_rate_of(enum chk_fault_kind kind)
 void
 chk_fault_init(void)
 {
-	const char *env = chk_param_str("FAULT_SEED");
 	char codes[64] = "";
 
-	chk_fault.seed = env ? strtoull(env, NULL, 0) : 1;
+	chk_fault.seed = chk_param_u64("FAULT_SEED", 1);
 	chk_parse_rate("FAULT_REG", CHK_FAULT_REG);
 	chk_parse_rate("FAULT_POST", CHK_FAULT_POST);
 	chk_parse_rate("FAULT_CQ_ERR", CHK_FAULT_CQ_ERR);

@@ -174,10 +174,23 @@ void chk_keys_check(struct chk_domain *dom, const char *what, size_t i,
 /* mrcheck_params.c (FI_MRCHECK_*, fi_info -e) */
 /* Define every parameter (from fi_prov_ini, before any is read). */
 int chk_params_define(void);
-/* The value of FI_MRCHECK_<name>: false/def/NULL when unset or invalid. */
+/*
+ * The value of FI_MRCHECK_<name>: false/def when unset or refused. A refused
+ * value (unparsable, out of range) costs one line on stderr naming it and
+ * the default (chk_param_refuse). Read once per process, from fi_prov_ini.
+ */
 bool chk_param_bool(const char *name);
+/* A whole number from 0 to 255. */
 int chk_param_int(const char *name, int def);
+/* A whole number, decimal or 0x hexadecimal, no sign. */
+uint64_t chk_param_u64(const char *name, uint64_t def);
+/* A number from lo to hi into *value: 1; unset: 0; refused: -1. */
+int chk_param_double(const char *name, double lo, double hi, double *value);
+/* The raw text, NULL when unset; its reader refuses a bad one itself. */
 const char *chk_param_str(const char *name);
+/* Report FI_MRCHECK_<name>=value as refused: it is not what the parameter's
+ * row says it takes, and its default is used. */
+void chk_param_refuse(const char *name, const char *value);
 
 /* mrcheck_fault.c (FI_MRCHECK_FAULT_*; see mrcheck.h) */
 /* Read the FI_MRCHECK_FAULT_* settings (once, from fi_prov_ini). */

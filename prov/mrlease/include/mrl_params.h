@@ -10,10 +10,13 @@
  * may read it without a lock.
  *
  * Parsing is strict (libfabric 1.17's fi_param_get turns "abc" into 0 and
- * "-1" into SIZE_MAX for integer types): a value that is not a whole number
- * (optionally with a K/M/G/T binary suffix for byte sizes), or a boolean that
- * is none of 0/1/yes/no/true/false/on/off, gets exactly one FI_WARN naming
- * the variable and leaves the default in place.
+ * "-1" into SIZE_MAX for integer types): a number that is not a whole number
+ * (optionally with a K/M/G/T binary suffix) inside its range, a boolean that
+ * is none of 0/1/yes/no/true/false/on/off, a choice that is none of its
+ * words, or empty text is refused: the default stays in place, and one line
+ * on stderr names the variable, the value and the default used. That line
+ * is printed at libfabric's default log level too (a typo must not pass
+ * unseen), through FI_WARN when warnings are logged anyway.
  */
 #ifndef MRL_PARAMS_H
 #define MRL_PARAMS_H
@@ -64,14 +67,34 @@
  * cycles through, far below provider MR limits.
  */
 #define MRL_PARAMS_DEFAULT_REMOTE_IDLE ((size_t) 1000)
+#define MRL_PARAMS_MIN_REMOTE_IDLE     ((size_t) 1)
 #define MRL_PARAMS_MAX_REMOTE_IDLE     ((size_t) 3600000)
 #define MRL_PARAMS_DEFAULT_REMOTE_MAX  ((size_t) 1024)
+#define MRL_PARAMS_MIN_REMOTE_MAX      ((size_t) 1)
+#define MRL_PARAMS_MAX_REMOTE_MAX      ((size_t) 1 << 20)
 
 /* Live statistics (mrl_live.h): off; files in /dev/shm, rewritten once a
  * second (what a person watching mrlease-stat -w reads). */
 #define MRL_PARAMS_DEFAULT_STATS_LIVE	  false
 #define MRL_PARAMS_DEFAULT_STATS_DIR	  "/dev/shm"
 #define MRL_PARAMS_DEFAULT_STATS_INTERVAL ((size_t) 1000)
+
+/*
+ * Ranges (inclusive; the lower bound is 0 unless named). Wide enough for any
+ * real job, narrow enough that no arithmetic on a value can wrap: a count or
+ * size times a small factor, churn shifted by its 16-fold growth, and an
+ * interval in milliseconds turned into nanoseconds and added to a clock.
+ */
+/* Far beyond any provider's MR limit (verbs and efa: millions). */
+#define MRL_PARAMS_MAX_MAX_COUNT ((size_t) 1 << 30)
+/* Bytes (MAX_SIZE, HUGEPAGE_AFTER): beyond a node's memory. */
+#define MRL_PARAMS_MAX_BYTES ((size_t) 64 << 40)
+/* An operand larger than this is a transfer no threshold should skip. */
+#define MRL_PARAMS_MAX_MIN_SIZE	     ((size_t) 1 << 40)
+#define MRL_PARAMS_MAX_MONITOR_CHURN ((size_t) 65536)
+/* 1 ms to an hour; a publisher slower than that shows nothing live. */
+#define MRL_PARAMS_MIN_STATS_INTERVAL ((size_t) 1)
+#define MRL_PARAMS_MAX_STATS_INTERVAL ((size_t) 3600000)
 
 /* FI_MRLEASE_MONITOR: when the memory monitor (mrl_monitor.h) runs. */
 enum mrl_monitor_mode {
@@ -114,7 +137,8 @@ struct mrl_params {
 			  * file (mrl_live.h) */
 	const char *stats_dir; /* FI_MRLEASE_STATS_DIR: where it goes */
 	size_t stats_interval; /* FI_MRLEASE_STATS_INTERVAL: ms between
-				* publishes */
+				* publishes, MRL_PARAMS_MIN_STATS_INTERVAL to
+				* MRL_PARAMS_MAX_STATS_INTERVAL */
 	int remote; /* FI_MRLEASE_REMOTE: enum mrl_remote_mode */
 	size_t remote_idle; /* FI_MRLEASE_REMOTE_IDLE: ms an unleased remote
 			     * entry stays cached */
@@ -128,7 +152,8 @@ extern struct mrl_params mrl_params;
 /* Define every FI_MRLEASE_* parameter for `prov`; call from fi_prov_ini(). */
 int mrl_params_define(const struct fi_provider *prov);
 
-/* Read the environment into mrl_params, warning once per unparsable value. */
+/* Read the environment into mrl_params, refusing (one line on stderr each)
+ * every value that does not parse or is out of range. */
 void mrl_params_load(const struct fi_provider *prov);
 
 #endif /* MRL_PARAMS_H */

@@ -212,6 +212,8 @@ pt_control(const char *what, char *hooks, size_t len)
 		printf("# control %s: %s\n", what, strerror(errno));
 		return PT_CONTROL_NONE;
 	}
+	/* A control that crashed left its shm regions behind. */
+	mrlt_shm_sweep(pid);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) == 127) {
 		printf("# control %s with FI_HOOK=%s: wait status %d\n", what,
 		       hooks, status);

@@ -119,15 +119,11 @@ mrl_remote_now_ms(void)
 	return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
 }
 
+/* In range (mrl_params.h): adding it to a clock cannot wrap. */
 static uint64_t
 mrl_remote_idle_ms(void)
 {
-	size_t ms = mrl_params.remote_idle;
-
-	if (!ms)
-		return 1;
-	return ms > MRL_PARAMS_MAX_REMOTE_IDLE ? MRL_PARAMS_MAX_REMOTE_IDLE :
-						 ms;
+	return mrl_params.remote_idle;
 }
 
 /* ---- requests --------------------------------------------------------- */
@@ -440,11 +436,9 @@ mrl_remote_lease_release(struct mrl_remote_entry *entry)
 		if (entry->live) {
 			wake = !remote->idle_head && remote->thread_safe;
 			mrl_remote_idle_add(remote, entry);
-			mrl_remote_retire_expired(
-				remote, 0,
-				mrl_params.remote_max ? mrl_params.remote_max :
-							1,
-				&closing);
+			mrl_remote_retire_expired(remote, 0,
+						  mrl_params.remote_max,
+						  &closing);
 			mrl_remote_due_update(remote);
 		} else {
 			closing = entry;
