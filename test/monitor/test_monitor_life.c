@@ -16,6 +16,8 @@
  *    afterwards uses fresh registrations;
  *  - what the monitor dropped closes at the next CQ read, and on an
  *    FI_THREAD_SAFE domain without any call (the mrl-closer thread);
+ *  - an FI_THREAD_SAFE domain closed right after an unmap is never refused
+ *    while the closer closes what the monitor dropped;
  *  - a mapping whose last entry went is watched no more;
  *  - a ring overflow is not churn, and a forked child starts with no churn.
  *
@@ -652,6 +654,85 @@ test_an_unmapped_registration_on_a_thread_safe_domain_closes_without_a_call(
 		  "no mrl-closer thread with an FI_THREAD_SAFE domain open");
 }
 
+/* ---- domain close right after an unmap (group "cached") ----------------- */
+
+#define CLOSE_ROUNDS  2000
+#define CLOSE_ENTRIES 64
+
+/*
+ * An application that frees a buffer holding many cached registrations and
+ * closes its FI_THREAD_SAFE domain at once: the monitor's event wakes the
+ * closer, which takes the dropped registrations and closes them outside any
+ * lock while fi_close(domain) runs. A domain close that returned before the
+ * closer was done handed the provider a domain with MRs open: -FI_EBUSY,
+ * and rxm's domain close cannot be retried (a double free), so the
+ * application had to leak it. Pins: no refusal in CLOSE_ROUNDS rounds.
+ */
+static void
+domain_close_after_unmap(const char *prov)
+{
+	struct fi_info *hints = mrlt_hints(prov, FI_EP_RDM, FI_MSG), *info;
+	size_t page = (size_t) sysconf(_SC_PAGESIZE);
+	struct mrcheck_stats c0, c1;
+	struct fid_domain *domain;
+	struct mrlt_domain d;
+	int refused = 0, ret = 0;
+	char *buf;
+
+	hints->domain_attr->mr_mode =
+		FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->domain_attr->threading = FI_THREAD_SAFE;
+	ret = mrlt_getinfo(hints, NULL, NULL, 0, &info);
+	if (ret == -FI_ENODATA)
+		mrlt_skip_current("%s not available", prov);
+	if (ret)
+		return;
+	info->domain_attr->threading = FI_THREAD_SAFE;
+	CHECK_FI(mrlt_domain_open(info, &d));
+	c0 = mrcheck_stats();
+	for (int round = 0; round < CLOSE_ROUNDS && !ret; round++) {
+		ret = fi_domain(d.fabric, info, &domain, NULL);
+		if (ret)
+			break;
+		buf = xfer_map_anon(CLOSE_ENTRIES * page);
+		CHECK_MSG(buf, "mmap: %s", strerror(errno));
+		for (int i = 0; i < CLOSE_ENTRIES && !ret; i++)
+			ret = reg_local(domain, buf + i * page, page);
+		CHECK_MSG(!munmap(buf, CLOSE_ENTRIES * page), "munmap: %s",
+			  strerror(errno));
+		/* Refused: left open, as an application must. */
+		refused += fi_close(&domain->fid) == -FI_EBUSY;
+	}
+	CHECK_MSG(!ret, "round: %s", fi_strerror(-ret));
+	c1 = mrcheck_stats();
+	printf("# %s: %d rounds of %d cached registrations unmapped, then "
+	       "the domain closed: %d refused; %llu registrations opened, "
+	       "%llu closed\n",
+	       prov, CLOSE_ROUNDS, CLOSE_ENTRIES, refused,
+	       (unsigned long long) (c1.mr_opened - c0.mr_opened),
+	       (unsigned long long) (c1.mr_closed - c0.mr_closed));
+	CHECK_MSG(!refused,
+		  "%d of %d domain closes refused after the application "
+		  "closed every MR",
+		  refused, CLOSE_ROUNDS);
+	CHECK_MSG(c1.mr_opened - c0.mr_opened == c1.mr_closed - c0.mr_closed,
+		  "registrations left open");
+}
+
+static void
+test_a_thread_safe_rxm_domain_closes_at_once_after_its_cached_buffer_is_unmapped(
+	void)
+{
+	domain_close_after_unmap("tcp;ofi_rxm");
+}
+
+static void
+test_a_thread_safe_sockets_domain_closes_at_once_after_its_cached_buffer_is_unmapped(
+	void)
+{
+	domain_close_after_unmap("sockets");
+}
+
 /* ---- failure bounded (group "cached", in a child) ------------------------ */
 
 /* A filter that makes poll, ppoll and read fail with EPERM in every thread
@@ -1042,6 +1123,10 @@ main(int argc, char **argv)
 			test_a_monitor_that_cannot_read_neither_spins_nor_blocks_munmap);
 		MRLT_RUN(
 			test_an_unmapped_registration_on_a_thread_safe_domain_closes_without_a_call);
+		MRLT_RUN(
+			test_a_thread_safe_rxm_domain_closes_at_once_after_its_cached_buffer_is_unmapped);
+		MRLT_RUN(
+			test_a_thread_safe_sockets_domain_closes_at_once_after_its_cached_buffer_is_unmapped);
 	} else if (!strcmp(group, "churn")) {
 		/* The default allowance, whatever the caller's environment. */
 		unsetenv("FI_MRLEASE_MONITOR_CHURN");
