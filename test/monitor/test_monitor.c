@@ -70,7 +70,9 @@ client_invalidate(void *arg, uintptr_t start, uintptr_t end, bool all)
 		atomic_store(&gate_waiting, 0);
 	}
 	on_monitor = true;
-	mrl_cache_invalidate_deferred(cache, start, end);
+	/* As the provider's client does (the test's cache is the only one). */
+	if (mrl_caches_invalidate_deferred(start, end))
+		mrl_monitor_closer_due();
 	on_monitor = false;
 }
 
@@ -1667,6 +1669,46 @@ test_the_closer_releases_a_thread_safe_domains_registration_unasked(void)
 	mrl_cache_domain_close(ft);
 }
 
+/* The closer is woken only when it has work no call is sure to do: an
+ * application thread's lookup that applied an unmap and dropped a thread-safe
+ * domain's registration onto the shared list, which no settle takes with
+ * the barrier down, is such work. Without that wake-up the registration (and
+ * the pages it pins) stays until the next unmap of a thread-safe domain. */
+static void
+test_a_registration_an_application_drain_dropped_closes_without_a_call(void)
+{
+	struct mrl_cache_domain *ft;
+	struct mrl_domain_config dc;
+	struct mrl_registration *reg;
+	long want;
+	char *p;
+
+	NEED_MONITOR();
+	CHECK_EQ(0, mrl_monitor_closer_start());
+	dc = creg_domain_config(&creg);
+	dc.registrar = &watch_registrar;
+	dc.free_threaded = true;
+	CHECK_EQ(0, mrl_cache_domain_open(cache, &dc, &ft));
+	p = map(16 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	CHECK(p != NULL);
+	CHECK_EQ(0, mrl_cache_acquire(ft, (uintptr_t) p,
+				      (uintptr_t) p + 16 * page, &reg));
+	close_hook_mr = mrl_registration_mr(reg);
+	close_hook = nothing;
+	atomic_store(&close_hook_tid, 0);
+	mrl_cache_lease_release(reg);
+	want = atomic_load(&creg.closed) + 1;
+	munmap(p, 16 * page);
+	/* A lookup in this thread applies the unmap (the closer's wake-up
+	 * is not due yet); then no cache call until it closed. */
+	CHECK(mrl_cache_lookup(dom, 0x1000, 0x2000) == NULL);
+	CHECK(within(1.0, closed_once_more, &want));
+	CHECK_EQ(mrl_monitor_closer_tid(), atomic_load(&close_hook_tid));
+	close_hook_mr = NULL;
+	close_hook = NULL;
+	mrl_cache_domain_close(ft);
+}
+
 static bool
 closer_called(void *arg)
 {
@@ -1795,6 +1837,8 @@ main(int argc, char **argv)
 	 * above look at before anything applies them. */
 	MRLT_RUN(
 		test_the_closer_releases_a_thread_safe_domains_registration_unasked);
+	MRLT_RUN(
+		test_a_registration_an_application_drain_dropped_closes_without_a_call);
 
 	mrl_cache_domain_close(dom);
 	mrl_monitor_stop();

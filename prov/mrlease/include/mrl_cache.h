@@ -477,8 +477,10 @@ void mrl_cache_close_deferred_shared(struct mrl_cache *cache);
 bool mrl_caches_in_use(uintptr_t lo, uintptr_t hi);
 
 /* mrl_cache_invalidate_deferred on every cache of the process, the caches
- * given up at fi_fini included (their domains may still be in use). */
-void mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end);
+ * given up at fi_fini included (their domains may still be in use). Returns
+ * whether it put a registration on a cache's shared list, which no settle
+ * takes while the barrier is down: a closer's work. */
+bool mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end);
 
 /* Apply the monitor's events read so far (the barrier), then
  * mrl_cache_close_deferred_shared on every cache of the process: a

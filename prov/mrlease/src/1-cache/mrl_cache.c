@@ -196,8 +196,9 @@ mrl_registration_last(struct mrl_registration *reg)
 }
 
 /* A monitor's drop of a last reference: onto the deferred list (the
- * registration's cold `next` is free once it left its retire chain). */
-static void
+ * registration's cold `next` is free once it left its retire chain).
+ * Returns whether that is the cache's shared list. */
+static bool
 ref_put_deferred(struct mrl_registration *reg)
 {
 	struct mrl_cache_domain *dom = mrl_reg_domain(reg);
@@ -206,9 +207,10 @@ ref_put_deferred(struct mrl_registration *reg)
 
 	mrl_assert(was & MRL_REF_COUNT); /* never below zero */
 	if ((was & MRL_REF_COUNT) != 1)
-		return;
+		return false;
 	MRL_STAT_ADD(dom, deferred_closes, 1);
 	defer_push(reg);
+	return dom->cfg.free_threaded;
 }
 
 /* The list a deferred registration of dom waits on (see "Deferred closes"
@@ -379,11 +381,13 @@ domain_settle_all(struct mrl_cache_domain *dom)
 }
 
 /* Drop the index's references of entries retired under the lock, after it
- * was released; `defer`: from a monitor, which never closes. */
-static void
+ * was released; `defer`: from a monitor, which never closes. Returns
+ * whether it put a registration on the cache's shared list. */
+static bool
 drop_chain_as(struct mrl_registration *chain, bool defer)
 {
 	struct mrl_registration *next;
+	bool shared = false;
 
 	for (; chain; chain = next) {
 		next = mrl_reg_cold(chain)->next;
@@ -393,10 +397,11 @@ drop_chain_as(struct mrl_registration *chain, bool defer)
 		     MRL_REF_COUNT) > 1)
 			MRL_STAT_ADD(mrl_reg_domain(chain), retired_leased, 1);
 		if (defer)
-			ref_put_deferred(chain);
+			shared |= ref_put_deferred(chain);
 		else
 			mrl_cache_ref_put(chain);
 	}
+	return shared;
 }
 
 void
@@ -861,10 +866,11 @@ may_overlap(struct mrl_cache *cache, struct mrl_reader *rec, uintptr_t start,
 }
 
 /* Retire every entry overlapping [start, end) and mark overlapping misses
- * stale; a monitor's (`defer`) leaves closes to other threads. */
+ * stale; a monitor's (`defer`) leaves closes to other threads, and says in
+ * *shared whether it put any on the cache's shared list. */
 static int
 invalidate_range(struct mrl_cache *cache, uintptr_t start, uintptr_t end,
-		 bool defer)
+		 bool defer, bool *shared)
 {
 	struct mrl_reader *rec;
 	struct mrl_registration *chain = NULL, *e;
@@ -904,14 +910,15 @@ invalidate_range(struct mrl_cache *cache, uintptr_t start, uintptr_t end,
 		atomic_store_explicit(&cache->hi, 0, memory_order_relaxed);
 	}
 	mrl_readers_write_exit(cache);
-	drop_chain_as(chain, defer);
+	*shared |= drop_chain_as(chain, defer);
 	return 0;
 }
 
 int
 mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start, uintptr_t end)
 {
-	int ret = invalidate_range(cache, start, end, false);
+	bool shared = false;
+	int ret = invalidate_range(cache, start, end, false, &shared);
 
 	mrl_cache_close_deferred(cache);
 	return ret;
@@ -921,14 +928,16 @@ int
 mrl_cache_invalidate_deferred(struct mrl_cache *cache, uintptr_t start,
 			      uintptr_t end)
 {
-	return invalidate_range(cache, start, end, true);
+	bool shared = false;
+
+	return invalidate_range(cache, start, end, true, &shared);
 }
 
 /* ---- every cache of the process ----------------------------------------- */
 
 struct caches_range {
 	uintptr_t start, end;
-	bool found;
+	bool found, shared;
 	struct mrl_registration *chain;
 };
 
@@ -956,15 +965,16 @@ caches_invalidate_one(struct mrl_cache *cache, void *arg)
 {
 	struct caches_range *r = arg;
 
-	invalidate_range(cache, r->start, r->end, true);
+	invalidate_range(cache, r->start, r->end, true, &r->shared);
 }
 
-void
+bool
 mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end)
 {
 	struct caches_range r = {.start = start, .end = end};
 
 	mrl_caches_each(caches_invalidate_one, &r);
+	return r.shared;
 }
 
 /* Takes a cache's shared list onto r->chain (closed after the list's

@@ -51,6 +51,11 @@ struct mrl_procmap_query {
 #define MRL_MONITOR_BLOCK ((uintptr_t) 2 << 20)
 /* Events read at once, on the task's stack. */
 #define MRL_MONITOR_BATCH 32
+/* How long after a batch the task wakes the closer, if it still has work
+ * then (see mon_closer_expire): long enough for the unmapping thread to be
+ * back from munmap and, mostly, for an application thread to have applied
+ * the batch; short against how long a pinned page may outlive its mapping. */
+#define MRL_MONITOR_CLOSER_DELAY_NS 2000000L
 
 #define MRL_MONITOR_EVENTS                                      \
 	(UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE | \
@@ -90,6 +95,14 @@ static bool mon_tried; /* a start was attempted since the last stop */
 static bool mon_started; /* a task was started and not yet joined */
 static bool mon_closer_started;
 static atomic_bool mon_notify; /* the closer runs: the task wakes it */
+/* A drain on another thread than the closer left it work
+ * (mrl_monitor_closer_due); the closer clears it before it calls in. */
+static atomic_bool mon_closer_owed;
+static __thread bool mon_on_closer; /* this thread is the closer */
+/* The task's alone: when the closer's wake-up for the batches read since
+ * the last one is due, if one is pending. */
+static struct timespec mon_closer_at;
+static bool mon_closer_pending;
 static struct mrl_monitor_client mon_client;
 static const struct fi_provider *mon_prov;
 static atomic_uint_least64_t mon_events;
@@ -171,6 +184,61 @@ mon_wake_closer(void)
 		return; /* the counter is full: it is awake anyway */
 }
 
+/* A batch was recorded: the closer's wake-up is due after the delay, unless
+ * one is due already (the batches read meanwhile share it). Nothing while
+ * no closer runs. */
+static void
+mon_closer_later(void)
+{
+	if (mon_closer_pending ||
+	    !atomic_load_explicit(&mon_notify, memory_order_acquire))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &mon_closer_at);
+	mon_closer_at.tv_nsec += MRL_MONITOR_CLOSER_DELAY_NS;
+	if (mon_closer_at.tv_nsec >= 1000000000L) {
+		mon_closer_at.tv_sec++;
+		mon_closer_at.tv_nsec -= 1000000000L;
+	}
+	mon_closer_pending = true;
+}
+
+/* The task's poll timeout: until the closer's wake-up, or none (NULL). */
+static const struct timespec *
+mon_closer_timeout(struct timespec *left)
+{
+	struct timespec now;
+
+	if (!mon_closer_pending)
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	left->tv_sec = mon_closer_at.tv_sec - now.tv_sec;
+	left->tv_nsec = mon_closer_at.tv_nsec - now.tv_nsec;
+	if (left->tv_nsec < 0) {
+		left->tv_sec--;
+		left->tv_nsec += 1000000000L;
+	}
+	if (left->tv_sec < 0)
+		left->tv_sec = left->tv_nsec = 0;
+	return left;
+}
+
+/*
+ * The delay after a batch is over: the closer is woken only if it has work
+ * no application call is sure to do. Either a batch is not applied yet (the
+ * barrier is up: no application thread called in since), and the closer
+ * applies it; or a drain on an application thread left it something
+ * (mrl_monitor_closer_due), which that drain said before lowering the
+ * barrier. Otherwise it sleeps on: the unmapping thread never pays for it.
+ */
+static void
+mon_closer_expire(void)
+{
+	mon_closer_pending = false;
+	if (atomic_load_explicit(mon_client.barrier, memory_order_acquire) ||
+	    atomic_load_explicit(&mon_closer_owed, memory_order_acquire))
+		mon_wake_closer();
+}
+
 /* One batch: raise the barrier, read (which lets the unmapping threads go),
  * record every range read; the barrier stays up until a drain applied them.
  * 0, or the errno the descriptor failed with. */
@@ -201,7 +269,7 @@ mon_serve(int fd)
 	if (!room) {
 		atomic_fetch_add_explicit(&mon_overflow, 1,
 					  memory_order_release);
-		mon_wake_closer();
+		mon_closer_later();
 		return 0;
 	}
 	for (ssize_t i = 0; i < n; i++) {
@@ -218,7 +286,7 @@ mon_serve(int fd)
 	}
 	mon_ring[(tail - 1) % MRL_MONITOR_RING].last = true;
 	atomic_store_explicit(&mon_tail, tail, memory_order_release);
-	mon_wake_closer();
+	mon_closer_later();
 	return 0;
 }
 
@@ -255,16 +323,23 @@ mon_task_main(void *arg)
 		{.fd = fd, .events = POLLIN},
 		{.fd = mon_stop_fd, .events = POLLIN},
 	};
-	int err = 0;
+	struct timespec left;
+	int err = 0, n;
 
 	pthread_setname_np(pthread_self(), "mrl-monitor");
+	mon_closer_pending = false; /* a previous task's */
 	atomic_store(&mon_tid, (int) syscall(SYS_gettid));
 	atomic_store_explicit(&mon_ready, true, memory_order_release);
 	while (!err) {
 		pfd[0].revents = pfd[1].revents = 0;
-		if (poll(pfd, 2, -1) < 0) {
+		n = ppoll(pfd, 2, mon_closer_timeout(&left), NULL);
+		if (n < 0) {
 			if (errno != EINTR)
 				err = errno;
+			continue;
+		}
+		if (n == 0) {
+			mon_closer_expire();
 			continue;
 		}
 		if (pfd[1].revents)
@@ -281,7 +356,8 @@ mon_task_main(void *arg)
 /* ---- the closer ------------------------------------------------------------
  */
 
-/* Woken by the task after each batch it recorded (and when it leaves), by
+/* Woken by the task a while after the batches it recorded when they left it
+ * work (mon_closer_expire), and when the task leaves, by
  * mrl_monitor_closer_wake, or when the delay the client's close last asked
  * for has passed: the client's close applies the events and closes what they
  * dropped or what has waited long enough. Ends at the stop request, or when
@@ -299,6 +375,7 @@ mon_closer_main(void *arg)
 
 	(void) arg;
 	pthread_setname_np(pthread_self(), "mrl-closer");
+	mon_on_closer = true;
 	atomic_store(&mon_closer_tid, (int) syscall(SYS_gettid));
 	for (;;) {
 		pfd[0].revents = pfd[1].revents = 0;
@@ -314,6 +391,10 @@ mon_closer_main(void *arg)
 		if (n > 0 && read(mon_notify_fd, &count, sizeof(count)) < 0 &&
 		    errno != EAGAIN)
 			break;
+		/* Before the call, which takes every list: what a drain
+		 * leaves after it is owed again. */
+		atomic_store_explicit(&mon_closer_owed, false,
+				      memory_order_relaxed);
 		timeout = mon_client.close(mon_client.arg);
 	}
 	return NULL;
@@ -440,6 +521,14 @@ void
 mrl_monitor_closer_wake(void)
 {
 	mon_wake_closer();
+}
+
+void
+mrl_monitor_closer_due(void)
+{
+	if (!mon_on_closer)
+		atomic_store_explicit(&mon_closer_owed, true,
+				      memory_order_release);
 }
 
 int

@@ -326,7 +326,8 @@ mrl_bind_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end, bool all)
 	(void) arg;
 	if (!all)
 		mrl_bind_churn_note(start, end);
-	mrl_caches_invalidate_deferred(start, end);
+	if (mrl_caches_invalidate_deferred(start, end))
+		mrl_monitor_closer_due();
 }
 
 static bool
