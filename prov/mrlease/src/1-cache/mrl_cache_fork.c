@@ -78,11 +78,18 @@ cache_fork_parent(void)
 static void
 cache_fork_child(void)
 {
+	struct mrl_cache_domain *dom;
 	struct mrl_cache *cache;
 
-	/* A domain close the parent had waiting there does not exist here. */
-	for (cache = mrl_caches; cache; cache = cache->next)
+	/* The threads that were closing deferred registrations, and any
+	 * domain close waiting for them, do not exist here: what they held is
+	 * forgotten, and a domain close here waits for nothing of theirs. */
+	for (cache = mrl_caches; cache; cache = cache->next) {
 		pthread_cond_init(&cache->deferred_done, NULL);
+		for (dom = cache->domains; dom; dom = dom->next)
+			atomic_store_explicit(&dom->closing, 0,
+					      memory_order_relaxed);
+	}
 	cache_fork_locks(false);
 	/* Threads other than this one do not exist here. */
 	mrl_readers_forget_others();
