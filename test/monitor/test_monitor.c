@@ -1622,12 +1622,38 @@ closed_once_more(void *arg)
  * closed its registration: on verbs the pages stayed pinned. On a domain
  * any thread may call (FI_THREAD_SAFE), the closer closes it with no call
  * from the application, on its own thread; others wait for their call. */
+/* A free-threaded domain (*ft) with one cached registration over a fresh
+ * mapping of 16 pages, whose close records its thread (close_hook_tid):
+ * returns the mapping, or NULL (with ft open or not) on failure; *want is
+ * the registrar's closed count once that registration closes. */
+static char *
+cached_on_a_free_threaded_domain(struct mrl_cache_domain **ft, long *want)
+{
+	struct mrl_domain_config dc = creg_domain_config(&creg);
+	struct mrl_registration *reg;
+	char *p;
+
+	dc.registrar = &watch_registrar;
+	dc.free_threaded = true;
+	*ft = NULL;
+	if (mrl_cache_domain_open(cache, &dc, ft))
+		return NULL;
+	p = map(16 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	if (!p || mrl_cache_acquire(*ft, (uintptr_t) p,
+				    (uintptr_t) p + 16 * page, &reg))
+		return NULL;
+	close_hook_mr = mrl_registration_mr(reg);
+	close_hook = nothing;
+	atomic_store(&close_hook_tid, 0);
+	mrl_cache_lease_release(reg);
+	*want = atomic_load(&creg.closed) + 1;
+	return p;
+}
+
 static void
 test_the_closer_releases_a_thread_safe_domains_registration_unasked(void)
 {
 	struct mrl_cache_domain *ft;
-	struct mrl_domain_config dc;
-	struct mrl_registration *reg;
 	long want;
 	char comm[32], *p, *q;
 
@@ -1638,19 +1664,8 @@ test_the_closer_releases_a_thread_safe_domains_registration_unasked(void)
 			sizeof(comm)));
 	CHECK_MSG(!strcmp("mrl-closer\n", comm), "closer named %s", comm);
 	CHECK(task_blocks_every_signal(mrl_monitor_closer_tid()));
-	dc = creg_domain_config(&creg);
-	dc.registrar = &watch_registrar;
-	dc.free_threaded = true;
-	CHECK_EQ(0, mrl_cache_domain_open(cache, &dc, &ft));
-	p = map(16 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	p = cached_on_a_free_threaded_domain(&ft, &want);
 	CHECK(p != NULL);
-	CHECK_EQ(0, mrl_cache_acquire(ft, (uintptr_t) p,
-				      (uintptr_t) p + 16 * page, &reg));
-	close_hook_mr = mrl_registration_mr(reg);
-	close_hook = nothing;
-	atomic_store(&close_hook_tid, 0);
-	mrl_cache_lease_release(reg);
-	want = atomic_load(&creg.closed) + 1;
 	munmap(p, 16 * page);
 	/* No cache call from here on until it closed. */
 	CHECK(within(1.0, closed_once_more, &want));
@@ -1678,26 +1693,13 @@ static void
 test_a_registration_an_application_drain_dropped_closes_without_a_call(void)
 {
 	struct mrl_cache_domain *ft;
-	struct mrl_domain_config dc;
-	struct mrl_registration *reg;
 	long want;
 	char *p;
 
 	NEED_MONITOR();
 	CHECK_EQ(0, mrl_monitor_closer_start());
-	dc = creg_domain_config(&creg);
-	dc.registrar = &watch_registrar;
-	dc.free_threaded = true;
-	CHECK_EQ(0, mrl_cache_domain_open(cache, &dc, &ft));
-	p = map(16 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	p = cached_on_a_free_threaded_domain(&ft, &want);
 	CHECK(p != NULL);
-	CHECK_EQ(0, mrl_cache_acquire(ft, (uintptr_t) p,
-				      (uintptr_t) p + 16 * page, &reg));
-	close_hook_mr = mrl_registration_mr(reg);
-	close_hook = nothing;
-	atomic_store(&close_hook_tid, 0);
-	mrl_cache_lease_release(reg);
-	want = atomic_load(&creg.closed) + 1;
 	munmap(p, 16 * page);
 	/* A lookup in this thread applies the unmap (the closer's wake-up
 	 * is not due yet); then no cache call until it closed. */

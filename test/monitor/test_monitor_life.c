@@ -251,9 +251,9 @@ struct dom {
 };
 
 static bool
-dom_open(struct dom *dm, enum fi_threading threading)
+dom_open_on(const char *prov, struct dom *dm, enum fi_threading threading)
 {
-	struct fi_info *hints = mrlt_hints(PROV, FI_EP_RDM, FI_MSG), *info;
+	struct fi_info *hints = mrlt_hints(prov, FI_EP_RDM, FI_MSG), *info;
 	struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_TAGGED, .size = 64};
 	int ret;
 
@@ -263,7 +263,7 @@ dom_open(struct dom *dm, enum fi_threading threading)
 	hints->domain_attr->threading = threading;
 	ret = mrlt_getinfo(hints, NULL, NULL, 0, &info);
 	if (ret == -FI_ENODATA)
-		mrlt_skip_current("%s not available", PROV);
+		mrlt_skip_current("%s not available", prov);
 	if (ret)
 		return false;
 	/* What the application asks for: rxm offers FI_THREAD_SAFE whatever
@@ -288,6 +288,12 @@ dom_open(struct dom *dm, enum fi_threading threading)
 	}
 	mrlt_track_fid(&dm->cq->fid);
 	return true;
+}
+
+static bool
+dom_open(struct dom *dm, enum fi_threading threading)
+{
+	return dom_open_on(PROV, dm, threading);
 }
 
 /* The domain's cache statistics (zeros, and a failure, if unreadable). */
@@ -671,27 +677,19 @@ test_an_unmapped_registration_on_a_thread_safe_domain_closes_without_a_call(
 static void
 domain_close_after_unmap(const char *prov)
 {
-	struct fi_info *hints = mrlt_hints(prov, FI_EP_RDM, FI_MSG), *info;
 	size_t page = (size_t) sysconf(_SC_PAGESIZE);
 	struct mrcheck_stats c0, c1;
 	struct fid_domain *domain;
-	struct mrlt_domain d;
 	int refused = 0, ret = 0;
+	struct dom dm;
 	char *buf;
 
-	hints->domain_attr->mr_mode =
-		FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->domain_attr->threading = FI_THREAD_SAFE;
-	ret = mrlt_getinfo(hints, NULL, NULL, 0, &info);
-	if (ret == -FI_ENODATA)
-		mrlt_skip_current("%s not available", prov);
-	if (ret)
+	/* The fabric and its info; each round opens a domain of its own. */
+	if (!dom_open_on(prov, &dm, FI_THREAD_SAFE))
 		return;
-	info->domain_attr->threading = FI_THREAD_SAFE;
-	CHECK_FI(mrlt_domain_open(info, &d));
 	c0 = mrcheck_stats();
 	for (int round = 0; round < CLOSE_ROUNDS && !ret; round++) {
-		ret = fi_domain(d.fabric, info, &domain, NULL);
+		ret = fi_domain(dm.d.fabric, dm.d.info, &domain, NULL);
 		if (ret)
 			break;
 		buf = xfer_map_anon(CLOSE_ENTRIES * page);
