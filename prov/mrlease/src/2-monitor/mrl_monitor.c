@@ -392,9 +392,10 @@ mon_closer_main(void *arg)
 		    errno != EAGAIN)
 			break;
 		/* Before the call, which takes every list: what a drain
-		 * leaves after it is owed again. */
-		atomic_store_explicit(&mon_closer_owed, false,
-				      memory_order_relaxed);
+		 * leaves after it is owed again. An exchange, so what a drain
+		 * cleared here left on a list is seen by the call. */
+		atomic_exchange_explicit(&mon_closer_owed, false,
+					 memory_order_acq_rel);
 		timeout = mon_client.close(mon_client.arg);
 	}
 	return NULL;
