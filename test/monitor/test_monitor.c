@@ -1266,8 +1266,10 @@ static int
 no_inherited_descriptor(int unused)
 {
 	(void) unused;
-	return count_fds_of("[userfaultfd]") || count_fds_of("[eventfd]") ? 1 :
-									     0;
+	return count_fds_of("[userfaultfd]") || count_fds_of("[eventfd]") ||
+			       count_fds_of("[timerfd]") ?
+		       1 :
+		       0;
 }
 
 /* In a child: forks while another thread starts and stops the monitor. */

@@ -42,10 +42,11 @@
  * The task. One pthread, named "mrl-monitor", every signal blocked. Its
  * rules are what keep a thread blocked in munmap (which waits for the task
  * to *read* its event) from deadlocking with it:
- *  - it only polls and reads the userfaultfd, records the ranges and wakes
- *    the closer: it never unmaps memory, never closes a registration, never
- *    allocates, takes no lock and calls no client code;
- *  - it never wakes the closer right after a read: the closer would run
+ *  - it only polls and reads the userfaultfd and its timer, records the
+ *    ranges and wakes the closer: it never unmaps memory, never closes a
+ *    registration, never allocates, takes no lock and calls no client code;
+ *  - it never wakes the closer right after a read, nor sleeps with a
+ *    timeout: the closer would run, or a timer be armed and cancelled,
  *    while the unmapping thread is on its way back from munmap (on the
  *    same core, in front of it);
  *  - before each read it raises the client's barrier, and the barrier stays

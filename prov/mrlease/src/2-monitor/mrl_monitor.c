@@ -18,6 +18,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <linux/userfaultfd.h>
@@ -54,7 +55,10 @@ struct mrl_procmap_query {
 /* How long after a batch the task wakes the closer, if it still has work
  * then (see mon_closer_expire): long enough for the unmapping thread to be
  * back from munmap and, mostly, for an application thread to have applied
- * the batch; short against how long a pinned page may outlive its mapping. */
+ * the batch; short against how long a pinned page may outlive its mapping.
+ * A timer of its own (mon_timer_fd), armed once for the batches read within
+ * the delay: a poll timeout would arm and cancel a timer around every
+ * event, which a watched munmap waits for. */
 #define MRL_MONITOR_CLOSER_DELAY_NS 2000000L
 
 #define MRL_MONITOR_EVENTS                                      \
@@ -86,7 +90,8 @@ static pthread_mutex_t mon_watch_lock = PTHREAD_MUTEX_INITIALIZER;
 static int mon_uffd = -1; /* the userfaultfd (after the task left: a
 			   * duplicate of mon_stop_fd holding its number) */
 static int mon_stop_fd = -1; /* eventfd: the stop request */
-static int mon_notify_fd = -1; /* eventfd: the task read a batch */
+static int mon_notify_fd = -1; /* eventfd: the closer has work */
+static int mon_timer_fd = -1; /* timerfd: the closer's wake-up is due */
 static atomic_int mon_maps_fd = -1; /* /proc/self/maps for PROCMAP_QUERY */
 static bool mon_uffd_closed; /* the task had to close it outright */
 
@@ -99,9 +104,8 @@ static atomic_bool mon_notify; /* the closer runs: the task wakes it */
  * (mrl_monitor_closer_due); the closer clears it before it calls in. */
 static atomic_bool mon_closer_owed;
 static __thread bool mon_on_closer; /* this thread is the closer */
-/* The task's alone: when the closer's wake-up for the batches read since
- * the last one is due, if one is pending. */
-static struct timespec mon_closer_at;
+/* The task's alone: mon_timer_fd is armed for the batches read since the
+ * closer's last wake-up. */
 static bool mon_closer_pending;
 static struct mrl_monitor_client mon_client;
 static const struct fi_provider *mon_prov;
@@ -186,40 +190,22 @@ mon_wake_closer(void)
 
 /* A batch was recorded: the closer's wake-up is due after the delay, unless
  * one is due already (the batches read meanwhile share it). Nothing while
- * no closer runs. */
+ * no closer runs; at once if the timer cannot be armed. */
 static void
 mon_closer_later(void)
 {
+	struct itimerspec due = {
+		.it_value = {.tv_nsec = MRL_MONITOR_CLOSER_DELAY_NS},
+	};
+
 	if (mon_closer_pending ||
 	    !atomic_load_explicit(&mon_notify, memory_order_acquire))
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &mon_closer_at);
-	mon_closer_at.tv_nsec += MRL_MONITOR_CLOSER_DELAY_NS;
-	if (mon_closer_at.tv_nsec >= 1000000000L) {
-		mon_closer_at.tv_sec++;
-		mon_closer_at.tv_nsec -= 1000000000L;
+	if (timerfd_settime(mon_timer_fd, 0, &due, NULL)) {
+		mon_wake_closer();
+		return;
 	}
 	mon_closer_pending = true;
-}
-
-/* The task's poll timeout: until the closer's wake-up, or none (NULL). */
-static const struct timespec *
-mon_closer_timeout(struct timespec *left)
-{
-	struct timespec now;
-
-	if (!mon_closer_pending)
-		return NULL;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	left->tv_sec = mon_closer_at.tv_sec - now.tv_sec;
-	left->tv_nsec = mon_closer_at.tv_nsec - now.tv_nsec;
-	if (left->tv_nsec < 0) {
-		left->tv_sec--;
-		left->tv_nsec += 1000000000L;
-	}
-	if (left->tv_sec < 0)
-		left->tv_sec = left->tv_nsec = 0;
-	return left;
 }
 
 /*
@@ -233,6 +219,10 @@ mon_closer_timeout(struct timespec *left)
 static void
 mon_closer_expire(void)
 {
+	uint64_t count;
+
+	if (read(mon_timer_fd, &count, sizeof(count)) < 0)
+		return; /* not expired (EAGAIN): nothing is due */
 	mon_closer_pending = false;
 	if (atomic_load_explicit(mon_client.barrier, memory_order_acquire) ||
 	    atomic_load_explicit(&mon_closer_owed, memory_order_acquire))
@@ -319,31 +309,29 @@ static void *
 mon_task_main(void *arg)
 {
 	int fd = (int) (intptr_t) arg;
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{.fd = fd, .events = POLLIN},
 		{.fd = mon_stop_fd, .events = POLLIN},
+		{.fd = mon_timer_fd, .events = POLLIN},
 	};
-	struct timespec left;
-	int err = 0, n;
+	int err = 0;
 
 	pthread_setname_np(pthread_self(), "mrl-monitor");
 	mon_closer_pending = false; /* a previous task's */
 	atomic_store(&mon_tid, (int) syscall(SYS_gettid));
 	atomic_store_explicit(&mon_ready, true, memory_order_release);
 	while (!err) {
-		pfd[0].revents = pfd[1].revents = 0;
-		n = ppoll(pfd, 2, mon_closer_timeout(&left), NULL);
-		if (n < 0) {
+		pfd[0].revents = pfd[1].revents = pfd[2].revents = 0;
+		if (poll(pfd, 3, -1) < 0) {
 			if (errno != EINTR)
 				err = errno;
 			continue;
 		}
-		if (n == 0) {
-			mon_closer_expire();
-			continue;
-		}
 		if (pfd[1].revents)
 			break;
+		/* First: a batch read now arms the timer again. */
+		if (pfd[2].revents & POLLIN)
+			mon_closer_expire();
 		if (pfd[0].revents & POLLIN)
 			err = mon_serve(fd);
 		else if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL))
@@ -562,6 +550,7 @@ mon_close_all(void)
 	mon_close_locked(&mon_uffd);
 	mon_close_locked(&mon_stop_fd);
 	mon_close_locked(&mon_notify_fd);
+	mon_close_locked(&mon_timer_fd);
 	maps = atomic_exchange_explicit(&mon_maps_fd, -1, memory_order_relaxed);
 	mon_close_locked(&maps);
 	mon_uffd_closed = false;
@@ -662,7 +651,7 @@ mon_open(void)
 	return 0;
 }
 
-/* The two eventfds and /proc/self/maps, recorded. */
+/* The two eventfds, the closer's timer and /proc/self/maps, recorded. */
 static int
 mon_open_aux(void)
 {
@@ -671,7 +660,9 @@ mon_open_aux(void)
 	pthread_mutex_lock(&mon_fd_lock);
 	mon_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	mon_notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (mon_stop_fd < 0 || mon_notify_fd < 0)
+	mon_timer_fd = timerfd_create(CLOCK_MONOTONIC,
+				      TFD_CLOEXEC | TFD_NONBLOCK);
+	if (mon_stop_fd < 0 || mon_notify_fd < 0 || mon_timer_fd < 0)
 		ret = -FI_ENOMEM;
 	else
 		atomic_store_explicit(
@@ -680,7 +671,8 @@ mon_open_aux(void)
 			memory_order_relaxed);
 	pthread_mutex_unlock(&mon_fd_lock);
 	if (ret)
-		MON_WARN("cannot create the memory monitor's eventfds: %s; "
+		MON_WARN("cannot create the memory monitor's eventfds and "
+			 "timer: %s; "
 			 "no memory monitor\n",
 			 strerror(errno));
 	return ret;
