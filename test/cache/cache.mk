@@ -24,7 +24,8 @@ test_cache_test_cache_tcp_LDADD = test/common/libmrltest.la test/common/libcache
 SUITE += test/cache/test_cache_tcp
 
 # Threads: readers vs. invalidate + re-register (tcp), concurrent misses,
-# churn with eviction, pins vs. invalidate and domain close. Also under TSan.
+# churn with eviction, pins vs. invalidate and domain close, a domain close
+# vs. another thread's deferred closes. Also under TSan.
 check_PROGRAMS += test/cache/test_cache_concurrency
 test_cache_test_cache_concurrency_SOURCES = test/cache/test_cache_concurrency.c
 test_cache_test_cache_concurrency_LDADD = test/common/libmrltest.la test/common/libcachereg.la \

@@ -2,7 +2,8 @@
 /*
  * The lease cache under threads: lookups and descriptor reads racing
  * invalidate and re-registration (on a real tcp domain), concurrent misses,
- * pins racing invalidates and domain close. Runs again under ThreadSanitizer
+ * pins racing invalidates and domain close, a domain close while another
+ * thread closes its deferred registrations. Runs again under ThreadSanitizer
  * (SUITE_CONCURRENCY). Threads line up with barriers and atomics, never sleeps.
  */
 #include "config.h"
@@ -614,6 +615,131 @@ test_pin_release_racing_invalidate_and_domain_close_closes_once(void)
 	CHECK_EQ(0, atomic_load(&r.f.creg.double_closed));
 }
 
+/* ---- a domain close vs. another thread's deferred closes ---------------- */
+
+enum { HELD_ENTRIES = 16 };
+
+/* A registrar whose first close on the "closer" thread blocks until the test
+ * lets it go: the closer then holds the domain's deferred registrations,
+ * taken off the shared list, while the domain closes. */
+struct held {
+	struct creg creg; /* first: the registrar's ctx is both */
+	struct mrl_cache *cache;
+	struct mrl_cache_domain *dom;
+	atomic_int inside; /* the closer is blocked in a close */
+	atomic_int release; /* the closer may go on */
+	atomic_int done; /* the domain close returned */
+	atomic_long open_at_return; /* registrations open when it did */
+	bool whole; /* mrl_cache_domain_close, else _retire_unleased */
+};
+
+static __thread bool held_on_closer;
+
+static int
+held_close(void *ctx, void *mr)
+{
+	struct held *h = ctx;
+
+	if (held_on_closer && !atomic_exchange(&h->inside, 1))
+		mrlt_wait_until_int(&h->release, 1);
+	return creg_registrar.close(&h->creg, mr);
+}
+
+/* creg_registrar with held_close (set by held_run). */
+static struct mrl_registrar held_registrar;
+
+static void *
+held_closer(void *p)
+{
+	struct held *h = p;
+
+	held_on_closer = true;
+	mrl_cache_close_deferred_shared(h->cache);
+	return NULL;
+}
+
+static void *
+held_domain_close(void *p)
+{
+	struct held *h = p;
+
+	if (h->whole)
+		mrl_cache_domain_close(h->dom);
+	else
+		mrl_cache_domain_retire_unleased(h->dom);
+	atomic_store(&h->open_at_return, atomic_load(&h->creg.live));
+	atomic_store(&h->done, 1);
+	return NULL;
+}
+
+/* The closer took the shared list whole and is closing it outside the lock
+ * when the application closes the domain: the domain close must not return
+ * while one of its registrations is still open, or the provider refuses the
+ * domain's close (-FI_EBUSY), which some providers cannot be asked again. */
+static void
+held_run(bool whole)
+{
+	static struct held h;
+	struct mrl_domain_config dconf;
+	struct mrl_registration *lease;
+	struct mrlt_wait w;
+	pthread_t closer, closing;
+	uint64_t waits0 = mrl_cache_close_waits();
+
+	memset(&h, 0, sizeof(h));
+	h.whole = whole;
+	creg_init(&h.creg, NULL, 0);
+	dconf = creg_domain_config(&h.creg);
+	held_registrar = creg_registrar;
+	held_registrar.close = held_close;
+	dconf.registrar = &held_registrar;
+	dconf.free_threaded = true;
+	CHECK_FI(mrl_cache_create(NULL, &h.cache));
+	CHECK_FI(mrl_cache_domain_open(h.cache, &dconf, &h.dom));
+	for (int i = 0; i < HELD_ENTRIES; i++) {
+		CHECK_FI(mrl_cache_acquire(h.dom, P(i), P(i + 1), &lease));
+		mrl_cache_lease_release(lease);
+	}
+	/* What the monitor's drain does: every last reference is the
+	 * index's, so every registration goes onto the shared list. */
+	CHECK_FI(mrl_cache_invalidate_deferred(h.cache, P(0), P(HELD_ENTRIES)));
+	CHECK_EQ(HELD_ENTRIES, atomic_load(&h.creg.live));
+	CHECK(!pthread_create(&closer, NULL, held_closer, &h));
+	CHECK(mrlt_wait_until_int(&h.inside, 1));
+	CHECK(!pthread_create(&closing, NULL, held_domain_close, &h));
+	/* Let the closer go once the close returned (the failure) or waits
+	 * for it (no sleep: the close counts its waits). */
+	mrlt_wait_init(&w);
+	while (!atomic_load(&h.done) && mrl_cache_close_waits() == waits0 &&
+	       !mrlt_wait_over(&w))
+		sched_yield();
+	atomic_store(&h.release, 1);
+	pthread_join(closing, NULL);
+	pthread_join(closer, NULL);
+	if (!whole)
+		mrl_cache_domain_close(h.dom);
+	mrl_cache_destroy(h.cache);
+	CHECK_MSG(atomic_load(&h.open_at_return) == 0,
+		  "the domain close returned with %ld of its registrations "
+		  "still open in the closer's hands",
+		  atomic_load(&h.open_at_return));
+	CHECK_EQ(HELD_ENTRIES, atomic_load(&h.creg.closed));
+	CHECK_EQ(0, atomic_load(&h.creg.double_closed));
+}
+
+static void
+test_retire_before_a_domain_close_waits_for_deferred_closes_another_thread_took(
+	void)
+{
+	held_run(false);
+}
+
+static void
+test_domain_close_waits_for_deferred_closes_another_thread_took(void)
+{
+	held_run(true);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -636,6 +762,10 @@ main(int argc, char **argv)
 	MRLT_RUN(test_filter_growth_never_hides_an_inserted_entry);
 	MRLT_RUN(
 		test_pin_release_racing_invalidate_and_domain_close_closes_once);
+	MRLT_RUN(
+		test_retire_before_a_domain_close_waits_for_deferred_closes_another_thread_took);
+	MRLT_RUN(
+		test_domain_close_waits_for_deferred_closes_another_thread_took);
 	MRLT_RUN(test_every_registration_closed_exactly_once);
 	if (have_tcp) {
 		ret = creg_tcp_close(&tcp);

@@ -70,7 +70,9 @@ client_invalidate(void *arg, uintptr_t start, uintptr_t end, bool all)
 		atomic_store(&gate_waiting, 0);
 	}
 	on_monitor = true;
-	mrl_cache_invalidate_deferred(cache, start, end);
+	/* As the provider's client does (the test's cache is the only one). */
+	if (mrl_caches_invalidate_deferred(start, end))
+		mrl_monitor_closer_due();
 	on_monitor = false;
 }
 
@@ -1264,8 +1266,10 @@ static int
 no_inherited_descriptor(int unused)
 {
 	(void) unused;
-	return count_fds_of("[userfaultfd]") || count_fds_of("[eventfd]") ? 1 :
-									     0;
+	return count_fds_of("[userfaultfd]") || count_fds_of("[eventfd]") ||
+			       count_fds_of("[timerfd]") ?
+		       1 :
+		       0;
 }
 
 /* In a child: forks while another thread starts and stops the monitor. */
@@ -1620,12 +1624,38 @@ closed_once_more(void *arg)
  * closed its registration: on verbs the pages stayed pinned. On a domain
  * any thread may call (FI_THREAD_SAFE), the closer closes it with no call
  * from the application, on its own thread; others wait for their call. */
+/* A free-threaded domain (*ft) with one cached registration over a fresh
+ * mapping of 16 pages, whose close records its thread (close_hook_tid):
+ * returns the mapping, or NULL (with ft open or not) on failure; *want is
+ * the registrar's closed count once that registration closes. */
+static char *
+cached_on_a_free_threaded_domain(struct mrl_cache_domain **ft, long *want)
+{
+	struct mrl_domain_config dc = creg_domain_config(&creg);
+	struct mrl_registration *reg;
+	char *p;
+
+	dc.registrar = &watch_registrar;
+	dc.free_threaded = true;
+	*ft = NULL;
+	if (mrl_cache_domain_open(cache, &dc, ft))
+		return NULL;
+	p = map(16 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	if (!p || mrl_cache_acquire(*ft, (uintptr_t) p,
+				    (uintptr_t) p + 16 * page, &reg))
+		return NULL;
+	close_hook_mr = mrl_registration_mr(reg);
+	close_hook = nothing;
+	atomic_store(&close_hook_tid, 0);
+	mrl_cache_lease_release(reg);
+	*want = atomic_load(&creg.closed) + 1;
+	return p;
+}
+
 static void
 test_the_closer_releases_a_thread_safe_domains_registration_unasked(void)
 {
 	struct mrl_cache_domain *ft;
-	struct mrl_domain_config dc;
-	struct mrl_registration *reg;
 	long want;
 	char comm[32], *p, *q;
 
@@ -1636,19 +1666,8 @@ test_the_closer_releases_a_thread_safe_domains_registration_unasked(void)
 			sizeof(comm)));
 	CHECK_MSG(!strcmp("mrl-closer\n", comm), "closer named %s", comm);
 	CHECK(task_blocks_every_signal(mrl_monitor_closer_tid()));
-	dc = creg_domain_config(&creg);
-	dc.registrar = &watch_registrar;
-	dc.free_threaded = true;
-	CHECK_EQ(0, mrl_cache_domain_open(cache, &dc, &ft));
-	p = map(16 * page, MAP_PRIVATE | MAP_ANONYMOUS);
+	p = cached_on_a_free_threaded_domain(&ft, &want);
 	CHECK(p != NULL);
-	CHECK_EQ(0, mrl_cache_acquire(ft, (uintptr_t) p,
-				      (uintptr_t) p + 16 * page, &reg));
-	close_hook_mr = mrl_registration_mr(reg);
-	close_hook = nothing;
-	atomic_store(&close_hook_tid, 0);
-	mrl_cache_lease_release(reg);
-	want = atomic_load(&creg.closed) + 1;
 	munmap(p, 16 * page);
 	/* No cache call from here on until it closed. */
 	CHECK(within(1.0, closed_once_more, &want));
@@ -1664,6 +1683,33 @@ test_the_closer_releases_a_thread_safe_domains_registration_unasked(void)
 	CHECK_EQ(want, atomic_load(&creg.closed));
 	mrl_cache_domain_settle(dom);
 	CHECK_EQ(want + 1, atomic_load(&creg.closed));
+	mrl_cache_domain_close(ft);
+}
+
+/* The closer is woken only when it has work no call is sure to do: an
+ * application thread's lookup that applied an unmap and dropped a thread-safe
+ * domain's registration onto the shared list, which no settle takes with
+ * the barrier down, is such work. Without that wake-up the registration (and
+ * the pages it pins) stays until the next unmap of a thread-safe domain. */
+static void
+test_a_registration_an_application_drain_dropped_closes_without_a_call(void)
+{
+	struct mrl_cache_domain *ft;
+	long want;
+	char *p;
+
+	NEED_MONITOR();
+	CHECK_EQ(0, mrl_monitor_closer_start());
+	p = cached_on_a_free_threaded_domain(&ft, &want);
+	CHECK(p != NULL);
+	munmap(p, 16 * page);
+	/* A lookup in this thread applies the unmap (the closer's wake-up
+	 * is not due yet); then no cache call until it closed. */
+	CHECK(mrl_cache_lookup(dom, 0x1000, 0x2000) == NULL);
+	CHECK(within(1.0, closed_once_more, &want));
+	CHECK_EQ(mrl_monitor_closer_tid(), atomic_load(&close_hook_tid));
+	close_hook_mr = NULL;
+	close_hook = NULL;
 	mrl_cache_domain_close(ft);
 }
 
@@ -1795,6 +1841,8 @@ main(int argc, char **argv)
 	 * above look at before anything applies them. */
 	MRLT_RUN(
 		test_the_closer_releases_a_thread_safe_domains_registration_unasked);
+	MRLT_RUN(
+		test_a_registration_an_application_drain_dropped_closes_without_a_call);
 
 	mrl_cache_domain_close(dom);
 	mrl_monitor_stop();

@@ -16,6 +16,8 @@
  *    afterwards uses fresh registrations;
  *  - what the monitor dropped closes at the next CQ read, and on an
  *    FI_THREAD_SAFE domain without any call (the mrl-closer thread);
+ *  - an FI_THREAD_SAFE domain closed right after an unmap is never refused
+ *    while the closer closes what the monitor dropped;
  *  - a mapping whose last entry went is watched no more;
  *  - a ring overflow is not churn, and a forked child starts with no churn.
  *
@@ -249,9 +251,9 @@ struct dom {
 };
 
 static bool
-dom_open(struct dom *dm, enum fi_threading threading)
+dom_open_on(const char *prov, struct dom *dm, enum fi_threading threading)
 {
-	struct fi_info *hints = mrlt_hints(PROV, FI_EP_RDM, FI_MSG), *info;
+	struct fi_info *hints = mrlt_hints(prov, FI_EP_RDM, FI_MSG), *info;
 	struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_TAGGED, .size = 64};
 	int ret;
 
@@ -261,7 +263,7 @@ dom_open(struct dom *dm, enum fi_threading threading)
 	hints->domain_attr->threading = threading;
 	ret = mrlt_getinfo(hints, NULL, NULL, 0, &info);
 	if (ret == -FI_ENODATA)
-		mrlt_skip_current("%s not available", PROV);
+		mrlt_skip_current("%s not available", prov);
 	if (ret)
 		return false;
 	/* What the application asks for: rxm offers FI_THREAD_SAFE whatever
@@ -286,6 +288,12 @@ dom_open(struct dom *dm, enum fi_threading threading)
 	}
 	mrlt_track_fid(&dm->cq->fid);
 	return true;
+}
+
+static bool
+dom_open(struct dom *dm, enum fi_threading threading)
+{
+	return dom_open_on(PROV, dm, threading);
 }
 
 /* The domain's cache statistics (zeros, and a failure, if unreadable). */
@@ -650,6 +658,87 @@ test_an_unmapped_registration_on_a_thread_safe_domain_closes_without_a_call(
 		  "after 1 s without a call");
 	CHECK_MSG(thread_named_becomes("mrl-closer", true),
 		  "no mrl-closer thread with an FI_THREAD_SAFE domain open");
+}
+
+/* ---- domain close right after an unmap (group "cached") ----------------- */
+
+#define CLOSE_ROUNDS  2000
+#define CLOSE_ENTRIES 64
+
+/*
+ * An application that frees a buffer holding many cached registrations and
+ * closes its FI_THREAD_SAFE domain: at once (its own close applies the
+ * unmap), or, in every other round, once the closer has begun closing what
+ * the unmap dropped, outside any lock, which it then does while
+ * fi_close(domain) runs. A domain close that returned before the closer was
+ * done handed the provider a domain with MRs open: -FI_EBUSY, and rxm's
+ * domain close cannot be retried (a double free), so the application had to
+ * leak it. Pins: no refusal in CLOSE_ROUNDS rounds.
+ */
+static void
+domain_close_after_unmap(const char *prov)
+{
+	size_t page = (size_t) sysconf(_SC_PAGESIZE);
+	struct mrcheck_stats c0, c1, c;
+	int refused = 0, ret = 0, amid = 0;
+	struct fid_domain *domain;
+	struct mrlt_wait w;
+	struct dom dm;
+	char *buf;
+
+	/* The fabric and its info; each round opens a domain of its own. */
+	if (!dom_open_on(prov, &dm, FI_THREAD_SAFE))
+		return;
+	c0 = mrcheck_stats();
+	for (int round = 0; round < CLOSE_ROUNDS && !ret; round++) {
+		ret = fi_domain(dm.d.fabric, dm.d.info, &domain, NULL);
+		if (ret)
+			break;
+		buf = xfer_map_anon(CLOSE_ENTRIES * page);
+		CHECK_MSG(buf, "mmap: %s", strerror(errno));
+		for (int i = 0; i < CLOSE_ENTRIES && !ret; i++)
+			ret = reg_local(domain, buf + i * page, page);
+		c = mrcheck_stats();
+		CHECK_MSG(!munmap(buf, CLOSE_ENTRIES * page), "munmap: %s",
+			  strerror(errno));
+		mrlt_wait_init_for(&w, 5.0);
+		/* A spin, not a yield: the closer goes on on the other CPU. */
+		while (round % 2 && mrcheck_stats().mr_closed == c.mr_closed &&
+		       !mrlt_wait_over(&w))
+			;
+		amid += round % 2 &&
+			mrcheck_stats().mr_closed - c.mr_closed < CLOSE_ENTRIES;
+		/* Refused: left open, as an application must. */
+		refused += fi_close(&domain->fid) == -FI_EBUSY;
+	}
+	CHECK_MSG(!ret, "round: %s", fi_strerror(-ret));
+	c1 = mrcheck_stats();
+	printf("# %s: %d rounds of %d cached registrations unmapped, then "
+	       "the domain closed (in %d while the closer was closing them): "
+	       "%d refused; %llu registrations opened, %llu closed\n",
+	       prov, CLOSE_ROUNDS, CLOSE_ENTRIES, amid, refused,
+	       (unsigned long long) (c1.mr_opened - c0.mr_opened),
+	       (unsigned long long) (c1.mr_closed - c0.mr_closed));
+	CHECK_MSG(!refused,
+		  "%d of %d domain closes refused after the application "
+		  "closed every MR",
+		  refused, CLOSE_ROUNDS);
+	CHECK_MSG(c1.mr_opened - c0.mr_opened == c1.mr_closed - c0.mr_closed,
+		  "registrations left open");
+}
+
+static void
+test_a_thread_safe_rxm_domain_closed_after_its_cached_buffer_is_unmapped_is_never_refused(
+	void)
+{
+	domain_close_after_unmap("tcp;ofi_rxm");
+}
+
+static void
+test_a_thread_safe_sockets_domain_closed_after_its_cached_buffer_is_unmapped_is_never_refused(
+	void)
+{
+	domain_close_after_unmap("sockets");
 }
 
 /* ---- failure bounded (group "cached", in a child) ------------------------ */
@@ -1042,6 +1131,10 @@ main(int argc, char **argv)
 			test_a_monitor_that_cannot_read_neither_spins_nor_blocks_munmap);
 		MRLT_RUN(
 			test_an_unmapped_registration_on_a_thread_safe_domain_closes_without_a_call);
+		MRLT_RUN(
+			test_a_thread_safe_rxm_domain_closed_after_its_cached_buffer_is_unmapped_is_never_refused);
+		MRLT_RUN(
+			test_a_thread_safe_sockets_domain_closed_after_its_cached_buffer_is_unmapped_is_never_refused);
 	} else if (!strcmp(group, "churn")) {
 		/* The default allowance, whatever the caller's environment. */
 		unsetenv("FI_MRLEASE_MONITOR_CHURN");

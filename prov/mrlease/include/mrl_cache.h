@@ -93,6 +93,15 @@
  * any time) puts them on the cache's list instead, which any domain's
  * settle, mrl_caches_close_deferred_shared (a monitor's closer thread) and
  * mrl_cache_close_deferred (explicit invalidate, cache destroy) close.
+ * Whoever takes a list closes what it took outside every lock, so a domain
+ * about to close (mrl_cache_domain_retire_unleased, then
+ * mrl_cache_domain_close) settles, then waits until no other thread holds
+ * one of its registrations taken off a list: a provider refuses to close a
+ * domain with an MR open, and some (libfabric 1.17's rxm) cannot be asked
+ * again. A thread taking a list counts what it took per domain under a
+ * per-cache leaf lock, which the waiting close reads it under; pushes stay
+ * lock-free. A thread closing deferred registrations never closes a domain
+ * meanwhile, so the wait cannot come back to itself.
  *
  * Barrier. Between the monitor reading a kernel event (which lets the
  * unmapping thread return from munmap) and its invalidation taking effect, no
@@ -323,7 +332,9 @@ int mrl_cache_domain_open(struct mrl_cache *cache,
  * clear_domain: retire every entry of the domain (leased ones stay open until
  * their last lease goes), then forget the handle. Called before the core
  * domain closes so a later invalidate or unpin never reaches a registration
- * whose domain is gone, and nothing closes twice. Never fails.
+ * whose domain is gone, and nothing closes twice. Its deferred closes are
+ * done when it returns, by this thread or another (see "Deferred closes").
+ * Never fails.
  */
 void mrl_cache_domain_close(struct mrl_cache_domain *domain);
 
@@ -332,10 +343,15 @@ void mrl_cache_domain_close(struct mrl_cache_domain *domain);
  * leased), closing their registrations, and keep the domain open: for a
  * core domain about to close whose provider may refuse (-FI_EBUSY with
  * endpoints or MRs open). If it does, the domain works as before (misses
- * register again); if it closes, mrl_cache_domain_close follows. Never
- * fails.
+ * register again); if it closes, mrl_cache_domain_close follows. Like it,
+ * returns once every deferred close of the domain is done, whoever took it.
+ * Never fails.
  */
 void mrl_cache_domain_retire_unleased(struct mrl_cache_domain *domain);
+
+/* Domain closes (mrl_cache_domain_close, _retire_unleased) that waited for
+ * a deferred close another thread had taken (process-wide, for tests). */
+uint64_t mrl_cache_close_waits(void);
 
 /* Install (fn != NULL) or remove the domain's span resolver, consulted on
  * misses only, with no cache lock held. */
@@ -461,8 +477,10 @@ void mrl_cache_close_deferred_shared(struct mrl_cache *cache);
 bool mrl_caches_in_use(uintptr_t lo, uintptr_t hi);
 
 /* mrl_cache_invalidate_deferred on every cache of the process, the caches
- * given up at fi_fini included (their domains may still be in use). */
-void mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end);
+ * given up at fi_fini included (their domains may still be in use). Returns
+ * whether it put a registration on a cache's shared list, which no settle
+ * takes while the barrier is down: a closer's work. */
+bool mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end);
 
 /* Apply the monitor's events read so far (the barrier), then
  * mrl_cache_close_deferred_shared on every cache of the process: a

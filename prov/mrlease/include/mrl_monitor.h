@@ -42,9 +42,13 @@
  * The task. One pthread, named "mrl-monitor", every signal blocked. Its
  * rules are what keep a thread blocked in munmap (which waits for the task
  * to *read* its event) from deadlocking with it:
- *  - it only polls and reads the userfaultfd and records the ranges: it
- *    never unmaps memory, never closes a registration, never allocates,
- *    takes no lock and calls no client code;
+ *  - it only polls and reads the userfaultfd and its timer, records the
+ *    ranges and wakes the closer: it never unmaps memory, never closes a
+ *    registration, never allocates, takes no lock and calls no client code;
+ *  - it never wakes the closer right after a read, nor sleeps with a
+ *    timeout: the closer would run, or a timer be armed and cancelled,
+ *    while the unmapping thread is on its way back from munmap (on the
+ *    same core, in front of it);
  *  - before each read it raises the client's barrier, and the barrier stays
  *    up until every range read has been invalidated: once munmap has
  *    returned in any thread, no lookup in any thread returns an entry of
@@ -68,11 +72,17 @@
  *
  * The closer. Started on request (mrl_monitor_closer_start), a second
  * pthread, "mrl-closer", which is an application thread as far as the rules
- * go: woken by the task after each batch it recorded, by the client
- * (mrl_monitor_closer_wake), or when the delay the client's close returned
- * last has passed, it calls the client's close, which applies the events and
- * closes what they dropped (or what has waited long enough), without waiting
- * for the application's next call.
+ * go: woken by the task, by the client (mrl_monitor_closer_wake), or when the
+ * delay the client's close returned last has passed, it calls the client's
+ * close, which applies the events and closes what they dropped (or what has
+ * waited long enough), without waiting for the application's next call.
+ * The task wakes it only when it has work no application call is sure to
+ * do, and a short delay after a batch (the batches read meanwhile share
+ * the wake-up): if by then a batch is still not applied (no application
+ * thread called in), or if a drain on another thread left it something
+ * (mrl_monitor_closer_due, called by the client's invalidate before the
+ * drain lowers the barrier). So an unmap whose batch an application call
+ * applies, leaving nothing for the closer, never wakes it.
  *
  * Life cycle. Started once per process on demand (mrl_monitor_start, thread
  * safe). Stopped at provider cleanup (mrl_monitor_stop): the task records an
@@ -105,18 +115,19 @@ struct mrl_monitor_client {
 	/* Called by mrl_monitor_drain, on the draining thread, once per range
 	 * read, or once with all = true (start 0, end UINTPTR_MAX) after an
 	 * overflow, a stop or a failure: must not close registrations
-	 * (mrl_cache_invalidate_deferred). */
+	 * (mrl_cache_invalidate_deferred); calls mrl_monitor_closer_due when
+	 * it left something only the closer closes without a call. */
 	void (*invalidate)(void *arg, uintptr_t start, uintptr_t end,
 			   bool all);
 	/* Whether [lo, hi) still holds a live entry or a miss in flight
 	 * (mrl_monitor_release). Called under the watch table's lock. */
 	bool (*in_use)(void *arg, uintptr_t lo, uintptr_t hi);
-	/* On the closer, woken after each batch and by mrl_monitor_closer_wake:
-	 * apply the events (wait out the barrier, whose helper is
-	 * mrl_monitor_drain) and close what the invalidations dropped that any
-	 * thread may close. Returns the milliseconds after which it wants to
-	 * be called again with nothing woken it (-1: only when woken). NULL: no
-	 * closer. */
+	/* On the closer, woken by the task (see "The closer") and by
+	 * mrl_monitor_closer_wake: apply the events (wait out the barrier,
+	 * whose helper is mrl_monitor_drain) and close what the invalidations
+	 * dropped that any thread may close. Returns the milliseconds after
+	 * which it wants to be called again with nothing woken it (-1: only
+	 * when woken). NULL: no closer. */
 	int (*close)(void *arg);
 	void *arg;
 };
@@ -149,6 +160,12 @@ void mrl_monitor_drain(void);
  * when no closer runs): something only it would close without an
  * application call may be due earlier than it last asked. */
 void mrl_monitor_closer_wake(void);
+
+/* From the client's invalidate: the drain left something only the closer
+ * closes without an application call, so the task wakes it at the end of
+ * the batch's delay (a store: no system call; nothing on the closer itself,
+ * or when no closer runs). */
+void mrl_monitor_closer_due(void);
 
 /* Kernel thread ids of the task and the closer (0: none), for tests. */
 int mrl_monitor_tid(void);

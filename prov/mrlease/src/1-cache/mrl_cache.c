@@ -196,8 +196,9 @@ mrl_registration_last(struct mrl_registration *reg)
 }
 
 /* A monitor's drop of a last reference: onto the deferred list (the
- * registration's cold `next` is free once it left its retire chain). */
-static void
+ * registration's cold `next` is free once it left its retire chain).
+ * Returns whether that is the cache's shared list. */
+static bool
 ref_put_deferred(struct mrl_registration *reg)
 {
 	struct mrl_cache_domain *dom = mrl_reg_domain(reg);
@@ -206,9 +207,10 @@ ref_put_deferred(struct mrl_registration *reg)
 
 	mrl_assert(was & MRL_REF_COUNT); /* never below zero */
 	if ((was & MRL_REF_COUNT) != 1)
-		return;
+		return false;
 	MRL_STAT_ADD(dom, deferred_closes, 1);
 	defer_push(reg);
+	return dom->cfg.free_threaded;
 }
 
 /* The list a deferred registration of dom waits on (see "Deferred closes"
@@ -235,28 +237,56 @@ defer_push(struct mrl_registration *reg)
 		list, &head, reg, memory_order_release, memory_order_relaxed));
 }
 
-/* Take a deferred list whole (NULL if empty: one load). */
+/* Take a list of the cache whole (NULL if empty: one load), counting each
+ * registration in its domain's `closing` as it leaves the list, under
+ * deferred_lock: a domain close that then finds the list empty sees in
+ * `closing` what went to another thread (see domain_settle_all). */
 static struct mrl_registration *
-defer_take(_Atomic(struct mrl_registration *) *list)
+defer_take(struct mrl_cache *cache, _Atomic(struct mrl_registration *) *list)
 {
+	struct mrl_registration *chain, *reg;
+
 	if (MRL_LIKELY(!atomic_load_explicit(list, memory_order_relaxed)))
 		return NULL;
-	return atomic_exchange_explicit(list, NULL, memory_order_acquire);
+	pthread_mutex_lock(&cache->deferred_lock);
+	chain = atomic_exchange_explicit(list, NULL, memory_order_acquire);
+	for (reg = chain; reg; reg = mrl_reg_cold(reg)->next)
+		atomic_fetch_add_explicit(&mrl_reg_domain(reg)->closing, 1,
+					  memory_order_relaxed);
+	pthread_mutex_unlock(&cache->deferred_lock);
+	return chain;
 }
 
 /* Move a deferred list whole onto *chain (to be closed after the lock that
  * keeps the list's owner found). */
 static void
-defer_splice(_Atomic(struct mrl_registration *) *list,
+defer_splice(struct mrl_cache *cache, _Atomic(struct mrl_registration *) *list,
 	     struct mrl_registration **chain)
 {
 	struct mrl_registration *reg, *next;
 
-	for (reg = defer_take(list); reg; reg = next) {
+	for (reg = defer_take(cache, list); reg; reg = next) {
 		next = mrl_reg_cold(reg)->next;
 		mrl_reg_cold(reg)->next = *chain;
 		*chain = reg;
 	}
+}
+
+/* One registration taken by defer_take is closed (or back on a list, its
+ * close refused): a domain close waiting for the last one wakes. */
+static void
+defer_done(struct mrl_cache_domain *dom)
+{
+	struct mrl_cache *cache = dom->cache;
+	unsigned was = atomic_fetch_sub_explicit(&dom->closing, 1,
+						 memory_order_acq_rel);
+
+	mrl_assert(was > 0); /* never below zero */
+	if (was != 1)
+		return;
+	pthread_mutex_lock(&cache->deferred_lock);
+	pthread_cond_broadcast(&cache->deferred_done);
+	pthread_mutex_unlock(&cache->deferred_lock);
 }
 
 /* Close a chain taken from deferred lists. */
@@ -264,17 +294,24 @@ static void
 defer_close(struct mrl_registration *reg)
 {
 	struct mrl_registration *next;
+	struct mrl_cache_domain *dom;
 
 	for (; reg; reg = next) {
 		next = mrl_reg_cold(reg)->next;
+		dom = mrl_reg_domain(reg);
+		/* The close may drop the domain's last reference but for
+		 * this one, which keeps `closing` there to count down. */
+		atomic_fetch_add_explicit(&dom->refs, 1, memory_order_relaxed);
 		registration_destroy(reg);
+		defer_done(dom);
+		cache_domain_unref(dom);
 	}
 }
 
 void
 mrl_cache_close_deferred_shared(struct mrl_cache *cache)
 {
-	defer_close(defer_take(&cache->deferred));
+	defer_close(defer_take(cache, &cache->deferred));
 }
 
 void
@@ -287,7 +324,7 @@ mrl_cache_close_deferred(struct mrl_cache *cache)
 	 * it (a registration on a list keeps its domain alive). */
 	pthread_mutex_lock(&cache->lock);
 	for (dom = cache->domains; dom; dom = dom->next)
-		defer_splice(&dom->hot.deferred, &chain);
+		defer_splice(cache, &dom->hot.deferred, &chain);
 	pthread_mutex_unlock(&cache->lock);
 	defer_close(chain);
 	mrl_cache_close_deferred_shared(cache);
@@ -299,16 +336,58 @@ void
 mrl_cache_domain_settle_slow(struct mrl_cache_domain *dom)
 {
 	mrl_cache_barrier_wait();
-	defer_close(defer_take(&dom->hot.deferred));
+	defer_close(defer_take(dom->cache, &dom->hot.deferred));
 	mrl_cache_close_deferred_shared(dom->cache);
 }
 
-/* Drop the index's references of entries retired under the lock, after it
- * was released; `defer`: from a monitor, which never closes. */
+/* Domain closes that waited for another thread's deferred closes. */
+static atomic_uint_least64_t mrl_close_waits;
+
+uint64_t
+mrl_cache_close_waits(void)
+{
+	return atomic_load_explicit(&mrl_close_waits, memory_order_relaxed);
+}
+
+/*
+ * Before and after the provider's domain close, which refuses while an MR
+ * of the domain is open (and some providers' cannot be retried): settle,
+ * then wait until every deferred registration of the domain that another
+ * thread took (a closer, another domain's settle) is closed too. Taking a
+ * list and counting it in `closing` happen under deferred_lock, so once
+ * this thread's settle found the lists empty, `closing` read under that
+ * lock holds everything it did not take. No lock is held across a close:
+ * the others close theirs outside it and count down after. A close another
+ * thread had refused is back on a list: the second settle tries it once.
+ */
 static void
+domain_settle_all(struct mrl_cache_domain *dom)
+{
+	struct mrl_cache *cache = dom->cache;
+	bool waited = false;
+
+	mrl_cache_domain_settle_slow(dom);
+	pthread_mutex_lock(&cache->deferred_lock);
+	while (atomic_load_explicit(&dom->closing, memory_order_acquire)) {
+		if (!waited)
+			atomic_fetch_add_explicit(&mrl_close_waits, 1,
+						  memory_order_relaxed);
+		waited = true;
+		pthread_cond_wait(&cache->deferred_done, &cache->deferred_lock);
+	}
+	pthread_mutex_unlock(&cache->deferred_lock);
+	if (waited)
+		mrl_cache_domain_settle_slow(dom);
+}
+
+/* Drop the index's references of entries retired under the lock, after it
+ * was released; `defer`: from a monitor, which never closes. Returns
+ * whether it put a registration on the cache's shared list. */
+static bool
 drop_chain_as(struct mrl_registration *chain, bool defer)
 {
 	struct mrl_registration *next;
+	bool shared = false;
 
 	for (; chain; chain = next) {
 		next = mrl_reg_cold(chain)->next;
@@ -318,10 +397,11 @@ drop_chain_as(struct mrl_registration *chain, bool defer)
 		     MRL_REF_COUNT) > 1)
 			MRL_STAT_ADD(mrl_reg_domain(chain), retired_leased, 1);
 		if (defer)
-			ref_put_deferred(chain);
+			shared |= ref_put_deferred(chain);
 		else
 			mrl_cache_ref_put(chain);
 	}
+	return shared;
 }
 
 void
@@ -546,6 +626,16 @@ mrl_cache_create(const struct mrl_cache_config *config,
 		ret = -ret;
 		goto err_lock;
 	}
+	ret = pthread_mutex_init(&cache->deferred_lock, NULL);
+	if (ret) {
+		ret = -ret;
+		goto err_flt_lock;
+	}
+	ret = pthread_cond_init(&cache->deferred_done, NULL);
+	if (ret) {
+		ret = -ret;
+		goto err_deferred_lock;
+	}
 	page = sysconf(_SC_PAGESIZE);
 	cache->page_size = page > 0 ? (size_t) page : 4096;
 	cache->max_count = config && config->max_count ?
@@ -566,6 +656,10 @@ mrl_cache_create(const struct mrl_cache_config *config,
 	*cache_out = cache;
 	return 0;
 
+err_deferred_lock:
+	pthread_mutex_destroy(&cache->deferred_lock);
+err_flt_lock:
+	pthread_mutex_destroy(&cache->flt_lock);
 err_lock:
 	pthread_mutex_destroy(&cache->lock);
 err_free:
@@ -586,6 +680,8 @@ cache_unref(struct mrl_cache *cache)
 	reserve_trim(cache, 0);
 	mrl_filter_free(cache);
 	mrl_readers_slot_free(cache->slot);
+	pthread_cond_destroy(&cache->deferred_done);
+	pthread_mutex_destroy(&cache->deferred_lock);
 	pthread_mutex_destroy(&cache->flt_lock);
 	pthread_mutex_destroy(&cache->lock);
 	free(cache);
@@ -693,7 +789,7 @@ mrl_cache_domain_close(struct mrl_cache_domain *dom)
 	/* The provider refuses to close a domain with MRs open: a monitor
 	 * batch that retired some of its entries before us has deferred
 	 * their closes once it lowered the barrier. */
-	mrl_cache_domain_settle_slow(dom);
+	domain_settle_all(dom);
 	reserve_trim(cache, MRL_BT_KEEP);
 	cache_domain_unref(dom);
 }
@@ -728,8 +824,9 @@ mrl_cache_domain_retire_unleased(struct mrl_cache_domain *dom)
 	}
 	mrl_readers_write_exit(cache);
 	mrl_cache_drop_chain(chain);
-	/* As in domain close: deferred closes of this domain happen now. */
-	mrl_cache_domain_settle_slow(dom);
+	/* As in domain close: deferred closes of this domain are done when
+	 * it returns, on this thread or another. */
+	domain_settle_all(dom);
 	reserve_trim(cache, MRL_BT_KEEP);
 }
 
@@ -769,10 +866,11 @@ may_overlap(struct mrl_cache *cache, struct mrl_reader *rec, uintptr_t start,
 }
 
 /* Retire every entry overlapping [start, end) and mark overlapping misses
- * stale; a monitor's (`defer`) leaves closes to other threads. */
+ * stale; a monitor's (`defer`) leaves closes to other threads, and says in
+ * *shared whether it put any on the cache's shared list. */
 static int
 invalidate_range(struct mrl_cache *cache, uintptr_t start, uintptr_t end,
-		 bool defer)
+		 bool defer, bool *shared)
 {
 	struct mrl_reader *rec;
 	struct mrl_registration *chain = NULL, *e;
@@ -812,14 +910,15 @@ invalidate_range(struct mrl_cache *cache, uintptr_t start, uintptr_t end,
 		atomic_store_explicit(&cache->hi, 0, memory_order_relaxed);
 	}
 	mrl_readers_write_exit(cache);
-	drop_chain_as(chain, defer);
+	*shared |= drop_chain_as(chain, defer);
 	return 0;
 }
 
 int
 mrl_cache_invalidate(struct mrl_cache *cache, uintptr_t start, uintptr_t end)
 {
-	int ret = invalidate_range(cache, start, end, false);
+	bool shared = false;
+	int ret = invalidate_range(cache, start, end, false, &shared);
 
 	mrl_cache_close_deferred(cache);
 	return ret;
@@ -829,14 +928,16 @@ int
 mrl_cache_invalidate_deferred(struct mrl_cache *cache, uintptr_t start,
 			      uintptr_t end)
 {
-	return invalidate_range(cache, start, end, true);
+	bool shared = false;
+
+	return invalidate_range(cache, start, end, true, &shared);
 }
 
 /* ---- every cache of the process ----------------------------------------- */
 
 struct caches_range {
 	uintptr_t start, end;
-	bool found;
+	bool found, shared;
 	struct mrl_registration *chain;
 };
 
@@ -864,15 +965,16 @@ caches_invalidate_one(struct mrl_cache *cache, void *arg)
 {
 	struct caches_range *r = arg;
 
-	invalidate_range(cache, r->start, r->end, true);
+	invalidate_range(cache, r->start, r->end, true, &r->shared);
 }
 
-void
+bool
 mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end)
 {
 	struct caches_range r = {.start = start, .end = end};
 
 	mrl_caches_each(caches_invalidate_one, &r);
+	return r.shared;
 }
 
 /* Takes a cache's shared list onto r->chain (closed after the list's
@@ -880,7 +982,8 @@ mrl_caches_invalidate_deferred(uintptr_t start, uintptr_t end)
 static void
 caches_take_shared_one(struct mrl_cache *cache, void *arg)
 {
-	defer_splice(&cache->deferred, &((struct caches_range *) arg)->chain);
+	defer_splice(cache, &cache->deferred,
+		     &((struct caches_range *) arg)->chain);
 }
 
 void

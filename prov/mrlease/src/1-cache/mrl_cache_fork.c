@@ -5,8 +5,8 @@
  * monitor raises is mrl_cache_barrier.c's.
  *
  * Rules it keeps. A child never inherits a cache lock another thread held
- * (every cache's flt_lock and lock, then the slab pool, slot and arena
- * locks, are held across fork, in the order the code takes them, and
+ * (every cache's flt_lock, lock and deferred_lock, then the slab pool, slot and
+ * arena locks, are held across fork, in the order the code takes them, and
  * released in reverse); in a child the barrier is down, the other threads'
  * reader records are free, and mrl_cache_fork_gen has moved on, so the
  * parent's registrations are forgotten, never closed.
@@ -33,8 +33,8 @@ static pthread_mutex_t mrl_caches_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mrl_cache *mrl_caches;
 
 /* Every cache lock in the order the code takes them (a cache's flt_lock
- * before its lock; the pool, slot and arena locks are leaves), released in
- * reverse. */
+ * before its lock, its deferred_lock last; the pool, slot and arena locks
+ * are leaves), released in reverse. */
 static void
 cache_fork_locks(bool lock)
 {
@@ -45,6 +45,7 @@ cache_fork_locks(bool lock)
 		for (cache = mrl_caches; cache; cache = cache->next) {
 			pthread_mutex_lock(&cache->flt_lock);
 			pthread_mutex_lock(&cache->lock);
+			pthread_mutex_lock(&cache->deferred_lock);
 		}
 		mrl_slab_fork_lock(true);
 		mrl_readers_fork_lock(true);
@@ -55,6 +56,7 @@ cache_fork_locks(bool lock)
 	mrl_readers_fork_lock(false);
 	mrl_slab_fork_lock(false);
 	for (cache = mrl_caches; cache; cache = cache->next) {
+		pthread_mutex_unlock(&cache->deferred_lock);
 		pthread_mutex_unlock(&cache->lock);
 		pthread_mutex_unlock(&cache->flt_lock);
 	}
@@ -76,6 +78,18 @@ cache_fork_parent(void)
 static void
 cache_fork_child(void)
 {
+	struct mrl_cache_domain *dom;
+	struct mrl_cache *cache;
+
+	/* The threads that were closing deferred registrations, and any
+	 * domain close waiting for them, do not exist here: what they held is
+	 * forgotten, and a domain close here waits for nothing of theirs. */
+	for (cache = mrl_caches; cache; cache = cache->next) {
+		pthread_cond_init(&cache->deferred_done, NULL);
+		for (dom = cache->domains; dom; dom = dom->next)
+			atomic_store_explicit(&dom->closing, 0,
+					      memory_order_relaxed);
+	}
 	cache_fork_locks(false);
 	/* Threads other than this one do not exist here. */
 	mrl_readers_forget_others();

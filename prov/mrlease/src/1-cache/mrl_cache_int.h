@@ -143,6 +143,17 @@ struct mrl_cache {
 	/* Registrations a monitor invalidation dropped last, to be closed by
 	 * another thread (a lock-free stack through their cold `next`). */
 	_Atomic(struct mrl_registration *) deferred;
+	/*
+	 * deferred_lock: taking a deferred list of the cache (the shared one
+	 * or a domain's) and counting what it took in each domain's `closing`
+	 * happen together under it, so a domain close that finds the lists
+	 * empty also finds every registration some thread took in `closing`;
+	 * deferred_done is signalled when a domain's `closing` drops to zero.
+	 * A leaf: nothing is called under it (no registrar call, no other
+	 * lock, no allocation); pushes onto the lists never take it.
+	 */
+	pthread_mutex_t deferred_lock;
+	pthread_cond_t deferred_done;
 	struct mrl_cache *next; /* every cache (mrl_cache_fork.c) */
 	struct mrl_btree_reserve spare; /* index node reserve (lock) */
 	/* Installs filter keys and nodes (never with cache->lock held; never
@@ -182,6 +193,10 @@ struct mrl_cache_domain {
 	atomic_uint_least64_t next_key;
 	uint64_t slot_base[MRL_TCNT_COUNT];
 	atomic_uint refs; /* open handle + registrations alive */
+	/* Its registrations taken off a deferred list by a thread that has
+	 * not finished closing them (counted up under deferred_lock): what
+	 * its close waits for (mrl_cache.h "Deferred closes"). */
+	atomic_uint closing;
 	unsigned fork_gen; /* mrl_cache_fork_gen when opened */
 	struct mrl_slow_stats stats;
 	atomic_uint_least64_t hits_seen; /* most hits a query reported */

@@ -18,6 +18,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <linux/userfaultfd.h>
@@ -51,6 +52,14 @@ struct mrl_procmap_query {
 #define MRL_MONITOR_BLOCK ((uintptr_t) 2 << 20)
 /* Events read at once, on the task's stack. */
 #define MRL_MONITOR_BATCH 32
+/* How long after a batch the task wakes the closer, if it still has work
+ * then (see mon_closer_expire): long enough for the unmapping thread to be
+ * back from munmap and, mostly, for an application thread to have applied
+ * the batch; short against how long a pinned page may outlive its mapping.
+ * A timer of its own (mon_timer_fd), armed once for the batches read within
+ * the delay: a poll timeout would arm and cancel a timer around every
+ * event, which a watched munmap waits for. */
+#define MRL_MONITOR_CLOSER_DELAY_NS 2000000L
 
 #define MRL_MONITOR_EVENTS                                      \
 	(UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE | \
@@ -81,7 +90,8 @@ static pthread_mutex_t mon_watch_lock = PTHREAD_MUTEX_INITIALIZER;
 static int mon_uffd = -1; /* the userfaultfd (after the task left: a
 			   * duplicate of mon_stop_fd holding its number) */
 static int mon_stop_fd = -1; /* eventfd: the stop request */
-static int mon_notify_fd = -1; /* eventfd: the task read a batch */
+static int mon_notify_fd = -1; /* eventfd: the closer has work */
+static int mon_timer_fd = -1; /* timerfd: the closer's wake-up is due */
 static atomic_int mon_maps_fd = -1; /* /proc/self/maps for PROCMAP_QUERY */
 static bool mon_uffd_closed; /* the task had to close it outright */
 
@@ -90,6 +100,13 @@ static bool mon_tried; /* a start was attempted since the last stop */
 static bool mon_started; /* a task was started and not yet joined */
 static bool mon_closer_started;
 static atomic_bool mon_notify; /* the closer runs: the task wakes it */
+/* A drain on another thread than the closer left it work
+ * (mrl_monitor_closer_due); the closer clears it before it calls in. */
+static atomic_bool mon_closer_owed;
+static __thread bool mon_on_closer; /* this thread is the closer */
+/* The task's alone: mon_timer_fd is armed for the batches read since the
+ * closer's last wake-up. */
+static bool mon_closer_pending;
 static struct mrl_monitor_client mon_client;
 static const struct fi_provider *mon_prov;
 static atomic_uint_least64_t mon_events;
@@ -171,6 +188,47 @@ mon_wake_closer(void)
 		return; /* the counter is full: it is awake anyway */
 }
 
+/* A batch was recorded: the closer's wake-up is due after the delay, unless
+ * one is due already (the batches read meanwhile share it). Nothing while
+ * no closer runs; at once if the timer cannot be armed. */
+static void
+mon_closer_later(void)
+{
+	struct itimerspec due = {
+		.it_value = {.tv_nsec = MRL_MONITOR_CLOSER_DELAY_NS},
+	};
+
+	if (mon_closer_pending ||
+	    !atomic_load_explicit(&mon_notify, memory_order_acquire))
+		return;
+	if (timerfd_settime(mon_timer_fd, 0, &due, NULL)) {
+		mon_wake_closer();
+		return;
+	}
+	mon_closer_pending = true;
+}
+
+/*
+ * The delay after a batch is over: the closer is woken only if it has work
+ * no application call is sure to do. Either a batch is not applied yet (the
+ * barrier is up: no application thread called in since), and the closer
+ * applies it; or a drain on an application thread left it something
+ * (mrl_monitor_closer_due), which that drain said before lowering the
+ * barrier. Otherwise it sleeps on: the unmapping thread never pays for it.
+ */
+static void
+mon_closer_expire(void)
+{
+	uint64_t count;
+
+	if (read(mon_timer_fd, &count, sizeof(count)) < 0)
+		return; /* not expired (EAGAIN): nothing is due */
+	mon_closer_pending = false;
+	if (atomic_load_explicit(mon_client.barrier, memory_order_acquire) ||
+	    atomic_load_explicit(&mon_closer_owed, memory_order_acquire))
+		mon_wake_closer();
+}
+
 /* One batch: raise the barrier, read (which lets the unmapping threads go),
  * record every range read; the barrier stays up until a drain applied them.
  * 0, or the errno the descriptor failed with. */
@@ -201,7 +259,7 @@ mon_serve(int fd)
 	if (!room) {
 		atomic_fetch_add_explicit(&mon_overflow, 1,
 					  memory_order_release);
-		mon_wake_closer();
+		mon_closer_later();
 		return 0;
 	}
 	for (ssize_t i = 0; i < n; i++) {
@@ -218,7 +276,7 @@ mon_serve(int fd)
 	}
 	mon_ring[(tail - 1) % MRL_MONITOR_RING].last = true;
 	atomic_store_explicit(&mon_tail, tail, memory_order_release);
-	mon_wake_closer();
+	mon_closer_later();
 	return 0;
 }
 
@@ -251,24 +309,29 @@ static void *
 mon_task_main(void *arg)
 {
 	int fd = (int) (intptr_t) arg;
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{.fd = fd, .events = POLLIN},
 		{.fd = mon_stop_fd, .events = POLLIN},
+		{.fd = mon_timer_fd, .events = POLLIN},
 	};
 	int err = 0;
 
 	pthread_setname_np(pthread_self(), "mrl-monitor");
+	mon_closer_pending = false; /* a previous task's */
 	atomic_store(&mon_tid, (int) syscall(SYS_gettid));
 	atomic_store_explicit(&mon_ready, true, memory_order_release);
 	while (!err) {
-		pfd[0].revents = pfd[1].revents = 0;
-		if (poll(pfd, 2, -1) < 0) {
+		pfd[0].revents = pfd[1].revents = pfd[2].revents = 0;
+		if (poll(pfd, 3, -1) < 0) {
 			if (errno != EINTR)
 				err = errno;
 			continue;
 		}
 		if (pfd[1].revents)
 			break;
+		/* First: a batch read now arms the timer again. */
+		if (pfd[2].revents & POLLIN)
+			mon_closer_expire();
 		if (pfd[0].revents & POLLIN)
 			err = mon_serve(fd);
 		else if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL))
@@ -281,7 +344,8 @@ mon_task_main(void *arg)
 /* ---- the closer ------------------------------------------------------------
  */
 
-/* Woken by the task after each batch it recorded (and when it leaves), by
+/* Woken by the task a while after the batches it recorded when they left it
+ * work (mon_closer_expire), and when the task leaves, by
  * mrl_monitor_closer_wake, or when the delay the client's close last asked
  * for has passed: the client's close applies the events and closes what they
  * dropped or what has waited long enough. Ends at the stop request, or when
@@ -299,6 +363,7 @@ mon_closer_main(void *arg)
 
 	(void) arg;
 	pthread_setname_np(pthread_self(), "mrl-closer");
+	mon_on_closer = true;
 	atomic_store(&mon_closer_tid, (int) syscall(SYS_gettid));
 	for (;;) {
 		pfd[0].revents = pfd[1].revents = 0;
@@ -314,6 +379,11 @@ mon_closer_main(void *arg)
 		if (n > 0 && read(mon_notify_fd, &count, sizeof(count)) < 0 &&
 		    errno != EAGAIN)
 			break;
+		/* Before the call, which takes every list: what a drain
+		 * leaves after it is owed again. An exchange, so what a drain
+		 * cleared here left on a list is seen by the call. */
+		atomic_exchange_explicit(&mon_closer_owed, false,
+					 memory_order_acq_rel);
 		timeout = mon_client.close(mon_client.arg);
 	}
 	return NULL;
@@ -442,6 +512,14 @@ mrl_monitor_closer_wake(void)
 	mon_wake_closer();
 }
 
+void
+mrl_monitor_closer_due(void)
+{
+	if (!mon_on_closer)
+		atomic_store_explicit(&mon_closer_owed, true,
+				      memory_order_release);
+}
+
 int
 mrl_monitor_closer_tid(void)
 {
@@ -472,6 +550,7 @@ mon_close_all(void)
 	mon_close_locked(&mon_uffd);
 	mon_close_locked(&mon_stop_fd);
 	mon_close_locked(&mon_notify_fd);
+	mon_close_locked(&mon_timer_fd);
 	maps = atomic_exchange_explicit(&mon_maps_fd, -1, memory_order_relaxed);
 	mon_close_locked(&maps);
 	mon_uffd_closed = false;
@@ -572,7 +651,7 @@ mon_open(void)
 	return 0;
 }
 
-/* The two eventfds and /proc/self/maps, recorded. */
+/* The two eventfds, the closer's timer and /proc/self/maps, recorded. */
 static int
 mon_open_aux(void)
 {
@@ -581,7 +660,9 @@ mon_open_aux(void)
 	pthread_mutex_lock(&mon_fd_lock);
 	mon_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	mon_notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (mon_stop_fd < 0 || mon_notify_fd < 0)
+	mon_timer_fd = timerfd_create(CLOCK_MONOTONIC,
+				      TFD_CLOEXEC | TFD_NONBLOCK);
+	if (mon_stop_fd < 0 || mon_notify_fd < 0 || mon_timer_fd < 0)
 		ret = -FI_ENOMEM;
 	else
 		atomic_store_explicit(
@@ -590,7 +671,8 @@ mon_open_aux(void)
 			memory_order_relaxed);
 	pthread_mutex_unlock(&mon_fd_lock);
 	if (ret)
-		MON_WARN("cannot create the memory monitor's eventfds: %s; "
+		MON_WARN("cannot create the memory monitor's eventfds and "
+			 "timer: %s; "
 			 "no memory monitor\n",
 			 strerror(errno));
 	return ret;

@@ -325,11 +325,17 @@ mrl_bind_provider_pins(const char *prov_name)
 static void
 mrl_bind_monitor_invalidate(void *arg, uintptr_t start, uintptr_t end, bool all)
 {
+	bool closer_work;
+
 	(void) arg;
 	if (!all)
 		mrl_bind_churn_note(start, end);
-	mrl_caches_invalidate_deferred(start, end);
-	mrl_bind_remote_monitor_invalidate(start, end);
+	/* The closer is woken only for what it alone would close. */
+	closer_work = mrl_caches_invalidate_deferred(start, end);
+	if (mrl_bind_remote_monitor_invalidate(start, end))
+		closer_work = true;
+	if (closer_work)
+		mrl_monitor_closer_due();
 }
 
 static bool

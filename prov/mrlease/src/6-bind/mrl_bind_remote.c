@@ -711,12 +711,14 @@ mrl_bind_forwarded(struct mrl_domain *domain, enum mrl_bind_fwd why)
 
 /* Every registry: retire live entries overlapping the range (any entry at
  * all with `all`); idle ones onto *closing, or with defer onto their
- * registry's deferred list. */
-static void
+ * registry's deferred list. Whether a deferred list of an FI_THREAD_SAFE
+ * domain holds something (the closer's work). */
+static bool
 mrl_remote_invalidate_all(uintptr_t start, uintptr_t end, bool defer,
 			  struct mrl_remote_entry **closing)
 {
 	struct mrl_remote_range range = {start, end};
+	bool closer_work = false;
 
 	pthread_mutex_lock(&mrl_remotes_lock);
 	for (struct mrl_bind_remote *remote = mrl_remotes; remote;
@@ -729,9 +731,12 @@ mrl_remote_invalidate_all(uintptr_t start, uintptr_t end, bool defer,
 					     defer ? &remote->deferred :
 						     closing);
 		mrl_remote_due_update(remote);
+		if (remote->thread_safe && remote->deferred)
+			closer_work = true;
 		pthread_mutex_unlock(&remote->lock);
 	}
 	pthread_mutex_unlock(&mrl_remotes_lock);
+	return closer_work;
 }
 
 void
@@ -745,10 +750,10 @@ mrl_bind_remote_invalidate(uintptr_t start, uintptr_t end)
 	mrl_remote_close_list(closing);
 }
 
-void
+bool
 mrl_bind_remote_monitor_invalidate(uintptr_t start, uintptr_t end)
 {
-	mrl_remote_invalidate_all(start, end, true, NULL);
+	return mrl_remote_invalidate_all(start, end, true, NULL);
 }
 
 bool

@@ -35,10 +35,11 @@ void mrl_bind_remote_closed(struct mrl_bind_remote *remote);
 void mrl_bind_remote_more(void *remote, struct fi_mrlease_stats *stats);
 
 /* The monitor's client (mrl_monitor.h): retire live entries overlapping
- * [start, end) on the draining thread (closing nothing); whether a live
+ * [start, end) on the draining thread (closing nothing; true when an
+ * FI_THREAD_SAFE domain's entries now wait for the closer); whether a live
  * entry or a miss in flight overlaps [lo, hi); on the closer, close what
  * FI_THREAD_SAFE domains have due and say when the next is. */
-void mrl_bind_remote_monitor_invalidate(uintptr_t start, uintptr_t end);
+bool mrl_bind_remote_monitor_invalidate(uintptr_t start, uintptr_t end);
 bool mrl_bind_remote_in_use(uintptr_t lo, uintptr_t hi);
 int mrl_bind_remote_close_shared(void);
 
