@@ -533,27 +533,6 @@ struct figures {
 	double saved_us[NCLOCKS], saved_q1[NCLOCKS], saved_q3[NCLOCKS];
 };
 
-/*
- * The median over generations of each generation's median of v[0, rounds):
- * each generation is a fresh set of children, and a child keeps a bias of
- * its own (where its buffers and libraries landed) that pairing within a
- * round cannot cancel, so one child's bias must not move the figure more
- * than one generation's vote. The pooled quartiles stay the resolution.
- */
-static double
-median_of_generations(const double *v, int rounds, int gens)
-{
-	double gmed[MAX_ROUNDS], w[MAX_ROUNDS];
-
-	for (int g = 0; g < gens; g++) {
-		int r0 = g * rounds / gens, r1 = (g + 1) * rounds / gens;
-
-		memcpy(w, &v[r0], (size_t) (r1 - r0) * sizeof(*w));
-		gmed[g] = bu_quantile(w, r1 - r0, 0.5);
-	}
-	return bu_quantile(gmed, gens, 0.5);
-}
-
 static void
 figures_of(size_t i, int rounds, int gens, struct figures *f)
 {
@@ -582,7 +561,8 @@ figures_of(size_t i, int rounds, int gens, struct figures *f)
 			for (int r = 0; r < rounds; r++)
 				v[r] = samples[i][pairs[p][0]][r].rate[k] /
 				       samples[i][pairs[p][1]][r].rate[k];
-			f->med[k][p] = median_of_generations(v, rounds, gens);
+			f->med[k][p] =
+				bu_median_of_generations(v, rounds, gens);
 			f->q1[k][p] = bu_quantile(v, rounds, 0.25);
 			f->q3[k][p] = bu_quantile(v, rounds, 0.75);
 		}
@@ -590,7 +570,7 @@ figures_of(size_t i, int rounds, int gens, struct figures *f)
 			v[r] = (1 / samples[i][M_PEROP][r].rate[k] -
 				1 / samples[i][M_LEASE][r].rate[k]) *
 			       1e6;
-		f->saved_us[k] = median_of_generations(v, rounds, gens);
+		f->saved_us[k] = bu_median_of_generations(v, rounds, gens);
 		f->saved_q1[k] = bu_quantile(v, rounds, 0.25);
 		f->saved_q3[k] = bu_quantile(v, rounds, 0.75);
 	}

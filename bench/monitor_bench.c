@@ -532,10 +532,13 @@ run_rounds(struct server sv[NMODES], int np, int r0, int r1, bool *sane)
 	return 0;
 }
 
-/* Median and quartiles over rounds of f(a's figure k, b's figure k). */
+/* Median (of the generations' medians, bu_median_of_generations) and
+ * quartiles over rounds of f(a's figure k, b's figure k). */
 struct figure {
 	double med, q1, q3;
 };
+
+static int generations = 5;
 
 static struct figure
 figure_of(int p, int rounds, int k, double (*f)(double a, double b))
@@ -545,8 +548,8 @@ figure_of(int p, int rounds, int k, double (*f)(double a, double b))
 
 	for (int r = 0; r < rounds; r++)
 		v[r] = f(samples[p][r][0].v[k], samples[p][r][1].v[k]);
+	fig.med = bu_median_of_generations(v, rounds, generations);
 	fig.q1 = bu_quantile(v, rounds, 0.25);
-	fig.med = bu_quantile(v, rounds, 0.5);
 	fig.q3 = bu_quantile(v, rounds, 0.75);
 	return fig;
 }
@@ -741,7 +744,7 @@ static int
 parent_main(void)
 {
 	int rounds = (int) bu_env_long("MONITOR_BENCH_ROUNDS", 40);
-	int generations = (int) bu_env_long("MONITOR_BENCH_GENERATIONS", 5);
+	generations = (int) bu_env_long("MONITOR_BENCH_GENERATIONS", 5);
 	const char *cg = getenv("MONITOR_BENCH_CALLGRIND");
 	struct ir_figures irf = {0};
 	double t0 = bu_now_s();
