@@ -632,10 +632,9 @@ print_figures(const struct figures fig[NSIZES], int rounds)
 {
 	for (int k = 0; k < NCLOCKS; k++) {
 		printf("# by %s: median slice rate per mode (writes/s); "
-		       "ratios: median "
-		       "over %d rounds of the round's paired ratio "
-		       "[quartiles]; saved_us: "
-		       "per write, lease against perop, paired\n",
+		       "ratios: median of the generations' medians of the "
+		       "round's paired ratio [quartiles over %d rounds]; "
+		       "saved_us: per write, lease against perop, paired\n",
 		       clock_names[k], rounds);
 		printf("# %8s %9s %9s %9s %9s %21s %21s %21s %23s\n", "size",
 		       "app/s", "perop/s", "lease/s", "evict/s", "lease/app",

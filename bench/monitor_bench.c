@@ -106,11 +106,13 @@
  * command; the idle ones wait in read(). A round runs, for every test, the
  * two configurations' slices back to back, the order alternating from round
  * to round and test to test. A round's figure is the paired ratio (or
- * difference) of its two slices; the result is the median over rounds, its
- * quartiles the resolution. MONITOR_BENCH_GENERATIONS sets of fresh children
- * share the rounds, since a process keeps a bias of its own that pairing
- * cannot cancel. Pinned, the monitor task shares the unmapping thread's
- * CPU, as in an MPI rank bound to one core; unpinned, it wakes on the other.
+ * difference) of its two slices; the result is the median of the
+ * generations' medians of it, the quartiles over every round the
+ * resolution. MONITOR_BENCH_GENERATIONS sets of fresh children share the
+ * rounds, since a process keeps a bias of its own that pairing cannot
+ * cancel: one generation moves the result by one vote at most. Pinned, the
+ * monitor task shares the unmapping thread's CPU, as in an MPI rank bound to
+ * one core; unpinned, it wakes on the other.
  *
  * Each slice also reports, from the cache's statistics, what its
  * configuration did per iteration (registrations, monitor events,
@@ -618,7 +620,8 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 
 	printf("# munmap of one page, ns per call (median over rounds of each "
 	       "slice's "
-	       "median; paired ratio and added ns [q1 q3]):\n");
+	       "median; paired ratio and added ns, median of the generations' "
+	       "medians [q1 q3 of the rounds]):\n");
 	for (int k = 0; k < 3; k++) {
 		mu[k] = figure_of(0, rounds, k, ratio);
 		ma[k] = figure_of(0, rounds, k, diff);
@@ -645,8 +648,8 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 		       ru[k].q3, ra[k].med, ra[k].q1, ra[k].q3);
 	}
 	printf("# loops, iterations per second (median over rounds), paired "
-	       "ratio "
-	       "[q1 q3]:\n");
+	       "ratio (median of the generations' medians) [q1 q3 of the "
+	       "rounds]:\n");
 	for (int p = loops; p < np; p++) {
 		const struct pairing *pp = &pairings[p];
 
