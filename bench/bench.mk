@@ -22,7 +22,7 @@ noinst_PROGRAMS += bench/cache_bench
 bench_cache_bench_SOURCES = bench/cache_bench.c test/common/cache_registrar.c test/common/cache_registrar.h \
 	test/common/mrl_test.c bench/utilmr/utilmr.h
 bench_cache_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test
-bench_cache_bench_LDADD = $(UTILMR_LIB) prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
+bench_cache_bench_LDADD = prov/mrlease/libmrlease-core.la -ldl $(FABRIC_LIBS)
 if HAVE_UCS
 bench_cache_bench_CPPFLAGS += -DHAVE_UCS=1 $(UCS_CFLAGS)
 bench_cache_bench_LDADD += $(UCS_LIBS)
@@ -30,15 +30,20 @@ endif
 BENCHES += bench/cache_bench
 
 # libfabric's util MR cache (libfabric 2.1) for cache_bench: its sources come
-# from the tarball config/libfabric2.sh caches (configure's
-# --with-libfabric2-cache), extracted into the build tree and compiled here
-# with bench/utilmr/config.h, warnings off (they are not ours); its internal
-# headers are never committed nor distributed. bench/utilmr/utilmr.c is the
-# glue, built with our warnings against those headers only.
+# from the tarball config/libfabric2.sh keeps (configure's
+# --with-libfabric2-cache says where), which make bench fetches there when
+# it is missing; they are extracted into the build tree and compiled here
+# with bench/utilmr/config.h, warnings off (they are not ours), into a
+# module cache_bench loads at run time, so that building the rest never
+# needs the network. Its internal headers are never committed nor
+# distributed. bench/utilmr/utilmr.c is the glue, built with our warnings
+# against those headers only.
 EXTRA_DIST += bench/utilmr/utilmr.c bench/utilmr/config.h
-if HAVE_UTILMR
-bench_cache_bench_CPPFLAGS += -DHAVE_UTILMR=1
-UTILMR_LIB = bench/utilmr/libutilmr.a
+UTILMR_MODULE = bench/utilmr/libutilmr.so
+# Why the module is not there, written by bench-utilmr, read by cache_bench.
+UTILMR_MISSING = bench/utilmr/missing
+bench_cache_bench_CPPFLAGS += -DUTILMR_MODULE='"$(abs_builddir)/$(UTILMR_MODULE)"' \
+	-DUTILMR_MODULE_MISSING='"$(abs_builddir)/$(UTILMR_MISSING)"'
 UTILMR_TOP = bench/utilmr/libfabric-2.1.0
 # util_mr_cache.c and what it calls: the rbmap, the buffer pool, the monitor
 # framework (its mm_lock), the monitors it names (each compiled out without
@@ -55,7 +60,7 @@ UTILMR_LF_OBJECTS = $(patsubst %.c,$(UTILMR_TOP)/%.o,$(UTILMR_LF_FILES))
 # As libfabric's Makefile.am and configure compile them (release: -DNDEBUG).
 UTILMR_CPPFLAGS = -DHAVE_CONFIG_H -D_GNU_SOURCE -D__USE_XOPEN2K8 -DNDEBUG \
 	-I$(top_srcdir)/bench/utilmr -isystem $(UTILMR_TOP)/include
-UTILMR_CFLAGS = -std=gnu11 -pthread $(SANITIZE_CFLAGS) $(CFLAGS)
+UTILMR_CFLAGS = -std=gnu11 -pthread -fPIC $(SANITIZE_CFLAGS) $(CFLAGS)
 $(UTILMR_TOP)/.extracted: $(UTILMR_TARBALL)
 	$(AM_V_GEN)rm -rf $(UTILMR_TOP) && $(MKDIR_P) bench/utilmr && \
 	tar -xJf $(UTILMR_TARBALL) -C bench/utilmr libfabric-2.1.0/include \
@@ -68,11 +73,38 @@ bench/utilmr/utilmr.o: bench/utilmr/utilmr.c bench/utilmr/utilmr.h \
 	$(AM_V_CC)$(MKDIR_P) bench/utilmr && $(CC) $(UTILMR_CPPFLAGS) $(UTILMR_CFLAGS) \
 		-Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow \
 		$(WERROR_CFLAGS) -c $(srcdir)/bench/utilmr/utilmr.c -o $@
-$(UTILMR_LIB): bench/utilmr/utilmr.o $(UTILMR_LF_OBJECTS)
-	$(AM_V_GEN)rm -f $@ && $(AR) crs $@ $^
-endif
+# -Bsymbolic: the module's own fi_no_* stubs, not the system libfabric's.
+$(UTILMR_MODULE): bench/utilmr/utilmr.o $(UTILMR_LF_OBJECTS)
+	$(AM_V_CCLD)$(CC) $(UTILMR_CFLAGS) -shared -Wl,-Bsymbolic -o $@ $^
+# Before the benchmarks run: the tarball fetched if it is missing, then the
+# module built. What fails is written to $(UTILMR_MISSING) and printed, and
+# cache_bench runs without the peer and says so on its RESULT line
+# (ofi_peer=MISSING); the other benchmarks run either way.
+bench-utilmr:
+	@$(MKDIR_P) bench/utilmr; rm -f $(UTILMR_MISSING); \
+	tarball='$(UTILMR_TARBALL)'; dir=$$(dirname "$$tarball"); \
+	if test -z "$$tarball"; then \
+		echo '$(UTILMR_SKIPPED)' >$(UTILMR_MISSING); \
+	elif test ! -r "$$tarball"; then \
+		echo "== fetching libfabric 2.1's source into $$dir (cache_bench's ofi peer)"; \
+		$(SHELL) $(top_srcdir)/config/libfabric2.sh --fetch-only "$$dir" \
+			>bench/utilmr/fetch.log 2>&1 || tail -n 3 bench/utilmr/fetch.log; \
+	fi; \
+	if test -f $(UTILMR_MISSING); then :; \
+	elif test ! -r "$$tarball"; then \
+		echo "no libfabric 2.1 source: config/libfabric2.sh --fetch-only $$dir failed (bench/utilmr/fetch.log)" \
+			>$(UTILMR_MISSING); \
+	elif ! $(MAKE) $(AM_MAKEFLAGS) $(UTILMR_MODULE); then \
+		echo "libfabric 2.1's util MR cache did not build from $$tarball" \
+			>$(UTILMR_MISSING); \
+	fi; \
+	if test -f $(UTILMR_MISSING); then \
+		echo "WARNING: cache_bench runs WITHOUT the ofi peer: $$(cat $(UTILMR_MISSING))"; fi
+bench: bench-utilmr
+.PHONY: bench-utilmr
 # Makefile.am's clean-local removes the extracted tree.
-CLEANFILES += bench/utilmr/utilmr.o bench/utilmr/libutilmr.a
+CLEANFILES += bench/utilmr/utilmr.o $(UTILMR_MODULE) $(UTILMR_MISSING) \
+	bench/utilmr/fetch.log
 
 # Hook instructions per leased fi_write, per function, with the callgrind
 # recipe in bench/README.md: the one way to get

@@ -320,6 +320,24 @@ bu_median(double *v, int n)
 	return bu_quantile(v, n, 0.5);
 }
 
+double
+bu_median_of_generations(const double *v, int rounds, int gens)
+{
+	double gmed[MAX_GENERATIONS], w[MAX_GENERATION_ROUNDS];
+
+	if (gens > MAX_GENERATIONS)
+		gens = MAX_GENERATIONS;
+	for (int g = 0; g < gens; g++) {
+		int r0 = g * rounds / gens, r1 = (g + 1) * rounds / gens;
+
+		if (r1 - r0 > MAX_GENERATION_ROUNDS)
+			r1 = r0 + MAX_GENERATION_ROUNDS;
+		memcpy(w, &v[r0], (size_t) (r1 - r0) * sizeof(*w));
+		gmed[g] = bu_quantile(w, r1 - r0, 0.5);
+	}
+	return bu_quantile(gmed, gens, 0.5);
+}
+
 void
 bu_shuffle(int *order, int n, int r)
 {

@@ -73,6 +73,17 @@ const char *bu_env_str(const char *name, const char *def);
 /* The p-quantile (0..1) of v, linear between order statistics; sorts v. */
 double bu_quantile(double *v, int n, double p);
 double bu_median(double *v, int n);
+/*
+ * The median over generations of each generation's median of v[0, rounds),
+ * generation g holding rounds [g * rounds / gens, (g + 1) * rounds / gens):
+ * each generation is a fresh set of children, and a child keeps a bias of
+ * its own (where its buffers and libraries landed) that pairing within a
+ * round cannot cancel, so one child's bias moves the figure by no more than
+ * one generation's vote. v is left as it was.
+ */
+#define MAX_GENERATIONS	      64
+#define MAX_GENERATION_ROUNDS 400
+double bu_median_of_generations(const double *v, int rounds, int gens);
 /* Round r's pseudo-random order of n configurations, so that none always
  * runs right after the same other one. */
 void bu_shuffle(int *order, int n, int r);

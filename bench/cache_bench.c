@@ -13,8 +13,10 @@
  *   ofi   libfabric's util MR cache, the one its providers (verbs, efa, cxi,
  *         opx) keep: ofi_mr_cache_search / ofi_mr_cache_delete and
  *         ofi_mr_cache_notify, its monitor watching nothing, compiled from
- *         libfabric 2.1's source where it is cached (bench/utilmr/utilmr.h);
- *         its limits above the largest size, so nothing is evicted.
+ *         libfabric 2.1's source, which `make bench` fetches, into a module
+ *         loaded at run time (bench/utilmr/utilmr.h); its limits above the
+ *         largest size, so nothing is evicted. A run without it says so on
+ *         its RESULT line (ofi_peer=MISSING).
  * And one reference that is not a peer:
  *   seed_array  the seed's design idealised: the same mutex and Arc-like
  *         registration over a sorted array (24 bytes per entry, one binary
@@ -46,12 +48,14 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,9 +69,7 @@
 #ifdef HAVE_UCS
 #include <ucs/memory/rcache.h>
 #endif
-#ifdef HAVE_UTILMR
 #include "utilmr/utilmr.h"
-#endif
 
 #define ADDR0 ((uintptr_t) 0x100000000000ull)
 static size_t page;
@@ -103,6 +105,27 @@ load1(void)
 		fclose(f);
 	}
 	return l;
+}
+
+/* The kernel's transparent huge page mode (the bracketed word of
+ * /sys/kernel/mm/transparent_hugepage/enabled): with "always" every cache's
+ * heap may get huge pages, with "madvise" only mrlease's arena asks for
+ * them, and the random-hit figures follow the page walks they spare. */
+static void
+thp_mode(char *buf, size_t len)
+{
+	char all[128], *a, *b;
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+
+	snprintf(buf, len, "unknown");
+	if (!f)
+		return;
+	if (fgets(all, sizeof(all), f) && (a = strchr(all, '[')) &&
+	    (b = strchr(a, ']'))) {
+		*b = '\0';
+		snprintf(buf, len, "%s", a + 1);
+	}
+	fclose(f);
 }
 
 static size_t
@@ -689,8 +712,53 @@ ucx_destroy(void *c)
 }
 #endif
 
-#ifdef HAVE_UTILMR
-/* libfabric's util MR cache over the same registrar as mrlease's. */
+/*
+ * libfabric's util MR cache over the same registrar as mrlease's. Its
+ * sources are libfabric 2.1's, which `make bench` fetches and compiles into
+ * a module of their own (bench/bench.mk), loaded here at run time: the
+ * program itself builds without them, and a run without them says so on
+ * its RESULT line rather than dropping the peer unnoticed.
+ */
+static struct {
+	int (*create)(const struct utilmr_config *cfg, struct utilmr **cache);
+	void (*destroy)(struct utilmr *cache);
+	int (*acquire)(struct utilmr *cache, uintptr_t start, uintptr_t end,
+		       void **lease);
+	void (*release)(struct utilmr *cache, void *lease);
+	void (*invalidate)(struct utilmr *cache, uintptr_t start,
+			   uintptr_t end);
+} um;
+static char utilmr_missing[512];
+
+/* Loads the module; on failure fills utilmr_missing with why (the reason
+ * the build recorded, or the loader's) and returns -1. */
+static int
+utilmr_load(void)
+{
+	void *h = dlopen(UTILMR_MODULE, RTLD_NOW | RTLD_LOCAL);
+	FILE *f;
+
+	if (h) {
+		*(void **) &um.create = dlsym(h, "utilmr_create");
+		*(void **) &um.destroy = dlsym(h, "utilmr_destroy");
+		*(void **) &um.acquire = dlsym(h, "utilmr_acquire");
+		*(void **) &um.release = dlsym(h, "utilmr_release");
+		*(void **) &um.invalidate = dlsym(h, "utilmr_invalidate");
+		if (um.create && um.destroy && um.acquire && um.release &&
+		    um.invalidate)
+			return 0;
+	}
+	f = fopen(UTILMR_MODULE_MISSING, "r");
+	if (!f || !fgets(utilmr_missing, sizeof(utilmr_missing), f))
+		snprintf(utilmr_missing, sizeof(utilmr_missing),
+			 "%s (run make bench to fetch and build it)",
+			 h ? "module lacks utilmr_*" : dlerror());
+	utilmr_missing[strcspn(utilmr_missing, "\n")] = '\0';
+	if (f)
+		fclose(f);
+	return -1;
+}
+
 struct ofi_b {
 	struct utilmr *cache;
 	struct creg creg;
@@ -702,9 +770,9 @@ ofi_hit(void *c, uintptr_t s, uintptr_t e)
 	struct ofi_b *b = c;
 	void *lease;
 
-	if (utilmr_acquire(b->cache, s, e, &lease))
+	if (um.acquire(b->cache, s, e, &lease))
 		return -1;
-	utilmr_release(b->cache, lease);
+	um.release(b->cache, lease);
 	return 0;
 }
 
@@ -722,7 +790,7 @@ ofi_create(size_t n)
 	};
 
 	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
-	if (utilmr_create(&cfg, &b->cache))
+	if (um.create(&cfg, &b->cache))
 		abort();
 	return fill_by_hits(ofi_hit, b, n);
 }
@@ -732,31 +800,44 @@ ofi_destroy(void *c)
 {
 	struct ofi_b *b = c;
 
-	utilmr_destroy(b->cache);
+	um.destroy(b->cache);
 	free(b);
 }
 
 static int
 ofi_inv(void *c, uintptr_t s, uintptr_t e)
 {
-	utilmr_invalidate(((struct ofi_b *) c)->cache, s, e);
+	um.invalidate(((struct ofi_b *) c)->cache, s, e);
 	return 0;
 }
-#endif
 
-static const struct impl impls[] = {
+/* The peers present in this run: ofi is taken out when its module is not. */
+static struct impl impls[] = {
 	{"mrlease", mrl_create, mrl_destroy, mrl_hit, mrl_inv, 1},
 	{"seed", sbt_create, sbt_destroy, sbt_hit, sbt_inv, 0},
 #ifdef HAVE_UCS
 	{"ucx", ucx_create, ucx_destroy, ucx_hit, NULL, 1},
 #endif
-#ifdef HAVE_UTILMR
 	{"ofi", ofi_create, ofi_destroy, ofi_hit, ofi_inv, 1},
-#endif
 	/* Last: a reference, not a peer (see the header comment). */
 	{"seed_array", sarr_create, sarr_destroy, sarr_hit, sarr_inv, 0},
 };
 #define NIMPL (sizeof(impls) / sizeof(impls[0]))
+static size_t nimpl = NIMPL;
+
+/* Takes the ofi peer out of impls when its module did not load. */
+static void
+drop_missing_peers(void)
+{
+	for (size_t k = 0; k < nimpl; k++) {
+		if (strcmp(impls[k].name, "ofi") || !utilmr_load())
+			continue;
+		memmove(&impls[k], &impls[k + 1],
+			(nimpl - k - 1) * sizeof(impls[0]));
+		nimpl--;
+		return;
+	}
+}
 
 /* ---- measurements ------------------------------------------------------- */
 
@@ -984,74 +1065,188 @@ static const size_t sizes[] = {1000, 10000, 100000, 1000000};
 static double result[NIMPL][NSIZE][NFIG];
 static double mem_lat = -1; /* median of run_mem_lat, taken with 1e6 */
 
-static void
-measure_size(int si)
+/* One repetition's figures of one cache: what its child sends back. */
+struct rep_figs {
+	double v[NFIG];
+	int misses;
+};
+
+/* Bytes per entry of a cache just created, in its own process. */
+static double
+cache_bpe(const struct impl *im, size_t n, void **c)
 {
-	size_t n = sizes[si], hot_ops = (size_t) (2e6 * op_scale),
+	size_t idle = mrl_cache_pool_idle_bytes(), reused = 0;
+	size_t chunks = mrl_arena_mapped_bytes(), before = heap_bytes();
+
+	*c = im->create(n);
+	/* mrlease keeps closed domains' entry slabs for the next domains: the
+	 * ones this cache adopted were malloc'd before `before`; charge them
+	 * here. */
+	if (idle > mrl_cache_pool_idle_bytes())
+		reused = idle - mrl_cache_pool_idle_bytes();
+	/* Huge-page chunks (mrlease past FI_MRLEASE_HUGEPAGE_AFTER) are
+	 * mapped, not malloc'd: charged whole, used or not. */
+	chunks = mrl_arena_mapped_bytes() - chunks;
+	return (double) (heap_bytes() - before + reused + chunks) / n;
+}
+
+/* One repetition of every figure of size n on cache c. */
+static void
+measure_rep(const struct impl *im, void *c, size_t n, struct rep_figs *out)
+{
+	size_t hot_ops = (size_t) (2e6 * op_scale),
 	       rand_ops = (size_t) ((n >= 1000000 ? 1e6 : 2e6) * op_scale),
 	       inv_ops = (size_t) (1e6 * op_scale),
 	       thr_ops = (size_t) (4e6 * op_scale);
-	void *c[NIMPL];
+
+	misses = 0;
+	for (int f = 0; f < NFIG; f++)
+		out->v[f] = -1;
+	run_hot(im, c, hot_ops / 10, 1); /* warm */
+	out->v[HOT] = run_hot(im, c, hot_ops, 1);
+	out->v[RAND] = run_rand(im, c, rand_ops);
+	if (n == 1000000 && im->inv) {
+		size_t ops = im->inv_ops_div ? inv_ops : 200;
+
+		out->v[INV] = run_inv(im, c, ops, false);
+		out->v[INV_OUT] = run_inv(im, c, ops, true);
+	}
+	if (n == 1000000) {
+		double t1 = run_threads(im, c, thr_ops, 1);
+		double t2 = run_threads(im, c, thr_ops, 2);
+
+		out->v[SCALE] = t2 / t1;
+	}
+	out->misses = misses;
+}
+
+/*
+ * A cache's process: creates it (its bytes per entry the first reply),
+ * then runs one repetition per request until the parent closes the pipe.
+ * Its heap holds that cache alone, so neither the other caches' blocks nor
+ * what earlier sizes freed decide where its entries land, and every size
+ * starts from the same state in every run.
+ */
+static void __attribute__((noreturn))
+child_serve(const struct impl *im, size_t n, int cmd, int res)
+{
+	struct rep_figs figs;
+	void *c;
+	int r;
+
+	free(chase); /* the parent's */
+	chase = NULL;
+	figs.v[BPE] = cache_bpe(im, n, &c);
+	if (write(res, &figs, sizeof(figs)) != sizeof(figs))
+		_exit(1);
+	while (read(cmd, &r, sizeof(r)) == sizeof(r)) {
+		measure_rep(im, c, n, &figs);
+		if (write(res, &figs, sizeof(figs)) != sizeof(figs))
+			_exit(1);
+	}
+	im->destroy(c);
+	_exit(0);
+}
+
+struct child {
+	pid_t pid;
+	int cmd, res; /* the parent's ends */
+};
+
+/* Starts a cache's process; `older` are the ones started before it, whose
+ * pipe ends it must not keep (the parent's close would not reach them). */
+static int
+child_start(const struct impl *im, size_t n, struct child *ch,
+	    const struct child *older, size_t nolder)
+{
+	int cmd[2], res[2];
+
+	if (pipe(cmd) || pipe(res))
+		return -1;
+	fflush(stdout);
+	ch->pid = fork();
+	if (ch->pid < 0)
+		return -1;
+	if (!ch->pid) {
+		for (size_t k = 0; k < nolder; k++) {
+			close(older[k].cmd);
+			close(older[k].res);
+		}
+		close(cmd[1]);
+		close(res[0]);
+		child_serve(im, n, cmd[0], res[1]);
+	}
+	close(cmd[0]);
+	close(res[1]);
+	ch->cmd = cmd[1];
+	ch->res = res[0];
+	return 0;
+}
+
+static int
+child_reply(struct child *ch, struct rep_figs *figs)
+{
+	return read(ch->res, figs, sizeof(*figs)) == sizeof(*figs) ? 0 : -1;
+}
+
+static int
+child_stop(struct child *ch)
+{
+	int status;
+
+	close(ch->cmd);
+	close(ch->res);
+	if (waitpid(ch->pid, &status, 0) != ch->pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status) ? -1 : 0;
+}
+
+/* Every cache at size sizes[si], each in a fresh process of its own
+ * (created one after the other, so no two fill at once), the repetitions
+ * alternating between them as before: one runs while the others wait. */
+static int
+measure_size(int si)
+{
+	size_t n = sizes[si],
+	       rand_ops = (size_t) ((n >= 1000000 ? 1e6 : 2e6) * op_scale);
+	struct child ch[NIMPL];
 	double v[NIMPL][NFIG][16], lat[16];
-	size_t before;
+	struct rep_figs figs;
+	int err = 0;
 
 	fill_idx(n);
-	for (size_t k = 0; k < NIMPL; k++) {
-		size_t idle = k ? 0 : mrl_cache_pool_idle_bytes(), reused = 0;
-		size_t chunks = mrl_arena_mapped_bytes();
-
-		before = heap_bytes();
-		c[k] = impls[k].create(n);
-		/* mrlease keeps closed domains' entry slabs for the next
-		 * domains: the ones this cache adopted from the previous size
-		 * were malloc'd before `before`; charge them here. */
-		if (!k && idle > mrl_cache_pool_idle_bytes())
-			reused = idle - mrl_cache_pool_idle_bytes();
-		/* Huge-page chunks (mrlease past FI_MRLEASE_HUGEPAGE_AFTER) are
-		 * mapped, not malloc'd: charged whole, used or not. */
-		chunks = mrl_arena_mapped_bytes() - chunks;
-		result[k][si][BPE] =
-			(double) (heap_bytes() - before + reused + chunks) / n;
-		for (int f = 0; f < NFIG; f++)
-			if (f != BPE)
-				result[k][si][f] = -1;
+	for (size_t k = 0; k < nimpl; k++) {
+		if (child_start(&impls[k], n, &ch[k], ch, k) ||
+		    child_reply(&ch[k], &figs))
+			return -1;
+		result[k][si][BPE] = figs.v[BPE];
 	}
-	for (int r = 0; r < reps; r++) {
+	for (int r = 0; r < reps && !err; r++) {
 		if (n == 1000000)
 			lat[r] = run_mem_lat(rand_ops);
-		for (size_t k = 0; k < NIMPL; k++) {
-			const struct impl *im = &impls[k];
-
-			run_hot(im, c[k], hot_ops / 10, 1); /* warm */
-			v[k][HOT][r] = run_hot(im, c[k], hot_ops, 1);
-			v[k][RAND][r] = run_rand(im, c[k], rand_ops);
-			if (n == 1000000 && im->inv) {
-				size_t ops = im->inv_ops_div ? inv_ops : 200;
-
-				v[k][INV][r] = run_inv(im, c[k], ops, false);
-				v[k][INV_OUT][r] = run_inv(im, c[k], ops, true);
-			}
-			if (n == 1000000) {
-				double t1 = run_threads(im, c[k], thr_ops, 1);
-				double t2 = run_threads(im, c[k], thr_ops, 2);
-
-				v[k][SCALE][r] = t2 / t1;
-			}
+		for (size_t k = 0; k < nimpl && !err; k++) {
+			err = write(ch[k].cmd, &r, sizeof(r)) != sizeof(r) ||
+			      child_reply(&ch[k], &figs);
+			misses += figs.misses;
+			for (int f = 0; f < NFIG; f++)
+				v[k][f][r] = figs.v[f];
 		}
 	}
+	for (size_t k = 0; k < nimpl; k++)
+		err |= child_stop(&ch[k]);
+	if (err)
+		return -1;
 	if (n == 1000000)
 		mem_lat = median(lat, reps);
-	for (size_t k = 0; k < NIMPL; k++) {
-		result[k][si][HOT] = median(v[k][HOT], reps);
-		result[k][si][RAND] = median(v[k][RAND], reps);
-		if (n == 1000000 && impls[k].inv) {
-			result[k][si][INV] = median(v[k][INV], reps);
-			result[k][si][INV_OUT] = median(v[k][INV_OUT], reps);
+	for (size_t k = 0; k < nimpl; k++) {
+		for (int f = 0; f < NFIG; f++) {
+			if (f == BPE)
+				continue;
+			result[k][si][f] =
+				v[k][f][0] < 0 ? -1 : median(v[k][f], reps);
 		}
-		if (n == 1000000)
-			result[k][si][SCALE] = median(v[k][SCALE], reps);
-		impls[k].destroy(c[k]);
 	}
+	return 0;
 }
 
 static const char *
@@ -1094,7 +1289,7 @@ drive(int argc, char **argv)
 
 	if (argc != 6)
 		return 2;
-	for (size_t k = 0; k < NIMPL; k++)
+	for (size_t k = 0; k < nimpl; k++)
 		if (!strcmp(argv[2], impls[k].name))
 			im = &impls[k];
 	n = strtoul(argv[4], NULL, 0);
@@ -1132,9 +1327,10 @@ drive(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	char line[8192];
+	char line[8192], thp[32];
 	size_t len = 0;
 	const struct impl *peer;
+	double start_load;
 
 	if (argc > 1 && !strcmp(argv[1], "--quick")) {
 		reps = 3;
@@ -1144,20 +1340,28 @@ main(int argc, char **argv)
 	idx = malloc(NIDX * sizeof(*idx));
 	if (!idx)
 		return 1;
+	drop_missing_peers();
 	if (argc > 1 && !strcmp(argv[1], "--drive"))
 		return drive(argc, argv);
 	if (chase_init())
 		return 1;
+	start_load = load1();
+	thp_mode(thp, sizeof(thp));
 	printf("# cache_bench: median of %d alternating repetitions, ns/op "
-	       "unless noted; "
-	       "load average %.2f at start\n",
-	       reps, load1());
-#ifdef UTILMR_SKIPPED
-	printf("# ofi (libfabric's util MR cache) not built: %s\n",
-	       UTILMR_SKIPPED);
-#endif
-	for (int si = 0; si < NSIZE; si++)
-		measure_size(si);
+	       "unless noted; each cache in a process of its own per size; "
+	       "load average %.2f at start; transparent huge pages: %s\n",
+	       reps, start_load, thp);
+	if (*utilmr_missing)
+		printf("# WARNING: the ofi peer (libfabric's util MR cache) is "
+		       "MISSING from this run: %s\n",
+		       utilmr_missing);
+	for (int si = 0; si < NSIZE; si++) {
+		if (measure_size(si)) {
+			printf("# a cache's process failed at %zu entries\n",
+			       sizes[si]);
+			return 1;
+		}
+	}
 	if (misses) {
 		printf("# %d lookups missed: the workload is broken\n", misses);
 		return 1;
@@ -1168,9 +1372,9 @@ main(int argc, char **argv)
 	       "# array, O(n) inserts) that no real map reaches, a lower "
 	       "bound\n");
 	printf("%-14s", "figure");
-	for (size_t k = 0; k < NIMPL; k++)
+	for (size_t k = 0; k < nimpl; k++)
 		printf(" %12s", impls[k].name);
-	for (size_t k = 1; k < NIMPL; k++)
+	for (size_t k = 1; k < nimpl; k++)
 		printf("   gain_vs_%-5s", impls[k].name);
 	printf("\n");
 	for (int si = 0; si < NSIZE; si++) {
@@ -1182,14 +1386,14 @@ main(int argc, char **argv)
 			snprintf(name, sizeof(name), "%s_%s", fig_name[f],
 				 size_tag(si));
 			printf("%-14s", name);
-			for (size_t k = 0; k < NIMPL; k++)
+			for (size_t k = 0; k < nimpl; k++)
 				if (result[k][si][f] < 0)
 					printf(" %12s", "n/a");
 				else
 					printf(" %12.2f", result[k][si][f]);
 			/* ratio > 1: mrlease better (scale2: higher is better)
 			 */
-			for (size_t k = 1; k < NIMPL; k++) {
+			for (size_t k = 1; k < nimpl; k++) {
 				double x = result[0][si][f],
 				       y = result[k][si][f];
 
@@ -1209,17 +1413,20 @@ main(int argc, char **argv)
 	       "pages): %.1f ns;\n"
 	       "# a random hit at 1e6 costs that many of them:",
 	       mem_lat);
-	for (size_t k = 0; k < NIMPL; k++)
+	for (size_t k = 0; k < nimpl; k++)
 		printf(" %s %.2f", impls[k].name,
 		       result[k][NSIZE - 1][RAND] / mem_lat);
 	printf("\n");
 	len += snprintf(line + len, sizeof(line) - len,
-			"RESULT load1=%.2f mem_lat=%.1f", load1(), mem_lat);
+			"RESULT ofi_peer=%s load1_start=%.2f load1=%.2f thp=%s "
+			"mem_lat=%.1f",
+			*utilmr_missing ? "MISSING" : "libfabric-2.1.0",
+			start_load, load1(), thp, mem_lat);
 	for (int si = 0; si < NSIZE; si++) {
 		for (int f = 0; f < NFIG; f++) {
 			if (result[0][si][f] < 0)
 				continue;
-			for (size_t k = 0; k < NIMPL; k++) {
+			for (size_t k = 0; k < nimpl; k++) {
 				if (result[k][si][f] < 0)
 					continue;
 				len += snprintf(line + len, sizeof(line) - len,
@@ -1228,7 +1435,7 @@ main(int argc, char **argv)
 						fig_name[f], size_tag(si),
 						result[k][si][f]);
 			}
-			for (size_t k = 1; k < NIMPL; k++) {
+			for (size_t k = 1; k < nimpl; k++) {
 				double x = result[0][si][f],
 				       y = result[k][si][f];
 

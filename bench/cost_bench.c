@@ -38,10 +38,11 @@
  * same number of writes (about SLICE_SECONDS at the modes' median rate,
  * calibrated in the first generation); a round's figure is the ratio of
  * two of its slices, so drift over seconds cancels. A ratio is the median
- * over rounds of those paired ratios, with its quartiles as the
- * resolution. COST_BENCH_GENERATIONS sets of fresh children share the
- * rounds, since a process keeps a bias of its own that pairing cannot
- * cancel.
+ * over generations of each generation's median of those paired ratios,
+ * with the quartiles of every round's as the resolution.
+ * COST_BENCH_GENERATIONS sets of fresh children share the rounds, since a
+ * process keeps a bias of its own that pairing cannot cancel: the median of
+ * the generations' medians keeps one biased child from moving the figure.
  *
  * Each slice also reports the registrations mrcheck charged and, in the
  * leased modes, the cache's misses and evictions; the run fails when a mode
@@ -59,9 +60,9 @@
  *
  * Figures per size: each mode's median slice rate; lease/app (target
  * >= 0.98), lease/perop (what the cache saves, the figure users choose a
- * cache for), evict/perop and perop/app, each the median of the paired
+ * cache for), evict/perop and perop/app, each the median (above) of the paired
  * per-round ratio; saved_us, the time per write the cache saves against
- * perop (median over rounds of 1/perop - 1/lease, paired), beside
+ * perop (1/perop - 1/lease, paired, its median as the ratios'), beside
  * charge_us, the CPU time the model charged per registration.
  *
  * Environment: COST_BENCH_ROUNDS (default 40), COST_BENCH_GENERATIONS
@@ -515,13 +516,13 @@ struct figures {
 	double charged[NMODES], misses[NMODES],
 		evictions[NMODES]; /* per write, mean */
 	double ns_per_charge; /* perop's mean charge */
-	/* Per write, lease against perop: median over rounds of the paired
-	 * difference of the inverse rates, [quartiles] */
+	/* Per write, lease against perop: the median (as the ratios') of the
+	 * paired difference of the inverse rates, [quartiles] */
 	double saved_us[NCLOCKS], saved_q1[NCLOCKS], saved_q3[NCLOCKS];
 };
 
 static void
-figures_of(size_t i, int rounds, struct figures *f)
+figures_of(size_t i, int rounds, int gens, struct figures *f)
 {
 	double v[MAX_ROUNDS], ns = 0;
 
@@ -548,16 +549,17 @@ figures_of(size_t i, int rounds, struct figures *f)
 			for (int r = 0; r < rounds; r++)
 				v[r] = samples[i][pairs[p][0]][r].rate[k] /
 				       samples[i][pairs[p][1]][r].rate[k];
+			f->med[k][p] =
+				bu_median_of_generations(v, rounds, gens);
 			f->q1[k][p] = bu_quantile(v, rounds, 0.25);
-			f->med[k][p] = bu_quantile(v, rounds, 0.5);
 			f->q3[k][p] = bu_quantile(v, rounds, 0.75);
 		}
 		for (int r = 0; r < rounds; r++)
 			v[r] = (1 / samples[i][M_PEROP][r].rate[k] -
 				1 / samples[i][M_LEASE][r].rate[k]) *
 			       1e6;
+		f->saved_us[k] = bu_median_of_generations(v, rounds, gens);
 		f->saved_q1[k] = bu_quantile(v, rounds, 0.25);
-		f->saved_us[k] = bu_quantile(v, rounds, 0.5);
 		f->saved_q3[k] = bu_quantile(v, rounds, 0.75);
 	}
 }
@@ -604,10 +606,9 @@ print_figures(const struct figures fig[NSIZES], int rounds)
 {
 	for (int k = 0; k < NCLOCKS; k++) {
 		printf("# by %s: median slice rate per mode (writes/s); "
-		       "ratios: median "
-		       "over %d rounds of the round's paired ratio "
-		       "[quartiles]; saved_us: "
-		       "per write, lease against perop, paired\n",
+		       "ratios: median of the generations' medians of the "
+		       "round's paired ratio [quartiles over %d rounds]; "
+		       "saved_us: per write, lease against perop, paired\n",
 		       clock_names[k], rounds);
 		printf("# %8s %9s %9s %9s %9s %21s %21s %21s %23s\n", "size",
 		       "app/s", "perop/s", "lease/s", "evict/s", "lease/app",
@@ -715,7 +716,7 @@ parent_main(void)
 		return 1;
 	}
 	for (size_t i = 0; i < NSIZES; i++) {
-		figures_of(i, rounds, &fig[i]);
+		figures_of(i, rounds, gens, &fig[i]);
 		ok &= sane(i, &fig[i], a + b * (double) sizes[i]);
 		for (int k = 0; k < NCLOCKS; k++) {
 			if (fig[i].med[k][P_LEASE_APP] < min_lease_app[k])

@@ -106,11 +106,13 @@
  * command; the idle ones wait in read(). A round runs, for every test, the
  * two configurations' slices back to back, the order alternating from round
  * to round and test to test. A round's figure is the paired ratio (or
- * difference) of its two slices; the result is the median over rounds, its
- * quartiles the resolution. MONITOR_BENCH_GENERATIONS sets of fresh children
- * share the rounds, since a process keeps a bias of its own that pairing
- * cannot cancel. Pinned, the monitor task shares the unmapping thread's
- * CPU, as in an MPI rank bound to one core; unpinned, it wakes on the other.
+ * difference) of its two slices; the result is the median of the
+ * generations' medians of it, the quartiles over every round the
+ * resolution. MONITOR_BENCH_GENERATIONS sets of fresh children share the
+ * rounds, since a process keeps a bias of its own that pairing cannot
+ * cancel: one generation moves the result by one vote at most. Pinned, the
+ * monitor task shares the unmapping thread's CPU, as in an MPI rank bound to
+ * one core; unpinned, it wakes on the other.
  *
  * Each slice also reports, from the cache's statistics, what its
  * configuration did per iteration (registrations, monitor events,
@@ -532,10 +534,13 @@ run_rounds(struct server sv[NMODES], int np, int r0, int r1, bool *sane)
 	return 0;
 }
 
-/* Median and quartiles over rounds of f(a's figure k, b's figure k). */
+/* Median (of the generations' medians, bu_median_of_generations) and
+ * quartiles over rounds of f(a's figure k, b's figure k). */
 struct figure {
 	double med, q1, q3;
 };
+
+static int generations = 5;
 
 static struct figure
 figure_of(int p, int rounds, int k, double (*f)(double a, double b))
@@ -545,8 +550,8 @@ figure_of(int p, int rounds, int k, double (*f)(double a, double b))
 
 	for (int r = 0; r < rounds; r++)
 		v[r] = f(samples[p][r][0].v[k], samples[p][r][1].v[k]);
+	fig.med = bu_median_of_generations(v, rounds, generations);
 	fig.q1 = bu_quantile(v, rounds, 0.25);
-	fig.med = bu_quantile(v, rounds, 0.5);
 	fig.q3 = bu_quantile(v, rounds, 0.75);
 	return fig;
 }
@@ -615,7 +620,8 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 
 	printf("# munmap of one page, ns per call (median over rounds of each "
 	       "slice's "
-	       "median; paired ratio and added ns [q1 q3]):\n");
+	       "median; paired ratio and added ns, median of the generations' "
+	       "medians [q1 q3 of the rounds]):\n");
 	for (int k = 0; k < 3; k++) {
 		mu[k] = figure_of(0, rounds, k, ratio);
 		ma[k] = figure_of(0, rounds, k, diff);
@@ -642,8 +648,8 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 		       ru[k].q3, ra[k].med, ra[k].q1, ra[k].q3);
 	}
 	printf("# loops, iterations per second (median over rounds), paired "
-	       "ratio "
-	       "[q1 q3]:\n");
+	       "ratio (median of the generations' medians) [q1 q3 of the "
+	       "rounds]:\n");
 	for (int p = loops; p < np; p++) {
 		const struct pairing *pp = &pairings[p];
 
@@ -741,7 +747,7 @@ static int
 parent_main(void)
 {
 	int rounds = (int) bu_env_long("MONITOR_BENCH_ROUNDS", 40);
-	int generations = (int) bu_env_long("MONITOR_BENCH_GENERATIONS", 5);
+	generations = (int) bu_env_long("MONITOR_BENCH_GENERATIONS", 5);
 	const char *cg = getenv("MONITOR_BENCH_CALLGRIND");
 	struct ir_figures irf = {0};
 	double t0 = bu_now_s();

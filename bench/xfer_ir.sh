@@ -51,7 +51,8 @@
 #   hook cost per write is a in the least squares fit hook = a * ops +
 #   b * retries + c over its 2 * XFER_IR_REPEAT runs (retries: calls of
 #   mrl_op_release_leases), and live_added_ir = mode 5's a - mode 2's;
-#   live_hook_ir_per_op is mode 5's.
+#   live_hook_ir_per_op is mode 5's. With no retries to fit (none in any
+#   run, or as many in each) the fit drops b: the plain per-op difference.
 #
 # XFER_IR_LEASE_ENV: space-separated NAME=value settings added to mode 2's
 #   (and mode 5's) environment only (bench/monitor_bench compares hook_ir_per_op with
@@ -261,28 +262,46 @@ mode_runs() {
 }
 # A mode's hook cost per op with the retried posts taken out: the least
 # squares fit of hook = a * ops + b * retries + c over its runs; prints a
-# ("na" if the mode did not run or its runs cannot tell a from b).
+# ("na" if the mode did not run). Where the runs cannot tell b from c (no
+# post retried in any run, or the same number in every run: the retries
+# column is zero or constant), the fit is hook = a * ops + c, which over
+# runs of two lengths is the plain per-op difference of their means.
 hook_fit() {
 	has "$1" || { echo na; return; }
 	mode_runs "$1" | awk '
 	function abs(v) { return v < 0 ? -v : v }
+	# Solves the normal equations over the columns listed in col[1..n]
+	# (1 ops, 2 retries, 3 constant); returns 0 if they are singular.
+	function solve(n,    i, j, k, p, t, f, v, M, R) {
+		for (i = 1; i <= n; i++) {
+			R[i] = B[col[i]]
+			for (j = 1; j <= n; j++) M[i, j] = A[col[i], col[j]]
+		}
+		for (k = 1; k <= n; k++) {
+			p = k
+			for (i = k + 1; i <= n; i++) if (abs(M[i, k]) > abs(M[p, k])) p = i
+			for (j = 1; j <= n; j++) { t = M[k, j]; M[k, j] = M[p, j]; M[p, j] = t }
+			t = R[k]; R[k] = R[p]; R[p] = t
+			if (abs(M[k, k]) < 1e-9) return 0
+			for (i = k + 1; i <= n; i++) {
+				f = M[i, k] / M[k, k]
+				for (j = k; j <= n; j++) M[i, j] -= f * M[k, j]
+				R[i] -= f * R[k]
+			}
+		}
+		for (i = n; i >= 1; i--) { v = R[i]; for (j = i + 1; j <= n; j++) v -= M[i, j] * X[j]; X[i] = v / M[i, i] }
+		return 1
+	}
+	NR == 1 { rmin = rmax = $2 }
+	{ if ($2 < rmin) rmin = $2; if ($2 > rmax) rmax = $2 }
 	{ x[1] = $1; x[2] = $2; x[3] = 1
 	  for (i = 1; i <= 3; i++) { for (j = 1; j <= 3; j++) A[i, j] += x[i] * x[j]; B[i] += x[i] * $3 } }
 	END {
-		for (k = 1; k <= 3; k++) {
-			p = k
-			for (i = k + 1; i <= 3; i++) if (abs(A[i, k]) > abs(A[p, k])) p = i
-			for (j = 1; j <= 3; j++) { t = A[k, j]; A[k, j] = A[p, j]; A[p, j] = t }
-			t = B[k]; B[k] = B[p]; B[p] = t
-			if (abs(A[k, k]) < 1e-9) { print "na"; exit }
-			for (i = k + 1; i <= 3; i++) {
-				f = A[i, k] / A[k, k]
-				for (j = k; j <= 3; j++) A[i, j] -= f * A[k, j]
-				B[i] -= f * B[k]
-			}
-		}
-		for (i = 3; i >= 1; i--) { v = B[i]; for (j = i + 1; j <= 3; j++) v -= A[i, j] * X[j]; X[i] = v / A[i, i] }
-		printf "%.1f\n", X[1]
+		col[1] = 1; col[2] = 2; col[3] = 3
+		if (rmin < rmax && solve(3)) { printf "%.1f\n", X[1]; exit }
+		col[2] = 3
+		if (solve(2)) { printf "%.1f\n", X[1]; exit }
+		print "na"
 	}'
 }
 lease_hook_fit=$(hook_fit 2)

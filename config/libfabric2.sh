@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 #
-#   config/libfabric2.sh [CACHE]
+#   config/libfabric2.sh [--fetch-only] [CACHE]
 #
 # Fetches libfabric 2.1.0's upstream source from Debian's trixie source suite
 # and builds it into CACHE/install (default: $top/.cache/libfabric2), for
@@ -12,15 +12,24 @@
 # Only the apt client touches the network, with a private sources list, list
 # directory and archive cache under CACHE, so the system's apt state is never
 # changed. Prints the install prefix on its last line.
+#
+# --fetch-only: only the upstream tarball, kept in CACHE, whose path it
+# prints (what bench/cache_bench's libfabric peer is compiled from: the
+# benchmark build needs the source, not an install).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+fetch_only=no
+if [ "${1:-}" = --fetch-only ]; then
+	fetch_only=yes
+	shift
+fi
 cache=${1:-$top/.cache/libfabric2}
 version=2.1.0
 debversion=2.1.0-1.1
 prefix=$cache/install
 jobs=$(nproc 2>/dev/null || echo 2)
 
-if [ -f "$prefix/.built-$version" ]; then
+if [ "$fetch_only" = no ] && [ -f "$prefix/.built-$version" ]; then
 	echo "$prefix"
 	exit 0
 fi
@@ -61,6 +70,10 @@ fetch() {
 }
 
 [ -f "$tarball" ] || fetch
+if [ "$fetch_only" = yes ]; then
+	echo "$tarball"
+	exit 0
+fi
 
 # build: hardware providers have no devices or libraries here; the software
 # ones (tcp, rxm, rxd, udp, shm, sockets, net) are built into libfabric.so.
