@@ -100,8 +100,9 @@ target_replaced(struct mrlt_pair *pair, struct target *t)
 	t->key = fi_mr_key(t->mr);
 	if (munmap(t->buf, TARGET_LEN))
 		return -FI_EINVAL;
+	/* Never over what another thread may have mapped there meanwhile. */
 	at = mmap(t->buf, TARGET_LEN, PROT_READ | PROT_WRITE,
-		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	if (at != t->buf)
 		return -FI_ENOMEM;
 	memset(t->buf, 0, TARGET_LEN);

@@ -248,8 +248,9 @@ test_munmap_and_mmap_at_the_same_address_register_anew(void)
 	CHECK_EQ(1, s1.remote_idle - s0.remote_idle);
 
 	CHECK_EQ(0, munmap(buf, LEN));
+	/* Never over what another thread may have mapped there meanwhile. */
 	again = mmap(buf, LEN, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	CHECK_PTR(buf, again);
 	CHECK_FI(reg(&p, buf, LEN, FI_REMOTE_WRITE, 21, &mr));
 	s0 = mrlt_pair_stats(&p);
@@ -647,10 +648,12 @@ conc_unmap(void *arg)
 {
 	struct conc *c = arg;
 
+	/* New pages mapped over the old ones at once (the kernel unmaps them,
+	 * the monitor sees it): an munmap first would leave a hole that
+	 * another thread's allocation could take and MAP_FIXED clobber. */
 	while (!atomic_load(&c->stop)) {
 		char *buf = c->churn;
 
-		munmap(buf, LEN);
 		if (mmap(buf, LEN, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != buf)
 			atomic_store(&c->failed, -FI_ENOMEM);
