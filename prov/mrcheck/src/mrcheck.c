@@ -479,7 +479,7 @@ chk_mr_track(struct chk_domain *dom, struct fid_mr *mr, const struct iovec *iov,
 	    hook->mr.key != FI_KEY_NOTAVAIL)
 		chk_keys_add(rec, hook->mr.key,
 			     (dom->hook->mr_mode & FI_MR_VIRT_ADDR) ||
-				     dom->hook->mr_mode == FI_MR_BASIC);
+				     dom->hook->mr_mode == MRL_FI_MR_BASIC);
 
 	pthread_mutex_lock(&dom->lock);
 	if (!tsearch(rec, &dom->mrs, chk_ptr_cmp)) {
