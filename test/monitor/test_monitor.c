@@ -1834,7 +1834,8 @@ main(int argc, char **argv)
 	MRLT_RUN(test_what_is_left_of_a_partly_unmapped_mapping_is_released);
 	MRLT_RUN(test_a_release_never_drops_a_watch_a_new_entry_needs);
 	MRLT_RUN(test_a_domain_closes_only_its_own_dropped_registrations);
-	MRLT_RUN(test_the_closer_calls_again_after_the_delay_its_client_asks_for);
+	MRLT_RUN(
+		test_the_closer_calls_again_after_the_delay_its_client_asks_for);
 	MRLT_RUN(test_explicit_invalidate_composes_with_the_monitor);
 	MRLT_RUN(test_pinning_is_decided_by_the_core_provider);
 	/* Last: the closer applies events as they come, which the tests

@@ -260,8 +260,7 @@ test_mrlease_unparsable_value_is_refused_on_stderr_with_the_default(void)
  * rate, an unknown fault class, a cost that overflows are refused aloud,
  * or a test would run without the faults it asked for. */
 static void
-test_mrcheck_bad_value_is_refused_on_stderr_with_the_default(
-	void)
+test_mrcheck_bad_value_is_refused_on_stderr_with_the_default(void)
 {
 	check_refused(mrcheck_refused,
 		      sizeof(mrcheck_refused) / sizeof(mrcheck_refused[0]));
@@ -331,8 +330,7 @@ main(int argc, char **argv)
 		test_mrlease_value_out_of_its_range_is_refused_on_stderr_with_the_default);
 	MRLT_RUN(
 		test_mrlease_unparsable_value_is_refused_on_stderr_with_the_default);
-	MRLT_RUN(
-		test_mrcheck_bad_value_is_refused_on_stderr_with_the_default);
+	MRLT_RUN(test_mrcheck_bad_value_is_refused_on_stderr_with_the_default);
 	MRLT_RUN(
 		test_mrcheck_refused_fault_settings_leave_their_defaults_in_force);
 	MRLT_RUN(

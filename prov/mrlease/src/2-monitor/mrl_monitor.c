@@ -373,8 +373,7 @@ mon_closer_main(void *arg)
 				continue;
 			break;
 		}
-		if (pfd[1].revents ||
-		    (n > 0 && !(pfd[0].revents & POLLIN)))
+		if (pfd[1].revents || (n > 0 && !(pfd[0].revents & POLLIN)))
 			break;
 		if (n > 0 && read(mon_notify_fd, &count, sizeof(count)) < 0 &&
 		    errno != EAGAIN)
@@ -660,8 +659,8 @@ mon_open_aux(void)
 	pthread_mutex_lock(&mon_fd_lock);
 	mon_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	mon_notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	mon_timer_fd = timerfd_create(CLOCK_MONOTONIC,
-				      TFD_CLOEXEC | TFD_NONBLOCK);
+	mon_timer_fd =
+		timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (mon_stop_fd < 0 || mon_notify_fd < 0 || mon_timer_fd < 0)
 		ret = -FI_ENOMEM;
 	else

@@ -436,9 +436,8 @@ mrl_remote_lease_release(struct mrl_remote_entry *entry)
 		if (entry->live) {
 			wake = !remote->idle_head && remote->thread_safe;
 			mrl_remote_idle_add(remote, entry);
-			mrl_remote_retire_expired(remote, 0,
-						  mrl_params.remote_max,
-						  &closing);
+			mrl_remote_retire_expired(
+				remote, 0, mrl_params.remote_max, &closing);
 			mrl_remote_due_update(remote);
 		} else {
 			closing = entry;
