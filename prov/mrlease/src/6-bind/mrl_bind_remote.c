@@ -511,8 +511,9 @@ mrl_remote_watch(const struct mrl_bind_remote_req *req)
 /*
  * Register the request on the inner domain. A refusal the registry itself
  * may cause is retried once after closing what caused it: the idle entry
- * that still holds the requested key (-FI_ENOKEY), or every idle entry
- * (lack of resources).
+ * that still holds the requested key, or one the monitor retired that
+ * waits for its close (-FI_ENOKEY: this is a call into the domain, which
+ * may close them), or every idle entry (lack of resources).
  */
 static int
 mrl_remote_register(struct mrl_bind_remote *remote,
@@ -529,10 +530,12 @@ mrl_remote_register(struct mrl_bind_remote *remote,
 		if (!ret || attempt)
 			return ret;
 		pthread_mutex_lock(&remote->lock);
-		if (ret == -FI_ENOKEY && !remote->prov_key)
+		if (ret == -FI_ENOKEY && !remote->prov_key) {
 			mrl_remote_retire_if(remote, mrl_remote_pick_key,
 					     &req->key, MRL_RC_EVICTED,
 					     &closing);
+			mrl_remote_take_deferred(remote, &closing);
+		}
 		else if (ret == -FI_ENOMEM || ret == -FI_ENOSPC ||
 			 ret == -FI_EAGAIN)
 			mrl_remote_retire_if(remote, mrl_remote_pick_idle, NULL,
@@ -587,9 +590,13 @@ mrl_remote_miss(struct mrl_bind_remote *remote,
 	pthread_mutex_lock(&remote->lock);
 	remote->misses++;
 	gen = remote->gen;
-	if (!remote->prov_key)
+	if (!remote->prov_key) {
 		mrl_remote_retire_if(remote, mrl_remote_pick_key, &req->key,
 				     MRL_RC_EVICTED, &closing);
+		/* Retired by the monitor, their keys still taken until closed
+		 * (here: this is a call into the domain). */
+		mrl_remote_take_deferred(remote, &closing);
+	}
 	mrl_remote_due_update(remote);
 	pthread_mutex_unlock(&remote->lock);
 	mrl_remote_close_list(closing);
