@@ -535,9 +535,8 @@ mrl_remote_register(struct mrl_bind_remote *remote,
 					     &req->key, MRL_RC_EVICTED,
 					     &closing);
 			mrl_remote_take_deferred(remote, &closing);
-		}
-		else if (ret == -FI_ENOMEM || ret == -FI_ENOSPC ||
-			 ret == -FI_EAGAIN)
+		} else if (ret == -FI_ENOMEM || ret == -FI_ENOSPC ||
+			   ret == -FI_EAGAIN)
 			mrl_remote_retire_if(remote, mrl_remote_pick_idle, NULL,
 					     MRL_RC_EVICTED, &closing);
 		mrl_remote_due_update(remote);
