@@ -152,12 +152,14 @@ static const struct mrl_param_desc mrl_param_descs[] = {
 	 .offset = offsetof(struct mrl_params, stats_live),
 	 .help = "Publish each domain's lease cache statistics while the "
 		 "process runs, in a file of its own in FI_MRLEASE_STATS_DIR "
-		 "(mrlease-<pid>.stats), for mrlease-stat(1); removed at exit"},
+		 "(mrlease-<uid>/mrlease-<pid>.stats, the user's alone), for "
+		 "mrlease-stat(1); removed at exit"},
 	{.name = "STATS_DIR",
 	 .type = FI_PARAM_STRING,
 	 .offset = offsetof(struct mrl_params, stats_dir),
-	 .help = "Directory of the live statistics files "
-		 "(FI_MRLEASE_STATS_LIVE)"},
+	 .help = "Directory holding each user's directory of live "
+		 "statistics files, mrlease-<uid> (FI_MRLEASE_STATS_LIVE; made "
+		 "0700, refused unless the user's alone)"},
 	{.name = "STATS_INTERVAL",
 	 .type = FI_PARAM_SIZE_T,
 	 .offset = offsetof(struct mrl_params, stats_interval),
