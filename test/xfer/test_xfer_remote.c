@@ -506,6 +506,41 @@ out:
 	free(buf);
 }
 
+/* Idle entries whose deadlines come one after another all close with no
+ * application call: one going idle while the closer already waits for an
+ * earlier deadline does not wake it, and must still get its own call. */
+static void
+test_idle_remote_entries_close_one_after_another_with_no_call(void)
+{
+	struct mrlt_pair p;
+	struct fi_mrlease_stats s0;
+	char *buf = buffer(2 * LEN);
+	struct fid_mr *mr = NULL;
+	double t0, t1;
+
+	if (!pair_open(&p, true))
+		goto out;
+	s0 = mrlt_pair_stats(&p);
+	CHECK_FI(reg(&p, buf, LEN, FI_REMOTE_WRITE, 62, &mr));
+	CHECK_FI(fi_close(&mr->fid));
+	t0 = mrlt_now();
+	while (mrlt_now() - t0 < IDLE_MS / 2000.0)
+		sched_yield();
+	CHECK_FI(reg(&p, buf + LEN, LEN, FI_REMOTE_WRITE, 63, &mr));
+	CHECK_FI(fi_close(&mr->fid));
+	t1 = mrlt_now();
+	CHECK_MSG(wait_idle_closes(&p, s0.remote_idle_closes + 2),
+		  "%" PRIu64 " of 2 idle entries closed",
+		  mrlt_pair_stats(&p).remote_idle_closes -
+			  s0.remote_idle_closes);
+	CHECK_MSG(mrlt_now() - t1 >= IDLE_MS / 1000.0 * 0.9,
+		  "the later one closed after %.3f s", mrlt_now() - t1);
+	CHECK_EQ(0, mrlt_pair_stats(&p).remote_idle);
+	CHECK_EQ(0, mrlt_pair_close(&p));
+out:
+	free(buf);
+}
+
 /* Let the idle delay pass with no call into the domain. */
 static void
 idle_delay_passes(void)
@@ -898,6 +933,8 @@ main(int argc, char **argv)
 		if (!strcmp(group, "idle")) {
 			MRLT_RUN(
 				test_idle_remote_entry_closes_with_no_application_call);
+			MRLT_RUN(
+				test_idle_remote_entries_close_one_after_another_with_no_call);
 			MRLT_RUN(
 				test_idle_remote_entry_closes_at_the_next_call_after_the_delay);
 			continue;

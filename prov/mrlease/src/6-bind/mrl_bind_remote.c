@@ -95,6 +95,11 @@ struct mrl_bind_remote {
  * is taken before a registry's. */
 static pthread_mutex_t mrl_remotes_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mrl_bind_remote *mrl_remotes;
+/* When the closer calls in next for FI_THREAD_SAFE domains' idle entries
+ * (UINT64_MAX: not planned). An entry going idle wakes it only when its
+ * deadline comes before that; deadlines grow with time, so an RPC server's
+ * per-request close wakes nobody. */
+static _Atomic uint64_t mrl_remote_closer_next = UINT64_MAX;
 /* The process's counts, closed domains included. */
 static _Atomic uint64_t mrl_remote_totals[MRL_RC_COUNT];
 
@@ -117,13 +122,6 @@ mrl_remote_now_ms(void)
 	 * precision is plenty for a delay in milliseconds. */
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
-}
-
-/* In range (mrl_params.h): adding it to a clock cannot wrap. */
-static uint64_t
-mrl_remote_idle_ms(void)
-{
-	return mrl_params.remote_idle;
 }
 
 /* ---- requests --------------------------------------------------------- */
@@ -181,13 +179,15 @@ mrl_remote_overlaps(const struct mrl_remote_entry *entry, uintptr_t start,
 
 /* ---- index and idle list (under remote->lock) ------------------------- */
 
+/* The idle delay is in range (mrl_params.c): added to a clock, it cannot
+ * wrap. */
 static void
 mrl_remote_due_update(struct mrl_bind_remote *remote)
 {
 	atomic_store_explicit(&remote->due,
 			      remote->idle_head ?
 				      remote->idle_head->idle_since +
-					      mrl_remote_idle_ms() :
+					      mrl_params.remote_idle :
 				      UINT64_MAX,
 			      memory_order_relaxed);
 	atomic_store_explicit(&remote->pending, remote->deferred != NULL,
@@ -269,11 +269,11 @@ mrl_remote_retire_if(struct mrl_bind_remote *remote,
 			next = entry->hnext;
 			if (!pick(entry, arg))
 				continue;
-			mrl_remote_count(remote, counter, 1);
 			if (mrl_remote_retire(remote, entry)) {
 				entry->cnext = *closing;
 				*closing = entry;
 			}
+			mrl_remote_count(remote, counter, 1);
 		}
 	}
 }
@@ -315,18 +315,19 @@ static void
 mrl_remote_retire_expired(struct mrl_bind_remote *remote, uint64_t now,
 			  size_t max, struct mrl_remote_entry **closing)
 {
-	uint64_t idle_ms = mrl_remote_idle_ms();
+	uint64_t idle_ms = mrl_params.remote_idle;
 
 	while (remote->idle_head &&
 	       (remote->nidle > max ||
 		remote->idle_head->idle_since + idle_ms <= now)) {
 		struct mrl_remote_entry *entry = remote->idle_head;
+		unsigned why = remote->nidle > max ? MRL_RC_EVICTED :
+						     MRL_RC_IDLE_CLOSES;
 
-		mrl_remote_count(remote,
-				 remote->nidle > max ? MRL_RC_EVICTED :
-						       MRL_RC_IDLE_CLOSES,
-				 1);
+		/* Counted once no longer idle: who sees the close counted
+		 * sees the idle count without it. */
 		mrl_remote_retire(remote, entry);
+		mrl_remote_count(remote, why, 1);
 		entry->cnext = *closing;
 		*closing = entry;
 	}
@@ -343,6 +344,18 @@ mrl_remote_take_deferred(struct mrl_bind_remote *remote,
 		entry->cnext = *closing;
 		*closing = entry;
 	}
+}
+
+/* Whatever may hold key at the provider: the idle entry registered with it,
+ * and those the monitor retired, whose keys stay taken until they close
+ * (the caller is in a call into the domain, which may close them). */
+static void
+mrl_remote_free_key(struct mrl_bind_remote *remote, uint64_t key,
+		    struct mrl_remote_entry **closing)
+{
+	mrl_remote_retire_if(remote, mrl_remote_pick_key, &key, MRL_RC_EVICTED,
+			     closing);
+	mrl_remote_take_deferred(remote, closing);
 }
 
 /* ---- closing (no lock held) ------------------------------------------- */
@@ -420,6 +433,22 @@ mrl_bind_remote_settle(struct mrl_bind_remote *remote)
 	mrl_remote_close_list(closing);
 }
 
+/* ---- the closer's plan --------------------------------------------------- */
+
+/* Lower the closer's next call to deadline; whether it was later (the closer
+ * must be woken to plan again). */
+static bool
+mrl_remote_closer_plan(uint64_t deadline)
+{
+	uint64_t next = atomic_load(&mrl_remote_closer_next);
+
+	while (deadline < next)
+		if (atomic_compare_exchange_weak(&mrl_remote_closer_next, &next,
+						 deadline))
+			return true;
+	return false;
+}
+
 /* ---- leased MR handles ------------------------------------------------- */
 
 /* Drop one lease: the last makes a live entry idle (closing the oldest idle
@@ -429,13 +458,15 @@ mrl_remote_lease_release(struct mrl_remote_entry *entry)
 {
 	struct mrl_bind_remote *remote = entry->remote;
 	struct mrl_remote_entry *closing = NULL;
-	bool wake = false;
+	uint64_t deadline = UINT64_MAX;
 
 	pthread_mutex_lock(&remote->lock);
 	if (!--entry->leases) {
 		if (entry->live) {
-			wake = !remote->idle_head && remote->thread_safe;
 			mrl_remote_idle_add(remote, entry);
+			if (remote->thread_safe)
+				deadline = entry->idle_since +
+					   mrl_params.remote_idle;
 			mrl_remote_retire_expired(
 				remote, 0, mrl_params.remote_max, &closing);
 			mrl_remote_due_update(remote);
@@ -446,8 +477,7 @@ mrl_remote_lease_release(struct mrl_remote_entry *entry)
 	}
 	pthread_mutex_unlock(&remote->lock);
 	mrl_remote_close_list(closing);
-	/* The closer sleeps until woken while nothing is idle. */
-	if (wake)
+	if (mrl_remote_closer_plan(deadline))
 		mrl_monitor_closer_wake();
 }
 
@@ -530,12 +560,9 @@ mrl_remote_register(struct mrl_bind_remote *remote,
 		if (!ret || attempt)
 			return ret;
 		pthread_mutex_lock(&remote->lock);
-		if (ret == -FI_ENOKEY && !remote->prov_key) {
-			mrl_remote_retire_if(remote, mrl_remote_pick_key,
-					     &req->key, MRL_RC_EVICTED,
-					     &closing);
-			mrl_remote_take_deferred(remote, &closing);
-		} else if (ret == -FI_ENOMEM || ret == -FI_ENOSPC ||
+		if (ret == -FI_ENOKEY && !remote->prov_key)
+			mrl_remote_free_key(remote, req->key, &closing);
+		else if (ret == -FI_ENOMEM || ret == -FI_ENOSPC ||
 			   ret == -FI_EAGAIN)
 			mrl_remote_retire_if(remote, mrl_remote_pick_idle, NULL,
 					     MRL_RC_EVICTED, &closing);
@@ -589,13 +616,8 @@ mrl_remote_miss(struct mrl_bind_remote *remote,
 	pthread_mutex_lock(&remote->lock);
 	remote->misses++;
 	gen = remote->gen;
-	if (!remote->prov_key) {
-		mrl_remote_retire_if(remote, mrl_remote_pick_key, &req->key,
-				     MRL_RC_EVICTED, &closing);
-		/* Retired by the monitor, their keys still taken until closed
-		 * (here: this is a call into the domain). */
-		mrl_remote_take_deferred(remote, &closing);
-	}
+	if (!remote->prov_key)
+		mrl_remote_free_key(remote, req->key, &closing);
 	mrl_remote_due_update(remote);
 	pthread_mutex_unlock(&remote->lock);
 	mrl_remote_close_list(closing);
@@ -791,6 +813,9 @@ mrl_bind_remote_close_shared(void)
 	struct mrl_remote_entry *closing = NULL;
 	uint64_t now = mrl_remote_now_ms(), due = UINT64_MAX;
 
+	/* Unplanned while it looks: an entry going idle behind the look
+	 * plans (and wakes) again, so none is left without a call. */
+	atomic_store(&mrl_remote_closer_next, UINT64_MAX);
 	pthread_mutex_lock(&mrl_remotes_lock);
 	for (struct mrl_bind_remote *remote = mrl_remotes; remote;
 	     remote = remote->next) {
@@ -800,14 +825,16 @@ mrl_bind_remote_close_shared(void)
 		mrl_remote_take_deferred(remote, &closing);
 		mrl_remote_retire_expired(remote, now, SIZE_MAX, &closing);
 		mrl_remote_due_update(remote);
-		if (remote->idle_head &&
-		    remote->idle_head->idle_since + mrl_remote_idle_ms() < due)
-			due = remote->idle_head->idle_since +
-			      mrl_remote_idle_ms();
+		if (atomic_load_explicit(&remote->due, memory_order_relaxed) <
+		    due)
+			due = atomic_load_explicit(&remote->due,
+						   memory_order_relaxed);
 		pthread_mutex_unlock(&remote->lock);
 	}
 	pthread_mutex_unlock(&mrl_remotes_lock);
 	mrl_remote_close_list(closing);
+	mrl_remote_closer_plan(due);
+	due = atomic_load(&mrl_remote_closer_next);
 	if (due == UINT64_MAX)
 		return -1;
 	return due > now ? (int) (due - now) : 0;
