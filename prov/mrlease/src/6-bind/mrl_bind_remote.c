@@ -563,7 +563,7 @@ mrl_remote_register(struct mrl_bind_remote *remote,
 		if (ret == -FI_ENOKEY && !remote->prov_key)
 			mrl_remote_free_key(remote, req->key, &closing);
 		else if (ret == -FI_ENOMEM || ret == -FI_ENOSPC ||
-			   ret == -FI_EAGAIN)
+			 ret == -FI_EAGAIN)
 			mrl_remote_retire_if(remote, mrl_remote_pick_idle, NULL,
 					     MRL_RC_EVICTED, &closing);
 		mrl_remote_due_update(remote);
