@@ -343,6 +343,38 @@ out:
 	free(buf);
 }
 
+/* A domain whose MRs the hook handed out are still open is busy, as the
+ * provider would say had it registered them itself: closing it anyway
+ * would leave those MRs pointing at a freed domain. */
+static void
+test_a_domain_with_cached_mrs_open_is_busy_until_they_close(void)
+{
+	struct mrlt_pair p;
+	char *buf = buffer(2 * LEN);
+	struct fid_mr *remote_mr = NULL, *local_mr = NULL;
+
+	if (!pair_open(&p, false))
+		goto out;
+	CHECK_FI(reg(&p, buf, LEN, FI_REMOTE_WRITE, 71, &remote_mr));
+	CHECK_FI(fi_mr_reg(p.domain, buf + LEN, LEN, FI_SEND | FI_RECV, 0, 72,
+			   0, &local_mr, NULL));
+	for (int i = 0; i < 2; i++) {
+		CHECK_FI(fi_close(&p.ep[i]->fid));
+		p.ep[i] = NULL;
+	}
+	CHECK_FI(fi_close(&p.cq->fid));
+	p.cq = NULL;
+	CHECK_FI(fi_close(&p.av->fid));
+	p.av = NULL;
+	CHECK_EQ(-FI_EBUSY, fi_close(&p.domain->fid));
+	CHECK_FI(fi_close(&remote_mr->fid));
+	CHECK_EQ(-FI_EBUSY, fi_close(&p.domain->fid));
+	CHECK_FI(fi_close(&local_mr->fid));
+	CHECK_EQ(0, mrlt_pair_close(&p));
+out:
+	free(buf);
+}
+
 /* What the registry cannot share goes to the provider unchanged, counted
  * with its reason: counters bound to the MR (FI_RMA_EVENT), an
  * authorization key, several ranges for local access. */
@@ -951,6 +983,8 @@ main(int argc, char **argv)
 			test_invalidate_and_eviction_close_idle_remote_entries);
 		MRLT_RUN(
 			test_domain_close_with_remote_entries_cached_returns_0);
+		MRLT_RUN(
+			test_a_domain_with_cached_mrs_open_is_busy_until_they_close);
 		MRLT_RUN(
 			test_forwarded_registrations_are_counted_with_their_reason);
 		MRLT_RUN(

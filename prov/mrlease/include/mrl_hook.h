@@ -128,6 +128,9 @@ struct mrl_domain {
 	uint32_t api_version; /* fabric api_version */
 
 	struct mrl_util_ops *util_ops; /* lazily, on the first such name */
+	/* MRs of mrl_hook_mr_wrap still open: the provider cannot see them,
+	 * so the domain answers -FI_EBUSY for them until they close. */
+	atomic_size_t wrapped_mrs;
 };
 
 struct mrl_eq {

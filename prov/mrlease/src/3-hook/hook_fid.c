@@ -376,19 +376,38 @@ mrl_hook_fid_close(struct fid *fid)
 	struct mrl_mr *mr = NULL;
 	int ret;
 
-	/* Before the inner close: the personality closes what it opened on
-	 * the inner domain and nothing uses, or the inner close would fail
-	 * -FI_EBUSY; the rest waits until the provider agreed. */
-	if (cls == MRL_CLASS_DOMAIN && p && p->domain_close)
-		p->domain_close(
-			container_of(fid, struct mrl_domain, domain.fid));
+	if (cls == MRL_CLASS_DOMAIN) {
+		struct mrl_domain *dom =
+			container_of(fid, struct mrl_domain, domain.fid);
+
+		/* An MR the hook handed out is one the provider would refuse
+		 * the close for, had it registered it. */
+		if (atomic_load(&dom->wrapped_mrs)) {
+			FI_WARN(mrl_hook_prov, FI_LOG_DOMAIN,
+				"domain close refused: %zu memory "
+				"registrations still open\n",
+				atomic_load(&dom->wrapped_mrs));
+			return -FI_EBUSY;
+		}
+		/* Before the inner close: the personality closes what it
+		 * opened on the inner domain and nothing uses, or the inner
+		 * close would fail -FI_EBUSY; the rest waits until the
+		 * provider agreed. */
+		if (p && p->domain_close)
+			p->domain_close(dom);
+	}
 
 	if (cls == MRL_CLASS_MR)
 		mr = container_of(fid, struct mrl_mr, mr.fid);
-	if (mr && mr->release)
+	if (mr && mr->release) {
+		struct mrl_domain *dom = mr->domain;
+
 		ret = mr->release(mr);
-	else
+		if (!ret)
+			atomic_fetch_sub(&dom->wrapped_mrs, 1);
+	} else {
 		ret = fi_close(inner);
+	}
 	if (ret)
 		return ret;
 	mrl_hook_adopted_del(inner, fid);
