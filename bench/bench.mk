@@ -146,7 +146,7 @@ EXTRA_DIST += bench/README.md
 # bench, or bench/cost_bench.
 noinst_PROGRAMS += bench/cost_bench
 bench_cost_bench_SOURCES = bench/cost_bench.c bench/bench_util.c bench/bench_util.h \
-	$(BENCH_FIXTURE_SOURCES)
+	bench/bench_window.c bench/bench_window.h $(BENCH_FIXTURE_SOURCES)
 bench_cost_bench_CPPFLAGS = $(AM_CPPFLAGS)
 bench_cost_bench_LDADD = -ldl $(FABRIC_LIBS)
 bench: prov/mrcheck/libmrcheck-fi.la
@@ -158,7 +158,7 @@ BENCHES += bench/cost_bench
 # model and without. Run: make bench, or bench/remote_bench.
 noinst_PROGRAMS += bench/remote_bench
 bench_remote_bench_SOURCES = bench/remote_bench.c bench/bench_util.c bench/bench_util.h \
-	$(BENCH_FIXTURE_SOURCES)
+	bench/bench_window.c bench/bench_window.h $(BENCH_FIXTURE_SOURCES)
 bench_remote_bench_CPPFLAGS = $(AM_CPPFLAGS)
 bench_remote_bench_LDADD = -ldl $(FABRIC_LIBS)
 BENCHES += bench/remote_bench

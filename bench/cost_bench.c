@@ -90,6 +90,7 @@
 
 #include "../test/common/xfer_util.h"
 #include "bench_util.h"
+#include "bench_window.h"
 
 enum { M_APP, M_PEROP, M_LEASE, M_EVICT, NMODES };
 static const char *const mode_names[NMODES] = {"app", "perop", "lease",
@@ -104,7 +105,6 @@ static const size_t sizes[] = {4096, 16384, 65536, 262144, 1048576, 4194304};
 #define WORK_BUFS  4
 #define EVICT_BUFS 24
 #define EVICT_CAP  4
-#define MAX_WINDOW 16
 
 #define MAX_ROUNDS    200
 #define SLICE_SECONDS 0.12
@@ -119,7 +119,7 @@ bench_prov(void)
 static int
 window_size(void)
 {
-	return (int) bu_env_clamp("COST_BENCH_WINDOW", 8, 1, MAX_WINDOW);
+	return (int) bu_env_clamp("COST_BENCH_WINDOW", 8, 1, BU_WINDOW_MAX);
 }
 
 static bool
@@ -130,11 +130,6 @@ mode_leases(int mode)
 
 /* ---- server: one mode ------------------------------------------------ */
 
-struct slot {
-	struct fi_context2 ctx;
-	struct fid_mr *mr; /* perop: this write's registration */
-};
-
 struct child {
 	int mode, window;
 	struct mrlt_pair pair;
@@ -142,8 +137,9 @@ struct child {
 	size_t nbufs, next;
 	struct fid_mr *buf_mr[EVICT_BUFS]; /* app */
 	struct fid_mr *dst_mr;
-	struct slot slots[MAX_WINDOW];
-	int free_slots[MAX_WINDOW], nfree;
+	struct bu_window ops; /* the writes in flight */
+	char who[32];
+	size_t size; /* of run_writes' writes */
 };
 
 /* What a slice did, from mrcheck's and the cache's statistics. */
@@ -170,19 +166,21 @@ counts_now(struct child *c, struct counts *n)
 	}
 }
 
+/* One write of c->size bytes into slot (bu_window_run's post). */
 static int
-post_write(struct child *c, size_t size)
+post_write(void *arg, struct bu_slot *s)
 {
-	int idx = c->free_slots[--c->nfree];
-	struct slot *s = &c->slots[idx];
-	size_t b = c->next++ % c->nbufs;
+	struct child *c = arg;
+	size_t size = c->size, b = c->next++ % c->nbufs;
 	char *src = c->bufs + b * MAX_BUF;
 	void *desc = NULL;
 	ssize_t ret;
 
 	if (c->mode == M_PEROP) {
 		ret = fi_mr_reg(c->pair.domain, src, size, FI_WRITE, 0,
-				0x10000 + (uint64_t) idx, 0, &s->mr, NULL);
+				0x10000 +
+					(uint64_t) bu_window_index(&c->ops, s),
+				0, &s->mr, NULL);
 		if (ret)
 			goto err;
 		desc = fi_mr_desc(s->mr);
@@ -195,61 +193,18 @@ post_write(struct child *c, size_t size)
 		(void) fi_cq_read(c->pair.cq, NULL, 0);
 	if (!ret)
 		return 0;
-	if (s->mr) {
-		fi_close(&s->mr->fid);
-		s->mr = NULL;
-	}
 err:
-	c->free_slots[c->nfree++] = idx;
+	bu_window_put(&c->ops, s);
 	fprintf(stderr, "cost_bench %s: posting a %zu-byte write: %s\n",
 		mode_names[c->mode], size, fi_strerror((int) -ret));
 	return (int) ret;
 }
 
-/* Read completions until at most keep writes are outstanding. */
-static int
-reap(struct child *c, int keep)
-{
-	struct fi_cq_tagged_entry e[16];
-	ssize_t n;
-
-	while (c->window - c->nfree > keep) {
-		n = fi_cq_read(c->pair.cq, e, 16);
-		if (n == -FI_EAGAIN)
-			continue;
-		if (n < 0) {
-			struct fi_cq_err_entry err = {0};
-
-			fi_cq_readerr(c->pair.cq, &err, 0);
-			fprintf(stderr, "cost_bench %s: write failed: %s\n",
-				mode_names[c->mode], fi_strerror(err.err));
-			return -FI_EIO;
-		}
-		for (ssize_t i = 0; i < n; i++) {
-			struct slot *s = (struct slot *) e[i].op_context;
-
-			if (s->mr) {
-				fi_close(&s->mr->fid);
-				s->mr = NULL;
-			}
-			c->free_slots[c->nfree++] = (int) (s - c->slots);
-		}
-	}
-	return 0;
-}
-
 static int
 run_writes(struct child *c, size_t size, long n)
 {
-	int ret;
-
-	for (long i = 0; i < n; i++) {
-		if (!c->nfree && (ret = reap(c, c->window - 1)))
-			return ret;
-		if ((ret = post_write(c, size)))
-			return ret;
-	}
-	return reap(c, 0);
+	c->size = size;
+	return bu_window_run(&c->ops, n, post_write, c);
 }
 
 static void
@@ -302,8 +257,8 @@ child_open(struct child *c, int mode)
 			mode_names[mode], fi_strerror(-ret));
 		goto err;
 	}
-	for (int i = 0; i < c->window; i++)
-		c->free_slots[c->nfree++] = i;
+	snprintf(c->who, sizeof(c->who), "cost_bench %s", mode_names[mode]);
+	bu_window_init(&c->ops, c->pair.cq, c->window, c->who);
 	return 0;
 
 err:

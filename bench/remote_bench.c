@@ -66,6 +66,7 @@
 
 #include "../test/common/xfer_util.h"
 #include "bench_util.h"
+#include "bench_window.h"
 
 enum { M_FORWARD, M_CACHE, M_APP, NMODES };
 static const char *const mode_names[NMODES] = {"forward", "cache", "app"};
@@ -102,20 +103,15 @@ window_size(void)
 
 /* ---- server: one configuration ---------------------------------------- */
 
-struct request {
-	struct fi_context2 ctx;
-	struct fid_mr *mr; /* forward, cache: this request's registration */
-	int buf;
-};
-
 struct child {
 	int mode, window;
 	struct mrlt_pair pair;
 	char *bufs, *src;
 	struct fid_mr *src_mr;
 	struct fid_mr *app_mr[NBUFS]; /* app: registered once */
-	struct request req[MAX_WINDOW];
-	int free_req[MAX_WINDOW], nfree;
+	struct bu_window reqs; /* the requests in flight */
+	size_t size; /* of run_requests' requests */
+	char who[32];
 };
 
 /* Registrations that reached the provider, as mrcheck below counts them. */
@@ -146,28 +142,28 @@ target_reg(struct child *c, int b, size_t size, struct fid_mr **mr)
 	return fi_mr_regattr(c->pair.domain, &attr, 0, mr);
 }
 
-/* One request: register its buffer (but in app), the peer writes. */
+/* One request of c->size bytes: register its buffer (but in app), the
+ * peer writes (bu_window_run's post). Each slot owns a buffer: one request
+ * at a time on it. The target closes its MR at the write's completion
+ * (HG_Bulk_free). */
 static int
-post_request(struct child *c, size_t size)
+post_request(void *arg, struct bu_slot *r)
 {
-	int idx = c->free_req[--c->nfree];
-	struct request *r = &c->req[idx];
+	struct child *c = arg;
+	int b = bu_window_index(&c->reqs, r);
+	size_t size = c->size;
 	void *desc = fi_mr_desc(c->src_mr);
+	char *dst = c->bufs + (size_t) b * MAX_BUF;
 	struct fi_msg_rma msg;
 	struct fi_rma_iov rma;
 	struct fid_mr *mr;
 	struct iovec iov;
-	char *dst;
 	ssize_t ret;
 
-	/* Each request slot owns a buffer: one request at a time on it. */
-	r->buf = idx;
-	dst = c->bufs + (size_t) r->buf * MAX_BUF;
-	r->mr = NULL;
 	if (c->mode == M_APP) {
-		mr = c->app_mr[r->buf];
+		mr = c->app_mr[b];
 	} else {
-		ret = target_reg(c, r->buf, size, &r->mr);
+		ret = target_reg(c, b, size, &r->mr);
 		if (ret)
 			goto err;
 		mr = r->mr;
@@ -192,62 +188,18 @@ post_request(struct child *c, size_t size)
 		(void) fi_cq_read(c->pair.cq, NULL, 0);
 	if (!ret)
 		return 0;
-	if (r->mr) {
-		fi_close(&r->mr->fid);
-		r->mr = NULL;
-	}
 err:
-	c->free_req[c->nfree++] = idx;
+	bu_window_put(&c->reqs, r);
 	fprintf(stderr, "remote_bench %s: a %zu-byte request: %s\n",
 		mode_names[c->mode], size, fi_strerror((int) -ret));
 	return (int) ret;
 }
 
-/* Complete requests until at most keep are outstanding: the write done,
- * the target closes its MR (HG_Bulk_free). */
-static int
-reap(struct child *c, int keep)
-{
-	struct fi_cq_tagged_entry e[16];
-	ssize_t n;
-
-	while (c->window - c->nfree > keep) {
-		n = fi_cq_read(c->pair.cq, e, 16);
-		if (n == -FI_EAGAIN)
-			continue;
-		if (n < 0) {
-			struct fi_cq_err_entry err = {0};
-
-			fi_cq_readerr(c->pair.cq, &err, 0);
-			fprintf(stderr, "remote_bench %s: write failed: %s\n",
-				mode_names[c->mode], fi_strerror(err.err));
-			return -FI_EIO;
-		}
-		for (ssize_t i = 0; i < n; i++) {
-			struct request *r = (struct request *) e[i].op_context;
-
-			if (r->mr) {
-				fi_close(&r->mr->fid);
-				r->mr = NULL;
-			}
-			c->free_req[c->nfree++] = (int) (r - c->req);
-		}
-	}
-	return 0;
-}
-
 static int
 run_requests(struct child *c, size_t size, long n)
 {
-	int ret;
-
-	for (long i = 0; i < n; i++) {
-		if (!c->nfree && (ret = reap(c, c->window - 1)))
-			return ret;
-		if ((ret = post_request(c, size)))
-			return ret;
-	}
-	return reap(c, 0);
+	c->size = size;
+	return bu_window_run(&c->reqs, n, post_request, c);
 }
 
 static void
@@ -305,8 +257,8 @@ child_open(struct child *c, int mode)
 			mode_names[mode], fi_strerror(-ret));
 		goto err;
 	}
-	for (int i = 0; i < c->window; i++)
-		c->free_req[c->nfree++] = i;
+	snprintf(c->who, sizeof(c->who), "remote_bench %s", mode_names[mode]);
+	bu_window_init(&c->reqs, c->pair.cq, c->window, c->who);
 	return 0;
 
 err:
