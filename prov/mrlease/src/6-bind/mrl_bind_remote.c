@@ -82,6 +82,10 @@ struct mrl_bind_remote {
 	uintptr_t lo, hi;
 	size_t live;
 	unsigned misses; /* requests registering now */
+	/* Entries taken off the lists for a close not done yet, and the
+	 * signal of each done: their keys stay taken until then. */
+	size_t in_close;
+	pthread_cond_t closed_cond;
 	size_t refs; /* the domain's, and one per entry not closed yet */
 	struct mrl_bind_remote *next, *prev; /* mrl_remotes */
 	/* Something for settle: a deferred entry, or the oldest idle entry's
@@ -272,6 +276,8 @@ mrl_remote_retire_if(struct mrl_bind_remote *remote,
 			if (mrl_remote_retire(remote, entry)) {
 				entry->cnext = *closing;
 				*closing = entry;
+				if (closing != &remote->deferred)
+					remote->in_close++;
 			}
 			mrl_remote_count(remote, counter, 1);
 		}
@@ -330,6 +336,7 @@ mrl_remote_retire_expired(struct mrl_bind_remote *remote, uint64_t now,
 		mrl_remote_count(remote, why, 1);
 		entry->cnext = *closing;
 		*closing = entry;
+		remote->in_close++;
 	}
 }
 
@@ -343,6 +350,7 @@ mrl_remote_take_deferred(struct mrl_bind_remote *remote,
 		remote->deferred = entry->cnext;
 		entry->cnext = *closing;
 		*closing = entry;
+		remote->in_close++;
 	}
 }
 
@@ -360,15 +368,19 @@ mrl_remote_free_key(struct mrl_bind_remote *remote, uint64_t key,
 
 /* ---- closing (no lock held) ------------------------------------------- */
 
+/* Drop a reference; closed: the one of an entry whose close is done. */
 static void
-mrl_remote_put(struct mrl_bind_remote *remote)
+mrl_remote_put(struct mrl_bind_remote *remote, bool closed)
 {
 	bool last;
 
 	pthread_mutex_lock(&remote->lock);
+	if (closed && !--remote->in_close)
+		pthread_cond_broadcast(&remote->closed_cond);
 	last = !--remote->refs && remote->closed;
 	pthread_mutex_unlock(&remote->lock);
 	if (last) {
+		pthread_cond_destroy(&remote->closed_cond);
 		pthread_mutex_destroy(&remote->lock);
 		free(remote);
 	}
@@ -397,7 +409,7 @@ mrl_remote_close_list(struct mrl_remote_entry *closing)
 					    (uintptr_t) entry->iov[i].iov_base +
 						    entry->iov[i].iov_len);
 		free(entry);
-		mrl_remote_put(remote);
+		mrl_remote_put(remote, true);
 	}
 }
 
@@ -473,6 +485,7 @@ mrl_remote_lease_release(struct mrl_remote_entry *entry)
 		} else {
 			closing = entry;
 			entry->cnext = NULL;
+			remote->in_close++;
 		}
 	}
 	pthread_mutex_unlock(&remote->lock);
@@ -543,7 +556,8 @@ mrl_remote_watch(const struct mrl_bind_remote_req *req)
  * may cause is retried once after closing what caused it: the idle entry
  * that still holds the requested key, or one the monitor retired that
  * waits for its close (-FI_ENOKEY: this is a call into the domain, which
- * may close them), or every idle entry (lack of resources).
+ * may close them), after which it also waits for the closes other threads
+ * (the closer) took on; or every idle entry (lack of resources).
  */
 static int
 mrl_remote_register(struct mrl_bind_remote *remote,
@@ -551,28 +565,38 @@ mrl_remote_register(struct mrl_bind_remote *remote,
 {
 	struct mrl_domain *domain = remote->domain;
 	struct mrl_remote_entry *closing = NULL;
+	bool key = false, retry;
 	int ret;
 
-	for (int attempt = 0;; attempt++) {
-		ret = fi_mr_regv(domain->inner, req->iov, req->count,
-				 req->access, req->offset, req->key, 0, mr,
-				 NULL);
-		if (!ret || attempt)
-			return ret;
-		pthread_mutex_lock(&remote->lock);
-		if (ret == -FI_ENOKEY && !remote->prov_key)
-			mrl_remote_free_key(remote, req->key, &closing);
-		else if (ret == -FI_ENOMEM || ret == -FI_ENOSPC ||
-			 ret == -FI_EAGAIN)
-			mrl_remote_retire_if(remote, mrl_remote_pick_idle, NULL,
-					     MRL_RC_EVICTED, &closing);
-		mrl_remote_due_update(remote);
-		pthread_mutex_unlock(&remote->lock);
-		if (!closing)
-			return ret;
-		mrl_remote_close_list(closing);
-		closing = NULL;
+	ret = fi_mr_regv(domain->inner, req->iov, req->count, req->access,
+			 req->offset, req->key, 0, mr, NULL);
+	if (!ret)
+		return 0;
+	pthread_mutex_lock(&remote->lock);
+	if (ret == -FI_ENOKEY && !remote->prov_key) {
+		key = true;
+		mrl_remote_free_key(remote, req->key, &closing);
+	} else if (ret == -FI_ENOMEM || ret == -FI_ENOSPC ||
+		   ret == -FI_EAGAIN) {
+		mrl_remote_retire_if(remote, mrl_remote_pick_idle, NULL,
+				     MRL_RC_EVICTED, &closing);
 	}
+	mrl_remote_due_update(remote);
+	pthread_mutex_unlock(&remote->lock);
+	retry = closing != NULL;
+	mrl_remote_close_list(closing);
+	if (key) {
+		pthread_mutex_lock(&remote->lock);
+		while (remote->in_close) {
+			retry = true;
+			pthread_cond_wait(&remote->closed_cond, &remote->lock);
+		}
+		pthread_mutex_unlock(&remote->lock);
+	}
+	if (!retry)
+		return ret;
+	return fi_mr_regv(domain->inner, req->iov, req->count, req->access,
+			  req->offset, req->key, 0, mr, NULL);
 }
 
 static bool
@@ -851,6 +875,7 @@ mrl_bind_remote_open(struct mrl_domain *domain, bool prov_key, bool cached,
 	if (!remote)
 		return -FI_ENOMEM;
 	pthread_mutex_init(&remote->lock, NULL);
+	pthread_cond_init(&remote->closed_cond, NULL);
 	remote->domain = domain;
 	remote->prov_key = prov_key;
 	remote->any_key = prov_key || !domain->outermost;
@@ -907,7 +932,7 @@ mrl_bind_remote_closed(struct mrl_bind_remote *remote)
 	mrl_remote_due_update(remote);
 	pthread_mutex_unlock(&remote->lock);
 	mrl_remote_close_list(closing);
-	mrl_remote_put(remote);
+	mrl_remote_put(remote, false);
 }
 
 void
