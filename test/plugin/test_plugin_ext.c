@@ -210,8 +210,8 @@ test_pin_registers_once_and_close_releases_it(void)
 	CHECK_EQ(before.registered_bytes, after.registered_bytes);
 }
 
-/* The seed's crash through the API: invalidate retires a pinned entry at
- * once, but the registration its holder still uses stays open until the
+/* The crash leases prevent, through the API: invalidate retires a pinned entry
+ * at once, but the registration its holder still uses stays open until the
  * handle closes, so its descriptor never dangles. */
 static void
 test_invalidate_retires_a_pin_that_stays_open_until_closed(void)
