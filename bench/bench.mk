@@ -16,7 +16,7 @@ bench_xfer_bench_CPPFLAGS = $(AM_CPPFLAGS)
 bench_xfer_bench_LDADD = -ldl $(FABRIC_LIBS)
 BENCHES += bench/xfer_bench
 
-# The lease cache against the seed's design, UCX's rcache and libfabric's
+# The lease cache against a global-mutex map, UCX's rcache and libfabric's
 # util MR cache. Run: make bench, or bench/cache_bench [--quick].
 noinst_PROGRAMS += bench/cache_bench
 bench_cache_bench_SOURCES = bench/cache_bench.c test/common/cache_registrar.c test/common/cache_registrar.h \

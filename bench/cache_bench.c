@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The lease cache against two peers on the same workload, in the same run:
- *   seed  the seed as written (seed/registry.rs): one global mutex over a
- *         Rust BTreeMap<usize, RegionEntry> with Arc<Registration> values,
- *         modelled faithfully (see sbt_* below): predecessor lookup by
- *         range(..=start).next_back(), and the seed's invalidate
- *         (range(..end) walked in order from the first entry, those with
- *         end > start collected, then removed);
+ *   mutex_map  a global-mutex ordered map: one mutex over a Rust
+ *         BTreeMap<usize, RegionEntry> with Arc<Registration> values,
+ *         modelled faithfully (see mxmap_* below): predecessor lookup by
+ *         range(..=start).next_back(), and an invalidate that walks
+ *         range(..end) in order from the first entry, collects those with
+ *         end > start, then removes them;
  *   ucx   UCX's registration cache (ucs_rcache_get / region_put, memory
  *         events off, no-op registration), when built with libucx-dev; no
  *         invalidate figure (n/a).
@@ -18,11 +18,11 @@
  *         largest size, so nothing is evicted. A run without it says so on
  *         its RESULT line (ofi_peer=MISSING).
  * And one reference that is not a peer:
- *   seed_array  the seed's design idealised: the same mutex and Arc-like
+ *   mutex_array  mutex_map idealised: the same mutex and Arc-like
  *         registration over a sorted array (24 bytes per entry, one binary
  *         search, invalidate scanning every entry below `end`). An ordered
  *         map with O(n) inserts that no real map reaches: a lower bound, not
- *         a peer. Its ratios are printed (ratio_seed_array_*) for
+ *         a peer. Its ratios are printed (ratio_mutex_array_*) for
  *         orientation only.
  * Registrations go through the counting registrar with no records (no
  * provider), so figures are the caches' own cost.
@@ -209,27 +209,27 @@ mrl_inv(void *c, uintptr_t s, uintptr_t e)
 	return mrl_cache_invalidate(((struct mrl_b *) c)->cache, s, e);
 }
 
-/* seed_array (reference): one mutex, sorted array by base, predecessor lookup,
+/* mutex_array (reference): one mutex, sorted array by base, predecessor lookup,
  * Arc-like registrations */
-struct sarr_reg {
+struct mxarr_reg {
 	atomic_long refs;
 	void *mr;
 };
 
-struct sarr_entry {
+struct mxarr_entry {
 	uintptr_t base, end;
-	struct sarr_reg *reg;
+	struct mxarr_reg *reg;
 };
 
-struct sarr_b {
+struct mxarr_b {
 	pthread_mutex_t lock;
-	struct sarr_entry *v;
+	struct mxarr_entry *v;
 	size_t n, cap;
 	struct creg creg;
 };
 
 static void
-sarr_put(struct sarr_b *b, struct sarr_reg *r)
+mxarr_put(struct mxarr_b *b, struct mxarr_reg *r)
 {
 	if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
 		creg_registrar.close(&b->creg, r->mr);
@@ -238,15 +238,15 @@ sarr_put(struct sarr_b *b, struct sarr_reg *r)
 }
 
 static void *
-sarr_create(size_t n)
+mxarr_create(size_t n)
 {
-	struct sarr_b *b = calloc(1, sizeof(*b));
+	struct mxarr_b *b = calloc(1, sizeof(*b));
 	void *desc;
 
 	pthread_mutex_init(&b->lock, NULL);
 	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
 	for (size_t i = 0; i < n; i++) {
-		struct sarr_reg *r = malloc(sizeof(*r));
+		struct mxarr_reg *r = malloc(sizeof(*r));
 
 		atomic_init(&r->refs, 1);
 		creg_registrar.reg(&b->creg, (void *) entry_base(i), page,
@@ -255,19 +255,19 @@ sarr_create(size_t n)
 			b->cap = b->cap ? 2 * b->cap : 16;
 			b->v = realloc(b->v, b->cap * sizeof(*b->v));
 		}
-		b->v[b->n++] = (struct sarr_entry){entry_base(i),
-						   entry_base(i) + page, r};
+		b->v[b->n++] = (struct mxarr_entry){entry_base(i),
+						    entry_base(i) + page, r};
 	}
 	return b;
 }
 
 static void
-sarr_destroy(void *c)
+mxarr_destroy(void *c)
 {
-	struct sarr_b *b = c;
+	struct mxarr_b *b = c;
 
 	for (size_t i = 0; i < b->n; i++)
-		sarr_put(b, b->v[i].reg);
+		mxarr_put(b, b->v[i].reg);
 	free(b->v);
 	pthread_mutex_destroy(&b->lock);
 	free(b);
@@ -275,10 +275,10 @@ sarr_destroy(void *c)
 
 /* covering(): the entry with the nearest base <= start, if it covers. */
 static int
-sarr_hit(void *c, uintptr_t s, uintptr_t e)
+mxarr_hit(void *c, uintptr_t s, uintptr_t e)
 {
-	struct sarr_b *b = c;
-	struct sarr_reg *r = NULL;
+	struct mxarr_b *b = c;
+	struct mxarr_reg *r = NULL;
 	size_t lo = 0, hi = b->n;
 
 	pthread_mutex_lock(&b->lock);
@@ -297,16 +297,16 @@ sarr_hit(void *c, uintptr_t s, uintptr_t e)
 	pthread_mutex_unlock(&b->lock);
 	if (!r)
 		return -1;
-	sarr_put(b, r);
+	mxarr_put(b, r);
 	return 0;
 }
 
 /* invalidate(): regions.range(..end).filter(start < entry.end), removed. */
 static int
-sarr_inv(void *c, uintptr_t s, uintptr_t e)
+mxarr_inv(void *c, uintptr_t s, uintptr_t e)
 {
-	struct sarr_b *b = c;
-	struct sarr_reg *retired[64];
+	struct mxarr_b *b = c;
+	struct mxarr_reg *retired[64];
 	size_t nret = 0, w = 0, i;
 
 	pthread_mutex_lock(&b->lock);
@@ -321,16 +321,17 @@ sarr_inv(void *c, uintptr_t s, uintptr_t e)
 	b->n -= i - w;
 	pthread_mutex_unlock(&b->lock);
 	for (i = 0; i < nret; i++)
-		sarr_put(b, retired[i]);
+		mxarr_put(b, retired[i]);
 	return 0;
 }
 
 /*
- * seed: the seed as written (seed/registry.rs), not idealised: a global
- * std::sync::Mutex over a Rust BTreeMap<usize, RegionEntry { end: usize,
- * registration: Arc<Registration { memory_region: *mut fid_mr }> }>, looked
- * up by regions.range(..=start).next_back(). Modelled on the standard
- * library's node layout (alloc/collections/btree/node.rs, B = 6): a leaf is
+ * mutex_map: a global-mutex ordered map as a Rust registry writes it, not
+ * idealised: a global std::sync::Mutex over a BTreeMap<usize, RegionEntry>,
+ * RegionEntry { end: usize, registration: Arc<Registration> } and
+ * Registration { memory_region: *mut fid_mr }, looked up by
+ * regions.range(..=start).next_back(). Modelled on the standard library's
+ * node layout (alloc/collections/btree/node.rs, B = 6): a leaf is
  * #[repr(C)] { parent, parent_idx: u16, len: u16, keys: [usize; 11],
  * vals: [RegionEntry; 11] } = 280 bytes, an internal node adds edges: [_; 12]
  * = 376 bytes, each a separate allocation; it is a B-tree, so internal nodes
@@ -347,42 +348,42 @@ sarr_inv(void *c, uintptr_t s, uintptr_t e)
  * through). invalidate() is regions.range(..end) walked in key order from the
  * first entry (the leftmost leaf, up through the parents, as Rust's leaf-edge
  * iterator goes), collecting the keys of entries with end > start, then
- * regions.remove(key) for each (see sbt_inv).
+ * regions.remove(key) for each (see mxmap_inv).
  */
-#define SBT_CAP	 11
-#define SBT_KEEP 6
+#define MXMAP_CAP  11
+#define MXMAP_KEEP 6
 
-struct sbt_arc { /* ArcInner<Registration> */
+struct mxmap_arc { /* ArcInner<Registration> */
 	atomic_long strong, weak;
 	void *mr;
 };
 
-struct sbt_val { /* RegionEntry */
+struct mxmap_val { /* RegionEntry */
 	uintptr_t end;
-	struct sbt_arc *reg;
+	struct mxmap_arc *reg;
 };
 
-struct sbt_node { /* LeafNode<usize, RegionEntry> */
-	struct sbt_node *parent;
+struct mxmap_node { /* LeafNode<usize, RegionEntry> */
+	struct mxmap_node *parent;
 	uint16_t parent_idx, len;
-	uintptr_t keys[SBT_CAP];
-	struct sbt_val vals[SBT_CAP];
+	uintptr_t keys[MXMAP_CAP];
+	struct mxmap_val vals[MXMAP_CAP];
 };
 
-struct sbt_inode { /* InternalNode<usize, RegionEntry> */
-	struct sbt_node data;
-	struct sbt_node *edges[SBT_CAP + 1];
+struct mxmap_inode { /* InternalNode<usize, RegionEntry> */
+	struct mxmap_node data;
+	struct mxmap_node *edges[MXMAP_CAP + 1];
 };
 
-struct sbt_b {
+struct mxmap_b {
 	pthread_mutex_t lock;
-	struct sbt_node *root;
+	struct mxmap_node *root;
 	unsigned height; /* 0: the root is a leaf */
 	struct creg creg;
 };
 
 static void
-sbt_put(struct sbt_b *b, struct sbt_arc *r)
+mxmap_put(struct mxmap_b *b, struct mxmap_arc *r)
 {
 	/* Rust: a release decrement, then an acquire fence on the last; one
 	 * acq_rel decrement is the same instruction on x86 (and TSan takes no
@@ -394,23 +395,23 @@ sbt_put(struct sbt_b *b, struct sbt_arc *r)
 	}
 }
 
-/* One level of the ascending-insert shape: nodes of SBT_KEEP keys (the last
- * up to SBT_CAP), one key between two nodes moved up into *up. `child`
+/* One level of the ascending-insert shape: nodes of MXMAP_KEEP keys (the last
+ * up to MXMAP_CAP), one key between two nodes moved up into *up. `child`
  * (internal levels) holds nk + 1 nodes; NULL for leaves. Returns the count of
  * nodes made and their keys moved up (nodes - 1). */
 static size_t
-sbt_level(const uintptr_t *keys, const struct sbt_val *vals, size_t nk,
-	  struct sbt_node **child, struct sbt_node **out, uintptr_t *up_keys,
-	  struct sbt_val *up_vals)
+mxmap_level(const uintptr_t *keys, const struct mxmap_val *vals, size_t nk,
+	    struct mxmap_node **child, struct mxmap_node **out,
+	    uintptr_t *up_keys, struct mxmap_val *up_vals)
 {
 	size_t k = 0, c = 0, nodes = 0;
 
 	for (;;) {
-		size_t take = nk - k <= SBT_CAP ? nk - k : SBT_KEEP;
-		struct sbt_node *n;
+		size_t take = nk - k <= MXMAP_CAP ? nk - k : MXMAP_KEEP;
+		struct mxmap_node *n;
 
-		n = child ? calloc(1, sizeof(struct sbt_inode)) :
-			    calloc(1, sizeof(struct sbt_node));
+		n = child ? calloc(1, sizeof(struct mxmap_inode)) :
+			    calloc(1, sizeof(struct mxmap_node));
 		if (!n)
 			abort();
 		n->len = (uint16_t) take;
@@ -418,7 +419,7 @@ sbt_level(const uintptr_t *keys, const struct sbt_val *vals, size_t nk,
 		memcpy(n->vals, &vals[k], take * sizeof(*vals));
 		if (child) {
 			for (size_t i = 0; i <= take; i++) {
-				((struct sbt_inode *) n)->edges[i] =
+				((struct mxmap_inode *) n)->edges[i] =
 					child[c + i];
 				child[c + i]->parent = n;
 				child[c + i]->parent_idx = (uint16_t) i;
@@ -436,13 +437,14 @@ sbt_level(const uintptr_t *keys, const struct sbt_val *vals, size_t nk,
 }
 
 static void *
-sbt_create(size_t n)
+mxmap_create(size_t n)
 {
-	struct sbt_b *b = calloc(1, sizeof(*b));
+	struct mxmap_b *b = calloc(1, sizeof(*b));
 	uintptr_t *keys = malloc(n * sizeof(*keys));
-	struct sbt_val *vals = malloc(n * sizeof(*vals));
-	struct sbt_node **nodes = malloc((n / SBT_KEEP + 2) * sizeof(*nodes));
-	struct sbt_node **child = NULL;
+	struct mxmap_val *vals = malloc(n * sizeof(*vals));
+	struct mxmap_node **nodes =
+		malloc((n / MXMAP_KEEP + 2) * sizeof(*nodes));
+	struct mxmap_node **child = NULL;
 	size_t nk = n, made;
 	void *desc;
 
@@ -451,7 +453,7 @@ sbt_create(size_t n)
 	pthread_mutex_init(&b->lock, NULL);
 	creg_init(&b->creg, NULL, CREG_NO_RECORDS);
 	for (size_t i = 0; i < n; i++) {
-		struct sbt_arc *r = malloc(sizeof(*r));
+		struct mxmap_arc *r = malloc(sizeof(*r));
 
 		if (!r)
 			abort();
@@ -460,17 +462,17 @@ sbt_create(size_t n)
 		creg_registrar.reg(&b->creg, (void *) entry_base(i), page,
 				   MRL_CACHE_ACCESS, 0, &r->mr, &desc);
 		keys[i] = entry_base(i);
-		vals[i] = (struct sbt_val){entry_base(i) + page, r};
+		vals[i] = (struct mxmap_val){entry_base(i) + page, r};
 	}
 	/* Bottom-up; the scratch arrays are reused level by level (keys moved
 	 * up are written behind the ones still being read). */
 	for (;;) {
-		made = sbt_level(keys, vals, nk, child, nodes, keys, vals);
+		made = mxmap_level(keys, vals, nk, child, nodes, keys, vals);
 		if (made == 1)
 			break;
 		nk = made - 1;
 		if (!child)
-			child = malloc((n / SBT_KEEP + 2) * sizeof(*child));
+			child = malloc((n / MXMAP_KEEP + 2) * sizeof(*child));
 		if (!child)
 			abort();
 		memcpy(child, nodes, made * sizeof(*nodes));
@@ -485,40 +487,41 @@ sbt_create(size_t n)
 }
 
 static void
-sbt_free(struct sbt_b *b, struct sbt_node *n, unsigned h)
+mxmap_free(struct mxmap_b *b, struct mxmap_node *n, unsigned h)
 {
 	for (unsigned i = 0; i < n->len; i++)
 		if (n->vals[i].reg)
-			sbt_put(b, n->vals[i].reg);
+			mxmap_put(b, n->vals[i].reg);
 	if (h)
 		for (unsigned i = 0; i <= n->len; i++)
-			sbt_free(b, ((struct sbt_inode *) n)->edges[i], h - 1);
+			mxmap_free(b, ((struct mxmap_inode *) n)->edges[i],
+				   h - 1);
 	free(n);
 }
 
 static void
-sbt_destroy(void *c)
+mxmap_destroy(void *c)
 {
-	struct sbt_b *b = c;
+	struct mxmap_b *b = c;
 
-	sbt_free(b, b->root, b->height);
+	mxmap_free(b, b->root, b->height);
 	pthread_mutex_destroy(&b->lock);
 	free(b);
 }
 
 static int
-sbt_hit(void *c, uintptr_t s, uintptr_t e)
+mxmap_hit(void *c, uintptr_t s, uintptr_t e)
 {
-	struct sbt_b *b = c;
-	const struct sbt_node *n, *lo;
-	const struct sbt_val *v = NULL;
-	struct sbt_arc *r = NULL;
+	struct mxmap_b *b = c;
+	const struct mxmap_node *n, *lo;
+	const struct mxmap_val *v = NULL;
+	struct mxmap_arc *r = NULL;
 	unsigned h, i;
 
 	pthread_mutex_lock(&b->lock);
 	/* range(..): the lower edge runs down the leftmost edges. */
 	for (lo = b->root, h = b->height; h; h--)
-		lo = ((const struct sbt_inode *) lo)->edges[0];
+		lo = ((const struct mxmap_inode *) lo)->edges[0];
 	__asm__ __volatile__("" : : "r"(lo));
 	/* ..=start: search_node per level, linear. */
 	for (n = b->root, h = b->height;; h--) {
@@ -532,7 +535,7 @@ sbt_hit(void *c, uintptr_t s, uintptr_t e)
 			v = &n->vals[i - 1]; /* next_back's candidate */
 		if (!h)
 			break;
-		n = ((const struct sbt_inode *) n)->edges[i];
+		n = ((const struct mxmap_inode *) n)->edges[i];
 	}
 	if (v && e <= v->end && v->reg) {
 		r = v->reg;
@@ -541,7 +544,7 @@ sbt_hit(void *c, uintptr_t s, uintptr_t e)
 	pthread_mutex_unlock(&b->lock);
 	if (!r)
 		return -1;
-	sbt_put(b, r);
+	mxmap_put(b, r);
 	return 0;
 }
 
@@ -549,12 +552,12 @@ sbt_hit(void *c, uintptr_t s, uintptr_t e)
  * `max` keys of entries with end > start; false once a key >= end is seen
  * (the end of range(..end)). */
 static bool
-sbt_walk(const struct sbt_node *n, unsigned h, uintptr_t s, uintptr_t e,
-	 uintptr_t *found, size_t *nfound, size_t max)
+mxmap_walk(const struct mxmap_node *n, unsigned h, uintptr_t s, uintptr_t e,
+	   uintptr_t *found, size_t *nfound, size_t max)
 {
 	for (unsigned i = 0;; i++) {
-		if (h && !sbt_walk(((const struct sbt_inode *) n)->edges[i],
-				   h - 1, s, e, found, nfound, max))
+		if (h && !mxmap_walk(((const struct mxmap_inode *) n)->edges[i],
+				     h - 1, s, e, found, nfound, max))
 			return false;
 		if (i == n->len)
 			return true;
@@ -571,11 +574,11 @@ sbt_walk(const struct sbt_node *n, unsigned h, uintptr_t s, uintptr_t e,
  * (steal or merge); this model does not (the figures never remove: an
  * invalidate that finds entries does not occur in them). A predecessor
  * leaf emptied that way leaves a tombstone (end 0, covering nothing). */
-static struct sbt_arc *
-sbt_remove(struct sbt_b *b, uintptr_t key)
+static struct mxmap_arc *
+mxmap_remove(struct mxmap_b *b, uintptr_t key)
 {
-	struct sbt_node *n = b->root, *leaf;
-	struct sbt_arc *r;
+	struct mxmap_node *n = b->root, *leaf;
+	struct mxmap_arc *r;
 	unsigned h = b->height, i;
 
 	for (;; h--) {
@@ -585,14 +588,14 @@ sbt_remove(struct sbt_b *b, uintptr_t key)
 			break;
 		if (!h)
 			return NULL;
-		n = ((struct sbt_inode *) n)->edges[i];
+		n = ((struct mxmap_inode *) n)->edges[i];
 	}
 	r = n->vals[i].reg;
 	if (h) {
-		for (leaf = ((struct sbt_inode *) n)->edges[i]; --h;)
-			leaf = ((struct sbt_inode *) leaf)->edges[leaf->len];
+		for (leaf = ((struct mxmap_inode *) n)->edges[i]; --h;)
+			leaf = ((struct mxmap_inode *) leaf)->edges[leaf->len];
 		if (!leaf->len) { /* emptied (no rebalancing): a tombstone */
-			n->vals[i] = (struct sbt_val){0, NULL};
+			n->vals[i] = (struct mxmap_val){0, NULL};
 			return r;
 		}
 		n->keys[i] = leaf->keys[leaf->len - 1];
@@ -609,25 +612,25 @@ sbt_remove(struct sbt_b *b, uintptr_t key)
 }
 
 static int
-sbt_inv(void *c, uintptr_t s, uintptr_t e)
+mxmap_inv(void *c, uintptr_t s, uintptr_t e)
 {
-	struct sbt_b *b = c;
-	struct sbt_arc *retired[64];
+	struct mxmap_b *b = c;
+	struct mxmap_arc *retired[64];
 	uintptr_t found[64];
 	size_t nfound = 0, nret = 0;
 
 	pthread_mutex_lock(&b->lock);
 	if (b->root)
-		sbt_walk(b->root, b->height, s, e, found, &nfound, 64);
+		mxmap_walk(b->root, b->height, s, e, found, &nfound, 64);
 	for (size_t i = 0; i < nfound; i++) {
-		struct sbt_arc *r = sbt_remove(b, found[i]);
+		struct mxmap_arc *r = mxmap_remove(b, found[i]);
 
 		if (r)
 			retired[nret++] = r;
 	}
 	pthread_mutex_unlock(&b->lock);
 	for (size_t i = 0; i < nret; i++)
-		sbt_put(b, retired[i]);
+		mxmap_put(b, retired[i]);
 	return 0;
 }
 
@@ -814,13 +817,13 @@ ofi_inv(void *c, uintptr_t s, uintptr_t e)
 /* The peers present in this run: ofi is taken out when its module is not. */
 static struct impl impls[] = {
 	{"mrlease", mrl_create, mrl_destroy, mrl_hit, mrl_inv, 1},
-	{"seed", sbt_create, sbt_destroy, sbt_hit, sbt_inv, 0},
+	{"mutex_map", mxmap_create, mxmap_destroy, mxmap_hit, mxmap_inv, 0},
 #ifdef HAVE_UCS
 	{"ucx", ucx_create, ucx_destroy, ucx_hit, NULL, 1},
 #endif
 	{"ofi", ofi_create, ofi_destroy, ofi_hit, ofi_inv, 1},
 	/* Last: a reference, not a peer (see the header comment). */
-	{"seed_array", sarr_create, sarr_destroy, sarr_hit, sarr_inv, 0},
+	{"mutex_array", mxarr_create, mxarr_destroy, mxarr_hit, mxarr_inv, 0},
 };
 #define NIMPL (sizeof(impls) / sizeof(impls[0]))
 static size_t nimpl = NIMPL;
@@ -1367,7 +1370,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 
-	printf("# seed_array is a reference, not a peer: an idealised ordered "
+	printf("# mutex_array is a reference, not a peer: an idealised ordered "
 	       "map (a sorted\n"
 	       "# array, O(n) inserts) that no real map reaches, a lower "
 	       "bound\n");

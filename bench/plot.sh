@@ -185,7 +185,7 @@ if [ -r "$f" ] && grep -q '^RESULT ' "$f"; then
      "
 	done <<-'IMPLS'
 		mrl 5 mrlease
-		seed 7 seed design
+		mutex_map 7 global-mutex map
 		ucx 9 UCX rcache
 		ofi 11 libfabric util MR
 	IMPLS

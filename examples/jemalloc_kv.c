@@ -17,9 +17,9 @@
  *     invalidate, and merges across two chunks are refused so every
  *     jemalloc extent lies inside one chunk.
  *
- * The workload is the seed's value-size transition: populate values, read
- * and write them from a peer, then, while reads (GETs) of some values are in
- * flight, free the others and repopulate them with a different size, which
+ * The workload is a key-value store's value-size transition: populate values,
+ * read and write them from a peer, then, while reads (GETs) of some values are
+ * in flight, free the others and repopulate them with a different size, which
  * makes jemalloc purge pages inside the chunk the in-flight reads' cached
  * registration covers. Every byte is verified, and the statistics show the
  * registrations follow chunks (not values) and that the invalidations ran.
@@ -615,7 +615,7 @@ phase_populate_and_put(void)
 }
 
 /*
- * The seed's value-size transition: GETs of group B are posted and left in
+ * The value-size transition: GETs of group B are posted and left in
  * flight while group A is freed and repopulated with another size. Freeing
  * A empties its slabs, jemalloc purges their pages, and the hook
  * invalidates them: a chunk-wide registration that B's GETs lease is

@@ -3,9 +3,9 @@
 
 # The churn ring (prov/mrlease/src/6-bind/mrl_bind_churn.h) as a data
 # structure.
-check_PROGRAMS += test/bind/test_churn
-test_bind_test_churn_SOURCES = test/bind/test_churn.c
-test_bind_test_churn_LDADD = prov/mrlease/libmrlease-core.la test/common/libmrltest.la \
+check_PROGRAMS += test/bind/test_bind_churn
+test_bind_test_bind_churn_SOURCES = test/bind/test_bind_churn.c
+test_bind_test_bind_churn_LDADD = prov/mrlease/libmrlease-core.la test/common/libmrltest.la \
 	$(FABRIC_LIBS)
-SUITE += test/bind/test_churn
-SUITE_CONCURRENCY += test/bind/test_churn
+SUITE += test/bind/test_bind_churn
+SUITE_CONCURRENCY += test/bind/test_bind_churn

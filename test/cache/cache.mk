@@ -10,13 +10,14 @@ SUITE += test/cache/test_cache
 
 # The slab and node block source (huge-page chunks beyond a threshold);
 # threads share it, so also under TSan.
-check_PROGRAMS += test/cache/test_arena
-test_cache_test_arena_SOURCES = test/cache/test_arena.c
-test_cache_test_arena_LDADD = test/common/libmrltest.la prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
-SUITE += test/cache/test_arena
-SUITE_CONCURRENCY += test/cache/test_arena
+check_PROGRAMS += test/cache/test_cache_arena
+test_cache_test_cache_arena_SOURCES = test/cache/test_cache_arena.c
+test_cache_test_cache_arena_LDADD = test/common/libmrltest.la prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
+SUITE += test/cache/test_cache_arena
+SUITE_CONCURRENCY += test/cache/test_cache_arena
 
-# The seed's scenarios on a real tcp domain (fi_mr_reg / fi_close).
+# Leases against a registry without them, on a real tcp domain (fi_mr_reg /
+# fi_close).
 check_PROGRAMS += test/cache/test_cache_tcp
 test_cache_test_cache_tcp_SOURCES = test/cache/test_cache_tcp.c
 test_cache_test_cache_tcp_LDADD = test/common/libmrltest.la test/common/libcachereg.la \
@@ -45,16 +46,16 @@ SUITE_CONCURRENCY += test/cache/test_cache_stats
 
 # The lease cache's interval index (a B+tree,
 # prov/mrlease/src/1-cache/mrl_btree.h) alone, against a reference model.
-check_PROGRAMS += test/cache/test_btree
-test_cache_test_btree_SOURCES = test/cache/test_btree.c
-test_cache_test_btree_LDADD = test/common/libmrltest.la prov/mrlease/libmrlease-core.la \
+check_PROGRAMS += test/cache/test_cache_btree
+test_cache_test_cache_btree_SOURCES = test/cache/test_cache_btree.c
+test_cache_test_cache_btree_LDADD = test/common/libmrltest.la prov/mrlease/libmrlease-core.la \
 	$(FABRIC_LIBS)
-SUITE += test/cache/test_btree
+SUITE += test/cache/test_cache_btree
 
 # Miss reasons and registration histograms of the cache's statistics, over
 # the counting registrar.
-check_PROGRAMS += test/cache/test_stats_misses
-test_cache_test_stats_misses_SOURCES = test/cache/test_stats_misses.c
-test_cache_test_stats_misses_LDADD = test/common/libmrltest.la \
+check_PROGRAMS += test/cache/test_cache_stats_misses
+test_cache_test_cache_stats_misses_SOURCES = test/cache/test_cache_stats_misses.c
+test_cache_test_cache_stats_misses_LDADD = test/common/libmrltest.la \
 	test/common/libcachereg.la prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
-SUITE += test/cache/test_stats_misses
+SUITE += test/cache/test_cache_stats_misses

@@ -47,7 +47,7 @@ fixture_open(struct fixture *f, struct fid_domain *domain, size_t max_count)
 	return mrl_cache_domain_open(f->cache, &dconf, &f->dom);
 }
 
-/* ---- readers vs. invalidate + re-register (the seed's race) ------------- */
+/* ---- readers vs. invalidate + re-register (a lease-less registry's race) */
 
 enum { EXTENTS = 8, EXTENT_LEN = 32 * 1024, READERS = 3, ROUNDS = 60 };
 
@@ -133,7 +133,7 @@ race_reader(void *p)
 	return NULL;
 }
 
-/* Under the seed's old registry, readers dereferenced a closed fid_mr and
+/* Under a registry without leases, readers dereferenced a closed fid_mr and
  * faulted inside libfabric; with leases a reclaim is merely a retire. */
 static void
 test_descriptors_stay_valid_while_invalidate_reregisters_underneath(void)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The seed's scenarios (DESIGN.md §2, seed/registry.rs) on a real tcp domain:
- * every registration here is an fi_mr_reg and every close an fi_close, through
- * the counting registrar so a double close is caught before it reaches
+ * What a registry without leases got wrong (DESIGN.md §2), on a real tcp
+ * domain: every registration here is an fi_mr_reg and every close an fi_close,
+ * through the counting registrar so a double close is caught before it reaches
  * libfabric.
  */
 #include "config.h"
@@ -61,7 +61,7 @@ buffer(size_t len, size_t align)
 	return p;
 }
 
-/* What the seed's callers did: register an extent themselves and track it,
+/* What a registry's callers did: register an extent themselves and track it,
  * then drop their own lease so the index is the only holder. */
 static struct mrl_registration *
 track_extent(void *mem, size_t len)
@@ -155,7 +155,7 @@ test_span_widens_registration_and_foreign_span_is_refused(void)
 	free(mem);
 }
 
-/* The seed's covering() handed out a bare fid_mr after dropping the lock:
+/* A registry without leases handed out a bare fid_mr after dropping its lock:
  * an invalidate could close it between the lookup and the post using it. */
 static void
 test_caller_lease_outlives_index_reference(void)

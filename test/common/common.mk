@@ -24,7 +24,13 @@ EXTRA_DIST += test/common/lsan.supp test/common/tsan.supp \
 	test/common/passthrough-lsan.supp test/common/ext_tap.sh
 
 # The shm regions the tests name do not outlive their process (mrlt_shm.c).
-check_PROGRAMS += test/common/test_shm_cleanup
-test_common_test_shm_cleanup_SOURCES = test/common/test_shm_cleanup.c
-test_common_test_shm_cleanup_LDADD = test/common/libmrltest.la $(FABRIC_LIBS)
-SUITE += test/common/test_shm_cleanup
+check_PROGRAMS += test/common/test_common_shm_cleanup
+test_common_test_common_shm_cleanup_SOURCES = test/common/test_common_shm_cleanup.c
+test_common_test_common_shm_cleanup_LDADD = test/common/libmrltest.la $(FABRIC_LIBS)
+SUITE += test/common/test_common_shm_cleanup
+
+# A case-name pattern that selects no case fails the run (mrlt_select).
+check_PROGRAMS += test/common/test_common_select
+test_common_test_common_select_SOURCES = test/common/test_common_select.c
+test_common_test_common_select_LDADD = test/common/libmrltest.la $(FABRIC_LIBS)
+SUITE += test/common/test_common_select

@@ -26,6 +26,16 @@ static char name_prefix[256];
 /* The case-name patterns of the command line (mrlt_select). */
 static char *const *select_patterns;
 static int select_count;
+/* Every pattern selected so far, and whether it matched a case: one that
+ * matched none by mrlt_done fails the run, or a mistyped pattern would run
+ * nothing and pass. Kept across mrlt_select calls, so a program that runs
+ * its cases once per mode or prefix needs a match in one of them only. */
+struct select_seen {
+	const char *pattern;
+	bool matched;
+};
+static struct select_seen *select_seen;
+static int select_seen_count;
 
 void
 mrlt_fail(const char *file, int line, const char *fmt, ...)
@@ -67,29 +77,58 @@ mrlt_skip_current(const char *fmt, ...)
 	va_end(args);
 }
 
+static struct select_seen *
+select_seen_of(const char *pattern)
+{
+	for (int i = 0; i < select_seen_count; i++)
+		if (!strcmp(select_seen[i].pattern, pattern))
+			return &select_seen[i];
+	return NULL;
+}
+
 void
 mrlt_select(int count, char *const *patterns)
 {
+	struct select_seen *seen;
+
 	select_count = count > 0 ? count : 0;
 	select_patterns = patterns;
+	for (int i = 0; i < select_count; i++) {
+		if (select_seen_of(patterns[i]))
+			continue;
+		seen = realloc(select_seen,
+			       (select_seen_count + 1) * sizeof(*seen));
+		if (!seen) {
+			fprintf(stderr, "mrlt: out of memory\n");
+			abort();
+		}
+		select_seen = seen;
+		select_seen[select_seen_count++] = (struct select_seen){
+			.pattern = patterns[i],
+		};
+	}
 }
 
 bool
 mrlt_selected(const char *name)
 {
+	bool selected = false;
 	char full[512];
 
 	if (!select_count)
 		return true;
 	snprintf(full, sizeof(full), "%s%s", name_prefix, name);
+	/* Every pattern that matches is marked, not just the first. */
 	for (int i = 0; i < select_count; i++) {
 		const char *p = select_patterns[i];
 
 		if (strstr(full, p) || !fnmatch(p, full, 0) ||
-		    !fnmatch(p, name, 0))
-			return true;
+		    !fnmatch(p, name, 0)) {
+			select_seen_of(p)->matched = true;
+			selected = true;
+		}
 	}
-	return false;
+	return selected;
 }
 
 void
@@ -130,10 +169,17 @@ mrlt_skip(const char *name, const char *why)
 int
 mrlt_done(void)
 {
-	if (!test_number && select_count)
-		printf("1..0 # SKIP no case matches the patterns given\n");
-	else
-		printf("1..%d\n", test_number);
+	/* A failing TAP line per pattern that selected nothing: the TAP
+	 * driver counts it, and the plan too. */
+	for (int i = 0; i < select_seen_count; i++) {
+		if (select_seen[i].matched)
+			continue;
+		test_failures++;
+		printf("not ok %d - no case matches the pattern '%s'\n",
+		       ++test_number, select_seen[i].pattern);
+	}
+	printf("1..%d\n", test_number);
+	fflush(stdout);
 	return test_failures ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 

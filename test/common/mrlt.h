@@ -14,8 +14,11 @@
  * then run (and count) only the cases whose name, with the prefix, contains
  * one of the patterns or matches it as a shell glob. No pattern: every
  * case. So `test/cache/test_cache eviction` runs the eviction cases alone,
- * with a plan counting just those. A program that re-executes itself
- * (xfer_reexec, mrlt_spawn_bare) passes its arguments on.
+ * with a plan counting just those. A pattern that selected no case by
+ * mrlt_done (under any prefix, in any call of mrlt_select) is a failure of
+ * its own, a "not ok" line naming it: a mistyped pattern never passes. A
+ * program that re-executes itself (xfer_reexec, mrlt_spawn_bare) passes
+ * its arguments on.
  *
  * Resources: every fid, fi_info and buffer a test obtains through the
  * helpers below (or hands to mrlt_track_fid) is tracked. When the test
@@ -58,7 +61,8 @@ void mrlt_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 bool mrlt_failed(void);
 /* The case-name patterns (see "Selecting cases"); count 0: every case. The
- * strings must outlive the run (argv's do). */
+ * strings must outlive the run (argv's do). Called again (once per mode),
+ * the patterns of every call must each match a case by mrlt_done. */
 void mrlt_select(int count, char *const *patterns);
 /* Whether a case of this name (the prefix in front) is selected. */
 bool mrlt_selected(const char *name);

@@ -4,7 +4,7 @@
  * fi_cntr(3), fi_av(3), fi_mr(3), fi_trigger(3), fi_endpoint(3),
  * fi_tagged(3)) runs in a child process on one provider and prints what the
  * application observes, one line per step: return codes, and entry contents
- * normalised to what an application may rely on. The driver (conform.c)
+ * normalised to what an application may rely on. The driver (test_conform.c)
  * runs each semantic without FI_HOOK and under every hook setting and
  * requires the same transcript.
  *

@@ -27,12 +27,12 @@ SUITE += test/e2e/test_e2e_xfer
 SUITE += $(top_srcdir)/test/e2e/e2e_mr_local.sh
 EXTRA_DIST += test/e2e/e2e_mr_local.sh
 
-# The seed's production crash end to end (span-shared registration,
-# invalidate under in-flight GETs).
-check_PROGRAMS += test/e2e/test_e2e_seed
-test_e2e_test_e2e_seed_SOURCES = test/e2e/test_e2e_seed.c $(XFER_TEST_SOURCES)
-test_e2e_test_e2e_seed_LDADD = $(XFER_TEST_LDADD)
-SUITE += test/e2e/test_e2e_seed
+# Invalidating a value keeps the registration it shares with its
+# neighbours open under their in-flight GETs (span resolver), end to end.
+check_PROGRAMS += test/e2e/test_e2e_invalidate_inflight
+test_e2e_test_e2e_invalidate_inflight_SOURCES = test/e2e/test_e2e_invalidate_inflight.c $(XFER_TEST_SOURCES)
+test_e2e_test_e2e_invalidate_inflight_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/e2e/test_e2e_invalidate_inflight
 
 # Threads posting NULL-desc RMA over malloc/free churn while another thread
 # invalidates; also under ThreadSanitizer.
@@ -43,12 +43,12 @@ SUITE += test/e2e/test_e2e_stress
 SUITE_CONCURRENCY += test/e2e/test_e2e_stress
 
 # Threads posting NULL-descriptor transfers while registrations, posts and
-# completions fail (test/e2e/test_fault_stress.c says which case proves what);
+# completions fail (test/e2e/test_e2e_fault_stress.c says which case proves what);
 # the script runs each case in a process of its own. Also under
 # ThreadSanitizer.
-check_PROGRAMS += test/e2e/test_fault_stress
-test_e2e_test_fault_stress_SOURCES = test/e2e/test_fault_stress.c $(XFER_TEST_SOURCES)
-test_e2e_test_fault_stress_LDADD = $(XFER_TEST_LDADD)
+check_PROGRAMS += test/e2e/test_e2e_fault_stress
+test_e2e_test_e2e_fault_stress_SOURCES = test/e2e/test_e2e_fault_stress.c $(XFER_TEST_SOURCES)
+test_e2e_test_e2e_fault_stress_LDADD = $(XFER_TEST_LDADD)
 SUITE += $(top_srcdir)/test/e2e/fault_stress.sh
 SUITE_CONCURRENCY += $(top_srcdir)/test/e2e/fault_stress.sh
 EXTRA_DIST += test/e2e/fault_stress.sh

@@ -99,7 +99,7 @@ test_mrcheck_accepts_live_descs_and_returns_app_contexts(void)
 	free(dst);
 }
 
-/* The seed's crash: a registration closed while a transfer that uses it
+/* The crash leases prevent: a registration closed while a transfer that uses it
  * is still posted. mrcheck must report it at the close. */
 static void
 test_mrcheck_reports_mr_closed_under_inflight_op(void)

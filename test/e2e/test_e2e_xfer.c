@@ -309,7 +309,7 @@ rma_families(struct mrlt_pair *pair, struct bufs *b, size_t len)
 	if (!b->app_descs)
 		wmsg.desc = rmsg.desc = NULL;
 	NO_STRAY(pair);
-	/* write, then read back: the GET is the seed's operation */
+	/* write, then read back: the GET a key-value store's reader posts */
 	mrlt_fill(b->src, len, ++seed);
 	POST(pair, fi_write(pair->ep[0], b->src, len, D(b->src_mr),
 			    pair->addr[1], raddr, key, &c));

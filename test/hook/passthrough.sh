@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 #
-# Runs test/hook/test_passthrough once per provider and per FI_HOOK/FI_PROVIDER
+# Runs test/hook/test_hook_passthrough once per provider and per FI_HOOK/FI_PROVIDER
 # set-up (libfabric reads those once per process) and prints its TAP lines,
 # renumbered into one stream.
 #
@@ -22,7 +22,7 @@
 # FI_*_IFACE. MRL_PT_PROVIDERS limits the RDM providers run.
 set -u
 builddir=${MRL_TOP_BUILDDIR:-$(pwd)}
-prog="$builddir/test/hook/test_passthrough"
+prog="$builddir/test/hook/test_hook_passthrough"
 export FI_TCP_IFACE="${FI_TCP_IFACE:-lo}"
 export FI_SOCKETS_IFACE="${FI_SOCKETS_IFACE:-lo}"
 export FI_UDP_IFACE="${FI_UDP_IFACE:-lo}"

@@ -263,7 +263,7 @@ main(int argc, char **argv)
 	/* libfabric reads FI_HOOK at its first call. The inner instance,
 	 * which resolves nothing over tcp and udp, steps aside unless
 	 * FI_MRLEASE_HOOK_INNER keeps it: this test is of both instances
-	 * (test_passthrough checks the default). */
+	 * (test_hook_passthrough checks the default). */
 	if (!getenv("FI_HOOK"))
 		setenv("FI_HOOK", "mrlease", 1);
 	setenv("FI_MRLEASE_HOOK_INNER", "1", 0);

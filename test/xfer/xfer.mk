@@ -39,18 +39,18 @@ SUITE_CONCURRENCY += test/xfer/test_xfer_claim
 
 # Endpoints opened through endpoint2 lease exactly like fi_endpoint's (CQ,
 # selective completion, counters only) on every loopback provider.
-check_PROGRAMS += test/xfer/test_endpoint2
-test_xfer_test_endpoint2_SOURCES = test/xfer/test_endpoint2.c $(XFER_TEST_SOURCES)
-test_xfer_test_endpoint2_LDADD = $(XFER_TEST_LDADD)
-SUITE += test/xfer/test_endpoint2
+check_PROGRAMS += test/xfer/test_xfer_endpoint2
+test_xfer_test_xfer_endpoint2_SOURCES = test/xfer/test_xfer_endpoint2.c $(XFER_TEST_SOURCES)
+test_xfer_test_xfer_endpoint2_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/xfer/test_xfer_endpoint2
 
 # Refused closes leave every class usable; libfabric's cleanup while a
 # thread posts; fork while a thread is inside leased transfers (children
 # exit or start clean, none hangs) on every loopback provider.
-check_PROGRAMS += test/xfer/test_lifecycle
-test_xfer_test_lifecycle_SOURCES = test/xfer/test_lifecycle.c $(XFER_TEST_SOURCES)
-test_xfer_test_lifecycle_LDADD = $(XFER_TEST_LDADD)
-SUITE += test/xfer/test_lifecycle
+check_PROGRAMS += test/xfer/test_xfer_lifecycle
+test_xfer_test_xfer_lifecycle_SOURCES = test/xfer/test_xfer_lifecycle.c $(XFER_TEST_SOURCES)
+test_xfer_test_xfer_lifecycle_LDADD = $(XFER_TEST_LDADD)
+SUITE += test/xfer/test_xfer_lifecycle
 
 # Remote-access registrations (FI_MRLEASE_REMOTE=cache|forward) on every
 # loopback provider with RMA: the per-request pattern, exact matches only,

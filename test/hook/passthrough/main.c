@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_passthrough's command line: which provider, which group of tests.
+ * test_hook_passthrough's command line: which provider, which group of tests.
  */
 #include "config.h"
 
@@ -23,7 +23,7 @@ const char *pt_baseline;
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: test_passthrough PROVIDER rdm|msg|traffic "
+	fprintf(stderr, "usage: test_hook_passthrough PROVIDER rdm|msg|traffic "
 			"[case-name pattern...]\n");
 	exit(2);
 }

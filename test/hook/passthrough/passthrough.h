@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_passthrough: the passthrough layer against real providers on
+ * test_hook_passthrough: the passthrough layer against real providers on
  * loopback, one source per subject (hook.c: the hook in the call path,
  * objects.c: object classes, data.c: data transfer, completion.c:
  * completion paths, msg_ep.c: FI_EP_MSG with a passive endpoint), one
  * program: the layer's counters a test compares are per process.
  *
- * Usage: test_passthrough PROVIDER GROUP
+ * Usage: test_hook_passthrough PROVIDER GROUP
  *   PROVIDER  exact prov_name: "tcp;ofi_rxm", "udp;ofi_rxd", "shm", "sockets",
  *             "tcp" (GROUP msg)
  *   GROUP     rdm      every object class and op the RDM provider offers

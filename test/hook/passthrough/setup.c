@@ -193,7 +193,7 @@ int
 pt_control(const char *what, char *hooks, size_t len)
 {
 	char group[64];
-	char *args[] = {"test_passthrough", (char *) pt_prov, group, NULL};
+	char *args[] = {"test_hook_passthrough", (char *) pt_prov, group, NULL};
 	int status;
 	pid_t pid;
 

@@ -10,8 +10,8 @@
  * no-hook control). A case that fails on the bare provider too is skipped
  * with the control's reason, never counted as passed.
  *
- * Usage: test_conformance_hook (the whole suite), or
- * test_conformance_hook --case NAME PROVIDER (one case, in this process,
+ * Usage: test_conform_hook (the whole suite), or
+ * test_conform_hook --case NAME PROVIDER (one case, in this process,
  * with whatever FI_HOOK is set).
  */
 #include "config.h"
@@ -1349,8 +1349,8 @@ child_run(const struct conf_case *c, const char *p, bool hook,
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		char *args[] = {"test_conformance_hook", "--case",
-				(char *) c->name, (char *) p, NULL};
+		char *args[] = {"test_conform_hook", "--case", (char *) c->name,
+				(char *) p, NULL};
 
 		close(fds[0]);
 		dup2(fds[1], STDOUT_FILENO);

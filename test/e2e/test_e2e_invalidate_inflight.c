@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The seed's production crash, end to end over tcp;ofi_rxm with mrcheck
- * under mrlease: values laid out in one allocator extent are served by one
- * cached registration (span resolver); GETs into some values are in flight
- * when a neighbour is freed and invalidated and new values are populated.
- * Before the fix the invalidate closed the shared registration under the
- * GETs (mrcheck: MR closed under an operation in flight) and the next post
- * used a closed descriptor.
+ * Invalidating memory keeps a registration open while transfers in flight
+ * lease it, end to end over tcp;ofi_rxm with mrcheck under mrlease: values
+ * laid out in one allocator extent are served by one cached registration
+ * (span resolver); GETs into some values are in flight when a neighbour is
+ * freed and invalidated and new values are populated. A registry that
+ * closed the shared registration at the invalidate would close it under the
+ * GETs (mrcheck: MR closed under an operation in flight), and the next post
+ * would use a closed descriptor: a crash in production.
  */
 #include "config.h"
 

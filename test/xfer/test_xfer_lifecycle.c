@@ -143,7 +143,7 @@ bare_refusal(const char *what)
 static bool
 refusal_sound(const char *what)
 {
-	char *args[] = {"test_lifecycle", "--bare-refusal", (char *) what,
+	char *args[] = {"test_xfer_lifecycle", "--bare-refusal", (char *) what,
 			(char *) prov, NULL};
 	char sig[64];
 	const char *why;

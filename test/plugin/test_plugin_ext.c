@@ -4,9 +4,10 @@
  * it: fi_open_ops on hooked objects of loopback tcp;ofi_rxm, pins,
  * invalidate across domains and at the edges, span resolvers, the
  * statistics record's size rules, every bad input, and all of it racing on
- * several threads. (Pins in real transfers: test_ext_mrcheck.c.) Runs with
- * FI_HOOK=mrlease (set here before libfabric's first call); `--without-hook` is
- * the child run that checks the extension is absent when the hook is off.
+ * several threads. (Pins in real transfers: test_plugin_ext_mrcheck.c.) Runs
+ * with FI_HOOK=mrlease (set here before libfabric's first call);
+ * `--without-hook` is the child run that checks the extension is absent when
+ * the hook is off.
  */
 #include "config.h"
 
@@ -182,7 +183,7 @@ child_without_hook(void)
 
 /* A pin is one registration up front, and closing its handle must close
  * it, or pinned arenas leak MRs. (Its descriptor in real transfers, under a
- * strict checker: test_ext_mrcheck.) */
+ * strict checker: test_plugin_ext_mrcheck.) */
 static void
 test_pin_registers_once_and_close_releases_it(void)
 {
@@ -209,8 +210,8 @@ test_pin_registers_once_and_close_releases_it(void)
 	CHECK_EQ(before.registered_bytes, after.registered_bytes);
 }
 
-/* The seed's crash through the API: invalidate retires a pinned entry at
- * once, but the registration its holder still uses stays open until the
+/* The crash leases prevent, through the API: invalidate retires a pinned entry
+ * at once, but the registration its holder still uses stays open until the
  * handle closes, so its descriptor never dangles. */
 static void
 test_invalidate_retires_a_pin_that_stays_open_until_closed(void)

@@ -138,7 +138,7 @@ test_null_desc_operand_inside_a_pin_uses_the_pin(void)
 	CHECK_EQ(0, fi_close(&pin->fid));
 }
 
-/* The seed's crash through the public API: the pin is released (as an
+/* The crash leases prevent, through the public API: the pin is released (as an
  * allocator would drop an arena) while a transfer leasing its registration
  * is in flight. The registration must outlive the pin until the transfer
  * completes; the checker fails the test if it closes earlier. */
