@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What a registry without leases got wrong (DESIGN.md §2), on a real tcp
+ * What a registry without leases got wrong, on a real tcp
  * domain: every registration here is an fi_mr_reg and every close an fi_close,
  * through the counting registrar so a double close is caught before it reaches
  * libfabric.

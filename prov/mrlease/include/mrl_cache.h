@@ -416,9 +416,8 @@ void mrl_cache_lease_get(struct mrl_registration *reg);
  * Insert an entry for [start, end) with a registration the caller already
  * made (handle and descriptor; the cache takes it over and will close it),
  * replacing any entry at the same base (the replaced one's index reference is
- * dropped after the unlock). Returns a lease in *reg for the caller, like the
- * seed's track(): index and caller each hold one. On error the caller still
- * owns mr.
+ * dropped after the unlock). Returns a lease in *reg for the caller: index
+ * and caller each hold one. On error the caller still owns mr.
  */
 int mrl_cache_track(struct mrl_cache_domain *domain, uintptr_t start,
 		    uintptr_t end, void *mr, void *desc,
