@@ -18,7 +18,12 @@
  *   cache    FI_MRLEASE_REMOTE=cache: a request whose registration matches
  *            one mrlease kept is served from it
  *   app      the application registers each buffer once and reuses its key
- *            (no registration per request: the limit)
+ *            (no registration per request: the limit), with cache's
+ *            configuration, so that the two processes differ only in the
+ *            registrations: FI_MRLEASE_REMOTE=cache starts the memory
+ *            monitor, whose threads end glibc's single-threaded shortcuts
+ *            (monitor_bench's reuse_mt says more), which an RPC server,
+ *            multi-threaded already, does not have to lose
  *
  * each with the verbs-like model (UCX's InfiniBand figures: a = 16 us,
  * b = 0.06 ns per byte, or FI_MRCHECK_REG_COST_NS / _NS_PER_BYTE) and
@@ -333,7 +338,7 @@ child_env(void *arg)
 	bu_child_env_mrcheck();
 	setenv("FI_HOOK", "mrcheck;mrlease", 1);
 	setenv("FI_MRCHECK_OFF", "1", 1);
-	setenv("FI_MRLEASE_REMOTE", mode == M_CACHE ? "cache" : "forward", 1);
+	setenv("FI_MRLEASE_REMOTE", mode == M_FORWARD ? "forward" : "cache", 1);
 	unsetenv("FI_MRLEASE_MAX_COUNT");
 	unsetenv("FI_MRLEASE_MAX_SIZE");
 	/* Without the model mrcheck still counts the registrations: a model
