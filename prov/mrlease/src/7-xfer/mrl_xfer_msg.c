@@ -217,6 +217,8 @@ mrl_xfer_msg_single_slow(enum mrl_msg_kind kind, const struct mrl_op_args *s,
 	return mrl_xfer_msg_issue(ep->inner, &c, &desc, context, 0, false);
 }
 
+/* The leased half's lease failed: its op given back, the call takes the
+ * slow path with the operands the op held. */
 ssize_t
 mrl_xfer_msg_single_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err)
 {

@@ -186,6 +186,8 @@ mrl_xfer_rma_single_slow(enum mrl_rma_kind kind, const struct mrl_op_args *s,
 	return mrl_xfer_rma_issue(ep->inner, &c, &desc, context, 0, false);
 }
 
+/* The leased half's lease failed: its op given back, the call takes the
+ * slow path with the operands the op held. */
 static ssize_t __attribute__((noinline, cold))
 mrl_xfer_rma_single_failed(enum mrl_rma_kind kind, struct mrl_op *op, int err)
 {

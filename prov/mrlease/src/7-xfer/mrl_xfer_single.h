@@ -202,8 +202,9 @@ mrl_xfer_op_give_back(struct mrl_op *op, struct mrl_op_args *a)
  *   fam      the family whose check and slow path it takes (above)
  *   kind     the call for the family's slow path
  *   way      the operand's direction (MRL_TX, MRL_RX)
- *   params   its libfabric signature after the endpoint, the operand named
- *            buf, len, desc, the peer peer, the context context
+ *   params   its libfabric signature after the endpoint, naming the operand
+ *            buf, len and desc, the peer's address peer and the
+ *            application's context context
  *   fi_call  the libfabric call, as the inner endpoint gets it
  *   args     params' names in the call's order
  *   store    how the operands beyond buf, len, peer fill the op's a, b, c
