@@ -228,6 +228,7 @@ mrl_xfer_msg_single_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err)
 	return mrl_xfer_msg_single_slow(kind, &s, context, err);
 }
 
+/* The single-buffer calls, one row each (mrl_xfer_single.h). */
 /* clang-format off */
 MRL_XFER_SINGLE(mrl_xfer_msg_recv, msg, MRL_RECV, MRL_RX,
 	(void *buf, size_t len, void *desc, fi_addr_t peer, void *context),

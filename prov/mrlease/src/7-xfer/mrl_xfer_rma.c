@@ -197,6 +197,7 @@ mrl_xfer_rma_single_failed(enum mrl_rma_kind kind, struct mrl_op *op, int err)
 	return mrl_xfer_rma_single_slow(kind, &s, context, err);
 }
 
+/* The single-buffer calls, one row each (mrl_xfer_single.h). */
 /* clang-format off */
 MRL_XFER_SINGLE(mrl_xfer_rma_read, rma, MRL_RMA_READ, MRL_TX,
 	(void *buf, size_t len, void *desc, fi_addr_t peer, uint64_t addr,

@@ -14,6 +14,7 @@
 
 struct fi_ops_tagged mrl_xfer_tagged_ops;
 
+/* The single-buffer calls, one row each (mrl_xfer_single.h). */
 /* clang-format off */
 MRL_XFER_SINGLE(mrl_xfer_tagged_recv, msg, MRL_TRECV, MRL_RX,
 	(void *buf, size_t len, void *desc, fi_addr_t peer, uint64_t tag,
