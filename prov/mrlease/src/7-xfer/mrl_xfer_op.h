@@ -192,9 +192,9 @@ mrl_xfer_op_of_context(void *ctx, const struct mrl_domain *domain)
 }
 
 /* The calling thread's identity for pool ownership, unique among live
- * threads: its thread pointer (one load on x86-64). A thread that reuses a
- * dead owner's pointer becomes the owner, which is safe (the dead one no
- * longer touches the list). */
+ * threads: its thread pointer (elsewhere the address of a thread-local).
+ * A thread that reuses a dead owner's pointer becomes the owner, which is
+ * safe (the dead one no longer touches the list). */
 static inline const void *
 mrl_xfer_thread_self(void)
 {
