@@ -19,7 +19,7 @@ SUITE_CONCURRENCY += test/xfer/test_xfer_close_race
 
 # FI_MULTI_RECV with two CQ readers on a shared pool: a reader held on a
 # non-final entry while another reads the final one and posts again (the
-# guarded CQ's deferral, mrl_xfer_cq.c and mrl_xfer_pool.c); also endpoint close with the
+# guarded CQ's deferral, mrl_xfer_cq.c and mrl_xfer_op.c); also endpoint close with the
 # op deferred. Also under ThreadSanitizer.
 check_PROGRAMS += test/xfer/test_xfer_multi_recv_race
 test_xfer_test_xfer_multi_recv_race_SOURCES = test/xfer/test_xfer_multi_recv_race.c $(XFER_TEST_SOURCES)

@@ -66,14 +66,23 @@
  * Cost. A post that needs no lease pays one load of the endpoint's
  * threshold and a compare (or a loop over the iovs) before the inner call;
  * a CQ read with no op entry pays a range check and a load (the claims in
- * flight) per entry, a locked lookup while a claim is in flight. A leased
- * single-buffer call (fi_read, fi_write, fi_writedata, fi_send,
- * fi_senddata, fi_recv and the tagged ones) runs in two halves with no
- * register saved around the cache's out-of-line paths, and its completion
- * is read inline (mrl_xfer_inline.h). A post the provider refuses with
+ * flight) per entry, a locked lookup while a claim is in flight.
+ *
+ * The single-buffer calls (fi_read, fi_write, fi_writedata, fi_send,
+ * fi_senddata, fi_recv and the tagged ones) are one row each, in their
+ * family's file, and their entry point, counting twin, pop and leased half
+ * are made from that row (mrl_xfer_single.h). What the shape buys: a hit on
+ * the thread that owns the endpoint's pool runs the entry point (checks,
+ * the op off the owner's list, the operands into it) and the leased half
+ * (the lease, the inner call) and nothing else: the counting of small
+ * operands, the shared pool's pop and the slow path each have a function
+ * of their own off that route, and the completion is read inline
+ * (mrl_xfer_op_complete_ok). A change to the hit path is made once, in
+ * mrl_xfer_single.h, for all nine calls. A post the provider refuses with
  * -FI_EAGAIN runs both halves and gives its op back. bench/xfer_ir.sh
- * counts the hook's instructions per leased operation, per function;
- * bench/README.md has the method and the figures.
+ * counts the hook's instructions per leased operation, per function, and
+ * bench/xfer_bench its rate against no hook; bench/README.md has the
+ * method and the figures.
  *
  * Not leased (forwarded as is): posts with more than MRL_XFER_IOV_MAX local
  * iovs; peeks (FI_PEEK) and FI_DISCARD, which move no data; claims that

@@ -10,7 +10,7 @@
 
 #include <rdma/fi_errno.h>
 
-#include "mrl_xfer_inline.h"
+#include "mrl_xfer_post.h"
 
 struct fi_ops_atomic mrl_xfer_atomic_ops;
 

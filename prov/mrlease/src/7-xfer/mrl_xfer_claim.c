@@ -41,7 +41,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
-#include "mrl_xfer_inline.h"
+#include "mrl_xfer_post.h"
 
 /* A claim op's link in its bucket: its provider scratch space, ours since
  * the provider never sees the op. */

@@ -25,7 +25,7 @@
 
 #include "mrl_bind.h"
 #include "mrl_xfer.h"
-#include "mrl_xfer_inline.h"
+#include "mrl_xfer_state.h"
 
 /* How a blocking read waits again after a hidden batch (see
  * mrl_xfer_cq_wait_again). */

@@ -20,7 +20,7 @@
 #include "mrl_params.h"
 #include "mrl_xfer.h"
 #include "mrl_xfer_ctl.h"
-#include "mrl_xfer_inline.h"
+#include "mrl_xfer_msg.h"
 
 static struct fi_ops_ep mrl_xfer_ep_ops;
 static pthread_once_t mrl_xfer_once = PTHREAD_ONCE_INIT;
@@ -119,7 +119,7 @@ mrl_xfer_dir_multi_recv(struct mrl_xep *x)
 }
 
 /* After a decision: whether the direction's single-buffer calls may take
- * the hit path (mrl_xfer_inline.h). */
+ * the hit path (mrl_xfer_single.h). */
 static void
 mrl_xfer_dir_single(struct mrl_xep *x, enum mrl_dir dir)
 {

@@ -4,8 +4,7 @@
  * (mrl_xfer_tagged.c) share. Each call checks first whether an operand
  * needs a lease; if none does it is forwarded as is (the fast path). A
  * single-buffer call that needs one takes the hit path the RMA calls take
- * (the two halves of mrl_xfer_inline.h: mrl_xfer_msg_owned,
- * mrl_xfer_msg_pop, mrl_xfer_msg_op: an op off the owner's list or the
+ * (one row each, mrl_xfer_single.h: an op off the owner's list or the
  * pool, one lease, the inner call in the same shape). Everything else goes
  * through mrl_xfer_msg_post, one body for msg and tagged calls of any
  * shape: leased non-msg calls keep their shape unless the route needs
@@ -57,7 +56,7 @@
 
 #include <rdma/fi_errno.h>
 
-#include "mrl_xfer_inline.h"
+#include "mrl_xfer_msg.h"
 
 struct fi_ops_msg mrl_xfer_msg_ops;
 
@@ -191,79 +190,66 @@ mrl_xfer_msg_slow(struct mrl_ep *ep, const struct mrl_msg_call *c)
 }
 
 ssize_t
-mrl_xfer_msg_single_slow(struct mrl_ep *ep, enum mrl_msg_kind kind, void *buf,
-			 size_t len, fi_addr_t addr, uint64_t tag,
-			 uint64_t ignore, uint64_t data, void *context, int err)
+mrl_xfer_msg_single_slow(enum mrl_msg_kind kind, const struct mrl_op_args *s,
+			 void *context, int err)
 {
-	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct mrl_ep *ep = mrl_hook_ep_of(s->fep);
+	struct iovec iov = {.iov_base = s->buf, .iov_len = s->len};
 	void *desc = NULL;
 	struct mrl_msg_call c = {
 		.kind = kind,
 		.iov = &iov,
 		.desc = &desc,
 		.count = 1,
-		.addr = addr,
-		.tag = tag,
-		.ignore = ignore,
-		.data = data,
+		.addr = s->peer,
+		.tag = s->a,
+		.ignore = s->b,
+		.data = s->c,
 		.context = context,
 	};
-
 	int ret;
 
 	if (!err)
 		return mrl_xfer_msg_slow(ep, &c);
-	ret = mrl_xfer_post_single_failed(ep->ext, buf, len, err);
+	ret = mrl_xfer_post_single_failed(ep->ext, s->buf, s->len, err);
 	if (ret)
 		return ret;
 	return mrl_xfer_msg_issue(ep->inner, &c, &desc, context, 0, false);
 }
 
+/* The leased half's lease failed: its op given back, the call takes the
+ * slow path with the operands the op held. */
 ssize_t
-mrl_xfer_msg_op_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err)
+mrl_xfer_msg_single_failed(enum mrl_msg_kind kind, struct mrl_op *op, int err)
 {
-	struct mrl_op_args a;
-	void *context = mrl_xfer_op_give_back(op, &a);
+	struct mrl_op_args s;
+	void *context = mrl_xfer_op_give_back(op, &s);
 
-	return mrl_xfer_msg_single_slow(mrl_hook_ep_of(a.fep), kind, a.buf,
-					a.len, a.peer, a.a, a.b, a.c, context,
-					err);
+	return mrl_xfer_msg_single_slow(kind, &s, context, err);
 }
 
-/* The single-buffer hit path's out-of-line halves (mrl_xfer_inline.h). */
+/* The single-buffer calls, one row each (mrl_xfer_single.h). */
 /* clang-format off */
-static MRL_MSG_OP(mrl_xfer_msg_recv_op, MRL_RECV)
-static MRL_MSG_OP(mrl_xfer_msg_send_op, MRL_SEND)
-static MRL_MSG_OP(mrl_xfer_msg_senddata_op, MRL_SENDDATA)
+MRL_XFER_SINGLE(mrl_xfer_msg_recv, msg, MRL_RECV, MRL_RX,
+	(void *buf, size_t len, void *desc, fi_addr_t peer, void *context),
+	fi_recv, (buf, len, desc, peer, context),
+	(),
+	fi_recv(in, s->buf, s->len, desc, s->peer, op))
 
-static ssize_t __attribute__((noinline, noclone))
-mrl_xfer_msg_recv_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
-		      fi_addr_t src_addr, void *context)
+MRL_XFER_SINGLE(mrl_xfer_msg_send, msg, MRL_SEND, MRL_TX,
+	(const void *buf, size_t len, void *desc, fi_addr_t peer,
+	 void *context),
+	fi_send, (buf, len, desc, peer, context),
+	(),
+	fi_send(in, s->buf, s->len, desc, s->peer, op))
+
+MRL_XFER_SINGLE(mrl_xfer_msg_senddata, msg, MRL_SENDDATA, MRL_TX,
+	(const void *buf, size_t len, void *desc, uint64_t data,
+	 fi_addr_t peer, void *context),
+	fi_senddata, (buf, len, desc, data, peer, context),
+	(s->c = data),
+	fi_senddata(in, s->buf, s->len, desc, s->c, s->peer, op))
 /* clang-format on */
-{
-	(void) desc;
-	return mrl_xfer_msg_pop(MRL_RECV, fep, buf, len, src_addr, 0, 0, 0,
-				context, mrl_xfer_msg_recv_op);
-}
-
-static ssize_t __attribute__((noinline, noclone))
-mrl_xfer_msg_send_pop(struct fid_ep *fep, const void *buf, size_t len,
-		      void *desc, fi_addr_t dest_addr, void *context)
-{
-	(void) desc;
-	return mrl_xfer_msg_pop(MRL_SEND, fep, buf, len, dest_addr, 0, 0, 0,
-				context, mrl_xfer_msg_send_op);
-}
-
-static ssize_t __attribute__((noinline, noclone))
-mrl_xfer_msg_senddata_pop(struct fid_ep *fep, const void *buf, size_t len,
-			  void *desc, uint64_t data, fi_addr_t dest_addr,
-			  void *context)
-{
-	(void) desc;
-	return mrl_xfer_msg_pop(MRL_SENDDATA, fep, buf, len, dest_addr, 0, 0,
-				data, context, mrl_xfer_msg_senddata_op);
-}
 
 /* The slow path of the iov calls. */
 static ssize_t
@@ -301,41 +287,6 @@ mrl_xfer_msg_slowmsg(struct mrl_ep *ep, enum mrl_msg_kind kind,
 	return mrl_xfer_msg_post(ep, &c, flags, true);
 }
 
-/* mrl_xfer_msg_recv, the operand below the threshold with no descriptor:
- * counted and forwarded, out of line so that the caller keeps no frame. */
-static ssize_t __attribute__((noinline, noclone))
-mrl_xfer_msg_recv_small(struct fid_ep *fep, void *buf, size_t len, void *desc,
-			fi_addr_t src_addr, void *context)
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-
-	mrl_xfer_count_small(ep->ext, MRL_RX, len);
-	return fi_recv(ep->inner, buf, len, desc, src_addr, context);
-}
-
-static ssize_t
-mrl_xfer_msg_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
-		  fi_addr_t src_addr, void *context)
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-	struct mrl_xep *x = ep->ext;
-	struct mrl_op_pool *pool;
-	struct mrl_op *op;
-
-	if (desc)
-		return fi_recv(ep->inner, buf, len, desc, src_addr, context);
-	if (len < x->dir[MRL_RX].min)
-		return mrl_xfer_msg_recv_small(fep, buf, len, desc, src_addr,
-					       context);
-	pool = x->dir[MRL_RX].single;
-	op = mrl_xfer_msg_owned(MRL_RECV, x, pool, fep, buf, len, src_addr, 0,
-				0, 0, context);
-	if (!op)
-		return mrl_xfer_msg_recv_pop(fep, buf, len, desc, src_addr,
-					     context);
-	return mrl_xfer_msg_recv_op(pool->cache, (uintptr_t) buf, len, op);
-}
-
 static ssize_t
 mrl_xfer_msg_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc,
 		   size_t count, fi_addr_t src_addr, void *context)
@@ -359,48 +310,13 @@ mrl_xfer_msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
 	/* A multi-recv buffer ends at a completion flag: leased only where
 	 * completions carry flags, the rx caps have FI_MULTI_RECV, and on a
 	 * shared pool once the rx CQ is guarded (mrl_xfer_cq.c). */
-	if (!mrl_xfer_iov_needs_lease(x, msg->msg_iov, msg->desc, msg->iov_count,
-				      x->dir[MRL_RX].min_msg) ||
-	    ((flags & FI_MULTI_RECV) && !mrl_xfer_ep_multi_recv_ok(x))) {
+	if (!mrl_xfer_iov_needs_lease(x, msg->msg_iov, msg->desc,
+				      msg->iov_count, x->dir[MRL_RX].min_msg) ||
+	    ((flags & FI_MULTI_RECV) && !mrl_xfer_msg_multi_recv_ok(x))) {
 		mrl_xfer_post_trigger_fwd(flags, msg->context);
 		return fi_recvmsg(ep->inner, msg, flags);
 	}
 	return mrl_xfer_msg_slowmsg(ep, MRL_RECV, msg, flags);
-}
-
-/* mrl_xfer_msg_send, the operand below the threshold with no descriptor:
- * counted and forwarded, out of line so that the caller keeps no frame. */
-static ssize_t __attribute__((noinline, noclone))
-mrl_xfer_msg_send_small(struct fid_ep *fep, const void *buf, size_t len,
-			void *desc, fi_addr_t dest_addr, void *context)
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-
-	mrl_xfer_count_small(ep->ext, MRL_TX, len);
-	return fi_send(ep->inner, buf, len, desc, dest_addr, context);
-}
-
-static ssize_t
-mrl_xfer_msg_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-		  fi_addr_t dest_addr, void *context)
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-	struct mrl_xep *x = ep->ext;
-	struct mrl_op_pool *pool;
-	struct mrl_op *op;
-
-	if (desc)
-		return fi_send(ep->inner, buf, len, desc, dest_addr, context);
-	if (len < x->dir[MRL_TX].min)
-		return mrl_xfer_msg_send_small(fep, buf, len, desc, dest_addr,
-					       context);
-	pool = x->dir[MRL_TX].single;
-	op = mrl_xfer_msg_owned(MRL_SEND, x, pool, fep, buf, len, dest_addr, 0,
-				0, 0, context);
-	if (!op)
-		return mrl_xfer_msg_send_pop(fep, buf, len, desc, dest_addr,
-					     context);
-	return mrl_xfer_msg_send_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 static ssize_t
@@ -431,44 +347,6 @@ mrl_xfer_msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
 		return fi_sendmsg(ep->inner, msg, flags);
 	}
 	return mrl_xfer_msg_slowmsg(ep, MRL_SEND, msg, flags);
-}
-
-/* mrl_xfer_msg_senddata, the operand below the threshold with no descriptor:
- * counted and forwarded, out of line so that the caller keeps no frame. */
-static ssize_t __attribute__((noinline, noclone))
-mrl_xfer_msg_senddata_small(struct fid_ep *fep, const void *buf, size_t len,
-			    void *desc, uint64_t data, fi_addr_t dest_addr,
-			    void *context)
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-
-	mrl_xfer_count_small(ep->ext, MRL_TX, len);
-	return fi_senddata(ep->inner, buf, len, desc, data, dest_addr, context);
-}
-
-static ssize_t
-mrl_xfer_msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
-		      void *desc, uint64_t data, fi_addr_t dest_addr,
-		      void *context)
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-	struct mrl_xep *x = ep->ext;
-	struct mrl_op_pool *pool;
-	struct mrl_op *op;
-
-	if (desc)
-		return fi_senddata(ep->inner, buf, len, desc, data, dest_addr,
-				   context);
-	if (len < x->dir[MRL_TX].min)
-		return mrl_xfer_msg_senddata_small(fep, buf, len, desc, data,
-						   dest_addr, context);
-	pool = x->dir[MRL_TX].single;
-	op = mrl_xfer_msg_owned(MRL_SENDDATA, x, pool, fep, buf, len, dest_addr,
-				0, 0, data, context);
-	if (!op)
-		return mrl_xfer_msg_senddata_pop(fep, buf, len, desc, data,
-						 dest_addr, context);
-	return mrl_xfer_msg_senddata_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 void

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Operation contexts and their pools (mrl_xfer_pool.c): a struct mrl_op
+ * Operation contexts and their pools (mrl_xfer_op.c): a struct mrl_op
  * carries a leased operation's application context and leases from post
  * to completion; each endpoint that leases has a pool of them, and every op
  * lives in one process-wide reserved region, so a completion's context is
  * recognised as ours by address alone. mrl_xfer.h states the rules (who
  * releases a lease, which thread touches which list, how long a pool
- * lives); this header holds the types and the pool's inline pops and
- * pushes.
+ * lives); this header holds the types, the pool's inline pops and
+ * pushes, and the inline completion of an op.
  */
 #ifndef MRL_XFER_OP_H
 #define MRL_XFER_OP_H
@@ -192,9 +192,9 @@ mrl_xfer_op_of_context(void *ctx, const struct mrl_domain *domain)
 }
 
 /* The calling thread's identity for pool ownership, unique among live
- * threads: its thread pointer (one load on x86-64). A thread that reuses a
- * dead owner's pointer becomes the owner, which is safe (the dead one no
- * longer touches the list). */
+ * threads: its thread pointer (elsewhere the address of a thread-local).
+ * A thread that reuses a dead owner's pointer becomes the owner, which is
+ * safe (the dead one no longer touches the list). */
 static inline const void *
 mrl_xfer_thread_self(void)
 {
@@ -379,5 +379,75 @@ void mrl_xfer_op_pool_foreach_live(struct mrl_op_pool *pool,
  */
 bool mrl_xfer_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 			  void **app_ctx);
+
+/*
+ * mrl_xfer_op_complete for a successful completion (the entry's flags at
+ * flagsp, NULL: none), with the common cases inline: an op with one lease
+ * and no flag but MRL_OP_OWNED (no extras, visible, not multi-recv), which
+ * its poster marked MRL_OP_LIVE_OWNED or MRL_OP_LIVE_ONE: the state change (a
+ * CAS, serial pools included: completion and endpoint close release the
+ * leases once; the first CAS also tells the owner's case), the
+ * application's context, the op back on its free list, then the lease
+ * released from a copy: after the push the op may be reused, and nothing
+ * touches the op or its pool (which a close may free once every op is
+ * back) after it. The lease is the completer's own reference; the CQ being
+ * read keeps the domain open.
+ */
+static inline __attribute__((always_inline)) bool
+mrl_xfer_op_complete_ok(struct mrl_op *op, const uint64_t *flagsp,
+			void **app_ctx)
+{
+	struct mrl_op_pool *pool = op->pool;
+	struct mrl_registration *reg;
+	unsigned int state = MRL_OP_LIVE_OWNED;
+
+	/* The CAS's outcome is read from the state it leaves. */
+	atomic_compare_exchange_strong_explicit(&op->state, &state, MRL_OP_FREE,
+						memory_order_acq_rel,
+						memory_order_acquire);
+	if (__builtin_expect(state == MRL_OP_LIVE_OWNED, 1)) {
+		/* Posted by its pool's owner. */
+		*app_ctx = op->app_ctx;
+		reg = op->leases[0];
+		if (__builtin_expect(pool->owner == mrl_xfer_thread_self(), 1))
+			mrl_xfer_op_put_owned(pool, op);
+		else
+			mrl_xfer_op_put(pool, op);
+		mrl_cache_lease_release(reg);
+		return true;
+	}
+	if (state == MRL_OP_LIVE_ONE)
+		atomic_compare_exchange_strong_explicit(
+			&op->state, &state, MRL_OP_FREE, memory_order_acq_rel,
+			memory_order_acquire);
+	if (state != MRL_OP_LIVE_ONE)
+		return mrl_xfer_op_complete(op, flagsp ? *flagsp : 0, false,
+					    app_ctx);
+	*app_ctx = op->app_ctx;
+	reg = op->leases[0];
+	mrl_xfer_op_put(pool, op);
+	mrl_cache_lease_release(reg);
+	return true;
+}
+
+/*
+ * A guarded CQ's readers in flight and deferred ops (mrl_xfer_cq.c):
+ * word = (readers << 32) | mrl_xfer_op_code of the first deferred op (0: none;
+ * the ops linked by free_next). The list is emptied, by the reader whose
+ * exit takes the count to 0, in the same atomic step.
+ */
+#define MRL_CQ_GUARD_READER ((uint64_t) 1 << 32)
+struct mrl_cq_guard {
+	_Atomic uint64_t word;
+	/* TEST-ONLY (MRL_XFER_CTL_TEST_READING). */
+	void (*_Atomic test_reading)(void *arg, const void *entries, ssize_t n);
+	void *test_arg;
+};
+
+/* The final completion of a multi-recv op of a guarded CQ (its leases
+ * released, state FREE): keep it off its pool while other readers may hold
+ * entries naming it. False when no reader is counted (then the caller
+ * pushes it back now). */
+bool mrl_xfer_op_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op);
 
 #endif /* MRL_XFER_OP_H */

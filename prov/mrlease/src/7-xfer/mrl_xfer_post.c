@@ -13,7 +13,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 
-#include "mrl_xfer_inline.h"
+#include "mrl_xfer_post.h"
 
 /* The application's context is at least a struct fi_triggered_context,
  * a struct fi_triggered_context2 under FI_CONTEXT2 (fi_trigger(3)); the

@@ -9,7 +9,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_trigger.h>
 
-#include "mrl_xfer_inline.h"
+#include "mrl_xfer_single.h"
 
 struct fi_ops_rma mrl_xfer_rma_ops;
 
@@ -141,235 +141,85 @@ mrl_xfer_rma_slowmsg(struct mrl_ep *ep, enum mrl_rma_kind kind,
 	return mrl_xfer_rma_post(ep, &c, flags, true);
 }
 
-/* A single-buffer call off the hit path: the slow path (err 0), or its
- * lease failed (err: mrl_xfer_post_single_failed). */
-static ssize_t __attribute__((noinline, cold))
-mrl_xfer_rma_single_slow(struct mrl_ep *ep, enum mrl_rma_kind kind, void *buf,
-			 size_t len, fi_addr_t peer, uint64_t addr,
-			 uint64_t key, uint64_t data, void *context, int err)
+/* The single-buffer rows (mrl_xfer_single.h; the operands' a = addr,
+ * b = key, c = data): every RMA call may take the hit path. */
+static inline bool
+mrl_xfer_rma_single_ok(enum mrl_rma_kind kind, const struct mrl_xep *x,
+		       size_t len)
 {
-	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	(void) kind;
+	(void) x;
+	(void) len;
+	return true;
+}
+
+/* A single-buffer call off the hit path: the slow path (err 0), or its
+ * lease failed (err: mrl_xfer_post_single_failed), then it goes out with
+ * desc NULL. */
+static ssize_t __attribute__((noinline, cold))
+mrl_xfer_rma_single_slow(enum mrl_rma_kind kind, const struct mrl_op_args *s,
+			 void *context, int err)
+{
+	struct mrl_ep *ep = mrl_hook_ep_of(s->fep);
+	struct iovec iov = {.iov_base = s->buf, .iov_len = s->len};
+	struct fi_rma_iov rma_iov = {.addr = s->a, .len = s->len, .key = s->b};
 	void *desc = NULL;
+	struct mrl_rma_call c = {
+		.kind = kind,
+		.iov = &iov,
+		.desc = &desc,
+		.count = 1,
+		.peer = s->peer,
+		.rma_iov = &rma_iov,
+		.rma_count = 1,
+		.data = s->c,
+		.context = context,
+	};
 	int ret;
 
 	if (!err)
-		return mrl_xfer_rma_slow(ep, kind, &iov, &desc, 1, peer, addr,
-					 key, data, context);
-	ret = mrl_xfer_post_single_failed(ep->ext, buf, len, err);
+		return mrl_xfer_rma_slow(ep, kind, &iov, &desc, 1, s->peer,
+					 s->a, s->b, s->c, context);
+	ret = mrl_xfer_post_single_failed(ep->ext, s->buf, s->len, err);
 	if (ret)
 		return ret;
-	switch (kind) {
-	case MRL_RMA_READ:
-		return fi_read(ep->inner, buf, len, NULL, peer, addr, key,
-			       context);
-	case MRL_RMA_WRITE:
-		return fi_write(ep->inner, buf, len, NULL, peer, addr, key,
-				context);
-	default:
-		return fi_writedata(ep->inner, buf, len, NULL, data, peer, addr,
-				    key, context);
-	}
+	return mrl_xfer_rma_issue(ep->inner, &c, &desc, context, 0, false);
 }
 
-/* The operands of an RMA call into its op (mrl_xfer_op_args: a = addr,
- * b = key, c = data). */
-static inline __attribute__((always_inline)) void
-mrl_xfer_rma_args_set(enum mrl_rma_kind kind, struct mrl_op *op,
-		      struct fid_ep *fep, const void *buf, size_t len,
-		      fi_addr_t peer, uint64_t addr, uint64_t key,
-		      uint64_t data, void *context)
-{
-	struct mrl_op_args *a = mrl_xfer_op_args(op);
-
-	a->a = addr;
-	a->b = key;
-	if (kind == MRL_RMA_WRITEDATA)
-		a->c = data;
-	mrl_xfer_op_args_set(op, fep, buf, len, peer, context);
-}
-
-/* The lease failed in the leased half: the op goes back, the call takes
- * mrl_xfer_rma_single_slow with the operands it left in the op. */
+/* The leased half's lease failed: its op given back, the call takes the
+ * slow path with the operands the op held. */
 static ssize_t __attribute__((noinline, cold))
-mrl_xfer_rma_op_failed(enum mrl_rma_kind kind, struct mrl_op *op, int err)
+mrl_xfer_rma_single_failed(enum mrl_rma_kind kind, struct mrl_op *op, int err)
 {
-	struct mrl_op_args a;
-	void *context = mrl_xfer_op_give_back(op, &a);
+	struct mrl_op_args s;
+	void *context = mrl_xfer_op_give_back(op, &s);
 
-	return mrl_xfer_rma_single_slow(mrl_hook_ep_of(a.fep), kind, a.buf,
-					a.len, a.peer, a.a, a.b, a.c, context,
-					err);
+	return mrl_xfer_rma_single_slow(kind, &s, context, err);
 }
 
-/*
- * The leased half of a read, write or writedata (the second half of the
- * single-buffer hit path, see mrl_xfer_inline.h): the lease into the op, the op
- * LIVE, the inner call with the operands the first half stored in the op.
- */
-static inline __attribute__((always_inline)) ssize_t
-mrl_xfer_rma_op(enum mrl_rma_kind kind, struct mrl_cache_domain *cache,
-		uintptr_t buf, size_t len, struct mrl_op *op)
-{
-	struct mrl_op_args *a = mrl_xfer_op_args(op);
-	struct fid_ep *in;
-	void *desc;
-	ssize_t ret;
-	int err;
+/* The single-buffer calls, one row each (mrl_xfer_single.h). */
+/* clang-format off */
+MRL_XFER_SINGLE(mrl_xfer_rma_read, rma, MRL_RMA_READ, MRL_TX,
+	(void *buf, size_t len, void *desc, fi_addr_t peer, uint64_t addr,
+	 uint64_t key, void *context),
+	fi_read, (buf, len, desc, peer, addr, key, context),
+	(s->a = addr, s->b = key),
+	fi_read(in, s->buf, s->len, desc, s->peer, s->a, s->b, op))
 
-	err = mrl_xfer_op_lease_one(cache, buf, len, op, &desc);
-	if (__builtin_expect(err != 0, 0))
-		return mrl_xfer_rma_op_failed(kind, op, err);
-	in = mrl_hook_ep_of(a->fep)->inner;
-	switch (kind) {
-	case MRL_RMA_READ:
-		ret = fi_read(in, a->buf, a->len, desc, a->peer, a->a, a->b,
-			      op);
-		break;
-	case MRL_RMA_WRITE:
-		ret = fi_write(in, a->buf, a->len, desc, a->peer, a->a, a->b,
-			       op);
-		break;
-	default:
-		ret = fi_writedata(in, a->buf, a->len, desc, a->c, a->peer,
-				   a->a, a->b, op);
-		break;
-	}
-	if (__builtin_expect(ret != 0, 0))
-		mrl_xfer_op_free_poster(op);
-	return ret;
-}
+MRL_XFER_SINGLE(mrl_xfer_rma_write, rma, MRL_RMA_WRITE, MRL_TX,
+	(const void *buf, size_t len, void *desc, fi_addr_t peer,
+	 uint64_t addr, uint64_t key, void *context),
+	fi_write, (buf, len, desc, peer, addr, key, context),
+	(s->a = addr, s->b = key),
+	fi_write(in, s->buf, s->len, desc, s->peer, s->a, s->b, op))
 
-#define MRL_RMA_OP(name, kind)                                          \
-	static ssize_t __attribute__((noinline))                        \
-	name(struct mrl_cache_domain *cache, uintptr_t buf, size_t len, \
-	     struct mrl_op *op)                                         \
-	{                                                               \
-		return mrl_xfer_rma_op(kind, cache, buf, len, op);      \
-	}
-MRL_RMA_OP(mrl_xfer_rma_read_op, MRL_RMA_READ)
-MRL_RMA_OP(mrl_xfer_rma_write_op, MRL_RMA_WRITE)
-MRL_RMA_OP(mrl_xfer_rma_writedata_op, MRL_RMA_WRITEDATA)
-
-/*
- * The first half for a thread that is not its pool's owner, or an owner
- * whose list is empty (out of line: the shared stack's CAS loop needs more
- * registers than a frameless call has): an op off the pool, the operands
- * into it, the leased half. Anything else goes to mrl_xfer_rma_single_slow.
- */
-static inline __attribute__((always_inline)) ssize_t
-mrl_xfer_rma_pop(enum mrl_rma_kind kind, struct fid_ep *fep, const void *buf,
-		 size_t len, fi_addr_t peer, uint64_t addr, uint64_t key,
-		 uint64_t data, void *context,
-		 ssize_t (*leased)(struct mrl_cache_domain *, uintptr_t, size_t,
-				   struct mrl_op *))
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-	struct mrl_xep *x = ep->ext;
-	struct mrl_op *op;
-
-	op = mrl_xfer_post_pop(x->dir[MRL_TX].single, buf, 0);
-	if (!op)
-		return mrl_xfer_rma_single_slow(ep, kind, (void *) buf, len,
-						peer, addr, key, data, context,
-						0);
-	mrl_xfer_rma_args_set(kind, op, fep, buf, len, peer, addr, key, data,
-			      context);
-	return leased(x->cache, (uintptr_t) buf, len, op);
-}
-
-static ssize_t __attribute__((noinline, noclone))
-mrl_xfer_rma_read_pop(struct fid_ep *fep, void *buf, size_t len, void *desc,
-		      fi_addr_t src_addr, uint64_t addr, uint64_t key,
-		      void *context)
-{
-	(void) desc;
-	return mrl_xfer_rma_pop(MRL_RMA_READ, fep, buf, len, src_addr, addr,
-				key, 0, context, mrl_xfer_rma_read_op);
-}
-
-static ssize_t __attribute__((noinline, noclone))
-mrl_xfer_rma_write_pop(struct fid_ep *fep, const void *buf, size_t len,
-		       void *desc, fi_addr_t dest_addr, uint64_t addr,
-		       uint64_t key, void *context)
-{
-	(void) desc;
-	return mrl_xfer_rma_pop(MRL_RMA_WRITE, fep, buf, len, dest_addr, addr,
-				key, 0, context, mrl_xfer_rma_write_op);
-}
-
-static ssize_t __attribute__((noinline, noclone))
-mrl_xfer_rma_writedata_pop(struct fid_ep *fep, const void *buf, size_t len,
-			   void *desc, uint64_t data, fi_addr_t dest_addr,
-			   uint64_t addr, uint64_t key, void *context)
-{
-	(void) desc;
-	return mrl_xfer_rma_pop(MRL_RMA_WRITEDATA, fep, buf, len, dest_addr,
-				addr, key, data, context,
-				mrl_xfer_rma_writedata_op);
-}
-
-/*
- * The first half of the hit path (mrl_xfer_inline.h) of a single-buffer RMA
- * call that needs a lease, for the pool's owner (no stack frame; pool is
- * x->dir[MRL_TX].single): the op off its own list, taken with the call's
- * operands stored in it. The caller passes it to the call's leased half
- * with pool->cache. NULL (no buffer, another thread, an empty list): the
- * caller takes its out-of-line pop instead.
- */
-static inline __attribute__((always_inline)) struct mrl_op *
-mrl_xfer_rma_owned(enum mrl_rma_kind kind, struct mrl_op_pool *pool,
-		   struct fid_ep *fep, const void *buf, size_t len,
-		   fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data,
-		   void *context)
-{
-	struct mrl_op *op = mrl_xfer_post_owned(pool, buf);
-
-	if (!op)
-		return NULL;
-	mrl_xfer_rma_args_set(kind, op, fep, buf, len, peer, addr, key, data,
-			      context);
-	mrl_xfer_post_owned_take(pool, op, mrl_xfer_op_shape(MRL_OP_OWNED, 1),
-				 MRL_OP_LIVE_OWNED);
-	return op;
-}
-
-/* mrl_xfer_rma_read, the operand below the threshold with no descriptor:
- * counted and forwarded, out of line so that the caller keeps no frame. */
-static ssize_t __attribute__((noinline, noclone))
-mrl_xfer_rma_read_small(struct fid_ep *fep, void *buf, size_t len, void *desc,
-			fi_addr_t src_addr, uint64_t addr, uint64_t key,
-			void *context)
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-
-	mrl_xfer_count_small(ep->ext, MRL_TX, len);
-	return fi_read(ep->inner, buf, len, desc, src_addr, addr, key, context);
-}
-
-static ssize_t
-mrl_xfer_rma_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
-		  fi_addr_t src_addr, uint64_t addr, uint64_t key,
-		  void *context)
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-	struct mrl_xep *x = ep->ext;
-	struct mrl_op_pool *pool;
-	struct mrl_op *op;
-
-	if (desc)
-		return fi_read(ep->inner, buf, len, desc, src_addr, addr, key,
-			       context);
-	if (len < x->dir[MRL_TX].min)
-		return mrl_xfer_rma_read_small(fep, buf, len, desc, src_addr,
-					       addr, key, context);
-	pool = x->dir[MRL_TX].single;
-	op = mrl_xfer_rma_owned(MRL_RMA_READ, pool, fep, buf, len, src_addr,
-				addr, key, 0, context);
-	if (!op)
-		return mrl_xfer_rma_read_pop(fep, buf, len, desc, src_addr,
-					     addr, key, context);
-	return mrl_xfer_rma_read_op(pool->cache, (uintptr_t) buf, len, op);
-}
+MRL_XFER_SINGLE(mrl_xfer_rma_writedata, rma, MRL_RMA_WRITEDATA, MRL_TX,
+	(const void *buf, size_t len, void *desc, uint64_t data,
+	 fi_addr_t peer, uint64_t addr, uint64_t key, void *context),
+	fi_writedata, (buf, len, desc, data, peer, addr, key, context),
+	(s->a = addr, s->b = key, s->c = data),
+	fi_writedata(in, s->buf, s->len, desc, s->c, s->peer, s->a, s->b, op))
+/* clang-format on */
 
 static ssize_t
 mrl_xfer_rma_readv(struct fid_ep *fep, const struct iovec *iov, void **desc,
@@ -401,45 +251,6 @@ mrl_xfer_rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
 	return mrl_xfer_rma_slowmsg(ep, MRL_RMA_READ, msg, flags);
 }
 
-/* mrl_xfer_rma_write, the operand below the threshold with no descriptor:
- * counted and forwarded, out of line so that the caller keeps no frame. */
-static ssize_t __attribute__((noinline, noclone))
-mrl_xfer_rma_write_small(struct fid_ep *fep, const void *buf, size_t len,
-			 void *desc, fi_addr_t dest_addr, uint64_t addr,
-			 uint64_t key, void *context)
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-
-	mrl_xfer_count_small(ep->ext, MRL_TX, len);
-	return fi_write(ep->inner, buf, len, desc, dest_addr, addr, key,
-			context);
-}
-
-static ssize_t
-mrl_xfer_rma_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-		   fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-		   void *context)
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-	struct mrl_xep *x = ep->ext;
-	struct mrl_op_pool *pool;
-	struct mrl_op *op;
-
-	if (desc)
-		return fi_write(ep->inner, buf, len, desc, dest_addr, addr, key,
-				context);
-	if (len < x->dir[MRL_TX].min)
-		return mrl_xfer_rma_write_small(fep, buf, len, desc, dest_addr,
-						addr, key, context);
-	pool = x->dir[MRL_TX].single;
-	op = mrl_xfer_rma_owned(MRL_RMA_WRITE, pool, fep, buf, len, dest_addr,
-				addr, key, 0, context);
-	if (!op)
-		return mrl_xfer_rma_write_pop(fep, buf, len, desc, dest_addr,
-					      addr, key, context);
-	return mrl_xfer_rma_write_op(pool->cache, (uintptr_t) buf, len, op);
-}
-
 static ssize_t
 mrl_xfer_rma_writev(struct fid_ep *fep, const struct iovec *iov, void **desc,
 		    size_t count, fi_addr_t dest_addr, uint64_t addr,
@@ -469,47 +280,6 @@ mrl_xfer_rma_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
 		return fi_writemsg(ep->inner, msg, flags);
 	}
 	return mrl_xfer_rma_slowmsg(ep, MRL_RMA_WRITE, msg, flags);
-}
-
-/* mrl_xfer_rma_writedata, the operand below the threshold with no descriptor:
- * counted and forwarded, out of line so that the caller keeps no frame. */
-static ssize_t __attribute__((noinline, noclone))
-mrl_xfer_rma_writedata_small(struct fid_ep *fep, const void *buf, size_t len,
-			     void *desc, uint64_t data, fi_addr_t dest_addr,
-			     uint64_t addr, uint64_t key, void *context)
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-
-	mrl_xfer_count_small(ep->ext, MRL_TX, len);
-	return fi_writedata(ep->inner, buf, len, desc, data, dest_addr, addr,
-			    key, context);
-}
-
-static ssize_t
-mrl_xfer_rma_writedata(struct fid_ep *fep, const void *buf, size_t len,
-		       void *desc, uint64_t data, fi_addr_t dest_addr,
-		       uint64_t addr, uint64_t key, void *context)
-{
-	struct mrl_ep *ep = mrl_hook_ep_of(fep);
-	struct mrl_xep *x = ep->ext;
-	struct mrl_op_pool *pool;
-	struct mrl_op *op;
-
-	if (desc)
-		return fi_writedata(ep->inner, buf, len, desc, data, dest_addr,
-				    addr, key, context);
-	if (len < x->dir[MRL_TX].min)
-		return mrl_xfer_rma_writedata_small(fep, buf, len, desc, data,
-						    dest_addr, addr, key,
-						    context);
-	pool = x->dir[MRL_TX].single;
-	op = mrl_xfer_rma_owned(MRL_RMA_WRITEDATA, pool, fep, buf, len,
-				dest_addr, addr, key, data, context);
-	if (!op)
-		return mrl_xfer_rma_writedata_pop(fep, buf, len, desc, data,
-						  dest_addr, addr, key,
-						  context);
-	return mrl_xfer_rma_writedata_op(pool->cache, (uintptr_t) buf, len, op);
 }
 
 /* ---- endpoints of domains that never lease ------------------------- */
@@ -549,8 +319,7 @@ mrl_xfer_plain_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
 {
 	struct fid_ep *in;
 
-	/* The flag first: the inner endpoint's load can then replace fep
-	 * in its register (no copy). */
+	/* A triggered call keeps the passthrough's counter translation. */
 	if (flags & FI_TRIGGER)
 		return mrl_hook_ep_rma_ops.readmsg(fep, msg, flags);
 	in = mrl_hook_ep_of(fep)->inner;
@@ -563,8 +332,7 @@ mrl_xfer_plain_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
 {
 	struct fid_ep *in;
 
-	/* The flag first: the inner endpoint's load can then replace fep
-	 * in its register (no copy). */
+	/* A triggered call keeps the passthrough's counter translation. */
 	if (flags & FI_TRIGGER)
 		return mrl_hook_ep_rma_ops.writemsg(fep, msg, flags);
 	in = mrl_hook_ep_of(fep)->inner;

@@ -45,7 +45,7 @@ struct mrl_xdir {
 	bool flags_visible; /* completions carry flags (multi-recv) */
 	/* rx: FI_MULTI_RECV buffers may lease (flags visible, the endpoint's
 	 * rx caps have FI_MULTI_RECV, a pool); on a shared pool reading an
-	 * app CQ that CQ is guarded first (mrl_xfer_ep_multi_recv_ok). */
+	 * app CQ that CQ is guarded first (mrl_xfer_msg_multi_recv_ok). */
 	bool multi_recv;
 	uint8_t route; /* enum mrl_route */
 	uint16_t live_flags; /* op flags of a leased non-converted non-msg
@@ -104,16 +104,6 @@ struct mrl_xep {
  * is shared: mrl_xfer_cq.c); 0, or the post goes out unleased. */
 int mrl_xfer_cq_guard_rx(struct mrl_xep *x);
 
-/* Whether an FI_MULTI_RECV post on x may lease (guarding its rx CQ on the
- * first one); false: forward it unleased. */
-static inline bool
-mrl_xfer_ep_multi_recv_ok(struct mrl_xep *x)
-{
-	return x->dir[MRL_RX].multi_recv &&
-	       (atomic_load_explicit(&x->rx_guarded, memory_order_acquire) ||
-		!mrl_xfer_cq_guard_rx(x));
-}
-
 /* Op tables (mrl_xfer_*.c): the passthrough's, with every post that can
  * carry a local operand replaced; filled once by mrl_xfer_tables_init. */
 extern struct fi_ops_msg mrl_xfer_msg_ops;
@@ -128,26 +118,6 @@ void mrl_xfer_atomic_init(void);
  * without the passthrough's per-call checks when the inner table has them. */
 void mrl_xfer_rma_plain_install(struct mrl_ep *ep);
 /* ---- completion side (mrl_xfer_cq.c, mrl_xfer_cntr.c) ----------------- */
-
-/*
- * A guarded CQ's readers in flight and deferred ops (mrl_xfer_cq.c):
- * word = (readers << 32) | mrl_xfer_op_code of the first deferred op (0: none;
- * the ops linked by free_next). The list is emptied, by the reader whose
- * exit takes the count to 0, in the same atomic step.
- */
-#define MRL_CQ_GUARD_READER ((uint64_t) 1 << 32)
-struct mrl_cq_guard {
-	_Atomic uint64_t word;
-	/* TEST-ONLY (MRL_XFER_CTL_TEST_READING). */
-	void (*_Atomic test_reading)(void *arg, const void *entries, ssize_t n);
-	void *test_arg;
-};
-
-/* The final completion of a multi-recv op of a guarded CQ (its leases
- * released, state FREE): keep it off its pool while other readers may hold
- * entries naming it. False when no reader is counted (then the caller
- * pushes it back now). */
-bool mrl_xfer_op_guard_defer(struct mrl_cq_guard *g, struct mrl_op *op);
 
 /*
  * Claiming receives in flight whose completions a CQ reports
@@ -217,6 +187,10 @@ struct mrl_xcq {
 	fi_addr_t stash_src[MRL_XCQ_STASH];
 };
 
+/* A claiming receive (FI_CLAIM without FI_PEEK or FI_DISCARD), its buffer
+ * leased and its context the application's (mrl_xfer_claim.c). */
+ssize_t mrl_xfer_tagged_claim(struct mrl_ep *ep,
+			      const struct fi_msg_tagged *msg, uint64_t flags);
 /* A CQ's claims table: set up at open, torn down at close
  * (mrl_xfer_claim.c). */
 int mrl_xfer_claims_init(struct mrl_claims *c);

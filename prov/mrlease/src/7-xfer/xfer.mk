@@ -3,15 +3,17 @@
 # operation contexts and pools, completion paths, MR interception.
 # prov/mrlease/include/mrl_xfer.h states the layer's rules and holds what
 # other layers call; the private headers are beside the sources
-# (mrl_xfer_op.h, _state.h, _inline.h; mrl_xfer_ctl.h is the tests' control
-# codes).
+# (mrl_xfer_op.h, _state.h, _post.h, _single.h, _msg.h; mrl_xfer_ctl.h is the
+# tests' control codes).
 prov_mrlease_libmrlease_core_la_SOURCES += \
 	prov/mrlease/include/mrl_xfer.h \
 	prov/mrlease/src/7-xfer/mrl_xfer_op.h \
 	prov/mrlease/src/7-xfer/mrl_xfer_state.h \
-	prov/mrlease/src/7-xfer/mrl_xfer_inline.h \
+	prov/mrlease/src/7-xfer/mrl_xfer_post.h \
+	prov/mrlease/src/7-xfer/mrl_xfer_single.h \
+	prov/mrlease/src/7-xfer/mrl_xfer_msg.h \
 	prov/mrlease/src/7-xfer/mrl_xfer_ctl.h \
-	prov/mrlease/src/7-xfer/mrl_xfer_pool.c \
+	prov/mrlease/src/7-xfer/mrl_xfer_op.c \
 	prov/mrlease/src/7-xfer/mrl_xfer_post.c \
 	prov/mrlease/src/7-xfer/mrl_xfer_ep.c \
 	prov/mrlease/src/7-xfer/mrl_xfer_msg.c \

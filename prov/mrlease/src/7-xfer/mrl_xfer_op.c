@@ -14,7 +14,6 @@
 #include <rdma/providers/fi_log.h>
 
 #include "mrl_xfer_op.h"
-#include "mrl_xfer_state.h"
 
 /*
  * Address space reserved for ops. PROT_NONE costs no memory and no commit
@@ -210,7 +209,7 @@ mrl_xfer_op_put_chain(struct mrl_op_pool *pool, struct mrl_op *first,
 /* Carve a new chunk into the pool's free list; poster side (under the
  * pool's lock if shared). */
 static int
-mrl_xfer_pool_grow(struct mrl_op_pool *pool)
+mrl_xfer_op_pool_grow(struct mrl_op_pool *pool)
 {
 	struct mrl_op_chunk *chunk = mrl_xfer_chunk_get();
 	struct mrl_op *ops;
@@ -262,7 +261,7 @@ mrl_xfer_op_pool_create(const struct mrl_domain *domain,
 		return -ret;
 	}
 	/* One chunk up front so the first posts do not grow the pool. */
-	ret = mrl_xfer_pool_grow(p);
+	ret = mrl_xfer_op_pool_grow(p);
 	if (ret)
 		goto err_lock;
 	*pool = p;
@@ -332,7 +331,7 @@ mrl_xfer_op_alloc(struct mrl_op_pool *pool)
 		if (!pool->serial)
 			pthread_mutex_lock(&pool->lock);
 		op = mrl_xfer_op_get(pool);
-		if (!op && !mrl_xfer_pool_grow(pool))
+		if (!op && !mrl_xfer_op_pool_grow(pool))
 			op = mrl_xfer_op_get(pool);
 		if (!pool->serial)
 			pthread_mutex_unlock(&pool->lock);
