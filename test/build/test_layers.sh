@@ -117,6 +117,56 @@ for layer in $layers; do
 	done < <(grep "^$layer " "$tmp/violations" | sort -u)
 done
 
+# The headers: a call to an inline function leaves no symbol, so a layer's
+# sources (and its header in prov/mrlease/include/) include no header of a
+# layer it may not use either: a layer's header by name (CONTRIBUTING.md's
+# table), a private one by its folder ("1-cache/mrl_cache.inl"). The
+# helpers every layer may use (mrl_assert.h, mrl_compat.h, mrl_class.h) and
+# a layer's own private headers are no layer's here.
+declare -A header_layer=(
+	[mrl_cache.h]=1-cache
+	[mrl_monitor.h]=2-monitor
+	[mrl_hook.h]=3-hook
+	[mrl_params.h]=4-params
+	[mrl_live.h]=5-live
+	[mrl_live_file.h]=5-live
+	[mrl_bind.h]=6-bind
+	[mrl_xfer.h]=7-xfer
+	[mrl_plugin.h]=8-plugin
+)
+for layer in $layers mrcheck; do
+	if [ "$layer" = mrcheck ]; then
+		files=$(find "$srcdir/prov/mrcheck" -name '*.[ch]')
+	else
+		files=$(find "$srcdir/prov/mrlease/src/$layer" -name '*.[ch]' -o -name '*.inl')
+		for h in "${!header_layer[@]}"; do
+			[ "${header_layer[$h]}" != "$layer" ] ||
+				files="$files $srcdir/prov/mrlease/include/$h"
+		done
+	fi
+	bad=""
+	# shellcheck disable=SC2086 # one path a word
+	while IFS=: read -r file header; do
+		header=${header#*\"}
+		header=${header%\"*}
+		case "$header" in
+		[1-8]-*/*) of=${header%%/*} ;;
+		*) of=${header_layer[$header]:-} ;;
+		esac
+		if [ -z "$of" ] || [ "$of" = "$layer" ]; then continue; fi
+		case " ${may_use[$layer]} " in *" $of "*) continue ;; esac
+		bad="$bad${file#"$srcdir/"} includes $header of $of
+"
+	done < <(grep -HE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' $files)
+	if [ -z "$bad" ]; then
+		ok "$layer includes no header of a layer it may not use"
+	else
+		while read -r line; do
+			not_ok "$line" "$layer may use: ${may_use[$layer]:-nothing}"
+		done <<<"${bad%?}"
+	fi
+done
+
 # The checker: libmrcheck-fi.so links no object of a layer but those it may
 # use (an object linked in shows as its symbols, hidden ones included, in
 # the library's symbol table), and leaves undefined no symbol of any layer
