@@ -33,11 +33,15 @@ declare -A may_use=(
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# Where libtool puts what it builds, beside each .la (.libs on Linux).
+objdir=$(sed -n 's/^objdir=//p' "$builddir/libtool" 2>/dev/null)
+objdir=${objdir:-.libs}
+
 # archive LA: the static archive of a libtool library (its objects, PIC).
 archive() {
 	local la=$1 old
 	old=$(sed -n "s/^old_library='\(.*\)'\$/\1/p" "$la" 2>/dev/null)
-	[ -n "$old" ] && printf '%s/.libs/%s' "$(dirname "$la")" "$old"
+	[ -n "$old" ] && printf '%s/%s/%s' "$(dirname "$la")" "$objdir" "$old"
 }
 
 # The symbols of every layer's objects, one line each:
@@ -169,11 +173,11 @@ done
 
 # The checker: libmrcheck-fi.so links no object of a layer but those it may
 # use (an object linked in shows as its symbols, hidden ones included, in
-# the library's symbol table), and leaves undefined no symbol of any layer
-# (one that only a higher layer defines, since the library links no other).
+# the library's symbol table), and leaves undefined no symbol a layer
+# defines (the loader would find it nowhere: the library links no other).
 la=$builddir/prov/mrcheck/libmrcheck-fi.la
 so=$(sed -n "s/^dlname='\(.*\)'\$/\1/p" "$la" 2>/dev/null)
-so=${so:+$(dirname "$la")/.libs/$so}
+so=${so:+$(dirname "$la")/$objdir/$so}
 if [ -z "$so" ] || [ ! -f "$so" ]; then
 	not_ok "libmrcheck-fi.so is built" "no shared library named in $la"
 	finish
@@ -221,7 +225,7 @@ else
 		# Which objects call it: mrcheck's (where libtool left them), or
 		# those of the layers it links.
 		by=$({
-			"$nm" -A -P -u "$builddir"/prov/mrcheck/src/.libs/*.o 2>/dev/null |
+			"$nm" -A -P -u "$builddir/prov/mrcheck/src/$objdir"/*.o 2>/dev/null |
 				awk -v s="$symbol" '$2 == s { sub(/:$/, "", $1); print $1 }' |
 				xargs -r -n1 basename
 			for l in $mrcheck_uses; do
