@@ -12,6 +12,8 @@ set -u
 export LC_ALL=C # sort and join agree
 # shellcheck source=test/common/ext_tap.sh
 . "$(dirname "$0")/../common/ext_tap.sh"
+# Run by hand from a build directory: the sources are the script's.
+[ -n "${MRL_TOP_SRCDIR:-}" ] || srcdir=$(cd "$(dirname "$0")/../.." && pwd)
 
 nm=${NM:-nm}
 # The layers bottom-up and what each may use: CONTRIBUTING.md's table (the
