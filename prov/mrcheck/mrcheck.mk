@@ -2,8 +2,10 @@
 # Included from Makefile.am: the mrcheck provider, the strict checker of
 # memory-registration descriptors (fi_mrcheck(7); what it checks and why in
 # prov/mrcheck/include/mrcheck.h). A DL hooking provider built on mrlease's
-# passthrough layer, installed beside libmrlease-fi.so: FI_HOOK=mrcheck
-# checks the application's descriptors, FI_HOOK='mrcheck;mrlease' mrlease's.
+# passthrough layer (it links libmrl-hook.la and no other layer;
+# test/build/test_layers.sh checks it), installed beside libmrlease-fi.so:
+# FI_HOOK=mrcheck checks the application's descriptors,
+# FI_HOOK='mrcheck;mrlease' mrlease's.
 # The suite loads it from MRL_TEST_HOOK_PATH (= <builddir>/prov/mrcheck/.libs,
 # test/run-entry.sh). Besides fi_prov_ini it exports mrcheck_global_ops, the
 # test interface's fallback (mrcheck_loaded_ops in mrcheck.h).
@@ -17,7 +19,7 @@ prov_mrcheck_libmrcheck_fi_la_SOURCES = prov/mrcheck/include/mrcheck.h \
 # (FI_MRCHECK_REG_COST*): testing aids for the suite and the benchmarks.
 prov_mrcheck_libmrcheck_fi_la_SOURCES += prov/mrcheck/src/mrcheck_fault.c \
 	prov/mrcheck/src/mrcheck_cost.c
-prov_mrcheck_libmrcheck_fi_la_LIBADD = prov/mrlease/libmrlease-core.la $(FABRIC_LIBS)
+prov_mrcheck_libmrcheck_fi_la_LIBADD = prov/mrlease/libmrl-hook.la $(FABRIC_LIBS)
 prov_mrcheck_libmrcheck_fi_la_LDFLAGS = -module -avoid-version -shared \
 	-export-symbols-regex '^(fi_prov_ini|mrcheck_global_ops)$$' $(AM_LDFLAGS)
 

@@ -3,7 +3,8 @@
 # prov/mrlease/include/mrl_cache.h; its units' internals: mrl_cache_int.h;
 # the inline hit path its hot callers include: mrl_cache.inl. It includes no
 # header of another layer.
-prov_mrlease_libmrlease_core_la_SOURCES += \
+noinst_LTLIBRARIES += prov/mrlease/libmrl-cache.la
+prov_mrlease_libmrl_cache_la_SOURCES = \
 	prov/mrlease/include/mrl_cache.h \
 	prov/mrlease/src/1-cache/mrl_arena.c \
 	prov/mrlease/src/1-cache/mrl_arena.h \

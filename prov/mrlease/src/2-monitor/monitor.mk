@@ -2,6 +2,7 @@
 # Included from Makefile.am: the memory monitor (kernel unmap events ->
 # its client's invalidations; prov/mrlease/include/mrl_monitor.h). It
 # includes no header of another layer.
-prov_mrlease_libmrlease_core_la_SOURCES += \
+noinst_LTLIBRARIES += prov/mrlease/libmrl-monitor.la
+prov_mrlease_libmrl_monitor_la_SOURCES = \
 	prov/mrlease/include/mrl_monitor.h \
 	prov/mrlease/src/2-monitor/mrl_monitor.c

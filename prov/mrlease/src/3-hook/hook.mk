@@ -2,7 +2,8 @@
 # Included from Makefile.am: the passthrough layer (one file per fid class;
 # prov/mrlease/include/mrl_hook.h is the map of every wrapper;
 # mrl_hook_debug.h its test-only counters).
-prov_mrlease_libmrlease_core_la_SOURCES += \
+noinst_LTLIBRARIES += prov/mrlease/libmrl-hook.la
+prov_mrlease_libmrl_hook_la_SOURCES = \
 	prov/mrlease/include/mrl_hook.h \
 	prov/mrlease/include/mrl_class.h \
 	prov/mrlease/src/3-hook/mrl_hook_debug.h \

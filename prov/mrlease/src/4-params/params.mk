@@ -2,7 +2,8 @@
 # Included from Makefile.am: the parameters (FI_MRLEASE_*, read once into
 # mrl_params; prov/mrlease/include/mrl_params.h), above the cache whose
 # configuration they fill.
-prov_mrlease_libmrlease_core_la_SOURCES += \
+noinst_LTLIBRARIES += prov/mrlease/libmrl-params.la
+prov_mrlease_libmrl_params_la_SOURCES = \
 	prov/mrlease/include/mrl_assert.h \
 	prov/mrlease/include/mrl_params.h \
 	prov/mrlease/src/4-params/mrl_params.c

@@ -6,7 +6,8 @@
 # (mrl_bind_remote.h: remote-access registrations, FI_MRLEASE_REMOTE). The
 # only layer that reaches the passthrough, the cache, the monitor and the
 # parameters at once.
-prov_mrlease_libmrlease_core_la_SOURCES += \
+noinst_LTLIBRARIES += prov/mrlease/libmrl-bind.la
+prov_mrlease_libmrl_bind_la_SOURCES = \
 	prov/mrlease/include/mrl_bind.h \
 	prov/mrlease/src/6-bind/mrl_bind.c \
 	prov/mrlease/src/6-bind/mrl_bind_churn.c \

@@ -5,7 +5,8 @@
 # other layers call; the private headers are beside the sources
 # (mrl_xfer_op.h, _state.h, _post.h, _single.h, _msg.h; mrl_xfer_ctl.h is the
 # tests' control codes).
-prov_mrlease_libmrlease_core_la_SOURCES += \
+noinst_LTLIBRARIES += prov/mrlease/libmrl-xfer.la
+prov_mrlease_libmrl_xfer_la_SOURCES = \
 	prov/mrlease/include/mrl_xfer.h \
 	prov/mrlease/src/7-xfer/mrl_xfer_op.h \
 	prov/mrlease/src/7-xfer/mrl_xfer_state.h \

@@ -3,7 +3,8 @@
 # the FI_MRLEASE_OPS_1 extension (prov/mrlease/include/mrl_plugin.h). The
 # entry point, mrl_prov.c, is in Makefile.am (only it goes into the DL
 # provider alone).
-prov_mrlease_libmrlease_core_la_SOURCES += \
+noinst_LTLIBRARIES += prov/mrlease/libmrl-plugin.la
+prov_mrlease_libmrl_plugin_la_SOURCES = \
 	prov/mrlease/include/mrl_plugin.h \
 	prov/mrlease/src/8-plugin/mrl_ext.c \
 	prov/mrlease/src/8-plugin/mrl_personality.c
