@@ -18,7 +18,7 @@
 #include "mrl_monitor_int.h"
 
 /* Watch granularity without PROCMAP_QUERY: blocks this large and aligned
- * (see "Watching"). */
+ * (see "Watching" in mrl_monitor.h). */
 #define MRL_MONITOR_BLOCK ((uintptr_t) 2 << 20)
 
 /* Protects the watch table and orders the registrations with it; the

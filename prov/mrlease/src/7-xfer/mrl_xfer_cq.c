@@ -20,7 +20,8 @@
 
 /* One table per entry format (they differ in read only). */
 static struct fi_ops_cq mrl_xfer_cq_ops[4];
-/* Guarded CQs (any format): every read counted (see below). */
+/* Guarded CQs (any format): every read counted
+ * (mrl_xfer_cq_guard.c). */
 static struct fi_ops_cq mrl_xfer_guard_cq_ops;
 /* CQs of domains that never lease: the passthrough's, with the reads an
  * inner instance makes on every progress call forwarded without checks
@@ -248,4 +249,12 @@ mrl_xfer_cq_guard_rx(struct mrl_xep *x)
 	atomic_store_explicit(&pool->defer, guard, memory_order_release);
 	atomic_store_explicit(&x->rx_guarded, true, memory_order_release);
 	return 0;
+}
+
+bool
+mrl_xfer_ep_multi_recv_ok(struct mrl_xep *x)
+{
+	return x->dir[MRL_RX].multi_recv &&
+	       (atomic_load_explicit(&x->rx_guarded, memory_order_acquire) ||
+		!mrl_xfer_cq_guard_rx(x));
 }

@@ -51,16 +51,15 @@
  * (mrl_xfer_cq_guard_rx: at fi_enable or FI_SETOPSFLAG when the default rx
  * flags make every receive one, else at the first fi_recvmsg or
  * fi_trecvmsg with FI_MULTI_RECV), before that post goes to the provider;
- * its reads switch to this file's guarded table, for good. Not at bind or
- * by caps: tcp;ofi_rxm, shm, sockets and udp;ofi_rxd report FI_MULTI_RECV
- * as a secondary capability whatever the hints ask, so a caps rule would
- * put the count on every FI_THREAD_SAFE CQ (the leased fi_write hit path
- * of bench/xfer_ir.sh included). An endpoint whose rx caps (as opened)
- * lack FI_MULTI_RECV, or whose completions carry no flags, forwards
- * FI_MULTI_RECV buffers unleased. Serial pools (FI_THREAD_DOMAIN,
- * FI_THREAD_COMPLETION: one reader at a time) and counters-only receive
- * directions (their internal CQ is read under the endpoint's drain_lock)
- * need no guard.
+ * its reads switch to the guarded table (mrl_xfer_cq.c), for good. Not at bind
+ * or by caps: tcp;ofi_rxm, shm, sockets and udp;ofi_rxd report FI_MULTI_RECV as
+ * a secondary capability whatever the hints ask, so a caps rule would put the
+ * count on every FI_THREAD_SAFE CQ (the leased fi_write hit path of
+ * bench/xfer_ir.sh included). An endpoint whose rx caps (as opened) lack
+ * FI_MULTI_RECV, or whose completions carry no flags, forwards FI_MULTI_RECV
+ * buffers unleased. Serial pools (FI_THREAD_DOMAIN, FI_THREAD_COMPLETION: one
+ * reader at a time) and counters-only receive directions (their internal CQ is
+ * read under the endpoint's drain_lock) need no guard.
  *
  * Residual window: a read call that loaded the CQ's table before the
  * switch (a reader inside fi_cq_read, or blocked in fi_cq_sread, while

@@ -27,7 +27,7 @@ enum mrl_xcq_wait_kind {
 };
 
 /* A leasing CQ's state: struct mrl_xcq (what cq->ext points at, so first),
- * and what only this file uses. */
+ * and what only the CQ's files use. */
 struct mrl_xcq_own {
 	struct mrl_xcq xcq;
 	/* Looked up once, under xcq.lock, by the first blocking read that

@@ -105,14 +105,8 @@ struct mrl_xep {
 int mrl_xfer_cq_guard_rx(struct mrl_xep *x);
 
 /* Whether an FI_MULTI_RECV post on x may lease (guarding its rx CQ on the
- * first one); false: forward it unleased. */
-static inline bool
-mrl_xfer_ep_multi_recv_ok(struct mrl_xep *x)
-{
-	return x->dir[MRL_RX].multi_recv &&
-	       (atomic_load_explicit(&x->rx_guarded, memory_order_acquire) ||
-		!mrl_xfer_cq_guard_rx(x));
-}
+ * first one: mrl_xfer_cq.c); false: forward it unleased. */
+bool mrl_xfer_ep_multi_recv_ok(struct mrl_xep *x);
 
 /* Op tables (mrl_xfer_*.c): the passthrough's, with every post that can
  * carry a local operand replaced; filled once by mrl_xfer_tables_init. */
@@ -130,7 +124,7 @@ void mrl_xfer_rma_plain_install(struct mrl_ep *ep);
 /* ---- completion side (mrl_xfer_cq.c, mrl_xfer_cntr.c) ----------------- */
 
 /*
- * A guarded CQ's readers in flight and deferred ops (mrl_xfer_cq.c):
+ * A guarded CQ's readers in flight and deferred ops (mrl_xfer_cq_guard.c):
  * word = (readers << 32) | mrl_xfer_op_code of the first deferred op (0: none;
  * the ops linked by free_next). The list is emptied, by the reader whose
  * exit takes the count to 0, in the same atomic step.
@@ -194,7 +188,7 @@ struct mrl_xcq {
 	atomic_bool guarded;
 	struct mrl_cq_guard guard;
 	/* fi_cq_signal calls: a blocking read the hook would retry after a
-	 * hidden batch returns instead when one came (mrl_xfer_cq.c). */
+	 * hidden batch returns instead when one came (mrl_xfer_cq_wait.c). */
 	atomic_uint signals;
 	struct mrl_claims claims;
 	/* Pools of endpoints closed with orphans, kept until the CQ closes. */
