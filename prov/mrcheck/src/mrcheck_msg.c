@@ -8,6 +8,43 @@
 
 #include "mrcheck_post.h"
 
+/* fi_recvv and fi_sendv: the iovec checked, then call with its translated
+ * descs. */
+static ssize_t
+chk_iov(struct fid_ep *ep, const char *what, enum chk_dir dir,
+	ssize_t (*call)(struct fid_ep *, const struct iovec *, void **, size_t,
+			fi_addr_t, void *),
+	const struct iovec *iov, void **desc, size_t count, fi_addr_t addr,
+	void *context)
+{
+	struct chk_post p;
+	int ret = chk_start_iov(&p, ep, what, dir, iov, desc, count, context);
+
+	if (ret)
+		return ret;
+	return chk_end(
+		&p, call(ep, iov, chk_descs(&p, 0, desc), count, addr, p.ctx));
+}
+
+/* fi_recvmsg and fi_sendmsg: the message's iovec checked, then call with a
+ * copy of it naming the translated descs and the context to post with. */
+static ssize_t
+chk_msg(struct fid_ep *ep, const char *what, enum chk_dir dir,
+	ssize_t (*call)(struct fid_ep *, const struct fi_msg *, uint64_t),
+	const struct fi_msg *msg, uint64_t flags)
+{
+	struct chk_post p;
+	struct fi_msg m = *msg;
+	int ret = chk_start_msg(&p, ep, what, dir, msg->msg_iov, msg->desc,
+				msg->iov_count, flags, msg->context);
+
+	if (ret)
+		return ret;
+	m.desc = chk_descs(&p, 0, msg->desc);
+	m.context = p.ctx;
+	return chk_end(&p, call(ep, &m, flags));
+}
+
 static ssize_t
 chk_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 	 fi_addr_t src_addr, void *context)
@@ -26,30 +63,15 @@ static ssize_t
 chk_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
 	  fi_addr_t src_addr, void *context)
 {
-	struct chk_post p;
-	int ret = chk_start_iov(&p, ep, "fi_recvv", CHK_RECV, iov, desc, count,
-				context);
-
-	if (ret)
-		return ret;
-	return chk_end(&p, mrl_hook_ep_msg_ops.recvv(ep, iov,
-						     chk_descs(&p, 0, desc),
-						     count, src_addr, p.ctx));
+	return chk_iov(ep, "fi_recvv", CHK_RECV, mrl_hook_ep_msg_ops.recvv, iov,
+		       desc, count, src_addr, context);
 }
 
 static ssize_t
 chk_recvmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
 {
-	struct chk_post p;
-	struct fi_msg m = *msg;
-	int ret = chk_start_msg(&p, ep, "fi_recvmsg", CHK_RECV, msg->msg_iov,
-				msg->desc, msg->iov_count, flags, msg->context);
-
-	if (ret)
-		return ret;
-	m.desc = chk_descs(&p, 0, msg->desc);
-	m.context = p.ctx;
-	return chk_end(&p, mrl_hook_ep_msg_ops.recvmsg(ep, &m, flags));
+	return chk_msg(ep, "fi_recvmsg", CHK_RECV, mrl_hook_ep_msg_ops.recvmsg,
+		       msg, flags);
 }
 
 static ssize_t
@@ -70,30 +92,15 @@ static ssize_t
 chk_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
 	  fi_addr_t dest_addr, void *context)
 {
-	struct chk_post p;
-	int ret = chk_start_iov(&p, ep, "fi_sendv", CHK_SEND, iov, desc, count,
-				context);
-
-	if (ret)
-		return ret;
-	return chk_end(&p, mrl_hook_ep_msg_ops.sendv(ep, iov,
-						     chk_descs(&p, 0, desc),
-						     count, dest_addr, p.ctx));
+	return chk_iov(ep, "fi_sendv", CHK_SEND, mrl_hook_ep_msg_ops.sendv, iov,
+		       desc, count, dest_addr, context);
 }
 
 static ssize_t
 chk_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
 {
-	struct chk_post p;
-	struct fi_msg m = *msg;
-	int ret = chk_start_msg(&p, ep, "fi_sendmsg", CHK_SEND, msg->msg_iov,
-				msg->desc, msg->iov_count, flags, msg->context);
-
-	if (ret)
-		return ret;
-	m.desc = chk_descs(&p, 0, msg->desc);
-	m.context = p.ctx;
-	return chk_end(&p, mrl_hook_ep_msg_ops.sendmsg(ep, &m, flags));
+	return chk_msg(ep, "fi_sendmsg", CHK_SEND, mrl_hook_ep_msg_ops.sendmsg,
+		       msg, flags);
 }
 
 static ssize_t

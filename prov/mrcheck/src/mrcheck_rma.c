@@ -7,6 +7,46 @@
 
 #include "mrcheck_post.h"
 
+/* fi_readv and fi_writev: the iovec checked, its target compared, then
+ * call with its translated descs. */
+static ssize_t
+chk_iov(struct fid_ep *ep, const char *what, enum chk_dir dir,
+	ssize_t (*call)(struct fid_ep *, const struct iovec *, void **, size_t,
+			fi_addr_t, uint64_t, uint64_t, void *),
+	const struct iovec *iov, void **desc, size_t count, fi_addr_t peer,
+	uint64_t addr, uint64_t key, void *context)
+{
+	struct chk_post p;
+	int ret = chk_start_iov(&p, ep, what, dir, iov, desc, count, context);
+
+	if (ret)
+		return ret;
+	chk_target(&p, addr, chk_cost_bytes(iov, count), key);
+	return chk_end(&p, call(ep, iov, chk_descs(&p, 0, desc), count, peer,
+				addr, key, p.ctx));
+}
+
+/* fi_readmsg and fi_writemsg: the message's iovec checked, its targets
+ * compared, then call with a copy of it naming the translated descs and
+ * the context to post with. */
+static ssize_t
+chk_msg(struct fid_ep *ep, const char *what, enum chk_dir dir,
+	ssize_t (*call)(struct fid_ep *, const struct fi_msg_rma *, uint64_t),
+	const struct fi_msg_rma *msg, uint64_t flags)
+{
+	struct chk_post p;
+	struct fi_msg_rma m = *msg;
+	int ret = chk_start_msg(&p, ep, what, dir, msg->msg_iov, msg->desc,
+				msg->iov_count, flags, msg->context);
+
+	if (ret)
+		return ret;
+	chk_targets_rma(&p, msg->rma_iov, msg->rma_iov_count);
+	m.desc = chk_descs(&p, 0, msg->desc);
+	m.context = p.ctx;
+	return chk_end(&p, call(ep, &m, flags));
+}
+
 static ssize_t
 chk_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 	 fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
@@ -27,32 +67,15 @@ static ssize_t
 chk_readv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
 	  fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
 {
-	struct chk_post p;
-	int ret = chk_start_iov(&p, ep, "fi_readv", CHK_FETCH, iov, desc, count,
-				context);
-
-	if (ret)
-		return ret;
-	chk_target(&p, addr, chk_cost_bytes(iov, count), key);
-	return chk_end(&p, mrl_hook_ep_rma_ops.readv(
-				   ep, iov, chk_descs(&p, 0, desc), count,
-				   src_addr, addr, key, p.ctx));
+	return chk_iov(ep, "fi_readv", CHK_FETCH, mrl_hook_ep_rma_ops.readv,
+		       iov, desc, count, src_addr, addr, key, context);
 }
 
 static ssize_t
 chk_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
 {
-	struct chk_post p;
-	struct fi_msg_rma m = *msg;
-	int ret = chk_start_msg(&p, ep, "fi_readmsg", CHK_FETCH, msg->msg_iov,
-				msg->desc, msg->iov_count, flags, msg->context);
-
-	if (ret)
-		return ret;
-	chk_targets_rma(&p, msg->rma_iov, msg->rma_iov_count);
-	m.desc = chk_descs(&p, 0, msg->desc);
-	m.context = p.ctx;
-	return chk_end(&p, mrl_hook_ep_rma_ops.readmsg(ep, &m, flags));
+	return chk_msg(ep, "fi_readmsg", CHK_FETCH, mrl_hook_ep_rma_ops.readmsg,
+		       msg, flags);
 }
 
 static ssize_t
@@ -76,32 +99,15 @@ chk_writev(struct fid_ep *ep, const struct iovec *iov, void **desc,
 	   size_t count, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
 	   void *context)
 {
-	struct chk_post p;
-	int ret = chk_start_iov(&p, ep, "fi_writev", CHK_SEND, iov, desc, count,
-				context);
-
-	if (ret)
-		return ret;
-	chk_target(&p, addr, chk_cost_bytes(iov, count), key);
-	return chk_end(&p, mrl_hook_ep_rma_ops.writev(
-				   ep, iov, chk_descs(&p, 0, desc), count,
-				   dest_addr, addr, key, p.ctx));
+	return chk_iov(ep, "fi_writev", CHK_SEND, mrl_hook_ep_rma_ops.writev,
+		       iov, desc, count, dest_addr, addr, key, context);
 }
 
 static ssize_t
 chk_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
 {
-	struct chk_post p;
-	struct fi_msg_rma m = *msg;
-	int ret = chk_start_msg(&p, ep, "fi_writemsg", CHK_SEND, msg->msg_iov,
-				msg->desc, msg->iov_count, flags, msg->context);
-
-	if (ret)
-		return ret;
-	chk_targets_rma(&p, msg->rma_iov, msg->rma_iov_count);
-	m.desc = chk_descs(&p, 0, msg->desc);
-	m.context = p.ctx;
-	return chk_end(&p, mrl_hook_ep_rma_ops.writemsg(ep, &m, flags));
+	return chk_msg(ep, "fi_writemsg", CHK_SEND,
+		       mrl_hook_ep_rma_ops.writemsg, msg, flags);
 }
 
 static ssize_t
