@@ -15,6 +15,12 @@ prov_mrcheck_libmrcheck_fi_la_SOURCES = prov/mrcheck/include/mrcheck.h \
 	prov/mrcheck/src/mrcheck_int.h prov/mrcheck/src/mrcheck.c \
 	prov/mrcheck/src/mrcheck_ep.c prov/mrcheck/src/mrcheck_cq.c \
 	prov/mrcheck/src/mrcheck_params.c prov/mrcheck/src/mrcheck_keys.c
+# The endpoint's data path: one post checked and tracked (mrcheck_post.h),
+# and the wrappers of each family on it.
+prov_mrcheck_libmrcheck_fi_la_SOURCES += prov/mrcheck/src/mrcheck_post.h \
+	prov/mrcheck/src/mrcheck_post.c prov/mrcheck/src/mrcheck_msg.c \
+	prov/mrcheck/src/mrcheck_tagged.c prov/mrcheck/src/mrcheck_rma.c \
+	prov/mrcheck/src/mrcheck_atomic.c
 # The fault injection (FI_MRCHECK_FAULT_*) and the registration cost model
 # (FI_MRCHECK_REG_COST*): testing aids for the suite and the benchmarks.
 prov_mrcheck_libmrcheck_fi_la_SOURCES += prov/mrcheck/src/mrcheck_fault.c \

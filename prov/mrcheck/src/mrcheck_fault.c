@@ -2,8 +2,8 @@
 /*
  * mrcheck's fault injection (FI_MRCHECK_FAULT_*, see mrcheck.h): the settings,
  * the seeded decisions, and the close that refuses once. The callers in
- * mrcheck.c, mrcheck_ep.c and mrcheck_cq.c decide where a fault lands;
- * this file decides whether.
+ * mrcheck.c, mrcheck_ep.c, mrcheck_post.c and mrcheck_cq.c decide where a
+ * fault lands; this file decides whether.
  */
 #include "config.h"
 

@@ -228,6 +228,8 @@ struct fi_ops_mr *chk_cost_mr_ops(void);
 /* mrcheck_ep.c */
 int chk_ep_open(struct mrl_ep *ep);
 void chk_ep_close(struct mrl_ep *ep);
+
+/* mrcheck_post.c (the posts' op records) */
 /* Retire op (dom->lock held): drop its MR uses, unlink and free it. */
 void chk_op_retire(struct chk_domain *dom, struct chk_op *op);
 /* Whether ctx is one of dom's op records (dom->lock held). */

@@ -52,7 +52,8 @@
  * completion frees it, so the CQ they complete on is "guarded" before the
  * first is posted (reads counted, the op's return to the pool deferred
  * until the readers in flight at its final completion exited:
- * mrl_xfer_cq.c, which also argues why it is safe and what is left).
+ * mrl_xfer_cq_guard.c, which also argues why it is safe and what is
+ * left).
  *
  * Stacked pairs. Such an inner domain is by default not wrapped at all
  * (mrl_hook_fabric_bypass_domain, FI_MRLEASE_HOOK_INNER). When it is, its

@@ -475,7 +475,7 @@ mrl_xfer_op_complete(struct mrl_op *op, uint64_t flags, bool error,
 		}
 		/* Another reader of the CQ may hold an earlier entry of this
 		 * op and not have translated it yet: the op must not be
-		 * reused before it did (mrl_xfer_cq.c). */
+		 * reused before it did (mrl_xfer_cq_guard.c). */
 		guard = op->flags & MRL_OP_MULTI_RECV ?
 				atomic_load_explicit(&pool->defer,
 						     memory_order_acquire) :

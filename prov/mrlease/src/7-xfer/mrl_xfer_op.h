@@ -431,7 +431,7 @@ mrl_xfer_op_complete_ok(struct mrl_op *op, const uint64_t *flagsp,
 }
 
 /*
- * A guarded CQ's readers in flight and deferred ops (mrl_xfer_cq.c):
+ * A guarded CQ's readers in flight and deferred ops (mrl_xfer_cq_guard.c):
  * word = (readers << 32) | mrl_xfer_op_code of the first deferred op (0: none;
  * the ops linked by free_next). The list is emptied, by the reader whose
  * exit takes the count to 0, in the same atomic step.

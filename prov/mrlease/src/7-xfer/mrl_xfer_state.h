@@ -164,7 +164,7 @@ struct mrl_xcq {
 	atomic_bool guarded;
 	struct mrl_cq_guard guard;
 	/* fi_cq_signal calls: a blocking read the hook would retry after a
-	 * hidden batch returns instead when one came (mrl_xfer_cq.c). */
+	 * hidden batch returns instead when one came (mrl_xfer_cq_wait.c). */
 	atomic_uint signals;
 	struct mrl_claims claims;
 	/* Pools of endpoints closed with orphans, kept until the CQ closes. */

@@ -3,8 +3,8 @@
 # operation contexts and pools, completion paths, MR interception.
 # prov/mrlease/include/mrl_xfer.h states the layer's rules and holds what
 # other layers call; the private headers are beside the sources
-# (mrl_xfer_op.h, _state.h, _post.h, _single.h, _msg.h; mrl_xfer_ctl.h is the
-# tests' control codes).
+# (mrl_xfer_op.h, _state.h, _post.h, _single.h, _msg.h; mrl_xfer_cq_int.h
+# what the CQ's files share; mrl_xfer_ctl.h is the tests' control codes).
 noinst_LTLIBRARIES += prov/mrlease/libmrl-xfer.la
 prov_mrlease_libmrl_xfer_la_SOURCES = \
 	prov/mrlease/include/mrl_xfer.h \
@@ -22,6 +22,10 @@ prov_mrlease_libmrl_xfer_la_SOURCES = \
 	prov/mrlease/src/7-xfer/mrl_xfer_claim.c \
 	prov/mrlease/src/7-xfer/mrl_xfer_rma.c \
 	prov/mrlease/src/7-xfer/mrl_xfer_atomic.c \
+	prov/mrlease/src/7-xfer/mrl_xfer_cq_int.h \
 	prov/mrlease/src/7-xfer/mrl_xfer_cq.c \
+	prov/mrlease/src/7-xfer/mrl_xfer_cq_wait.c \
+	prov/mrlease/src/7-xfer/mrl_xfer_cq_guard.c \
+	prov/mrlease/src/7-xfer/mrl_xfer_cq_read.c \
 	prov/mrlease/src/7-xfer/mrl_xfer_cntr.c \
 	prov/mrlease/src/7-xfer/mrl_xfer_domain.c
