@@ -255,6 +255,8 @@ struct mrl_pep {
  * release: when set, fi_close calls release(mr) instead of closing the inner
  * MR (a registration shared through the lease cache drops its lease
  * instead); the wrapper is freed when release returns 0.
+ * wrapped: made by mrl_hook_mr_wrap over an MR the provider does not count
+ * as the application's (the domain's wrapped_mrs counts it).
  */
 struct mrl_mr {
 	struct fid_mr mr;
@@ -262,6 +264,7 @@ struct mrl_mr {
 	struct mrl_domain *domain;
 	void *ext;
 	int (*release)(struct mrl_mr *mr);
+	bool wrapped;
 };
 
 struct mrl_mc {

@@ -401,9 +401,10 @@ mrl_hook_fid_close(struct fid *fid)
 		mr = container_of(fid, struct mrl_mr, mr.fid);
 	if (mr && mr->release) {
 		struct mrl_domain *dom = mr->domain;
+		bool wrapped = mr->wrapped;
 
 		ret = mr->release(mr);
-		if (!ret)
+		if (!ret && wrapped)
 			atomic_fetch_sub(&dom->wrapped_mrs, 1);
 	} else {
 		ret = fi_close(inner);

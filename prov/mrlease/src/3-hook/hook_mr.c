@@ -165,6 +165,7 @@ mrl_hook_mr_wrap(struct mrl_domain *domain, struct fid_mr *inner, void *context,
 		return -FI_ENOMEM;
 	mr->inner = inner;
 	mr->release = release;
+	mr->wrapped = true;
 	atomic_fetch_add_explicit(&domain->wrapped_mrs, 1,
 				  memory_order_relaxed);
 	mrl_hook_mr_publish(mr, &unused);
