@@ -375,6 +375,74 @@ out:
 	free(buf);
 }
 
+/* A domain bound to an EQ with FI_REG_MR completes each registration with
+ * an FI_MR_COMPLETE event of its own: none is served from a cache, where it
+ * would never complete, and each event names the application's MR. */
+static void
+test_registrations_completed_by_eq_events_are_each_forwarded(void)
+{
+	struct fi_eq_attr eq_attr = {.size = 16, .wait_obj = FI_WAIT_UNSPEC};
+	struct fi_eq_entry entry;
+	struct fi_mrlease_stats s0, s1;
+	struct fid_mr *mr[3] = {NULL};
+	struct fid_eq *eq = NULL;
+	struct mrlt_pair p;
+	char *buf = buffer(LEN);
+	int ctx[3], events = 0, ret;
+	uint32_t event;
+
+	if (!pair_open(&p, false))
+		goto out;
+	CHECK_FI(fi_eq_open(p.fabric, &eq_attr, &eq, NULL));
+	ret = fi_domain_bind(p.domain, &eq->fid, FI_REG_MR);
+	if (ret) {
+		mrlt_skip_current("%s: fi_domain_bind(FI_REG_MR): %s", prov,
+				  fi_strerror(-ret));
+		goto close;
+	}
+	s0 = mrlt_pair_stats(&p);
+	for (int i = 0; i < 3; i++)
+		CHECK_FI(fi_mr_reg(p.domain, buf, LEN,
+				   i == 2 ? FI_REMOTE_WRITE : FI_SEND, 0,
+				   81 + (uint64_t) i, 0, &mr[i], &ctx[i]));
+	s1 = mrlt_pair_stats(&p);
+	CHECK_EQ(3, s1.fwd_other - s0.fwd_other);
+	/* A provider that completes registrations at once reports none. */
+	while (events < 3 &&
+	       fi_eq_sread(eq, &event, &entry, sizeof(entry), 1000, 0) > 0) {
+		CHECK_EQ(FI_MR_COMPLETE, event);
+		/* The provider names the MR or its domain (sockets). */
+		CHECK_MSG((entry.fid == &mr[events]->fid ||
+			   entry.fid == &p.domain->fid) &&
+				  entry.context == &ctx[events],
+			  "event %d names fid %p context %p, not %p %p",
+			  events, (void *) entry.fid, entry.context,
+			  (void *) &mr[events]->fid, (void *) &ctx[events]);
+		events++;
+	}
+	CHECK_MSG(events == 0 || events == 3, "%d of 3 registrations completed",
+		  events);
+	for (int i = 0; i < 3; i++)
+		if (mr[i])
+			CHECK_FI(fi_close(&mr[i]->fid));
+close:
+	/* The EQ outlives the domain it is bound to, not the fabric. */
+	for (int i = 0; i < 2; i++) {
+		CHECK_FI(fi_close(&p.ep[i]->fid));
+		p.ep[i] = NULL;
+	}
+	CHECK_FI(fi_close(&p.cq->fid));
+	p.cq = NULL;
+	CHECK_FI(fi_close(&p.av->fid));
+	p.av = NULL;
+	CHECK_FI(fi_close(&p.domain->fid));
+	p.domain = NULL;
+	CHECK_FI(fi_close(&eq->fid));
+	CHECK_EQ(0, mrlt_pair_close(&p));
+out:
+	free(buf);
+}
+
 /* What the registry cannot share goes to the provider unchanged, counted
  * with its reason: counters bound to the MR (FI_RMA_EVENT), an
  * authorization key, several ranges for local access. */
@@ -985,6 +1053,8 @@ main(int argc, char **argv)
 			test_domain_close_with_remote_entries_cached_returns_0);
 		MRLT_RUN(
 			test_a_domain_with_cached_mrs_open_is_busy_until_they_close);
+		MRLT_RUN(
+			test_registrations_completed_by_eq_events_are_each_forwarded);
 		MRLT_RUN(
 			test_forwarded_registrations_are_counted_with_their_reason);
 		MRLT_RUN(

@@ -131,6 +131,9 @@ struct mrl_domain {
 	/* MRs of mrl_hook_mr_wrap still open: the provider cannot see them,
 	 * so the domain answers -FI_EBUSY for them until they close. */
 	atomic_size_t wrapped_mrs;
+	/* Bound to an EQ with FI_REG_MR: each registration completes with an
+	 * FI_MR_COMPLETE event of its own, which no cache can give. */
+	bool mr_events;
 };
 
 struct mrl_eq {

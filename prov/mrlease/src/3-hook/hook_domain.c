@@ -464,6 +464,8 @@ mrl_hook_domain_open_common(struct fid_fabric *fabric, struct fi_info *info,
 		}
 	}
 
+	/* Events name the provider's domain (FI_MR_COMPLETE on some). */
+	mrl_hook_adopt_inner(&dom->inner->fid, &dom->domain.fid);
 	mrl_hook_count_open(MRL_CLASS_DOMAIN);
 	mrl_hook_count(dom->outermost ? MRL_DEBUG_OUTERMOST_DOMAINS :
 					MRL_DEBUG_INNER_DOMAINS);

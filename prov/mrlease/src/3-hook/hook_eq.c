@@ -40,11 +40,22 @@ static void
 mrl_hook_eq_map_event(uint32_t event, void *buf, size_t len)
 {
 	switch (event) {
+	case FI_MR_COMPLETE:
+		/* The context is the one given at registration (fi_mr(3)); the
+		 * provider was given our wrapper's fid for fi_mr_reg/regv. */
+		if (len >= sizeof(struct fi_eq_entry)) {
+			struct fi_eq_entry *entry = buf;
+
+			mrl_hook_eq_map_fid(&entry->fid);
+			if (mrl_hook_is_hook_fid(entry->fid) &&
+			    mrl_hook_class_of(entry->fid) == MRL_CLASS_MR)
+				entry->context = entry->fid->context;
+		}
+		break;
 	case FI_NOTIFY:
 	case FI_CONNREQ:
 	case FI_CONNECTED:
 	case FI_SHUTDOWN:
-	case FI_MR_COMPLETE:
 	case FI_AV_COMPLETE:
 	case FI_JOIN_COMPLETE:
 		/* fi_eq_entry and fi_eq_cm_entry both start with the fid. */

@@ -69,10 +69,10 @@ mrl_hook_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	if (!mr)
 		return -FI_ENOMEM;
 	ret = dom->inner->mr->reg(&dom->inner->fid, buf, len, access, offset,
-				  requested_key, flags, &mr->inner,
-				  &mr->mr.fid);
+				  requested_key, flags, &mr->inner, context);
 	if (ret)
 		goto err_free;
+	mr->inner->fid.context = &mr->mr.fid;
 	mrl_hook_mr_publish(mr, mr_fid);
 	return 0;
 
@@ -98,10 +98,10 @@ mrl_hook_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 	if (!mr)
 		return -FI_ENOMEM;
 	ret = dom->inner->mr->regv(&dom->inner->fid, iov, count, access, offset,
-				   requested_key, flags, &mr->inner,
-				   &mr->mr.fid);
+				   requested_key, flags, &mr->inner, context);
 	if (ret)
 		goto err_free;
+	mr->inner->fid.context = &mr->mr.fid;
 	mrl_hook_mr_publish(mr, mr_fid);
 	return 0;
 
@@ -112,9 +112,10 @@ err_free:
 
 /*
  * The attr is the application's and may be larger than our compiled
- * struct (fi_mr_attr grows with the API version): it goes down untouched,
- * so the inner MR's context is the application's; it is pointed at our
- * wrapper afterwards so FI_MR_COMPLETE events map back.
+ * struct (fi_mr_attr grows with the API version): it goes down untouched.
+ * Every registration hands the provider the application's context, which
+ * an FI_MR_COMPLETE event carries back; the inner MR's context is pointed
+ * at our wrapper afterwards, for providers that report that instead.
  */
 static int
 mrl_hook_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,

@@ -72,6 +72,10 @@ mrl_xfer_mr_route(const struct mrl_domain *domain,
 		return MRL_FWD_AUTH_KEY;
 	if (domain->mr_mode & FI_MR_ENDPOINT)
 		return MRL_FWD_ENDPOINT;
+	/* Registrations completed by FI_MR_COMPLETE events (the domain bound
+	 * to an EQ with FI_REG_MR): one event per call, from the provider. */
+	if (domain->mr_events)
+		return MRL_FWD_OTHER;
 	/* Counters bound to the MR (FI_MR_RMA_EVENT domains need it bound
 	 * and enabled): one per application MR, never shared. */
 	if ((r->flags & FI_RMA_EVENT) ||
