@@ -32,6 +32,7 @@
 #include <rdma/fi_rma.h>
 
 #include "common/xfer_util.h"
+#include "mrl_compat.h"
 
 #define LEN	    (16 * 1024)
 #define NBUF	    4
@@ -394,7 +395,7 @@ test_registrations_completed_by_eq_events_are_each_forwarded(void)
 	if (!pair_open(&p, false))
 		goto out;
 	CHECK_FI(fi_eq_open(p.fabric, &eq_attr, &eq, NULL));
-	ret = fi_domain_bind(p.domain, &eq->fid, FI_REG_MR);
+	ret = fi_domain_bind(p.domain, &eq->fid, MRL_FI_REG_MR);
 	if (ret) {
 		mrlt_skip_current("%s: fi_domain_bind(FI_REG_MR): %s", prov,
 				  fi_strerror(-ret));

@@ -24,6 +24,10 @@
 #define MRL_FI_LOCAL_MR (1ULL << 55)
 #define MRL_FI_MR_BASIC 1
 
+/* FI_REG_MR (fi_domain_bind flag: registrations complete by EQ events)
+ * warns when named under 2.x headers, which deprecate it. */
+#define MRL_FI_REG_MR (1ULL << 59)
+
 /* FI_BUFFERED_RECV (fi_info mode bit) is gone from 2.x headers; a 1.x
  * application may still run with it. */
 #define MRL_FI_BUFFERED_RECV (1ULL << 51)
@@ -39,6 +43,7 @@ _Static_assert(MRL_FI_MR_DMABUF == FI_MR_DMABUF, "FI_MR_DMABUF's value");
 #if FI_MAJOR_VERSION < 2
 _Static_assert(MRL_FI_LOCAL_MR == FI_LOCAL_MR, "FI_LOCAL_MR's value");
 _Static_assert(MRL_FI_MR_BASIC == FI_MR_BASIC, "FI_MR_BASIC's value");
+_Static_assert(MRL_FI_REG_MR == FI_REG_MR, "FI_REG_MR's value");
 _Static_assert(MRL_FI_BUFFERED_RECV == FI_BUFFERED_RECV,
 	       "FI_BUFFERED_RECV's value");
 #endif

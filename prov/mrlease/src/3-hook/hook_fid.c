@@ -472,7 +472,7 @@ mrl_hook_fid_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		ret = mrl_hook_ep_record_bind(ep, bfid, flags);
 	else if (cls == MRL_CLASS_MR)
 		mrl_hook_mr_refresh(fid);
-	else if (cls == MRL_CLASS_DOMAIN && (flags & FI_REG_MR))
+	else if (cls == MRL_CLASS_DOMAIN && (flags & MRL_FI_REG_MR))
 		container_of(fid, struct mrl_domain, domain.fid)->mr_events =
 			true;
 	return ret;
