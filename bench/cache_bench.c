@@ -1156,6 +1156,28 @@ struct child {
 	int cmd, res; /* the parent's ends */
 };
 
+/* A cache's process runs on one CPU, the highest allowed, whichever cache
+ * it is: which CPU a figure lands on, and what shares its core, moved the
+ * single-threaded figures from one run to the next (bench/README.md).
+ * scale2's threads pin themselves. */
+static void
+child_pin(void)
+{
+	cpu_set_t set;
+	int cpu = -1;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			cpu = c;
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	(void) sched_setaffinity(0, sizeof(set), &set);
+}
+
 /* Starts a cache's process; `older` are the ones started before it, whose
  * pipe ends it must not keep (the parent's close would not reach them). */
 static int
@@ -1177,6 +1199,7 @@ child_start(const struct impl *im, size_t n, struct child *ch,
 		}
 		close(cmd[1]);
 		close(res[0]);
+		child_pin();
 		child_serve(im, n, cmd[0], res[1]);
 	}
 	close(cmd[0]);
