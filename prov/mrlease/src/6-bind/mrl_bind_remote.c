@@ -257,6 +257,18 @@ mrl_remote_retire(struct mrl_bind_remote *remote,
 	return true;
 }
 
+/* Onto a list of entries this thread closes once the lock is dropped
+ * (mrl_remote_close_list): counted in in_close until the close is done. */
+static void
+mrl_remote_closing_push(struct mrl_bind_remote *remote,
+			struct mrl_remote_entry *entry,
+			struct mrl_remote_entry **closing)
+{
+	entry->cnext = *closing;
+	*closing = entry;
+	remote->in_close++;
+}
+
 /* Retire every live entry `pick` chooses; idle ones go on *closing, each
  * counted under `counter`. */
 static void
@@ -273,11 +285,17 @@ mrl_remote_retire_if(struct mrl_bind_remote *remote,
 			next = entry->hnext;
 			if (!pick(entry, arg))
 				continue;
+			/* A leased one closes at its last lease. The deferred
+			 * list waits for a thread that may close: counted in
+			 * in_close once one takes it (take_deferred). */
 			if (mrl_remote_retire(remote, entry)) {
-				entry->cnext = *closing;
-				*closing = entry;
-				if (closing != &remote->deferred)
-					remote->in_close++;
+				if (closing != &remote->deferred) {
+					mrl_remote_closing_push(remote, entry,
+								closing);
+				} else {
+					entry->cnext = remote->deferred;
+					remote->deferred = entry;
+				}
 			}
 			mrl_remote_count(remote, counter, 1);
 		}
@@ -334,9 +352,7 @@ mrl_remote_retire_expired(struct mrl_bind_remote *remote, uint64_t now,
 		 * sees the idle count without it. */
 		mrl_remote_retire(remote, entry);
 		mrl_remote_count(remote, why, 1);
-		entry->cnext = *closing;
-		*closing = entry;
-		remote->in_close++;
+		mrl_remote_closing_push(remote, entry, closing);
 	}
 }
 
@@ -348,9 +364,7 @@ mrl_remote_take_deferred(struct mrl_bind_remote *remote,
 		struct mrl_remote_entry *entry = remote->deferred;
 
 		remote->deferred = entry->cnext;
-		entry->cnext = *closing;
-		*closing = entry;
-		remote->in_close++;
+		mrl_remote_closing_push(remote, entry, closing);
 	}
 }
 
@@ -483,9 +497,7 @@ mrl_remote_lease_release(struct mrl_remote_entry *entry)
 				remote, 0, mrl_params.remote_max, &closing);
 			mrl_remote_due_update(remote);
 		} else {
-			closing = entry;
-			entry->cnext = NULL;
-			remote->in_close++;
+			mrl_remote_closing_push(remote, entry, &closing);
 		}
 	}
 	pthread_mutex_unlock(&remote->lock);
