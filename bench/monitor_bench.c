@@ -9,7 +9,7 @@
  * registered, each write waited for. The monitor is the provider's own
  * (started by the domain, its task a pthread, mrl-monitor, invalidating
  * through the cache's deferred path), so what is measured is what an
- * application pays. Six configurations, each in processes of its own (the
+ * application pays. Seven configurations, each in processes of its own (the
  * parameters are read once per process):
  *
  *   mon    FI_MRLEASE_PINNING=yes FI_MRLEASE_MONITOR=userfaultfd: the
@@ -24,12 +24,16 @@
  *   offmt  off with an idle second pthread (blocked in pause()): the same
  *          process as off with one more thread
  *   peropmt perop with the same idle second pthread
+ *   watchnc watch on a domain opened FI_THREAD_DOMAIN (rxm grants
+ *          FI_THREAD_SAFE to the hint; the child asks for less): no
+ *          closer, two threads
  *
  * mon and watch have three threads: the application's, the monitor's task
  * and, the domain being FI_THREAD_SAFE, the closer (mrl-closer), which
  * closes what the monitor dropped without waiting for the application.
- * Each slice reports its child's thread count (the parent's first counts
- * lines).
+ * Each slice reports its child's thread count and whether one of them is
+ * the closer (the parent's first counts lines); the munmap test fails
+ * unless watch has its closer and watchnc none.
  *
  * Tests, each comparing two configurations:
  *
@@ -49,7 +53,11 @@
  *            in and cached in alternate iterations, each the first watched
  *            munmap since the write (see munmap_once); the rest of the
  *            block is unmapped untimed. Figure: a slice's median ns per
- *            kind; mon/off ratio and mon - off ns.
+ *            kind; watch/off ratio and watch - off ns (munmap_*). The
+ *            same test runs watchnc vs off (munmap_nc_*: the monitor
+ *            without its closer) and watch vs watchnc (munmap_closer_*:
+ *            what the closer adds to a watched munmap, target
+ *            munmap_closer_in_ratio <= 1.05).
  *   released watch vs off. Per iteration the same block mapped and its
  *            first page written (watch: cached, the block watched); that
  *            page dropped, untimed, in alternate iterations by munmap
@@ -172,13 +180,15 @@
 
 #include "monitor_bench.h"
 
-const char *const mb_mode_names[NMODES] = {"mon",   "perop", "off",
-					   "watch", "offmt", "peropmt"};
-const char *const mb_mode_pinning[NMODES] = {"yes", "yes", "no",
-					     "yes", "no",  "yes"};
-const char *const mb_mode_monitor[NMODES] = {
-	"userfaultfd", "none", "none", "userfaultfd", "none", "none"};
-const char *const mb_mode_churn[NMODES] = {NULL, NULL, NULL, "0", NULL, NULL};
+const char *const mb_mode_names[NMODES] = {
+	"mon", "perop", "off", "watch", "offmt", "peropmt", "watchnc"};
+const char *const mb_mode_pinning[NMODES] = {"yes", "yes", "no", "yes",
+					     "no",  "yes", "yes"};
+const char *const mb_mode_monitor[NMODES] = {"userfaultfd", "none", "none",
+					     "userfaultfd", "none", "none",
+					     "userfaultfd"};
+const char *const mb_mode_churn[NMODES] = {NULL, NULL, NULL, "0",
+					   NULL, NULL, "0"};
 
 #define MAX_ROUNDS 400
 
@@ -207,6 +217,7 @@ struct sample {
 			       * unmapped and purged */
 	double regs, events, invalidations, not_retained, deferred, deregs;
 	int threads; /* the child's, at the end of the slice */
+	int closers; /* of them, the monitor's closer (mrl-closer) */
 };
 
 enum { TEST_MUNMAP, TEST_RELEASED, TEST_UNMAP, TEST_REUSE };
@@ -220,7 +231,7 @@ struct pairing {
 	int a, b;
 };
 
-#define NPAIRINGS (2 + 4 * NSIZES)
+#define NPAIRINGS (4 + 4 * NSIZES)
 static struct pairing pairings[NPAIRINGS];
 /* [pairing][round][0: a, 1: b] */
 static struct sample samples[NPAIRINGS][MAX_ROUNDS][2];
@@ -378,9 +389,10 @@ parse_sample(const char *line, struct sample *s)
 		       &s->phase[0], &s->phase[1], &s->phase[2]);
 	return sscanf(counts,
 		      " regs %lf events %lf invalidations %lf not_retained %lf "
-		      "deferred %lf deregs %lf threads %d",
+		      "deferred %lf deregs %lf threads %d closer %d",
 		      &s->regs, &s->events, &s->invalidations, &s->not_retained,
-		      &s->deferred, &s->deregs, &s->threads) == 7 &&
+		      &s->deferred, &s->deregs, &s->threads,
+		      &s->closers) == 8 &&
 	       s->v[0] > 0;
 }
 
@@ -423,16 +435,19 @@ counts_sane(const struct pairing *p, int mode, const struct sample *s,
 	bool ok = true;
 	int len_used;
 
-	if (p->test == TEST_MUNMAP && mode == MODE_WATCH)
+	if (p->test == TEST_MUNMAP &&
+	    (mode == MODE_WATCH || mode == MODE_WATCHNC))
 		/* The timed in or cached: an event each, the first watched
 		 * munmap since the write. The other page and the rest give
 		 * one more each while the block is watched: on an
 		 * FI_THREAD_SAFE domain the closer may close the entry, and
 		 * with it release the watch, before them (up to three events
 		 * per iteration). Either page retires the entry, which the
-		 * next iteration registers again. */
+		 * next iteration registers again. watch has its closer and
+		 * watchnc none: what the closer costs is the difference. */
 		ok = s->events > 0.99 && s->invalidations > 0.9 &&
-		     s->regs > 0.9;
+		     s->regs > 0.9 &&
+		     s->closers == (mode == MODE_WATCH ? 1 : 0);
 	else if (p->test == TEST_RELEASED && mode == MODE_WATCH)
 		/* Every iteration a miss, watched; one event (the first page
 		 * unmapped or purged), which retires the entry; its
@@ -455,16 +470,17 @@ counts_sane(const struct pairing *p, int mode, const struct sample *s,
 		ok = s->not_retained > 0.99;
 	else if (p->test == TEST_REUSE)
 		ok = s->regs == 0 && s->invalidations == 0;
-	if (mode != MODE_MON && mode != MODE_WATCH && s->events > 0)
+	if (mode != MODE_MON && mode != MODE_WATCH && mode != MODE_WATCHNC &&
+	    s->events > 0)
 		ok = false;
 	len_used =
 		snprintf(why, len,
 			 "%-5s %s %zu: regs %.3f events %.3f invalidations "
 			 "%.3f not_retained %.3f deferred %.3f deregs %.3f "
-			 "per iteration, %d threads",
+			 "per iteration, %d threads (%d closer)",
 			 mb_mode_names[mode], test_names[p->test], p->size,
 			 s->regs, s->events, s->invalidations, s->not_retained,
-			 s->deferred, s->deregs, s->threads);
+			 s->deferred, s->deregs, s->threads, s->closers);
 	if (p->test == TEST_RELEASED && len_used > 0 && (size_t) len_used < len)
 		snprintf(why + len_used, len - (size_t) len_used,
 			 "; closed before the munmap %.3f, events per "
@@ -612,25 +628,38 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 {
 	static const char *const kinds[] = {"in", "cached", "out"};
 	static const char *const rkinds[] = {"released", "released_purged"};
-	struct figure mu[3], ma[3], ru[2], ra[2], fu[NPAIRINGS], fa[NPAIRINGS];
+	/* pairings[0] is munmap, [1] released, [2] and [3] munmap without and
+	 * with the closer, the loops after them. */
+	static const int munmaps[] = {0, 2, 3};
+	static const char *const munmap_keys[] = {"munmap", "munmap_nc",
+						  "munmap_closer"};
+	struct figure mu[3][3], ma[3][3], ru[2], ra[2], fu[NPAIRINGS],
+		fa[NPAIRINGS];
 	double min_unmap = 1e9, min_unmap_mt = 1e9, min_reuse = 1e9,
 	       min_reuse_mt = 1e9, load[1] = {-1};
-	/* pairings[0] is munmap, [1] released, the loops after them. */
-	const int released = 1, loops = 2;
+	const int released = 1, loops = 4;
 
-	printf("# munmap of one page, ns per call (median over rounds of each "
-	       "slice's "
-	       "median; paired ratio and added ns, median of the generations' "
-	       "medians [q1 q3 of the rounds]):\n");
-	for (int k = 0; k < 3; k++) {
-		mu[k] = figure_of(0, rounds, k, ratio);
-		ma[k] = figure_of(0, rounds, k, diff);
-		printf("#   %-6s  on %7.0f  off %7.0f  ratio %5.2f [%.2f %.2f] "
-		       " "
-		       "added %6.0f ns [%.0f %.0f]\n",
-		       kinds[k], raw_median(0, rounds, 0, k),
-		       raw_median(0, rounds, 1, k), mu[k].med, mu[k].q1,
-		       mu[k].q3, ma[k].med, ma[k].q1, ma[k].q3);
+	for (int m = 0; m < 3; m++) {
+		int p = munmaps[m];
+
+		printf("# munmap of one page, %s against %s, ns per call "
+		       "(median over rounds of each slice's median; paired "
+		       "ratio and added ns, median of the generations' "
+		       "medians [q1 q3 of the rounds]):\n",
+		       mb_mode_names[pairings[p].a],
+		       mb_mode_names[pairings[p].b]);
+		for (int k = 0; k < 3; k++) {
+			mu[m][k] = figure_of(p, rounds, k, ratio);
+			ma[m][k] = figure_of(p, rounds, k, diff);
+			printf("#   %-6s  %-7s %7.0f  %-7s %7.0f  ratio %5.2f "
+			       "[%.2f %.2f]  added %6.0f ns [%.0f %.0f]\n",
+			       kinds[k], mb_mode_names[pairings[p].a],
+			       raw_median(p, rounds, 0, k),
+			       mb_mode_names[pairings[p].b],
+			       raw_median(p, rounds, 1, k), mu[m][k].med,
+			       mu[m][k].q1, mu[m][k].q3, ma[m][k].med,
+			       ma[m][k].q1, ma[m][k].q3);
+		}
 	}
 	printf("# munmap of one page in a mapping that held an entry and "
 	       "holds none now (%s; the entry's page unmapped, or purged), "
@@ -711,13 +740,16 @@ print_figures(int np, int rounds, const struct ir_figures *irf, int cpu,
 		       irf->cache[0] - irf->cache[1], irf->spread);
 	else
 		printf(" ir_added=na");
-	for (int k = 0; k < 3; k++)
-		printf(" munmap_%s_ratio=%.2f munmap_%s_added_ns=%.0f "
-		       "munmap_%s_on_ns=%.0f "
-		       "munmap_%s_off_ns=%.0f",
-		       kinds[k], mu[k].med, kinds[k], ma[k].med, kinds[k],
-		       raw_median(0, rounds, 0, k), kinds[k],
-		       raw_median(0, rounds, 1, k));
+	for (int m = 0; m < 3; m++)
+		for (int k = 0; k < 3; k++)
+			printf(" %s_%s_ratio=%.2f %s_%s_added_ns=%.0f "
+			       "%s_%s_on_ns=%.0f %s_%s_off_ns=%.0f",
+			       munmap_keys[m], kinds[k], mu[m][k].med,
+			       munmap_keys[m], kinds[k], ma[m][k].med,
+			       munmap_keys[m], kinds[k],
+			       raw_median(munmaps[m], rounds, 0, k),
+			       munmap_keys[m], kinds[k],
+			       raw_median(munmaps[m], rounds, 1, k));
 	for (int k = 0; k < 2; k++)
 		printf(" munmap_%s_ratio=%.2f munmap_%s_added_ns=%.0f "
 		       "munmap_%s_on_ns=%.0f munmap_%s_off_ns=%.0f",
@@ -764,10 +796,14 @@ parent_main(void)
 	generations = generations < 1	   ? 1 :
 		      generations > rounds ? rounds :
 					     generations;
-	/* print_figures takes these two first, in this order. */
+	/* print_figures takes these four first, in this order. */
 	pairings[np++] = (struct pairing){TEST_MUNMAP, 0, MODE_WATCH, MODE_OFF};
 	pairings[np++] =
 		(struct pairing){TEST_RELEASED, 0, MODE_WATCH, MODE_OFF};
+	pairings[np++] =
+		(struct pairing){TEST_MUNMAP, 0, MODE_WATCHNC, MODE_OFF};
+	pairings[np++] =
+		(struct pairing){TEST_MUNMAP, 0, MODE_WATCH, MODE_WATCHNC};
 	for (size_t i = 0; i < NSIZES; i++)
 		pairings[np++] = (struct pairing){TEST_UNMAP, loop_sizes[i],
 						  MODE_MON, MODE_PEROP};
@@ -860,7 +896,8 @@ main(int argc, char **argv)
 		ret = mb_hit_main(argv[2], strtol(argv[3], NULL, 10));
 	if (ret == 2)
 		fprintf(stderr,
-			"usage: %s [--serve mon|perop|off|watch|offmt | --hit "
+			"usage: %s [--serve "
+			"mon|perop|off|watch|offmt|peropmt|watchnc | --hit "
 			"on|off N]\n",
 			argv[0]);
 	return ret;

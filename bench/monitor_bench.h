@@ -15,7 +15,9 @@
 
 /* The configurations: FI_MRLEASE_PINNING and FI_MRLEASE_MONITOR of each.
  * MODE_OFFMT and MODE_PEROPMT are MODE_OFF and MODE_PEROP with an idle
- * second pthread: multi-threaded, as MODE_MON is with its monitor task. */
+ * second pthread: multi-threaded, as MODE_MON is with its monitor task.
+ * MODE_WATCHNC is MODE_WATCH on a domain opened FI_THREAD_DOMAIN: no
+ * closer thread. */
 enum {
 	MODE_MON,
 	MODE_PEROP,
@@ -23,6 +25,7 @@ enum {
 	MODE_WATCH,
 	MODE_OFFMT,
 	MODE_PEROPMT,
+	MODE_WATCHNC,
 	NMODES
 };
 extern const char *const mb_mode_names[NMODES];

@@ -67,9 +67,11 @@ struct child {
 };
 
 static int
-child_open(struct child *c)
+child_open(struct child *c, int mode)
 {
-	struct mrlt_pair_opts xo = {.prov = mb_prov(), .caps = FI_MSG | FI_RMA};
+	struct mrlt_pair_opts xo = {.prov = mb_prov(),
+				    .caps = FI_MSG | FI_RMA,
+				    .thread_domain = mode == MODE_WATCHNC};
 	int ret;
 
 	memset(c, 0, sizeof(*c));
@@ -169,19 +171,35 @@ query(struct child *c, struct fi_mrlease_stats *st)
 }
 
 /* The threads of this process (the monitor's task among them), from
- * /proc/self/task; -1 when it cannot be read. */
+ * /proc/self/task, and how many of them are the monitor's closer
+ * (mrl-closer); -1 when it cannot be read. */
 static int
-thread_count(void)
+thread_count(int *closers)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
 	int n = 0;
 
+	*closers = 0;
 	if (!d)
 		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
+	while ((e = readdir(d))) {
+		char path[sizeof("/proc/self/task//comm") + 256], comm[32] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) &&
+		    !strcmp(comm, "mrl-closer\n"))
+			(*closers)++;
+		fclose(f);
+	}
 	closedir(d);
 	return n;
 }
@@ -193,17 +211,18 @@ print_counts(const struct fi_mrlease_stats *a, const struct fi_mrlease_stats *b,
 	     long iters)
 {
 	double n = iters > 0 ? (double) iters : 1;
+	int closers, threads = thread_count(&closers);
 
 	printf(" regs %.3f events %.3f invalidations %.3f not_retained %.3f "
-	       "deferred %.3f deregs %.3f threads %d\n",
+	       "deferred %.3f deregs %.3f threads %d closer %d\n",
 	       (double) (b->registrations - a->registrations) / n,
 	       (double) (b->monitor_events - a->monitor_events) / n,
 	       (double) (b->monitor_invalidations - a->monitor_invalidations) /
 		       n,
 	       (double) (b->not_retained - a->not_retained) / n,
 	       (double) (b->deferred_closes - a->deferred_closes) / n,
-	       (double) (b->deregistrations - a->deregistrations) / n,
-	       thread_count());
+	       (double) (b->deregistrations - a->deregistrations) / n, threads,
+	       closers);
 }
 
 /*
@@ -679,10 +698,11 @@ mb_serve_main(const char *mode_name)
 	if ((mode == MODE_OFFMT || mode == MODE_PEROPMT) && idle_thread_start())
 		return 1;
 	alarm(timeout);
-	ret = child_open(&c);
+	ret = child_open(&c, mode);
 	if (ret)
 		return ret;
-	c.monitored = mode == MODE_MON || mode == MODE_WATCH;
+	c.monitored =
+		mode == MODE_MON || mode == MODE_WATCH || mode == MODE_WATCHNC;
 	if (c.monitored && !monitor_retains(&c)) {
 		/* userfaultfd refused (kernel, privilege, seccomp): nothing to
 		 * measure, which is not a failure of the benchmark. */

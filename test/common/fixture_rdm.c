@@ -850,6 +850,8 @@ mrlt_pair_open(const struct mrlt_pair_opts *opts, struct mrlt_pair *pair)
 		goto err;
 	if (opts->mr_local)
 		pair->info->domain_attr->mr_mode |= FI_MR_LOCAL;
+	if (opts->thread_domain)
+		pair->info->domain_attr->threading = FI_THREAD_DOMAIN;
 	ret = fabric_domain_open(pair->info, &pair->fabric, &pair->domain);
 	if (ret)
 		goto err;

@@ -266,6 +266,9 @@ struct mrlt_pair_opts {
 	bool selective; /* bind the CQ with FI_SELECTIVE_COMPLETION */
 	bool counters_only; /* bind counters, no CQ */
 	bool thread_safe; /* ask for FI_THREAD_SAFE */
+	/* open the domain FI_THREAD_DOMAIN, whatever threading the provider
+	 * granted (rxm grants FI_THREAD_SAFE to a FI_THREAD_DOMAIN hint) */
+	bool thread_domain;
 	uint64_t rx_op_flags; /* e.g. FI_MULTI_RECV */
 	size_t min_multi_recv; /* FI_OPT_MIN_MULTI_RECV when non-zero */
 	enum fi_wait_obj cq_wait; /* the CQ's wait object (0: FI_WAIT_NONE) */
