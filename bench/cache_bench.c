@@ -31,7 +31,7 @@
  * one per cache, each running REPS repetitions alternating with the
  * others'; a generation's figure is the median over its repetitions, and
  * the figure is the best generation's, the smallest time or the largest
- * scale2, see measure_size):
+ * scale2, see measure_all):
  *   hit_hot_N   lookup + lease + release of the same entry, N entries
  *   hit_rand_N  the same on uniformly random entries
  *   inv_miss    invalidate of a range overlapping nothing (a gap between
@@ -1314,37 +1314,48 @@ best_of(const double *v, int n, int sign)
 	return m;
 }
 
-/* Every cache at size sizes[si], over `gens` generations of processes. A
- * process keeps a bias of its own for its life (where its heap landed in
- * physical memory and the processor's caches, what the host ran beside it
- * then), which its repetitions share: the same cache's hot hit came out
- * about 20 or about 40 ns from one process to the next. A figure is
- * therefore the best generation's, the smallest time (the largest scale2,
- * a throughput ratio), the least disturbed; bytes per entry, which does not
- * move, the median. */
+/* Every cache at every size, over `gens` generations of processes, each
+ * generation going through the sizes in turn, so that a figure's
+ * generations are spread over the whole run. A process keeps a bias of its
+ * own for its life (where its heap landed in physical memory and the
+ * processor's caches), and so does a stretch of the run (what the host ran
+ * beside the VM then): the same cache's hot hit came out about 20 or about
+ * 40 ns from one process to the next, and one size's five generations run
+ * back to back were once all slow. A figure is therefore the best
+ * generation's, the smallest time (the largest scale2, a throughput
+ * ratio), the least disturbed; bytes per entry, which does not move, the
+ * median. */
 static int
-measure_size(int si)
+measure_all(void)
 {
-	static double gv[NIMPL][NFIG][MAX_GENS];
+	static double gv[NSIZE][NIMPL][NFIG][MAX_GENS];
 	double lat[MAX_GENS * MAX_REPS];
 
-	fill_idx(sizes[si]);
-	for (int g = 0; g < gens; g++)
-		if (measure_generation(si, g, gv, lat))
-			return -1;
-	if (sizes[si] == 1000000)
-		mem_lat = median(lat, gens * reps);
-	for (size_t k = 0; k < nimpl; k++) {
-		for (int f = 0; f < NFIG; f++) {
-			double *v = gv[k][f];
+	for (int g = 0; g < gens; g++) {
+		for (int si = 0; si < NSIZE; si++) {
+			fill_idx(sizes[si]);
+			if (measure_generation(si, g, gv[si], lat)) {
+				printf("# a cache's process failed at %zu "
+				       "entries\n",
+				       sizes[si]);
+				return -1;
+			}
+		}
+	}
+	mem_lat = median(lat, gens * reps);
+	for (int si = 0; si < NSIZE; si++) {
+		for (size_t k = 0; k < nimpl; k++) {
+			for (int f = 0; f < NFIG; f++) {
+				double *v = gv[si][k][f];
 
-			if (v[0] < 0)
-				result[k][si][f] = -1;
-			else if (f == BPE)
-				result[k][si][f] = median(v, gens);
-			else
-				result[k][si][f] =
-					best_of(v, gens, f == SCALE ? -1 : 1);
+				if (v[0] < 0)
+					result[k][si][f] = -1;
+				else if (f == BPE)
+					result[k][si][f] = median(v, gens);
+				else
+					result[k][si][f] = best_of(
+						v, gens, f == SCALE ? -1 : 1);
+			}
 		}
 	}
 	return 0;
@@ -1460,13 +1471,8 @@ main(int argc, char **argv)
 		printf("# WARNING: the ofi peer (libfabric's util MR cache) is "
 		       "MISSING from this run: %s\n",
 		       utilmr_missing);
-	for (int si = 0; si < NSIZE; si++) {
-		if (measure_size(si)) {
-			printf("# a cache's process failed at %zu entries\n",
-			       sizes[si]);
-			return 1;
-		}
-	}
+	if (measure_all())
+		return 1;
 	if (misses) {
 		printf("# %d lookups missed: the workload is broken\n", misses);
 		return 1;
