@@ -55,6 +55,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -1208,20 +1209,44 @@ child_pin(void)
 	(void) sched_setaffinity(0, sizeof(set), &set);
 }
 
-/* Starts a cache's process; `older` are the ones started before it, whose
- * pipe ends it must not keep (the parent's close would not reach them). */
+/* The seed of the workload's random entries (fill_idx) in the generation
+ * being measured: the parent draws it, its children fill from it, so every
+ * cache of a generation hits the same entries. */
+static uint64_t idx_seed;
+
+/* Starts a cache's process: this program again (--child), so that every
+ * process gets an address-space layout of its own (a forked one would
+ * share the parent's, and so would every process of a run); `older` are
+ * the ones started before it, whose pipe ends it must not keep (the
+ * parent's close would not reach them). */
 static int
 child_start(const struct impl *im, size_t n, struct child *ch,
 	    const struct child *older, size_t nolder)
 {
+	char self[4096], sn[32], scmd[16], sres[16], sseed[32], sscale[32];
+	char *argv[] = {self,  "--child", (char *) im->name,
+			sn,    scmd,	  sres,
+			sseed, sscale,	  NULL};
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int cmd[2], res[2];
 
-	if (pipe(cmd) || pipe(res))
+	if (len <= 0)
 		return -1;
+	self[len] = '\0';
+	if (pipe(cmd))
+		return -1;
+	if (pipe(res)) {
+		close(cmd[0]);
+		close(cmd[1]);
+		return -1;
+	}
+	snprintf(sn, sizeof(sn), "%zu", n);
+	snprintf(scmd, sizeof(scmd), "%d", cmd[0]);
+	snprintf(sres, sizeof(sres), "%d", res[1]);
+	snprintf(sseed, sizeof(sseed), "%" PRIu64, idx_seed);
+	snprintf(sscale, sizeof(sscale), "%.17g", op_scale);
 	fflush(stdout);
 	ch->pid = fork();
-	if (ch->pid < 0)
-		return -1;
 	if (!ch->pid) {
 		for (size_t k = 0; k < nolder; k++) {
 			close(older[k].cmd);
@@ -1229,14 +1254,39 @@ child_start(const struct impl *im, size_t n, struct child *ch,
 		}
 		close(cmd[1]);
 		close(res[0]);
-		child_pin();
-		child_serve(im, n, cmd[0], res[1]);
+		execv(self, argv);
+		_exit(127);
 	}
 	close(cmd[0]);
 	close(res[1]);
+	if (ch->pid < 0) {
+		close(cmd[1]);
+		close(res[0]);
+		return -1;
+	}
 	ch->cmd = cmd[1];
 	ch->res = res[0];
 	return 0;
+}
+
+/* A cache's process (child_start's arguments): fills the workload from
+ * the generation's seed, then serves. */
+static int
+child_main(char **argv)
+{
+	const struct impl *im = NULL;
+	size_t n = strtoul(argv[3], NULL, 10);
+
+	for (size_t k = 0; k < nimpl; k++)
+		if (!strcmp(argv[2], impls[k].name))
+			im = &impls[k];
+	if (!im || !n)
+		return 2;
+	rng_state = strtoull(argv[6], NULL, 10);
+	op_scale = strtod(argv[7], NULL);
+	fill_idx(n);
+	child_pin();
+	child_serve(im, n, atoi(argv[4]), atoi(argv[5]));
 }
 
 static int
@@ -1333,7 +1383,7 @@ measure_all(void)
 
 	for (int g = 0; g < gens; g++) {
 		for (int si = 0; si < NSIZE; si++) {
-			fill_idx(sizes[si]);
+			idx_seed = rng();
 			if (measure_generation(si, g, gv[si], lat)) {
 				printf("# a cache's process failed at %zu "
 				       "entries\n",
@@ -1455,6 +1505,8 @@ main(int argc, char **argv)
 	if (!idx)
 		return 1;
 	drop_missing_peers();
+	if (argc == 8 && !strcmp(argv[1], "--child"))
+		return child_main(argv);
 	if (argc > 1 && !strcmp(argv[1], "--drive"))
 		return drive(argc, argv);
 	if (chase_init())
