@@ -257,6 +257,15 @@ mrl_remote_retire(struct mrl_bind_remote *remote,
 	return true;
 }
 
+/* Onto a list of entries to close (chained by cnext). */
+static void
+mrl_remote_list_push(struct mrl_remote_entry *entry,
+		     struct mrl_remote_entry **list)
+{
+	entry->cnext = *list;
+	*list = entry;
+}
+
 /* Onto a list of entries this thread closes once the lock is dropped
  * (mrl_remote_close_list): counted in in_close until the close is done. */
 static void
@@ -264,8 +273,7 @@ mrl_remote_closing_push(struct mrl_bind_remote *remote,
 			struct mrl_remote_entry *entry,
 			struct mrl_remote_entry **closing)
 {
-	entry->cnext = *closing;
-	*closing = entry;
+	mrl_remote_list_push(entry, closing);
 	remote->in_close++;
 }
 
@@ -289,13 +297,11 @@ mrl_remote_retire_if(struct mrl_bind_remote *remote,
 			 * list waits for a thread that may close: counted in
 			 * in_close once one takes it (take_deferred). */
 			if (mrl_remote_retire(remote, entry)) {
-				if (closing != &remote->deferred) {
+				if (closing == &remote->deferred)
+					mrl_remote_list_push(entry, closing);
+				else
 					mrl_remote_closing_push(remote, entry,
 								closing);
-				} else {
-					entry->cnext = remote->deferred;
-					remote->deferred = entry;
-				}
 			}
 			mrl_remote_count(remote, counter, 1);
 		}
