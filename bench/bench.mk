@@ -20,7 +20,7 @@ BENCHES += bench/xfer_bench
 # util MR cache. Run: make bench, or bench/cache_bench [--quick].
 noinst_PROGRAMS += bench/cache_bench
 bench_cache_bench_SOURCES = bench/cache_bench.c test/common/cache_registrar.c test/common/cache_registrar.h \
-	test/common/mrl_test.c bench/utilmr/utilmr.h
+	test/common/mrl_test.c bench/utilmr/utilmr.h bench/bench_util.c bench/bench_util.h
 bench_cache_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test
 bench_cache_bench_LDADD = prov/mrlease/libmrlease-core.la -ldl $(FABRIC_LIBS)
 if HAVE_UCS

@@ -48,7 +48,9 @@
  *
  * Usage: cache_bench [--quick]   (--quick: 3 generations, fewer ops)
  *        CACHE_BENCH_GENERATIONS (default 5) and CACHE_BENCH_REPS
- *        (repetitions per generation, default 1), each 1 to 16
+ *        (repetitions per generation, default 1), each 1 to 16;
+ *        CACHE_BENCH_CPU, the CPU of every cache's process (default the
+ *        highest allowed)
  *        cache_bench --drive IMPL hot|rand|inv|inv_out N OPS
  *            (one figure alone: for valgrind and A/B runs of two builds)
  */
@@ -76,6 +78,7 @@
 #ifdef HAVE_UCS
 #include <ucs/memory/rcache.h>
 #endif
+#include "bench_util.h"
 #include "utilmr/utilmr.h"
 
 #define ADDR0 ((uintptr_t) 0x100000000000ull)
@@ -1187,28 +1190,6 @@ struct child {
 	int cmd, res; /* the parent's ends */
 };
 
-/* A cache's process runs on one CPU, the highest allowed, whichever cache
- * it is: which CPU a figure lands on, and what shares its core, moved the
- * single-threaded figures from one run to the next (bench/README.md).
- * scale2's threads pin themselves. */
-static void
-child_pin(void)
-{
-	cpu_set_t set;
-	int cpu = -1;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return;
-	for (int c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &set))
-			cpu = c;
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	(void) sched_setaffinity(0, sizeof(set), &set);
-}
-
 /* The seed of the workload's random entries (fill_idx) in the generation
  * being measured: the parent draws it, its children fill from it, so every
  * cache of a generation hits the same entries. */
@@ -1285,7 +1266,11 @@ child_main(char **argv)
 	rng_state = strtoull(argv[6], NULL, 10);
 	op_scale = strtod(argv[7], NULL);
 	fill_idx(n);
-	child_pin();
+	/* One CPU, the highest allowed (CACHE_BENCH_CPU), whichever cache it
+	 * is: which CPU a figure lands on, and what shares its core, moved the
+	 * single-threaded figures from one run to the next (bench/README.md).
+	 * scale2's threads pin themselves. */
+	(void) bu_pin_one_cpu("CACHE_BENCH_CPU");
 	child_serve(im, n, atoi(argv[4]), atoi(argv[5]));
 }
 

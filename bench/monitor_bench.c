@@ -190,6 +190,12 @@ const char *const mb_mode_monitor[NMODES] = {"userfaultfd", "none", "none",
 const char *const mb_mode_churn[NMODES] = {NULL, NULL, NULL, "0",
 					   NULL, NULL, "0"};
 
+bool
+mb_mode_monitored(int mode)
+{
+	return !strcmp(mb_mode_monitor[mode], "userfaultfd");
+}
+
 #define MAX_ROUNDS 400
 
 static const size_t loop_sizes[] = {4096, 65536, MAX_LOOP};
@@ -470,8 +476,7 @@ counts_sane(const struct pairing *p, int mode, const struct sample *s,
 		ok = s->not_retained > 0.99;
 	else if (p->test == TEST_REUSE)
 		ok = s->regs == 0 && s->invalidations == 0;
-	if (mode != MODE_MON && mode != MODE_WATCH && mode != MODE_WATCHNC &&
-	    s->events > 0)
+	if (!mb_mode_monitored(mode) && s->events > 0)
 		ok = false;
 	len_used =
 		snprintf(why, len,

@@ -33,6 +33,8 @@ extern const char *const mb_mode_pinning[NMODES];
 extern const char *const mb_mode_monitor[NMODES];
 /* FI_MRLEASE_MONITOR_CHURN of each; NULL: the default. */
 extern const char *const mb_mode_churn[NMODES];
+/* Whether the configuration runs the memory monitor. */
+bool mb_mode_monitored(int mode);
 
 /* The largest loop operand, and the target buffer's size. */
 #define MAX_LOOP ((size_t) 1 << 20)

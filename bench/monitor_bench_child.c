@@ -701,8 +701,7 @@ mb_serve_main(const char *mode_name)
 	ret = child_open(&c, mode);
 	if (ret)
 		return ret;
-	c.monitored =
-		mode == MODE_MON || mode == MODE_WATCH || mode == MODE_WATCHNC;
+	c.monitored = mb_mode_monitored(mode);
 	if (c.monitored && !monitor_retains(&c)) {
 		/* userfaultfd refused (kernel, privilege, seccomp): nothing to
 		 * measure, which is not a failure of the benchmark. */
