@@ -63,7 +63,10 @@
  * cache for), evict/perop and perop/app, each the median (above) of the paired
  * per-round ratio; saved_us, the time per write the cache saves against
  * perop (1/perop - 1/lease, paired, its median as the ratios'), beside
- * charge_us, the CPU time the model charged per registration.
+ * charge_us, the CPU time the model charged per registration; added_ns, the
+ * time per write the hook adds against app (1/lease - 1/app, the same way):
+ * lease/app in absolute terms, which do not move with the machine's speed
+ * as the ratio does.
  *
  * Environment: COST_BENCH_ROUNDS (default 40), COST_BENCH_GENERATIONS
  * (default 5), COST_BENCH_WINDOW (writes in flight, default 8),
@@ -471,10 +474,29 @@ struct figures {
 	double charged[NMODES], misses[NMODES],
 		evictions[NMODES]; /* per write, mean */
 	double ns_per_charge; /* perop's mean charge */
-	/* Per write, lease against perop: the median (as the ratios') of the
-	 * paired difference of the inverse rates, [quartiles] */
+	/* Per write, the median (as the ratios') of the paired difference of
+	 * the inverse rates, [quartiles]: lease against perop (saved_us) and
+	 * lease against app (added_ns) */
 	double saved_us[NCLOCKS], saved_q1[NCLOCKS], saved_q3[NCLOCKS];
+	double added_ns[NCLOCKS], added_q1[NCLOCKS], added_q3[NCLOCKS];
 };
+
+/* Time per write of mode `slow` minus mode `fast`, round by round at size
+ * i by clock k, in `unit`s: its median as the ratios', and quartiles. */
+static void
+paired_cost(size_t i, int k, int slow, int fast, double unit, int rounds,
+	    int gens, double *med, double *q1, double *q3)
+{
+	double v[MAX_ROUNDS];
+
+	for (int r = 0; r < rounds; r++)
+		v[r] = (1 / samples[i][slow][r].rate[k] -
+			1 / samples[i][fast][r].rate[k]) /
+		       unit;
+	*med = bu_median_of_generations(v, rounds, gens);
+	*q1 = bu_quantile(v, rounds, 0.25);
+	*q3 = bu_quantile(v, rounds, 0.75);
+}
 
 static void
 figures_of(size_t i, int rounds, int gens, struct figures *f)
@@ -509,13 +531,10 @@ figures_of(size_t i, int rounds, int gens, struct figures *f)
 			f->q1[k][p] = bu_quantile(v, rounds, 0.25);
 			f->q3[k][p] = bu_quantile(v, rounds, 0.75);
 		}
-		for (int r = 0; r < rounds; r++)
-			v[r] = (1 / samples[i][M_PEROP][r].rate[k] -
-				1 / samples[i][M_LEASE][r].rate[k]) *
-			       1e6;
-		f->saved_us[k] = bu_median_of_generations(v, rounds, gens);
-		f->saved_q1[k] = bu_quantile(v, rounds, 0.25);
-		f->saved_q3[k] = bu_quantile(v, rounds, 0.75);
+		paired_cost(i, k, M_PEROP, M_LEASE, 1e-6, rounds, gens,
+			    &f->saved_us[k], &f->saved_q1[k], &f->saved_q3[k]);
+		paired_cost(i, k, M_LEASE, M_APP, 1e-9, rounds, gens,
+			    &f->added_ns[k], &f->added_q1[k], &f->added_q3[k]);
 	}
 }
 
@@ -563,11 +582,13 @@ print_figures(const struct figures fig[NSIZES], int rounds)
 		printf("# by %s: median slice rate per mode (writes/s); "
 		       "ratios: median of the generations' medians of the "
 		       "round's paired ratio [quartiles over %d rounds]; "
-		       "saved_us: per write, lease against perop, paired\n",
+		       "saved_us: per write, lease against perop, paired; "
+		       "added_ns: per write, lease against app, paired\n",
 		       clock_names[k], rounds);
-		printf("# %8s %9s %9s %9s %9s %21s %21s %21s %23s\n", "size",
-		       "app/s", "perop/s", "lease/s", "evict/s", "lease/app",
-		       "lease/perop", "evict/perop", "saved_us");
+		printf("# %8s %9s %9s %9s %9s %21s %21s %21s %23s %20s\n",
+		       "size", "app/s", "perop/s", "lease/s", "evict/s",
+		       "lease/app", "lease/perop", "evict/perop", "saved_us",
+		       "added_ns");
 		for (size_t i = 0; i < NSIZES; i++) {
 			const struct figures *f = &fig[i];
 
@@ -577,8 +598,10 @@ print_figures(const struct figures fig[NSIZES], int rounds)
 			for (int p = 0; p < P_PEROP_APP; p++)
 				printf("  %5.3f [%5.3f %5.3f]", f->med[k][p],
 				       f->q1[k][p], f->q3[k][p]);
-			printf("  %6.1f [%6.1f %6.1f]\n", f->saved_us[k],
+			printf("  %6.1f [%6.1f %6.1f]", f->saved_us[k],
 			       f->saved_q1[k], f->saved_q3[k]);
+			printf("  %4.0f [%5.0f %5.0f]\n", f->added_ns[k],
+			       f->added_q1[k], f->added_q3[k]);
 		}
 	}
 	printf("# per write, mean over the timed slices: registrations charged "
@@ -694,8 +717,9 @@ parent_main(void)
 				printf(" %s%s_%zu=%.3f", pair_keys[p],
 				       clock_keys[k], sizes[i],
 				       fig[i].med[k][p]);
-			printf(" saved_us%s_%zu=%.1f", clock_keys[k], sizes[i],
-			       fig[i].saved_us[k]);
+			printf(" saved_us%s_%zu=%.1f added_ns%s_%zu=%.0f",
+			       clock_keys[k], sizes[i], fig[i].saved_us[k],
+			       clock_keys[k], sizes[i], fig[i].added_ns[k]);
 		}
 	for (size_t i = 0; i < NSIZES; i++)
 		printf(" charge_us_%zu=%.1f", sizes[i],
