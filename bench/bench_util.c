@@ -339,6 +339,15 @@ bu_median_of_generations(const double *v, int rounds, int gens)
 }
 
 void
+bu_figure_of_rounds(double *v, int rounds, int gens, double *med, double *q1,
+		    double *q3)
+{
+	*med = bu_median_of_generations(v, rounds, gens);
+	*q1 = bu_quantile(v, rounds, 0.25);
+	*q3 = bu_quantile(v, rounds, 0.75);
+}
+
+void
 bu_shuffle(int *order, int n, int r)
 {
 	uint32_t x = 2654435761u * (uint32_t) (r + 1);

@@ -84,6 +84,10 @@ double bu_median(double *v, int n);
 #define MAX_GENERATIONS	      64
 #define MAX_GENERATION_ROUNDS 400
 double bu_median_of_generations(const double *v, int rounds, int gens);
+/* A paired figure: bu_median_of_generations of v in *med, then the
+ * quartiles over every round (its resolution) in *q1 and *q3; sorts v. */
+void bu_figure_of_rounds(double *v, int rounds, int gens, double *med,
+			 double *q1, double *q3);
 /* Round r's pseudo-random order of n configurations, so that none always
  * runs right after the same other one. */
 void bu_shuffle(int *order, int n, int r);

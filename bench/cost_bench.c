@@ -493,9 +493,7 @@ paired_cost(size_t i, int k, int slow, int fast, double unit, int rounds,
 		v[r] = (1 / samples[i][slow][r].rate[k] -
 			1 / samples[i][fast][r].rate[k]) /
 		       unit;
-	*med = bu_median_of_generations(v, rounds, gens);
-	*q1 = bu_quantile(v, rounds, 0.25);
-	*q3 = bu_quantile(v, rounds, 0.75);
+	bu_figure_of_rounds(v, rounds, gens, med, q1, q3);
 }
 
 static void
@@ -526,10 +524,8 @@ figures_of(size_t i, int rounds, int gens, struct figures *f)
 			for (int r = 0; r < rounds; r++)
 				v[r] = samples[i][pairs[p][0]][r].rate[k] /
 				       samples[i][pairs[p][1]][r].rate[k];
-			f->med[k][p] =
-				bu_median_of_generations(v, rounds, gens);
-			f->q1[k][p] = bu_quantile(v, rounds, 0.25);
-			f->q3[k][p] = bu_quantile(v, rounds, 0.75);
+			bu_figure_of_rounds(v, rounds, gens, &f->med[k][p],
+					    &f->q1[k][p], &f->q3[k][p]);
 		}
 		paired_cost(i, k, M_PEROP, M_LEASE, 1e-6, rounds, gens,
 			    &f->saved_us[k], &f->saved_q1[k], &f->saved_q3[k]);

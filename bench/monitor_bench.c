@@ -571,9 +571,7 @@ figure_of(int p, int rounds, int k, double (*f)(double a, double b))
 
 	for (int r = 0; r < rounds; r++)
 		v[r] = f(samples[p][r][0].v[k], samples[p][r][1].v[k]);
-	fig.med = bu_median_of_generations(v, rounds, generations);
-	fig.q1 = bu_quantile(v, rounds, 0.25);
-	fig.q3 = bu_quantile(v, rounds, 0.75);
+	bu_figure_of_rounds(v, rounds, generations, &fig.med, &fig.q1, &fig.q3);
 	return fig;
 }
 
